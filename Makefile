@@ -1,0 +1,30 @@
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+PIP     := $(BIN)/pip install -q -c constraints.txt
+
+.PHONY: simulate test bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.core: $(BIN)/python setup.cfg pyproject.toml constraints.txt
+	$(PIP) -e .
+	touch $@
+
+$(VENV)/.dev: $(BIN)/python setup.cfg pyproject.toml constraints.txt
+	$(PIP) -e '.[dev]'
+	touch $@ $(VENV)/.core
+
+simulate: $(VENV)/.core
+	$(BIN)/embsim simulate --topology 16x8
+
+test: $(VENV)/.dev
+	$(BIN)/python -m pytest -q
+
+bench: $(VENV)/.core
+	$(BIN)/python benchmarks/nccl_tests_speed.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,53 @@
+"""embsim's command line: assembles the click commands of embsim.commands.
+
+Thin on purpose: commands parse, call the library, print. Bad input (InputError)
+becomes one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from embsim import __version__
+from embsim.commands import COMMAND_MODULES
+from embsim.errors import InputError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="embsim")
+def cli() -> None:
+    """Simulate embedding-heavy training on GPU clusters, calibrated by real kernels."""
+
+
+for _name in COMMAND_MODULES:
+    try:
+        _module = importlib.import_module(f"embsim.commands.{_name}")
+    except ModuleNotFoundError as _exc:
+        if _exc.name != f"embsim.commands.{_name}":
+            raise
+        continue  # command not built yet
+    cli.add_command(_module.command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, prog_name="embsim", standalone_mode=False)
+    except InputError as exc:
+        click.echo(f"embsim: error: {exc}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("embsim: aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
