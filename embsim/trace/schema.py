@@ -1,0 +1,174 @@
+"""The calibration trace as data: what `embsim calibrate` measured on one machine.
+
+Shared by both sides: calibrate/ builds these dataclasses and writes them, the
+simulator loads them. No torch here (the simulator must not need it). All times are
+seconds and all sizes bytes inside; the YAML stores microseconds (see trace/io.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+TRACE_KIND = "embsim-trace"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where and how a trace was captured, so a reader can judge what it describes."""
+
+    host: str
+    date: str                      # ISO 8601, UTC
+    command: str                   # the command line that produced the trace
+    world: int                     # ranks that took part
+    backend: str                   # "gloo" | "nccl"
+    backend_version: str           # NCCL version, or gloo's (= torch's) for CPU
+    torch: str
+    python: str
+    devices: tuple[str, ...]       # one name per local device ("cpu: <model>" on CPU)
+    driver: str | None = None      # NVIDIA driver, None on CPU
+    cuda: str | None = None        # CUDA runtime torch was built with, None on CPU
+    label: str = ""                # e.g. "CPU" -- how the trace should be described
+    loadavg: tuple[float, ...] = ()  # os.getloadavg() at start, machine was shared
+    threads_per_rank: int = 1
+    nodes: int = 1
+
+
+@dataclass(frozen=True)
+class LayerPoint:
+    """One layer's forward and backward time at one batch size."""
+
+    batch: int
+    fwd_s: float                   # median
+    bwd_s: float                   # median
+    fwd_spread_s: float            # inter-quartile range of the samples
+    bwd_spread_s: float
+    reps: int
+
+
+@dataclass(frozen=True)
+class LayerTiming:
+    name: str
+    kind: str                      # the zoo's layer kind (embedding, encoder, lstm, ...)
+    variant: str                   # e.g. "dense-grad" / "sparse-grad" for embeddings, else ""
+    points: tuple[LayerPoint, ...]  # sorted by batch
+
+
+@dataclass(frozen=True)
+class OptimizerTiming:
+    """An optimizer step: over all dense parameters, or over the sparse rows touched."""
+
+    name: str                      # "dense" | "sparse-rows"
+    optimizer: str                 # e.g. "sgd"
+    batch: int
+    elements: int                  # parameters (dense) or rows x dim (sparse) updated
+    median_s: float
+    spread_s: float
+    reps: int
+
+
+@dataclass(frozen=True)
+class CollectiveCurve:
+    """An nccl-tests-style sweep of one op over one group of ranks."""
+
+    op: str                        # all_reduce | all_gather | reduce_scatter | alltoall | broadcast
+    ranks: int
+    scope: str                     # "all" | "intra-node" | "inter-node"
+    sizes: tuple[int, ...]         # bytes, nccl-tests "size" convention
+    median_s: tuple[float, ...]
+    spread_s: tuple[float, ...]
+
+    def time_at(self, nbytes: float) -> float:
+        """Measured time at a size, log-log interpolated between measured sizes and
+        extrapolated linearly in bytes beyond the ends (bandwidth-bound regime)."""
+        sizes = np.asarray(self.sizes, dtype=float)
+        times = np.asarray(self.median_s, dtype=float)
+        if nbytes <= sizes[0]:
+            return float(times[0])
+        if nbytes >= sizes[-1]:
+            return float(times[-1] * nbytes / sizes[-1])
+        return float(np.exp(np.interp(np.log(nbytes), np.log(sizes), np.log(times))))
+
+
+@dataclass(frozen=True)
+class StepSamples:
+    """Whole real training steps of one synchronisation strategy: validation ground truth."""
+
+    strategy: str                  # allreduce | allgather | embrace
+    world: int
+    batch: int                     # per rank
+    seq: int
+    samples_s: tuple[float, ...]
+    median_s: float
+
+
+@dataclass(frozen=True)
+class TokenStatsRecord:
+    """Rows touched by the batches actually fed (embedding-gradient sparsity)."""
+
+    table: str
+    vocab: int
+    batch: int                     # per rank
+    seq: int
+    ranks: int
+    source: str                    # "zipf(s=1.05, seed=0)" or "corpus:<file>"
+    unique_per_rank: tuple[int, ...]
+    union: int
+
+
+@dataclass(frozen=True)
+class Trace:
+    schema_version: int
+    device: str                    # "cpu" or the GPU name
+    model: str
+    seq: int
+    topology: str                  # topology file name describing the calibrated host
+    provenance: Provenance
+    layers: dict[str, LayerTiming]
+    optimizer: tuple[OptimizerTiming, ...]
+    collectives: tuple[CollectiveCurve, ...]
+    steps: dict[str, StepSamples]
+    token_stats: tuple[TokenStatsRecord, ...]
+    source: str = field(default="", compare=False)   # file it was loaded from
+
+    @property
+    def batches(self) -> tuple[int, ...]:
+        """Batch sizes at which layers were measured."""
+        seen = sorted({p.batch for lt in self.layers.values() for p in lt.points})
+        return tuple(seen)
+
+    def interp(self, layer: str, batch: float) -> tuple[float, float]:
+        """(forward, backward) seconds of `layer` at `batch`, linear in batch between the
+        measured sizes and extrapolated along the end segments (clamped at zero)."""
+        try:
+            points = self.layers[layer].points
+        except KeyError:
+            raise KeyError(f"trace {self.source or ''} has no layer {layer!r}") from None
+        batches = np.array([p.batch for p in points], dtype=float)
+        out = []
+        for attr in ("fwd_s", "bwd_s"):
+            values = np.array([getattr(p, attr) for p in points], dtype=float)
+            out.append(_linear(batches, values, float(batch)))
+        return out[0], out[1]
+
+    def collective(self, op: str, ranks: int, scope: str = "all") -> CollectiveCurve | None:
+        for curve in self.collectives:
+            if curve.op == op and curve.ranks == ranks and curve.scope == scope:
+                return curve
+        return None
+
+
+def _linear(xs: np.ndarray, ys: np.ndarray, x: float) -> float:
+    if len(xs) == 1:
+        # One size measured: proportional scaling is the only defensible guess.
+        return float(ys[0] * x / xs[0])
+    if x <= xs[0]:
+        i = 0
+    elif x >= xs[-1]:
+        i = len(xs) - 2
+    else:
+        return float(np.interp(x, xs, ys))
+    slope = (ys[i + 1] - ys[i]) / (xs[i + 1] - xs[i])
+    return float(max(0.0, ys[i] + slope * (x - xs[i])))
