@@ -1,0 +1,194 @@
+"""CollectiveRuntime: NCCL launch semantics over the shared network, with a fake plan model."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import simpy
+
+from embsim.collectives.runtime import CollectiveRuntime
+from embsim.network import Demand, Network
+
+SHARED_LINK = 100
+CAPACITY = np.full(101, 1e9)  # 1 GB/s everywhere keeps hand arithmetic exact
+
+
+@dataclass(frozen=True)
+class FakePlan:
+    latency: float
+    time: float
+    demand: Demand
+    algo: str = "ring"
+    proto: str = "simple"
+
+
+class FakeModel:
+    """nbytes over each rank's own link and over one link all communicators share."""
+
+    def __init__(self, latency=0.1):
+        self.latency = latency
+        self.calls = []
+
+    def plan(self, op, nbytes, ranks):
+        self.calls.append((op, nbytes, ranks))
+        if nbytes == 0:
+            return FakePlan(0.0, 0.0, Demand.empty())
+        demand = Demand(
+            links=list(ranks) + [SHARED_LINK], bytes=[float(nbytes)] * (len(ranks) + 1)
+        )
+        return FakePlan(self.latency, self.latency + demand.bottleneck_time(CAPACITY), demand)
+
+
+def setup(latency=0.1):
+    env = simpy.Environment()
+    model = FakeModel(latency)
+    runtime = CollectiveRuntime(env, Network(env, CAPACITY), model)
+    return env, runtime, model
+
+
+def participant(env, runtime, op, nbytes, ranks, rank, arrive_at, done, key=None):
+    yield env.timeout(arrive_at)
+    record = yield runtime.collective(op, nbytes, ranks, rank, key=key)
+    done[rank] = (env.now, record)
+
+
+def test_starts_at_the_last_arrival_and_everyone_ends_together():
+    env, runtime, model = setup()
+    ranks, done = (0, 1, 2), {}
+    for rank, t in zip(ranks, (0.0, 1.0, 3.0)):
+        env.process(participant(env, runtime, "all_reduce", 5e8, ranks, rank, t, done))
+    env.run()
+    plan_time = 0.1 + 0.5
+    assert [done[r][0] for r in ranks] == pytest.approx([3.0 + plan_time] * 3, abs=1e-12)
+    (rec,) = runtime.records
+    assert done[0][1] is rec
+    assert (rec.first_arrival, rec.start) == (0.0, 3.0)
+    assert rec.skew == 3.0 and rec.n_ranks == 3
+    assert (rec.op, rec.nbytes, rec.algo, rec.proto) == ("all_reduce", 5e8, "ring", "simple")
+    assert model.calls == [("all_reduce", 5e8, ranks)]  # planned once per instance
+
+
+def test_idle_network_time_is_latency_plus_transfer_equals_plan_time():
+    env, runtime, _ = setup(latency=2.5e-5)
+    ev = runtime.arrive("all_gather", 3e6, (0, 1), (0, 1))
+    env.run()
+    rec = ev.value
+    assert rec.duration == pytest.approx(2.5e-5 + 3e-3, abs=1e-12)
+    assert rec.duration == pytest.approx(rec.plan_time, abs=1e-12)
+    assert rec.slowdown == pytest.approx(1.0)
+
+
+def test_overlapping_collectives_are_slowed_exactly_by_sharing():
+    # A on (0,1) arrives at 0, B on (2,3) at 0.5; latency 0.1, 1e9 B on the shared link each.
+    # A's transfer runs alone 0.1..0.6 (half done), then shares 0.5 GB/s with B: A ends at
+    # 0.6 + 0.5/0.5 = 1.6. B has carried 0.5 GB by then, the rest alone: 1.6 + 0.5 = 2.1.
+    env, runtime, _ = setup(latency=0.1)
+    a, b = {}, {}
+    for rank in (0, 1):
+        env.process(participant(env, runtime, "all_reduce", 1e9, (0, 1), rank, 0.0, a))
+    for rank in (2, 3):
+        env.process(participant(env, runtime, "all_reduce", 1e9, (2, 3), rank, 0.5, b))
+    env.run()
+    assert a[0][0] == pytest.approx(1.6, abs=1e-9)
+    assert b[2][0] == pytest.approx(2.1, abs=1e-9)
+    assert a[0][1].slowdown == pytest.approx(1.6 / 1.1)
+
+
+def test_representatives_arrive_for_groups_of_ranks():
+    env, runtime, _ = setup(latency=0.0)
+    ranks = tuple(range(8))
+    events = []
+
+    def group(members, at):
+        yield env.timeout(at)
+        events.append(runtime.arrive("alltoall", 1e8, ranks, members))
+
+    env.process(group(range(0, 4), 1.0))
+    env.process(group((4, 5), 2.0))
+    env.process(group((6, 7), 4.0))
+    env.run(until=3.0)
+    assert runtime.pending() == [(ranks, 0, "alltoall", 6, 8)]
+    env.run()
+    assert events[0] is events[1] is events[2]
+    rec = events[0].value
+    assert (rec.first_arrival, rec.start, rec.end) == pytest.approx((1.0, 4.0, 4.1))
+    assert runtime.pending() == []
+
+
+def test_sequence_order_matches_kth_call_with_kth_call():
+    env, runtime, _ = setup(latency=0.0)
+    first = runtime.collective("all_reduce", 1e8, (0, 1), 0)
+    second = runtime.collective("all_reduce", 2e8, (0, 1), 0)  # rank 0 runs ahead
+    assert runtime.collective("all_reduce", 1e8, (0, 1), 1) is first
+    env.run()
+    assert first.processed and not second.triggered
+    assert runtime.pending() == [((0, 1), 1, "all_reduce", 1, 2)]
+    assert runtime.collective("all_reduce", 2e8, (0, 1), 1) is second
+    env.run()
+    assert [r.seq for r in runtime.records] == [0, 1]
+
+
+def test_stragglers_propagate_through_the_stream():
+    # Each rank: compute, collective, compute 1 s, collective. Rank 1 computes 2 s longer first.
+    env, runtime, _ = setup(latency=0.0)
+    ends = {}
+
+    def rank_loop(rank, first_compute):
+        yield env.timeout(first_compute)
+        yield runtime.collective("all_reduce", 1e8, (0, 1), rank)
+        yield env.timeout(1.0)
+        yield runtime.collective("all_reduce", 1e8, (0, 1), rank)
+        ends[rank] = env.now
+
+    env.process(rank_loop(0, 1.0))
+    env.process(rank_loop(1, 3.0))
+    env.run()
+    # Both leave the first collective at 3.1 (not rank 0's 1.1), so both end at 4.2.
+    assert ends == pytest.approx({0: 4.2, 1: 4.2}, abs=1e-9)
+
+
+def test_key_names_the_communicator():
+    env, runtime, _ = setup(latency=0.0)
+    a = runtime.arrive("broadcast", 1e8, (0, 1), (0, 1), key="dp")
+    b = runtime.arrive("broadcast", 1e8, (0, 1), (0, 1), key="tp")
+    env.run()
+    assert a is not b and {r.communicator for r in runtime.records} == {"dp", "tp"}
+    assert [r.seq for r in runtime.records] == [0, 0]
+    with pytest.raises(ValueError, match="has ranks"):
+        runtime.arrive("broadcast", 1e8, (0, 2), (0,), key="dp")
+
+
+def test_zero_byte_collective_completes_at_once():
+    env, runtime, _ = setup()
+    ev = runtime.arrive("all_reduce", 0, (0, 1), (1, 0))
+    env.run()
+    assert ev.value.start == ev.value.end == 0.0
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda rt: rt.collective("all_reduce", 1, (0, 1), 5), "not in communicator"),
+        (lambda rt: rt.arrive("all_reduce", 1, (0, 1), (0, 0)), "twice"),
+        (lambda rt: rt.arrive("all_reduce", 1, (0, 0), (0,)), "repeated"),
+        (lambda rt: rt.arrive("all_reduce", 1, (), ()), "empty"),
+    ],
+)
+def test_rejects_malformed_arrivals(call, match):
+    _, runtime, _ = setup()
+    with pytest.raises(ValueError, match=match):
+        call(runtime)
+
+
+def test_mismatched_operations_are_an_error():
+    _, runtime, _ = setup()
+    runtime.collective("all_reduce", 1e8, (0, 1), 0)
+    with pytest.raises(ValueError, match="does not match"):
+        runtime.collective("all_gather", 1e8, (0, 1), 1)
+
+
+def test_group_members_must_be_at_the_same_stream_position():
+    _, runtime, _ = setup()
+    runtime.collective("all_reduce", 1e8, (0, 1, 2), 0)
+    with pytest.raises(ValueError, match="different positions"):
+        runtime.arrive("all_reduce", 1e8, (0, 1, 2), (0, 1))
