@@ -1,0 +1,209 @@
+"""Turn a NodeType and a cluster shape into vertices and directed links.
+
+Every node is built from one template (same local links in the same order), so a
+node's link ids are `node_base[node] + local offset` and intra-node routes are
+computed once per local pair. The network (NIC <-> leaf <-> spine) is added after
+all nodes. Units are converted here: GB/s -> bytes/s, Gb/s -> bytes/s, µs -> s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from .spec import NodeType
+
+GB = 1e9   # GB/s in the YAML are 1e9 bytes/s per direction
+US = 1e-6
+
+
+@dataclass(frozen=True)
+class Link:
+    id: int
+    src: str
+    dst: str
+    kind: str          # "nvlink" | "pcie" | "cpu" | "host" | "nic" | "net"
+    bandwidth: float   # bytes/s, this direction
+    latency: float     # seconds
+
+
+@dataclass
+class NodeTemplate:
+    """One node's vertices and links in local names ("gpu0", "nvs", "pcie1", "cpu0", "nic2", "host")."""
+
+    vertices: dict[str, str] = field(default_factory=dict)          # local name -> vertex type
+    links: list[tuple[str, str, str, float, float]] = field(default_factory=list)
+    offset: dict[tuple[str, str], int] = field(default_factory=dict)  # (u, v) -> local link offset
+    parent: dict[str, str] = field(default_factory=dict)             # PCIe / host tree, child -> parent
+    nics: tuple[int, ...] = ()                                       # NIC indices present
+
+    def add_vertex(self, name: str, vtype: str) -> None:
+        self.vertices[name] = vtype
+
+    def add_duplex(self, u: str, v: str, kind: str, gbps: float, latency_us: float) -> None:
+        for a, b in ((u, v), (v, u)):
+            self.offset[(a, b)] = len(self.links)
+            self.links.append((a, b, kind, gbps * GB, latency_us * US))
+
+    def graph(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        g.add_nodes_from(self.vertices)
+        g.add_edges_from((u, v) for u, v, *_ in self.links)
+        return g
+
+
+def used_nics(node: NodeType, gpus_per_node: int) -> tuple[int, ...]:
+    """NICs that serve at least one of the GPUs in use (a partial node drops the others)."""
+    return tuple(k for k, gpus in enumerate(node.nics.gpus) if any(g < gpus_per_node for g in gpus))
+
+
+def node_template(node: NodeType, gpus_per_node: int) -> NodeTemplate:
+    fab, t = node.fabric, NodeTemplate()
+    n_all = node.gpu.count
+    for g in range(gpus_per_node):
+        t.add_vertex(f"gpu{g}", "gpu")
+    if fab.kind == "nvswitch":
+        t.add_vertex("nvs", "nvswitch")
+        for g in range(gpus_per_node):
+            t.add_duplex(f"gpu{g}", "nvs", "nvlink", fab.nvlink_gbps, fab.nvlink_latency_us)
+    for a, b, links in fab.nvlink_pairs:
+        if a < gpus_per_node and b < gpus_per_node:
+            # A GPU's NVLink bandwidth is split evenly over its links.
+            gbps = links * fab.nvlink_gbps / fab.nvlink_links_per_gpu
+            t.add_duplex(f"gpu{a}", f"gpu{b}", "nvlink", gbps, fab.nvlink_latency_us)
+    t.nics = used_nics(node, gpus_per_node)
+    if fab.kind == "host":
+        t.add_vertex("host", "host")
+        for g in range(gpus_per_node):
+            t.add_duplex(f"gpu{g}", "host", "host", fab.host_gbps, fab.host_latency_us)
+            t.parent[f"gpu{g}"] = "host"
+        for k in t.nics:
+            t.add_vertex(f"nic{k}", "nic")
+            t.add_duplex(f"nic{k}", "host", "host", fab.host_gbps, fab.host_latency_us)
+            t.parent[f"nic{k}"] = "host"
+    elif fab.has_pcie:
+        _pcie_tree(node, gpus_per_node, t)
+    return t
+
+
+def _pcie_tree(node: NodeType, gpus_per_node: int, t: NodeTemplate) -> None:
+    fab, n_all = node.fabric, node.gpu.count
+    sockets, switches = fab.cpu_sockets, fab.pcie_switches
+    for s in range(sockets):
+        t.add_vertex(f"cpu{s}", "cpu")
+    for s in range(sockets):
+        for s2 in range(s + 1, sockets):
+            t.add_duplex(f"cpu{s}", f"cpu{s2}", "cpu", fab.cpu_link_gbps, fab.cpu_latency_us)
+
+    def gpu_parent(g: int) -> str:
+        # GPUs spread evenly over switches (or sockets), in index order.
+        return f"pcie{g * switches // n_all}" if switches else f"cpu{g * sockets // n_all}"
+
+    devices = [(f"gpu{g}", gpu_parent(g)) for g in range(gpus_per_node)]
+    # A NIC sits on the PCIe parent of the first GPU it serves (GPUDirect RDMA locality).
+    devices += [(f"nic{k}", gpu_parent(node.nics.gpus[k][0])) for k in t.nics]
+    needed = sorted({p for _, p in devices if p.startswith("pcie")}, key=lambda p: int(p[4:]))
+    for sw in needed:
+        socket = f"cpu{int(sw[4:]) * sockets // switches}"
+        t.add_vertex(sw, "pcie-switch")
+        t.add_duplex(sw, socket, "pcie", fab.pcie_gbps, fab.pcie_latency_us)
+        t.parent[sw] = socket
+    for dev, parent in devices:
+        if dev.startswith("nic"):
+            t.add_vertex(dev, "nic")
+        t.add_duplex(dev, parent, "pcie", fab.pcie_gbps, fab.pcie_latency_us)
+        t.parent[dev] = parent
+
+
+def tree_path(t: NodeTemplate, x: str, y: str) -> list[str]:
+    """Vertex path between two devices through the PCIe/host tree (crossing sockets if needed)."""
+    up_x = [x]
+    while up_x[-1] in t.parent:
+        up_x.append(t.parent[up_x[-1]])
+    up_y = [y]
+    while up_y[-1] in t.parent:
+        up_y.append(t.parent[up_y[-1]])
+    on_x = {v: i for i, v in enumerate(up_x)}
+    for j, v in enumerate(up_y):
+        if v in on_x:  # lowest common ancestor
+            return up_x[:on_x[v] + 1] + up_y[:j][::-1]
+    return up_x + up_y[::-1]  # different sockets: root-to-root over the CPU link
+
+
+def local_gpu_path(node: NodeType, t: NodeTemplate, a: int, b: int) -> list[str]:
+    """Vertex path GPU a -> GPU b inside one node, the way NCCL's P2P transport goes."""
+    u, v = f"gpu{a}", f"gpu{b}"
+    if node.fabric.kind == "nvswitch":
+        return [u, "nvs", v]
+    if (u, v) in t.offset:  # direct NVLink pair
+        return [u, v]
+    if t.parent:
+        return tree_path(t, u, v)
+    # NVLink-only mesh without a PCIe description: hop over NVLink peers.
+    return nx.shortest_path(t.graph(), u, v)
+
+
+def disconnected_pair(t: NodeTemplate) -> tuple[str, str] | None:
+    g = t.graph()
+    if nx.is_strongly_connected(g):
+        return None
+    components = sorted((sorted(c) for c in nx.strongly_connected_components(g)), key=lambda c: c[0])
+    return components[0][0], components[1][0]
+
+
+@dataclass
+class NetworkLayout:
+    """Where each NIC plugs in: leaf switch per (node group, rail) and the spine layer."""
+
+    n_nodes: int
+    rails: tuple[int, ...]       # NIC indices in use, rail r = rails.index(nic)
+    rail_optimised: bool
+    nodes_per_leaf: int
+    n_spines: int
+
+    @property
+    def n_groups(self) -> int:
+        return math.ceil(self.n_nodes / self.nodes_per_leaf)
+
+    @property
+    def n_leaves(self) -> int:
+        return self.n_groups * (len(self.rails) if self.rail_optimised else 1)
+
+    def leaf_of(self, node: int, rail: int) -> int:
+        group = node // self.nodes_per_leaf
+        return group * len(self.rails) + rail if self.rail_optimised else group
+
+    def spine_for(self, src_node: int, dst_node: int) -> int:
+        # Deterministic ECMP: spread node pairs over spines.
+        return (src_node + dst_node) % self.n_spines
+
+
+def network_layout(node: NodeType, n_nodes: int, rails: tuple[int, ...]) -> NetworkLayout:
+    net = node.network
+    npl = min(net.nodes_per_leaf or n_nodes, n_nodes)
+    return NetworkLayout(n_nodes=n_nodes, rails=rails, rail_optimised=net.kind == "rail-fat-tree",
+                         nodes_per_leaf=npl, n_spines=net.spines)
+
+
+def network_links(node: NodeType, layout: NetworkLayout):
+    """(src, dst, kind, bytes/s, s) for NIC<->leaf and leaf<->spine, in a fixed order."""
+    nic_bw = node.nics.gbit * 1e9 / 8
+    nic_lat, sw_lat = node.nics.latency_us * US, node.network.switch_latency_us * US
+    out, ports = [], [0] * layout.n_leaves
+    for n in range(layout.n_nodes):
+        for r, k in enumerate(layout.rails):
+            leaf = layout.leaf_of(n, r)
+            ports[leaf] += 1
+            # NIC latency splits over sender and receiver; the leaf's traversal rides on the uplink.
+            out.append((f"n{n}.nic{k}", f"leaf{leaf}", "nic", nic_bw, nic_lat / 2 + sw_lat))
+            out.append((f"leaf{leaf}", f"n{n}.nic{k}", "nic", nic_bw, nic_lat / 2))
+    if layout.n_leaves > 1:
+        for leaf in range(layout.n_leaves):
+            # Total uplink = total downlink / oversubscription, split evenly over the spines.
+            up = ports[leaf] * nic_bw / node.network.oversubscription / layout.n_spines
+            for s in range(layout.n_spines):
+                out.append((f"leaf{leaf}", f"spine{s}", "net", up, sw_lat))
+                out.append((f"spine{s}", f"leaf{leaf}", "net", up, sw_lat))
+    return out

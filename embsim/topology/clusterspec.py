@@ -1,0 +1,104 @@
+"""--topology values: `NxG`, `PRESET:NxG`, `PRESET`, `path.yaml`, `path.yaml:NxG`.
+
+Presets are YAML files named PRESET.yaml, looked up first in the directories of
+$EMBSIM_TOPOLOGY_PATH (os.pathsep-separated, so users can shadow a preset), then in
+the repository's topologies/ directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import embsim
+
+from .parse import load_node_type
+from .spec import NodeType, TopologyError
+from .topology import Topology
+
+DEFAULT_PRESET = "dgx-h100"
+_SHAPE = re.compile(r"^(\d+)x(\d+)$")
+
+
+def preset_dirs() -> list[Path]:
+    dirs = [Path(p) for p in os.environ.get("EMBSIM_TOPOLOGY_PATH", "").split(os.pathsep) if p]
+    return dirs + [Path(embsim.__file__).resolve().parent.parent / "topologies"]
+
+
+def list_presets() -> list[str]:
+    names = {p.stem for d in preset_dirs() if d.is_dir() for p in d.glob("*.yaml")}
+    return sorted(names)
+
+
+def find_preset(name: str) -> Path | None:
+    for d in preset_dirs():
+        path = d / f"{name}.yaml"
+        if path.is_file():
+            return path
+    return None
+
+
+@lru_cache(maxsize=64)
+def _load_cached(path: str, mtime_ns: int) -> NodeType:
+    return load_node_type(path)
+
+
+def load_node(path: Path) -> NodeType:
+    """Parse a node-type file (cached on path and modification time)."""
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        raise TopologyError(f"{path}: no such file") from None
+    return _load_cached(str(path), mtime)
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.endswith((".yaml", ".yml")) or "/" in text or os.sep in text
+
+
+def _shape(spec: str, text: str) -> tuple[int, int]:
+    m = _SHAPE.match(text)
+    if not m:
+        raise TopologyError(f"--topology {spec!r}: {text!r} is not NxG (nodes x GPUs per node, e.g. 16x8)")
+    n, g = int(m.group(1)), int(m.group(2))
+    if n < 1 or g < 1:
+        raise TopologyError(f"--topology {spec!r}: nodes and GPUs per node must be >= 1, got {n}x{g}")
+    return n, g
+
+
+def load_topology(spec: str) -> Topology:
+    """Build the Topology a --topology value names (see module docstring for the forms)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise TopologyError(f"--topology {spec!r}: empty (use NxG, PRESET, PRESET:NxG or a .yaml path)")
+    spec = spec.strip()
+    shape: tuple[int, int] | None = None
+    where = spec
+    if _SHAPE.match(spec) or re.match(r"^-?\d+x-?\d+$", spec):
+        where, shape = DEFAULT_PRESET, _shape(spec, spec)
+    elif ":" in spec:
+        head, tail = spec.rsplit(":", 1)
+        if _SHAPE.match(tail) or re.match(r"^[\d-]*x[\d-]*$", tail):
+            where, shape = head, _shape(spec, tail)
+    if _looks_like_path(where):
+        path = Path(where)
+        if not path.is_file():
+            raise TopologyError(f"--topology {spec!r}: no such file {where}")
+        node = load_node(path)
+        preset = node.name
+    else:
+        path = find_preset(where)
+        if path is None:
+            raise TopologyError(f"--topology {spec!r}: unknown preset {where!r} "
+                                f"(available: {', '.join(list_presets()) or 'none'})")
+        node = load_node(path)
+        preset = where
+    n_nodes, gpus = shape if shape else (1, node.gpu.count)
+    if gpus > node.gpu.count:
+        raise TopologyError(f"--topology {spec!r}: {preset} has {node.gpu.count} GPUs per node, "
+                            f"cannot use {gpus}")
+    if n_nodes > 1 and node.nics.count == 0:
+        raise TopologyError(f"--topology {spec!r}: {preset} has no NICs (nics.count 0), "
+                            f"so it can only be one node, not {n_nodes}")
+    return Topology(node, n_nodes, gpus, preset=preset)

@@ -1,0 +1,227 @@
+"""Read one node-type YAML file into a NodeType, rejecting anything unexpected.
+
+Every error names the file, the key path and the line (via embsim.yamlio) and is a
+TopologyError, so the CLI prints one line and exits 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from embsim.errors import InputError
+from embsim.yamlio import YamlDoc, check_mapping, get, load_yaml, parse_yaml
+
+from .build import disconnected_pair, node_template
+from .spec import (CPU_VENDORS, FABRIC_KINDS, NETWORK_KINDS, FabricSpec, GpuSpec,
+                   NetworkSpec, NicSpec, NodeType, TopologyError)
+
+_NVLINK_KEYS = ["nvlink_links_per_gpu", "nvlink_gbps", "nvlink_latency_us"]
+_PCIE_KEYS = ["pcie_gen", "pcie_lanes", "pcie_gbps", "pcie_latency_us", "pcie_switches",
+              "cpu_sockets", "cpu_vendor"]
+_SOCKET_LINK_KEYS = ["cpu_link_gbps", "cpu_latency_us"]
+_HOST_KEYS = ["host_gbps", "host_latency_us"]
+
+
+def load_node_type(path: str | Path) -> NodeType:
+    """Parse a topology file from disk."""
+    try:
+        return node_type_from_doc(load_yaml(path))
+    except TopologyError:
+        raise
+    except InputError as exc:  # yamlio raises the base class; keep one error type
+        raise TopologyError(str(exc)) from None
+
+
+def parse_node_type(text: str, source: str = "<string>") -> NodeType:
+    """Parse topology YAML text (tests, generated files)."""
+    try:
+        return node_type_from_doc(parse_yaml(text, source))
+    except TopologyError:
+        raise
+    except InputError as exc:
+        raise TopologyError(str(exc)) from None
+
+
+def node_type_from_doc(doc: YamlDoc) -> NodeType:
+    top = check_mapping(doc, (), doc.data, required=["name", "gpu", "fabric", "nics"],
+                        optional=["description", "network"])
+    name = get(doc, (), top, "name", str)
+    description = get(doc, (), top, "description", str, default="")
+    gpu = _gpu(doc, top["gpu"])
+    fabric = _fabric(doc, top["fabric"], gpu)
+    nics = _nics(doc, top["nics"], gpu, fabric)
+    if "network" in top:
+        network = _network(doc, top["network"])
+    elif nics.count > 0:
+        raise doc.error((), "missing required key 'network' (the node has NICs)")
+    else:
+        network = NetworkSpec()
+    node = NodeType(name=name, description=description, gpu=gpu, fabric=fabric, nics=nics,
+                    network=network, source=doc.source)
+    # A full node of this type must be one connected graph (e.g. NVLink pairs without PCIe).
+    broken = disconnected_pair(node_template(node, gpu.count))
+    if broken:
+        key = ("fabric", "nvlink_pairs") if fabric.nvlink_pairs else ("fabric",)
+        raise doc.error(key, f"graph is disconnected: {broken[0]} cannot reach {broken[1]}")
+    return node
+
+
+def _gpu(doc: YamlDoc, m) -> GpuSpec:
+    p = ("gpu",)
+    keys = ["model", "arch", "count", "bf16_tflops", "hbm_gb", "hbm_gbps"]
+    check_mapping(doc, p, m, required=keys)
+    arch = get(doc, p, m, "arch", int)
+    if arch < 0:
+        raise doc.error(p + ("arch",), f"must be >= 0 (0 means a CPU device), got {arch}")
+    return GpuSpec(model=get(doc, p, m, "model", str), arch=arch,
+                   count=get(doc, p, m, "count", int, positive=True),
+                   bf16_tflops=get(doc, p, m, "bf16_tflops", float, positive=True),
+                   hbm_gb=get(doc, p, m, "hbm_gb", float, positive=True),
+                   hbm_gbps=get(doc, p, m, "hbm_gbps", float, positive=True))
+
+
+def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
+    p = ("fabric",)
+    if not isinstance(m, dict):
+        raise doc.error(p, "must be a mapping")
+    kind = get(doc, p, m, "kind", str)
+    if kind not in FABRIC_KINDS:
+        raise doc.error(p + ("kind",), f"unknown fabric kind {kind!r} (one of {', '.join(FABRIC_KINDS)})")
+    if kind == "host":
+        required, optional = ["kind"] + _HOST_KEYS, []
+    elif kind == "pcie":
+        required, optional = ["kind"] + _PCIE_KEYS, _SOCKET_LINK_KEYS
+    elif kind == "nvswitch":
+        required, optional = ["kind", "nvswitches"] + _NVLINK_KEYS + _PCIE_KEYS, _SOCKET_LINK_KEYS
+    else:  # nvlink-mesh / nvlink-bridge: the PCIe tree is optional, all or nothing
+        has_pcie = any(k in m for k in _PCIE_KEYS + _SOCKET_LINK_KEYS)
+        required = ["kind", "nvlink_pairs"] + _NVLINK_KEYS + (_PCIE_KEYS if has_pcie else [])
+        optional = _SOCKET_LINK_KEYS if has_pcie else _PCIE_KEYS + _SOCKET_LINK_KEYS
+    check_mapping(doc, p, m, required=required, optional=optional)
+    if (kind == "host") != (gpu.arch == 0):
+        raise doc.error(p + ("kind",), f"fabric kind {kind!r} with gpu.arch {gpu.arch}: "
+                        "a CPU device (arch 0) goes with fabric kind host, and only it")
+
+    def num(key, kind_=float, positive=True):
+        return get(doc, p, m, key, kind_, default=None, positive=positive)
+
+    fields = dict(kind=kind)
+    if kind == "host":
+        fields.update(host_gbps=num("host_gbps"), host_latency_us=num("host_latency_us", positive=False))
+    if "nvlink_gbps" in m:
+        fields.update(nvlink_links_per_gpu=num("nvlink_links_per_gpu", int),
+                      nvlink_gbps=num("nvlink_gbps"),
+                      nvlink_latency_us=num("nvlink_latency_us", positive=False),
+                      nvswitches=num("nvswitches", int))
+    if "nvlink_pairs" in m:
+        fields["nvlink_pairs"] = _nvlink_pairs(doc, m["nvlink_pairs"], gpu.count,
+                                               fields["nvlink_links_per_gpu"])
+    if "pcie_gbps" in m:
+        sockets = num("cpu_sockets", int)
+        vendor = get(doc, p, m, "cpu_vendor", str)
+        if vendor not in CPU_VENDORS:
+            raise doc.error(p + ("cpu_vendor",), f"must be one of {', '.join(CPU_VENDORS)}, got {vendor!r}")
+        gen = num("pcie_gen", int)
+        if not 1 <= gen <= 6:
+            raise doc.error(p + ("pcie_gen",), f"must be 1..6, got {gen}")
+        switches = get(doc, p, m, "pcie_switches", int)
+        if switches < 0:
+            raise doc.error(p + ("pcie_switches",), f"must be >= 0, got {switches}")
+        if sockets > 1:
+            for key in _SOCKET_LINK_KEYS:
+                if key not in m:
+                    raise doc.error(p, f"missing required key '{key}' (cpu_sockets is {sockets})")
+        fields.update(pcie_gen=gen, pcie_lanes=num("pcie_lanes", int), pcie_gbps=num("pcie_gbps"),
+                      pcie_latency_us=num("pcie_latency_us", positive=False), pcie_switches=switches,
+                      cpu_sockets=sockets, cpu_vendor=vendor, cpu_link_gbps=num("cpu_link_gbps"),
+                      cpu_latency_us=num("cpu_latency_us", positive=False))
+    for key in ("nvlink_latency_us", "pcie_latency_us", "cpu_latency_us", "host_latency_us"):
+        if fields.get(key) is not None and fields[key] < 0:
+            raise doc.error(p + (key,), f"must be >= 0, got {fields[key]}")
+    return FabricSpec(**fields)
+
+
+def _nvlink_pairs(doc: YamlDoc, value, n_gpus: int, links_per_gpu: int):
+    p = ("fabric", "nvlink_pairs")
+    if not isinstance(value, list) or not value:
+        raise doc.error(p, "must be a non-empty list of [gpu_a, gpu_b, links]")
+    pairs, seen, used = [], set(), [0] * n_gpus
+    for i, item in enumerate(value):
+        ok = (isinstance(item, list) and len(item) == 3
+              and all(isinstance(x, int) and not isinstance(x, bool) for x in item))
+        if not ok:
+            raise doc.error(p + (i,), f"must be [gpu_a, gpu_b, links] (integers), got {item!r}")
+        a, b, links = item
+        if not (0 <= a < n_gpus and 0 <= b < n_gpus) or a == b:
+            raise doc.error(p + (i,), f"GPUs must be two different indices in 0..{n_gpus - 1}, got {a}, {b}")
+        if links < 1:
+            raise doc.error(p + (i,), f"links must be >= 1, got {links}")
+        if frozenset((a, b)) in seen:
+            raise doc.error(p + (i,), f"pair {a}-{b} listed twice")
+        seen.add(frozenset((a, b)))
+        used[a] += links
+        used[b] += links
+        pairs.append((a, b, links))
+    for g, n in enumerate(used):
+        if n > links_per_gpu:
+            raise doc.error(p, f"GPU {g} uses {n} NVLinks, more than nvlink_links_per_gpu {links_per_gpu}")
+    return tuple(pairs)
+
+
+def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
+    p = ("nics",)
+    if not isinstance(m, dict):
+        raise doc.error(p, "must be a mapping")
+    count = get(doc, p, m, "count", int)
+    if count < 0:
+        raise doc.error(p + ("count",), f"must be >= 0, got {count}")
+    if count == 0:
+        check_mapping(doc, p, m, required=["count"], optional=["gbit", "latency_us", "gpus"])
+        return NicSpec(count=0)
+    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus"])
+    if not fabric.has_pcie and fabric.kind != "host":
+        raise doc.error(p + ("count",), "NICs attach to the PCIe tree: the fabric needs its pcie_* keys")
+    latency = get(doc, p, m, "latency_us", float)
+    if latency < 0:
+        raise doc.error(p + ("latency_us",), f"must be >= 0, got {latency}")
+    if "gpus" in m:
+        gpus = _nic_gpus(doc, m["gpus"], count, gpu.count)
+    else:  # even split, in order: NIC k serves a contiguous block of GPUs
+        gpus = tuple(tuple(g for g in range(gpu.count) if g * count // gpu.count == k)
+                     or (k * gpu.count // count,) for k in range(count))
+    return NicSpec(count=count, gbit=get(doc, p, m, "gbit", float, positive=True),
+                   latency_us=latency, gpus=gpus)
+
+
+def _nic_gpus(doc: YamlDoc, value, count: int, n_gpus: int):
+    p = ("nics", "gpus")
+    if not isinstance(value, list) or len(value) != count:
+        raise doc.error(p, f"must be a list of {count} GPU lists (one per NIC)")
+    out, served = [], set()
+    for k, item in enumerate(value):
+        if (not isinstance(item, list) or not item
+                or not all(isinstance(g, int) and not isinstance(g, bool) and 0 <= g < n_gpus for g in item)):
+            raise doc.error(p + (k,), f"must be a non-empty list of GPU indices 0..{n_gpus - 1}, got {item!r}")
+        out.append(tuple(item))
+        served.update(item)
+    missing = sorted(set(range(n_gpus)) - served)
+    if missing:
+        raise doc.error(p, f"GPU(s) {missing} served by no NIC")
+    return tuple(out)
+
+
+def _network(doc: YamlDoc, m) -> NetworkSpec:
+    p = ("network",)
+    check_mapping(doc, p, m, required=["switch_latency_us"],
+                  optional=["kind", "oversubscription", "nodes_per_leaf", "spines"])
+    kind = get(doc, p, m, "kind", str, default="rail-fat-tree")
+    if kind not in NETWORK_KINDS:
+        raise doc.error(p + ("kind",), f"unknown network kind {kind!r} (one of {', '.join(NETWORK_KINDS)})")
+    latency = get(doc, p, m, "switch_latency_us", float)
+    if latency < 0:
+        raise doc.error(p + ("switch_latency_us",), f"must be >= 0, got {latency}")
+    return NetworkSpec(kind=kind,
+                       oversubscription=get(doc, p, m, "oversubscription", float, default=1.0, positive=True),
+                       switch_latency_us=latency,
+                       nodes_per_leaf=get(doc, p, m, "nodes_per_leaf", int, default=None, positive=True),
+                       spines=get(doc, p, m, "spines", int, default=1, positive=True))

@@ -1,0 +1,98 @@
+"""The node-type dialect as data: what one YAML file in topologies/ describes.
+
+Units here are the ones people read in the YAML (GB/s per direction, µs, Gb/s);
+build.py converts to bytes/s and seconds when it makes links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from embsim.errors import InputError
+
+
+class TopologyError(InputError):
+    """A bad topology file, preset name or --topology value."""
+
+
+FABRIC_KINDS = ("nvswitch", "nvlink-mesh", "nvlink-bridge", "pcie", "host")
+NVLINK_FABRICS = ("nvswitch", "nvlink-mesh", "nvlink-bridge")
+CPU_VENDORS = ("intel", "amd", "arm")
+NETWORK_KINDS = ("rail-fat-tree", "fat-tree")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    model: str                 # e.g. "H100-SXM5-80GB"; "cpu" for a CPU-only device
+    arch: int                  # compute capability x10 (80, 86, 90, 100); 0 for a CPU device
+    count: int                 # GPUs per node
+    bf16_tflops: float         # dense peak
+    hbm_gb: float              # device memory (host RAM for a CPU device)
+    hbm_gbps: float            # device memory bandwidth, GB/s
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    kind: str                                   # one of FABRIC_KINDS
+    # NVLink (nvswitch / nvlink-mesh / nvlink-bridge)
+    nvswitches: int | None = None               # NVSwitch chips (modelled as one logical switch)
+    nvlink_links_per_gpu: int | None = None
+    nvlink_gbps: float | None = None            # all of a GPU's NVLinks, per direction, GB/s
+    nvlink_latency_us: float | None = None      # per hop
+    nvlink_pairs: tuple[tuple[int, int, int], ...] = ()   # mesh/bridge: (gpu a, gpu b, links)
+    # PCIe tree (every GPU fabric; optional for mesh/bridge)
+    pcie_gen: int | None = None
+    pcie_lanes: int | None = None
+    pcie_gbps: float | None = None              # one x`pcie_lanes` link, per direction, GB/s
+    pcie_latency_us: float | None = None        # per hop
+    pcie_switches: int | None = None            # 0: GPUs on CPU root ports
+    cpu_sockets: int | None = None
+    cpu_vendor: str | None = None
+    cpu_link_gbps: float | None = None          # socket-to-socket, per direction, GB/s
+    cpu_latency_us: float | None = None
+    # host (CPU-only devices sharing one memory system)
+    host_gbps: float | None = None
+    host_latency_us: float | None = None
+
+    @property
+    def has_nvlink(self) -> bool:
+        return self.kind in NVLINK_FABRICS
+
+    @property
+    def has_pcie(self) -> bool:
+        return self.pcie_gbps is not None
+
+
+@dataclass(frozen=True)
+class NicSpec:
+    count: int                                  # NICs per node on the GPU fabric (0: single node only)
+    gbit: float = 0.0                           # line rate per NIC, Gb/s
+    latency_us: float = 0.0                     # adapter latency (half at each end of a hop)
+    gpus: tuple[tuple[int, ...], ...] = ()      # gpus[k] = local GPUs NIC k serves
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    kind: str = "rail-fat-tree"                 # one of NETWORK_KINDS
+    oversubscription: float = 1.0               # leaf downlink / uplink bandwidth
+    switch_latency_us: float = 0.0              # one switch traversal
+    nodes_per_leaf: int | None = None           # None: one leaf (per rail) holds every node
+    spines: int = 1                             # 1: one logical spine = ideal ECMP over the spine layer
+
+
+@dataclass(frozen=True)
+class NodeType:
+    name: str
+    description: str
+    gpu: GpuSpec
+    fabric: FabricSpec
+    nics: NicSpec
+    network: NetworkSpec
+    source: str = ""                            # file it came from
+
+    def nic_of_gpu(self, local: int) -> int | None:
+        """First NIC that serves this GPU (NCCL's closest NIC); None without NICs."""
+        for k, gpus in enumerate(self.nics.gpus):
+            if local in gpus:
+                return k
+        return None

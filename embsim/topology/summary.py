@@ -1,0 +1,62 @@
+"""The node/link summary that `embsim topology show` prints (plain dict, JSON-ready).
+
+Printed units: GB/s per direction, µs, Gb/s for NIC line rate.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict
+
+
+def link_classes(topo) -> list[dict]:
+    """Links grouped by (kind, bandwidth, latency), in order of first appearance."""
+    counts: Counter = Counter()
+    order: list[tuple] = []
+    for l in topo.links:
+        key = (l.kind, round(l.bandwidth / 1e9, 6), round(l.latency * 1e6, 6))
+        if key not in counts:
+            order.append(key)
+        counts[key] += 1
+    return [{"kind": k, "bandwidth_gbps": bw, "latency_us": lat, "count": counts[(k, bw, lat)]}
+            for k, bw, lat in order]
+
+
+def topology_summary(topo) -> dict:
+    node = topo.node
+    fabric = {k: v for k, v in asdict(node.fabric).items() if v not in (None, ())}
+    if "nvlink_pairs" in fabric:
+        fabric["nvlink_pairs"] = [list(p) for p in fabric["nvlink_pairs"]]
+    vertex_types = Counter(data["type"] for _, data in topo.graph.nodes(data=True))
+    lay = topo._layout
+    network = None
+    if lay is not None:
+        network = {"kind": node.network.kind, "oversubscription": node.network.oversubscription,
+                   "switch_latency_us": node.network.switch_latency_us, "rails": len(lay.rails),
+                   "nodes_per_leaf": lay.nodes_per_leaf, "leaves": lay.n_leaves,
+                   "spines": lay.n_spines if lay.n_leaves > 1 else 0}
+    nic_gbps = node.nics.gbit / 8
+    return {
+        "preset": topo.preset,
+        "source": node.source,
+        "description": node.description,
+        "shape": f"{topo.n_nodes}x{topo.gpus_per_node}",
+        "n_nodes": topo.n_nodes,
+        "gpus_per_node": topo.gpus_per_node,
+        "n_gpus": topo.n_gpus,
+        "gpu": asdict(node.gpu),
+        "fabric": fabric,
+        "nics": {"count": node.nics.count, "in_use": len(topo._template.nics), "gbit": node.nics.gbit,
+                 "latency_us": node.nics.latency_us, "gpus": [list(g) for g in node.nics.gpus]},
+        "network": network,
+        "links": link_classes(topo),
+        "overrides": topo.overrides,
+        "totals": {
+            "vertices": topo.graph.number_of_nodes(),
+            "vertex_types": dict(sorted(vertex_types.items())),
+            "links": len(topo.links),
+            "peak_bf16_pflops": round(topo.n_gpus * node.gpu.bf16_tflops / 1000, 6),
+            "memory_gb": round(topo.n_gpus * node.gpu.hbm_gb, 6),
+            "injection_gbps_per_node": round(len(topo._template.nics) * nic_gbps, 6) if lay else 0.0,
+        },
+    }
