@@ -1,0 +1,152 @@
+"""The three embedding-synchronisation strategies, implemented for real in PyTorch.
+
+- allreduce: DDP over the whole model; the embedding gradient is dense and AllReduced.
+- allgather: sparse embedding gradient; every rank all-gathers the (index, row) pairs of
+  every other rank and applies their mean; dense layers DDP.
+- embrace:  the table is sharded by columns (each rank holds all rows, D/N columns);
+  forward all-gathers the token ids, looks up its columns for every rank's tokens and
+  AlltoAlls them back; backward AlltoAlls the gradients the other way; dense layers DDP.
+
+All give the same parameters after a step as one process on the concatenated batch
+(tests/calibrate/test_strategies.py checks it).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from .modules import LanguageModel, seeded_model
+from .spec import ModelSpec
+
+STRATEGIES = ("allreduce", "allgather", "embrace")
+
+
+def column_split(dim: int, world: int) -> list[int]:
+    """Columns of the table each rank owns (uneven when world does not divide dim)."""
+    return [dim // world + (1 if r < dim % world else 0) for r in range(world)]
+
+
+class _AllToAllColumns(torch.autograd.Function):
+    """Forward: send rank j my columns of its tokens, get every rank's columns of mine.
+    Backward: the same exchange in reverse, carrying the gradients."""
+
+    @staticmethod
+    def forward(ctx, looked_up, tokens_per_rank, cols, rank):
+        # looked_up: (world, tokens, cols[rank]) -- my columns for every rank's tokens
+        world = len(cols)
+        send = looked_up.reshape(-1).contiguous()
+        recv = looked_up.new_empty(tokens_per_rank * sum(cols))
+        out_splits = [tokens_per_rank * c for c in cols]
+        in_splits = [tokens_per_rank * cols[rank]] * world
+        dist.all_to_all_single(recv, send, out_splits, in_splits)
+        ctx.meta = (tokens_per_rank, cols, rank, in_splits, out_splits)
+        parts = recv.split(out_splits)
+        return torch.cat([p.view(tokens_per_rank, c) for p, c in zip(parts, cols)], dim=1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        tokens_per_rank, cols, rank, in_splits, out_splits = ctx.meta
+        send = torch.cat([g.reshape(-1) for g in grad.split(cols, dim=1)]).contiguous()
+        recv = grad.new_empty(sum(in_splits))
+        dist.all_to_all_single(recv, send, in_splits, out_splits)
+        return recv.view(len(cols), tokens_per_rank, cols[rank]), None, None, None
+
+
+class ColumnShardedEmbedding(nn.Module):
+    def __init__(self, full_weight: torch.Tensor, rank: int, world: int):
+        super().__init__()
+        self.cols = column_split(full_weight.shape[1], world)
+        start = sum(self.cols[:rank])
+        self.rank, self.world = rank, world
+        self.weight = nn.Parameter(full_weight[:, start:start + self.cols[rank]].clone())
+
+    def forward(self, tokens):
+        batch, seq = tokens.shape
+        flat = tokens.reshape(-1).contiguous()
+        parts = [torch.empty_like(flat) for _ in range(self.world)]
+        dist.all_gather(parts, flat)
+        everyone = torch.stack(parts)
+        mine = F.embedding(everyone, self.weight)          # (world, B*S, my columns)
+        full = _AllToAllColumns.apply(mine, batch * seq, self.cols, self.rank)
+        return full.view(batch, seq, -1)
+
+
+def _allgather_sparse_mean(weight: nn.Parameter, world: int) -> None:
+    """Replace the local sparse gradient by the mean of every rank's (index, row) pairs."""
+    g = weight.grad.coalesce()
+    idx, rows = g.indices()[0], g.values()
+    count = torch.tensor([idx.numel()], device=idx.device)
+    counts = [torch.zeros_like(count) for _ in range(world)]
+    dist.all_gather(counts, count)
+    most = int(max(c.item() for c in counts))
+    pad_idx = idx.new_zeros(most)
+    pad_idx[:idx.numel()] = idx
+    pad_rows = rows.new_zeros((most, rows.shape[1]))
+    pad_rows[:idx.numel()] = rows
+    all_idx = [torch.empty_like(pad_idx) for _ in range(world)]
+    all_rows = [torch.empty_like(pad_rows) for _ in range(world)]
+    dist.all_gather(all_idx, pad_idx)
+    dist.all_gather(all_rows, pad_rows)
+    keep = [int(c.item()) for c in counts]
+    cat_idx = torch.cat([i[:k] for i, k in zip(all_idx, keep)])
+    cat_rows = torch.cat([r[:k] for r, k in zip(all_rows, keep)]) / world
+    weight.grad = torch.sparse_coo_tensor(cat_idx.unsqueeze(0), cat_rows, weight.shape,
+                                          check_invariants=False).coalesce()
+
+
+class Strategy:
+    """One training step of a LanguageModel under one synchronisation strategy."""
+
+    def __init__(self, name: str, spec: ModelSpec, seed: int, device: torch.device, lr: float = 0.1):
+        if name not in STRATEGIES:
+            raise ValueError(f"unknown strategy {name!r}")
+        self.name, self.lr = name, lr
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        ids = [device.index] if device.type == "cuda" else None
+        base = seeded_model(spec, seed, sparse=(name == "allgather")).to(device)
+        if name == "embrace":
+            base.embedding = ColumnShardedEmbedding(base.embedding.weight.detach(), self.rank,
+                                                    self.world).to(device)
+        self.model: LanguageModel = base
+        if name == "allreduce":
+            self.forward = DDP(base, device_ids=ids)
+        else:
+            self.ddp_body = DDP(base.body, device_ids=ids)
+            self.forward = lambda tokens, targets: self.ddp_body(base.embedding(tokens), targets)
+        self.optimizer = torch.optim.SGD(base.parameters(), lr=lr)
+
+    def step(self, tokens: torch.Tensor, targets: torch.Tensor) -> float:
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.forward(tokens, targets)
+        loss.backward()
+        if self.name == "allgather":
+            _allgather_sparse_mean(self.model.embedding.weight, self.world)
+        elif self.name == "embrace":
+            # The shard's gradient sums every rank's per-rank-mean loss; the global loss
+            # is their mean, as DDP's averaging does for the dense layers.
+            self.model.embedding.weight.grad.div_(self.world)
+        self.optimizer.step()
+        return float(loss.detach())
+
+    def full_parameters(self) -> dict[str, torch.Tensor]:
+        """Every parameter in full (shards gathered), on CPU, named as in LanguageModel."""
+        out = {n: p.detach().cpu().clone() for n, p in self.model.named_parameters()}
+        if self.name == "embrace":
+            shards = [None] * self.world
+            dist.all_gather_object(shards, out["embedding.weight"])
+            out["embedding.weight"] = torch.cat(shards, dim=1)
+        return out
+
+
+def reference_step(spec: ModelSpec, seed: int, tokens: torch.Tensor, targets: torch.Tensor,
+                   lr: float = 0.1) -> dict[str, torch.Tensor]:
+    """Single-process SGD step on the concatenated batch: what every strategy must match."""
+    model = seeded_model(spec, seed)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    model(tokens, targets).backward()
+    opt.step()
+    return {n: p.detach().clone() for n, p in model.named_parameters()}

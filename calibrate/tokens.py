@@ -1,0 +1,77 @@
+"""The token batches calibrate feeds, and the embedding-gradient sparsity they imply.
+
+Zipf(s) by default (word frequencies follow Zipf's law with s near 1, see
+reference/workloads.md); `--corpus FILE` tokenises a real text by words instead, ids
+ranked by frequency so the vocabulary cut keeps the most frequent words.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from embsim.errors import InputError
+from embsim.trace import TokenStatsRecord
+
+ZIPF_S = 1.05
+
+
+class ZipfTokens:
+    def __init__(self, vocab: int, seq: int, seed: int = 0, s: float = ZIPF_S):
+        self.vocab, self.seq, self.seed, self.s = vocab, seq, seed, s
+        weights = 1.0 / np.arange(1, vocab + 1, dtype=float) ** s
+        self.cdf = np.cumsum(weights / weights.sum())
+
+    @property
+    def source(self) -> str:
+        return f"zipf(s={self.s}, seed={self.seed})"
+
+    def batch(self, rank: int, step: int, batch: int) -> np.ndarray:
+        """(batch, seq+1) ids: inputs are [:, :-1], next-token targets [:, 1:]."""
+        rng = np.random.default_rng([self.seed, rank, step])
+        ids = np.searchsorted(self.cdf, rng.random((batch, self.seq + 1)), side="right")
+        return np.minimum(ids, self.vocab - 1).astype(np.int64)
+
+
+class CorpusTokens:
+    def __init__(self, path: str | Path, vocab: int, seq: int, world: int = 1):
+        path = Path(path)
+        try:
+            words = path.read_text(encoding="utf-8", errors="replace").split()
+        except OSError as exc:
+            raise InputError(f"--corpus {path}: cannot read: {exc}") from None
+        if len(words) < seq + 1:
+            raise InputError(f"--corpus {path}: {len(words)} words, need at least {seq + 1}")
+        # Frequency rank -> id (ties broken by first appearance: deterministic); the
+        # words past the vocabulary share the last id, as an <unk> would.
+        ranked = [w for w, _ in Counter(words).most_common()]
+        index = {w: min(i, vocab - 1) for i, w in enumerate(ranked)}
+        self.ids = np.array([index[w] for w in words], dtype=np.int64)
+        self.vocab, self.seq, self.path, self.world = vocab, seq, path, world
+
+    @property
+    def source(self) -> str:
+        return f"corpus:{self.path.name}"
+
+    def batch(self, rank: int, step: int, batch: int) -> np.ndarray:
+        """Consecutive windows: rank r of step t reads the (t*world+r)-th block, wrapping."""
+        window = self.seq + 1
+        n_windows = len(self.ids) // window
+        start = (step * self.world + rank) * batch   # ranks never overlap within a step
+        rows = [(start + i) % n_windows for i in range(batch)]
+        return np.stack([self.ids[r * window:(r + 1) * window] for r in rows])
+
+
+def token_source(corpus: str | None, vocab: int, seq: int, seed: int = 0, world: int = 1):
+    return CorpusTokens(corpus, vocab, seq, world) if corpus else ZipfTokens(vocab, seq, seed)
+
+
+def token_stats(source, table: str, batch: int, ranks: int, step: int = 0) -> TokenStatsRecord:
+    """Unique rows each rank's batch touches, and the union over all ranks."""
+    per_rank = [np.unique(source.batch(r, step, batch)[:, :-1]) for r in range(ranks)]
+    union = np.unique(np.concatenate(per_rank))
+    return TokenStatsRecord(table=table, vocab=source.vocab, batch=batch, seq=source.seq, ranks=ranks,
+                            source=source.source, unique_per_rank=tuple(int(u.size) for u in per_rank),
+                            union=int(union.size))
