@@ -6,7 +6,8 @@ allocation is the max-min fair vector r subject to sum_f r_f w_fl <= c_l:
 raise every unfrozen rate at the same pace; when a link saturates, freeze every flow
 that crosses it at the current level; repeat with the residual capacity. A link's
 bandwidth is thus split among its bottlenecked flows in proportion to their demand on
-it, so flows that share a bottleneck finish together (Bertsekas & Gallager, "Data
+it (Network normalises each flow's weights by its heaviest link, which makes the
+split equal in bytes/s between flows whose heaviest link it is) (Bertsekas & Gallager, "Data
 Networks", 2nd ed., sec. 6.5.2, progressive filling, with per-link weights).
 """
 

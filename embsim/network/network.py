@@ -211,9 +211,15 @@ class Network:
         renumber = np.empty(self.n_links, dtype=np.int64)
         renumber[used] = np.arange(used.size)
         compact = renumber[links]
+        # Fairness is in bytes/s, not in fraction of demand: each transfer's weights are
+        # normalised by its heaviest link, so transfers bottlenecked on a link they both
+        # load most split it equally, and a small collective beside a large one finishes
+        # first (as two NCCL kernels sharing a link do), instead of being stretched.
+        peak = np.fromiter((t.bytes.max() for t in active), np.float64, len(active))
         rates, rounds = weighted_max_min_rates(
-            owner, compact, weight, self.capacity[used], len(active)
+            owner, compact, weight / peak[owner], self.capacity[used], len(active)
         )
+        rates = rates / peak
         self.filling_rounds += rounds
         now = self.env.now
         for t, r in zip(active, rates.tolist()):

@@ -76,10 +76,10 @@ def test_textbook_three_levels_then_released_capacity():
 
 
 def test_second_level_flow_takes_the_rest_of_its_bottleneck():
-    # A: L0 10 B + L1 10 B; B: L1 30 B; caps 10, 10.  L1 is shared: common rate 10/40.
-    # C on L0 alone (20 B) from t=0 squeezes A on L0 too: L0 fill 10/30, L1 fill 10/40 ->
-    # L1 first: A = B = 1/4; C gets L0's rest (10 - 2.5)/20 = 3/8 -> C ends at 8/3.
-    # A, B end together at 4.0 (L1 carries 40 B at 10 B/s).
+    # Byte-fair: A: L0 10 B + L1 10 B; B: L1 30 B; C: L0 20 B; caps 10, 10.
+    # Both links saturate at 5 B/s per transfer: A ends at 2.0 (10 B at 5 B/s).
+    # Then C has L0 alone (10 B left at 10 B/s -> 3.0) and B has L1 alone
+    # (20 B left at 10 B/s -> 4.0).
     ends, _ = run_transfers(
         [10.0, 10.0],
         [
@@ -88,10 +88,10 @@ def test_second_level_flow_takes_the_rest_of_its_bottleneck():
             (0.0, Demand.along((0,), 20.0)),
         ],
     )
-    assert ends == pytest.approx([4.0, 4.0, 8.0 / 3.0], abs=1e-9)
+    assert ends == pytest.approx([2.0, 4.0, 3.0], abs=1e-9)
 
 
-def test_weighted_demands_share_in_proportion_and_finish_together():
+def test_unequal_transfers_share_bytes_fairly_so_the_small_one_ends_first():
     env = simpy.Environment()
     net = Network(env, np.array([10.0]))
     a = net.transfer(Demand.along((0,), 10.0))
@@ -100,7 +100,8 @@ def test_weighted_demands_share_in_proportion_and_finish_together():
     assert net.link_load()[0] == pytest.approx(10.0)
     assert net.bytes_carried[0] == pytest.approx(10.0)
     env.run()
-    assert a.value.end == pytest.approx(4.0) and b.value.end == pytest.approx(4.0)
+    # 5 B/s each until the 10 B transfer ends at 2.0; then 10 B/s for the other 20 B.
+    assert a.value.end == pytest.approx(2.0) and b.value.end == pytest.approx(4.0)
 
 
 def test_zero_byte_demand_completes_in_the_same_instant():
