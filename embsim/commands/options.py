@@ -1,0 +1,66 @@
+"""Options shared by the commands that run simulations (simulate, compare, scale)."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+
+from ..engine.run import SimulationConfig
+from ..errors import InputError
+
+
+def _options(f):
+    opts = [
+        click.option("--topology", default="16x8", show_default=True,
+                     help="NxG, PRESET:NxG, PRESET or a topology YAML file"),
+        click.option("--model", default="lstm-lm1b", show_default=True, help="model zoo name or YAML file"),
+        click.option("--batch", type=int, help="per-GPU batch (default: the model's)"),
+        click.option("--seq", type=int, help="sequence length (default: the model's)"),
+        click.option("--iterations", type=int, default=4, show_default=True,
+                     help="simulated iterations (the first is warm-up)"),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace (traces/*.yaml)"),
+        click.option("--straggler", help="gpu:RANK:FACTOR or node:NODE:FACTOR (compute slowdown)"),
+        click.option("--interference", type=float, default=0.0, show_default=True,
+                     help="compute slowdown while NCCL kernels run (0.1 = 10 %% slower)"),
+        click.option("--zipf", "zipf_s", type=float, default=1.05, show_default=True,
+                     help="Zipf exponent of the token distribution"),
+        click.option("--corpus", type=click.Path(dir_okay=False), help="real text file for token statistics"),
+        click.option("--nccl-algo", help="NCCL_ALGO-style override, e.g. Ring or ^NVLS"),
+        click.option("--nccl-proto", help="NCCL_PROTO-style override, e.g. Simple"),
+        click.option("--option", "-o", "extra", multiple=True,
+                     help="strategy/scheduler parameter KEY=VALUE (e.g. shard=rows, partition_bytes=4e6)"),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+simulation_options = _options
+
+
+def parse_kv(items) -> dict:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise InputError(f"--option {item!r}: expected KEY=VALUE")
+        key, value = item.split("=", 1)
+        for conv in (int, float):
+            try:
+                value = conv(value)
+                break
+            except ValueError:
+                continue
+        out[key.strip().replace("-", "_")] = value
+    return out
+
+
+def config_from_options(options: dict, **fixed) -> SimulationConfig:
+    options = dict(options)
+    extra = parse_kv(options.pop("extra", ()))
+    if options.get("iterations") is not None and options["iterations"] < 2:
+        raise InputError(f"--iterations {options['iterations']}: need at least 2 (the first is warm-up)")
+    if options.get("interference", 0) < 0:
+        raise InputError("--interference must be >= 0")
+    return SimulationConfig(**options, **fixed, strategy_options=extra, scheduler_options=extra)

@@ -1,0 +1,31 @@
+"""`embsim simulate`: data-parallel training steps of a model on a cluster."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..engine.run import SimulationConfig, simulate
+from ..report.chrome_trace import write_chrome_trace
+from ..report.summary import print_summary
+from .options import simulation_options, config_from_options
+
+
+@click.command("simulate")
+@simulation_options
+@click.option("--strategy", default="allreduce", show_default=True, help="embedding synchronisation strategy")
+@click.option("--scheduler", default="fifo", show_default=True, help="communication scheduler")
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+@click.option("--chrome-trace", "chrome_trace", type=click.Path(dir_okay=False),
+              help="write a Chrome/Perfetto trace of the simulated timeline")
+def command(strategy, scheduler, as_json, chrome_trace, **options):
+    """Simulate data-parallel training steps and say where the time goes."""
+    cfg = config_from_options(options, strategy=strategy, scheduler=scheduler)
+    result = simulate(cfg)
+    if chrome_trace:
+        write_chrome_trace(chrome_trace, result.run, result.n_gpus, result.topology["gpus_per_node"])
+    if as_json:
+        click.echo(json.dumps(result.as_json(), indent=2))
+    else:
+        print_summary(result)

@@ -1,0 +1,93 @@
+"""Compose one iteration's StepPlan from the model, the strategy and the scheduler.
+
+Stream order per iteration:
+  DDP-style (scheduler.per_layer_update False): fwd layers, bwd layers reversed, then
+      the optimizer updates, the first of which waits for every gradient collective
+      (optimizer.step() runs after backward() has returned).
+  per-layer (P3 / ByteScheduler): update of layer i (with the previous iteration's
+      gradient) immediately before the forward of layer i, so the next forward waits
+      only for the layers it reaches.
+"""
+
+from __future__ import annotations
+
+from .ops import ComputeOp, StepPlan, SyncTensor
+
+
+def fwd_name(layer: str) -> str:
+    return f"fwd:{layer}"
+
+
+def bwd_name(layer: str) -> str:
+    return f"bwd:{layer}"
+
+
+def update_name(layer: str) -> str:
+    return f"update:{layer}"
+
+
+def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
+    layers = [l.name for l in ctx.model.layers]
+    per_layer = scheduler.per_layer_update
+    update_time = dict(strategy_plan.update_time)
+    # every layer a gradient is sent for gets an update op, even a free one
+    for t in strategy_plan.sync:
+        if t.needed_by is None:
+            update_time.setdefault(t.update_of or t.layer, 0.0)
+    updates = {name: ComputeOp(update_name(name), "update", name, update_time[name], lagged=per_layer)
+               for name in layers if name in update_time}
+
+    fwd = [ComputeOp(fwd_name(n), "fwd", n, ctx.layer_fwd[n]) for n in layers]
+    bwd = [ComputeOp(bwd_name(n), "bwd", n, ctx.layer_bwd[n]) for n in reversed(layers)]
+    if per_layer:
+        stream = []
+        for op in fwd:
+            if op.layer in updates:
+                stream.append(updates[op.layer])
+            stream.append(op)
+        stream += bwd
+    else:
+        stream = fwd + bwd + [updates[n] for n in layers if n in updates]
+
+    for before, op in strategy_plan.extra:
+        names = [s.name for s in stream]
+        if before not in names:
+            raise ValueError(f"strategy extra op {op.name}: no stream op {before!r}")
+        stream.insert(names.index(before), op)
+
+    position = {op.name: i for i, op in enumerate(stream)}
+    for t in strategy_plan.sync:
+        if t.ready_after not in position:
+            raise ValueError(f"sync tensor {t.name}: no stream op {t.ready_after!r}")
+    tensors = sorted(strategy_plan.sync, key=lambda t: position[t.ready_after])
+    comms = scheduler.build(tensors, ctx)
+
+    carriers: dict[str, list[str]] = {}
+    for c in comms:
+        for name in c.tensors:
+            carriers.setdefault(name, []).append(c.name)
+    waits: dict[str, list] = {}
+    gradient_comms: list[str] = []
+    for t in tensors:
+        if t.name not in carriers:
+            raise ValueError(f"scheduler {scheduler.name} dropped sync tensor {t.name}")
+        if t.needed_by is not None:
+            consumer, offset = t.needed_by, 0
+            if position.get(consumer, -1) <= position[t.ready_after]:
+                raise ValueError(f"sync tensor {t.name}: {consumer} does not come after {t.ready_after}")
+        else:
+            consumer = update_name(t.update_of or t.layer)
+            offset = -1 if per_layer else 0
+            gradient_comms += carriers[t.name]
+        for c in carriers[t.name]:
+            if (c, offset) not in waits.setdefault(consumer, []):
+                waits[consumer].append((c, offset))
+    if not per_layer and gradient_comms:
+        first_update = next((op.name for op in stream if op.kind == "update"), None)
+        if first_update is not None:
+            lst = waits.setdefault(first_update, [])
+            for c in dict.fromkeys(gradient_comms):
+                if (c, 0) not in lst:
+                    lst.append((c, 0))
+    return StepPlan(stream=tuple(stream), comms=tuple(comms),
+                    comm_waits={k: tuple(v) for k, v in waits.items()})

@@ -1,0 +1,64 @@
+"""Turn an EngineRun's timeline into the figures people ask for: steady-state step time,
+compute vs exposed communication, bytes per GPU by collective, link utilisation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .simulation import EngineRun
+
+
+@dataclass(frozen=True)
+class StepMetrics:
+    step_time: float                 # s, steady state (mean over iterations after the first)
+    compute: float                   # s of compute-stream work per step (slowest class)
+    exposed_comm: float              # s per step the slowest class's stream waits on communication
+    comm_bytes_per_gpu: dict         # op -> bytes sent per GPU per step
+    comm_time: dict                  # op -> s of collective time per step (wall, summed)
+    link_utilisation: dict           # link kind -> (mean, max) utilisation over the steady state
+    iterations_measured: int
+
+
+def steady_window(run: EngineRun) -> tuple[int, int]:
+    """Iterations [first, last] whose ends bound the measured steady state: the first
+    iteration is warm-up (no overlap with a previous step)."""
+    return 0, run.iterations - 1
+
+
+def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.ndarray) -> StepMetrics:
+    first, last = steady_window(run)
+    n = last - first
+    ends = {c.name: (run.iteration_end[(c.name, first)], run.iteration_end[(c.name, last)])
+            for c in run.classes}
+    step = max((b - a) / n for a, b in ends.values())
+
+    busy: dict[str, float] = {}
+    for r in run.compute:
+        if first < r.iteration <= last:
+            busy[r.cls] = busy.get(r.cls, 0.0) + (r.end - r.start)
+    compute = max(busy.values(), default=0.0) / n
+
+    comm_bytes: dict[str, float] = {}
+    comm_time: dict[str, float] = {}
+    for r in run.comm:
+        if first < r.iteration <= last:
+            comm_bytes[r.op] = comm_bytes.get(r.op, 0.0) + bytes_per_gpu(r)
+            comm_time[r.op] = comm_time.get(r.op, 0.0) + (r.end - r.start)
+    comm_bytes = {k: v / n for k, v in comm_bytes.items()}
+    comm_time = {k: v / n for k, v in comm_time.items()}
+
+    util: dict[str, tuple[float, float]] = {}
+    if first in run.link_bytes_at and last in run.link_bytes_at:
+        t0 = run.iteration_end[(run.classes[0].name, first)]
+        t1 = run.iteration_end[(run.classes[0].name, last)]
+        carried = run.link_bytes_at[last] - run.link_bytes_at[first]
+        if t1 > t0:
+            for kind, ids in link_kinds.items():
+                if len(ids):
+                    u = carried[ids] / (capacity[ids] * (t1 - t0))
+                    util[kind] = (float(u.mean()), float(u.max()))
+    return StepMetrics(step_time=step, compute=compute, exposed_comm=max(0.0, step - compute),
+                       comm_bytes_per_gpu=comm_bytes, comm_time=comm_time,
+                       link_utilisation=util, iterations_measured=n)

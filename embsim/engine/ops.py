@@ -1,0 +1,68 @@
+"""The operations of one training iteration, as data.
+
+A step is a list of compute operations that run in order on each GPU's compute stream
+and communication operations that the scheduler issues onto NCCL channels. Names are
+unique within an iteration; dependencies name other operations, optionally of the
+previous iteration (offset -1), which is how "the next forward of layer i waits for
+layer i's update" is expressed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Dep = tuple[str, int]  # (operation name, iteration offset: 0 = this iteration, -1 = previous)
+
+
+@dataclass(frozen=True)
+class ComputeOp:
+    name: str
+    kind: str                 # "fwd" | "bwd" | "update" | "extra"
+    layer: str | None
+    duration: float           # seconds on a nominal (non-straggling, uninterfered) GPU
+    lagged: bool = False      # works on the previous iteration's gradients: skipped in iteration 0
+
+
+@dataclass(frozen=True)
+class SyncTensor:
+    """A piece of state that must be communicated, as the strategy sees it."""
+
+    name: str
+    layer: str
+    op: str                   # NCCL op: all_reduce, all_gather, alltoall, ...
+    nbytes: float             # collective size, nccl-tests convention for `op`
+    category: str             # "dense" | "embedding"
+    ready_after: str          # compute op (this iteration) after which it can be sent
+    # The compute op that consumes it in this iteration (activations, e.g. EmbRace's forward
+    # AlltoAll), or None for a gradient: then its layer's update consumes it, when the
+    # scheduler's update policy says.
+    needed_by: str | None = None
+    update_of: str | None = None  # layer whose update consumes it (default: `layer`)
+    matrix: np.ndarray | None = field(default=None, compare=False)  # alltoallv byte matrix
+
+
+@dataclass(frozen=True)
+class CommOp:
+    """A collective as issued: one bucket or partition of one or more SyncTensors."""
+
+    name: str
+    op: str
+    nbytes: float
+    category: str
+    channel: str              # ops on one channel obey the channel's concurrency rule
+    ready_after: tuple[Dep, ...]
+    priority: float           # lower is more urgent (used by priority schedulers)
+    tensors: tuple[str, ...]  # SyncTensor names it (partly) carries
+    matrix: np.ndarray | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """Everything the engine needs for one iteration; identical for every iteration."""
+
+    stream: tuple[ComputeOp, ...]         # compute stream order of one iteration
+    comms: tuple[CommOp, ...]
+    # compute op name -> comm ops it must wait for (with iteration offsets)
+    comm_waits: dict[str, tuple[Dep, ...]] = field(default_factory=dict)

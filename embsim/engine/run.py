@@ -1,0 +1,182 @@
+"""simulate(config) -> SimulationResult: the whole pipeline of one training-step
+simulation, from names and files to figures. Used by `embsim simulate`, `compare`,
+`sweep`, `scale` and `validate`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..collectives import CollectiveModel
+from ..collectives.busbw import bytes_per_gpu
+from ..errors import InputError
+from ..network import Network
+from ..schedulers import SCHEDULERS
+from ..strategies import STRATEGIES
+from ..topology import load_topology
+from ..workload import load_model
+from .build import build_step_plan
+from .classes import rank_classes
+from .context import step_context
+from .metrics import step_metrics
+from .simulation import Engine, EngineRun
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    topology: str = "16x8"
+    model: str = "lstm-lm1b"
+    batch: int | None = None
+    seq: int | None = None
+    strategy: str = "allreduce"
+    scheduler: str = "fifo"
+    strategy_options: dict = field(default_factory=dict)
+    scheduler_options: dict = field(default_factory=dict)
+    iterations: int = 4
+    seed: int = 0
+    trace: str | None = None
+    straggler: str | None = None
+    interference: float = 0.0
+    zipf_s: float = 1.05
+    corpus: str | None = None
+    nccl_algo: str | None = None
+    nccl_proto: str | None = None
+    hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
+    efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
+
+
+@dataclass
+class SimulationResult:
+    config: SimulationConfig
+    topology: dict
+    model: str
+    strategy: str
+    scheduler: str
+    n_gpus: int
+    step_time: float
+    samples_per_s: float
+    tokens_per_s: float
+    compute: float
+    exposed_comm: float
+    comm_bytes_per_gpu: dict
+    comm_time: dict
+    link_utilisation: dict
+    memory: dict
+    hbm_bytes: float
+    fits_in_memory: bool
+    compute_source: str
+    events: int
+    wall_s: float
+    scaling_efficiency: float | None
+    notes: tuple = ()
+    run: EngineRun | None = None
+
+    @property
+    def busiest_link(self) -> tuple[str, float, float] | None:
+        if not self.link_utilisation:
+            return None
+        kind = max(self.link_utilisation, key=lambda k: self.link_utilisation[k][1])
+        mean, peak = self.link_utilisation[kind]
+        return kind, mean, peak
+
+    def as_json(self) -> dict:
+        busiest = self.busiest_link
+        return {
+            "topology": self.topology,
+            "model": self.model,
+            "strategy": self.strategy,
+            "scheduler": self.scheduler,
+            "step_time_ms": self.step_time * 1e3,
+            "samples_per_s": self.samples_per_s,
+            "tokens_per_s": self.tokens_per_s,
+            "compute_ms": self.compute * 1e3,
+            "exposed_comm_ms": self.exposed_comm * 1e3,
+            "comm_bytes_per_gpu": self.comm_bytes_per_gpu,
+            "memory_per_gpu_bytes": self.memory,
+            "fits_in_memory": self.fits_in_memory,
+            "compute_source": self.compute_source,
+            "events": self.events,
+            "wall_s": self.wall_s,
+            "scaling_efficiency": self.scaling_efficiency,
+            "busiest_link": None if busiest is None else
+                {"kind": busiest[0], "mean_utilisation": busiest[1], "max_utilisation": busiest[2]},
+            "notes": list(self.notes),
+        }
+
+
+def _load_trace(path):
+    if path is None:
+        return None
+    from ..trace import load_trace
+    return load_trace(path)
+
+
+def simulate(cfg: SimulationConfig) -> SimulationResult:
+    wall0 = time.perf_counter()
+    if cfg.iterations < 2:
+        raise InputError(f"--iterations {cfg.iterations}: need at least 2 (the first is warm-up)")
+    topo = load_topology(cfg.topology)
+    if cfg.hardware:
+        topo = topo.with_overrides(**cfg.hardware)
+    model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq)
+    trace = _load_trace(cfg.trace)
+    strategy = STRATEGIES.get(cfg.strategy)(**cfg.strategy_options)
+    scheduler = SCHEDULERS.get(cfg.scheduler)(**cfg.scheduler_options)
+    scheduler.check(strategy)
+
+    ctx, compute_source = step_context(model, topo, trace, cfg)
+    splan = strategy.plan(ctx)
+    plan = build_step_plan(ctx, splan, scheduler)
+    classes = rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler)
+    collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto,
+                                  measured=_measured_curves(trace, topo))
+    ranks = tuple(range(topo.n_gpus))
+    engine = Engine(plan, scheduler, classes, collectives,
+                    lambda env: Network(env, topo.capacity), ranks,
+                    iterations=cfg.iterations, interference=cfg.interference)
+    run = engine.run()
+    kinds = {}
+    for link in topo.links:
+        kinds.setdefault(link.kind, []).append(link.id)
+    metrics = step_metrics(run, lambda r: bytes_per_gpu(r.op, r.nbytes, topo.n_gpus), kinds, topo.capacity)
+
+    samples_per_s = topo.n_gpus * model.batch / metrics.step_time
+    memory = splan.memory.as_dict()
+    hbm = ctx.hbm_bytes
+    efficiency = None
+    if cfg.efficiency_baseline and topo.n_gpus > 1:
+        single = simulate(replace(cfg, topology=_single_gpu_spec(topo, cfg.topology),
+                                  straggler=None, efficiency_baseline=False, hardware={}))
+        efficiency = samples_per_s / (topo.n_gpus * single.samples_per_s)
+    return SimulationResult(
+        config=cfg,
+        topology={"preset": topo.preset, "nodes": topo.n_nodes,
+                  "gpus_per_node": topo.gpus_per_node, "gpus": topo.n_gpus},
+        model=model.name, strategy=cfg.strategy, scheduler=cfg.scheduler, n_gpus=topo.n_gpus,
+        step_time=metrics.step_time, samples_per_s=samples_per_s,
+        tokens_per_s=samples_per_s * model.seq,
+        compute=metrics.compute, exposed_comm=metrics.exposed_comm,
+        comm_bytes_per_gpu=metrics.comm_bytes_per_gpu, comm_time=metrics.comm_time,
+        link_utilisation=metrics.link_utilisation, memory=memory, hbm_bytes=hbm,
+        fits_in_memory=memory["total"] <= hbm, compute_source=compute_source,
+        events=run.sim_events, wall_s=time.perf_counter() - wall0,
+        scaling_efficiency=efficiency, notes=tuple(splan.notes), run=run)
+
+
+def _single_gpu_spec(topo, spec: str) -> str:
+    """The same node type with one GPU, for the scaling-efficiency baseline."""
+    base = spec.rsplit(":", 1)[0] if ":" in spec and "x" in spec.rsplit(":", 1)[1] else spec
+    if "x" in base and base.replace("x", "").isdigit():
+        return f"{topo.preset}:1x1"
+    return f"{base}:1x1"
+
+
+def _measured_curves(trace, topo):
+    """A trace's measured collective curves replace the model only on the topology the
+    trace was captured on (same preset and rank count)."""
+    if trace is None or not trace.collectives:
+        return None
+    if trace.topology and trace.topology.rsplit("/", 1)[-1].removesuffix(".yaml") != topo.preset:
+        return None
+    return {(c.op, c.ranks): (c.sizes, c.median_s) for c in trace.collectives if c.scope == "all"}

@@ -1,0 +1,225 @@
+"""The training-step simulation: SimPy processes where time passes.
+
+One compute stream per *class* of identical GPUs (symmetry: without stragglers every GPU
+behaves the same, so one process stands for all of them; a straggling GPU or node is its
+own class). Communication is global: a collective becomes ready when its inputs are ready
+on every class (NCCL starts a collective when its last participant arrives), the scheduler
+orders ready collectives per channel, and each runs as latency + a flow group on the
+shared network, so concurrent collectives slow each other exactly where they share links.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from .ops import CommOp, ComputeOp, StepPlan
+
+
+@dataclass(frozen=True)
+class RankClass:
+    name: str
+    ranks: tuple[int, ...]
+    slowdown: float = 1.0      # compute time multiplier (a straggler has > 1)
+
+
+@dataclass(frozen=True)
+class ComputeRecord:
+    cls: str
+    iteration: int
+    name: str
+    kind: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class CommRecord:
+    iteration: int
+    name: str
+    op: str
+    nbytes: float
+    channel: str
+    category: str
+    algo: str
+    proto: str
+    ready: float
+    start: float
+    end: float
+
+
+@dataclass
+class EngineRun:
+    """Raw timeline of a run; metrics.py turns it into figures."""
+
+    iterations: int
+    classes: tuple[RankClass, ...]
+    compute: list[ComputeRecord] = field(default_factory=list)
+    comm: list[CommRecord] = field(default_factory=list)
+    iteration_end: dict[tuple[str, int], float] = field(default_factory=dict)
+    link_bytes_at: dict[int, Any] = field(default_factory=dict)  # iteration -> bytes carried per link
+    sim_events: int = 0
+
+
+class Engine:
+    def __init__(self, plan: StepPlan, scheduler, classes: tuple[RankClass, ...], collectives,
+                 network_factory, ranks: tuple[int, ...], iterations: int = 5,
+                 interference: float = 0.0):
+        if iterations < 2:
+            raise ValueError("need at least 2 iterations to measure a steady-state step")
+        self.plan = plan
+        self.scheduler = scheduler
+        self.classes = classes
+        self.collectives = collectives
+        self.ranks = ranks
+        self.iterations = iterations
+        self.interference = interference
+        self.env = simpy.Environment()
+        self.network = network_factory(self.env)
+        self.run_record = EngineRun(iterations=iterations, classes=classes)
+
+        self._comm_by_name = {c.name: c for c in plan.comms}
+        self._comm_index = {c.name: i for i, c in enumerate(plan.comms)}
+        # compute op name -> comm ops (same iteration) that wait for it
+        self._dependents: dict[str, list[CommOp]] = {}
+        for c in plan.comms:
+            if not c.ready_after:
+                raise ValueError(f"comm op {c.name}: needs at least one dependency")
+            for dep, offset in c.ready_after:
+                if offset != 0:
+                    raise ValueError(f"comm op {c.name}: ready_after offsets other than 0 unsupported")
+                self._dependents.setdefault(dep, []).append(c)
+        self._stream_names = {op.name for op in plan.stream}
+        self._done_count: dict[tuple[int, str], int] = {}
+        self._pending: dict[tuple[int, str], int] = {}
+        self._comm_done: dict[tuple[int, str], simpy.Event] = {}
+        self._ready_heap: dict[str, list] = {}
+        self._inflight: dict[str, list[float]] = {}  # channel -> bytes of ops in flight
+        self._inflight_total = 0
+        self._comm_changed = self.env.event()
+        self._seq = 0
+
+    # ----------------------------------------------------------------- public
+    def run(self) -> EngineRun:
+        for cls in self.classes:
+            self.env.process(self._stream(cls))
+        self.env.run()
+        last = self.iterations - 1
+        missing = [c.name for c in self.classes if (c.name, last) not in self.run_record.iteration_end]
+        if missing:
+            raise RuntimeError(f"simulation deadlocked: classes {missing} never finished "
+                               f"(check the step plan's dependencies)")
+        self.run_record.sim_events += (len(self.run_record.compute) + len(self.run_record.comm)
+                                       + getattr(self.network, "recomputations", 0))
+        return self.run_record
+
+    # ---------------------------------------------------------------- compute
+    def _comm_event(self, iteration: int, name: str) -> simpy.Event:
+        key = (iteration, name)
+        ev = self._comm_done.get(key)
+        if ev is None:
+            ev = self._comm_done[key] = self.env.event()
+        return ev
+
+    def _stream(self, cls: RankClass):
+        env = self.env
+        rec = self.run_record
+        for k in range(self.iterations):
+            for op in self.plan.stream:
+                if op.lagged and k == 0:
+                    self._compute_done(cls, k, op)
+                    continue
+                for dep, offset in self.plan.comm_waits.get(op.name, ()):
+                    if k + offset >= 0:
+                        yield self._comm_event(k + offset, dep)
+                start = env.now
+                yield from self._busy(op.duration * cls.slowdown)
+                rec.compute.append(ComputeRecord(cls.name, k, op.name, op.kind, start, env.now))
+                self._compute_done(cls, k, op)
+            rec.iteration_end[(cls.name, k)] = env.now
+            if cls is self.classes[0]:
+                rec.link_bytes_at[k] = self.network.bytes_carried.copy()
+
+    def _busy(self, duration: float):
+        """Occupy the compute stream for `duration` of work; with interference, work
+        proceeds 1/(1+f) as fast while any collective is in flight."""
+        if self.interference <= 0.0:
+            yield self.env.timeout(duration)
+            return
+        remaining = duration
+        while remaining > 1e-15:
+            rate = 1.0 / (1.0 + self.interference) if self._inflight_total else 1.0
+            start = self.env.now
+            timer = self.env.timeout(remaining / rate)
+            fired = yield timer | self._comm_changed
+            if timer in fired:
+                break
+            remaining -= (self.env.now - start) * rate
+
+    def _compute_done(self, cls: RankClass, k: int, op: ComputeOp) -> None:
+        key = (k, op.name)
+        n = self._done_count.get(key, 0) + 1
+        self._done_count[key] = n
+        if n < len(self.classes):
+            return
+        del self._done_count[key]
+        for c in self._dependents.get(op.name, ()):
+            self._dep_satisfied(k, c)
+
+    def _dep_satisfied(self, k: int, c: CommOp) -> None:
+        key = (k, c.name)
+        self._pending[key] = self._pending.get(key, len(c.ready_after)) - 1
+        if self._pending[key] == 0:
+            del self._pending[key]
+            self._make_ready(k, c)
+
+    # ------------------------------------------------------------------- comm
+    def _make_ready(self, k: int, c: CommOp) -> None:
+        order = (c.priority,) if self.scheduler.order == "priority" else ()
+        self._seq += 1
+        heapq.heappush(self._ready_heap.setdefault(c.channel, []),
+                       (order + (k, self.env.now, self._comm_index[c.name], self._seq), k, c, self.env.now))
+        self._dispatch(c.channel)
+
+    def _dispatch(self, channel: str) -> None:
+        heap = self._ready_heap.get(channel)
+        inflight = self._inflight.setdefault(channel, [])
+        credit = self.scheduler.channel_rule(channel).credit
+        while heap:
+            _, k, c, ready = heap[0]
+            if inflight and (credit is None or sum(inflight) + c.nbytes > credit):
+                return
+            heapq.heappop(heap)
+            inflight.append(c.nbytes)
+            self._set_inflight(+1)
+            self.env.process(self._run_comm(k, c, ready))
+
+    def _set_inflight(self, delta: int) -> None:
+        before = self._inflight_total
+        self._inflight_total += delta
+        if (before == 0) != (self._inflight_total == 0):
+            old, self._comm_changed = self._comm_changed, self.env.event()
+            old.succeed()
+
+    def _run_comm(self, k: int, c: CommOp, ready: float):
+        env = self.env
+        start = env.now
+        if c.matrix is not None:
+            plan = self.collectives.plan_alltoallv(c.matrix, self.ranks)
+        else:
+            plan = self.collectives.plan(c.op, c.nbytes, self.ranks)
+        if plan.latency > 0:
+            yield env.timeout(plan.latency)
+        yield self.network.transfer(plan.demand, tag=c.name)
+        self.run_record.comm.append(CommRecord(k, c.name, c.op, c.nbytes, c.channel, c.category,
+                                               plan.algo, plan.proto, ready, start, env.now))
+        self._inflight[c.channel].remove(c.nbytes)
+        self._set_inflight(-1)
+        self._comm_event(k, c.name).succeed()
+        # comm ops may depend on other comm ops (e.g. an index exchange before an AlltoAll)
+        for d in self._dependents.get(c.name, ()):
+            self._dep_satisfied(k, d)
+        self._dispatch(c.channel)

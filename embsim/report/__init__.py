@@ -1,0 +1,1 @@
+"""Reports: human tables, JSON, Chrome traces and plots of simulation results."""

@@ -1,0 +1,43 @@
+"""The human summary of one simulation: a rich table of where the time goes."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .units import human_bytes, human_time
+
+
+def print_summary(result, console: Console | None = None) -> None:
+    console = console or Console()
+    topo = result.topology
+    title = (f"{result.model} on {topo['preset']} {topo['nodes']}x{topo['gpus_per_node']} "
+             f"({topo['gpus']} GPUs) — {result.strategy}/{result.scheduler}")
+    t = Table(title=title, show_header=False, title_justify="left")
+    t.add_column("what", style="bold")
+    t.add_column("value")
+    t.add_row("step time", human_time(result.step_time))
+    t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s")
+    if result.scaling_efficiency is not None:
+        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {topo['gpus']} x one GPU")
+    share = result.exposed_comm / result.step_time if result.step_time else 0.0
+    t.add_row("compute", human_time(result.compute))
+    t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")
+    for op, nbytes in sorted(result.comm_bytes_per_gpu.items()):
+        t.add_row(f"  {op} per GPU", f"{human_bytes(nbytes)} in {human_time(result.comm_time.get(op, 0.0))}")
+    busiest = result.busiest_link
+    if busiest:
+        kind, mean, peak = busiest
+        t.add_row("busiest link class", f"{kind}: {peak * 100:.1f} % peak, {mean * 100:.1f} % mean utilisation")
+    mem = result.memory
+    t.add_row("memory per GPU", f"{human_bytes(mem['total'])} of {human_bytes(result.hbm_bytes)} "
+              f"(params {human_bytes(mem['parameters'])}, grads {human_bytes(mem['gradients'])}, "
+              f"optimizer {human_bytes(mem['optimizer'])}, activations {human_bytes(mem['activations'])})")
+    t.add_row("compute times", result.compute_source)
+    t.add_row("simulated", f"{result.events:,} events in {result.wall_s:.2f} s wall")
+    console.print(t)
+    if not result.fits_in_memory:
+        console.print(f"[bold red]WARNING: does not fit: {human_bytes(mem['total'])} needed per GPU, "
+                      f"{human_bytes(result.hbm_bytes)} available.[/bold red]")
+    for note in result.notes:
+        console.print(f"note: {note}")

@@ -1,0 +1,6 @@
+"""Communication schedulers, one module each, behind SCHEDULERS."""
+
+from .base import SCHEDULERS, ChannelRule, Scheduler
+from . import fifo  # noqa: F401  (registers)
+
+__all__ = ["SCHEDULERS", "ChannelRule", "Scheduler"]

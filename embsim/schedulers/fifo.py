@@ -1,0 +1,49 @@
+"""FIFO: PyTorch DDP. Gradients AllReduced in backward order as 25 MB buckets fill
+(the first bucket is 1 MB, as in DDP, so communication starts early); one NCCL stream,
+so one collective at a time; optimizer.step() after every gradient is reduced."""
+
+from __future__ import annotations
+
+from .base import SCHEDULERS, Scheduler, single_op
+from ..engine.ops import CommOp
+
+MiB = 1024 * 1024
+
+
+@SCHEDULERS.register("fifo")
+class FifoScheduler(Scheduler):
+    description = "backward order, DDP 25 MB buckets, one collective at a time"
+    per_layer_update = False
+    order = "ready"
+
+    def __init__(self, bucket_bytes: float = 25 * MiB, first_bucket_bytes: float = 1 * MiB, **options):
+        super().__init__(**options)
+        self.bucket_bytes = bucket_bytes
+        self.first_bucket_bytes = first_bucket_bytes
+
+    def build(self, tensors, ctx):
+        ops: list[CommOp] = []
+        bucket: list = []
+        cap = self.first_bucket_bytes
+
+        def flush():
+            nonlocal bucket, cap
+            if bucket:
+                size = sum(t.nbytes for t in bucket)
+                ops.append(CommOp(
+                    name=f"bucket{len([o for o in ops if o.name.startswith('bucket')])}",
+                    op="all_reduce", nbytes=size, category="dense", channel="dense",
+                    ready_after=tuple((t.ready_after, 0) for t in bucket),
+                    priority=float(len(ops)), tensors=tuple(t.name for t in bucket)))
+                bucket = []
+                cap = self.bucket_bytes
+
+        for t in tensors:
+            if t.op == "all_reduce" and t.category == "dense" and t.needed_by is None:
+                bucket.append(t)
+                if sum(x.nbytes for x in bucket) >= cap:
+                    flush()
+            else:
+                ops.append(single_op(t, priority=float(len(ops))))
+        flush()
+        return tuple(ops)

@@ -1,0 +1,18 @@
+"""allreduce: PyTorch DDP. Every gradient, the embedding tables' included, is dense and
+AllReduced; every GPU holds the whole model and its optimizer state."""
+
+from __future__ import annotations
+
+from .base import STRATEGIES, Strategy, StrategyPlan
+from .common import dense_sync, replicated_memory
+
+
+@STRATEGIES.register("allreduce")
+class AllReduceStrategy(Strategy):
+    description = "dense AllReduce of every gradient (PyTorch DDP)"
+
+    def plan(self, ctx):
+        sync = dense_sync(ctx, include_tables=True)
+        update = {l.name: ctx.layer_update[l.name] for l in ctx.model.layers if l.params > 0}
+        return StrategyPlan(sync=tuple(sync), update_time=update,
+                            memory=replicated_memory(ctx, dense_embedding_grad=True))

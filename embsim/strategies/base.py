@@ -1,0 +1,85 @@
+"""What a synchronisation strategy is: given the step's context, which state must be
+communicated (SyncTensors), how long the optimizer takes on each layer under it, what
+extra compute it adds, and how much memory it needs per GPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..engine.ops import ComputeOp, SyncTensor
+from ..registry import Registry
+
+
+@dataclass(frozen=True)
+class TableTraffic:
+    """Token statistics of one embedding table for one step (expected values)."""
+
+    table: str
+    layer: str                 # the embedding layer that owns the table
+    vocab: int
+    dim: int
+    lookups_per_gpu: float     # tokens looked up by one GPU's batch
+    unique_per_gpu: float      # distinct rows touched by one GPU's batch
+    unique_union: float        # distinct rows touched by all GPUs' batches together
+    unique_next_overlap: float  # rows of one GPU's union... touched again by the next batch (union over GPUs)
+
+
+@dataclass(frozen=True)
+class StepContext:
+    model: Any                     # embsim.workload.Model
+    n_gpus: int
+    gpus_per_node: int
+    layer_fwd: Mapping[str, float]     # seconds
+    layer_bwd: Mapping[str, float]
+    layer_update: Mapping[str, float]  # dense optimizer step of the whole layer
+    update_row_time: Mapping[str, float]  # embedding layers: optimizer seconds per touched row
+    tables: Mapping[str, TableTraffic]    # by embedding layer name
+    hbm_bytes: float
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def layer(self, name: str):
+        return next(l for l in self.model.layers if l.name == name)
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    parameters: float
+    gradients: float
+    optimizer: float
+    activations: float
+    other: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.parameters + self.gradients + self.optimizer + self.activations + self.other
+
+    def as_dict(self) -> dict:
+        return {"parameters": self.parameters, "gradients": self.gradients,
+                "optimizer": self.optimizer, "activations": self.activations,
+                "other": self.other, "total": self.total}
+
+
+@dataclass(frozen=True)
+class StrategyPlan:
+    sync: tuple[SyncTensor, ...]
+    update_time: Mapping[str, float]                  # layer -> optimizer seconds per step
+    memory: MemoryUse
+    extra: tuple[tuple[str, ComputeOp], ...] = ()     # (insert before this stream op, op)
+    notes: tuple[str, ...] = ()
+
+
+class Strategy:
+    """Base class; subclasses register themselves in STRATEGIES."""
+
+    name = "?"
+    description = ""
+
+    def __init__(self, **options: Any):
+        self.options = options
+
+    def plan(self, ctx: StepContext) -> StrategyPlan:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+STRATEGIES: Registry[Strategy] = Registry("strategy", "--strategy")
