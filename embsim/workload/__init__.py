@@ -1,0 +1,59 @@
+"""Workload layer: the model zoo, token statistics, roofline compute and memory.
+
+    from embsim.workload import load_model, list_models, TokenStats
+    m = load_model("lstm-lm1b")            # Model at the zoo defaults
+    m = load_model("bert-base", batch=16, seq=512)
+    load_model("path/to/my-model.yaml")    # same dialect as embsim/workload/zoo/*.yaml
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import InputError
+from .build import build_model
+from .model import DTYPE_BYTES, EmbeddingTable, Layer, Model, Optimizer
+from .spec import ModelSpec, load_model_spec
+from .tokens import TokenStats, expected_overlap, expected_unique, sample_batches
+
+ZOO_DIR = Path(__file__).resolve().parent / "zoo"
+
+__all__ = ["list_models", "load_model", "load_spec", "Model", "Layer", "EmbeddingTable",
+           "Optimizer", "ModelSpec", "TokenStats", "expected_unique", "expected_overlap",
+           "sample_batches", "DTYPE_BYTES", "ZOO_DIR"]
+
+
+def list_models() -> list[str]:
+    """Names of the built-in models (the zoo/*.yaml file stems), sorted."""
+    return sorted(p.stem for p in ZOO_DIR.glob("*.yaml"))
+
+
+@lru_cache(maxsize=64)
+def _spec_from_path(path: str) -> ModelSpec:
+    return load_model_spec(path)
+
+
+def load_spec(name_or_path: str) -> ModelSpec:
+    """The validated zoo file for a built-in name, or any model file by path."""
+    text = str(name_or_path)
+    if text.endswith((".yaml", ".yml")) or "/" in text:
+        return _spec_from_path(str(Path(text).resolve()))
+    path = ZOO_DIR / f"{text}.yaml"
+    if not path.is_file():
+        raise InputError(f"unknown model {text!r} (known: {', '.join(list_models())}; "
+                         "or give a path to a model .yaml)")
+    spec = _spec_from_path(str(path))
+    if spec.name != text:
+        raise InputError(f"{path}: name: is {spec.name!r} but the file is {path.name}")
+    return spec
+
+
+def load_model(name_or_path: str, batch: int | None = None, seq: int | None = None) -> Model:
+    """Build a model at per-GPU `batch` and sequence length `seq` (zoo defaults if None)."""
+    spec = load_spec(name_or_path)
+    for flag, value in (("batch", batch), ("seq", seq)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                  or value <= 0):
+            raise InputError(f"{flag}: must be a positive integer, got {value!r}")
+    return build_model(spec, batch or spec.batch, seq or spec.seq)

@@ -1,0 +1,150 @@
+"""Per-layer cost rules (pure functions of shapes, batch, seq and dtype).
+
+Conventions, used by every layer kind:
+- FLOPs count a multiply-add as 2; a (m x k) @ (k x n) product costs 2*m*k*n.
+- Backward = 2 x forward FLOPs for layers with weights and inputs that need gradients
+  (one product for the input gradient, one for the weight gradient; Kaplan et al. 2020,
+  "Scaling Laws", sec. 2.1). Embedding lookups are the exception: forward is a gather
+  (0 FLOPs), backward a scatter-add of one row per lookup (lookups*dim adds).
+- Bytes: forward reads the weights and input activations and writes the outputs;
+  backward reads the weights, the saved activations and the output gradient, and writes
+  the input gradient and the weight gradient: ~2x weights + 2x activation traffic.
+- Activations saved for backward follow Korthikanti et al. 2022 ("Reducing Activation
+  Recomputation in Large Transformer Models", sec. 4.1), generalised to any dtype.
+- "tokens" = batch * seq for per-token layers, batch for per-sample layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INDEX_BYTES = 8          # int64 row indices, as PyTorch nn.Embedding takes them
+NORM_FLOPS_PER_ELEMENT = 8   # mean, variance, normalise, scale, shift (~5-8 per element)
+SOFTMAX_FLOPS_PER_ELEMENT = 5  # max, subtract, exp, sum, divide
+
+
+@dataclass(frozen=True)
+class Shape:
+    batch: int
+    seq: int
+    dtype_bytes: int
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    params: int
+    fwd_flops: int
+    bwd_flops: int
+    fwd_bytes: int
+    bwd_bytes: int
+    grad_bytes: int
+    activation_bytes: int
+    sparse: bool = False
+    fwd_kernels: int = 1
+    bwd_kernels: int = 2
+
+
+def dense_cost(params: int, fwd_flops: int, act_traffic: int, saved: int, d: int,
+               fwd_kernels: int = 1, bwd_kernels: int = 2) -> LayerCost:
+    """The common rule for a layer with dense weights (see module docstring)."""
+    return LayerCost(
+        params=params, fwd_flops=fwd_flops, bwd_flops=2 * fwd_flops,
+        fwd_bytes=d * (params + act_traffic), bwd_bytes=d * (2 * params + 2 * act_traffic),
+        grad_bytes=d * params, activation_bytes=saved,
+        fwd_kernels=fwd_kernels, bwd_kernels=bwd_kernels)
+
+
+def tokens_for(p: dict, sh: Shape) -> int:
+    return sh.batch if p.get("per", "token") == "sample" else sh.tokens
+
+
+def linear_cost(p: dict, sh: Shape) -> LayerCost:
+    n, d = tokens_for(p, sh), sh.dtype_bytes
+    fin, fout = p["in"], p["out"]
+    params = fin * fout + (fout if p.get("bias", True) else 0)
+    act_fn = p.get("activation", "none") != "none"
+    flops = 2 * n * fin * fout + (n * fout if p.get("bias", True) else 0)
+    # an activation function reads and writes the output once more and saves it
+    traffic = n * fin + n * fout + (2 * n * fout if act_fn else 0)
+    saved = d * n * fin + (d * n * fout if act_fn else 0)
+    return dense_cost(params, flops, traffic, saved, d, 1 + act_fn, 2 + act_fn)
+
+
+def norm_params(kind: str, dim: int) -> int:
+    return dim if kind == "rmsnorm" else 2 * dim   # rmsnorm: scale only; layernorm: +shift
+
+
+def norm_cost(p: dict, sh: Shape) -> LayerCost:
+    n, d, dim = tokens_for(p, sh), sh.dtype_bytes, p["dim"]
+    params = norm_params(p.get("norm", "layernorm"), dim)
+    return dense_cost(params, NORM_FLOPS_PER_ELEMENT * n * dim, 2 * n * dim, d * n * dim, d)
+
+
+def embedding_cost(p: dict, sh: Shape, vocab: int, dim: int, owns_table: bool) -> LayerCost:
+    """Gather of `lookups` rows per sample; the gradient is one (index, row) per lookup."""
+    d = sh.dtype_bytes
+    rows = sh.batch * p["lookups"]
+    gathered = rows * dim * d
+    return LayerCost(
+        params=vocab * dim if owns_table else 0,
+        fwd_flops=0, bwd_flops=rows * dim,
+        fwd_bytes=2 * gathered + rows * INDEX_BYTES,          # read rows, write output
+        bwd_bytes=3 * gathered + rows * INDEX_BYTES,          # read grad, read+write rows
+        grad_bytes=gathered + rows * INDEX_BYTES,
+        activation_bytes=rows * INDEX_BYTES, sparse=True, fwd_kernels=1, bwd_kernels=2)
+
+
+def positional_cost(p: dict, sh: Shape) -> LayerCost:
+    """Learned position / segment embeddings added to the input: every used row gets a
+    gradient each step, so the gradient is dense. Sinusoidal ones have no parameters."""
+    d, dim = sh.dtype_bytes, p["dim"]
+    params = p["rows"] * dim if p.get("learned", True) else 0
+    n = sh.tokens
+    return dense_cost(params, n * dim, 3 * n * dim, 0, d, 1, 1)
+
+
+def output_projection_cost(p: dict, sh: Shape, vocab: int, tied: bool) -> LayerCost:
+    """Hidden -> vocabulary logits. With `samples` (sampled softmax, Jozefowicz et al.
+    2016) only the sampled candidates plus each token's target are scored, so the
+    weight gradient touches those rows only and is sparse."""
+    n, d, dim = sh.tokens, sh.dtype_bytes, p["dim"]
+    bias = p.get("bias", False)
+    samples = p.get("samples")
+    cols = min(vocab, samples + n) if samples else vocab
+    weight = 0 if tied else vocab * dim
+    params = weight + (vocab if bias else 0)
+    flops = 2 * n * dim * cols
+    touched = cols * dim + (cols if bias else 0)
+    traffic = n * dim + n * cols
+    cost = LayerCost(
+        params=params, fwd_flops=flops, bwd_flops=2 * flops,
+        fwd_bytes=d * (touched + traffic), bwd_bytes=d * (2 * touched + 2 * traffic),
+        grad_bytes=d * touched + (cols * INDEX_BYTES if samples else 0),
+        activation_bytes=d * n * dim, sparse=bool(samples))
+    return cost
+
+
+def softmax_loss_cost(p: dict, sh: Shape, classes: int) -> LayerCost:
+    """Softmax + cross-entropy over `classes` logits per token (or sigmoid BCE when
+    classes == 1). Forward reads logits, writes probabilities; backward writes dlogits."""
+    n, d = tokens_for(p, sh), sh.dtype_bytes
+    elems = n * classes
+    return LayerCost(
+        params=0, fwd_flops=SOFTMAX_FLOPS_PER_ELEMENT * elems, bwd_flops=2 * elems,
+        fwd_bytes=2 * d * elems, bwd_bytes=2 * d * elems, grad_bytes=0,
+        activation_bytes=d * elems, fwd_kernels=2, bwd_kernels=1)
+
+
+def fm_interaction_cost(p: dict, sh: Shape) -> LayerCost:
+    """DeepFM's factorisation machine: first-order sum of weights plus the second-order
+    term 0.5 * ((sum_f v_f)^2 - sum_f v_f^2) per sample (Guo et al. 2017, eq. 2)."""
+    b, d, f, k = sh.batch, sh.dtype_bytes, p["fields"], p["dim"]
+    flops = b * (4 * f * k + 2 * k + f)
+    traffic = b * (f * k + f + 1)
+    return LayerCost(params=0, fwd_flops=flops, bwd_flops=2 * flops,
+                     fwd_bytes=d * traffic, bwd_bytes=2 * d * traffic, grad_bytes=0,
+                     activation_bytes=d * b * f * k, fwd_kernels=3, bwd_kernels=3)

@@ -1,0 +1,124 @@
+"""The data a built model is made of: frozen dataclasses, no behaviour.
+
+A Model is a model-zoo file evaluated at one (batch, seq): every number in it
+(parameters, FLOPs, bytes) is computed from the layer shapes by embsim.workload.costs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+# Bytes per element of each training dtype a zoo file may name.
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """Optimizer memory/traffic per parameter.
+
+    state_bytes_per_param: fp32 state kept per parameter (Adam: m and v = 8 B;
+    SGD with momentum: 4 B; plain SGD: 0; Adagrad: the squared-gradient sum = 4 B).
+    master_bytes_per_param: an fp32 master copy kept in mixed precision (4 B when the
+    model dtype is 16-bit, as in Micikevicius et al. 2018 "Mixed Precision Training"; else 0).
+    """
+
+    name: str
+    state_bytes_per_param: int
+    master_bytes_per_param: int
+
+
+# name -> fp32 state tensors per parameter
+OPTIMIZER_STATE_TENSORS = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1, "adagrad": 1}
+
+
+@dataclass(frozen=True)
+class EmbeddingTable:
+    """A sparse-gradient lookup table.
+
+    lookups_per_sample: rows read per training sample, summed over every embedding
+    layer that reads the table (seq for a token embedding, 2*seq for a table shared by
+    encoder and decoder, the number of fields for DeepFM).
+    tied_to: the output-projection layer that reuses this table as its weight, or None.
+    input: which input stream feeds the table ("tokens", "source+target tokens", "fields").
+    """
+
+    name: str
+    vocab: int
+    dim: int
+    lookups_per_sample: int
+    tied_to: str | None
+    input: str
+
+    @property
+    def params(self) -> int:
+        return self.vocab * self.dim
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer at the model's (batch, seq); forward-order position is its index.
+
+    params: parameters this layer owns (a table is owned by the first layer that uses it;
+    a tied output projection or a second embedding layer on a shared table owns 0).
+    fwd_flops / bwd_flops: floating-point operations (a multiply-add is 2).
+    fwd_bytes / bwd_bytes: HBM bytes read + written (weights, activations, gradients).
+    grad_bytes: the gradient this layer produces for communication. Dense layers: every
+    parameter it updates (for a tied projection: the whole table). Sparse layers: the
+    uncoalesced (index, row) gradient, one row per lookup: lookups*(dim*dtype + 8).
+    sparse: True when that gradient touches only some rows of a table.
+    table: the embedding table this layer reads or writes, or None.
+    activation_bytes: bytes saved in forward for use in backward.
+    fwd_kernels / bwd_kernels: GPU kernels launched (for launch overhead).
+    """
+
+    name: str
+    kind: str
+    params: int
+    fwd_flops: int
+    bwd_flops: int
+    fwd_bytes: int
+    bwd_bytes: int
+    grad_bytes: int
+    sparse: bool
+    table: str | None
+    activation_bytes: int
+    fwd_kernels: int = 1
+    bwd_kernels: int = 2
+
+
+@dataclass(frozen=True)
+class Model:
+    """A zoo model evaluated at one per-GPU batch and sequence length."""
+
+    name: str
+    layers: tuple[Layer, ...]
+    tables: tuple[EmbeddingTable, ...]
+    batch: int
+    seq: int
+    dtype_bytes: int
+    optimizer: Optimizer
+    params: int
+    dense_params: int
+    embedding_params: int
+    source: str
+    dtype: str = "fp32"
+    published: Mapping[str, float] = field(default_factory=dict)
+    description: str = ""
+
+    @property
+    def tokens_per_gpu(self) -> int:
+        """Samples x sequence positions in one GPU's batch."""
+        return self.batch * self.seq
+
+    def table(self, name: str) -> EmbeddingTable:
+        for t in self.tables:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def layer(self, name: str) -> Layer:
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise KeyError(name)

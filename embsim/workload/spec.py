@@ -1,0 +1,210 @@
+"""The model-zoo YAML dialect: parse and validate one file into a ModelSpec.
+
+One dialect for every model. Unknown keys, wrong types, bad enum values and dangling
+table references are rejected with the file, key path and line (via embsim.yamlio).
+
+    name: bert-base
+    description: ...
+    source: where the architecture and the published figures come from
+    published: {params: 110e6}            # optional; what the paper states, for tests
+    defaults: {batch: 32, seq: 128, dtype: fp32, optimizer: adam}
+    tables:
+      - {name: word, vocab: 30522, dim: 768, input: tokens}
+    layers:
+      - {name: word_embedding, kind: embedding, table: word}
+      - {name: encoder, kind: transformer_encoder, repeat: 12, dim: 768, heads: 12, ffn: 3072}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..yamlio import YamlDoc, check_mapping, check_type, get, load_yaml
+from .model import DTYPE_BYTES, OPTIMIZER_STATE_TENSORS
+
+COMMON_LAYER_KEYS = ("name", "kind", "repeat", "note")
+BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropout")
+
+# kind -> {key: (type, required)}; "seq" is accepted where an int may be per sequence.
+INT, BOOL, STR, SEQ_OR_INT = int, bool, str, (int, str)
+LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
+    "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False)},
+    "positional_embedding": {"rows": (INT, True), "dim": (INT, True), "learned": (BOOL, False)},
+    "linear": {"in": (INT, True), "out": (INT, True), "bias": (BOOL, False),
+               "activation": (STR, False), "per": (STR, False)},
+    "layernorm": {"dim": (INT, True), "norm": (STR, False), "per": (STR, False)},
+    "lstm": {"in": (INT, True), "hidden": (INT, True), "proj": (INT, False),
+             "bidirectional": (BOOL, False), "bias": (STR, False)},
+    "additive_attention": {"query": (INT, True), "key": (INT, True), "units": (INT, True),
+                           "normalize": (BOOL, False)},
+    "transformer_encoder": {"dim": (INT, True), "heads": (INT, True), "ffn": (INT, True),
+                            **{k: ((INT if k == "kv_heads" else STR if k in ("ffn_kind", "norm")
+                                    else BOOL), False) for k in BLOCK_KEYS}},
+    "output_projection": {"dim": (INT, True), "tied": (STR, False), "vocab": (INT, False),
+                          "bias": (BOOL, False), "samples": (INT, False)},
+    "softmax_loss": {"classes": (SEQ_OR_INT, True), "samples": (INT, False), "per": (STR, False)},
+    "fm_interaction": {"fields": (INT, True), "dim": (INT, True)},
+}
+LAYER_SCHEMA["transformer_decoder"] = {**LAYER_SCHEMA["transformer_encoder"],
+                                       "cross_attention": (BOOL, False)}
+
+ENUMS = {"activation": ("none", "relu", "gelu", "tanh"), "per": ("token", "sample"),
+         "norm": ("layernorm", "rmsnorm"), "ffn_kind": ("gelu", "relu", "swiglu"),
+         "bias": ("double", "single", "none")}   # "bias" enum applies to lstm only
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    vocab: int
+    dim: int
+    input: str
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    name: str
+    kind: str
+    repeat: int
+    params: dict          # kind-specific keys, validated
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    description: str
+    source: str
+    published: dict
+    batch: int
+    seq: int
+    dtype: str
+    optimizer: str
+    tables: tuple[TableSpec, ...]
+    layers: tuple[LayerSpec, ...]
+    path: str
+
+
+def _enum(doc: YamlDoc, path: tuple, value: str, allowed: tuple) -> str:
+    if value not in allowed:
+        raise doc.error(path, f"must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def _positive(doc: YamlDoc, path: tuple, value: Any) -> None:
+    if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+        raise doc.error(path, f"must be positive, got {value}")
+
+
+def _parse_table(doc: YamlDoc, path: tuple, raw: Any) -> TableSpec:
+    check_mapping(doc, path, raw, ["name", "dim", "input"],
+                  ["vocab", "fields", "hash_buckets", "note"])
+    name = get(doc, path, raw, "name", str)
+    dim = get(doc, path, raw, "dim", int, positive=True)
+    if ("vocab" in raw) == ("fields" in raw):
+        raise doc.error(path, "give exactly one of 'vocab' or 'fields' (per-field cardinalities)")
+    if "vocab" in raw:
+        vocab = get(doc, path, raw, "vocab", int, positive=True)
+    else:
+        # one table holding every categorical field, each hashed to at most hash_buckets rows
+        fields = check_type(doc, path + ("fields",), raw["fields"], list)
+        cap = get(doc, path, raw, "hash_buckets", int, default=None, positive=True)
+        vocab = 0
+        for i, c in enumerate(fields):
+            check_type(doc, path + ("fields", i), c, int)
+            _positive(doc, path + ("fields", i), c)
+            vocab += min(c, cap) if cap else c
+    return TableSpec(name, vocab, dim, get(doc, path, raw, "input", str))
+
+
+def _parse_layer(doc: YamlDoc, path: tuple, raw: Any) -> LayerSpec:
+    if not isinstance(raw, dict):
+        raise doc.error(path, "must be a mapping")
+    kind = get(doc, path, raw, "kind", str)
+    if kind not in LAYER_SCHEMA:
+        raise doc.error(path + ("kind",), f"unknown layer kind {kind!r} "
+                        f"(known: {', '.join(sorted(LAYER_SCHEMA))})")
+    schema = LAYER_SCHEMA[kind]
+    check_mapping(doc, path, raw, ["name", "kind"] + [k for k, (_, req) in schema.items() if req],
+                  [k for k, (_, req) in schema.items() if not req] + ["repeat", "note"])
+    params = {}
+    for key, (kind_type, _) in schema.items():
+        if key not in raw:
+            continue
+        value = check_type(doc, path + (key,), raw[key], kind_type)
+        if isinstance(value, str) and kind_type == SEQ_OR_INT and key == "lookups" and value != "seq":
+            raise doc.error(path + (key,), f"must be an integer or 'seq', got {value!r}")
+        _positive(doc, path + (key,), value)
+        if key in ENUMS and not (key == "bias" and kind != "lstm"):
+            _enum(doc, path + (key,), value, ENUMS[key])
+        params[key] = value
+    repeat = get(doc, path, raw, "repeat", int, default=1, positive=True)
+    return LayerSpec(get(doc, path, raw, "name", str), kind, repeat, params)
+
+
+def _check_references(doc: YamlDoc, spec_tables: dict, layers: list[LayerSpec]) -> None:
+    names = set()
+    for i, layer in enumerate(layers):
+        path = ("layers", i)
+        if layer.name in names:
+            raise doc.error(path + ("name",), f"duplicate layer name {layer.name!r}")
+        names.add(layer.name)
+        p = layer.params
+        for key in ("table", "tied"):
+            if key in p and p[key] not in spec_tables:
+                raise doc.error(path + (key,), f"no table named {p[key]!r} "
+                                f"(tables: {', '.join(spec_tables) or 'none'})")
+        if layer.kind == "softmax_loss" and isinstance(p["classes"], str) \
+                and p["classes"] not in spec_tables:
+            raise doc.error(path + ("classes",), f"must be an integer or a table name, "
+                            f"got {p['classes']!r}")
+        if layer.kind == "output_projection":
+            if ("tied" in p) == ("vocab" in p):
+                raise doc.error(path, "give exactly one of 'tied' (a table) or 'vocab'")
+            if "tied" in p and spec_tables[p["tied"]].dim != p["dim"]:
+                raise doc.error(path + ("dim",), f"tied table {p['tied']!r} has dim "
+                                f"{spec_tables[p['tied']].dim}, not {p['dim']}")
+    used = {layer.params["table"] for layer in layers if layer.kind == "embedding"}
+    for i, name in enumerate(spec_tables):
+        if name not in used:
+            raise doc.error(("tables", i), f"table {name!r} is read by no embedding layer")
+
+
+def parse_model_doc(doc: YamlDoc) -> ModelSpec:
+    top = check_mapping(doc, (), doc.data, ["name", "source", "defaults", "layers"],
+                        ["description", "published", "tables"])
+    d = check_mapping(doc, ("defaults",), top["defaults"],
+                      ["batch", "seq", "dtype", "optimizer"])
+    dtype = _enum(doc, ("defaults", "dtype"), get(doc, ("defaults",), d, "dtype", str),
+                  tuple(DTYPE_BYTES))
+    optimizer = _enum(doc, ("defaults", "optimizer"),
+                      get(doc, ("defaults",), d, "optimizer", str), tuple(OPTIMIZER_STATE_TENSORS))
+    published = {}
+    if "published" in top:
+        pub = check_mapping(doc, ("published",), top["published"], [],
+                            ["params", "dense_params", "embedding_params"])
+        published = {k: get(doc, ("published",), pub, k, float, positive=True) for k in pub}
+    tables_raw = check_type(doc, ("tables",), top.get("tables", []), list)
+    tables = [_parse_table(doc, ("tables", i), t) for i, t in enumerate(tables_raw)]
+    by_name = {}
+    for i, t in enumerate(tables):
+        if t.name in by_name:
+            raise doc.error(("tables", i, "name"), f"duplicate table name {t.name!r}")
+        by_name[t.name] = t
+    layers_raw = check_type(doc, ("layers",), top["layers"], list)
+    if not layers_raw:
+        raise doc.error(("layers",), "must list at least one layer")
+    layers = [_parse_layer(doc, ("layers", i), raw) for i, raw in enumerate(layers_raw)]
+    _check_references(doc, by_name, layers)
+    return ModelSpec(
+        name=get(doc, (), top, "name", str), description=top.get("description", ""),
+        source=get(doc, (), top, "source", str), published=published,
+        batch=get(doc, ("defaults",), d, "batch", int, positive=True),
+        seq=get(doc, ("defaults",), d, "seq", int, positive=True),
+        dtype=dtype, optimizer=optimizer, tables=tuple(tables), layers=tuple(layers),
+        path=doc.source)
+
+
+def load_model_spec(path: str | Path) -> ModelSpec:
+    return parse_model_doc(load_yaml(path))
