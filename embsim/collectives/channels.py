@@ -1,0 +1,177 @@
+"""NCCL's graph search, reduced to what the tuner needs: nChannels, bwIntra, bwInter.
+
+NCCL (search.cc ~1036-1270) tries per-channel speeds from an arch-specific array,
+highest first, and keeps the graph with the most total bandwidth; then it duplicates
+channels (halving their speed) and, in a second pass, tries to raise the speed with the
+channel count fixed. We do the same search on the CommShape's bottlenecks instead of on
+NCCL's full path graph: a ring/tree channel crosses every GPU's fabric link once and, on
+several nodes, one NIC path each way; an NVLS channel has every GPU write to the switch.
+
+Runtime: the kernel runs comm.nChannels = 2 x ring channels (connect.cc ~460) and NCCL
+trims channels/threads for small messages (enqueue.cc ~2068-2118) -- see `runtime_lanes`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .constants import MAX_THREADS, MAXCHANNELS, NCCL_MAX_NVLS_ARITY, THREAD_THRESHOLDS, speed_array
+from .shape import CommShape
+
+
+@dataclass(frozen=True)
+class Graph:
+    pattern: str        # "ring" | "tree" | "nvls"
+    n_channels: int
+    bw_intra: float     # GB/s per channel
+    bw_inter: float
+    intra_hw: str       # "NVLINK" | "PCI"
+
+    @property
+    def total_bw(self) -> float:
+        return self.n_channels * (self.bw_intra if self.bw_inter <= 0 else min(self.bw_intra, self.bw_inter))
+
+
+def _fit_ring(shape: CommShape, s_intra: float, s_inter: float) -> int:
+    """Channels of a ring/tree graph that fit at these per-channel speeds."""
+    n = int(math.floor(shape.intra_bw / s_intra + 1e-9)) if shape.ppn > 1 else MAXCHANNELS // 2
+    if shape.n_nodes > 1:
+        per_nic = int(math.floor(shape.nic_path_bw / s_inter + 1e-9))
+        n = min(n, per_nic * max(1, shape.nics_per_node))
+    return min(n, MAXCHANNELS // 2)
+
+
+def _fit_nvls(shape: CommShape, s_intra: float, s_inter: float, channels: int) -> bool:
+    if channels * s_intra > shape.intra_bw + 1e-9:
+        return False
+    if shape.n_nodes > 1:
+        per_nic = math.ceil(channels / max(1, shape.nics_per_node))
+        return per_nic * s_inter <= shape.nic_path_bw + 1e-9
+    return True
+
+
+def _dup_channels(n: int, bw_intra: float, bw_inter: float, arch: int) -> tuple[int, float, float]:
+    """ncclTopoDupChannels (search.cc 1036-1049): more, slower channels when they are fast."""
+    if bw_intra < 25.0:
+        return n, bw_intra, bw_inter
+    if arch > 80 and bw_intra < 50.0 and n > 4:
+        return n, bw_intra, bw_inter
+    dup = min(n * 2, MAXCHANNELS // 2)
+    factor = math.ceil(dup / n)
+    return dup, bw_intra / factor, bw_inter / factor
+
+
+def _search_ring(shape: CommShape, pattern: str) -> Graph:
+    multi = shape.n_nodes > 1
+    speeds = speed_array(shape.arch, inter=multi)
+    max_bw = shape.nic_path_bw if multi else shape.intra_bw
+    total_bw = shape.intra_bw if shape.ppn > 1 else max_bw
+    i = 0
+    while i < len(speeds) - 1 and (speeds[i] > max_bw + 1e-9 or speeds[i] > total_bw + 1e-9):
+        i += 1
+    best_n, best_s = 0, speeds[i]
+    # Pass 1: lower the speed until a graph is found and lower speeds stop paying off.
+    while True:
+        n = _fit_ring(shape, speeds[i], speeds[i])
+        if n >= 1 and n * speeds[i] > best_n * best_s:
+            best_n, best_s = n, speeds[i]
+        if best_n and best_n * best_s >= total_bw - 1e-9:
+            break
+        if i >= len(speeds) - 1 or (best_n and speeds[i + 1] / best_s <= 0.49):
+            break
+        i += 1
+    if best_n == 0:
+        return Graph(pattern, 1, speeds[-1], speeds[-1], shape.intra_hw)
+    n, bw_intra, bw_inter = _dup_channels(best_n, best_s, best_s, shape.arch)
+    # Pass 2: raise the speed with the channel count fixed (rings raise both speeds; trees
+    # on 2 nodes raise the intra speed up to twice the inter speed).
+    j = 0
+    while j < len(speeds) - 1 and speeds[j] > bw_inter + 1e-9:
+        j += 1
+    while j > 0:
+        j -= 1
+        s = speeds[j]
+        if pattern == "ring" or not multi:
+            if _fit_ring(shape, s, s) >= n:
+                bw_intra = bw_inter = s
+            else:
+                break
+        else:
+            if bw_intra < 2 * bw_inter and _fit_ring(shape, s, bw_inter) >= n and shape.n_nodes <= 2:
+                bw_intra = s
+            else:
+                break
+    return Graph(pattern, n, bw_intra, bw_inter, shape.intra_hw)
+
+
+def _search_nvls(shape: CommShape) -> Graph | None:
+    if shape.intra != "nvswitch" or shape.arch < 90 or shape.ppn < 2:
+        return None
+    channels = min(NCCL_MAX_NVLS_ARITY, shape.ppn)   # one NVLS head per local GPU
+    multi = shape.n_nodes > 1
+    speeds = speed_array(shape.arch, inter=multi)
+    i = 0
+    while i < len(speeds) - 1 and speeds[i] * channels > shape.intra_bw + 1e-9:
+        i += 1
+    while i < len(speeds) and not _fit_nvls(shape, speeds[i], speeds[i], channels):
+        i += 1
+    if i == len(speeds):
+        return None
+    bw_intra = bw_inter = speeds[i]
+    # Pass 2 (NVLS): raise bwInter while it is below twice bwIntra.
+    while i > 0 and bw_inter < 2 * bw_intra:
+        if not _fit_nvls(shape, bw_intra, speeds[i - 1], channels):
+            break
+        i -= 1
+        bw_inter = speeds[i]
+    return Graph("nvls", channels, bw_intra, bw_inter, shape.intra_hw)
+
+
+@dataclass(frozen=True)
+class Graphs:
+    ring: Graph
+    tree: Graph
+    nvls: Graph | None
+    comm_channels: int      # runtime CTAs for Ring/Tree (connect.cc: 2 x ring channels)
+    nvls_channels: int      # runtime NVLS channels (nvls.cc 155-213)
+
+
+def search_graphs(shape: CommShape) -> Graphs:
+    ring = _search_ring(shape, "ring")
+    tree = _search_ring(shape, "tree")
+    nvls = _search_nvls(shape)
+    comm_channels = min(MAXCHANNELS, 2 * ring.n_channels)
+    if shape.arch >= 100:
+        nvls_channels = 32 if shape.n_nodes > 1 else 24
+    else:
+        nvls_channels = 16
+    return Graphs(ring, tree, nvls, comm_channels, nvls_channels)
+
+
+def runtime_lanes(nbytes: float, algo: str, proto: str, n_ranks: int, channels: int) -> tuple[int, int]:
+    """(channels, threads per channel) NCCL launches for this size (enqueue.cc ~2068-2118).
+
+    Channels drop while nBytes < nc*nt*threshold, then threads halve (multiples of 128).
+    """
+    nc, nt = channels, MAX_THREADS[proto]
+    threshold = THREAD_THRESHOLDS[proto] * (n_ranks if (algo == "Ring" and proto == "LL") else 1)
+    while nbytes < nc * nt * threshold:
+        if nc >= 2:
+            nc -= 1
+        elif nt % 128 == 0 and nt > 128:
+            nt //= 2
+        else:
+            break
+    return nc, nt
+
+
+def runtime_fraction(nbytes: float, algo: str, proto: str, n_ranks: int, graphs: Graphs) -> float:
+    """Share of the full kernel's parallelism that runs for this size (1 for large messages).
+
+    The model's bandwidth assumes every channel and thread is busy; a trimmed launch moves
+    data proportionally slower. This is what separates simulated from model-predicted time.
+    """
+    full = graphs.nvls_channels if algo in ("NVLS", "NVLSTree") else graphs.comm_channels
+    nc, nt = runtime_lanes(nbytes, algo, proto, n_ranks, full)
+    return min(1.0, (nc * nt) / (full * MAX_THREADS[proto]))

@@ -1,0 +1,150 @@
+"""NCCL's tuning constants as data, one table per NCCL version.
+
+Every number here is read from NVIDIA/nccl `src/graph/tuning.cc`, `src/graph/topo.h`,
+`src/graph/search.cc` and `src/include/device.h` (see docs/../shared/reference/
+nccl-cost-model.md §1.3, §1.7, §1.8 for the line numbers and the tag diffs).
+Latencies are in µs and bandwidths in GB/s (1e9 B/s): NCCL's own units, so that the
+model in nccl_model.py reads like NCCL's and can be checked against its logs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from embsim.errors import InputError
+
+ALGOS = ("Tree", "Ring", "NVLS", "NVLSTree", "PAT")
+PROTOS = ("LL", "LL128", "Simple")
+HW = ("NVLINK", "PCI", "NET")
+
+# Data-structure facts, not tuning constants (device.h 91-115, comm.h 49-51).
+MAX_THREADS = MappingProxyType({"LL": 512, "LL128": 640, "Simple": 512})
+THREAD_THRESHOLDS = MappingProxyType({"LL": 8, "LL128": 8, "Simple": 64})  # bytes per thread
+MAXCHANNELS = 64
+NCCL_MAX_NVLS_ARITY = 32
+
+# Per-channel search speeds, GB/s (search.cc ~1075-1100), highest first.
+SPEED_INTRA = MappingProxyType({
+    "default": (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3),
+    90: (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),
+    100: (90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18),
+})
+SPEED_INTER = MappingProxyType({
+    "default": (48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12),
+    90: (48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
+    100: (96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
+})
+
+
+def arch_family(arch: int) -> int:
+    """NCCL's arch buckets for its tables: 70 Volta, 80 Ampere, 90 Hopper, 100 Blackwell."""
+    if arch >= 100:
+        return 100
+    if arch >= 90:
+        return 90
+    if arch >= 80:
+        return 80
+    return 70
+
+
+def speed_array(arch: int, inter: bool) -> tuple[float, ...]:
+    table = SPEED_INTER if inter else SPEED_INTRA
+    fam = arch_family(arch)
+    return table[fam] if fam in (90, 100) else table["default"]
+
+
+def _lat(tree, ring, nvls, nvlstree, pat):
+    return MappingProxyType({"Tree": tree, "Ring": ring, "NVLS": nvls, "NVLSTree": nvlstree, "PAT": pat})
+
+
+@dataclass(frozen=True)
+class NcclConstants:
+    """One NCCL version's constants and the formula variants that changed between tags."""
+
+    version: str
+    base_lat: MappingProxyType          # algo -> (LL, LL128, Simple) µs
+    hw_lat: MappingProxyType            # hw -> algo -> (LL, LL128, Simple) µs
+    ll_max_bw: MappingProxyType         # row -> (1 node, 2 nodes, 4+ nodes); see nccl_model.ll_max_bw
+    per_ch_ring_ll128: MappingProxyType
+    per_ch_tree_ll128: MappingProxyType
+    per_ch_tree: MappingProxyType
+    per_ch_nvlstree: MappingProxyType | None
+    nvls_efficiency: MappingProxyType | None   # None: the older fixed 5/6 algBw ratio
+    nvlink_per_link: MappingProxyType   # arch -> GB/s per NVLink (topo.h)
+    ring_ll_factor_old: bool            # 2.18-2.20: Ring LL x1/4 or x1/3 (2.21+: x1/2)
+    ring_ll128_ppn1_factor: float       # Ring LL128 factor when 1 GPU per node
+    tree_092_allreduce_only: bool
+    nvls_allgather_rs: bool             # NVLS AllGather/ReduceScatter (2.27+)
+    has_pat: bool
+    ring_plateau_sm80: float = 1.4      # Ring/Simple multi-node latency x, "plateau effect"
+    ring_plateau_volta: float = 1.9
+
+
+_BASE_230 = _lat((6.8, 14.0, 8.4), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (8.0, 8.0, 8.0))
+_HW_230 = MappingProxyType({
+    "NVLINK": _lat((.6, 1.25, 4.0), (.6, 1.9, 3.4), (0, 0, 25), (0, 0, 25), (0, 0, 4.0)),
+    "PCI": _lat((1.0, 1.9, 4.0), (1.0, 2.5, 5.7), (0, 0, 0), (0, 0, 0), (0, 0, 4.0)),
+    "NET": _lat((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 18), (0, 0, 20.9), (0, 0, 14)),
+})
+_FAM = lambda v70, v80, v90, v100: MappingProxyType({70: v70, 80: v80, 90: v90, 100: v100})  # noqa: E731
+
+NCCL_2_30 = NcclConstants(
+    version="2.30",
+    base_lat=_BASE_230,
+    hw_lat=_HW_230,
+    ll_max_bw=_FAM((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0)),
+    per_ch_ring_ll128=_FAM((20, 20, 20), (20, 20, 20), (36.7, 36.7, 36.7), (40, 40, 40)),
+    per_ch_tree_ll128=_FAM((20, 20, 20), (20, 20, 20), (36.7, 36.7, 29.0), (55.6, 31.67, 20.0)),
+    per_ch_tree=_FAM((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0)),
+    per_ch_nvlstree=_FAM((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0, 57.7, 45.5), (0, 96.0, 80.0)),
+    nvls_efficiency=MappingProxyType({70: 0.0, 80: 0.0, 90: 0.85, 100: 0.74}),
+    nvlink_per_link=MappingProxyType({60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.6, 100: 40.1}),
+    ring_ll_factor_old=False,
+    ring_ll128_ppn1_factor=0.92,
+    tree_092_allreduce_only=True,
+    nvls_allgather_rs=True,
+    has_pat=True,
+)
+
+# v2.18.3 (the Azure validation curves used 2.18.5): §1.8 of the reference.
+NCCL_2_18 = replace(
+    NCCL_2_30,
+    version="2.18",
+    base_lat=_lat((6.8, 14.0, 0.0), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (0, 0, 0)),
+    hw_lat=MappingProxyType({
+        "NVLINK": _lat((.6, 1.25, 4.0), (.6, 1.9, 3.4), (0, 0, 25), (0, 0, 25), (0, 0, 0)),
+        "PCI": _lat((1.0, 1.9, 6.0), (1.0, 2.5, 5.7), (0, 0, 0), (0, 0, 0), (0, 0, 0)),
+        "NET": _lat((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 18), (0, 0, 20.9), (0, 0, 0)),
+    }),
+    per_ch_nvlstree=None,
+    nvls_efficiency=None,
+    nvlink_per_link=MappingProxyType({60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.0, 100: 40.0}),
+    ring_ll_factor_old=True,
+    ring_ll128_ppn1_factor=0.7,
+    tree_092_allreduce_only=False,
+    nvls_allgather_rs=False,
+    has_pat=False,
+)
+
+VERSIONS = MappingProxyType({"2.18": NCCL_2_18, "2.30": NCCL_2_30})
+DEFAULT_VERSION = "2.30"
+
+
+def constants_for(version: str | None) -> NcclConstants:
+    """Constants for "2.18", "2.18.5", "2.30.7", ... (major.minor must be a known table)."""
+    text = DEFAULT_VERSION if version in (None, "", "unknown") else str(version).strip()
+    parts = text.split(".")
+    key = ".".join(parts[:2])
+    if key not in VERSIONS or not all(p.isdigit() for p in parts):
+        raise InputError(f"nccl version {version!r}: known tables are {', '.join(VERSIONS)} "
+                         "(a patch level like 2.18.5 is accepted)")
+    return VERSIONS[key]
+
+
+def nvlink_per_link(consts: NcclConstants, arch: int) -> float:
+    """NCCL's per-NVLink bandwidth for a GPU arch (topo.h: exact arch first, then family)."""
+    if arch in consts.nvlink_per_link:
+        return consts.nvlink_per_link[arch]
+    fam = arch_family(arch)
+    return consts.nvlink_per_link.get(fam, consts.nvlink_per_link[70])

@@ -1,0 +1,103 @@
+"""CommShape: everything NCCL's tuner sees of a communicator, as one frozen value.
+
+The cost model (nccl_model.py, channels.py, p2p.py) depends only on this, not on the
+topology layer, so it can be tested and reasoned about on its own. `comm_shape` builds
+it from a Topology and a rank list the way NCCL's topology detection would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from embsim.errors import InputError
+
+from .constants import NcclConstants, constants_for, nvlink_per_link
+
+INTRA_KINDS = ("nvswitch", "nvlink", "pcie")
+
+
+@dataclass(frozen=True)
+class CommShape:
+    arch: int                 # compute capability x10
+    n_ranks: int
+    n_nodes: int
+    ppn: int                  # ranks per node (NCCL requires it uniform for its model)
+    intra: str                # "nvswitch" | "nvlink" (direct mesh/bridge) | "pcie"
+    nvlink_bw: float          # NCCL's per-GPU NVLink bw = links x per-link constant, GB/s
+    pcie_bw: float            # NCCL's PCIe bw (width x speed/80), GB/s
+    nic_bw: float             # per NIC, Gb/s / 8, GB/s (0 without NICs)
+    nics_per_node: int
+    cpu_vendor: str = "intel"
+    nic_latency_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.intra not in INTRA_KINDS:
+            raise ValueError(f"CommShape.intra must be one of {INTRA_KINDS}, got {self.intra!r}")
+        if self.n_ranks < 1 or self.n_nodes < 1 or not (
+                self.ppn * (self.n_nodes - 1) < self.n_ranks <= self.ppn * self.n_nodes):
+            raise ValueError(f"CommShape: {self.n_ranks} ranks != {self.n_nodes} nodes x {self.ppn}")
+
+    @property
+    def intra_bw(self) -> float:
+        """Per-GPU bandwidth inside a node as NCCL's search sees it."""
+        return self.nvlink_bw if self.intra != "pcie" else self.pcie_bw
+
+    @property
+    def intra_hw(self) -> str:
+        return "NVLINK" if self.intra != "pcie" else "PCI"
+
+    @property
+    def nic_path_bw(self) -> float:
+        """GPU -> NIC path bandwidth: the slower of the PCIe hop and the NIC itself."""
+        if self.nic_bw <= 0:
+            return 0.0
+        return min(self.nic_bw, self.pcie_bw) if self.pcie_bw > 0 else self.nic_bw
+
+
+def pcie_gbps_nccl(gen: int | None, lanes: int | None) -> float:
+    """NCCL's PCIe model (topo.cc 545-557): width x speed/80, speed in 100 Mb/s per lane.
+
+    Gen3 8 GT/s -> 60, Gen4 -> 120, Gen5 -> 240, Gen6 -> 480 (x16: 12, 24, 48, 96 GB/s).
+    """
+    if not gen or not lanes:
+        return 12.0  # PCI_BW default (topo.h), Gen3 x16
+    speed = {1: 15, 2: 30, 3: 60, 4: 120, 5: 240, 6: 480}.get(int(gen), 60)
+    return lanes * speed / 80.0
+
+
+def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants | None = None) -> CommShape:
+    """The CommShape NCCL would derive for communicator `ranks` on `topology`."""
+    consts = nccl_version if isinstance(nccl_version, NcclConstants) else constants_for(nccl_version)
+    ranks = list(ranks)
+    if not ranks:
+        raise InputError("communicator has no ranks")
+    if len(set(ranks)) != len(ranks):
+        raise InputError("communicator lists a rank twice")
+    per_node: dict[int, int] = {}
+    for r in ranks:
+        per_node[topology.node_of(r)] = per_node.get(topology.node_of(r), 0) + 1
+    counts = set(per_node.values())
+    n_nodes = len(per_node)
+    # Uneven groups: the busiest node sets the intra-node step count.
+    ppn = max(counts)
+    node = topology.node
+    fab = node.fabric
+    kind = fab.kind
+    if kind == "nvswitch":
+        intra = "nvswitch"
+    elif kind in ("nvlink-mesh", "nvlink-bridge"):
+        intra = "nvlink"
+    else:
+        intra = "pcie"
+    links = fab.nvlink_links_per_gpu or 0
+    nvlink_bw = links * nvlink_per_link(consts, node.gpu.arch) if intra != "pcie" else 0.0
+    pcie_bw = pcie_gbps_nccl(fab.pcie_gen, fab.pcie_lanes) if (fab.pcie_gen or fab.pcie_lanes) else (
+        float(fab.pcie_gbps) if fab.pcie_gbps else 12.0)
+    nics = node.nics.count if n_nodes > 1 or node.nics.count else 0
+    n_ranks = len(ranks)
+    return CommShape(
+        arch=int(node.gpu.arch), n_ranks=n_ranks, n_nodes=n_nodes, ppn=ppn, intra=intra,
+        nvlink_bw=float(nvlink_bw), pcie_bw=float(pcie_bw),
+        nic_bw=float(node.nics.gbit) / 8.0 if nics else 0.0, nics_per_node=int(nics),
+        cpu_vendor=(fab.cpu_vendor or "intel"), nic_latency_us=float(node.nics.latency_us or 0.0))
