@@ -12,6 +12,7 @@ COMMAND_MODULES = [
     "calibrate",
     "validate",
     "import_profile",
+    "import_nccl_tests",
     "sweep",
     "scale",
 ]
