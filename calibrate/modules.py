@@ -1,6 +1,8 @@
-"""Real torch modules at the zoo's shapes, and the training model made of them.
+"""Real torch modules at the zoo's shapes, one builder per zoo layer kind.
 
-One function per module family; the same code runs on CPU and CUDA (device switch).
+The same code runs on CPU and CUDA (modules and inputs are moved to `device`).
+`example_inputs` makes the input a layer sees in training at (batch, seq), so each
+layer can be timed alone; `LanguageModel` chains the token-wise layers for whole steps.
 """
 
 from __future__ import annotations
@@ -11,88 +13,211 @@ from torch import nn
 
 from embsim.errors import InputError
 
-from .spec import DECODER, EMBEDDING, ENCODER, LSTM, MLP, OUTPUT, LayerSpec, ModelSpec
+from .spec import LayerShape, ModelShape
+
+ACTIVATIONS = {"none": nn.Identity, "relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh}
 
 
-class CausalEncoder(nn.Module):
-    """A decoder-only block (GPT style): self-attention with a causal mask."""
-
-    def __init__(self, spec: LayerSpec):
+class PositionalAdd(nn.Module):
+    def __init__(self, rows: int, dim: int):
         super().__init__()
-        self.block = nn.TransformerEncoderLayer(spec.d_in, spec.heads, spec.ffn, dropout=0.0,
-                                                batch_first=True)
+        self.table = nn.Embedding(rows, dim)
 
     def forward(self, x):
-        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1], device=x.device)
-        return self.block(x, src_mask=mask, is_causal=True)
+        pos = torch.arange(x.shape[1], device=x.device) % self.table.num_embeddings
+        return x + self.table(pos)
 
 
-class LstmLayer(nn.Module):
-    """An LSTM layer with an optional projection (LSTMP, as in the LM1B models)."""
-
-    def __init__(self, spec: LayerSpec):
+class LinearAct(nn.Module):
+    def __init__(self, p: dict):
         super().__init__()
-        proj = spec.d_out if spec.d_out < spec.hidden else 0
-        self.lstm = nn.LSTM(spec.d_in, spec.hidden, batch_first=True, proj_size=proj)
-        self.out = None if proj or spec.d_out == spec.hidden else nn.Linear(spec.hidden, spec.d_out)
+        self.linear = nn.Linear(p["in"], p["out"], bias=p.get("bias", True))
+        self.act = ACTIVATIONS[p.get("activation", "none")]()
 
     def forward(self, x):
-        y, _ = self.lstm(x)
-        return y if self.out is None else self.out(y)
+        return self.act(self.linear(x))
 
 
-class Mlp(nn.Module):
-    def __init__(self, spec: LayerSpec):
+class Lstm(nn.Module):
+    def __init__(self, p: dict):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(spec.d_in, spec.ffn or spec.d_out), nn.ReLU(),
-                                 nn.Linear(spec.ffn or spec.d_out, spec.d_out))
+        self.lstm = nn.LSTM(p["in"], p["hidden"], batch_first=True, proj_size=p.get("proj", 0),
+                            bidirectional=p.get("bidirectional", False))
 
     def forward(self, x):
-        return self.net(x)
+        return self.lstm(x)[0]
 
 
-def build_layer(spec: LayerSpec, sparse: bool = False) -> nn.Module:
-    if spec.kind == EMBEDDING:
-        return nn.Embedding(spec.vocab, spec.d_out, sparse=sparse)
-    if spec.kind == ENCODER:
-        return nn.TransformerEncoderLayer(spec.d_in, spec.heads, spec.ffn, dropout=0.0, batch_first=True)
-    if spec.kind == DECODER:
-        return CausalEncoder(spec)
-    if spec.kind == LSTM:
-        return LstmLayer(spec)
-    if spec.kind == OUTPUT:
-        return nn.Linear(spec.d_in, spec.d_out)
-    if spec.kind == MLP:
-        return Mlp(spec)
-    raise InputError(f"layer {spec.name!r}: no torch module for kind {spec.kind!r}")
+class AdditiveAttention(nn.Module):
+    """Bahdanau attention: score = v . tanh(Wq q + Wk k), context = softmax(score) . k."""
 
-
-class Body(nn.Module):
-    """Everything after the embedding: the dense layers and the output projection + loss."""
-
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, p: dict):
         super().__init__()
-        self.layers = nn.ModuleList(build_layer(l) for l in spec.layers if l.kind != EMBEDDING)
+        self.wq = nn.Linear(p["query"], p["units"], bias=False)
+        self.wk = nn.Linear(p["key"], p["units"], bias=False)
+        self.v = nn.Linear(p["units"], 1, bias=False)
 
-    def forward(self, x, targets):
-        for layer in self.layers:
-            x = layer(x)
-        return F.cross_entropy(x.reshape(-1, x.shape[-1]), targets.reshape(-1))
+    def forward(self, query, keys):
+        scores = self.v(torch.tanh(self.wq(query)[:, :, None] + self.wk(keys)[:, None])).squeeze(-1)
+        return torch.softmax(scores, dim=-1) @ keys
+
+
+class TransformerBlock(nn.Module):
+    """Encoder block; causal self-attention for a decoder, plus cross-attention if asked."""
+
+    def __init__(self, p: dict, causal: bool):
+        super().__init__()
+        act = "relu" if p.get("ffn_kind") == "relu" else "gelu"
+        self.causal, self.cross = causal, bool(p.get("cross_attention", False))
+        cls = nn.TransformerDecoderLayer if self.cross else nn.TransformerEncoderLayer
+        self.block = cls(p["dim"], p["heads"], p["ffn"], dropout=0.0, activation=act,
+                         batch_first=True, norm_first=p.get("norm") == "rmsnorm")
+
+    def forward(self, x, memory=None):
+        mask = (nn.Transformer.generate_square_subsequent_mask(x.shape[1], device=x.device)
+                if self.causal else None)
+        if self.cross:
+            return self.block(x, x if memory is None else memory, tgt_mask=mask, tgt_is_causal=self.causal)
+        return self.block(x, src_mask=mask, is_causal=self.causal)
+
+
+class FmInteraction(nn.Module):
+    def forward(self, v):                     # (batch, fields, dim) -> (batch, 1)
+        return 0.5 * (v.sum(1) ** 2 - (v ** 2).sum(1)).sum(1, keepdim=True)
+
+
+class SoftmaxLoss(nn.Module):
+    def forward(self, logits, targets):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def classes_of(layer: LayerShape, model: ModelShape) -> int:
+    p = layer.params
+    if p.get("samples"):
+        return int(p["samples"])          # sampled softmax: logits over the sampled classes
+    c = p.get("classes", p.get("vocab", p.get("tied")))
+    if isinstance(c, str):
+        if c == "seq":
+            raise InputError(f"layer {layer.name}: classes 'seq' needs a sequence length")
+        return model.tables[c].vocab
+    return int(c)
+
+
+def build_layer(layer: LayerShape, model: ModelShape, sparse: bool = False) -> nn.Module:
+    p, kind = layer.params, layer.kind
+    if kind == "embedding":
+        t = model.tables[p["table"]]
+        return nn.Embedding(t.vocab, t.dim, sparse=sparse)
+    if kind == "positional_embedding":
+        return PositionalAdd(p["rows"], p["dim"])
+    if kind == "layernorm":
+        norm = nn.RMSNorm if p.get("norm") == "rmsnorm" and hasattr(nn, "RMSNorm") else nn.LayerNorm
+        return norm(p["dim"])
+    if kind == "linear":
+        return LinearAct(p)
+    if kind == "lstm":
+        return Lstm(p)
+    if kind == "additive_attention":
+        return AdditiveAttention(p)
+    if kind in ("transformer_encoder", "transformer_decoder"):
+        return TransformerBlock(p, causal=(kind == "transformer_decoder"))
+    if kind == "output_projection":
+        return nn.Linear(p["dim"], classes_of(layer, model), bias=p.get("bias", False))
+    if kind == "softmax_loss":
+        return SoftmaxLoss()
+    if kind == "fm_interaction":
+        return FmInteraction()
+    raise InputError(f"model {model.name}: layer {layer.name!r} has kind {kind!r}, "
+                     "which calibrate cannot build")
+
+
+def example_inputs(layer: LayerShape, model: ModelShape, batch: int, seq: int,
+                   tokens: torch.Tensor, gen: torch.Generator) -> list[torch.Tensor]:
+    """What the layer receives in training: token ids, or activations requiring grad."""
+    p, kind = layer.params, layer.kind
+    lead = (batch,) if p.get("per") == "sample" else (batch, seq)
+
+    def act(*shape):
+        return torch.randn(*shape, generator=gen).requires_grad_()
+    if kind == "embedding":
+        return [tokens]
+    if kind in ("positional_embedding", "layernorm"):
+        return [act(*lead, p["dim"])]
+    if kind in ("linear", "lstm"):
+        return [act(*lead, p["in"])]
+    if kind == "additive_attention":
+        return [act(batch, seq, p["query"]), act(batch, seq, p["key"])]
+    if kind in ("transformer_encoder", "transformer_decoder"):
+        return [act(batch, seq, p["dim"])]
+    if kind == "output_projection":
+        return [act(batch, seq, p["dim"])]
+    if kind == "softmax_loss":
+        n = classes_of(layer, model)
+        return [act(*lead, n), torch.randint(0, n, lead, generator=gen)]
+    if kind == "fm_interaction":
+        return [act(batch, p["fields"], p["dim"])]
+    raise InputError(f"layer {layer.name!r}: no example input for kind {kind!r}")
+
+
+# Layers that map (batch, seq, width) to (batch, seq, width'): the chain a step runs.
+TOKENWISE = ("positional_embedding", "layernorm", "linear", "lstm", "transformer_encoder",
+             "transformer_decoder")
+
+
+def chain_layers(model: ModelShape) -> tuple[list[LayerShape], list[str]]:
+    """The token-wise path embedding -> ... -> output projection; side branches
+    (per-sample heads, attention over another input) are left out and named."""
+    width = model.table.dim
+    chain, skipped = [], []
+    for layer in model.layers:
+        p = layer.params
+        if layer.kind == "embedding" or layer.kind == "softmax_loss":
+            continue
+        d_in = p.get("in", p.get("dim"))
+        if layer.kind in TOKENWISE and p.get("per", "token") == "token" and d_in == width:
+            chain.append(layer)
+            if layer.kind == "linear":
+                width = p["out"]
+            elif layer.kind == "lstm":
+                width = (p.get("proj") or p["hidden"]) * (2 if p.get("bidirectional") else 1)
+        elif layer.kind == "output_projection" and p["dim"] == width:
+            chain.append(layer)
+        else:
+            skipped.append(layer.name)
+    if not chain or chain[-1].kind != "output_projection":
+        raise InputError(f"model {model.name}: no output projection ends the token-wise chain; "
+                         "calibrate cannot run whole training steps for it")
+    return chain, skipped
 
 
 class LanguageModel(nn.Module):
-    """Embedding (replaceable: dense, sparse or sharded) followed by the Body."""
+    """Embedding (replaceable: dense, sparse or sharded) -> token-wise chain -> loss.
+    A tied output projection is untied here: its own weight, same shape."""
 
-    def __init__(self, spec: ModelSpec, sparse: bool = False, embedding: nn.Module | None = None):
+    def __init__(self, model: ModelShape, sparse: bool = False):
         super().__init__()
-        self.embedding = embedding if embedding is not None else build_layer(spec.embedding, sparse)
-        self.body = Body(spec)
+        self.embedding = build_layer(model.embedding, model, sparse)
+        chain, self.skipped = chain_layers(model)
+        self.body = Body([build_layer(l, model) for l in chain])
 
     def forward(self, tokens, targets):
         return self.body(self.embedding(tokens), targets)
 
 
-def seeded_model(spec: ModelSpec, seed: int, sparse: bool = False) -> LanguageModel:
+class Body(nn.Module):
+    def __init__(self, layers: list[nn.Module]):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x, targets):
+        for layer in self.layers:
+            x = layer(x)
+        # A sampled softmax scores `samples` classes; fold targets into that range.
+        targets = targets.reshape(-1) % x.shape[-1]
+        return F.cross_entropy(x.reshape(-1, x.shape[-1]), targets)
+
+
+def seeded_model(model: ModelShape, seed: int, sparse: bool = False) -> LanguageModel:
     """Same seed -> same initial parameters on every rank and in the single-process reference."""
     torch.manual_seed(seed)
-    return LanguageModel(spec, sparse=sparse)
+    return LanguageModel(model, sparse=sparse)

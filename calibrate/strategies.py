@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from .modules import LanguageModel, seeded_model
-from .spec import ModelSpec
+from .spec import ModelShape
 
 STRATEGIES = ("allreduce", "allgather", "embrace")
 
@@ -101,7 +101,7 @@ def _allgather_sparse_mean(weight: nn.Parameter, world: int) -> None:
 class Strategy:
     """One training step of a LanguageModel under one synchronisation strategy."""
 
-    def __init__(self, name: str, spec: ModelSpec, seed: int, device: torch.device, lr: float = 0.1):
+    def __init__(self, name: str, spec: ModelShape, seed: int, device: torch.device, lr: float = 0.1):
         if name not in STRATEGIES:
             raise ValueError(f"unknown strategy {name!r}")
         self.name, self.lr = name, lr
@@ -142,7 +142,7 @@ class Strategy:
         return out
 
 
-def reference_step(spec: ModelSpec, seed: int, tokens: torch.Tensor, targets: torch.Tensor,
+def reference_step(spec: ModelShape, seed: int, tokens: torch.Tensor, targets: torch.Tensor,
                    lr: float = 0.1) -> dict[str, torch.Tensor]:
     """Single-process SGD step on the concatenated batch: what every strategy must match."""
     model = seeded_model(spec, seed)

@@ -8,18 +8,21 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from calibrate.spec import EMBEDDING, ENCODER, LSTM, OUTPUT, LayerSpec, ModelSpec
+from calibrate.spec import LayerShape, ModelShape, TableShape
 from calibrate.strategies import STRATEGIES, Strategy, column_split, reference_step
 
 VOCAB, DIM, BATCH, SEQ, SEED = 60, 10, 3, 5, 7
 
 
-def tiny_spec() -> ModelSpec:
-    return ModelSpec("test-lm", (
-        LayerSpec("embed", EMBEDDING, "embedding", DIM, DIM, vocab=VOCAB, table="embed"),
-        LayerSpec("enc", ENCODER, "encoder", DIM, DIM, heads=2, ffn=16),
-        LayerSpec("lstm", LSTM, "lstm", DIM, DIM, hidden=DIM),
-        LayerSpec("out", OUTPUT, "output", DIM, VOCAB)), "test", {"embed": VOCAB})
+def tiny_spec() -> ModelShape:
+    return ModelShape("test-lm", {"word": TableShape("word", VOCAB, DIM)}, (
+        LayerShape("embed", "embedding", {"table": "word"}),
+        LayerShape("pos", "positional_embedding", {"rows": 8, "dim": DIM}),
+        LayerShape("enc", "transformer_encoder", {"dim": DIM, "heads": 2, "ffn": 16}),
+        LayerShape("lstm", "lstm", {"in": DIM, "hidden": 12, "proj": DIM}),
+        LayerShape("norm", "layernorm", {"dim": DIM}),
+        LayerShape("out", "output_projection", {"dim": DIM, "tied": "word", "bias": True}),
+        LayerShape("loss", "softmax_loss", {"classes": "word"})), "test")
 
 
 def batches(world):
