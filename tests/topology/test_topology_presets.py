@@ -1,0 +1,64 @@
+import re
+from pathlib import Path
+
+import pytest
+
+import embsim
+from embsim.topology import list_presets, load_topology, nccl_bandwidths
+
+PRESET_DIR = Path(embsim.__file__).parent.parent / "topologies"
+PRESETS = ["dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "pcie-rtx3090"]
+
+# Published per-direction figures (reference/hardware.md): NVLink per GPU, NIC line rate in GB/s.
+EXPECTED = {
+    "dgx-a100": dict(arch=80, nvlink=300, nic=25, pcie=31),
+    "dgx-h100": dict(arch=90, nvlink=450, nic=50, pcie=63),
+    "dgx-h200": dict(arch=90, nvlink=450, nic=50, pcie=63),
+    "dgx-b200": dict(arch=100, nvlink=900, nic=50, pcie=63),
+    "pcie-rtx3090": dict(arch=86, nvlink=None, nic=12.5, pcie=31),
+}
+
+
+def _bandwidths(summary, kind):
+    return {c["bandwidth_gbps"] for c in summary["links"] if c["kind"] == kind}
+
+
+def test_all_presets_listed():
+    assert set(PRESETS) <= set(list_presets())
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_loads_with_right_shape_and_links(name):
+    topo = load_topology(name)
+    s = topo.summary()
+    assert (topo.preset, topo.n_nodes, topo.gpus_per_node, s["n_gpus"]) == (name, 1, 8, 8)
+    assert s["network"] is None  # one node: no network
+    exp = EXPECTED[name]
+    assert topo.node.gpu.arch == exp["arch"]
+    assert _bandwidths(s, "pcie") == {exp["pcie"]}
+    assert _bandwidths(s, "nvlink") == ({exp["nvlink"]} if exp["nvlink"] else set())
+    two = load_topology(f"{name}:2x8").summary()
+    assert _bandwidths(two, "nic") == {exp["nic"]}
+    assert two["n_gpus"] == 16
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_file_name_matches_and_every_number_cites_a_source(name):
+    path = PRESET_DIR / f"{name}.yaml"
+    text = path.read_text()
+    assert re.search(rf"^name: {re.escape(name)}$", text, re.M)
+    for line in text.splitlines():
+        if re.match(r"^\s+\w+(_gbps|_us|gbit|_tflops|hbm_gb|nvswitches|switches|sockets)\s*:\s*[\d.]+", line):
+            assert "#" in line, f"{name}: no source comment on: {line.strip()}"
+
+
+def test_nccl_view_of_presets():
+    h100 = nccl_bandwidths(load_topology("dgx-h100").node)
+    assert h100.nvlink_per_gpu == pytest.approx(18 * 20.6e9)   # NVL[370.8]
+    assert h100.pcie == pytest.approx(48e9) and h100.nic == pytest.approx(50e9)
+    a100 = nccl_bandwidths(load_topology("dgx-a100").node)
+    assert a100.nvlink_per_gpu == pytest.approx(240e9) and a100.pcie == pytest.approx(24e9)
+    b200 = nccl_bandwidths(load_topology("dgx-b200").node)
+    assert b200.nvlink_per_gpu == pytest.approx(721.8e9)
+    rtx = nccl_bandwidths(load_topology("pcie-rtx3090").node)
+    assert rtx.nvlink_per_gpu is None and rtx.nic == pytest.approx(12.5e9)

@@ -1,0 +1,97 @@
+import pytest
+
+from embsim.topology import TopologyError, load_topology, parse_node_type
+
+from topology_samples import SMALL_PCIE, write_yaml  # noqa: F401 (fixture)
+
+
+def _error(write_yaml, text) -> str:
+    path = write_yaml(text)
+    with pytest.raises(TopologyError) as info:
+        load_topology(str(path))
+    msg = str(info.value)
+    assert str(path) in msg and "\n" not in msg
+    return msg
+
+
+def _line_of(text, needle):
+    return next(i + 1 for i, line in enumerate(text.splitlines()) if needle in line)
+
+
+def test_valid_base_file_loads(write_yaml):
+    assert load_topology(str(write_yaml(SMALL_PCIE))).n_gpus == 4
+
+
+def test_unknown_key_names_key_and_line(write_yaml):
+    text = SMALL_PCIE.replace("  hbm_gbps: 1000\n", "  hbm_gbps: 1000\n  hbm_speed: 3\n")
+    msg = _error(write_yaml, text)
+    assert "gpu.hbm_speed" in msg and f"line {_line_of(text, 'hbm_speed')}" in msg and "unknown key" in msg
+
+
+def test_key_that_does_not_apply_to_fabric_kind(write_yaml):
+    text = SMALL_PCIE.replace("  pcie_gen: 4\n", "  pcie_gen: 4\n  nvlink_gbps: 300\n")
+    msg = _error(write_yaml, text)
+    assert "fabric.nvlink_gbps" in msg and f"line {_line_of(text, 'nvlink_gbps')}" in msg
+
+
+def test_wrong_type(write_yaml):
+    text = SMALL_PCIE.replace("count: 4", "count: four")
+    msg = _error(write_yaml, text)
+    assert "gpu.count" in msg and "must be an integer" in msg and f"line {_line_of(text, 'count: four')}" in msg
+
+
+def test_missing_field(write_yaml):
+    text = SMALL_PCIE.replace("  pcie_gbps: 31\n", "")
+    msg = _error(write_yaml, text)
+    assert "missing required key 'pcie_gbps'" in msg and "fabric" in msg and "line" in msg
+
+
+def test_missing_socket_link_when_two_sockets(write_yaml):
+    msg = _error(write_yaml, SMALL_PCIE.replace("  cpu_link_gbps: 10\n", ""))
+    assert "cpu_link_gbps" in msg and "cpu_sockets is 2" in msg
+
+
+def test_disconnected_graph(write_yaml):
+    # NVLink bridges 0-1 and 2-3, no PCIe tree described: two islands.
+    text = "\n".join([
+        "name: islands",
+        "gpu: {model: g, arch: 86, count: 4, bf16_tflops: 70, hbm_gb: 24, hbm_gbps: 936}",
+        "fabric:",
+        "  kind: nvlink-bridge",
+        "  nvlink_links_per_gpu: 4",
+        "  nvlink_gbps: 56",
+        "  nvlink_latency_us: 1",
+        "  nvlink_pairs: [[0, 1, 4], [2, 3, 4]]",
+        "nics: {count: 0}",
+    ])
+    msg = _error(write_yaml, text)
+    assert "disconnected" in msg and "fabric.nvlink_pairs" in msg and f"line {_line_of(text, 'nvlink_pairs')}" in msg
+    assert "gpu0" in msg and "gpu2" in msg
+    # The same pairs plus a ring closure are connected and route over NVLink only.
+    ok = parse_node_type(text.replace("[2, 3, 4]]", "[1, 2, 2], [2, 3, 2]]").replace("[0, 1, 4]", "[0, 1, 2]"))
+    assert ok.fabric.nvlink_pairs[1] == (1, 2, 2)
+
+
+@pytest.mark.parametrize("old, new, expect", [
+    ("kind: pcie", "kind: pci", "unknown fabric kind 'pci'"),
+    ("cpu_vendor: intel", "cpu_vendor: via", "cpu_vendor"),
+    ("gpus: [[0, 1], [2, 3]]", "gpus: [[0, 1], [1]]", "GPU(s) [2, 3] served by no NIC"),
+    ("gpus: [[0, 1], [2, 3]]", "gpus: [[0, 1, 2, 3]]", "list of 2 GPU lists"),
+    ("kind: rail-fat-tree", "kind: torus", "unknown network kind"),
+    ("arch: 80", "arch: 0", "CPU device"),
+    ("bf16_tflops: 100", "bf16_tflops: -1", "must be positive"),
+    ("pcie_gen: 4", "pcie_gen: 9", "1..6"),
+])
+def test_bad_values(write_yaml, old, new, expect):
+    assert old in SMALL_PCIE
+    msg = _error(write_yaml, SMALL_PCIE.replace(old, new))
+    assert expect in msg and "line" in msg
+
+
+def test_network_required_with_nics(write_yaml):
+    text = SMALL_PCIE.split("network:")[0]
+    assert "missing required key 'network'" in _error(write_yaml, text)
+
+
+def test_not_yaml(write_yaml):
+    assert "not valid YAML" in _error(write_yaml, "name: [unclosed\n")
