@@ -1,0 +1,79 @@
+"""Bad model files are rejected with the file, the key path and the line."""
+
+import re
+
+import pytest
+
+from embsim.errors import InputError
+from embsim.workload import load_model
+
+GOOD = """\
+name: mini
+source: test
+defaults:
+  batch: 2
+  seq: 8
+  dtype: fp32
+  optimizer: adam
+tables:
+  - {name: word, vocab: 100, dim: 16, input: tokens}
+layers:
+  - {name: emb, kind: embedding, table: word}
+  - {name: proj, kind: linear, in: 16, out: 16}
+  - {name: out, kind: output_projection, dim: 16, tied: word}
+  - {name: loss, kind: softmax_loss, classes: word}
+"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "model.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_good_file_loads(tmp_path):
+    m = load_model(write(tmp_path, GOOD))
+    assert m.name == "mini" and m.params == 100 * 16 + 16 * 16 + 16
+
+
+@pytest.mark.parametrize("old,new,key,line", [
+    ("source: test\n", "source: test\ncolour: red\n", "colour", 3),                 # unknown top key
+    ("  seq: 8\n", "  seq: 8\n  sequence: 9\n", "defaults.sequence", 6),            # unknown nested key
+    ("in: 16, out: 16}", "in: 16, out: 16, widht: 3}", "layers.1.widht", 12),     # unknown layer key
+    ("kind: linear", "kind: conv2d", "layers.1.kind", 12),                         # unknown kind
+    ("table: word}", "table: words}", "layers.0.table", 11),                       # dangling table
+    ("dtype: fp32", "dtype: fp8", "defaults.dtype", 6),                            # bad enum
+    ("batch: 2", "batch: -2", "defaults.batch", 4),                                # not positive
+    ("in: 16,", "in: sixteen,", "layers.1.in", 12),                                # wrong type
+    ("out, kind: output_projection, dim: 16", "out, kind: output_projection, dim: 32",
+     "layers.2.dim", 13),                                                          # tied dim mismatch
+])
+def test_bad_file_names_file_key_and_line(tmp_path, old, new, key, line):
+    assert old in GOOD
+    path = write(tmp_path, GOOD.replace(old, new, 1))
+    with pytest.raises(InputError) as exc:
+        load_model(path)
+    msg = str(exc.value)
+    assert msg.startswith(path), msg
+    assert re.search(rf"\b{re.escape(key)}\b", msg), msg
+    assert f"(line {line})" in msg, msg
+
+
+def test_missing_key_and_invalid_yaml(tmp_path):
+    with pytest.raises(InputError, match="missing required key 'layers'"):
+        load_model(write(tmp_path, GOOD.split("layers:")[0]))
+    with pytest.raises(InputError, match=r"line \d+.*not valid YAML"):
+        load_model(write(tmp_path, GOOD + "  - {name: [\n"))
+
+
+def test_unused_table_rejected(tmp_path):
+    text = GOOD.replace("tables:\n", "tables:\n  - {name: spare, vocab: 5, dim: 2, input: x}\n")
+    with pytest.raises(InputError, match="spare.*no embedding layer"):
+        load_model(write(tmp_path, text))
+
+
+def test_hashed_field_vocabulary(tmp_path):
+    text = GOOD.replace("{name: word, vocab: 100, dim: 16, input: tokens}",
+                        "{name: word, fields: [10, 500, 70], hash_buckets: 60, dim: 16, input: f}")
+    m = load_model(write(tmp_path, text))
+    assert m.table("word").vocab == 10 + 60 + 60

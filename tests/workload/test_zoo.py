@@ -1,0 +1,105 @@
+"""Model zoo: every model loads, and parameter counts computed from the shapes match the
+published figures (stated in each YAML's `published:` block, with its source) within 2 %."""
+
+import pytest
+
+from embsim.errors import InputError
+from embsim.workload import list_models, load_model
+
+EXPECTED = {"tiny-lm", "lstm-lm1b", "gnmt", "transformer-wmt", "bert-base", "bert-large",
+            "gpt2", "nmt-iwslt", "deepfm-criteo", "llama3-8b"}
+
+
+def test_zoo_lists_every_model():
+    assert EXPECTED <= set(list_models())
+    assert list_models() == sorted(list_models())
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED - {"tiny-lm"}))
+def test_parameter_counts_match_published_within_2_percent(name):
+    m = load_model(name)
+    assert m.published, f"{name} states no published figure"
+    for key, published in m.published.items():
+        computed = getattr(m, key)
+        assert abs(computed / published - 1) <= 0.02, (name, key, computed, published)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_model_is_consistent(name):
+    m = load_model(name)
+    assert m.params == sum(layer.params for layer in m.layers)
+    assert m.params == m.dense_params + m.embedding_params
+    assert m.embedding_params == sum(t.vocab * t.dim for t in m.tables)
+    assert m.source and m.batch > 0 and m.seq > 0
+    names = [layer.name for layer in m.layers]
+    assert len(names) == len(set(names))
+    for t in m.tables:
+        assert t.lookups_per_sample > 0
+        assert any(layer.table == t.name and layer.kind == "embedding" for layer in m.layers)
+        if t.tied_to:
+            assert m.layer(t.tied_to).kind == "output_projection"
+    for layer in m.layers:
+        assert layer.fwd_bytes > 0 and layer.bwd_bytes > 0 and layer.activation_bytes >= 0
+        if layer.sparse:
+            assert layer.table is not None
+
+
+def test_layers_are_in_forward_order():
+    kinds = [layer.kind for layer in load_model("gpt2").layers]
+    assert kinds[0] == "embedding" and kinds[-1] == "softmax_loss"
+    assert kinds[-2] == "output_projection"
+    wmt = [layer.name for layer in load_model("transformer-wmt").layers]
+    assert wmt.index("encoder.5") < wmt.index("target_embedding") < wmt.index("decoder.0")
+
+
+def test_tying_and_sharing():
+    gpt2 = load_model("gpt2")
+    assert gpt2.table("word").tied_to == "lm_head"
+    assert gpt2.layer("lm_head").params == 0          # the table is owned by the embedding
+    assert not gpt2.layer("lm_head").sparse           # full softmax: every row gets a gradient
+    llama = load_model("llama3-8b")
+    assert llama.table("word").tied_to is None
+    assert llama.layer("lm_head").params == 128256 * 4096
+    assert llama.dtype == "bf16" and llama.dtype_bytes == 2
+    assert llama.optimizer.master_bytes_per_param == 4
+    wmt = load_model("transformer-wmt")               # one table read by encoder and decoder
+    assert wmt.table("shared_bpe").lookups_per_sample == 2 * wmt.seq
+    assert wmt.layer("target_embedding").params == 0
+    lm1b = load_model("lstm-lm1b")                    # sampled softmax keeps the gradient sparse
+    assert lm1b.layer("softmax").sparse and lm1b.layer("word_embedding").sparse
+    deepfm = load_model("deepfm-criteo")
+    assert deepfm.table("factors").lookups_per_sample == 26
+
+
+def test_batch_and_seq_override_rescale_costs():
+    a = load_model("bert-base")
+    b = load_model("bert-base", batch=2 * a.batch)
+    assert b.params == a.params and b.batch == 2 * a.batch
+    assert b.layer("encoder.0").fwd_flops == 2 * a.layer("encoder.0").fwd_flops
+    c = load_model("bert-base", seq=512)
+    # attention is quadratic in seq, so 4x the tokens costs more than 4x the FLOPs
+    assert c.layer("encoder.0").fwd_flops > 4 * a.layer("encoder.0").fwd_flops
+    assert c.table("word").lookups_per_sample == 512
+
+
+def test_tiny_lm_is_small():
+    m = load_model("tiny-lm")
+    assert m.params < 2_000_000 and m.table("word").vocab == 10_000
+
+
+def test_unknown_model_names_it_and_lists_known():
+    with pytest.raises(InputError) as exc:
+        load_model("resnet-50")
+    msg = str(exc.value)
+    assert "resnet-50" in msg and "bert-base" in msg and "llama3-8b" in msg
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True])
+def test_bad_batch_rejected(bad):
+    with pytest.raises(InputError, match="batch"):
+        load_model("tiny-lm", batch=bad)
+
+
+def test_load_by_path_and_determinism():
+    from embsim.workload import ZOO_DIR
+    assert load_model(str(ZOO_DIR / "gnmt.yaml")) == load_model("gnmt")
