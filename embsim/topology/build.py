@@ -61,7 +61,6 @@ def used_nics(node: NodeType, gpus_per_node: int) -> tuple[int, ...]:
 
 def node_template(node: NodeType, gpus_per_node: int) -> NodeTemplate:
     fab, t = node.fabric, NodeTemplate()
-    n_all = node.gpu.count
     for g in range(gpus_per_node):
         t.add_vertex(f"gpu{g}", "gpu")
     if fab.kind == "nvswitch":

@@ -41,6 +41,7 @@ class Topology:
         self._check_connected()
         self._routes: dict[tuple[int, int], tuple[int, ...]] = {}
         self._local_paths: dict[tuple, tuple[int, ...]] = {}
+        self._gpu_link_offsets: dict[tuple, tuple[int, ...]] = {}
         # First NIC serving each local GPU, and the GPU that proxies (PXN) for each NIC.
         self._nic_of_local = [node.nic_of_gpu(g) for g in range(gpus_per_node)]
         self._proxy_of_nic = {k: min(g for g in node.nics.gpus[k] if g < gpus_per_node)
@@ -193,10 +194,15 @@ class Topology:
 
     def _device_links(self, rank: int, outgoing: bool, kind: str | None) -> tuple[int, ...]:
         n, local = self.node_of(rank), self.local_of(rank)
-        me = f"gpu{local}"
+        key = (local, outgoing, kind)
+        offsets = self._gpu_link_offsets.get(key)
+        if offsets is None:
+            me = f"gpu{local}"
+            offsets = tuple(o for o, (u, v, k, *_) in enumerate(self._template.links)
+                            if (u if outgoing else v) == me and (kind is None or k == kind))
+            self._gpu_link_offsets[key] = offsets
         base = n * self._per_node
-        return tuple(base + o for o, (u, v, k, *_) in enumerate(self._template.links)
-                     if (u if outgoing else v) == me and (kind is None or k == kind))
+        return tuple(base + o for o in offsets)
 
     def nic_links(self, node: int, nic: int) -> tuple[int, int]:
         """(up, down) link ids between a node's NIC and its leaf switch (the NIC line rate)."""
