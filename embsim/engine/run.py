@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..collectives import CollectiveModel
-from ..collectives.busbw import bytes_per_gpu
+from ..collectives.busbw import busbw_factor
 from ..errors import InputError
 from ..network import Network
 from ..schedulers import SCHEDULERS
@@ -139,7 +139,7 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
     kinds = {}
     for link in topo.links:
         kinds.setdefault(link.kind, []).append(link.id)
-    metrics = step_metrics(run, lambda r: bytes_per_gpu(r.op, r.nbytes, topo.n_gpus), kinds, topo.capacity)
+    metrics = step_metrics(run, lambda r: r.nbytes * busbw_factor(r.op, topo.n_gpus), kinds, topo.capacity)
 
     samples_per_s = topo.n_gpus * model.batch / metrics.step_time
     memory = splan.memory.as_dict()

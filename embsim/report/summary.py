@@ -31,8 +31,9 @@ def print_summary(result, console: Console | None = None) -> None:
         t.add_row("busiest link class", f"{kind}: {peak * 100:.1f} % peak, {mean * 100:.1f} % mean utilisation")
     mem = result.memory
     t.add_row("memory per GPU", f"{human_bytes(mem['total'])} of {human_bytes(result.hbm_bytes)} "
-              f"(params {human_bytes(mem['parameters'])}, grads {human_bytes(mem['gradients'])}, "
-              f"optimizer {human_bytes(mem['optimizer'])}, activations {human_bytes(mem['activations'])})")
+              f"(params {human_bytes(mem['params'])}, grads {human_bytes(mem['grads'])}, "
+              f"optimizer {human_bytes(mem['optimizer_state'] + mem['master_weights'])}, "
+              f"activations {human_bytes(mem['activations'])})")
     t.add_row("compute times", result.compute_source)
     t.add_row("simulated", f"{result.events:,} events in {result.wall_s:.2f} s wall")
     console.print(t)

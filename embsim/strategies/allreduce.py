@@ -4,7 +4,8 @@ AllReduced; every GPU holds the whole model and its optimizer state."""
 from __future__ import annotations
 
 from .base import STRATEGIES, Strategy, StrategyPlan
-from .common import dense_sync, replicated_memory
+from ..workload.memory import memory_per_gpu
+from .common import dense_sync
 
 
 @STRATEGIES.register("allreduce")
@@ -15,4 +16,4 @@ class AllReduceStrategy(Strategy):
         sync = dense_sync(ctx, include_tables=True)
         update = {l.name: ctx.layer_update[l.name] for l in ctx.model.layers if l.params > 0}
         return StrategyPlan(sync=tuple(sync), update_time=update,
-                            memory=replicated_memory(ctx, dense_embedding_grad=True))
+                            memory=memory_per_gpu(ctx.model))

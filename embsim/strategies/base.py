@@ -4,11 +4,12 @@ extra compute it adds, and how much memory it needs per GPU."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
 from ..engine.ops import ComputeOp, SyncTensor
 from ..registry import Registry
+from ..workload.memory import MemoryBreakdown
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,9 @@ class TableTraffic:
     lookups_per_gpu: float     # tokens looked up by one GPU's batch
     unique_per_gpu: float      # distinct rows touched by one GPU's batch
     unique_union: float        # distinct rows touched by all GPUs' batches together
-    unique_next_overlap: float  # rows of one GPU's union... touched again by the next batch (union over GPUs)
+    unique_next_overlap: float  # rows of this step's union that the next step's union touches again
+    lookup_fraction_next: float  # fraction of this step's lookups whose row the next step reads
+    dense_grad: bool           # some layer (a full softmax tied to it) makes its gradient dense
 
 
 @dataclass(frozen=True)
@@ -33,38 +36,20 @@ class StepContext:
     layer_fwd: Mapping[str, float]     # seconds
     layer_bwd: Mapping[str, float]
     layer_update: Mapping[str, float]  # dense optimizer step of the whole layer
-    update_row_time: Mapping[str, float]  # embedding layers: optimizer seconds per touched row
-    tables: Mapping[str, TableTraffic]    # by embedding layer name
+    sparse_update: Callable[[str, float], float]  # (table owner layer, rows) -> optimizer seconds
+    tables: Mapping[str, TableTraffic]    # by table owner layer name
     hbm_bytes: float
-    options: Mapping[str, Any] = field(default_factory=dict)
+    gpu: Any = None                        # roofline ComputeSpec of the GPU (for extra kernels)
 
     def layer(self, name: str):
         return next(l for l in self.model.layers if l.name == name)
 
 
 @dataclass(frozen=True)
-class MemoryUse:
-    parameters: float
-    gradients: float
-    optimizer: float
-    activations: float
-    other: float = 0.0
-
-    @property
-    def total(self) -> float:
-        return self.parameters + self.gradients + self.optimizer + self.activations + self.other
-
-    def as_dict(self) -> dict:
-        return {"parameters": self.parameters, "gradients": self.gradients,
-                "optimizer": self.optimizer, "activations": self.activations,
-                "other": self.other, "total": self.total}
-
-
-@dataclass(frozen=True)
 class StrategyPlan:
     sync: tuple[SyncTensor, ...]
     update_time: Mapping[str, float]                  # layer -> optimizer seconds per step
-    memory: MemoryUse
+    memory: MemoryBreakdown
     extra: tuple[tuple[str, ComputeOp], ...] = ()     # (insert before this stream op, op)
     notes: tuple[str, ...] = ()
 

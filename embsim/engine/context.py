@@ -1,0 +1,103 @@
+"""Build a StepContext: per-layer compute times (measured or a labelled roofline
+estimate), optimizer times and the token statistics of every embedding table."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from ..strategies.base import StepContext, TableTraffic
+from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, optimizer_step_time,
+                                 sparse_optimizer_step_time)
+from ..workload.tokens import TokenStats
+
+GiB = 1 << 30
+
+
+def table_row_touches(model, table) -> float:
+    """Rows one GPU's batch touches in a table, counting repeats: the input lookups plus
+    the rows of sparse output-side layers (e.g. a sampled softmax tied to the table)."""
+    touches = float(model.batch * table.lookups_per_sample)
+    row_bytes = table.dim * model.dtype_bytes + 8
+    for layer in model.layers:
+        if layer.table == table.name and layer.sparse and layer.kind != "embedding":
+            touches += layer.grad_bytes / row_bytes
+    return touches
+
+
+def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
+    out = {}
+    for table in model.tables:
+        owner = next(l.name for l in model.layers if l.table == table.name and l.params > 0)
+        stats = stats_for(table)
+        t = table_row_touches(model, table)
+        union = stats.union(n_gpus, t)
+        # fraction of this step's lookups whose row the next step (all GPUs) reads again
+        touched_next = -np.expm1(n_gpus * t * np.log1p(-stats.probs))
+        out[owner] = TableTraffic(
+            table=table.name, layer=owner, vocab=table.vocab, dim=table.dim,
+            lookups_per_gpu=float(model.batch * table.lookups_per_sample),
+            unique_per_gpu=stats.unique(t), unique_union=union,
+            unique_next_overlap=stats.overlap(n_gpus * t, n_gpus * t),
+            lookup_fraction_next=float(np.sum(stats.probs * touched_next)),
+            dense_grad=any(l.table == table.name and not l.sparse for l in model.layers))
+    return out
+
+
+def _trace_times(model, trace):
+    fwd, bwd = {}, {}
+    for layer in model.layers:
+        try:
+            fwd[layer.name], bwd[layer.name] = trace.interp(layer.name, model.batch)
+        except KeyError:
+            raise InputError(f"--trace {trace.source}: no timing for layer {layer.name!r} of "
+                             f"{model.name} (trace is of {trace.model})") from None
+    return fwd, bwd
+
+
+def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
+    gpu = ComputeSpec.from_gpu(topo.node.gpu)
+    if trace is not None:
+        fwd, bwd = _trace_times(model, trace)
+        source = f"measured: {trace.source or 'trace'} ({trace.device}, {trace.provenance.backend})"
+    else:
+        times = {l.name: layer_time(l, gpu, model.dtype_bytes) for l in model.layers}
+        fwd = {n: t.fwd_s for n, t in times.items()}
+        bwd = {n: t.bwd_s for n, t in times.items()}
+        source = f"compute: {ROOFLINE} ({topo.node.gpu.model})"
+    # Optimizer steps are always the roofline's: a trace's optimizer timing is per
+    # element and scaled below when present.
+    dense_update = {l.name: optimizer_step_time(l.params, model, gpu).seconds
+                    for l in model.layers if l.params > 0}
+    per_elem = _trace_optimizer_rates(trace) if trace is not None else None
+    if per_elem is not None and per_elem.get("dense"):
+        dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
+
+    def sparse_update(layer_name: str, rows: float) -> float:
+        table = model.table(model.layer(layer_name).table)
+        if per_elem is not None and per_elem.get("sparse-rows"):
+            return per_elem["sparse-rows"] * rows * table.dim
+        return sparse_optimizer_step_time(rows, table.dim, model, gpu).seconds
+
+    if cfg.corpus:
+        def stats_for(table):
+            return TokenStats.from_corpus(cfg.corpus, vocab=table.vocab)
+    else:
+        def stats_for(table):
+            return TokenStats.zipf(table.vocab, cfg.zipf_s)
+
+    ctx = StepContext(model=model, n_gpus=topo.n_gpus, gpus_per_node=topo.gpus_per_node,
+                      layer_fwd=fwd, layer_bwd=bwd, layer_update=dense_update,
+                      sparse_update=sparse_update,
+                      tables=table_traffic(model, topo.n_gpus, stats_for),
+                      hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB, gpu=gpu)
+    return ctx, source
+
+
+def _trace_optimizer_rates(trace) -> dict[str, float]:
+    """Seconds per updated element, from the trace's optimizer timings."""
+    rates = {}
+    for o in trace.optimizer:
+        if o.elements > 0:
+            rates[o.name] = o.median_s / o.elements
+    return rates
