@@ -1,0 +1,38 @@
+"""What one calibration run does: the parsed command line, picklable for every rank."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CalibrateConfig:
+    model: str = "tiny-lm"
+    batch: int = 8                 # per rank; layers are also timed at batch // 2
+    seq: int = 32
+    world: int = 2
+    backend: str = "auto"          # auto | nccl | gloo
+    quick: bool = False
+    corpus: str | None = None
+    out: str = "traces/local.yaml"
+    topology_out: str | None = None    # default: topologies/local-cpu.yaml on CPU
+    command: str = ""
+    seed: int = 0
+    max_sweep_bytes: int = 64 << 20
+    label: str = ""
+
+    @property
+    def warmup(self) -> int:
+        return 1 if self.quick else 3
+
+    @property
+    def reps(self) -> int:
+        return 3 if self.quick else 10
+
+    @property
+    def step_samples(self) -> int:
+        return 2 if self.quick else 6
+
+    @property
+    def batches(self) -> list[int]:
+        return sorted({max(1, self.batch // 2), self.batch})

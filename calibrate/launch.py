@@ -1,0 +1,163 @@
+"""Start the ranks (torch.multiprocessing locally, or the ranks torchrun made), run the
+worker, and write the trace and host topology atomically, only if every rank succeeded.
+
+A failing rank makes torch.multiprocessing stop the others; Ctrl-C terminates them all.
+Nothing is written until the end, and then by rename, so the old trace stays intact.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pickle
+import platform
+import socket
+import tempfile
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from embsim.errors import InputError
+from embsim.trace import SCHEMA_VERSION, Provenance, StepSamples, Trace, write_trace
+
+from .config import CalibrateConfig
+from .host_topology import fit_links, measure_device, write_host_topology
+from .worker import progress, run_rank
+
+DEFAULT_CPU_TOPOLOGY = "topologies/local-cpu.yaml"
+
+
+def resolve_backend(requested: str) -> str:
+    if requested == "auto":
+        return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+    if requested == "nccl" and not torch.cuda.is_available():
+        raise InputError("--backend nccl: no CUDA device is visible")
+    if requested not in ("nccl", "gloo"):
+        raise InputError(f"--backend {requested!r}: must be auto, nccl or gloo")
+    return requested
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _spawned(rank, cfg, world, port, backend, result_dir):
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    try:
+        result = run_rank(cfg, rank, world, rank, world, backend)
+        if rank == 0:
+            with open(os.path.join(result_dir, "rank0.pkl"), "wb") as f:
+                pickle.dump(result, f)
+    finally:
+        dist.destroy_process_group()
+
+
+def under_torchrun() -> bool:
+    return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"))
+
+
+def run_calibration(cfg: CalibrateConfig) -> Path | None:
+    backend = resolve_backend(cfg.backend)
+    loadavg = os.getloadavg()
+    if under_torchrun():
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        local_size = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+        dist.init_process_group(backend, init_method="env://")
+        try:
+            result = run_rank(cfg, rank, world, int(os.environ["LOCAL_RANK"]), local_size, backend)
+        finally:
+            dist.destroy_process_group()
+        if rank != 0:
+            return None
+        return finish(cfg, result, backend, world, world // local_size, loadavg)
+    world = cfg.world
+    with tempfile.TemporaryDirectory(prefix="embsim-calibrate-") as tmp:
+        ctx = mp.start_processes(_spawned, args=(cfg, world, _free_port(), backend, tmp),
+                                 nprocs=world, join=False, start_method="spawn")
+        try:
+            while not ctx.join():
+                pass
+        except mp.ProcessRaisedException as exc:
+            # The rank's traceback ends with its exception line: that is the message.
+            last = str(exc).strip().splitlines()[-1]
+            raise InputError(f"calibration failed on rank {exc.error_index}: {last}") from None
+        except mp.ProcessExitedException as exc:
+            raise InputError(f"calibration failed: rank {exc.error_index} exited "
+                             f"({exc.exit_code if exc.exit_code is not None else exc.signal_name})") from None
+        except KeyboardInterrupt:
+            for p in ctx.processes:
+                if p.is_alive():
+                    p.terminate()
+            for p in ctx.processes:
+                p.join()
+            raise
+        with open(os.path.join(tmp, "rank0.pkl"), "rb") as f:
+            result = pickle.load(f)
+    return finish(cfg, result, backend, world, 1, loadavg)
+
+
+def _devices(device: torch.device) -> tuple[str, ...]:
+    if device.type == "cuda":
+        return tuple(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+    return (f"cpu: {_cpu_model()}",)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _driver() -> str | None:
+    try:
+        return Path("/proc/driver/nvidia/version").read_text().split("Kernel Module")[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: int,
+           loadavg) -> Path:
+    device: torch.device = result["device"]
+    out = Path(cfg.out)
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        topology = cfg.topology_out or ""
+        backend_version = ".".join(map(str, torch.cuda.nccl.version()))
+    else:
+        name = "cpu"
+        topo_path = Path(cfg.topology_out or DEFAULT_CPU_TOPOLOGY)
+        bandwidth, latency = fit_links([c for c in result["collectives"] if c.scope == "all"])
+        tflops, gbps = measure_device(device)
+        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+        progress(0, f"host links fitted: {bandwidth / 1e9:.3f} GB/s, {latency * 1e6:.1f} us per step")
+        write_host_topology(topo_path, topo_path.stem, _cpu_model(), world, mem_gb, tflops, gbps,
+                            bandwidth, latency, out.name)
+        topology = topo_path.name
+        backend_version = f"gloo (torch {torch.__version__})"
+    prov = Provenance(
+        host=socket.gethostname(),
+        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        command=cfg.command, world=world, backend=backend, backend_version=backend_version,
+        torch=str(torch.__version__), python=platform.python_version(), devices=_devices(device),
+        driver=_driver(), cuda=torch.version.cuda,
+        label=cfg.label or ("CPU" if device.type == "cpu" else "GPU"),
+        loadavg=tuple(float(x) for x in loadavg), threads_per_rank=1, nodes=nodes)
+    steps = {s: StepSamples(s, world, cfg.batch, cfg.seq, tuple(v), float(sorted(v)[len(v) // 2]))
+             for s, v in result["steps"].items()}
+    trace = Trace(schema_version=SCHEMA_VERSION, device=name, model=cfg.model, seq=cfg.seq,
+                  topology=topology, provenance=prov,
+                  layers={l.name: l for l in result["layers"]}, optimizer=tuple(result["optimizer"]),
+                  collectives=tuple(result["collectives"]), steps=steps,
+                  token_stats=tuple(result["token_stats"]))
+    path = write_trace(out, trace)
+    progress(0, f"trace written: {path}")
+    return path

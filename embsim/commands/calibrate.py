@@ -1,0 +1,43 @@
+"""`embsim calibrate`: measure real kernels, collectives and training steps into a trace."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import click
+
+
+@click.command("calibrate")
+@click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True)
+@click.option("--world", type=click.IntRange(min=1), default=None,
+              help="Local ranks to spawn (default: all local GPUs, or 2 on CPU). Ignored under torchrun.")
+@click.option("--model", default="tiny-lm", show_default=True, help="Model zoo name.")
+@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Per-rank batch.")
+@click.option("--seq", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--quick", is_flag=True, help="Few repetitions and a short sweep (tests, smoke runs).")
+@click.option("--corpus", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Real text (tokenised by words) instead of Zipf token batches.")
+@click.option("--out", default=None, help="Trace file (default traces/<device>-<backend>-<model>.yaml).")
+@click.option("--topology-out", default=None,
+              help="Where the fitted host topology goes (CPU; default topologies/local-cpu.yaml).")
+@click.option("--max-bytes", type=click.IntRange(min=1024), default=64 << 20, show_default=True,
+              help="Largest collective size, further bounded by free memory.")
+def command(backend, world, model, batch, seq, quick, corpus, out, topology_out, max_bytes):
+    """Capture per-layer times, collective sweeps and real training steps into a trace."""
+    import torch   # only this command needs torch; the simulator never imports it
+
+    from calibrate.config import CalibrateConfig
+    from calibrate.launch import resolve_backend, run_calibration
+
+    chosen = resolve_backend(backend)
+    if world is None:
+        world = torch.cuda.device_count() if chosen == "nccl" else 2
+    out = out or f"traces/{'gpu' if chosen == 'nccl' else 'cpu'}-{chosen}-{model}.yaml"
+    cfg = CalibrateConfig(model=model, batch=batch, seq=seq, world=world, backend=chosen,
+                          quick=quick, corpus=corpus, out=out, topology_out=topology_out,
+                          command=" ".join(shlex.quote(a) for a in ["embsim"] + sys.argv[1:]),
+                          max_sweep_bytes=max_bytes)
+    path = run_calibration(cfg)
+    if path is not None:
+        click.echo(str(path))
