@@ -1,0 +1,49 @@
+"""Memory per GPU: the breakdown adds up, sharding and sparse gradients shrink what they should."""
+
+import pytest
+
+from embsim.errors import InputError
+from embsim.workload import load_model
+from embsim.workload.memory import memory_per_gpu
+
+
+def test_breakdown_adds_up_for_adam_fp32():
+    m = load_model("bert-base")
+    mem = memory_per_gpu(m)
+    assert mem.params == 4 * m.params and mem.grads == 4 * m.params
+    assert mem.optimizer_state == 8 * m.params and mem.master_weights == 0
+    assert mem.activations == sum(layer.activation_bytes for layer in m.layers)
+    assert mem.total == mem.params + mem.grads + mem.optimizer_state + mem.activations
+    assert sum(mem.by_component.values()) == mem.total
+    assert mem.as_dict()["total"] == mem.total
+
+
+def test_mixed_precision_master_weights():
+    m = load_model("llama3-8b")
+    mem = memory_per_gpu(m)
+    assert mem.params == 2 * m.params and mem.master_weights == 4 * m.params
+    # 8B params x (2 + 2 + 8 + 4) B = 128 GB before activations: needs sharding on one GPU
+    assert mem.total > 139e9
+    zero = memory_per_gpu(m, dense_shards=8)
+    assert zero.total < mem.total
+
+
+def test_sharding_embedding_tables():
+    m = load_model("lstm-lm1b")
+    full, sharded = memory_per_gpu(m), memory_per_gpu(m, embedding_shards=16)
+    table = full.by_component["word"]
+    assert sharded.by_component["word"] == pytest.approx(table / 16, rel=1e-3)
+    assert sharded.by_component["dense"] == full.by_component["dense"]
+
+
+def test_sparse_gradients_only_where_the_gradient_is_sparse():
+    lm1b = load_model("lstm-lm1b")           # sampled softmax: gradient stays sparse
+    assert memory_per_gpu(lm1b, sparse_embedding_grads=True).grads < \
+        memory_per_gpu(lm1b).grads / 10
+    gpt2 = load_model("gpt2")                 # full softmax over a tied table: dense
+    assert memory_per_gpu(gpt2, sparse_embedding_grads=True).grads == memory_per_gpu(gpt2).grads
+
+
+def test_bad_shards():
+    with pytest.raises(InputError, match="embedding_shards"):
+        memory_per_gpu(load_model("tiny-lm"), embedding_shards=0)
