@@ -26,16 +26,30 @@ def update_name(layer: str) -> str:
     return f"update:{layer}"
 
 
+DEFERRED = "#deferred"
+
+
+def deferred(layer: str) -> str:
+    """Update-target name for the part of a layer's update that may wait until after the
+    next forward of that layer (EmbRace's horizontal scheduling)."""
+    return layer + DEFERRED
+
+
 def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
     layers = [l.name for l in ctx.model.layers]
     per_layer = scheduler.per_layer_update
+    strategy_plan = scheduler.transform(strategy_plan, ctx)
     update_time = dict(strategy_plan.update_time)
     # every layer a gradient is sent for gets an update op, even a free one
     for t in strategy_plan.sync:
         if t.needed_by is None:
             update_time.setdefault(t.update_of or t.layer, 0.0)
-    updates = {name: ComputeOp(update_name(name), "update", name, update_time[name], lagged=per_layer)
-               for name in layers if name in update_time}
+    unknown = [n for n in update_time if n.removesuffix(DEFERRED) not in layers]
+    if unknown:
+        raise ValueError(f"update targets {unknown} name no layer")
+    updates = {name: ComputeOp(update_name(name), "update", name.removesuffix(DEFERRED),
+                               update_time[name], lagged=per_layer)
+               for name in update_time}
 
     fwd = [ComputeOp(fwd_name(n), "fwd", n, ctx.layer_fwd[n]) for n in layers]
     bwd = [ComputeOp(bwd_name(n), "bwd", n, ctx.layer_bwd[n]) for n in reversed(layers)]
@@ -45,9 +59,12 @@ def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
             if op.layer in updates:
                 stream.append(updates[op.layer])
             stream.append(op)
+            if deferred(op.layer) in updates:
+                stream.append(updates[deferred(op.layer)])
         stream += bwd
     else:
-        stream = fwd + bwd + [updates[n] for n in layers if n in updates]
+        order = [n for layer in layers for n in (layer, deferred(layer)) if n in updates]
+        stream = fwd + bwd + [updates[n] for n in order]
 
     for before, op in strategy_plan.extra:
         names = [s.name for s in stream]
@@ -73,7 +90,7 @@ def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
             raise ValueError(f"scheduler {scheduler.name} dropped sync tensor {t.name}")
         if t.needed_by is not None:
             consumer, offset = t.needed_by, 0
-            if position.get(consumer, -1) <= position[t.ready_after]:
+            if consumer not in position or position[consumer] <= position[t.ready_after]:
                 raise ValueError(f"sync tensor {t.name}: {consumer} does not come after {t.ready_after}")
         else:
             consumer = update_name(t.update_of or t.layer)

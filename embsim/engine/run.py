@@ -127,6 +127,10 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
 
     ctx, compute_source = step_context(model, topo, trace, cfg)
     splan = strategy.plan(ctx)
+    if topo.n_gpus == 1:
+        # One GPU synchronises nothing: every strategy is plain single-GPU training
+        # (sparse embedding updates where the table allows them) and steps alike.
+        splan = replace(splan, sync=(), extra=(), update_time=single_gpu_update_time(ctx))
     plan = build_step_plan(ctx, splan, scheduler)
     classes = rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler)
     collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto,
@@ -162,6 +166,21 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
         fits_in_memory=memory["total"] <= hbm, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
         scaling_efficiency=efficiency, notes=tuple(splan.notes), run=run)
+
+
+def single_gpu_update_time(ctx) -> dict:
+    """Optimizer seconds per layer of single-GPU training: dense layers whole, embedding
+    tables only on the rows the batch touched (unless a dense softmax makes them dense)."""
+    out = {}
+    for layer in ctx.model.layers:
+        if layer.params <= 0:
+            continue
+        traffic = ctx.tables.get(layer.name)
+        if traffic is not None and not traffic.dense_grad:
+            out[layer.name] = ctx.sparse_update(layer.name, traffic.unique_per_gpu)
+        else:
+            out[layer.name] = ctx.layer_update[layer.name]
+    return out
 
 
 def _single_gpu_spec(topo, spec: str) -> str:

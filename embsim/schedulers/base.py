@@ -35,6 +35,11 @@ class Scheduler:
     def build(self, tensors: Sequence[SyncTensor], ctx) -> tuple[CommOp, ...]:  # pragma: no cover
         raise NotImplementedError
 
+    def transform(self, strategy_plan, ctx):
+        """Rewrite the strategy's plan before bucketing (e.g. split tensors into the part
+        the next iteration needs and the part that may wait). Default: unchanged."""
+        return strategy_plan
+
     def channel_rule(self, channel: str) -> ChannelRule:
         return ChannelRule()
 
