@@ -1,0 +1,201 @@
+"""CollectiveModel: what one collective costs on a topology, as a CollectivePlan.
+
+Two times are kept apart on purpose:
+  * model_time -- NCCL's own prediction (tuning.cc), which is what NCCL minimises to pick
+    the algorithm and protocol;
+  * time -- our simulated time on an idle network: the same latency plus the transfer at
+    the bandwidth the launched kernel really gets. For small messages NCCL launches fewer
+    channels/threads than the model assumes (enqueue.cc runtime trimming), so the
+    transfer part is stretched by the parallelism actually used.
+The plan's demand is the per-link byte pattern of the chosen algorithm, scaled so that
+`latency + max(demand.bytes / capacity[demand.links]) == time` on an idle network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from embsim.errors import InputError
+from embsim.network import Demand
+
+from . import demand as dm
+from . import nccl_model as nm
+from .channels import Graphs, runtime_fraction, search_graphs
+from .constants import NcclConstants, constants_for
+from .p2p import alltoall_time, alltoallv_time, sendrecv_time
+from .shape import CommShape, comm_shape
+
+P2P_OPS = ("alltoall", "sendrecv")
+OPS = nm.NCCL_OPS + P2P_OPS
+
+
+@dataclass(frozen=True, eq=False)
+class CollectivePlan:
+    op: str
+    nbytes: int
+    n_ranks: int
+    algo: str
+    proto: str
+    time: float          # s, simulated, idle network
+    latency: float       # s
+    demand: Demand       # scaled: latency + bottleneck(demand) == time
+    model_time: float    # s, NCCL's own cost-model prediction
+    source: str = "model"  # "model" | "measured"
+
+
+def _ring_bytes(op: str, n: int) -> float:
+    """Bytes each rank sends to its ring successor per byte of nccl-tests size."""
+    if op == "all_reduce":
+        return 2.0 * (n - 1) / n
+    if op in ("all_gather", "reduce_scatter"):
+        return (n - 1) / n
+    return 1.0
+
+
+def interp_loglog(sizes: np.ndarray, times: np.ndarray, nbytes: float) -> float:
+    """Measured time at nbytes: log-log interpolation; flat below, constant bandwidth above."""
+    s, t = np.asarray(sizes, float), np.asarray(times, float)
+    order = np.argsort(s)
+    s, t = s[order], t[order]
+    if nbytes <= s[0]:
+        return float(t[0])
+    if nbytes >= s[-1]:
+        return float(t[-1] * nbytes / s[-1])
+    return float(np.exp(np.interp(np.log(nbytes), np.log(s), np.log(t))))
+
+
+class CollectiveModel:
+    def __init__(self, topology, algo: str | None = None, proto: str | None = None,
+                 nccl_version: str | None = "2.30",
+                 measured: Mapping[tuple[str, int], tuple[Sequence[float], Sequence[float]]] | None = None):
+        self.topology = topology
+        self.consts: NcclConstants = constants_for(nccl_version)
+        self.algos = nm.parse_filter(algo, "algo")
+        self.protos = nm.parse_filter(proto, "proto")
+        self.measured = dict(measured or {})
+        for key, (sizes, times) in self.measured.items():
+            if len(sizes) != len(times) or len(sizes) < 1 or min(sizes) <= 0 or min(times) <= 0:
+                raise InputError(f"measured curve {key}: needs matching positive sizes and times")
+        self.capacity = np.asarray(topology.capacity, dtype=np.float64)
+        self._plans: dict = {}
+        self._shapes: dict = {}
+        self._units: dict = {}
+        self._a2a: dict = {}
+
+    # ------------------------------------------------------------ communicator
+    def shape(self, ranks: tuple[int, ...]) -> tuple[CommShape, Graphs]:
+        hit = self._shapes.get(ranks)
+        if hit is None:
+            s = comm_shape(self.topology, ranks, self.consts)
+            hit = self._shapes[ranks] = (s, search_graphs(s))
+        return hit
+
+    def _alltoall_routes(self, ranks: tuple[int, ...]) -> dm.AlltoallRoutes:
+        hit = self._a2a.get(ranks)
+        if hit is None:
+            hit = self._a2a[ranks] = dm.AlltoallRoutes(self.topology, ranks)
+        return hit
+
+    def _unit_demand(self, op: str, algo: str, ranks: tuple[int, ...]) -> Demand:
+        """Per-link bytes for 1 byte of nccl-tests size (patterns are linear in size)."""
+        key = (op, algo, ranks)
+        hit = self._units.get(key)
+        if hit is None:
+            n = len(ranks)
+            if algo in ("Ring", "PAT"):
+                hit = dm.ring_demand(self.topology, ranks, _ring_bytes(op, n))
+            elif algo == "Tree":
+                hit = dm.tree_demand(self.topology, ranks, 1.0)
+            elif algo in ("NVLS", "NVLSTree"):
+                hit = dm.nvls_demand(self.topology, ranks, 1.0, op)
+            elif op == "alltoall":
+                routes = self._alltoall_routes(ranks)
+                hit = routes.demand(dm.uniform_alltoall_matrix(n, 1.0))
+            elif op == "sendrecv":
+                order = sorted(ranks)
+                pairs = [(order[i], order[(i + 1) % n]) for i in range(n)]
+                hit = dm.RouteSet.of(self.topology, pairs).demand(np.ones(n))
+            else:
+                raise ValueError(f"no demand pattern for {op}/{algo}")
+            self._units[key] = hit
+        return hit
+
+    def _scaled(self, unit: Demand, transfer_s: float) -> Demand:
+        if transfer_s <= 0 or unit.is_empty:
+            return Demand.empty()
+        return unit.scaled(transfer_s / unit.bottleneck_time(self.capacity))
+
+    # ------------------------------------------------------------------ plans
+    def plan(self, op: str, nbytes: int, ranks: Sequence[int]) -> CollectivePlan:
+        ranks = tuple(ranks)
+        key = (op, int(nbytes), ranks)
+        hit = self._plans.get(key)
+        if hit is None:
+            hit = self._plans[key] = self._make_plan(op, int(nbytes), ranks)
+        return hit
+
+    def _make_plan(self, op: str, nbytes: int, ranks: tuple[int, ...]) -> CollectivePlan:
+        if op not in OPS:
+            raise InputError(f"op {op!r}: known ops are {', '.join(OPS)}")
+        if nbytes < 0:
+            raise InputError(f"{op}: negative size {nbytes}")
+        n = len(ranks)
+        if n <= 1 or nbytes == 0:
+            return CollectivePlan(op, nbytes, n, "none", "none", 0.0, 0.0, Demand.empty(), 0.0)
+        shape, graphs = self.shape(ranks)
+        if op in P2P_OPS:
+            fn = alltoall_time if op == "alltoall" else sendrecv_time
+            proto = None if self.protos is None else ("LL" if self.protos == {"LL"} else "Simple")
+            t = fn(shape, self.consts, nbytes, graphs.comm_channels, proto)
+            algo, proto, lat_us, model_us, time_us = "P2P", t.proto, t.latency, t.time, t.time
+        else:
+            choice = nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
+            frac = runtime_fraction(nbytes, choice.algo, choice.proto, n, graphs)
+            algo, proto, lat_us, model_us = choice.algo, choice.proto, choice.latency, choice.time
+            time_us = lat_us + (choice.time - choice.latency) / frac
+        source = "model"
+        if (op, n) in self.measured:
+            sizes, times = self.measured[(op, n)]
+            time_us = interp_loglog(sizes, times, nbytes) * 1e6
+            lat_us = min(lat_us, time_us)
+            source = "measured"
+        latency, time = lat_us * 1e-6, time_us * 1e-6
+        dem = self._scaled(self._unit_demand(op, algo, ranks), time - latency)
+        if dem.is_empty:
+            latency = time
+        return CollectivePlan(op, nbytes, n, algo, proto, time, latency, dem, model_us * 1e-6, source)
+
+    def plan_alltoallv(self, matrix, ranks: Sequence[int]) -> CollectivePlan:
+        """All-to-all-v: matrix[i, j] bytes from ranks[i] to ranks[j] (any rank order)."""
+        ranks = tuple(ranks)
+        m = np.asarray(matrix, dtype=np.float64)
+        n = len(ranks)
+        if m.shape != (n, n) or not np.all(np.isfinite(m)) or (m.size and m.min() < 0):
+            raise InputError(f"alltoallv: matrix must be {n}x{n} finite bytes >= 0, got shape {m.shape}")
+        key = ("alltoallv", ranks, m.tobytes())
+        hit = self._plans.get(key)
+        if hit is not None:
+            return hit
+        total = int(m.sum())
+        if n <= 1 or total == 0:
+            plan = CollectivePlan("alltoallv", total, n, "none", "none", 0.0, 0.0, Demand.empty(), 0.0)
+        else:
+            shape, graphs = self.shape(ranks)
+            # Reorder the matrix into the node-major order the route tables use.
+            order = np.argsort(np.asarray(ranks))
+            ms = m[np.ix_(order, order)]
+            sorted_ranks = np.asarray(ranks)[order]
+            node_of = np.array([self.topology.node_of(int(r)) for r in sorted_ranks])
+            t = alltoallv_time(shape, self.consts, ms, node_of, graphs.comm_channels)
+            routes = self._alltoall_routes(tuple(sorted(ranks)))
+            if routes.g * routes.n_nodes != n:
+                raise InputError("alltoallv: every node of the communicator needs the same GPU count")
+            dem = self._scaled(routes.demand(ms), (t.time - t.latency) * 1e-6)
+            lat = t.latency * 1e-6 if not dem.is_empty else t.time * 1e-6
+            plan = CollectivePlan("alltoallv", total, n, "P2P", t.proto, t.time * 1e-6, lat, dem,
+                                  t.time * 1e-6)
+        self._plans[key] = plan
+        return plan

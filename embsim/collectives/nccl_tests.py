@@ -1,0 +1,100 @@
+"""Simulated nccl-tests: the same size sweep, conventions and table as NVIDIA/nccl-tests.
+
+The time of a row is the simulated time of one operation on an idle network
+(CollectivePlan.time). With `-g G` (one process drives G GPUs) nccl-tests' host thread
+launches G kernels per operation, so an operation cannot be shorter than G kernel
+launches: we use XLA's 5 µs launch overhead (xla/service/gpu/model/
+gpu_collective_performance_model.cc, nccl-cost-model.md §1.10) per GPU driven.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from embsim.errors import InputError
+
+from .busbw import OPS, algbw_busbw, datatype_size, test_size
+from .model import CollectiveModel
+
+KERNEL_LAUNCH_US = 5.0
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text, flag: str = "size") -> int:
+    """nccl-tests sizes: plain bytes or K/M/G suffixes (powers of 1024)."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise InputError(f"{flag} {text!r}: not a size (use bytes or a K/M/G suffix, e.g. 128M)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+@dataclass(frozen=True)
+class Row:
+    size: int
+    count: int
+    type: str
+    redop: str
+    root: int
+    time_us: float
+    algbw: float
+    busbw: float
+    algo: str
+    proto: str
+
+
+def sweep_sizes(minbytes: int, maxbytes: int, stepfactor: float) -> list[int]:
+    if minbytes < 1 or maxbytes < minbytes:
+        raise InputError(f"sizes: need 1 <= minbytes <= maxbytes, got {minbytes}..{maxbytes}")
+    if stepfactor <= 1:
+        raise InputError(f"--stepfactor {stepfactor}: must be > 1")
+    out, s = [], minbytes
+    while s <= maxbytes:
+        out.append(int(s))
+        nxt = int(s * stepfactor)
+        s = nxt if nxt > s else s + 1
+    return out
+
+
+def host_floor_us(gpus_per_process: int) -> float:
+    return KERNEL_LAUNCH_US * gpus_per_process
+
+
+def run(model: CollectiveModel, op: str, sizes: list[int], datatype: str = "float",
+        ranks=None, gpus_per_process: int = 1) -> list[Row]:
+    if op not in OPS:
+        raise InputError(f"--op {op!r}: known ops are {', '.join(OPS)}")
+    if gpus_per_process < 1:
+        raise InputError(f"--ngpus {gpus_per_process}: must be >= 1")
+    dtype, elt = datatype_size(datatype)
+    ranks = tuple(range(model.topology.n_gpus)) if ranks is None else tuple(ranks)
+    n = len(ranks)
+    rows = []
+    for requested in sizes:
+        ts = test_size(op, requested, elt, n)
+        plan = model.plan(op, ts.size, ranks)
+        t = max(plan.time, host_floor_us(gpus_per_process) * 1e-6) if ts.size else plan.time
+        alg, bus = algbw_busbw(op, ts.size, t, n)
+        rows.append(Row(ts.size, ts.count, dtype, ts.redop, ts.root, t * 1e6, alg, bus, plan.algo, plan.proto))
+    return rows
+
+
+def format_table(rows: list[Row], header: str = "") -> str:
+    lines = [header] if header else []
+    lines.append(f"#{'size':>11} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} "
+                 f"{'time':>10} {'algbw':>8} {'busbw':>8} {'algo':>9} {'proto':>6}")
+    lines.append(f"#{'(B)':>11} {'(elements)':>12} {'':>8} {'':>6} {'':>5} "
+                 f"{'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8} {'':>9} {'':>6}")
+    for r in rows:
+        lines.append(f" {r.size:>11} {r.count:>12} {r.type:>8} {r.redop:>6} {r.root:>5} "
+                     f"{r.time_us:>10.2f} {r.algbw:>8.2f} {r.busbw:>8.2f} {r.algo:>9} {r.proto:>6}")
+    if rows:
+        avg = sum(r.busbw for r in rows) / len(rows)
+        lines.append(f"# Avg bus bandwidth    : {avg:.4f}")
+    return "\n".join(lines)
+
+
+def rows_json(rows: list[Row]) -> list[dict]:
+    keep = ("size", "count", "type", "time_us", "algbw", "busbw", "algo", "proto")
+    return [{k: asdict(r)[k] for k in keep} for r in rows]

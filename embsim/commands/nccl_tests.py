@@ -1,0 +1,54 @@
+"""`embsim nccl-tests`: simulated nccl-tests sweep on a topology."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from embsim.collectives import CollectiveModel
+from embsim.collectives import nccl_tests as nt
+from embsim.collectives.busbw import OPS
+from embsim.errors import InputError
+
+
+@click.command("nccl-tests")
+@click.option("--topology", "topology_spec", default="16x8", show_default=True,
+              help="NxG | PRESET:NxG | PRESET | file.yaml")
+@click.option("--op", default="all_reduce", show_default=True, help=f"one of {', '.join(OPS)}")
+@click.option("-b", "--minbytes", default="8", show_default=True, help="smallest size (K/M/G suffixes)")
+@click.option("-e", "--maxbytes", default="128M", show_default=True, help="largest size")
+@click.option("-f", "--stepfactor", default="2", show_default=True, help="multiply the size by this")
+@click.option("-d", "--datatype", default="float", show_default=True)
+@click.option("-g", "--ngpus", default="1", show_default=True, help="GPUs driven by one process (launch cost)")
+@click.option("--algo", default=None, help='NCCL_ALGO syntax, e.g. "Ring", "Tree,Ring", "^NVLS"')
+@click.option("--proto", default=None, help='NCCL_PROTO syntax, e.g. "LL128", "^LL"')
+@click.option("--nccl-version", default="2.30", show_default=True, help="constant table: 2.18 or 2.30")
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of the table")
+def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, algo, proto,
+            nccl_version, as_json):
+    """Print the table nccl-tests would print, from the simulated collective times."""
+    from embsim.topology import load_topology
+
+    if op not in OPS:
+        raise InputError(f"--op {op!r}: known ops are {', '.join(OPS)}")
+    try:
+        factor = float(stepfactor)
+    except ValueError:
+        raise InputError(f"--stepfactor {stepfactor!r}: not a number") from None
+    try:
+        gpus = int(ngpus)
+    except ValueError:
+        raise InputError(f"--ngpus {ngpus!r}: not an integer") from None
+    sizes = nt.sweep_sizes(nt.parse_size(minbytes, "--minbytes"), nt.parse_size(maxbytes, "--maxbytes"), factor)
+    topo = load_topology(topology_spec)
+    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl_version)
+    rows = nt.run(model, op, sizes, datatype, gpus_per_process=gpus)
+    label = f"{topo.preset}:{topo.n_nodes}x{topo.gpus_per_node}"
+    if as_json:
+        click.echo(json.dumps({"topology": label, "op": op, "ranks": topo.n_gpus,
+                               "nccl_version": model.consts.version, "rows": nt.rows_json(rows)}, indent=1))
+    else:
+        header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "
+                  f"NCCL {model.consts.version} model, -g {gpus}")
+        click.echo(nt.format_table(rows, header))
