@@ -100,4 +100,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         arch=int(node.gpu.arch), n_ranks=n_ranks, n_nodes=n_nodes, ppn=ppn, intra=intra,
         nvlink_bw=float(nvlink_bw), pcie_bw=float(pcie_bw),
         nic_bw=float(node.nics.gbit) / 8.0 if nics else 0.0, nics_per_node=int(nics),
-        cpu_vendor=(fab.cpu_vendor or "intel"), nic_latency_us=float(node.nics.latency_us or 0.0))
+        # NCCL's IB plugin reports a NIC latency of 0 (net_ib getProperties), so graph
+        # latencyInter is 0; the YAML adapter latency is for the simulated links only.
+        cpu_vendor=(fab.cpu_vendor or "intel"), nic_latency_us=0.0)
