@@ -20,7 +20,7 @@ class MemoryBreakdown:
     optimizer_state: int
     master_weights: int
     activations: int
-    by_component: dict = field(default_factory=dict)   # "dense" / table name -> bytes
+    by_component: dict = field(default_factory=dict, hash=False)   # "dense" | table -> bytes
 
     @property
     def total(self) -> int:

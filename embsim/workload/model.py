@@ -103,7 +103,7 @@ class Model:
     embedding_params: int
     source: str
     dtype: str = "fp32"
-    published: Mapping[str, float] = field(default_factory=dict)
+    published: Mapping[str, float] = field(default_factory=dict, hash=False)
     description: str = ""
 
     @property
