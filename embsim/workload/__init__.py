@@ -29,7 +29,7 @@ def list_models() -> list[str]:
     return sorted(p.stem for p in ZOO_DIR.glob("*.yaml"))
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=64)   # zoo files are package data and do not change
 def _spec_from_path(path: str) -> ModelSpec:
     return load_model_spec(path)
 
@@ -38,7 +38,7 @@ def load_spec(name_or_path: str) -> ModelSpec:
     """The validated zoo file for a built-in name, or any model file by path."""
     text = str(name_or_path)
     if text.endswith((".yaml", ".yml")) or "/" in text:
-        return _spec_from_path(str(Path(text).resolve()))
+        return load_model_spec(text)         # user files are re-read: they may change
     path = ZOO_DIR / f"{text}.yaml"
     if not path.is_file():
         raise InputError(f"unknown model {text!r} (known: {', '.join(list_models())}; "

@@ -198,7 +198,7 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
     layers = [_parse_layer(doc, ("layers", i), raw) for i, raw in enumerate(layers_raw)]
     _check_references(doc, by_name, layers)
     return ModelSpec(
-        name=get(doc, (), top, "name", str), description=top.get("description", ""),
+        name=get(doc, (), top, "name", str), description=get(doc, (), top, "description", str, ""),
         source=get(doc, (), top, "source", str), published=published,
         batch=get(doc, ("defaults",), d, "batch", int, positive=True),
         seq=get(doc, ("defaults",), d, "seq", int, positive=True),
