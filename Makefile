@@ -25,6 +25,8 @@ test: $(VENV)/.dev
 
 bench: $(VENV)/.core
 	$(BIN)/python benchmarks/nccl_tests_speed.py
+	$(BIN)/python benchmarks/simulate_speed.py
+	$(BIN)/python benchmarks/network_speed.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
