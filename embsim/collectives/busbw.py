@@ -43,14 +43,14 @@ def busbw_factor(op: str, n_ranks: int) -> float:
 
 
 @dataclass(frozen=True)
-class TestSize:
+class SizeConvention:
     size: int     # bytes, the "size" column
     count: int    # elements, the "count" column
     redop: str
     root: int
 
 
-def test_size(op: str, nbytes: int, elt: int, n_ranks: int) -> TestSize:
+def size_convention(op: str, nbytes: int, elt: int, n_ranks: int) -> SizeConvention:
     """Round a requested size like nccl-tests: whole elements, divisible by n for AG/RS/A2A."""
     busbw_factor(op, n_ranks)  # validates op
     count = int(nbytes) // elt
@@ -59,7 +59,7 @@ def test_size(op: str, nbytes: int, elt: int, n_ranks: int) -> TestSize:
         size, shown = per_rank * n_ranks * elt, per_rank
     else:
         size, shown = count * elt, count
-    return TestSize(size=size, count=shown, redop="sum" if op in REDUCING else "none",
+    return SizeConvention(size=size, count=shown, redop="sum" if op in REDUCING else "none",
                     root=0 if op in ("broadcast", "reduce") else -1)
 
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from embsim.errors import InputError
 
-from .busbw import OPS, algbw_busbw, datatype_size, test_size
+from .busbw import OPS, algbw_busbw, datatype_size, size_convention
 from .model import CollectiveModel
 
 KERNEL_LAUNCH_US = 5.0
@@ -72,7 +72,7 @@ def run(model: CollectiveModel, op: str, sizes: list[int], datatype: str = "floa
     n = len(ranks)
     rows = []
     for requested in sizes:
-        ts = test_size(op, requested, elt, n)
+        ts = size_convention(op, requested, elt, n)
         plan = model.plan(op, ts.size, ranks)
         t = max(plan.time, host_floor_us(gpus_per_process) * 1e-6) if ts.size else plan.time
         alg, bus = algbw_busbw(op, ts.size, t, n)
