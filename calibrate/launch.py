@@ -48,13 +48,14 @@ def _free_port() -> int:
 def _spawned(rank, cfg, world, port, backend, result_dir):
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
-    try:
-        result = run_rank(cfg, rank, world, rank, world, backend)
-        if rank == 0:
-            with open(os.path.join(result_dir, "rank0.pkl"), "wb") as f:
-                pickle.dump(result, f)
-    finally:
-        dist.destroy_process_group()
+    result = run_rank(cfg, rank, world, rank, world, backend)
+    if rank == 0:
+        with open(os.path.join(result_dir, "rank0.pkl"), "wb") as f:
+            pickle.dump(result, f)
+    # Leave together: a rank tearing gloo down while a peer is still connected can
+    # abort in C++ ("terminate called without an active exception").
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def under_torchrun() -> bool:

@@ -40,6 +40,7 @@ def _worker(rank, world, port, out_dir):
         s = Strategy(name, tiny_spec(), SEED, torch.device("cpu"))
         s.step(tokens[rank], targets[rank])
         result[name] = s.full_parameters()
+    dist.barrier()
     if rank == 0:
         torch.save(result, os.path.join(out_dir, "params.pt"))
     dist.destroy_process_group()

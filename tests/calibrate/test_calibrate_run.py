@@ -1,0 +1,93 @@
+"""End-to-end `embsim calibrate --quick` with 2 gloo ranks, and interrupted runs."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from calibrate.config import CalibrateConfig
+from calibrate.launch import run_calibration
+from embsim.errors import InputError
+from embsim.topology.parse import load_node_type
+from embsim.trace import load_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def quick_trace(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cal")
+    cfg = CalibrateConfig(model="tiny-lm", batch=4, seq=16, world=2, backend="gloo", quick=True,
+                          out=str(d / "t.yaml"), topology_out=str(d / "local-cpu.yaml"),
+                          command="test")
+    path = run_calibration(cfg)
+    return load_trace(path), d
+
+
+def test_quick_trace_is_complete(quick_trace):
+    trace, d = quick_trace
+    assert trace.device == "cpu" and trace.provenance.world == 2
+    assert trace.provenance.backend == "gloo" and trace.provenance.label == "CPU"
+    assert len(trace.batches) >= 2                   # batch scaling for interpolation
+    kinds = {lt.kind for lt in trace.layers.values()}
+    assert "embedding" in kinds
+    assert any(lt.variant == "sparse-grad" for lt in trace.layers.values())
+    for lt in trace.layers.values():
+        for p in lt.points:
+            assert p.fwd_s > 0 and p.bwd_s > 0, lt.name
+    assert {o.name for o in trace.optimizer} == {"dense", "sparse-rows"}
+    ops = {c.op for c in trace.collectives}
+    assert ops == {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast"}
+    for c in trace.collectives:
+        assert c.sizes[0] == 1024 and all(t > 0 for t in c.median_s)
+    assert set(trace.steps) == {"allreduce", "allgather", "embrace"}
+    for s in trace.steps.values():
+        assert s.samples_s and all(t > 0 for t in s.samples_s)
+    ts = trace.token_stats[0]
+    assert ts.ranks == 2 and max(ts.unique_per_rank) <= ts.union <= sum(ts.unique_per_rank)
+
+
+def test_host_topology_written_and_loadable(quick_trace):
+    trace, d = quick_trace
+    assert trace.topology == "local-cpu.yaml"
+    node = load_node_type(d / "local-cpu.yaml")
+    assert node.fabric.kind == "host" and node.gpu.count == 2
+    assert node.fabric.host_gbps > 0 and node.fabric.host_latency_us >= 0
+
+
+def test_failing_rank_leaves_old_trace(tmp_path):
+    out = tmp_path / "t.yaml"
+    out.write_text("old trace\n")
+    corpus = tmp_path / "short.txt"
+    corpus.write_text("too few words\n")             # every rank raises reading it
+    cfg = CalibrateConfig(batch=2, seq=16, world=2, backend="gloo", quick=True, corpus=str(corpus),
+                          out=str(out), topology_out=str(tmp_path / "topo.yaml"))
+    with pytest.raises(InputError, match="calibration failed on rank"):
+        run_calibration(cfg)
+    assert out.read_text() == "old trace\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["short.txt", "t.yaml"]
+
+
+def test_sigint_leaves_old_trace(tmp_path):
+    out = tmp_path / "t.yaml"
+    out.write_text("old trace\n")
+    code = ("import sys; from embsim.commands.calibrate import command; "
+            "command.main(sys.argv[1:])")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "--backend", "gloo", "--world", "2", "--batch", "4",
+         "--seq", "16", "--out", str(out), "--topology-out", str(tmp_path / "topo.yaml")],
+        cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # Wait until the ranks are measuring, then interrupt the whole group as Ctrl-C does.
+    deadline = time.time() + 60
+    line = ""
+    while "layer" not in line and time.time() < deadline:
+        line = proc.stderr.readline()
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert out.read_text() == "old trace\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.yaml"]
