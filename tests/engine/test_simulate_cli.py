@@ -1,0 +1,39 @@
+"""`embsim simulate` on the command line: JSON keys, the human table, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import cli
+
+KEYS = {"topology", "model", "strategy", "scheduler", "step_time_ms", "samples_per_s", "tokens_per_s",
+        "compute_ms", "exposed_comm_ms", "comm_bytes_per_gpu", "memory_per_gpu_bytes",
+        "fits_in_memory", "compute_source", "events", "wall_s"}
+
+
+def test_json_has_the_documented_keys(capsys):
+    assert cli.main(["simulate", "--topology", "2x8", "--model", "tiny-lm", "--iterations", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert KEYS <= set(out)
+    assert out["topology"] == {"preset": "dgx-h100", "nodes": 2, "gpus_per_node": 8, "gpus": 16}
+    assert out["compute_source"].startswith("compute: roofline estimate")
+    assert out["step_time_ms"] > 0 and out["memory_per_gpu_bytes"] > 0
+
+
+def test_human_table_and_chrome_trace(tmp_path, capsys):
+    path = tmp_path / "t.json"
+    assert cli.main(["simulate", "--topology", "2x8", "--model", "tiny-lm", "--iterations", "3",
+                     "--chrome-trace", str(path)]) == 0
+    out = capsys.readouterr().out
+    for words in ("step time", "exposed communication", "memory per GPU", "roofline estimate"):
+        assert words in out
+    trace = json.loads(path.read_text())
+    assert any(e["ph"] == "X" for e in trace["traceEvents"])
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys):
+    for argv in (["simulate", "--topology", "0x8"], ["simulate", "--model", "nope"],
+                 ["simulate", "--straggler", "gpu:x"], ["simulate", "--iterations", "1"]):
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("embsim: error:") and "\n" not in err and "Traceback" not in err
