@@ -1,0 +1,46 @@
+"""`embsim import-profile`: per-layer times of a trace from a PyTorch profiler JSON."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import click
+
+from ..errors import InputError
+from ..imports import load_profile, trace_from_profile
+from ..trace import write_trace
+from ..workload import load_model
+
+
+def _renames(items) -> dict:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise InputError(f"--rename {item!r}: expected RANGE=LAYER")
+        old, new = item.split("=", 1)
+        out[old.strip()] = new.strip()
+    return out
+
+
+@click.command("import-profile")
+@click.argument("profile", type=click.Path(dir_okay=False))
+@click.option("--model", required=True, help="zoo model whose layers the profile's ranges name")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="trace file to write")
+@click.option("--batch", type=int, help="per-GPU batch the profile ran (default: the model's)")
+@click.option("--seq", type=int, help="sequence length the profile ran (default: the model's)")
+@click.option("--topology", default="", help="topology (preset or file) of the profiled machine")
+@click.option("--rename", multiple=True, help="RANGE=LAYER, e.g. Embedding_0=embed (repeatable)")
+def command(profile, model, out, batch, seq, topology, rename):
+    """Turn a Kineto Chrome trace (record_function('fwd:<layer>') or nn.Module ranges)
+    into per-layer forward/backward times of an embsim trace."""
+    m = load_model(model, batch=batch, seq=seq)
+    layers = load_profile(profile, _renames(rename))
+    cmd = "embsim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    trace = trace_from_profile(layers, m, batch=m.batch, seq=m.seq, topology=topology, command=cmd)
+    write_trace(out, trace)
+    click.echo(f"wrote {out}: {len(trace.layers)} layers of {m.name} at batch {m.batch} "
+               f"({layers.timing} time, {layers.device})")
+    for name, s in layers.layers.items():
+        click.echo(f"  {name:24s} fwd {s.fwd_median * 1e3:9.3f} ms  bwd {s.bwd_median * 1e3:9.3f} ms"
+                   f"  ({len(s.fwd_s)} samples)")
