@@ -125,14 +125,30 @@ def _driver() -> str | None:
         return None
 
 
+def select_gpu_topology(device_name: str, directory: str | Path = "topologies") -> str:
+    """The preset whose GPU model names this device ("NVIDIA H200" -> dgx-h200.yaml), or ""."""
+    from embsim.topology.parse import load_node_type
+    words = device_name.upper().replace("NVIDIA", "").replace("-", " ").split()
+    for path in sorted(Path(directory).glob("*.yaml")):
+        try:
+            node = load_node_type(path)
+        except InputError:
+            continue
+        family = node.gpu.model.upper().split("-")[0]
+        if node.gpu.arch and family in words:
+            return path.name
+    return ""
+
+
 def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: int,
            loadavg) -> Path:
     device: torch.device = result["device"]
     out = Path(cfg.out)
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
-        topology = cfg.topology_out or ""
-        backend_version = ".".join(map(str, torch.cuda.nccl.version()))
+        topology = Path(cfg.topology_out).name if cfg.topology_out else select_gpu_topology(name)
+        v = torch.cuda.nccl.version()
+        backend_version = "NCCL " + (".".join(map(str, v)) if isinstance(v, tuple) else str(v))
     else:
         name = "cpu"
         topo_path = Path(cfg.topology_out or DEFAULT_CPU_TOPOLOGY)
