@@ -1,0 +1,31 @@
+"""The import commands end to end through the CLI."""
+
+from pathlib import Path
+
+import pytest
+
+from cli import main
+from embsim.trace import load_trace
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_import_nccl_tests_writes_measured_curves(tmp_path, capsys):
+    out = tmp_path / "net.yaml"
+    rc = main(["import-nccl-tests", str(FIXTURES / "h100-2x8-all_reduce.log"),
+               str(FIXTURES / "tagged-output.log"), "--out", str(out), "--topology", "dgx-h100:2x8"])
+    assert rc == 0
+    trace = load_trace(out)
+    assert trace.topology == "dgx-h100" and trace.provenance.backend == "nccl"
+    curve = trace.collective("all_reduce", 16)
+    assert curve is not None and curve.sizes[0] == 1024
+    # in-place time of the last row, as printed (us)
+    last = [l for l in (FIXTURES / "h100-2x8-all_reduce.log").read_text().splitlines()
+            if l.strip().startswith("67108864")][0].split()
+    assert curve.median_s[-1] == pytest.approx(float(last[9]) * 1e-6)
+
+
+def test_import_nccl_tests_bad_log_exits_2(tmp_path, capsys):
+    rc = main(["import-nccl-tests", str(FIXTURES / "truncated.log"), "--out", str(tmp_path / "x.yaml")])
+    assert rc == 2 and "truncated" in capsys.readouterr().err
+    assert not (tmp_path / "x.yaml").exists()

@@ -1,0 +1,86 @@
+"""nccl-tests stdout parsing: the published layouts, and the logs that must be refused."""
+
+from pathlib import Path
+
+import pytest
+
+from embsim.collectives.busbw import busbw_factor
+from embsim.imports import NcclTestsLogError, load_nccl_tests_log, parse_nccl_tests_log
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_modern_two_node_all_reduce():
+    (run,) = load_nccl_tests_log(FIXTURES / "h100-2x8-all_reduce.log")
+    assert run.op == "all_reduce" and run.ranks == 16
+    assert run.hosts == ("node-a", "node-b") and run.n_nodes == 2 and run.gpus_per_node == 8
+    assert run.nccl_version == "2.26.2" and run.tests_version == "2.17.1"
+    assert run.params["nGpus"] == "1" and run.params["iters"] == "20"
+    assert [r.size for r in run.rows] == [4 ** k for k in range(5, 14)]
+    row = run.rows[-1]
+    assert row.count * 4 == row.size and row.redop == "sum" and row.root == -1
+    ip = row.in_place
+    # busbw as printed equals algbw x the op's factor for the rank count read from the header
+    assert ip.busbw == pytest.approx(ip.algbw * busbw_factor("all_reduce", 16), rel=0.01)
+    assert ip.time_s == pytest.approx(row.size / ip.algbw, rel=0.01)
+    assert row.out_of_place.time_s < ip.time_s
+
+
+def test_old_layout_without_root_redop_group():
+    (run,) = load_nccl_tests_log(FIXTURES / "all_gather_perf-a100-old.log")
+    assert run.op == "all_gather" and run.op_from.startswith("the file name")
+    assert run.ranks == 8 and run.hosts == ("dgx01",) and run.nccl_version is None
+    assert all(r.in_place.wrong is None for r in run.rows)     # 'error' column, not a count
+    assert run.rows[0].count * 4 * 8 == run.rows[0].size
+
+
+def test_launcher_prefix_and_stripped_hashes():
+    (run,) = load_nccl_tests_log(FIXTURES / "tagged-output.log")
+    assert run.op == "alltoall" and run.ranks == 8 and run.nccl_version == "2.21.5"
+    assert len(run.rows) == 9 and run.avg_busbw == pytest.approx(150.2e9)
+
+
+def test_rows_with_wrong_values_are_dropped():
+    (run,) = load_nccl_tests_log(FIXTURES / "out-of-bounds.log")
+    assert run.out_of_bounds == 3 and 65536 not in [r.size for r in run.rows]
+    assert len(run.dropped) == 1 and "3 wrong values" in run.dropped[0]
+
+
+@pytest.mark.parametrize("name, message", [
+    ("truncated.log", "truncated"),
+    ("interleaved.log", "interleaved"),
+])
+def test_broken_logs_are_rejected(name, message):
+    with pytest.raises(NcclTestsLogError, match=message):
+        load_nccl_tests_log(FIXTURES / name)
+
+
+def test_log_without_footer_is_truncated():
+    text = (FIXTURES / "h100-2x8-all_reduce.log").read_text()
+    cut = text[:text.index("# Out of bounds")]
+    with pytest.raises(NcclTestsLogError, match="truncated log"):
+        parse_nccl_tests_log(cut, "cut.log")
+
+
+def test_not_a_log_and_unknown_op():
+    with pytest.raises(NcclTestsLogError, match="not an nccl-tests log"):
+        parse_nccl_tests_log("hello\nworld\n", "x.log")
+    text = (FIXTURES / "tagged-output.log").read_text().replace("alltoall_perf", "a2a")
+    with pytest.raises(NcclTestsLogError, match="cannot tell which collective"):
+        parse_nccl_tests_log(text, "x.log")
+    (run,) = parse_nccl_tests_log(text, "x.log", op="alltoall")
+    assert run.op == "alltoall"
+
+
+def test_rank_lines_that_disagree_with_the_table_are_rejected():
+    text = (FIXTURES / "h100-2x8-all_reduce.log").read_text()
+    kept = [l for l in text.splitlines() if not any(f"Rank {r:2d} " in l for r in range(8, 16))]
+    with pytest.raises(NcclTestsLogError, match="disagree"):
+        parse_nccl_tests_log("\n".join(kept), "x.log")
+
+
+def test_several_runs_in_one_file():
+    a = (FIXTURES / "h100-2x8-all_reduce.log").read_text()
+    b = (FIXTURES / "tagged-output.log").read_text()
+    runs = parse_nccl_tests_log(a + "\nsome shell noise\n" + b, "both.log")
+    assert [(r.op, r.ranks) for r in runs] == [("all_reduce", 16), ("alltoall", 8)]
