@@ -82,15 +82,16 @@ def _sample(fn, iters: int, group, device: torch.device) -> float:
 
 
 def sweep(op: str, sizes: list[int], device: torch.device, group=None, scope: str = "all",
-          warmup: int = 2, reps: int = 5, budget_s: float = 0.5) -> CollectiveCurve:
+          warmup: int = 2, reps: int = 5) -> CollectiveCurve:
     medians, spreads = [], []
     for nbytes in sizes:
         fn = _call(op, nbytes, group, device)
-        first = _sample(fn, 1, group, device)       # also a warm-up
-        for _ in range(warmup - 1):
+        # Warm up (connection set-up, allocator) before the first timed sample; `first`
+        # is group-wide, so every rank agrees on `iters` below.
+        for _ in range(max(warmup, 3)):
             fn()
-        # Small sizes are repeated more per sample so the timer's resolution is not the
-        # measurement; every rank agrees on the count because `first` is group-wide.
+        first = _sample(fn, 1, group, device)
+        # Small sizes are repeated more per sample so the timer's resolution is not the measurement.
         iters = int(max(1, min(50, 0.02 / max(first, 1e-7))))
         stat = Stat.of([_sample(fn, iters, group, device) for _ in range(reps)])
         medians.append(stat.median_s)

@@ -34,9 +34,10 @@ def command(backend, world, model, batch, seq, quick, corpus, out, topology_out,
     if world is None:
         world = torch.cuda.device_count() if chosen == "nccl" else 2
     out = out or f"traces/{'gpu' if chosen == 'nccl' else 'cpu'}-{chosen}-{model}.yaml"
+    argv = sys.argv[1:] if sys.argv[1:2] == ["calibrate"] else ["calibrate"] + sys.argv[1:]
     cfg = CalibrateConfig(model=model, batch=batch, seq=seq, world=world, backend=chosen,
                           quick=quick, corpus=corpus, out=out, topology_out=topology_out,
-                          command=" ".join(shlex.quote(a) for a in ["embsim"] + sys.argv[1:]),
+                          command=" ".join(shlex.quote(a) for a in ["embsim"] + argv),
                           max_sweep_bytes=max_bytes)
     path = run_calibration(cfg)
     if path is not None:
