@@ -1,0 +1,53 @@
+"""`embsim scale`: a scaling curve (step time, throughput, efficiency) over GPU counts."""
+
+from __future__ import annotations
+
+import tempfile
+
+import click
+
+from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
+
+
+@click.command("scale")
+@click.option("--model", required=True, help="model zoo name or YAML file")
+@click.option("--strategy", required=True, help="embedding synchronisation strategy")
+@click.option("--scheduler", "comm_scheduler", default="fifo", show_default=True,
+              help="communication scheduler")
+@click.option("--topology", default="dgx-h100", show_default=True,
+              help="preset (or file) whose nodes are replicated")
+@click.option("--gpus", default="8,16,32,64,128", show_default=True, help="GPU counts, comma-separated")
+@click.option("--iterations", type=int, default=3, show_default=True)
+@click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace")
+@click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the curve")
+@click.option("--dask-scheduler", help="address of an existing Dask scheduler")
+@click.option("--workers", type=click.IntRange(min=1), help="local cluster workers")
+@click.option("--out", type=click.Path(file_okay=False), help="keep the sweep results here (resumable)")
+@click.option("--json", "as_json", is_flag=True)
+def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, plot,
+            dask_scheduler, workers, out, as_json):
+    """Simulate MODEL with STRATEGY at each GPU count and report how it scales."""
+    import json
+    base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
+            "iterations": iterations, "trace": trace}
+    points = scale_points(topology, parse_gpus(gpus), base)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = out or tmp
+        run_sweep(points, folder, scheduler=dask_scheduler, workers=workers, progress=not as_json)
+        curve = scaling_curve(points, read_results(folder))
+    if as_json:
+        click.echo(json.dumps({"model": model, "strategy": strategy, "scheduler": comm_scheduler,
+                               "points": [c.__dict__ for c in curve]}, indent=2))
+    else:
+        click.echo(f"{model} / {strategy} / {comm_scheduler} on {topology}")
+        click.echo(f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} {'efficiency':>10}")
+        for c in curve:
+            if c.error:
+                click.echo(f"{c.gpus:6d} {c.topology:>20} failed: {c.error}")
+            else:
+                click.echo(f"{c.gpus:6d} {c.topology:>20} {c.step_time_s * 1e3:10.3f} "
+                           f"{c.samples_per_s:12.1f} {c.efficiency:10.3f}")
+    if plot:
+        plot_scaling(curve, plot, f"{model} / {strategy} / {comm_scheduler}")
+        if not as_json:
+            click.echo(f"wrote {plot}")

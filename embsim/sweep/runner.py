@@ -1,0 +1,172 @@
+"""Run sweep points on Dask: a local cluster by default, or an existing scheduler.
+
+Each finished point is appended at once to `results.jsonl` in the output folder (so a
+killed sweep loses at most the points in flight), and `results.csv` is rewritten from it
+in point order at the end. Re-running skips the points whose hash already has an "ok"
+row; points that failed are tried again. A failing point is recorded with its error and
+never stops the sweep.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..atomic import atomic_write_text
+from ..errors import InputError
+from .spec import HARDWARE_KEYS, SweepPoint
+
+JSONL, CSV = "results.jsonl", "results.csv"
+RESULT_COLUMNS = ("n_gpus", "step_time_ms", "samples_per_s", "tokens_per_s", "compute_ms",
+                  "exposed_comm_ms", "scaling_efficiency", "fits_in_memory", "compute_source")
+CONFIG_COLUMNS = ("topology", "model", "strategy", "scheduler", "batch", "seq", "iterations", "seed")
+
+
+def simulate_point(config: dict) -> dict:
+    """What a worker runs for one point: never raises, a failure is a row too."""
+    from ..engine.run import SimulationConfig, simulate
+    t0 = time.perf_counter()
+    try:
+        result = simulate(SimulationConfig(**config))
+        row = {"status": "ok", "error": None, "result": _jsonable(result.as_json())}
+        row["result"]["n_gpus"] = result.n_gpus
+    except Exception as exc:  # noqa: BLE001 -- a sweep records every failure and goes on
+        kind = "input" if isinstance(exc, InputError) else "crash"
+        row = {"status": "error", "error": f"{type(exc).__name__}: {exc}", "error_kind": kind,
+               "result": None}
+        if kind == "crash":
+            row["traceback"] = traceback.format_exc(limit=6)
+    row["wall_s"] = round(time.perf_counter() - t0, 4)
+    return row
+
+
+def _jsonable(value):
+    return json.loads(json.dumps(value, default=str))
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    total: int
+    skipped: int
+    ran: int
+    failed: int
+    out_dir: Path
+
+    @property
+    def ok(self) -> int:
+        return self.total - self.failed
+
+
+def read_results(out_dir: Path) -> dict[str, dict]:
+    """hash -> the latest row recorded for it (a retried point's new row wins)."""
+    path = Path(out_dir) / JSONL
+    rows: dict[str, dict] = {}
+    if not path.exists():
+        return rows
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            # The last line of a sweep killed mid-write; its point simply runs again.
+            continue
+        if isinstance(row, dict) and "hash" in row:
+            rows[row["hash"]] = row
+    return rows
+
+
+def _csv_text(points: Iterable[SweepPoint], rows: dict[str, dict]) -> str:
+    buf = io.StringIO()
+    header = (["index", "hash", "status"] + list(CONFIG_COLUMNS)
+              + [f"hardware.{k}" for k in HARDWARE_KEYS] + list(RESULT_COLUMNS) + ["error"])
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    for p in points:
+        row = rows.get(p.hash)
+        if row is None:
+            continue
+        result = row.get("result") or {}
+        full = dataclasses.asdict(p.simulation_config())      # defaults shown, not blanks
+        hw = full["hardware"]
+        writer.writerow([p.index, p.hash, row["status"]]
+                        + ["" if full[k] is None else full[k] for k in CONFIG_COLUMNS]
+                        + [hw.get(k, "") for k in HARDWARE_KEYS]
+                        + [result.get(k, "") for k in RESULT_COLUMNS] + [row.get("error") or ""])
+    return buf.getvalue()
+
+
+class _Client:
+    """A dask.distributed Client on the given scheduler, or on a LocalCluster we own."""
+
+    def __init__(self, scheduler: str | None, workers: int | None, processes: bool):
+        from dask.distributed import Client, LocalCluster
+        self.cluster = None
+        if scheduler:
+            try:
+                self.client = Client(scheduler, timeout="10s")
+            except (OSError, TimeoutError) as exc:
+                raise InputError(f"--scheduler {scheduler}: cannot reach a Dask scheduler: {exc}") from None
+        else:
+            self.cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1,
+                                        processes=processes, dashboard_address=None)
+            self.client = Client(self.cluster)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | None = None,
+              workers: int | None = None, processes: bool = True, progress: bool = True,
+              point_fn: Callable[[dict], dict] = simulate_point) -> SweepSummary:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = read_results(out_dir)
+    todo = [p for p in points if done.get(p.hash, {}).get("status") != "ok"]
+    failed = 0
+    if todo:
+        dask_client = _Client(scheduler, workers, processes)
+        try:
+            failed = _execute(dask_client.client, todo, out_dir, done, progress, point_fn)
+        finally:
+            dask_client.close()
+    rows = read_results(out_dir)
+    atomic_write_text(out_dir / CSV, _csv_text(points, rows))
+    failed = sum(1 for p in points if rows.get(p.hash, {}).get("status") != "ok")
+    return SweepSummary(total=len(points), skipped=len(points) - len(todo), ran=len(todo),
+                        failed=failed, out_dir=out_dir)
+
+
+def _execute(client, todo, out_dir: Path, done: dict, progress: bool, point_fn) -> int:
+    from dask.distributed import as_completed
+    from rich.progress import Progress
+    # pure=False: a point is a simulation to run, not a value Dask may deduplicate.
+    futures = {client.submit(point_fn, p.config, key=f"embsim-point-{p.hash}", pure=False): p
+               for p in todo}
+    failed = 0
+    with open(out_dir / JSONL, "a", encoding="utf-8") as log, \
+            Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task("sweep", total=len(todo))
+        for future in as_completed(futures):
+            p = futures[future]
+            try:
+                row = future.result()
+            except Exception as exc:  # noqa: BLE001 -- the worker itself died
+                row = {"status": "error", "error": f"worker lost: {type(exc).__name__}: {exc}",
+                       "error_kind": "worker", "result": None}
+            row = {"index": p.index, "hash": p.hash, "config": p.config, **row}
+            failed += row["status"] != "ok"
+            log.write(json.dumps(row, sort_keys=True, default=str) + "\n")
+            log.flush()
+            done[p.hash] = row
+            bar.update(task, advance=1, description=f"sweep ({failed} failed)")
+    return failed

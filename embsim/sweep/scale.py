@@ -1,0 +1,86 @@
+"""Scaling curves (step time, throughput, efficiency against GPU count), built as a sweep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..topology import load_topology
+from .spec import SweepPoint, config_hash
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    gpus: int
+    topology: str
+    step_time_s: float | None
+    samples_per_s: float | None
+    efficiency: float | None       # throughput per GPU relative to the smallest run
+    error: str | None
+
+
+def parse_gpus(text: str) -> list[int]:
+    try:
+        gpus = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--gpus {text!r}: expected a comma-separated list of integers") from None
+    if not gpus or any(g <= 0 for g in gpus) or gpus != sorted(set(gpus)):
+        raise InputError(f"--gpus {text!r}: need positive, distinct, increasing GPU counts")
+    return gpus
+
+
+def topology_for(preset: str, gpus: int) -> str:
+    """PRESET:NxG with the preset's GPUs per node (fewer GPUs: one partly used node)."""
+    per_node = load_topology(preset).gpus_per_node
+    if gpus <= per_node:
+        return f"{preset}:1x{gpus}"
+    if gpus % per_node:
+        raise InputError(f"--gpus {gpus}: not a whole number of {preset} nodes "
+                         f"({per_node} GPUs each)")
+    return f"{preset}:{gpus // per_node}x{per_node}"
+
+
+def scale_points(preset: str, gpus: list[int], base: dict) -> list[SweepPoint]:
+    points = []
+    for i, n in enumerate(gpus):
+        config = dict(base, topology=topology_for(preset, n), efficiency_baseline=False)
+        points.append(SweepPoint(index=i, config=config, hash=config_hash(config)))
+    return points
+
+
+def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[ScalePoint]:
+    out, first = [], None
+    for p in points:
+        row = rows.get(p.hash) or {"status": "error", "error": "not run"}
+        gpus = int(p.config["topology"].rsplit(":", 1)[1].split("x")[0]) * \
+            int(p.config["topology"].rsplit("x", 1)[1])
+        if row["status"] != "ok":
+            out.append(ScalePoint(gpus, p.config["topology"], None, None, None, row.get("error")))
+            continue
+        res = row["result"]
+        per_gpu = res["samples_per_s"] / gpus
+        if first is None:
+            first = per_gpu
+        out.append(ScalePoint(gpus, p.config["topology"], res["step_time_ms"] / 1e3,
+                              res["samples_per_s"], per_gpu / first, None))
+    return out
+
+
+def plot_scaling(curve: list[ScalePoint], path, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ok = [c for c in curve if c.error is None]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    a.plot([c.gpus for c in ok], [c.samples_per_s for c in ok], "o-", label="simulated")
+    a.plot([c.gpus for c in ok], [ok[0].samples_per_s * c.gpus / ok[0].gpus for c in ok], "--",
+           color="grey", label="linear")
+    a.set_xscale("log", base=2); a.set_yscale("log")
+    a.set_xlabel("GPUs"); a.set_ylabel("samples/s"); a.legend(); a.grid(alpha=0.3)
+    b.plot([c.gpus for c in ok], [c.efficiency for c in ok], "o-")
+    b.set_xscale("log", base=2); b.set_ylim(0, 1.05)
+    b.set_xlabel("GPUs"); b.set_ylabel("efficiency vs smallest"); b.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

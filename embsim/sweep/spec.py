@@ -1,0 +1,132 @@
+"""The SWEEP.yaml dialect: fixed settings plus a grid, expanded into simulation points.
+
+    name: embrace-vs-baselines          # optional
+    base:                               # any SimulationConfig field, fixed for every point
+      iterations: 3
+      hardware: {oversubscription: 1}
+    grid:                               # lists; every combination is one point
+      topology: [dgx-h100:2x8, dgx-h100:4x8]
+      model: [lstm-lm1b]
+      strategy: [allreduce, embrace]
+      scheduler: [fifo]
+      hardware:                         # what-ifs, each a list
+        nic_gbit: [100, 400]
+
+Unknown keys are rejected with the file, key and line. The points come out in a fixed
+order (grid keys in file order, values in list order) and each has a hash of its whole
+configuration, which is what makes a sweep resumable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.run import SimulationConfig
+from ..yamlio import YamlDoc, check_mapping, check_type, load_yaml, parse_yaml
+
+HARDWARE_KEYS = ("nic_gbit", "nvlink_gbps", "oversubscription")
+CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(SimulationConfig))
+_NUMBER = (int, float)
+_FIELD_TYPES = {
+    "topology": str, "model": str, "strategy": str, "scheduler": str, "trace": str,
+    "straggler": str, "corpus": str, "nccl_algo": str, "nccl_proto": str,
+    "batch": int, "seq": int, "iterations": int, "seed": int,
+    "interference": float, "zipf_s": float, "efficiency_baseline": bool,
+    "strategy_options": dict, "scheduler_options": dict, "hardware": dict,
+}
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    index: int
+    config: dict                   # SimulationConfig fields, JSON-able
+    hash: str
+
+    def simulation_config(self) -> SimulationConfig:
+        return SimulationConfig(**self.config)
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    source: str
+    points: tuple[SweepPoint, ...]
+
+
+def config_hash(config: dict) -> str:
+    """Stable across runs and machines: canonical JSON of every field, defaults included."""
+    full = dataclasses.asdict(SimulationConfig(**config))
+    text = json.dumps(full, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _value(doc: YamlDoc, path: tuple, key: str, value):
+    kind = _FIELD_TYPES.get(key)
+    if kind is None:
+        return value
+    if key == "hardware":
+        check_mapping(doc, path, value, (), HARDWARE_KEYS)
+        return {k: check_type(doc, path + (k,), v, float) for k, v in value.items()}
+    if value is None and key not in ("topology", "model", "strategy", "scheduler", "iterations"):
+        return None
+    return check_type(doc, path, value, kind)
+
+
+def _grid_axes(doc: YamlDoc, grid) -> list[tuple[tuple, list]]:
+    """[(field path, values)], a field path being ("strategy",) or ("hardware", "nic_gbit")."""
+    check_mapping(doc, ("grid",), grid, (), CONFIG_FIELDS)
+    axes = []
+    for key, values in grid.items():
+        path = ("grid", key)
+        if key == "hardware":
+            check_mapping(doc, path, values, (), HARDWARE_KEYS)
+            for hw, hw_values in values.items():
+                items = check_type(doc, path + (hw,), hw_values, list)
+                if not items:
+                    raise doc.error(path + (hw,), "needs at least one value")
+                axes.append((("hardware", hw),
+                             [check_type(doc, path + (hw, i), v, float) for i, v in enumerate(items)]))
+            continue
+        items = check_type(doc, path, values, list)
+        if not items:
+            raise doc.error(path, "needs at least one value")
+        axes.append(((key,), [_value(doc, path + (i,), key, v) for i, v in enumerate(items)]))
+    return axes
+
+
+def parse_sweep(doc: YamlDoc) -> SweepSpec:
+    data = doc.data
+    check_mapping(doc, (), data, ("grid",), ("name", "base"))
+    name = check_type(doc, ("name",), data.get("name", Path(doc.source).stem), str)
+    base = data.get("base") or {}
+    check_mapping(doc, ("base",), base, (), CONFIG_FIELDS)
+    fixed = {key: _value(doc, ("base", key), key, v) for key, v in base.items()}
+    axes = _grid_axes(doc, data["grid"])
+    points, seen = [], {}
+    for combo in itertools.product(*(values for _, values in axes)):
+        config = json.loads(json.dumps(fixed))           # deep copy, JSON-able
+        for (path, _), value in zip(axes, combo):
+            if path[0] == "hardware":
+                config.setdefault("hardware", {})[path[1]] = value
+            else:
+                config[path[0]] = value
+        h = config_hash(config)
+        if h in seen:
+            raise doc.error(("grid",), f"two grid points are the same configuration "
+                                       f"(points {seen[h]} and {len(points)}); remove the duplicate value")
+        seen[h] = len(points)
+        points.append(SweepPoint(index=len(points), config=config, hash=h))
+    return SweepSpec(name=name, source=doc.source, points=tuple(points))
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    return parse_sweep(load_yaml(path))
+
+
+def sweep_from_text(text: str, source: str = "<sweep>") -> SweepSpec:
+    return parse_sweep(parse_yaml(text, source))

@@ -1,0 +1,84 @@
+"""Sweeps: the YAML dialect, and a real Dask LocalCluster run with a failing point and resume."""
+
+import csv
+import json
+
+import pytest
+
+from embsim.errors import InputError
+from embsim.sweep import config_hash, read_results, run_sweep, sweep_from_text
+
+SWEEP = """
+name: small
+base: {model: tiny-lm, iterations: 2}
+grid:
+  topology: [dgx-h100:1x2, dgx-h100:1x4]
+  strategy: [allreduce, no-such-strategy]
+  hardware: {oversubscription: [1, 2]}
+"""
+
+
+def test_grid_expansion_is_ordered_and_hashed():
+    spec = sweep_from_text(SWEEP)
+    assert len(spec.points) == 8 and spec.name == "small"
+    first = spec.points[0].config
+    assert first == {"model": "tiny-lm", "iterations": 2, "topology": "dgx-h100:1x2",
+                     "strategy": "allreduce", "hardware": {"oversubscription": 1.0}}
+    assert len({p.hash for p in spec.points}) == 8
+    assert sweep_from_text(SWEEP).points[5].hash == spec.points[5].hash   # stable
+    # defaults spelled out or not: same configuration, same hash
+    assert config_hash({"model": "tiny-lm"}) == config_hash({"model": "tiny-lm", "seed": 0})
+
+
+@pytest.mark.parametrize("text, where", [
+    ("grid: {strategy: [a]}\nbogus: 1\n", "bogus (line 2)"),
+    ("grid:\n  strategy: [a]\n  hardware: {nic_gbps: [1]}\n", "grid.hardware.nic_gbps (line 3)"),
+    ("grid:\n  topology: []\n", "needs at least one value"),
+    ("base: {iterations: two}\ngrid: {strategy: [a]}\n", "base.iterations"),
+    ("grid: {strategy: [a, a]}\n", "same configuration"),
+])
+def test_bad_sweep_files(text, where):
+    with pytest.raises(InputError, match=where.replace("(", r"\(").replace(")", r"\)")):
+        sweep_from_text(text, "s.yaml")
+
+
+def test_sweep_on_local_cluster_with_failure_and_resume(tmp_path):
+    points = list(sweep_from_text(SWEEP).points)
+    summary = run_sweep(points[:4], tmp_path, workers=2, processes=False, progress=False)
+    assert (summary.total, summary.ran, summary.failed) == (4, 4, 2)
+    rows = read_results(tmp_path)
+    bad = [r for r in rows.values() if r["status"] == "error"]
+    assert len(bad) == 2 and all("no-such-strategy" in r["error"] for r in bad)
+    good = [r for r in rows.values() if r["status"] == "ok"]
+    assert all(r["result"]["step_time_ms"] > 0 for r in good)
+
+    # Resume with the whole grid: the 2 good points are skipped, failed ones retried.
+    summary = run_sweep(points, tmp_path, workers=2, processes=False, progress=False)
+    assert (summary.total, summary.skipped, summary.ran, summary.failed) == (8, 2, 6, 4)
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 4 + 6
+    with open(tmp_path / "results.csv") as f:
+        table = list(csv.DictReader(f))
+    assert [int(r["index"]) for r in table] == list(range(8))
+    assert {r["status"] for r in table} == {"ok", "error"}
+    assert table[0]["hardware.oversubscription"] == "1.0" and table[0]["scheduler"] == "fifo"
+
+    # A half-written last line (a killed sweep) is ignored, its point runs again.
+    with open(tmp_path / "results.jsonl", "a") as f:
+        f.write('{"hash": "trunc')
+    assert len(read_results(tmp_path)) == 8
+
+
+def test_sweep_command_and_scale(tmp_path, capsys):
+    from cli import main
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 0
+    assert "8 points, 0 already done, 8 run, 4 failed" in capsys.readouterr().out
+    rc = main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "1,2,4",
+               "--iterations", "2", "--json", "--plot", str(tmp_path / "scale.png")])
+    assert rc == 0
+    curve = json.loads(capsys.readouterr().out)["points"]
+    assert [c["gpus"] for c in curve] == [1, 2, 4] and curve[0]["efficiency"] == 1.0
+    assert all(0 < c["efficiency"] <= 1.0 + 1e-9 for c in curve)
+    assert (tmp_path / "scale.png").stat().st_size > 1000
