@@ -1,0 +1,63 @@
+"""`embsim validate`: how far the simulation is from real measurements.
+
+    embsim validate --nccl-tests LOG|FILE.yaml ... --topology SPEC [--json] [--max-error E]
+    embsim validate --nccl-tests              # every packaged validation file
+    embsim validate --trace traces/X.yaml [--json] [--max-error E]
+
+Exit status 1 when the geometric-mean error exceeds --max-error (for CI), or when a
+strategy of the trace could not be simulated at all under --max-error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import click
+
+from ..errors import InputError
+from ..validate import (collective_errors, collective_geomean, collective_json, collective_table,
+                        plot_collectives, step_errors, step_geomean, step_json, step_table)
+
+
+@click.command("validate")
+@click.argument("inputs", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--nccl-tests", "nccl_tests", is_flag=True,
+              help="INPUTS are nccl-tests logs or YAML validation files (none: the packaged ones)")
+@click.option("--trace", type=click.Path(dir_okay=False), help="validate the trace's training steps")
+@click.option("--topology", help="the system the nccl-tests logs were measured on")
+@click.option("--op", help="collective of the logs, when neither the log nor its name says")
+@click.option("--placement", type=click.Choice(["in-place", "out-of-place", "best"]),
+              default="in-place", show_default=True)
+@click.option("--iterations", type=int, default=4, show_default=True, help="simulated steps (--trace)")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--max-error", type=float, help="exit 1 when the geometric mean |error| exceeds this (0.1 = 10 %%)")
+@click.option("--plot", type=click.Path(dir_okay=False), help="PNG of measured vs simulated curves")
+def command(inputs, nccl_tests, trace, topology, op, placement, iterations, as_json, max_error, plot):
+    """Compare simulated nccl-tests curves or training steps with real measurements."""
+    if bool(nccl_tests) == bool(trace):
+        raise InputError("validate: give exactly one of --nccl-tests [LOG...] or --trace FILE")
+    if inputs and not nccl_tests:
+        raise InputError(f"validate: {inputs[0]}: positional files are nccl-tests inputs; add --nccl-tests")
+    if max_error is not None and not max_error > 0:
+        raise InputError(f"--max-error {max_error}: must be positive")
+    unsimulated = 0
+    if nccl_tests:
+        curves = collective_errors(list(inputs), topology, placement, op)
+        geomean = collective_geomean(curves)
+        if plot:
+            plot_collectives(curves, plot)
+        click.echo(json.dumps(collective_json(curves), indent=2) if as_json else collective_table(curves))
+    else:
+        if plot:
+            raise InputError("--plot is for --nccl-tests curves")
+        rows = step_errors(trace, iterations=iterations)
+        unsimulated = sum(r.simulated_s is None for r in rows)
+        geomean = step_geomean(rows)
+        click.echo(json.dumps(step_json(rows), indent=2) if as_json else step_table(rows))
+    if max_error is not None:
+        if math.isnan(geomean) or geomean > max_error or unsimulated:
+            why = (f"{unsimulated} strategies could not be simulated" if unsimulated
+                   else f"geometric mean error {geomean:.1%} exceeds --max-error {max_error:.1%}")
+            click.echo(f"embsim: validation failed: {why}", err=True)
+            raise click.exceptions.Exit(1)

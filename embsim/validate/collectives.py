@@ -1,0 +1,108 @@
+"""Measured vs simulated nccl-tests curves: real logs and the project's YAML validation files.
+
+The YAML files (embsim/validation_data) are compared by embsim.collectives.validation,
+and real logs are compared the same way here, so both give the same numbers: one
+`PointError` per size, error = simulated/measured time - 1 (= measured/simulated busbw - 1),
+and per curve the geometric mean of |error| over sizes >= 64 KiB (below that, launch
+overheads the model does not claim to reproduce dominate).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..collectives import CollectiveModel
+from ..collectives import nccl_tests as nt
+from ..collectives.busbw import busbw_factor
+from ..collectives.constants import VERSIONS
+from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_errors,
+                                      single_point_errors, validate_all)
+from ..errors import InputError
+from ..imports import NcclTestsRun, load_nccl_tests_log
+from ..topology import load_topology
+from ..yamlio import load_yaml
+
+_SHAPED = re.compile(r"(^\d+x\d+$)|(:\d+x\d+$)")
+
+
+def topology_for_run(spec: str, run: NcclTestsRun):
+    """The topology named by --topology, shaped like the log when the spec has no shape."""
+    topo = load_topology(spec)
+    if topo.n_gpus == run.ranks:
+        return topo
+    if not _SHAPED.search(spec.strip()):
+        shaped = load_topology(f"{spec}:{run.n_nodes}x{run.gpus_per_node}")
+        if shaped.n_gpus == run.ranks:
+            return shaped
+    raise InputError(f"{run.where}: {run.ranks} ranks on {run.n_nodes} host(s) but --topology "
+                     f"{spec} has {topo.n_gpus} GPUs; pass --topology PRESET:"
+                     f"{run.n_nodes}x{run.gpus_per_node}")
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".")[:2])
+
+
+def model_version(logged: str | None) -> str | None:
+    """The cost-model table for a logged NCCL version: the newest table not newer than it
+    (constants change at releases and hold until the next), else the oldest we have."""
+    if not logged:
+        return None
+    tables = sorted(VERSIONS, key=_version_key)
+    older = [t for t in tables if _version_key(t) <= _version_key(logged)]
+    return older[-1] if older else tables[0]
+
+
+def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> CurveError:
+    topo = topology_for_run(spec, run)
+    table = model_version(run.nccl_version)
+    nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
+    model = CollectiveModel(topo, nccl_version=table)
+    series = sorted({r.dtype for r in run.rows})
+    points = []
+    for dtype in series:
+        rows = [r for r in run.rows if r.dtype == dtype]
+        sim = nt.run(model, run.op, [r.size for r in rows], dtype,
+                     gpus_per_process=int(run.params.get("nGpus", "1") or 1))
+        factor = busbw_factor(run.op, run.ranks)
+        for row, s in zip(rows, sim):
+            m = row.measurement(placement)
+            if m is None:
+                continue
+            if s.size != row.size:
+                raise InputError(f"{run.source} line {row.line}: size {row.size} is not one "
+                                 f"nccl-tests makes for {run.op} on {run.ranks} ranks")
+            # From the time, not the printed busbw: two decimals are 0.00 at small sizes.
+            measured = row.size / m.time_s * factor / 1e9
+            points.append(PointError(row.size, measured, s.busbw, s.algo, s.proto))
+    if not points:
+        raise InputError(f"{run.where}: no rows to compare")
+    name = Path(run.source).name + (f"@{run.line}" if run.line > 1 else "")
+    return CurveError(name, f"{run.ranks} x {run.devices[0]} on {run.n_nodes} node(s)",
+                      run.op, nccl, tuple(points))
+
+
+def validation_file_errors(path: str | Path) -> list[CurveError]:
+    """A project YAML validation file: a curve, or a list of single points."""
+    doc = load_yaml(path)
+    if isinstance(doc.data, dict) and "points" in doc.data:
+        return single_point_errors(path)
+    return [curve_errors(path)]
+
+
+def collective_errors(inputs: list[str], topology: str | None, placement: str = "in-place",
+                      op: str | None = None) -> list[CurveError]:
+    """Every curve of the given logs / YAML files; the packaged data when none are given."""
+    if not inputs:
+        return validate_all(DATA_DIR)
+    out: list[CurveError] = []
+    for item in inputs:
+        if item.endswith((".yaml", ".yml")):
+            out += validation_file_errors(item)
+            continue
+        if not topology:
+            raise InputError(f"{item}: comparing an nccl-tests log needs --topology "
+                             f"(the measured system, e.g. dgx-h100:2x8)")
+        out += [run_errors(run, topology, placement) for run in load_nccl_tests_log(item, op=op)]
+    return out

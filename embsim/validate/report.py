@@ -1,0 +1,119 @@
+"""Tables, JSON and plots of validation errors (one place for the geometric mean)."""
+
+from __future__ import annotations
+
+import math
+
+from ..collectives.validation import MIN_SIZE, CurveError
+from .steps import StepError
+
+FLOOR = 1e-6   # a perfect point would make the log undefined
+
+
+def geomean_abs(errors) -> float:
+    errs = [max(abs(e), FLOOR) for e in errors]
+    return math.exp(sum(map(math.log, errs)) / len(errs)) if errs else float("nan")
+
+
+def collective_geomean(curves: list[CurveError]) -> float:
+    return geomean_abs([p.error for c in curves for p in c.points if p.size >= MIN_SIZE])
+
+
+def collective_json(curves: list[CurveError]) -> dict:
+    rows = [{"curve": c.name, "op": c.op, "size": p.size, "measured_busbw": p.measured_busbw,
+             "simulated_busbw": p.simulated_busbw, "error": p.error, "algo": p.algo,
+             "proto": p.proto} for c in curves for p in c.points]
+    return {"rows": rows, "geomean_abs_error": collective_geomean(curves),
+            "curves": [{"curve": c.name, "system": c.system, "op": c.op, "nccl": c.nccl,
+                        "geomean_abs_error": c.geomean, "max_abs_error": c.max_error}
+                       for c in curves],
+            "min_size": MIN_SIZE}
+
+
+def collective_table(curves: list[CurveError], markdown: bool = False) -> str:
+    lines = []
+    for c in curves:
+        if markdown:
+            lines += [f"### {c.name} — {c.op}, NCCL {c.nccl}", "", f"{c.system}", "",
+                      "| size (B) | measured busbw (GB/s) | simulated busbw (GB/s) | error | algo/proto |",
+                      "|---:|---:|---:|---:|---|"]
+            lines += [f"| {p.size} | {p.measured_busbw:.2f} | {p.simulated_busbw:.2f} | "
+                      f"{p.error:+.1%} | {p.algo}/{p.proto} |" for p in c.points]
+            lines += ["", f"geometric mean |error| (sizes >= {MIN_SIZE // 1024} KiB): "
+                          f"**{c.geomean:.1%}**", ""]
+        else:
+            lines.append(f"{c.name}: {c.op}, NCCL {c.nccl}, {c.system}")
+            lines.append(f"  {'size':>12} {'measured':>10} {'simulated':>10} {'error':>8}  algo/proto")
+            lines += [f"  {p.size:>12} {p.measured_busbw:>10.2f} {p.simulated_busbw:>10.2f} "
+                      f"{p.error:>+8.1%}  {p.algo}/{p.proto}" for p in c.points]
+            lines.append(f"  geomean |error| (>= {MIN_SIZE // 1024} KiB): {c.geomean:.1%}")
+    lines.append(f"{'**' if markdown else ''}all curves: geometric mean |simulated/measured - 1| = "
+                 f"{collective_geomean(curves):.1%}{'**' if markdown else ''}")
+    return "\n".join(lines)
+
+
+def step_geomean(rows: list[StepError]) -> float:
+    return geomean_abs([r.error for r in rows if r.error is not None])
+
+
+def step_json(rows: list[StepError]) -> dict:
+    return {"rows": [{"strategy": r.strategy, "world": r.world, "measured_ms": r.measured_s * 1e3,
+                      "simulated_ms": None if r.simulated_s is None else r.simulated_s * 1e3,
+                      "error": r.error, "problem": r.problem} for r in rows],
+            "geomean_abs_error": step_geomean(rows)}
+
+
+def step_table(rows: list[StepError], markdown: bool = False) -> str:
+    if markdown:
+        lines = ["| strategy | world | measured (ms) | simulated (ms) | error |", "|---|---:|---:|---:|---:|"]
+        for r in rows:
+            sim = "—" if r.simulated_s is None else f"{r.simulated_s * 1e3:.3f}"
+            err = r.problem or f"{r.error:+.1%}"
+            lines.append(f"| {r.strategy} | {r.world} | {r.measured_s * 1e3:.3f} | {sim} | {err} |")
+    else:
+        lines = [f"{'strategy':<12} {'world':>5} {'measured ms':>12} {'simulated ms':>13} {'error':>8}"]
+        for r in rows:
+            if r.simulated_s is None:
+                lines.append(f"{r.strategy:<12} {r.world:>5} {r.measured_s * 1e3:>12.3f} "
+                             f"{'-':>13} not simulated: {r.problem}")
+            else:
+                lines.append(f"{r.strategy:<12} {r.world:>5} {r.measured_s * 1e3:>12.3f} "
+                             f"{r.simulated_s * 1e3:>13.3f} {r.error:>+8.1%}")
+    lines.append(f"geometric mean |simulated/measured - 1| = {step_geomean(rows):.1%}")
+    return "\n".join(lines)
+
+
+def plot_collectives(curves: list[CurveError], path) -> None:
+    """Measured (dots) and simulated (lines) busbw against size, one panel per curve."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    multi = [c for c in curves if len(c.points) > 1]
+    singles = [c for c in curves if len(c.points) == 1]
+    panels = len(multi) + (1 if singles else 0)
+    cols = min(3, max(1, panels))
+    rows = math.ceil(panels / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    for ax, c in zip(axes.flat, multi):
+        sizes = [p.size for p in c.points]
+        ax.plot(sizes, [p.measured_busbw for p in c.points], "o", ms=4, label="measured")
+        ax.plot(sizes, [p.simulated_busbw for p in c.points], "-", label="simulated")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{c.name}\n{c.op}, geomean {c.geomean:.0%}", fontsize=9)
+        ax.set_xlabel("size (B)"); ax.set_ylabel("busbw (GB/s)"); ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    if singles:
+        ax = axes.flat[len(multi)]
+        meas = [c.points[0].measured_busbw for c in singles]
+        sim = [c.points[0].simulated_busbw for c in singles]
+        ax.plot(meas, sim, "o")
+        top = max(meas + sim) * 1.1
+        ax.plot([0, top], [0, top], "--", color="grey")
+        ax.set_title("single points: simulated vs measured", fontsize=9)
+        ax.set_xlabel("measured busbw (GB/s)"); ax.set_ylabel("simulated busbw (GB/s)")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[panels:]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

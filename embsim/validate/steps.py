@@ -1,0 +1,63 @@
+"""Measured vs simulated training steps: every strategy a trace ran for real, simulated on
+the trace's own topology with the trace's own per-layer and collective timings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.run import SimulationConfig, simulate
+from ..errors import InputError
+from ..topology import load_topology
+from ..trace import load_trace
+
+
+@dataclass(frozen=True)
+class StepError:
+    strategy: str
+    world: int
+    measured_s: float
+    simulated_s: float | None
+    problem: str | None = None     # why it could not be simulated
+
+    @property
+    def error(self) -> float | None:
+        """simulated/measured - 1."""
+        return None if self.simulated_s is None else self.simulated_s / self.measured_s - 1.0
+
+
+def trace_topology(trace_path: Path, name: str, world: int) -> str:
+    """The trace's topology (a file name as calibrate writes it, or a preset) for `world` ranks."""
+    if not name:
+        raise InputError(f"{trace_path}: the trace names no topology")
+    candidates = [Path(name), Path("topologies") / name, trace_path.parent / name,
+                  trace_path.parent.parent / "topologies" / name]
+    for c in candidates:
+        if c.is_file():
+            return f"{c}:1x{world}"
+    try:
+        load_topology(name)
+    except InputError:
+        raise InputError(f"{trace_path}: topology {name!r} not found (looked in "
+                         f"{', '.join(str(c.parent) for c in candidates)})") from None
+    return f"{name}:1x{world}"
+
+
+def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
+    trace_path = Path(trace_path)
+    trace = load_trace(trace_path)
+    if not trace.steps:
+        raise InputError(f"{trace_path}: the trace measured no whole training steps (steps: [])")
+    out = []
+    for s in trace.steps.values():
+        cfg = SimulationConfig(topology=trace_topology(trace_path, trace.topology, s.world),
+                               model=trace.model, batch=s.batch, seq=s.seq, strategy=s.strategy,
+                               trace=str(trace_path), iterations=iterations,
+                               efficiency_baseline=False)
+        try:
+            result = simulate(cfg)
+        except InputError as exc:
+            out.append(StepError(s.strategy, s.world, s.median_s, None, str(exc)))
+            continue
+        out.append(StepError(s.strategy, s.world, s.median_s, result.step_time))
+    return out
