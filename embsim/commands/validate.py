@@ -20,6 +20,10 @@ from ..validate import (collective_errors, collective_geomean, collective_json, 
                         plot_collectives, step_errors, step_geomean, step_json, step_table)
 
 
+class ValidationFailed(click.ClickException):
+    exit_code = 1
+
+
 @click.command("validate")
 @click.argument("inputs", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--nccl-tests", "nccl_tests", is_flag=True,
@@ -59,5 +63,5 @@ def command(inputs, nccl_tests, trace, topology, op, placement, iterations, as_j
         if math.isnan(geomean) or geomean > max_error or unsimulated:
             why = (f"{unsimulated} strategies could not be simulated" if unsimulated
                    else f"geometric mean error {geomean:.1%} exceeds --max-error {max_error:.1%}")
-            click.echo(f"embsim: validation failed: {why}", err=True)
-            raise click.exceptions.Exit(1)
+            # A ClickException exits 1 through cli.main (click's Exit code would be dropped).
+            raise ValidationFailed(f"validation failed: {why}")

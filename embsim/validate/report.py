@@ -10,6 +10,11 @@ from .steps import StepError
 FLOOR = 1e-6   # a perfect point would make the log undefined
 
 
+def json_number(x: float | None) -> float | None:
+    """NaN (nothing to average) is not JSON: null instead."""
+    return None if x is None or math.isnan(x) else x
+
+
 def geomean_abs(errors) -> float:
     errs = [max(abs(e), FLOOR) for e in errors]
     return math.exp(sum(map(math.log, errs)) / len(errs)) if errs else float("nan")
@@ -23,9 +28,10 @@ def collective_json(curves: list[CurveError]) -> dict:
     rows = [{"curve": c.name, "op": c.op, "size": p.size, "measured_busbw": p.measured_busbw,
              "simulated_busbw": p.simulated_busbw, "error": p.error, "algo": p.algo,
              "proto": p.proto} for c in curves for p in c.points]
-    return {"rows": rows, "geomean_abs_error": collective_geomean(curves),
+    return {"rows": rows, "geomean_abs_error": json_number(collective_geomean(curves)),
             "curves": [{"curve": c.name, "system": c.system, "op": c.op, "nccl": c.nccl,
-                        "geomean_abs_error": c.geomean, "max_abs_error": c.max_error}
+                        "geomean_abs_error": json_number(c.geomean),
+                        "max_abs_error": json_number(c.max_error)}
                        for c in curves],
             "min_size": MIN_SIZE}
 
@@ -60,7 +66,7 @@ def step_json(rows: list[StepError]) -> dict:
     return {"rows": [{"strategy": r.strategy, "world": r.world, "measured_ms": r.measured_s * 1e3,
                       "simulated_ms": None if r.simulated_s is None else r.simulated_s * 1e3,
                       "error": r.error, "problem": r.problem} for r in rows],
-            "geomean_abs_error": step_geomean(rows)}
+            "geomean_abs_error": json_number(step_geomean(rows))}
 
 
 def step_table(rows: list[StepError], markdown: bool = False) -> str:

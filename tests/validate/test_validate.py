@@ -1,0 +1,91 @@
+"""`embsim validate`: the numbers it compares, its JSON, and its exit codes."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from cli import main
+from embsim.collectives.busbw import busbw_factor
+from embsim.engine.run import SimulationConfig, simulate
+from embsim.imports import load_nccl_tests_log
+from embsim.trace import (SCHEMA_VERSION, LayerPoint, LayerTiming, Provenance, StepSamples, Trace,
+                          write_trace)
+from embsim.validate import model_version, run_errors
+from embsim.workload import load_model
+
+FIXTURES = Path(__file__).parent.parent / "imports" / "fixtures"
+H100_LOG = str(FIXTURES / "h100-2x8-all_reduce.log")
+
+
+def test_log_rows_compare_time_derived_busbw():
+    (run,) = load_nccl_tests_log(H100_LOG)
+    curve = run_errors(run, "dgx-h100")
+    assert len(curve.points) == len(run.rows) and curve.nccl.startswith("2.26.2")
+    row, point = run.rows[-1], curve.points[-1]
+    expected = row.size / row.in_place.time_s * busbw_factor("all_reduce", 16) / 1e9
+    assert point.measured_busbw == pytest.approx(expected)
+    assert point.error == pytest.approx(point.measured_busbw / point.simulated_busbw - 1)
+
+
+def test_model_version_is_the_table_in_force():
+    assert model_version("2.26.2") == "2.18" and model_version("2.30.3") == "2.30"
+    assert model_version("2.12.12") == "2.18" and model_version(None) is None
+
+
+def test_json_and_max_error_exit_codes(capsys):
+    assert main(["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"size", "measured_busbw", "simulated_busbw", "error"} <= set(out["rows"][0])
+    g = out["geomean_abs_error"]
+    assert g > 0
+    assert main(["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100",
+                 "--max-error", str(g * 1.01)]) == 0
+    assert main(["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100",
+                 "--max-error", str(g * 0.99)]) == 1
+    assert "exceeds --max-error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["validate", "--nccl-tests", H100_LOG], "needs --topology"),
+    (["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100:1x8"], "16 ranks"),
+    (["validate", "--nccl-tests", str(FIXTURES / "truncated.log"), "--topology", "dgx-h100"], "truncated"),
+    (["validate"], "exactly one of"),
+])
+def test_bad_input_exits_2(args, message, capsys):
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_packaged_validation_files(capsys):
+    assert main(["validate", "--nccl-tests", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["curves"]) >= 4 and out["geomean_abs_error"] > 0
+
+
+def _trace(tmp_path, measured_s):
+    model = load_model("tiny-lm", batch=4, seq=16)
+    layers = {l.name: LayerTiming(l.name, l.kind, "", (LayerPoint(4, 50e-6, 100e-6, 1e-6, 1e-6, 5),
+                                                      LayerPoint(8, 90e-6, 180e-6, 1e-6, 1e-6, 5)))
+              for l in model.layers}
+    prov = Provenance(host="h", date="2025-01-01T00:00:00Z", command="test", world=2, backend="gloo",
+                      backend_version="x", torch="x", python="3.11", devices=("cpu: test",))
+    trace = Trace(SCHEMA_VERSION, "cpu", "tiny-lm", 16, "dgx-h100", prov, layers, (), (),
+                  {"allreduce": StepSamples("allreduce", 2, 4, 16, (measured_s,), measured_s)}, ())
+    return write_trace(tmp_path / "t.yaml", trace)
+
+
+def test_trace_steps(tmp_path, capsys):
+    path = _trace(tmp_path, 1.0)
+    simulated = simulate(SimulationConfig(topology="dgx-h100:1x2", model="tiny-lm", batch=4, seq=16,
+                                          trace=str(path), efficiency_baseline=False)).step_time
+    path = _trace(tmp_path, simulated * 1.25)          # simulated is 20 % below "measured"
+    assert main(["validate", "--trace", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (row,) = out["rows"]
+    assert row["strategy"] == "allreduce" and row["world"] == 2
+    assert row["error"] == pytest.approx(-0.2, abs=1e-6)
+    assert out["geomean_abs_error"] == pytest.approx(0.2, abs=1e-6)
+    assert main(["validate", "--trace", str(path), "--max-error", "0.25"]) == 0
+    assert main(["validate", "--trace", str(path), "--max-error", "0.1"]) == 1
