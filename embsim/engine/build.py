@@ -6,7 +6,7 @@ Stream order per iteration:
       (optimizer.step() runs after backward() has returned).
   per-layer (P3 / ByteScheduler): update of layer i (with the previous iteration's
       gradient) immediately before the forward of layer i, so the next forward waits
-      only for the layers it reaches.
+      only for the layers it reaches; deferred parts (deferred(layer)) after the forward.
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
             if op.layer in updates:
                 stream.append(updates[op.layer])
             stream.append(op)
-            if deferred(op.layer) in updates:
-                stream.append(updates[deferred(op.layer)])
+        # deferred parts touch rows the next batch does not read: they may wait until the
+        # whole next forward has run (EmbRace's horizontal scheduling)
+        stream += [updates[deferred(n)] for n in layers if deferred(n) in updates]
         stream += bwd
     else:
         order = [n for layer in layers for n in (layer, deferred(layer)) if n in updates]
@@ -89,9 +90,12 @@ def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
         if t.name not in carriers:
             raise ValueError(f"scheduler {scheduler.name} dropped sync tensor {t.name}")
         if t.needed_by is not None:
-            consumer, offset = t.needed_by, 0
-            if consumer not in position or position[consumer] <= position[t.ready_after]:
-                raise ValueError(f"sync tensor {t.name}: {consumer} does not come after {t.ready_after}")
+            # the next run of the consumer after ready_after: this iteration's if it comes
+            # later in the stream, else the next iteration's (e.g. a PS pull after the update)
+            consumer = t.needed_by
+            if consumer not in position:
+                raise ValueError(f"sync tensor {t.name}: no stream op {consumer!r}")
+            offset = 0 if position[consumer] > position[t.ready_after] else -1
         else:
             consumer = update_name(t.update_of or t.layer)
             offset = -1 if per_layer else 0

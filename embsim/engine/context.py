@@ -40,7 +40,8 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
             unique_per_gpu=stats.unique(t), unique_union=union,
             unique_next_overlap=stats.overlap(n_gpus * t, n_gpus * t),
             lookup_fraction_next=float(np.sum(stats.probs * touched_next)),
-            dense_grad=any(l.table == table.name and not l.sparse for l in model.layers))
+            dense_grad=any(l.table == table.name and not l.sparse for l in model.layers),
+            row_probs=stats.probs)
     return out
 
 

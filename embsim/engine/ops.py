@@ -35,9 +35,10 @@ class SyncTensor:
     nbytes: float             # collective size, nccl-tests convention for `op`
     category: str             # "dense" | "embedding"
     ready_after: str          # compute op (this iteration) after which it can be sent
-    # The compute op that consumes it in this iteration (activations, e.g. EmbRace's forward
-    # AlltoAll), or None for a gradient: then its layer's update consumes it, when the
-    # scheduler's update policy says.
+    # The compute op that consumes it (activations, e.g. EmbRace's forward AlltoAll): its
+    # next run after ready_after, in this iteration or, if it comes earlier in the stream,
+    # the next one (a PS pull needed by the next forward). None for a gradient: then its
+    # layer's update consumes it, when the scheduler's update policy says.
     needed_by: str | None = None
     update_of: str | None = None  # layer whose update consumes it (default: `layer`)
     matrix: np.ndarray | None = field(default=None, compare=False)  # alltoallv byte matrix

@@ -4,6 +4,7 @@ simulation, from names and files to figures. Used by `embsim simulate`, `compare
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -123,8 +124,10 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
         topo = topo.with_overrides(**cfg.hardware)
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq)
     trace = _load_trace(cfg.trace)
-    strategy = STRATEGIES.get(cfg.strategy)(**cfg.strategy_options)
-    scheduler = SCHEDULERS.get(cfg.scheduler)(**cfg.scheduler_options)
+    strategy_cls, scheduler_cls = STRATEGIES.get(cfg.strategy), SCHEDULERS.get(cfg.scheduler)
+    _check_options(cfg, strategy_cls, scheduler_cls)
+    strategy = strategy_cls(**cfg.strategy_options)
+    scheduler = scheduler_cls(**cfg.scheduler_options)
     scheduler.check(strategy)
 
     ctx, compute_source = step_context(model, topo, trace, cfg)
@@ -168,6 +171,22 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
         fits_in_memory=memory["total"] <= hbm, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
         scaling_efficiency=efficiency, notes=tuple(splan.notes), run=run)
+
+
+def _named_parameters(cls) -> set[str]:
+    sig = inspect.signature(cls.__init__)
+    return {n for n, p in sig.parameters.items()
+            if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _check_options(cfg, strategy_cls, scheduler_cls) -> None:
+    """--option keys go to both constructors; one that neither names is a typo."""
+    known = _named_parameters(strategy_cls) | _named_parameters(scheduler_cls)
+    given = list(dict.fromkeys([*cfg.strategy_options, *cfg.scheduler_options]))
+    unknown = [k for k in given if k not in known]
+    if unknown:
+        raise InputError(f"--option {unknown[0]}: neither strategy {cfg.strategy} nor scheduler "
+                         f"{cfg.scheduler} takes it (they take: {', '.join(sorted(known)) or 'nothing'})")
 
 
 def single_gpu_update_time(ctx) -> dict:

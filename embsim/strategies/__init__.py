@@ -2,5 +2,6 @@
 
 from .base import STRATEGIES, StepContext, Strategy, StrategyPlan, TableTraffic
 from . import allreduce  # noqa: F401  (registers)
+from . import allgather, ps, s2reducer, embrace  # noqa: F401  (registers)
 
 __all__ = ["STRATEGIES", "StepContext", "Strategy", "StrategyPlan", "TableTraffic"]

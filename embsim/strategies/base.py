@@ -4,7 +4,7 @@ extra compute it adds, and how much memory it needs per GPU."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..engine.ops import ComputeOp, SyncTensor
@@ -26,6 +26,8 @@ class TableTraffic:
     unique_next_overlap: float  # rows of this step's union that the next step's union touches again
     lookup_fraction_next: float  # fraction of this step's lookups whose row the next step reads
     dense_grad: bool           # some layer (a full softmax tied to it) makes its gradient dense
+    # probability of each row per lookup, in row-id order (row-wise sharding's skew)
+    row_probs: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

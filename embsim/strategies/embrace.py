@@ -1,0 +1,127 @@
+"""embrace: EmbRace's sparsity-aware hybrid communication (ICPP'22, arXiv 2110.09132).
+
+Each sparse table is sharded across the N GPUs (model parallel); dense layers stay data
+parallel and AllReduce. Per step and table:
+  1. index exchange: all_gather of every GPU's token ids (lookups x 8 B per GPU), which the
+     shard's lookup blocks on;
+  2. forward AlltoAll of the looked-up vectors (per GPU lookups x D x dtype B), which the
+     next layer blocks on;
+  3. backward AlltoAll of their gradients, which the embedding's backward (the shard's
+     scatter into its rows) blocks on; then each shard updates the rows it owns.
+The volume depends on the batch and D, never on the vocabulary. NCCL's AlltoAll goes over
+NVLink inside a node and through the rails across nodes (PXN); the collective model
+routes it.
+
+Sharding (`--option shard=cols|rows`):
+- cols (default): every GPU holds D/N columns of every row; lookups and bytes spread
+  evenly however skewed the tokens are.
+- rows: contiguous blocks of rows (row ids in frequency order, as with a vocabulary sorted
+  by count). Under Zipf the block holding the hottest rows serves most lookups: the
+  AlltoAll becomes an alltoallv with per-shard shares from the token distribution, and
+  the hottest shard's extra lookup / scatter / update work holds every GPU back.
+Tables with a dense gradient (a full softmax tied to them) stay replicated and AllReduce.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine.build import bwd_name, fwd_name
+from ..engine.ops import ComputeOp, SyncTensor
+from ..errors import InputError
+from .allgather import (INDEX_BYTES, dense_table_notes, memory_with_sharded_tables,
+                        replicated_sync, replicated_update_time, rows_touched, sparse_tables,
+                        sparse_users)
+from .base import STRATEGIES, Strategy, StrategyPlan
+
+ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (roofline launch overhead)
+
+
+def row_block_shares(probs: np.ndarray, shards: int) -> np.ndarray:
+    """Fraction of lookups each contiguous row block serves (blocks as torch.chunk)."""
+    return np.array([b.sum() for b in np.array_split(np.asarray(probs, dtype=float), shards)])
+
+
+def row_block_unique(probs: np.ndarray, shards: int, draws: float) -> np.ndarray:
+    """Expected distinct rows of each block touched by `draws` i.i.d. lookups."""
+    touched = -np.expm1(draws * np.log1p(-np.asarray(probs, dtype=float)))
+    return np.array([b.sum() for b in np.array_split(touched, shards)])
+
+
+@STRATEGIES.register("embrace")
+class EmbRaceStrategy(Strategy):
+    description = "EmbRace: tables sharded, AlltoAll of lookups fwd / gradients bwd, dense AllReduce"
+    embedding_payload = "tokens"   # what embrace-2d may split: per-token gradients
+
+    def __init__(self, shard: str = "cols", **options):
+        super().__init__(**options)
+        if shard not in ("cols", "rows"):
+            raise InputError(f"--option shard={shard!r}: expected cols or rows")
+        self.shard = shard
+
+    def plan(self, ctx):
+        model, n = ctx.model, ctx.n_gpus
+        layers = [l.name for l in model.layers]
+        sync = replicated_sync(ctx)
+        update = replicated_update_time(ctx)
+        extra, sharded, buffers = [], {}, {}
+        notes = dense_table_notes(ctx, "embrace")
+        for t in sparse_tables(ctx):
+            users = sparse_users(ctx, t)
+            lookups = {l.name: rows_touched(ctx, l) for l in users}
+            total = sum(lookups.values())
+            vec = t.dim * model.dtype_bytes
+            if self.shard == "rows" and t.row_probs is not None and n > 1:
+                shares = row_block_shares(t.row_probs, n)
+                hot = float(shares.max() * n)          # hottest shard's work / an even share
+                shard_rows = float(row_block_unique(t.row_probs, n, n * total).max())
+            else:
+                shares, hot, shard_rows = None, 1.0, t.unique_union / n
+
+            # the owner's lookup kernel, per row read: what a shard pays per lookup served
+            fwd_per_lookup = ctx.layer_fwd[t.layer] / lookups[t.layer]
+            bwd_per_lookup = ctx.layer_bwd[t.layer] / lookups[t.layer]
+            ids = f"extra:embrace-ids:{t.layer}"
+            extra.append((fwd_name(t.layer), ComputeOp(ids, "extra", t.layer, ID_STAGING_S)))
+            sync.append(SyncTensor(name=f"embrace-ids:{t.table}", layer=t.layer, op="all_gather",
+                                   nbytes=n * total * INDEX_BYTES, category="embedding",
+                                   ready_after=ids, needed_by=fwd_name(t.layer)))
+            for user in users:
+                nbytes = lookups[user.name] * vec
+                i = layers.index(user.name)
+                if user.kind == "embedding":
+                    produced, consumer = fwd_name(user.name), fwd_name(layers[i + 1])
+                    grad_ready, grad_consumer = bwd_name(layers[i + 1]), bwd_name(user.name)
+                else:   # e.g. a sampled softmax tied to the table: rows fetched with the lookups
+                    produced, consumer = fwd_name(t.layer), fwd_name(user.name)
+                    grad_ready, grad_consumer = bwd_name(user.name), bwd_name(t.layer)
+                if hot > 1.0:
+                    # every GPU waits for the hottest shard's lookups before the AlltoAll
+                    after = layers[layers.index(produced.removeprefix("fwd:")) + 1]
+                    excess = ComputeOp(f"extra:embrace-hot-shard:{user.name}", "extra", user.name,
+                                       fwd_per_lookup * lookups[user.name] * (hot - 1.0))
+                    extra.append((fwd_name(after), excess))
+                    produced = excess.name
+                fwd_matrix = bwd_matrix = None
+                if shares is not None:
+                    # shard j sends rank i the vectors of rank i's lookups that j owns
+                    fwd_matrix = np.outer(shares, np.ones(n)) * nbytes
+                    bwd_matrix = fwd_matrix.T.copy()
+                sync.append(SyncTensor(name=f"embrace-fwd:{user.name}", layer=user.name, op="alltoall",
+                                       nbytes=nbytes, category="embedding", ready_after=produced,
+                                       needed_by=consumer, matrix=fwd_matrix))
+                sync.append(SyncTensor(name=f"embrace-bwd:{user.name}", layer=user.name, op="alltoall",
+                                       nbytes=nbytes, category="embedding", ready_after=grad_ready,
+                                       needed_by=grad_consumer, matrix=bwd_matrix))
+            # the shard updates its rows (cols: union x D/N elements); with rows the hottest
+            # shard also scatters more gradients than an even share
+            update[t.layer] = (ctx.sparse_update(t.layer, shard_rows)
+                               + bwd_per_lookup * total * (hot - 1.0))
+            sharded[t.table] = n
+            buffers[f"embrace alltoall buffers ({t.table})"] = 2 * total * vec
+            if self.shard == "rows" and shares is not None:
+                notes.append(f"embrace shard=rows {t.table}: hottest shard serves "
+                             f"{shares.max() * 100:.1f} % of lookups ({hot:.1f}x an even share)")
+        return StrategyPlan(sync=tuple(sync), update_time=update,
+                            memory=memory_with_sharded_tables(model, sharded, True, buffers),
+                            extra=tuple(extra), notes=tuple(notes))
