@@ -85,7 +85,8 @@ def step_table(rows: list[StepError], markdown: bool = False) -> str:
             else:
                 lines.append(f"{r.strategy:<12} {r.world:>5} {r.measured_s * 1e3:>12.3f} "
                              f"{r.simulated_s * 1e3:>13.3f} {r.error:>+8.1%}")
-    lines.append(f"geometric mean |simulated/measured - 1| = {step_geomean(rows):.1%}")
+    if not markdown:
+        lines.append(f"geometric mean |simulated/measured - 1| = {step_geomean(rows):.1%}")
     return "\n".join(lines)
 
 
