@@ -34,7 +34,8 @@ for _name in COMMAND_MODULES:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        cli.main(args=argv, prog_name="embsim", standalone_mode=False)
+        # with standalone_mode=False click returns a command's exit code instead of exiting
+        rv = cli.main(args=argv, prog_name="embsim", standalone_mode=False)
     except InputError as exc:
         click.echo(f"embsim: error: {exc}", err=True)
         return 2
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 if __name__ == "__main__":
