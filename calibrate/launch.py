@@ -15,6 +15,7 @@ import socket
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -168,7 +169,7 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
         driver=_driver(), cuda=torch.version.cuda,
         label=cfg.label or ("CPU" if device.type == "cpu" else "GPU"),
         loadavg=tuple(float(x) for x in loadavg), threads_per_rank=1, nodes=nodes)
-    steps = {s: StepSamples(s, world, cfg.batch, cfg.seq, tuple(v), float(sorted(v)[len(v) // 2]))
+    steps = {s: StepSamples(s, world, cfg.batch, cfg.seq, tuple(v), float(np.median(v)))
              for s, v in result["steps"].items()}
     trace = Trace(schema_version=SCHEMA_VERSION, device=name, model=cfg.model, seq=cfg.seq,
                   topology=topology, provenance=prov,
