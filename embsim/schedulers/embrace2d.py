@@ -1,0 +1,114 @@
+"""embrace-2d: EmbRace's 2D communication scheduling (ICPP'22, arXiv 2110.09132).
+
+Horizontal: the embedding communication the next iteration does not need is taken off
+the critical path. The next batch's tokens are known one step ahead (a prefetching data
+loader), so each embedding payload splits into the part the next forward reads and the
+rest; the rest is deferred (its update target is `deferred(layer)`, which the engine
+places after the next forward) and overlaps with it. Row payloads (allgather gradients,
+PS push/pull) split by rows: unique_next_overlap / unique_union of the union is read
+again; EmbRace's per-token gradient AlltoAll splits by lookups: lookup_fraction_next.
+The backward AlltoAll then no longer blocks the embedding's backward: both parts become
+gradients that the shard applies in its update, the needed part before the next forward.
+
+Vertical: one priority queue over embedding and dense partitions, keyed by when the next
+iteration needs each one: the position of its consumer in the stream (activations this
+iteration's stream is about to block on come first). Partitions, credit and per-layer
+updates as in `priority`.
+
+Not modelled: EmbRace's reordering of backward computation (input gradients before
+weight gradients) to produce the embedding's gradient earlier; the engine's compute
+order is fixed per layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..engine.build import DEFERRED, bwd_name, deferred, fwd_name, update_name
+from ..errors import InputError
+from .base import SCHEDULERS
+from .priority import PriorityScheduler
+
+EPS = 1e-9
+
+
+def next_iteration_layout(layers: list[str]) -> dict[str, int]:
+    """Stream positions under per-layer updates (as engine.build lays them out):
+    update:L, fwd:L for each layer, then the deferred updates, then backward reversed."""
+    names = [n for l in layers for n in (update_name(l), fwd_name(l))]
+    names += [update_name(deferred(l)) for l in layers]
+    names += [bwd_name(l) for l in reversed(layers)]
+    return {n: i for i, n in enumerate(names)}
+
+
+@SCHEDULERS.register("embrace-2d")
+class EmbRace2DScheduler(PriorityScheduler):
+    description = "EmbRace 2D: defer embedding rows the next batch skips; one queue keyed by next use"
+
+    def check(self, strategy) -> None:
+        if getattr(strategy, "embedding_payload", None) is None:
+            raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name}: no row-level "
+                             f"split to defer (its embedding gradient is a dense or sketched tensor); "
+                             f"use allgather, ps or embrace")
+
+    def transform(self, strategy_plan, ctx):
+        owner_of = {t.table: t.layer for t in ctx.tables.values()}
+        sync, update = [], dict(strategy_plan.update_time)
+        split_fraction: dict[str, float] = {}
+        for t in strategy_plan.sync:
+            table = ctx.layer(t.layer).table
+            traffic = ctx.tables.get(owner_of.get(table)) if table is not None else None
+            if t.category != "embedding" or traffic is None or traffic.dense_grad:
+                sync.append(t)
+                continue
+            owner = traffic.layer
+            rows_kept = traffic.unique_next_overlap / traffic.unique_union if traffic.unique_union else 1.0
+            if t.needed_by is None:                                  # row gradient
+                keep, now, later = rows_kept, replace(t, update_of=owner), replace(t, update_of=deferred(owner))
+            elif t.needed_by.startswith("bwd:"):                     # per-token gradient AlltoAll
+                keep = traffic.lookup_fraction_next
+                now = replace(t, needed_by=None, update_of=owner)
+                later = replace(t, needed_by=None, update_of=deferred(owner))
+            elif t.ready_after == update_name(owner):                # PS pull of updated rows
+                keep, now = rows_kept, t
+                later = replace(t, ready_after=update_name(deferred(owner)))
+            else:                                                    # index exchange, forward lookups
+                sync.append(t)
+                continue
+            sync += _split(now, later, keep)
+            if keep < 1.0 - EPS:
+                split_fraction[owner] = keep
+        for owner, keep in split_fraction.items():
+            total = update.get(owner, 0.0)
+            update[owner], update[deferred(owner)] = total * keep, total * (1.0 - keep)
+        if not split_fraction:
+            split_fraction_note = ("embrace-2d: no sparse embedding traffic to defer (every table's "
+                                   "gradient is dense); vertical priority only",)
+        else:
+            split_fraction_note = ()
+        notes = tuple(strategy_plan.notes) + split_fraction_note + tuple(
+            f"embrace-2d: {(1 - k) * 100:.0f} % of {o}'s embedding traffic deferred past the next forward"
+            for o, k in split_fraction.items())
+        return replace(strategy_plan, sync=tuple(sync), update_time=update, notes=notes)
+
+    def priority_of(self, t, ctx) -> float:
+        """Position of the consumer in the stream: this iteration's (negative: the stream
+        is about to block on it) or the next one's (gradients, a PS pull)."""
+        layout = next_iteration_layout([l.name for l in ctx.model.layers])
+        if t.needed_by is not None:
+            pos = layout[t.needed_by]
+            same_iteration = t.ready_after in layout and layout[t.ready_after] < pos
+            if not t.ready_after.startswith(("fwd:", "bwd:", "update:")):
+                same_iteration = True        # after an extra op inserted before its consumer
+            return float(pos - len(layout) if same_iteration else pos)
+        return float(layout[update_name(t.update_of or t.layer)])
+
+
+def _split(now, later, keep: float):
+    """The part the next iteration needs (`now`, fraction keep) and the deferred rest."""
+    if keep >= 1.0 - EPS:
+        return [now]
+    if keep <= EPS:
+        return [replace(later, name=later.name + DEFERRED)]
+    scale = lambda t, f: replace(t, nbytes=t.nbytes * f, matrix=None if t.matrix is None else t.matrix * f)
+    return [scale(now, keep), replace(scale(later, 1.0 - keep), name=later.name + DEFERRED)]

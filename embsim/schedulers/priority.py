@@ -1,0 +1,68 @@
+"""priority: P3 / ByteScheduler. Every tensor is cut into partitions; one priority queue
+over all of them (one NCCL channel), lower layer index first, since the next forward
+needs the input side first; as many partitions in flight as fit in a byte credit.
+Preemption happens at partition boundaries: when credit frees, the most urgent ready
+partition goes next, so a newly ready input-side tensor overtakes the remaining
+partitions of an output-side one. Optimizer updates run per layer, interleaved with the
+next forward (the next forward of layer i waits only for layer i's partitions).
+
+Defaults (reference/workloads.md, ByteScheduler's code): partitions of 1,000,000
+parameters = 4 MB in fp32; credit 4,000,000 parameters = 16 MB. Both are options.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..engine.build import DEFERRED
+from ..engine.ops import CommOp
+from ..errors import InputError
+from .base import SCHEDULERS, ChannelRule, Scheduler
+
+FP32 = 4
+CHANNEL = "nccl"   # one queue: the scheduler, not separate streams, decides the order
+
+
+def partitions(t, partition_bytes: float, channel: str, priority: float) -> list[CommOp]:
+    """A SyncTensor cut into equal pieces of at most partition_bytes (whole if smaller)."""
+    k = max(1, math.ceil(t.nbytes / partition_bytes))
+    return [CommOp(name=t.name if k == 1 else f"{t.name}#p{i}", op=t.op, nbytes=t.nbytes / k,
+                   category=t.category, channel=channel, ready_after=((t.ready_after, 0),),
+                   priority=priority, tensors=(t.name,),
+                   matrix=None if t.matrix is None else t.matrix / k)
+            for i in range(k)]
+
+
+@SCHEDULERS.register("priority")
+class PriorityScheduler(Scheduler):
+    description = "P3/ByteScheduler: partitions, input-side-first priority queue, credit, per-layer updates"
+    per_layer_update = True
+    order = "priority"
+
+    def __init__(self, partition_bytes: float = 1_000_000 * FP32, credit_bytes: float = 4_000_000 * FP32,
+                 **options):
+        super().__init__(**options)
+        for key, value in (("partition_bytes", partition_bytes), ("credit_bytes", credit_bytes)):
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise InputError(f"--option {key}={value!r}: must be a positive number of bytes")
+        self.partition_bytes = float(partition_bytes)
+        self.credit_bytes = float(credit_bytes)
+
+    def priority_of(self, t, ctx) -> float:
+        """P3's rule: the forward index of the layer the tensor feeds. Activations some
+        compute op blocks on go first (-1)."""
+        if t.needed_by is not None:
+            return -1.0
+        layers = [l.name for l in ctx.model.layers]
+        target = t.update_of or t.layer
+        base = target.removesuffix(DEFERRED)
+        return float(layers.index(base) + (len(layers) if target.endswith(DEFERRED) else 0))
+
+    def build(self, tensors, ctx):
+        ops: list[CommOp] = []
+        for t in tensors:
+            ops += partitions(t, self.partition_bytes, CHANNEL, self.priority_of(t, ctx))
+        return tuple(ops)
+
+    def channel_rule(self, channel):
+        return ChannelRule(credit=self.credit_bytes)
