@@ -1,0 +1,128 @@
+"""The strategy x scheduler matrix: simulate every combination of one configuration,
+rank by step time, speedup over the allreduce/fifo baseline (PyTorch DDP).
+
+Combinations a scheduler refuses (Scheduler.check) are listed as refused with the
+reason, never silently dropped; ones that do not fit in HBM are flagged, ranked after
+the ones that fit. Runs in at most 2 worker processes (the simulations are independent).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+
+from .engine.run import SimulationConfig, simulate
+from .errors import InputError
+from .schedulers import SCHEDULERS
+from .strategies import STRATEGIES
+
+BASELINE = ("allreduce", "fifo")
+MAX_WORKERS = 2
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    strategy: str
+    scheduler: str
+    step_time: float | None = None           # s
+    exposed_comm: float | None = None        # s
+    compute: float | None = None             # s
+    comm_bytes_per_gpu: float | None = None  # bytes sent per GPU per step, all collectives
+    memory_per_gpu: float | None = None      # bytes
+    fits_in_memory: bool | None = None
+    refused: str | None = None               # why the combination was not run
+    speedup: float | None = None             # baseline step / this step
+    notes: tuple = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.strategy}/{self.scheduler}"
+
+    def as_json(self) -> dict:
+        out = {"strategy": self.strategy, "scheduler": self.scheduler,
+               "step_time_ms": None if self.step_time is None else self.step_time * 1e3,
+               "speedup": self.speedup,
+               "exposed_comm_ms": None if self.exposed_comm is None else self.exposed_comm * 1e3,
+               "comm_bytes_per_gpu": self.comm_bytes_per_gpu,
+               "memory_per_gpu_bytes": self.memory_per_gpu,
+               "fits_in_memory": self.fits_in_memory}
+        if self.refused is not None:
+            out["refused"] = self.refused
+        return out
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    config: SimulationConfig
+    rows: tuple[CompareRow, ...]     # ranked: fitting by step time, then not fitting, then refused
+    baseline: str = "/".join(BASELINE)
+    n_gpus: int = 0
+
+    def as_json(self) -> dict:
+        return {"baseline": self.baseline, "rows": [r.as_json() for r in self.rows]}
+
+
+def parse_names(text: str | None, registry, flag: str) -> list[str]:
+    """'a,b' -> ['a', 'b'] checked against the registry; None/'' -> every registered name."""
+    if not text:
+        return registry.names()
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        if n not in registry.names():
+            raise InputError(f"{flag}: unknown {registry.what} {n!r} (known: {', '.join(registry.names())})")
+    if not names:
+        raise InputError(f"{flag}: empty list")
+    return list(dict.fromkeys(names))
+
+
+def refusal(strategy: str, scheduler: str, cfg: SimulationConfig) -> str | None:
+    try:
+        st = STRATEGIES.get(strategy)(**cfg.strategy_options)
+        SCHEDULERS.get(scheduler)(**cfg.scheduler_options).check(st)
+    except InputError as e:
+        return str(e)
+    return None
+
+
+def run_one(cfg: SimulationConfig) -> CompareRow:
+    """One cell of the matrix (top level, so worker processes can pickle it)."""
+    r = simulate(cfg)
+    return CompareRow(strategy=cfg.strategy, scheduler=cfg.scheduler, step_time=r.step_time,
+                      exposed_comm=r.exposed_comm, compute=r.compute,
+                      comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
+                      memory_per_gpu=float(r.memory["total"]), fits_in_memory=r.fits_in_memory,
+                      notes=tuple(r.notes))
+
+
+def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
+            workers: int = MAX_WORKERS) -> CompareResult:
+    base = replace(cfg, efficiency_baseline=False)
+    combos = [(s, x) for s in strategies for x in schedulers]
+    if BASELINE not in combos:
+        combos.insert(0, BASELINE)
+    refused = {c: refusal(*c, base) for c in combos}
+    todo = [replace(base, strategy=s, scheduler=x) for (s, x) in combos if refused[(s, x)] is None]
+    workers = max(1, min(workers, MAX_WORKERS, len(todo)))
+    if workers == 1:
+        done = [run_one(c) for c in todo]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(run_one, todo))
+    by_combo = {(r.strategy, r.scheduler): r for r in done}
+    baseline = by_combo[BASELINE]
+    rows = []
+    for combo in combos:
+        if refused[combo] is not None:
+            rows.append(CompareRow(strategy=combo[0], scheduler=combo[1], refused=refused[combo]))
+        else:
+            r = by_combo[combo]
+            rows.append(replace(r, speedup=baseline.step_time / r.step_time))
+    rows.sort(key=rank_key)
+    from .topology import load_topology
+    return CompareResult(config=base, rows=tuple(rows), n_gpus=load_topology(cfg.topology).n_gpus)
+
+
+def rank_key(row: CompareRow):
+    if row.refused is not None:
+        return (2, 0.0, row.label)
+    return (0 if row.fits_in_memory else 1, row.step_time, row.label)
