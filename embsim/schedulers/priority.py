@@ -23,9 +23,13 @@ FP32 = 4
 CHANNEL = "nccl"   # one queue: the scheduler, not separate streams, decides the order
 
 
-def partitions(t, partition_bytes: float, channel: str, priority: float) -> list[CommOp]:
-    """A SyncTensor cut into equal pieces of at most partition_bytes (whole if smaller)."""
-    k = max(1, math.ceil(t.nbytes / partition_bytes))
+def partitions(t, partition_bytes: float, channel: str, priority: float, n_gpus: int) -> list[CommOp]:
+    """A gradient cut into equal pieces of at most partition_bytes of each GPU's tensor
+    (an all_gather's size counts every GPU's part, so it is divided by N first).
+    Activations a compute op blocks on go whole: the stream waits for all of it anyway,
+    and every extra collective pays NCCL's latency again."""
+    own = t.nbytes / n_gpus if t.op == "all_gather" else t.nbytes
+    k = 1 if t.needed_by is not None else max(1, math.ceil(own / partition_bytes))
     return [CommOp(name=t.name if k == 1 else f"{t.name}#p{i}", op=t.op, nbytes=t.nbytes / k,
                    category=t.category, channel=channel, ready_after=((t.ready_after, 0),),
                    priority=priority, tensors=(t.name,),
@@ -61,7 +65,7 @@ class PriorityScheduler(Scheduler):
     def build(self, tensors, ctx):
         ops: list[CommOp] = []
         for t in tensors:
-            ops += partitions(t, self.partition_bytes, CHANNEL, self.priority_of(t, ctx))
+            ops += partitions(t, self.partition_bytes, CHANNEL, self.priority_of(t, ctx), ctx.n_gpus)
         return tuple(ops)
 
     def channel_rule(self, channel):
