@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 from ..atomic import atomic_write_bytes  # noqa: E402
 
@@ -66,6 +67,11 @@ def scaling_plot(series: dict[str, list[tuple[int, float]]], path: str, title: s
         ax.plot([g for g, _ in points], [t * 1e3 for _, t in points], marker="o", label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    ax.xaxis.set_major_formatter(plain)
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xlabel("GPUs")
     ax.set_ylabel("simulated step time (ms, per-GPU batch fixed)")
     ax.set_title(title, fontsize=10)
