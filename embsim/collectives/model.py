@@ -23,7 +23,7 @@ from embsim.network import Demand
 
 from . import demand as dm
 from . import nccl_model as nm
-from .channels import Graphs, runtime_fraction, search_graphs
+from .channels import Graphs, search_graphs, trimmed_slowdown
 from .constants import NcclConstants, constants_for
 from .p2p import alltoall_time, alltoallv_time, sendrecv_time
 from .shape import CommShape, comm_shape
@@ -153,9 +153,9 @@ class CollectiveModel:
             algo, proto, lat_us, model_us, time_us = "P2P", t.proto, t.latency, t.time, t.time
         else:
             choice = nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
-            frac = runtime_fraction(nbytes, choice.algo, choice.proto, n, graphs)
+            slowdown = trimmed_slowdown(op, nbytes, choice.algo, choice.proto, shape, graphs, self.consts)
             algo, proto, lat_us, model_us = choice.algo, choice.proto, choice.latency, choice.time
-            time_us = lat_us + (choice.time - choice.latency) / frac
+            time_us = lat_us + (choice.time - choice.latency) * slowdown
         source = "model"
         if (op, n) in self.measured:
             sizes, times = self.measured[(op, n)]
