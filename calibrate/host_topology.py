@@ -93,8 +93,9 @@ def write_host_topology(path: str | Path, name: str, cpu_model: str, ranks: int,
         "description": (f"The calibrated CPU host ({cpu_model}): {ranks} gloo ranks, one thread "
                         f"each. Links fitted by embsim calibrate to the gloo sweep in {trace_name} "
                         "(ring alpha-beta least squares; host_latency_us is half a ring step, one link); compute and memory measured per rank "
-                        "(fp32 matmul and copy; bf16_tflops holds the fp32 figure)."),
+                        "(fp32 matmul and copy; bf16_tflops and fp32_tflops both hold the fp32 figure)."),
         "gpu": {"model": "cpu", "arch": 0, "count": ranks, "bf16_tflops": round(tflops, 5),
+                "fp32_tflops": round(tflops, 5),
                 "hbm_gb": round(mem_gb, 1), "hbm_gbps": round(mem_gbps, 2)},
         "fabric": {"kind": "host", "host_gbps": round(bandwidth / 1e9, 4),
                    # A ring step crosses two links (rank -> host -> rank): half each.

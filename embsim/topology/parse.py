@@ -69,7 +69,7 @@ def node_type_from_doc(doc: YamlDoc) -> NodeType:
 def _gpu(doc: YamlDoc, m) -> GpuSpec:
     p = ("gpu",)
     keys = ["model", "arch", "count", "bf16_tflops", "hbm_gb", "hbm_gbps"]
-    check_mapping(doc, p, m, required=keys)
+    check_mapping(doc, p, m, required=keys, optional=["fp32_tflops"])
     arch = get(doc, p, m, "arch", int)
     if arch < 0:
         raise doc.error(p + ("arch",), f"must be >= 0 (0 means a CPU device), got {arch}")
@@ -77,7 +77,8 @@ def _gpu(doc: YamlDoc, m) -> GpuSpec:
                    count=get(doc, p, m, "count", int, positive=True),
                    bf16_tflops=get(doc, p, m, "bf16_tflops", float, positive=True),
                    hbm_gb=get(doc, p, m, "hbm_gb", float, positive=True),
-                   hbm_gbps=get(doc, p, m, "hbm_gbps", float, positive=True))
+                   hbm_gbps=get(doc, p, m, "hbm_gbps", float, positive=True),
+                   fp32_tflops=get(doc, p, m, "fp32_tflops", float, default=None, positive=True))
 
 
 def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:

@@ -29,6 +29,7 @@ class GpuSpec:
     bf16_tflops: float         # dense peak
     hbm_gb: float              # device memory (host RAM for a CPU device)
     hbm_gbps: float            # device memory bandwidth, GB/s
+    fp32_tflops: float | None = None  # non-tensor FP32 peak (PyTorch fp32 matmuls, TF32 off); None: unknown
 
 
 @dataclass(frozen=True)

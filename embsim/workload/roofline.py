@@ -47,6 +47,11 @@ class ComputeSpec:
     def from_gpu(cls, gpu: Any, fp32_ratio: float = DEFAULT_FP32_RATIO) -> "ComputeSpec":
         """From any GPU-like object (peak_tflops or bf16_tflops, and hbm_gbps)."""
         peak = getattr(gpu, "peak_tflops", None) or getattr(gpu, "bf16_tflops")
+        fp32 = getattr(gpu, "fp32_tflops", None)
+        if fp32:
+            # the GPU's own FP32 rate beats a generic ratio (consumer GPUs run FP32 at
+            # half their FP16-tensor rate, datacenter GPUs at ~1/15)
+            fp32_ratio = float(fp32) / float(peak)
         return cls(float(peak), float(gpu.hbm_gbps), fp32_ratio)
 
     def flops_per_s(self, dtype_bytes: int) -> float:

@@ -73,3 +73,12 @@ def test_optimizer_step_dense_vs_sparse_rows():
     slower = optimizer_step_time(table.vocab * table.dim, m, H100,
                                  RooflineParams(memory_efficiency=0.35))
     assert slower.seconds == pytest.approx(2 * dense.seconds, rel=0.01)
+
+
+def test_gpu_fp32_rate_overrides_the_generic_ratio():
+    from embsim.topology import load_topology
+    rtx = ComputeSpec.from_gpu(load_topology("pcie-rtx3090").node.gpu)
+    h100 = ComputeSpec.from_gpu(load_topology("dgx-h100").node.gpu)
+    assert rtx.flops_per_s(4) == pytest.approx(35.6e12)      # consumer GPU: half its FP16 tensor rate
+    assert h100.flops_per_s(4) == pytest.approx(67e12)
+    assert h100.flops_per_s(2) == pytest.approx(989e12)
