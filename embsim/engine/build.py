@@ -39,6 +39,7 @@ def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
     layers = [l.name for l in ctx.model.layers]
     per_layer = scheduler.per_layer_update
     strategy_plan = scheduler.transform(strategy_plan, ctx)
+    notes = tuple(strategy_plan.notes)
     update_time = dict(strategy_plan.update_time)
     # every layer a gradient is sent for gets an update op, even a free one
     for t in strategy_plan.sync:
@@ -111,4 +112,4 @@ def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
                 if (c, 0) not in lst:
                     lst.append((c, 0))
     return StepPlan(stream=tuple(stream), comms=tuple(comms),
-                    comm_waits={k: tuple(v) for k, v in waits.items()})
+                    comm_waits={k: tuple(v) for k, v in waits.items()}, notes=notes)

@@ -67,3 +67,4 @@ class StepPlan:
     comms: tuple[CommOp, ...]
     # compute op name -> comm ops it must wait for (with iteration offsets)
     comm_waits: dict[str, tuple[Dep, ...]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()           # the strategy's and the scheduler's remarks

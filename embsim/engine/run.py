@@ -170,7 +170,7 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
         link_utilisation=metrics.link_utilisation, memory=memory, hbm_bytes=hbm,
         fits_in_memory=memory["total"] <= hbm, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
-        scaling_efficiency=efficiency, notes=tuple(splan.notes), run=run)
+        scaling_efficiency=efficiency, notes=plan.notes, run=run)
 
 
 def _named_parameters(cls) -> set[str]:
