@@ -56,7 +56,8 @@ def test_embrace_2d_beats_embrace_fifo_when_communication_bound(head_heavy):
 
 
 def test_priority_partitions_and_preempts(head_heavy):
-    r = run(topology="2x8", model=head_heavy, hardware=SLOW_NET, scheduler="priority")
+    r = run(topology="2x8", model=head_heavy, hardware=SLOW_NET, scheduler="priority",
+            scheduler_options={"partition_bytes": 4e6})
     k = 1
     parts = [c for c in r.run.comm if c.iteration == k and c.name.startswith("grad:fc2#p")]
     assert len(parts) == 68                      # 268.5 MB in 4 MB partitions
@@ -70,7 +71,7 @@ def test_priority_partitions_and_preempts(head_heavy):
 
 def test_priority_credit_bounds_bytes_in_flight(head_heavy):
     r = run(topology="2x8", model=head_heavy, hardware=SLOW_NET, scheduler="priority",
-            scheduler_options={"credit_bytes": 8e6})
+            scheduler_options={"credit_bytes": 8e6, "partition_bytes": 4e6})
     events = sorted([(c.start, c.nbytes) for c in r.run.comm] + [(c.end, -c.nbytes) for c in r.run.comm],
                     key=lambda e: (e[0], e[1]))
     inflight = peak = 0.0
