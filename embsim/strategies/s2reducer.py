@@ -12,6 +12,8 @@ Defaults and why:
   The fraction is computed and reported, since the method is lossy.
 The bitmap is V/8 bytes (one bit per row), as in the paper's description; NCCL has no
 bitwise-OR reduction, so a real implementation pays this on a byte-wise max or similar.
+When sketch + bitmap would exceed the dense gradient (the union has densified), the
+dense gradient is AllReduced instead, and the notes say so.
 Encode is counted before the embedding's backward (the sketch is linear, so the
 per-lookup gradients can be hashed straight in); decode with the update.
 """
@@ -63,6 +65,18 @@ class S2ReducerStrategy(Strategy):
             width = max(1, math.ceil(self.width_factor * t.unique_union))
             sketch = self.depth * width * t.dim * SKETCH_BYTES
             bitmap = math.ceil(t.vocab / 8)
+            dense = t.vocab * t.dim * model.dtype_bytes
+            if sketch + bitmap >= dense:
+                # Densified: the union covers so much of the table that the sketch would
+                # outweigh the dense gradient; an implementation sends the dense one.
+                sync.append(SyncTensor(name=f"grad:{t.layer}", layer=t.layer, op="all_reduce",
+                                       nbytes=float(dense), category="embedding",
+                                       ready_after=bwd_name(t.layer)))
+                update[t.layer] = ctx.layer_update[t.layer]
+                notes.append(f"s2reducer {t.table}: sketch {sketch / 1e6:.1f} MB + bitmap would exceed the "
+                             f"dense gradient ({dense / 1e6:.1f} MB; union {t.unique_union / t.vocab * 100:.0f} % "
+                             f"of rows): the dense gradient is AllReduced instead")
+                continue
             touches = sum(rows_touched(ctx, l) for l in sparse_users(ctx, t))
             for name, nbytes in ((f"s2-sketch:{t.layer}", sketch), (f"s2-bitmap:{t.layer}", bitmap)):
                 sync.append(SyncTensor(name=name, layer=t.layer, op="all_reduce", nbytes=float(nbytes),

@@ -127,3 +127,10 @@ def test_sparse_strategies_beat_dense_allreduce_on_a_huge_table():
     base = run(topology="2x8", model="lstm-lm1b", batch=32).step_time
     for s in ("allgather", "ps", "embrace"):
         assert run(topology="2x8", model="lstm-lm1b", batch=32, strategy=s).step_time < base
+
+
+def test_s2reducer_never_sends_more_than_the_dense_gradient():
+    r = run(topology="16x8", model="lstm-lm1b", strategy="s2reducer", efficiency_baseline=False)
+    dense = run(topology="16x8", model="lstm-lm1b", strategy="allreduce", efficiency_baseline=False)
+    assert r.comm_bytes_per_gpu["all_reduce"] <= dense.comm_bytes_per_gpu["all_reduce"] * (1 + 1e-9)
+    assert any("dense gradient is AllReduced instead" in n for n in r.notes)
