@@ -22,9 +22,10 @@ COMPUTE_COLOUR = "#4C72B0"
 COMM_COLOUR = "#DD8452"
 
 
-def _save(fig, path: str) -> None:
+def save_figure(fig, path, dpi: int = 150) -> None:
+    """PNG written atomically: an interrupted run never leaves a half-written plot."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=150, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     atomic_write_bytes(path, buf.getvalue())
 
@@ -56,7 +57,7 @@ def compare_bar_chart(result, path: str, title: str | None = None) -> None:
                  f"speedup over {result.baseline}", fontsize=10)
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def scaling_plot(series: dict[str, list[tuple[int, float]]], path: str, title: str) -> None:
@@ -77,4 +78,4 @@ def scaling_plot(series: dict[str, list[tuple[int, float]]], path: str, title: s
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    _save(fig, path)
+    save_figure(fig, path)

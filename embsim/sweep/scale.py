@@ -67,9 +67,9 @@ def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[Scale
 
 
 def plot_scaling(curve: list[ScalePoint], path, title: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from ..report.plots import save_figure  # sets the Agg backend
     ok = [c for c in curve if c.error is None]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     a.plot([c.gpus for c in ok], [c.samples_per_s for c in ok], "o-", label="simulated")
@@ -82,5 +82,4 @@ def plot_scaling(curve: list[ScalePoint], path, title: str) -> None:
     b.set_xlabel("GPUs"); b.set_ylabel("efficiency vs smallest"); b.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
