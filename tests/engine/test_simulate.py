@@ -105,3 +105,15 @@ def test_bad_inputs():
         run(topology="2x8", model="tiny-lm", iterations=1)
     with pytest.raises(InputError, match="--strategy"):
         run(topology="2x8", model="tiny-lm", strategy="nope")
+
+
+def test_corpus_token_statistics_change_the_sparse_volume(tmp_path):
+    # a corpus with only a few distinct words touches fewer rows than Zipf over 10k
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text(("the cat sat on the mat and the dog sat on the log " * 400))
+    kw = dict(topology="1x8", model="lstm-lm1b", batch=8, strategy="allgather", efficiency_baseline=False)
+    zipf = run(**kw)
+    real = run(**kw, corpus=str(corpus))
+    assert 0 < real.comm_bytes_per_gpu["all_gather"] < zipf.comm_bytes_per_gpu["all_gather"]
+    with pytest.raises(InputError):
+        run(topology="1x8", model="tiny-lm", corpus=str(tmp_path / "missing.txt"))
