@@ -157,8 +157,10 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
         tflops, gbps = measure_device(device)
         mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
         progress(0, f"host links fitted: {bandwidth / 1e9:.3f} GB/s, {latency * 1e6:.1f} us per step")
+        f = result.get("interference")
         write_host_topology(topo_path, topo_path.stem, _cpu_model(), world, mem_gb, tflops, gbps,
-                            bandwidth, latency, out.name)
+                            bandwidth, latency, out.name,
+                            interference=None if f is None else f.factor)
         topology = topo_path.name
         backend_version = f"gloo (torch {torch.__version__})"
     prov = Provenance(
@@ -169,13 +171,16 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
         driver=_driver(), cuda=torch.version.cuda,
         label=cfg.label or ("CPU" if device.type == "cpu" else "GPU"),
         loadavg=tuple(float(x) for x in loadavg), threads_per_rank=1, nodes=nodes)
-    steps = {s: StepSamples(s, world, cfg.batch, cfg.seq, tuple(v), float(np.median(v)))
+    # the steps ran modules.LanguageModel, which unties a tied output projection
+    steps = {s: StepSamples(s, world, cfg.batch, cfg.seq, tuple(v), float(np.median(v)),
+                            untied_outputs=True)
              for s, v in result["steps"].items()}
     trace = Trace(schema_version=SCHEMA_VERSION, device=name, model=cfg.model, seq=cfg.seq,
                   topology=topology, provenance=prov,
                   layers={l.name: l for l in result["layers"]}, optimizer=tuple(result["optimizer"]),
                   collectives=tuple(result["collectives"]), steps=steps,
-                  token_stats=tuple(result["token_stats"]))
+                  token_stats=tuple(result["token_stats"]),
+                  interference=result.get("interference"))
     path = write_trace(out, trace)
     progress(0, f"trace written: {path}")
     return path

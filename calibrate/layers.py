@@ -19,14 +19,35 @@ from .timing import Stat, time_phases
 TokenSource = Callable[[int], torch.Tensor]   # batch -> (batch, seq) int64 token ids
 
 
-def _fwd_bwd(layer: LayerShape, model: ModelShape, module, batch: int, seq: int,
-             tokens: TokenSource, device: torch.device, warmup: int, reps: int) -> tuple[Stat, Stat]:
+def _inputs_and_grad(layer: LayerShape, model: ModelShape, module, batch: int, seq: int,
+                     tokens: TokenSource, device: torch.device):
     gen = torch.Generator().manual_seed(0)
     inputs = [t.to(device).detach().requires_grad_(t.requires_grad)
               for t in example_inputs(layer, model, batch, seq, tokens(batch), gen)]
     with torch.no_grad():
         shape = module(*inputs).shape
     grad = torch.randn(shape, generator=gen).to(device) if len(shape) else None
+    return inputs, grad
+
+
+def layer_step(layer: LayerShape, model: ModelShape, batch: int, seq: int, tokens: TokenSource,
+               device: torch.device) -> Callable[[], None]:
+    """One forward+backward of a freshly built layer, as measure_layers times it."""
+    torch.manual_seed(0)
+    module = build_layer(layer, model).to(device)
+    inputs, grad = _inputs_and_grad(layer, model, module, batch, seq, tokens, device)
+
+    def step():
+        module.zero_grad(set_to_none=True)
+        for t in inputs:
+            t.grad = None
+        module(*inputs).backward(grad)
+    return step
+
+
+def _fwd_bwd(layer: LayerShape, model: ModelShape, module, batch: int, seq: int,
+             tokens: TokenSource, device: torch.device, warmup: int, reps: int) -> tuple[Stat, Stat]:
+    inputs, grad = _inputs_and_grad(layer, model, module, batch, seq, tokens, device)
 
     def step(w):
         module.zero_grad(set_to_none=True)

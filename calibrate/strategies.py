@@ -5,7 +5,8 @@
   every other rank and applies their mean; dense layers DDP.
 - embrace:  the table is sharded by columns (each rank holds all rows, D/N columns);
   forward all-gathers the token ids, looks up its columns for every rank's tokens and
-  AlltoAlls them back; backward AlltoAlls the gradients the other way; dense layers DDP.
+  AlltoAlls them back; backward AlltoAlls the gradients the other way; the shard's
+  gradient is sparse (the rows touched), so its update is too; dense layers DDP.
 
 All give the same parameters after a step as one process on the concatenated batch
 (tests/calibrate/test_strategies.py checks it).
@@ -70,7 +71,8 @@ class ColumnShardedEmbedding(nn.Module):
         parts = [torch.empty_like(flat) for _ in range(self.world)]
         dist.all_gather(parts, flat)
         everyone = torch.stack(parts)
-        mine = F.embedding(everyone, self.weight)          # (world, B*S, my columns)
+        # sparse: the shard updates only the rows the step touched, as EmbRace does
+        mine = F.embedding(everyone, self.weight, sparse=True)   # (world, B*S, my columns)
         full = _AllToAllColumns.apply(mine, batch * seq, self.cols, self.rank)
         return full.view(batch, seq, -1)
 

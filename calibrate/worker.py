@@ -15,6 +15,7 @@ import torch.distributed as dist
 
 from .collectives import OPS, max_sweep_bytes, sweep, sweep_sizes
 from .config import CalibrateConfig
+from .interference import measure_interference
 from .layers import measure_layers, measure_optimizer
 from .spec import model_spec
 from .strategies import STRATEGIES, Strategy
@@ -86,6 +87,12 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
             # Rank 0 is in node 0's group and in local index 0's: those curves are kept.
             curves.append(curve)
 
+    interference = measure_interference(
+        model, layers, cfg.batch, cfg.seq, tokens, device,
+        next(c for c in curves if c.op == "all_reduce" and c.scope == "all"), sizes[-1],
+        cfg.warmup, cfg.reps, say)
+    say(f"interference factor {interference.factor:.3f}")
+
     steps = {}
     for name in STRATEGIES:
         say(f"training steps: {name}")
@@ -108,4 +115,4 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
     if rank != 0:
         return None
     return {"layers": layers, "optimizer": optimizer, "token_stats": stats, "collectives": curves,
-            "steps": steps, "device": device, "skipped": skipped}
+            "steps": steps, "device": device, "skipped": skipped, "interference": interference}

@@ -22,8 +22,11 @@ def _options(f):
         click.option("--seed", type=int, default=0, show_default=True),
         click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace (traces/*.yaml)"),
         click.option("--straggler", help="gpu:RANK:FACTOR or node:NODE:FACTOR (compute slowdown)"),
-        click.option("--interference", type=float, default=0.0, show_default=True,
-                     help="compute slowdown while NCCL kernels run (0.1 = 10 %% slower)"),
+        click.option("--interference", type=float, default=None,
+                     help="compute slowdown while collectives run (0.1 = 10 %% slower); default: "
+                          "the trace's or topology's measured fabric.interference, else 0"),
+        click.option("--untie-outputs", is_flag=True, default=False,
+                     help="give tied output projections their own weight (as calibrate's real steps)"),
         click.option("--zipf", "zipf_s", type=float, default=1.05, show_default=True,
                      help="Zipf exponent of the token distribution"),
         click.option("--corpus", type=click.Path(dir_okay=False), help="real text file for token statistics"),
@@ -61,6 +64,6 @@ def config_from_options(options: dict, **fixed) -> SimulationConfig:
     extra = parse_kv(options.pop("extra", ()))
     if options.get("iterations") is not None and options["iterations"] < 2:
         raise InputError(f"--iterations {options['iterations']}: need at least 2 (the first is warm-up)")
-    if options.get("interference", 0) < 0:
+    if (options.get("interference") or 0) < 0:
         raise InputError("--interference must be >= 0")
     return SimulationConfig(**options, **fixed, strategy_options=extra, scheduler_options=extra)

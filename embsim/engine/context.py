@@ -12,6 +12,10 @@ from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, op
 from ..workload.tokens import TokenStats
 
 GiB = 1 << 30
+# DDP (allreduce) AllReduces every table as a dense gradient, so its lookup's backward
+# builds a dense vocab x dim gradient; every other strategy keeps a sparse table's
+# gradient as (index, row) pairs, the kernel a trace times as `<layer>:sparse`.
+DENSE_TABLE_GRAD_STRATEGIES = ("allreduce",)
 
 
 def table_row_touches(model, table) -> float:
@@ -45,11 +49,19 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
     return out
 
 
-def _trace_times(model, trace):
+def _trace_times(model, trace, sparse_lookups: bool = False):
+    """Per-layer (fwd, bwd) from the trace; with `sparse_lookups`, embedding layers on a
+    table with a sparse gradient take the trace's sparse-gradient variant when it has one."""
+    sparse_tables = {t.name for t in model.tables
+                     if not any(l.table == t.name and not l.sparse for l in model.layers)}
     fwd, bwd = {}, {}
     for layer in model.layers:
+        name = layer.name
+        if (sparse_lookups and layer.kind == "embedding" and layer.table in sparse_tables
+                and f"{name}:sparse" in trace.layers):
+            name = f"{name}:sparse"
         try:
-            fwd[layer.name], bwd[layer.name] = trace.interp(layer.name, model.batch)
+            fwd[layer.name], bwd[layer.name] = trace.interp(name, model.batch)
         except KeyError:
             raise InputError(f"--trace {trace.source}: no timing for layer {layer.name!r} of "
                              f"{model.name} (trace is of {trace.model})") from None
@@ -59,7 +71,8 @@ def _trace_times(model, trace):
 def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
     gpu = ComputeSpec.from_gpu(topo.node.gpu)
     if trace is not None:
-        fwd, bwd = _trace_times(model, trace)
+        fwd, bwd = _trace_times(model, trace,
+                                sparse_lookups=cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES)
         source = f"measured: {trace.source or 'trace'} ({trace.device}, {trace.provenance.backend})"
     else:
         times = {l.name: layer_time(l, gpu, model.dtype_bytes) for l in model.layers}

@@ -38,13 +38,16 @@ class SimulationConfig:
     seed: int = 0
     trace: str | None = None
     straggler: str | None = None
-    interference: float = 0.0
+    # compute slowdown while a collective runs; None: measured (the trace's, on its own
+    # topology, else the topology's fabric.interference), 0 where nothing was measured
+    interference: float | None = None
     zipf_s: float = 1.05
     corpus: str | None = None
     nccl_algo: str | None = None
     nccl_proto: str | None = None
     hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
     efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
+    untie_outputs: bool = False                    # tied output projections get their own weight
 
 
 @dataclass
@@ -122,7 +125,7 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
     topo = load_topology(cfg.topology)
     if cfg.hardware:
         topo = topo.with_overrides(**cfg.hardware)
-    model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq)
+    model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs)
     trace = _load_trace(cfg.trace)
     strategy_cls, scheduler_cls = STRATEGIES.get(cfg.strategy), SCHEDULERS.get(cfg.scheduler)
     _check_options(cfg, strategy_cls, scheduler_cls)
@@ -143,7 +146,7 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
     ranks = tuple(range(topo.n_gpus))
     engine = Engine(plan, scheduler, classes, collectives,
                     lambda env: Network(env, topo.capacity), ranks,
-                    iterations=cfg.iterations, interference=cfg.interference)
+                    iterations=cfg.iterations, interference=resolved_interference(cfg, trace, topo))
     run = engine.run()
     kinds = {}
     for link in topo.links:
@@ -212,11 +215,25 @@ def _single_gpu_spec(topo, spec: str) -> str:
     return f"{base}:1x1"
 
 
+def resolved_interference(cfg, trace, topo) -> float:
+    """--interference if given, else what was measured for this machine: the trace's own
+    measurement on the topology it was captured on, else the topology's fabric.interference."""
+    if cfg.interference is not None:
+        return cfg.interference
+    if trace is not None and trace.interference is not None and _on_trace_topology(trace, topo):
+        return trace.interference.factor
+    return topo.node.fabric.interference or 0.0
+
+
+def _on_trace_topology(trace, topo) -> bool:
+    return not trace.topology or trace.topology.rsplit("/", 1)[-1].removesuffix(".yaml") == topo.preset
+
+
 def _measured_curves(trace, topo):
     """A trace's measured collective curves replace the model only on the topology the
     trace was captured on (same preset and rank count)."""
     if trace is None or not trace.collectives:
         return None
-    if trace.topology and trace.topology.rsplit("/", 1)[-1].removesuffix(".yaml") != topo.preset:
+    if not _on_trace_topology(trace, topo):
         return None
     return {(c.op, c.ranks): (c.sizes, c.median_s) for c in trace.collectives if c.scope == "all"}

@@ -54,6 +54,10 @@ class FabricSpec:
     # host (CPU-only devices sharing one memory system)
     host_gbps: float | None = None
     host_latency_us: float | None = None
+    # Compute slowdown while a collective is in flight (the engine's `interference`):
+    # measured by `embsim calibrate` (a layer timed alone and beside a running
+    # all_reduce), never a preset's guess; None: not measured (0 unless --interference).
+    interference: float | None = None
 
     @property
     def has_nvlink(self) -> bool:

@@ -15,8 +15,8 @@ import yaml
 from ..atomic import atomic_write_text
 from ..errors import InputError
 from ..yamlio import YamlDoc, check_mapping, check_type, get, parse_yaml
-from .schema import (SCHEMA_VERSION, TRACE_KIND, CollectiveCurve, LayerPoint, LayerTiming,
-                     OptimizerTiming, Provenance, StepSamples, TokenStatsRecord, Trace)
+from .schema import (SCHEMA_VERSION, TRACE_KIND, CollectiveCurve, InterferenceMeasurement,
+                     LayerPoint, LayerTiming, OptimizerTiming, Provenance, StepSamples, TokenStatsRecord, Trace)
 
 
 class TraceError(InputError):
@@ -28,6 +28,7 @@ COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "bro
 SCOPES = ("all", "intra-node", "inter-node")
 TOP_KEYS = ("kind", "schema_version", "device", "model", "seq", "topology", "provenance",
             "layers", "optimizer", "collectives", "steps", "token_stats", "end_of_trace")
+OPTIONAL_TOP_KEYS = ("interference",)
 
 
 def load_trace(path: str | Path) -> Trace:
@@ -46,6 +47,10 @@ def parse_trace(text: str, source: str) -> Trace:
         doc = parse_yaml(text, source)
     except InputError as exc:
         raise TraceError(f"corrupt trace: {exc}") from None
+    except yaml.YAMLError as exc:
+        # yamlio re-parses each scalar; a file cut inside one can fail there
+        raise TraceError(f"corrupt trace: {source}: not valid YAML: "
+                         f"{getattr(exc, 'problem', None) or str(exc).splitlines()[0]}") from None
     try:
         return _build(doc)
     except TraceError:
@@ -65,7 +70,7 @@ def _build(doc: YamlDoc) -> Trace:
                          f"re-run `embsim calibrate` or upgrade embsim")
     if data.get("end_of_trace") is not True:
         raise TraceError(f"{doc.source}: truncated trace (no 'end_of_trace: true' at the end)")
-    check_mapping(doc, (), data, TOP_KEYS)
+    check_mapping(doc, (), data, TOP_KEYS, OPTIONAL_TOP_KEYS)
     trace = Trace(
         schema_version=version,
         device=get(doc, (), data, "device", str),
@@ -81,6 +86,8 @@ def _build(doc: YamlDoc) -> Trace:
         steps=_steps(doc, ("steps",), data["steps"]),
         token_stats=tuple(_tokens(doc, ("token_stats", i), v)
                           for i, v in enumerate(_list(doc, ("token_stats",), data["token_stats"]))),
+        interference=(_interference(doc, ("interference",), data["interference"])
+                      if data.get("interference") is not None else None),
         source=doc.source,
     )
     return trace
@@ -196,7 +203,8 @@ def _steps(doc: YamlDoc, path: tuple, values: Any) -> dict[str, StepSamples]:
     out: dict[str, StepSamples] = {}
     for i, m in enumerate(_list(doc, path, values)):
         p = path + (i,)
-        check_mapping(doc, p, m, ("strategy", "world", "batch", "seq", "samples_us", "median_us"))
+        check_mapping(doc, p, m, ("strategy", "world", "batch", "seq", "samples_us", "median_us"),
+                      ("untied_outputs",))
         strategy = get(doc, p, m, "strategy", str)
         if strategy in out:
             raise doc.error(p + ("strategy",), f"strategy {strategy!r} appears twice")
@@ -207,8 +215,25 @@ def _steps(doc: YamlDoc, path: tuple, values: Any) -> dict[str, StepSamples]:
             strategy=strategy, world=get(doc, p, m, "world", int, positive=True),
             batch=get(doc, p, m, "batch", int, positive=True),
             seq=get(doc, p, m, "seq", int, positive=True),
-            samples_s=samples, median_s=_time(doc, p, m, "median_us"))
+            samples_s=samples, median_s=_time(doc, p, m, "median_us"),
+            untied_outputs=get(doc, p, m, "untied_outputs", bool, default=False))
     return out
+
+
+def _interference(doc: YamlDoc, p: tuple, m: Any) -> InterferenceMeasurement:
+    check_mapping(doc, p, m, ("layer", "batch", "collective", "bytes", "alone_us",
+                              "concurrent_us", "reps"), ("factor",))
+    op = get(doc, p, m, "collective", str)
+    if op not in COLLECTIVE_OPS:
+        raise doc.error(p + ("collective",), f"unknown collective {op!r}")
+    rec = InterferenceMeasurement(
+        layer=get(doc, p, m, "layer", str), batch=get(doc, p, m, "batch", int, positive=True),
+        collective=op, nbytes=get(doc, p, m, "bytes", int, positive=True),
+        alone_s=_time(doc, p, m, "alone_us"), concurrent_s=_time(doc, p, m, "concurrent_us"),
+        reps=get(doc, p, m, "reps", int, positive=True))
+    if rec.alone_s <= 0:
+        raise doc.error(p + ("alone_us",), "must be positive")
+    return rec
 
 
 def _tokens(doc: YamlDoc, p: tuple, m: Any) -> TokenStatsRecord:
@@ -235,7 +260,7 @@ def _us(seconds: float) -> float:
 
 def trace_to_dict(trace: Trace) -> dict:
     pv = trace.provenance
-    return {
+    out = {
         "kind": TRACE_KIND,
         "schema_version": trace.schema_version,
         "device": trace.device, "model": trace.model, "seq": trace.seq, "topology": trace.topology,
@@ -256,14 +281,23 @@ def trace_to_dict(trace: Trace) -> dict:
                          "median_us": [_us(t) for t in c.median_s],
                          "spread_us": [_us(t) for t in c.spread_s]} for c in trace.collectives],
         "steps": [{"strategy": s.strategy, "world": s.world, "batch": s.batch, "seq": s.seq,
+                   "untied_outputs": s.untied_outputs,
                    "median_us": _us(s.median_s), "samples_us": [_us(t) for t in s.samples_s]}
                   for s in trace.steps.values()],
         "token_stats": [{"table": t.table, "vocab": t.vocab, "batch": t.batch, "seq": t.seq,
                          "ranks": t.ranks, "source": t.source,
                          "unique_per_rank": list(t.unique_per_rank), "union": t.union}
                         for t in trace.token_stats],
-        "end_of_trace": True,
     }
+    f = trace.interference
+    if f is not None:
+        # `factor` is derived (concurrent / alone - 1), written for the reader
+        out["interference"] = {"layer": f.layer, "batch": f.batch, "collective": f.collective,
+                               "bytes": f.nbytes, "alone_us": _us(f.alone_s),
+                               "concurrent_us": _us(f.concurrent_s), "reps": f.reps,
+                               "factor": round(f.factor, 4)}
+    out["end_of_trace"] = True
+    return out
 
 
 def dump_trace(trace: Trace) -> str:

@@ -102,6 +102,29 @@ class StepSamples:
     seq: int
     samples_s: tuple[float, ...]
     median_s: float
+    # How the stepped model was built: calibrate gives a tied output projection its own
+    # weight (modules.LanguageModel), so the table's gradient is the lookups' sparse one.
+    untied_outputs: bool = False
+
+
+@dataclass(frozen=True)
+class InterferenceMeasurement:
+    """Compute slowed by a collective in flight on the same ranks (gloo's threads share the
+    cores; NCCL's kernels share the SMs): `layer` forward+backward timed alone and while
+    `collective` calls of `nbytes` run back to back. factor = concurrent / alone - 1, the
+    engine's `interference` (compute runs 1/(1+factor) as fast while any collective runs)."""
+
+    layer: str
+    batch: int
+    collective: str
+    nbytes: int
+    alone_s: float                 # median
+    concurrent_s: float            # median
+    reps: int
+
+    @property
+    def factor(self) -> float:
+        return max(0.0, self.concurrent_s / self.alone_s - 1.0) if self.alone_s > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -131,6 +154,7 @@ class Trace:
     collectives: tuple[CollectiveCurve, ...]
     steps: dict[str, StepSamples]
     token_stats: tuple[TokenStatsRecord, ...]
+    interference: InterferenceMeasurement | None = None
     source: str = field(default="", compare=False)   # file it was loaded from
 
     @property

@@ -50,10 +50,12 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
         raise InputError(f"{trace_path}: the trace measured no whole training steps (steps: [])")
     out = []
     for s in trace.steps.values():
+        # simulate the model the steps ran (calibrate unties a tied output projection);
+        # interference defaults to the trace's own measurement
         cfg = SimulationConfig(topology=trace_topology(trace_path, trace.topology, s.world),
                                model=trace.model, batch=s.batch, seq=s.seq, strategy=s.strategy,
                                trace=str(trace_path), iterations=iterations,
-                               efficiency_baseline=False)
+                               efficiency_baseline=False, untie_outputs=s.untied_outputs)
         try:
             result = simulate(cfg)
         except InputError as exc:

@@ -49,11 +49,14 @@ def load_spec(name_or_path: str) -> ModelSpec:
     return spec
 
 
-def load_model(name_or_path: str, batch: int | None = None, seq: int | None = None) -> Model:
-    """Build a model at per-GPU `batch` and sequence length `seq` (zoo defaults if None)."""
+def load_model(name_or_path: str, batch: int | None = None, seq: int | None = None,
+               untie_outputs: bool = False) -> Model:
+    """Build a model at per-GPU `batch` and sequence length `seq` (zoo defaults if None).
+    `untie_outputs`: a tied output projection gets its own vocab x dim weight (dense
+    gradient) and no longer shares the table, whose gradient becomes sparse."""
     spec = load_spec(name_or_path)
     for flag, value in (("batch", batch), ("seq", seq)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                   or value <= 0):
             raise InputError(f"{flag}: must be a positive integer, got {value!r}")
-    return build_model(spec, batch or spec.batch, seq or spec.seq)
+    return build_model(spec, batch or spec.batch, seq or spec.seq, untie_outputs=bool(untie_outputs))

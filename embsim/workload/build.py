@@ -53,7 +53,17 @@ def _cost(kind: str, p: dict, sh: Shape, tables: dict, owns: bool) -> LayerCost:
     raise AssertionError(f"layer kind {kind!r} passed validation but has no cost rule")
 
 
-def build_model(spec: ModelSpec, batch: int, seq: int) -> Model:
+def untied(p: dict, tables: dict) -> dict:
+    """A tied output projection's shape keys as an untied one: its own vocab x dim weight
+    (dense gradient), the table no longer shared."""
+    q = {k: v for k, v in p.items() if k != "tied"}
+    q["vocab"] = tables[p["tied"]].vocab
+    return q
+
+
+def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = False) -> Model:
+    """`untie_outputs`: build every tied output projection untied (as calibrate's real
+    training steps run it), so its table's gradient is the lookups' sparse one."""
     d = DTYPE_BYTES[spec.dtype]
     sh = Shape(batch, seq, d)
     tables = {t.name: t for t in spec.tables}
@@ -65,6 +75,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int) -> Model:
         for i in range(ls.repeat):
             name = f"{ls.name}.{i}" if ls.repeat > 1 else ls.name
             p = ls.params
+            if untie_outputs and ls.kind == "output_projection" and "tied" in p:
+                p = untied(p, tables)
             table = p.get("table") or p.get("tied")
             owns = ls.kind == "embedding" and table not in owned
             if owns:
