@@ -42,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("embsim: aborted", err=True)
         return 130
+    except click.UsageError as exc:
+        # one line, like every other input error (click's own form spans three)
+        where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
+        click.echo(f"embsim: error: {where}{exc.format_message()} (see --help)", err=True)
+        return 2
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
