@@ -31,7 +31,7 @@ class CalibrateConfig:
 
     @property
     def step_samples(self) -> int:
-        return 2 if self.quick else 6
+        return 2 if self.quick else 10
 
     @property
     def batches(self) -> list[int]:

@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 
 class Stopwatch:
@@ -48,11 +49,23 @@ class Stat:
         return Stat(float(med), float(q3 - q1), len(a))
 
 
+def together() -> None:
+    """Start a sample on every rank at once: a rank timed while its peers idle runs
+    faster than in training, where all compute together (shared cores, caches, memory)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
 def time_phases(step: Callable[[Stopwatch], list], device: torch.device, warmup: int,
                 reps: int) -> list[Stat]:
-    """Run `step(watch)` (which returns its marks) warmup + reps times; one Stat per phase."""
+    """Run `step(watch)` (which returns its marks) warmup + reps times, every rank
+    together; one Stat per phase."""
     watch = Stopwatch(device)
+
+    def sample():
+        together()
+        return watch.seconds(step(watch))
     for _ in range(warmup):
-        watch.seconds(step(watch))
-    samples = [watch.seconds(step(watch)) for _ in range(reps)]
+        sample()
+    samples = [sample() for _ in range(reps)]
     return [Stat.of([s[i] for s in samples]) for i in range(len(samples[0]))]

@@ -1,8 +1,9 @@
 """Everything one rank does in a calibration run, in order; rank 0 collects the results.
 
-Stages: per-layer kernels and optimizer (every rank measures; rank 0's go in the trace,
-so concurrent ranks load the machine as in training), token statistics, collective
-sweeps, then whole training steps of each strategy.
+Stages: per-layer kernels and optimizer, alone and inside whole communication-free steps
+(every rank measures; rank 0's go in the trace, so concurrent ranks load the machine as
+in training), token statistics, collective sweeps, compute slowed by a collective in
+flight, then whole training steps of each strategy.
 """
 
 from __future__ import annotations
@@ -10,11 +11,15 @@ from __future__ import annotations
 import sys
 import time
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
+from embsim.trace import RankSkew
+
 from .collectives import OPS, max_sweep_bytes, sweep, sweep_sizes
 from .config import CalibrateConfig
+from .instep import InStepSampler
 from .interference import measure_interference
 from .layers import measure_layers, measure_optimizer
 from .spec import model_spec
@@ -53,6 +58,23 @@ def node_groups(world: int, local_size: int):
     return intra, inter
 
 
+def slowest(seconds: float, device: torch.device) -> float:
+    """The largest of every rank's `seconds` (a synchronous step ends with the slowest)."""
+    took = torch.tensor([seconds], dtype=torch.float64, device=device)
+    dist.all_reduce(took, op=dist.ReduceOp.MAX)
+    return float(took.item())
+
+
+def timed_step(strategy: Strategy, ids: torch.Tensor, device: torch.device) -> float:
+    """One training step, every rank starting together; the slowest rank's seconds."""
+    dist.barrier()
+    t0 = time.perf_counter()
+    strategy.step(ids[:, :-1], ids[:, 1:])
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return slowest(time.perf_counter() - t0, device)
+
+
 def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local_size: int,
              backend: str) -> dict | None:
     torch.set_num_threads(1)
@@ -89,30 +111,46 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
 
     interference = measure_interference(
         model, layers, cfg.batch, cfg.seq, tokens, device,
-        next(c for c in curves if c.op == "all_reduce" and c.scope == "all"), sizes[-1],
-        cfg.warmup, cfg.reps, say)
+        next(c for c in curves if c.op == "all_reduce" and c.scope == "all"),
+        cfg.warmup, 2 * cfg.reps, say)
     say(f"interference factor {interference.factor:.3f}")
 
-    steps = {}
-    for name in STRATEGIES:
-        say(f"training steps: {name}")
-        strategy = Strategy(name, model, cfg.seed, device)
-        samples = []
-        for i in range(1 + cfg.step_samples):         # the first step is a warm-up
-            ids = torch.from_numpy(source.batch(rank, i, cfg.batch).copy()).to(device)
-            dist.barrier()
-            t0 = time.perf_counter()
-            strategy.step(ids[:, :-1], ids[:, 1:])
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            took = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=device)
-            dist.all_reduce(took, op=dist.ReduceOp.MAX)    # the step ends when the slowest rank's does
+    # Whole steps of every strategy, and communication-free steps of the untied model
+    # timed layer by layer (instep.py), round-robin: the machine drifts over seconds
+    # (other tenants, memory reclaim), and interleaving makes every strategy and the
+    # per-layer timings see the same drift.
+    say(f"training steps ({', '.join(STRATEGIES)}, in-step layer timings), interleaved")
+    sampler = InStepSampler(model, device)
+    strategies = {name: Strategy(name, model, cfg.seed, device) for name in STRATEGIES}
+    in_step: dict[int, list[dict]] = {b: [] for b in cfg.batches}
+    local_rank0, local_slowest = [], []       # whole communication-free steps at cfg.batch
+    steps = {name: [] for name in STRATEGIES}
+    for i in range(1 + cfg.step_samples):         # the first round is a warm-up
+        ids = torch.from_numpy(source.batch(rank, i, cfg.batch).copy()).to(device)
+        for name, strategy in strategies.items():
+            took = timed_step(strategy, ids, device)
             if i > 0:
-                samples.append(float(took.item()))
-        steps[name] = samples
-        skipped = strategy.model.skipped
-        del strategy
+                steps[name].append(took)
+        for b in cfg.batches:
+            sample = sampler.sample(torch.from_numpy(source.batch(rank, i, b).copy()))
+            if i > 0:
+                in_step[b].append(sample)
+            if i > 0 and b == cfg.batch:
+                mine = sum(sample.values())
+                local_rank0.append(mine)
+                local_slowest.append(slowest(mine, device))
+    skipped = strategies[STRATEGIES[0]].model.skipped
+    del strategies
+    # The layers a step runs replace their isolated timings (which stay for the
+    # sparse-gradient lookup and the layers the step leaves out); so does its SGD.
+    timed_layers, step_optimizer = sampler.timings(in_step)
+    replaced = {t.name: t for t in timed_layers}
+    layers = [replaced.get(t.name, t) for t in layers]
+    optimizer = [step_optimizer if o.name == "dense" else o for o in optimizer]
+    skew = RankSkew(cfg.batch, float(np.median(local_rank0)), float(np.median(local_slowest)),
+                    len(local_rank0))
     if rank != 0:
         return None
     return {"layers": layers, "optimizer": optimizer, "token_stats": stats, "collectives": curves,
-            "steps": steps, "device": device, "skipped": skipped, "interference": interference}
+            "steps": steps, "device": device, "skipped": skipped, "interference": interference,
+            "rank_skew": skew}

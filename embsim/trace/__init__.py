@@ -7,8 +7,8 @@
 
 from .io import TraceError, dump_trace, load_trace, parse_trace, trace_to_dict, write_trace
 from .schema import (SCHEMA_VERSION, CollectiveCurve, InterferenceMeasurement, LayerPoint, LayerTiming, OptimizerTiming,
-                     Provenance, StepSamples, TokenStatsRecord, Trace)
+                     Provenance, RankSkew, StepSamples, TokenStatsRecord, Trace)
 
 __all__ = ["SCHEMA_VERSION", "CollectiveCurve", "InterferenceMeasurement", "LayerPoint", "LayerTiming", "OptimizerTiming",
-           "Provenance", "StepSamples", "TokenStatsRecord", "Trace", "TraceError", "dump_trace",
+           "Provenance", "RankSkew", "StepSamples", "TokenStatsRecord", "Trace", "TraceError", "dump_trace",
            "load_trace", "parse_trace", "trace_to_dict", "write_trace"]

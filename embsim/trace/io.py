@@ -16,7 +16,7 @@ from ..atomic import atomic_write_text
 from ..errors import InputError
 from ..yamlio import YamlDoc, check_mapping, check_type, get, parse_yaml
 from .schema import (SCHEMA_VERSION, TRACE_KIND, CollectiveCurve, InterferenceMeasurement,
-                     LayerPoint, LayerTiming, OptimizerTiming, Provenance, StepSamples, TokenStatsRecord, Trace)
+                     LayerPoint, LayerTiming, OptimizerTiming, RankSkew, Provenance, StepSamples, TokenStatsRecord, Trace)
 
 
 class TraceError(InputError):
@@ -28,7 +28,7 @@ COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "bro
 SCOPES = ("all", "intra-node", "inter-node")
 TOP_KEYS = ("kind", "schema_version", "device", "model", "seq", "topology", "provenance",
             "layers", "optimizer", "collectives", "steps", "token_stats", "end_of_trace")
-OPTIONAL_TOP_KEYS = ("interference",)
+OPTIONAL_TOP_KEYS = ("interference", "rank_skew")
 
 
 def load_trace(path: str | Path) -> Trace:
@@ -88,6 +88,8 @@ def _build(doc: YamlDoc) -> Trace:
                           for i, v in enumerate(_list(doc, ("token_stats",), data["token_stats"]))),
         interference=(_interference(doc, ("interference",), data["interference"])
                       if data.get("interference") is not None else None),
+        rank_skew=(_rank_skew(doc, ("rank_skew",), data["rank_skew"])
+                   if data.get("rank_skew") is not None else None),
         source=doc.source,
     )
     return trace
@@ -144,7 +146,7 @@ def _layers(doc: YamlDoc, path: tuple, values: Any) -> dict[str, LayerTiming]:
     out: dict[str, LayerTiming] = {}
     for i, m in enumerate(_list(doc, path, values)):
         p = path + (i,)
-        check_mapping(doc, p, m, ("name", "kind", "points"), ("variant",))
+        check_mapping(doc, p, m, ("name", "kind", "points"), ("variant", "timed"))
         name = get(doc, p, m, "name", str)
         if name in out:
             raise doc.error(p + ("name",), f"layer {name!r} appears twice")
@@ -164,9 +166,12 @@ def _layers(doc: YamlDoc, path: tuple, values: Any) -> dict[str, LayerTiming]:
         batches = [pt.batch for pt in points]
         if batches != sorted(set(batches)):
             raise doc.error(p + ("points",), "batch sizes must be distinct and increasing")
+        if m.get("timed", "isolated") not in ("isolated", "in-step"):
+            raise doc.error(p + ("timed",), f"must be isolated or in-step, got {m['timed']!r}")
         out[name] = LayerTiming(name=name, kind=get(doc, p, m, "kind", str),
                                 variant=get(doc, p, m, "variant", str, default=""),
-                                points=tuple(points))
+                                points=tuple(points),
+                                timed=get(doc, p, m, "timed", str, default="isolated"))
     return out
 
 
@@ -220,19 +225,32 @@ def _steps(doc: YamlDoc, path: tuple, values: Any) -> dict[str, StepSamples]:
     return out
 
 
+def _rank_skew(doc: YamlDoc, p: tuple, m: Any) -> RankSkew:
+    check_mapping(doc, p, m, ("batch", "rank0_us", "slowest_us", "reps"), ("factor",))
+    rec = RankSkew(batch=get(doc, p, m, "batch", int, positive=True),
+                   rank0_s=_time(doc, p, m, "rank0_us"), slowest_s=_time(doc, p, m, "slowest_us"),
+                   reps=get(doc, p, m, "reps", int, positive=True))
+    if rec.rank0_s <= 0:
+        raise doc.error(p + ("rank0_us",), "must be positive")
+    return rec
+
+
 def _interference(doc: YamlDoc, p: tuple, m: Any) -> InterferenceMeasurement:
     check_mapping(doc, p, m, ("layer", "batch", "collective", "bytes", "alone_us",
-                              "concurrent_us", "reps"), ("factor",))
+                              "comm_us", "both_us", "reps"), ("factor", "comm_overlapped_us"))
     op = get(doc, p, m, "collective", str)
     if op not in COLLECTIVE_OPS:
         raise doc.error(p + ("collective",), f"unknown collective {op!r}")
     rec = InterferenceMeasurement(
         layer=get(doc, p, m, "layer", str), batch=get(doc, p, m, "batch", int, positive=True),
         collective=op, nbytes=get(doc, p, m, "bytes", int, positive=True),
-        alone_s=_time(doc, p, m, "alone_us"), concurrent_s=_time(doc, p, m, "concurrent_us"),
-        reps=get(doc, p, m, "reps", int, positive=True))
-    if rec.alone_s <= 0:
-        raise doc.error(p + ("alone_us",), "must be positive")
+        alone_s=_time(doc, p, m, "alone_us"), comm_s=_time(doc, p, m, "comm_us"),
+        both_s=_time(doc, p, m, "both_us"), reps=get(doc, p, m, "reps", int, positive=True),
+        comm_overlapped_s=(_time(doc, p, m, "comm_overlapped_us")
+                           if m.get("comm_overlapped_us") is not None else None))
+    for key, value in (("alone_us", rec.alone_s), ("comm_us", rec.comm_s)):
+        if value <= 0:
+            raise doc.error(p + (key,), "must be positive")
     return rec
 
 
@@ -270,7 +288,8 @@ def trace_to_dict(trace: Trace) -> dict:
             "python": pv.python, "devices": list(pv.devices), "driver": pv.driver, "cuda": pv.cuda,
             "label": pv.label, "loadavg": [round(x, 2) for x in pv.loadavg],
             "threads_per_rank": pv.threads_per_rank, "nodes": pv.nodes},
-        "layers": [{"name": lt.name, "kind": lt.kind, "variant": lt.variant, "points": [
+        "layers": [{"name": lt.name, "kind": lt.kind, "variant": lt.variant, "timed": lt.timed,
+                    "points": [
             {"batch": pt.batch, "fwd_us": _us(pt.fwd_s), "bwd_us": _us(pt.bwd_s),
              "fwd_spread_us": _us(pt.fwd_spread_s), "bwd_spread_us": _us(pt.bwd_spread_s),
              "reps": pt.reps} for pt in lt.points]} for lt in trace.layers.values()],
@@ -291,11 +310,18 @@ def trace_to_dict(trace: Trace) -> dict:
     }
     f = trace.interference
     if f is not None:
-        # `factor` is derived (concurrent / alone - 1), written for the reader
+        # `factor` is derived from the three times (see InterferenceMeasurement), for the reader
         out["interference"] = {"layer": f.layer, "batch": f.batch, "collective": f.collective,
                                "bytes": f.nbytes, "alone_us": _us(f.alone_s),
-                               "concurrent_us": _us(f.concurrent_s), "reps": f.reps,
-                               "factor": round(f.factor, 4)}
+                               "comm_us": _us(f.comm_s), "both_us": _us(f.both_s),
+                               "reps": f.reps, "factor": round(f.factor, 4)}
+        if f.comm_overlapped_s is not None:
+            out["interference"]["comm_overlapped_us"] = _us(f.comm_overlapped_s)
+    k = trace.rank_skew
+    if k is not None:
+        out["rank_skew"] = {"batch": k.batch, "rank0_us": _us(k.rank0_s),
+                            "slowest_us": _us(k.slowest_s), "reps": k.reps,
+                            "factor": round(k.factor, 4)}
     out["end_of_trace"] = True
     return out
 

@@ -54,6 +54,7 @@ class LayerTiming:
     kind: str                      # the zoo's layer kind (embedding, encoder, lstm, ...)
     variant: str                   # e.g. "dense-grad" / "sparse-grad" for embeddings, else ""
     points: tuple[LayerPoint, ...]  # sorted by batch
+    timed: str = "isolated"        # "isolated": the layer alone; "in-step": inside whole steps
 
 
 @dataclass(frozen=True)
@@ -107,24 +108,58 @@ class StepSamples:
     untied_outputs: bool = False
 
 
+# r = 1 means compute and communication serialise: f = r / (1 - r) diverges, so r is
+# clipped here (compute at 1 % of its speed while a collective runs).
+MAX_OVERLAP_COST = 0.99
+
+
 @dataclass(frozen=True)
 class InterferenceMeasurement:
-    """Compute slowed by a collective in flight on the same ranks (gloo's threads share the
-    cores; NCCL's kernels share the SMs): `layer` forward+backward timed alone and while
-    `collective` calls of `nbytes` run back to back. factor = concurrent / alone - 1, the
-    engine's `interference` (compute runs 1/(1+factor) as fast while any collective runs)."""
+    """Compute and a collective started together on the same ranks (gloo's threads share
+    the cores; NCCL's kernels share the SMs): `layer` forward+backward alone (alone_s),
+    one `collective` of `nbytes` alone (comm_s), and both at once until both are done
+    (both_s). The engine slows compute to 1/(1+f) while a collective is in flight, which
+    makes a collective shorter than the compute cost r = f/(1+f) of its duration;
+    r = (both - alone) / comm measured gives f = r / (1 - r)."""
 
     layer: str
     batch: int
     collective: str
     nbytes: int
-    alone_s: float                 # median
-    concurrent_s: float            # median
+    alone_s: float                 # medians
+    comm_s: float
+    both_s: float
+    reps: int
+    # the collective's own duration when started with the compute (slowed by it)
+    comm_overlapped_s: float | None = None
+
+    @property
+    def overlap_cost(self) -> float:
+        """r: extra time per second of collective when it overlaps compute (0 .. 1)."""
+        if self.comm_s <= 0:
+            return 0.0
+        return min(MAX_OVERLAP_COST, max(0.0, (self.both_s - self.alone_s) / self.comm_s))
+
+    @property
+    def factor(self) -> float:
+        r = self.overlap_cost
+        return r / (1.0 - r)
+
+
+@dataclass(frozen=True)
+class RankSkew:
+    """Communication-free steps run on every rank at once: rank 0's median step and the
+    median of the slowest rank's, step by step. A synchronous step waits for the slowest
+    rank, and the per-layer timings are rank 0's: factor = slowest / rank 0."""
+
+    batch: int
+    rank0_s: float
+    slowest_s: float
     reps: int
 
     @property
     def factor(self) -> float:
-        return max(0.0, self.concurrent_s / self.alone_s - 1.0) if self.alone_s > 0 else 0.0
+        return max(1.0, self.slowest_s / self.rank0_s) if self.rank0_s > 0 else 1.0
 
 
 @dataclass(frozen=True)
@@ -155,6 +190,7 @@ class Trace:
     steps: dict[str, StepSamples]
     token_stats: tuple[TokenStatsRecord, ...]
     interference: InterferenceMeasurement | None = None
+    rank_skew: RankSkew | None = None
     source: str = field(default="", compare=False)   # file it was loaded from
 
     @property

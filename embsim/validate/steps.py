@@ -43,6 +43,15 @@ def trace_topology(trace_path: Path, name: str, world: int) -> str:
     return f"{name}:1x{world}"
 
 
+def slowest_rank(trace, world: int) -> str | None:
+    """A measured step ends with its slowest rank while the layer timings are rank 0's:
+    one rank computes slower by the trace's measured rank skew (None: not measured)."""
+    k = trace.rank_skew
+    if k is None or world < 2 or k.factor <= 1.0:
+        return None
+    return f"gpu:{world - 1}:{k.factor:.6g}"
+
+
 def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
     trace_path = Path(trace_path)
     trace = load_trace(trace_path)
@@ -55,7 +64,8 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
         cfg = SimulationConfig(topology=trace_topology(trace_path, trace.topology, s.world),
                                model=trace.model, batch=s.batch, seq=s.seq, strategy=s.strategy,
                                trace=str(trace_path), iterations=iterations,
-                               efficiency_baseline=False, untie_outputs=s.untied_outputs)
+                               efficiency_baseline=False, untie_outputs=s.untied_outputs,
+                               straggler=slowest_rank(trace, s.world))
         try:
             result = simulate(cfg)
         except InputError as exc:
