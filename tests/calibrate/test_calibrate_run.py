@@ -47,6 +47,13 @@ def test_quick_trace_is_complete(quick_trace):
     assert set(trace.steps) == {"allreduce", "allgather", "embrace"}
     for s in trace.steps.values():
         assert s.samples_s and all(t > 0 for t in s.samples_s)
+    assert all(s.untied_outputs for s in trace.steps.values())    # LanguageModel unties
+    timed = {lt.name: lt.timed for lt in trace.layers.values()}
+    assert timed["embedding" if "embedding" in timed else "word_embedding"] == "in-step"
+    assert any(t == "isolated" for t in timed.values())            # the sparse-grad lookup
+    f = trace.interference
+    assert f is not None and f.alone_s > 0 and f.comm_s > 0 and f.both_s > 0 and f.factor >= 0
+    assert trace.rank_skew is not None and trace.rank_skew.factor >= 1.0
     ts = trace.token_stats[0]
     assert ts.ranks == 2 and max(ts.unique_per_rank) <= ts.union <= sum(ts.unique_per_rank)
 
@@ -57,6 +64,7 @@ def test_host_topology_written_and_loadable(quick_trace):
     node = load_node_type(d / "local-cpu.yaml")
     assert node.fabric.kind == "host" and node.gpu.count == 2
     assert node.fabric.host_gbps > 0 and node.fabric.host_latency_us >= 0
+    assert node.fabric.interference == pytest.approx(trace.interference.factor, abs=1e-4)
 
 
 def test_failing_rank_leaves_old_trace(tmp_path):
