@@ -8,6 +8,7 @@ the repository's topologies/ directory.
 from __future__ import annotations
 
 import os
+import sys
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -24,7 +25,10 @@ _SHAPE = re.compile(r"^(\d+)x(\d+)$")
 
 def preset_dirs() -> list[Path]:
     dirs = [Path(p) for p in os.environ.get("EMBSIM_TOPOLOGY_PATH", "").split(os.pathsep) if p]
-    return dirs + [Path(embsim.__file__).resolve().parent.parent / "topologies"]
+    # a checkout (or editable install) keeps them beside the package; a wheel installs
+    # them as data files under <prefix>/share/embsim/topologies (setup.cfg)
+    return dirs + [Path(embsim.__file__).resolve().parent.parent / "topologies",
+                   Path(sys.prefix) / "share" / "embsim" / "topologies"]
 
 
 def list_presets() -> list[str]:

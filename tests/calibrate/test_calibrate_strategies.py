@@ -1,7 +1,6 @@
 """The three real strategies give single-process training's parameters after a step."""
 
 import os
-import socket
 
 import pytest
 import torch
@@ -31,9 +30,10 @@ def batches(world):
     return ids[:, :, :-1], ids[:, :, 1:]
 
 
-def _worker(rank, world, port, out_dir):
+def _worker(rank, world, store, out_dir):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    # a file rendezvous: no free-port race between choosing a port and binding it
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     tokens, targets = batches(world)
     result = {}
     for name in STRATEGIES:
@@ -46,17 +46,12 @@ def _worker(rank, world, port, out_dir):
     dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("world", [2, 3])
 def test_strategies_match_single_process(tmp_path, world):
-    mp.spawn(_worker, args=(world, free_port(), str(tmp_path)), nprocs=world)
+    mp.spawn(_worker, args=(world, str(tmp_path / "rendezvous"), str(tmp_path)), nprocs=world)
     got = torch.load(tmp_path / "params.pt")
     tokens, targets = batches(world)
+    torch.set_num_threads(1)      # the reference as deterministic as the ranks
     ref = reference_step(tiny_spec(), SEED, tokens.reshape(-1, SEQ), targets.reshape(-1, SEQ))
     init = reference_step.__globals__["seeded_model"](tiny_spec(), SEED)
     moved = (ref["embedding.weight"] - init.embedding.weight.detach()).abs().max()

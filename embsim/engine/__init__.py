@@ -1,0 +1,1 @@
+"""The training-step simulation: context, step plan, SimPy engine, metrics, run facade."""
