@@ -22,13 +22,16 @@ def topology(gpus: int) -> str:
 
 def main(model: str, png: str) -> None:
     series: dict[str, list[tuple[int, float]]] = {}
+    sources = set()
     for label in SERIES:
         strategy, scheduler = label.split("/")
         for g in GPUS:
             r = simulate(SimulationConfig(topology=topology(g), model=model, strategy=strategy,
                                           scheduler=scheduler, iterations=3, efficiency_baseline=False))
             series.setdefault(label, []).append((g, r.step_time))
-    scaling_plot(series, png, f"{model} on dgx-h100 nodes: simulated step time vs GPU count")
+            sources.add(r.compute_source)
+    scaling_plot(series, png, f"{model} on dgx-h100 nodes: simulated step time vs GPU count\n"
+                 + "; ".join(sorted(sources)))
     print(json.dumps({k: [[g, t * 1e3] for g, t in v] for k, v in series.items()}, indent=1))
 
 

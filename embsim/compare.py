@@ -33,6 +33,7 @@ class CompareRow:
     refused: str | None = None               # why the combination was not run
     speedup: float | None = None             # baseline step / this step
     notes: tuple = ()
+    compute_source: str = ""                 # measured (trace) or "compute: roofline estimate"
 
     @property
     def label(self) -> str:
@@ -58,8 +59,14 @@ class CompareResult:
     baseline: str = "/".join(BASELINE)
     n_gpus: int = 0
 
+    @property
+    def compute_source(self) -> str:
+        """Where the compute times came from (the same for every row of one matrix)."""
+        return next((r.compute_source for r in self.rows if r.compute_source), "")
+
     def as_json(self) -> dict:
-        return {"baseline": self.baseline, "rows": [r.as_json() for r in self.rows]}
+        return {"baseline": self.baseline, "compute_source": self.compute_source,
+                "rows": [r.as_json() for r in self.rows]}
 
 
 def parse_names(text: str | None, registry, flag: str) -> list[str]:
@@ -91,7 +98,7 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       exposed_comm=r.exposed_comm, compute=r.compute,
                       comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
                       memory_per_gpu=float(r.memory["total"]), fits_in_memory=r.fits_in_memory,
-                      notes=tuple(r.notes))
+                      notes=tuple(r.notes), compute_source=r.compute_source)
 
 
 def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],

@@ -51,6 +51,7 @@ def print_matrix(result, console: Console | None = None) -> None:
                   human_time(r.exposed_comm), human_bytes(r.comm_bytes_per_gpu),
                   human_bytes(r.memory_per_gpu), "yes" if r.fits_in_memory else "[red]NO[/red]")
     console.print(t)
+    console.print(f"compute times: {result.compute_source}")
     for r in result.rows:
         if r.refused is not None:
             console.print(f"refused: {r.label}: {r.refused}")

@@ -47,7 +47,10 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
             else:
                 click.echo(f"{c.gpus:6d} {c.topology:>20} {c.step_time_s * 1e3:10.3f} "
                            f"{c.samples_per_s:12.1f} {c.efficiency:10.3f}")
+        for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
+            click.echo(f"compute times: {source}")
     if plot:
-        plot_scaling(curve, plot, f"{model} / {strategy} / {comm_scheduler}")
+        sources = "; ".join(dict.fromkeys(c.compute_source for c in curve if c.compute_source))
+        plot_scaling(curve, plot, f"{model} / {strategy} / {comm_scheduler}" + (f"\n{sources}" if sources else ""))
         if not as_json:
             click.echo(f"wrote {plot}")

@@ -51,7 +51,8 @@ def compare_bar_chart(result, path: str, title: str | None = None) -> None:
         ax.text(top * 0.01, yi, "refused (see table)", va="center", fontsize=8, color="grey")
     ax.set_yticks(y, labels, fontsize=9)
     ax.set_xlim(0, top * 1.45)
-    ax.set_xlabel("simulated step time (ms)")
+    ax.set_xlabel(f"simulated step time (ms) — {result.compute_source}" if result.compute_source
+                  else "simulated step time (ms)")
     cfg = result.config
     ax.set_title(title or f"{cfg.model} on {cfg.topology} ({result.n_gpus} GPUs): "
                  f"speedup over {result.baseline}", fontsize=10)

@@ -17,6 +17,7 @@ class ScalePoint:
     samples_per_s: float | None
     efficiency: float | None       # throughput per GPU relative to the smallest run
     error: str | None
+    compute_source: str = ""       # measured (trace) or "compute: roofline estimate"
 
 
 def parse_gpus(text: str) -> list[int]:
@@ -62,7 +63,8 @@ def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[Scale
         if first is None:
             first = per_gpu
         out.append(ScalePoint(gpus, p.config["topology"], res["step_time_ms"] / 1e3,
-                              res["samples_per_s"], per_gpu / first, None))
+                              res["samples_per_s"], per_gpu / first, None,
+                              res.get("compute_source", "")))
     return out
 
 

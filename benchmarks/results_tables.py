@@ -1,0 +1,55 @@
+"""Render docs/results/*.json (from results_matrix.sh) as the "Full matrices" section of
+docs/results.md, between the markers <!-- matrices:start --> and <!-- matrices:end -->,
+so the page's tables are always what the commands printed. Run from the repository root:
+
+    .venv/bin/python benchmarks/results_tables.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from embsim.atomic import atomic_write_text
+
+MODELS = ("lstm-lm1b", "gnmt", "transformer-wmt", "bert-base")
+CLUSTERS = ("pcie-rtx3090", "dgx-h100")
+START, END = "<!-- matrices:start -->", "<!-- matrices:end -->"
+
+
+def table(model: str, cluster: str, data: dict) -> str:
+    lines = [f"#### {model} on {cluster}", "",
+             "| rank | strategy/scheduler | step (ms) | speedup | exposed comm (ms) | sent per GPU (MB) "
+             "| memory per GPU (GB) | fits |", "|---|---|---|---|---|---|---|---|"]
+    refused = []
+    rank = 0
+    for r in data["rows"]:
+        if r.get("refused"):
+            refused.append(f"{r['strategy']}/{r['scheduler']}")
+            continue
+        rank += 1
+        lines.append(f"| {rank} | {r['strategy']}/{r['scheduler']} | {r['step_time_ms']:.2f} | "
+                     f"{r['speedup']:.2f}× | {r['exposed_comm_ms']:.2f} | {r['comm_bytes_per_gpu'] / 1e6:.1f} | "
+                     f"{r['memory_per_gpu_bytes'] / 1e9:.2f} | {'yes' if r['fits_in_memory'] else '**no**'} |")
+    if refused:
+        lines += ["", f"Refused: {', '.join(refused)} (no row-level split to defer)."]
+    lines += ["", f"![{model} on {cluster}](results/{model}_{cluster}.png)", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    page = Path("docs/results.md")
+    parts = [table(m, c, json.loads(Path(f"docs/results/{m}_{c}.json").read_text()))
+             for c in CLUSTERS for m in MODELS]
+    text = page.read_text()
+    block = f"{START}\n\n" + "\n".join(parts) + f"\n{END}"
+    if START in text:
+        text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
+    else:
+        text += "\n" + block + "\n"
+    atomic_write_text(page, text)
+
+
+if __name__ == "__main__":
+    main()
