@@ -92,9 +92,9 @@ def step_table(rows: list[StepError], markdown: bool = False) -> str:
 
 def plot_collectives(curves: list[CurveError], path) -> None:
     """Measured (dots) and simulated (lines) busbw against size, one panel per curve."""
-    import matplotlib
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from ..report.plots import save_figure  # sets the Agg backend
     multi = [c for c in curves if len(c.points) > 1]
     singles = [c for c in curves if len(c.points) == 1]
     panels = len(multi) + (1 if singles else 0)
@@ -122,5 +122,4 @@ def plot_collectives(curves: list[CurveError], path) -> None:
     for ax in list(axes.flat)[panels:]:
         ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
