@@ -68,15 +68,19 @@ def parse_yaml(text: str, source: str) -> YamlDoc:
     return YamlDoc(data=data, source=source, lines=lines)
 
 
-def load_yaml(path: str | Path) -> YamlDoc:
+def read_text(path: str | Path, what: str = "file", error: type = InputError) -> str:
+    """A user's text file, or one line naming it (`what`: "file", "trace file", ...)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise error(f"{path}: no such {what}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-    return parse_yaml(text, str(path))
+        raise error(f"{path}: cannot read {what}: {exc}") from None
+
+
+def load_yaml(path: str | Path) -> YamlDoc:
+    return parse_yaml(read_text(path), str(path))
 
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false",

@@ -105,9 +105,6 @@ class AllGatherStrategy(Strategy):
     description = "sparse (index, row) gradients AllGathered (Horovod sparse / AGsparse)"
     embedding_payload = "rows"   # what embrace-2d may split: gradient rows
 
-    def __init__(self, **options):
-        super().__init__(**options)
-
     def plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus
         sync = replicated_sync(ctx)

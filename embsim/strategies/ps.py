@@ -31,9 +31,6 @@ class ParameterServerStrategy(Strategy):
     description = "sparse rows pushed to / pulled from co-located PS shards (BytePS/Parallax)"
     embedding_payload = "rows"
 
-    def __init__(self, **options):
-        super().__init__(**options)
-
     def plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus
         sync = replicated_sync(ctx)

@@ -14,7 +14,7 @@ import yaml
 
 from ..atomic import atomic_write_text
 from ..errors import InputError
-from ..yamlio import YamlDoc, check_mapping, check_type, get, parse_yaml
+from ..yamlio import YamlDoc, check_mapping, check_type, get, parse_yaml, read_text
 from .schema import (SCHEMA_VERSION, TRACE_KIND, CollectiveCurve, InterferenceMeasurement,
                      LayerPoint, LayerTiming, OptimizerTiming, RankSkew, Provenance, StepSamples, TokenStatsRecord, Trace)
 
@@ -32,14 +32,7 @@ OPTIONAL_TOP_KEYS = ("interference", "rank_skew")
 
 
 def load_trace(path: str | Path) -> Trace:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such trace file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{path}: cannot read trace: {exc}") from None
-    return parse_trace(text, str(path))
+    return parse_trace(read_text(path, "trace file", TraceError), str(path))
 
 
 def parse_trace(text: str, source: str) -> Trace:
