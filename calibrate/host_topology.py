@@ -87,15 +87,15 @@ def measure_device(device: torch.device) -> tuple[float, float]:
 
 def write_host_topology(path: str | Path, name: str, cpu_model: str, ranks: int, mem_gb: float,
                         tflops: float, mem_gbps: float, bandwidth: float, latency: float,
-                        trace_name: str, interference: float | None = None) -> Path:
+                        trace_name: str, interference: tuple[float, float] | None = None) -> Path:
     doc = {
         "name": name,
         "description": (f"The calibrated CPU host ({cpu_model}): {ranks} gloo ranks, one thread "
                         f"each. Links fitted by embsim calibrate to the gloo sweep in {trace_name} "
                         "(ring alpha-beta least squares; host_latency_us is half a ring step, one link); compute and memory measured per rank "
                         "(fp32 matmul and copy; bf16_tflops and fp32_tflops both hold the fp32 figure)."
-                        + (" fabric.interference: compute slowdown measured beside a running "
-                           "all_reduce." if interference is not None else "")),
+                        + (" fabric.interference / comm_interference: compute and all_reduce "
+                           "slowdowns measured running together." if interference is not None else "")),
         "gpu": {"model": "cpu", "arch": 0, "count": ranks, "bf16_tflops": round(tflops, 5),
                 "fp32_tflops": round(tflops, 5),
                 "hbm_gb": round(mem_gb, 1), "hbm_gbps": round(mem_gbps, 2)},
@@ -106,6 +106,7 @@ def write_host_topology(path: str | Path, name: str, cpu_model: str, ranks: int,
     }
     if interference is not None:
         # measured: a layer timed alone and beside a running all_reduce (calibrate/interference.py)
-        doc["fabric"]["interference"] = round(interference, 4)
+        doc["fabric"]["interference"] = round(interference[0], 4)
+        doc["fabric"]["comm_interference"] = round(interference[1], 4)
     header = "# Written by `embsim calibrate`: the machine that was measured, not a preset.\n"
     return atomic_write_text(path, header + yaml.safe_dump(doc, sort_keys=False, width=100))

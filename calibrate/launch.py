@@ -160,7 +160,7 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
         f = result.get("interference")
         write_host_topology(topo_path, topo_path.stem, _cpu_model(), world, mem_gb, tflops, gbps,
                             bandwidth, latency, out.name,
-                            interference=None if f is None else f.factor)
+                            interference=None if f is None else (f.compute_factor, f.comm_factor))
         topology = topo_path.name
         backend_version = f"gloo (torch {torch.__version__})"
     prov = Provenance(

@@ -25,6 +25,9 @@ def _options(f):
         click.option("--interference", type=float, default=None,
                      help="compute slowdown while collectives run (0.1 = 10 %% slower); default: "
                           "the trace's or topology's measured fabric.interference, else 0"),
+        click.option("--comm-interference", type=float, default=None,
+                     help="collective slowdown while compute runs; default: the trace's or "
+                          "topology's measured fabric.comm_interference, else 0"),
         click.option("--untie-outputs", is_flag=True, default=False,
                      help="give tied output projections their own weight (as calibrate's real steps)"),
         click.option("--zipf", "zipf_s", type=float, default=1.05, show_default=True,
@@ -64,6 +67,7 @@ def config_from_options(options: dict, **fixed) -> SimulationConfig:
     extra = parse_kv(options.pop("extra", ()))
     if options.get("iterations") is not None and options["iterations"] < 2:
         raise InputError(f"--iterations {options['iterations']}: need at least 2 (the first is warm-up)")
-    if (options.get("interference") or 0) < 0:
-        raise InputError("--interference must be >= 0")
+    for key in ("interference", "comm_interference"):
+        if (options.get(key) or 0) < 0:
+            raise InputError(f"--{key.replace('_', '-')} must be >= 0")
     return SimulationConfig(**options, **fixed, strategy_options=extra, scheduler_options=extra)

@@ -38,9 +38,11 @@ class SimulationConfig:
     seed: int = 0
     trace: str | None = None
     straggler: str | None = None
-    # compute slowdown while a collective runs; None: measured (the trace's, on its own
-    # topology, else the topology's fabric.interference), 0 where nothing was measured
+    # compute slowdown f while a collective runs, and collective slowdown g while compute
+    # runs; None: measured (the trace's, on its own topology, else the topology's
+    # fabric.interference / comm_interference), 0 where nothing was measured
     interference: float | None = None
+    comm_interference: float | None = None
     zipf_s: float = 1.05
     corpus: str | None = None
     nccl_algo: str | None = None
@@ -146,7 +148,7 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
     ranks = tuple(range(topo.n_gpus))
     engine = Engine(plan, scheduler, classes, collectives,
                     lambda env: Network(env, topo.capacity), ranks,
-                    iterations=cfg.iterations, interference=resolved_interference(cfg, trace, topo))
+                    iterations=cfg.iterations, **resolved_interference(cfg, trace, topo))
     run = engine.run()
     kinds = {}
     for link in topo.links:
@@ -215,14 +217,24 @@ def _single_gpu_spec(topo, spec: str) -> str:
     return f"{base}:1x1"
 
 
-def resolved_interference(cfg, trace, topo) -> float:
-    """--interference if given, else what was measured for this machine: the trace's own
-    measurement on the topology it was captured on, else the topology's fabric.interference."""
-    if cfg.interference is not None:
-        return cfg.interference
+def resolved_interference(cfg, trace, topo) -> dict:
+    """The engine's interference factors: each flag if given, else what was measured for
+    this machine — the trace's own measurement on the topology it was captured on, else
+    the topology's fabric.interference / comm_interference — else 0."""
+    measured = None
     if trace is not None and trace.interference is not None and _on_trace_topology(trace, topo):
-        return trace.interference.factor
-    return topo.node.fabric.interference or 0.0
+        measured = (trace.interference.compute_factor, trace.interference.comm_factor)
+    fabric = topo.node.fabric
+    out = {}
+    for key, given, i in (("interference", cfg.interference, 0),
+                          ("comm_interference", cfg.comm_interference, 1)):
+        if given is not None:
+            out[key] = given
+        elif measured is not None:
+            out[key] = measured[i]
+        else:
+            out[key] = getattr(fabric, key) or 0.0
+    return out
 
 
 def _on_trace_topology(trace, topo) -> bool:

@@ -67,7 +67,7 @@ class EngineRun:
 class Engine:
     def __init__(self, plan: StepPlan, scheduler, classes: tuple[RankClass, ...], collectives,
                  network_factory, ranks: tuple[int, ...], iterations: int = 5,
-                 interference: float = 0.0):
+                 interference: float = 0.0, comm_interference: float = 0.0):
         if iterations < 2:
             raise ValueError("need at least 2 iterations to measure a steady-state step")
         self.plan = plan
@@ -76,7 +76,12 @@ class Engine:
         self.collectives = collectives
         self.ranks = ranks
         self.iterations = iterations
+        # Compute and communication sharing one resource (gloo's threads and compute on the
+        # same cores; NCCL kernels and compute on the same SMs): compute runs 1/(1+f) as fast
+        # while a collective is in flight, collectives 1/(1+g) as fast while compute runs.
         self.interference = interference
+        self.comm_interference = comm_interference
+        self._computing = 0
         self.env = simpy.Environment()
         self.network = network_factory(self.env)
         self.run_record = EngineRun(iterations=iterations, classes=classes)
@@ -136,12 +141,21 @@ class Engine:
                     if k + offset >= 0:
                         yield self._comm_event(k + offset, dep)
                 start = env.now
+                self._set_computing(+1)
                 yield from self._busy(op.duration * cls.slowdown)
+                self._set_computing(-1)
                 rec.compute.append(ComputeRecord(cls.name, k, op.name, op.kind, start, env.now))
                 self._compute_done(cls, k, op)
             rec.iteration_end[(cls.name, k)] = env.now
             if cls is self.classes[0]:
                 rec.link_bytes_at[k] = self.network.bytes_carried.copy()
+
+    def _set_computing(self, delta: int) -> None:
+        before = self._computing
+        self._computing += delta
+        if self.comm_interference > 0 and (before == 0) != (self._computing == 0):
+            self.network.set_capacity_scale(
+                1.0 / (1.0 + self.comm_interference) if self._computing else 1.0)
 
     def _busy(self, duration: float):
         """Occupy the compute stream for `duration` of work; with interference, work

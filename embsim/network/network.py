@@ -72,6 +72,7 @@ class Network:
         # Per-link view of the current rates, over the links in use only.
         self._used_links = np.empty(0, dtype=np.int64)
         self._used_load = np.empty(0, dtype=np.float64)  # bytes/s on each used link
+        self._scale = 1.0  # every link's share of its capacity available to transfers
 
     # ------------------------------------------------------------------ public
     def transfer(self, demand: Demand, tag: Any = None) -> simpy.Event:
@@ -92,6 +93,18 @@ class Network:
         self._active.append(_Transfer(links, nbytes, event, tag, now))
         self._request_settle()
         return event
+
+    def set_capacity_scale(self, scale: float) -> None:
+        """Let transfers use only `scale` of every link's capacity from now on (e.g. while
+        compute competes with the communication threads for the same cores)."""
+        if not 0.0 < scale <= 1.0:
+            raise ValueError(f"Network: capacity scale must be in (0, 1], got {scale}")
+        if scale == self._scale:
+            return
+        self._advance()
+        self._scale = scale
+        if self._active:
+            self._request_settle()
 
     @property
     def active(self) -> int:
@@ -217,7 +230,7 @@ class Network:
         # first (as two NCCL kernels sharing a link do), instead of being stretched.
         peak = np.fromiter((t.bytes.max() for t in active), np.float64, len(active))
         rates, rounds = weighted_max_min_rates(
-            owner, compact, weight / peak[owner], self.capacity[used], len(active)
+            owner, compact, weight / peak[owner], self.capacity[used] * self._scale, len(active)
         )
         rates = rates / peak
         self.filling_rounds += rounds

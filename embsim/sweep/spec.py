@@ -36,7 +36,7 @@ _FIELD_TYPES = {
     "topology": str, "model": str, "strategy": str, "scheduler": str, "trace": str,
     "straggler": str, "corpus": str, "nccl_algo": str, "nccl_proto": str,
     "batch": int, "seq": int, "iterations": int, "seed": int,
-    "interference": float, "zipf_s": float, "efficiency_baseline": bool,
+    "interference": float, "comm_interference": float, "zipf_s": float, "efficiency_baseline": bool,
     "strategy_options": dict, "scheduler_options": dict, "hardware": dict,
 }
 

@@ -99,7 +99,8 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
         required = ["kind", "nvlink_pairs"] + _NVLINK_KEYS + (_PCIE_KEYS if has_pcie else [])
         optional = _SOCKET_LINK_KEYS if has_pcie else _PCIE_KEYS + _SOCKET_LINK_KEYS
     # fabric.interference: measured by `embsim calibrate` (see FabricSpec), any fabric kind
-    check_mapping(doc, p, m, required=required, optional=list(optional) + ["interference"])
+    check_mapping(doc, p, m, required=required,
+                  optional=list(optional) + ["interference", "comm_interference"])
     if (kind == "host") != (gpu.arch == 0):
         raise doc.error(p + ("kind",), f"fabric kind {kind!r} with gpu.arch {gpu.arch}: "
                         "a CPU device (arch 0) goes with fabric kind host, and only it")
@@ -108,10 +109,11 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
         return get(doc, p, m, key, kind_, default=None, positive=positive)
 
     fields = dict(kind=kind)
-    if "interference" in m:
-        fields["interference"] = get(doc, p, m, "interference", float)
-        if fields["interference"] < 0:
-            raise doc.error(p + ("interference",), f"must be >= 0, got {fields['interference']}")
+    for key in ("interference", "comm_interference"):
+        if key in m:
+            fields[key] = get(doc, p, m, key, float)
+            if fields[key] < 0:
+                raise doc.error(p + (key,), f"must be >= 0, got {fields[key]}")
     if kind == "host":
         fields.update(host_gbps=num("host_gbps"), host_latency_us=num("host_latency_us", positive=False))
     if "nvlink_gbps" in m:

@@ -54,10 +54,13 @@ class FabricSpec:
     # host (CPU-only devices sharing one memory system)
     host_gbps: float | None = None
     host_latency_us: float | None = None
-    # Compute slowdown while a collective is in flight (the engine's `interference`):
-    # measured by `embsim calibrate` (a layer timed alone and beside a running
-    # all_reduce), never a preset's guess; None: not measured (0 unless --interference).
+    # Compute and communication sharing the machine (the engine's `interference` f and
+    # `comm_interference` g: compute runs 1/(1+f) as fast while a collective is in flight,
+    # a collective 1/(1+g) as fast while compute runs): measured by `embsim calibrate` (a
+    # layer and an all_reduce timed alone and together), never a preset's guess; None:
+    # not measured (0 unless --interference / --comm-interference).
     interference: float | None = None
+    comm_interference: float | None = None
 
     @property
     def has_nvlink(self) -> bool:

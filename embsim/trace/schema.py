@@ -142,8 +142,34 @@ class InterferenceMeasurement:
 
     @property
     def factor(self) -> float:
+        """Compute slowdown f when the collective is taken as unslowed (one-sided model,
+        for measurements without comm_overlapped_s)."""
         r = self.overlap_cost
         return r / (1.0 - r)
+
+    @property
+    def comm_factor(self) -> float:
+        """g: the collective runs 1/(1+g) as fast while compute runs (its duration beside
+        the compute over its duration alone, minus one); 0 when not measured."""
+        if not self.comm_overlapped_s or self.comm_s <= 0:
+            return 0.0
+        return max(0.0, self.comm_overlapped_s / self.comm_s - 1.0)
+
+    @property
+    def compute_factor(self) -> float:
+        """f: compute runs 1/(1+f) as fast while a collective is in flight. With the
+        collective's overlapped duration t_c measured, the compute done during the overlap
+        is alone - (both - t_c), so its rate there is a = (alone - both + t_c) / t_c and
+        f = 1/a - 1 (two-sided: the resource is shared, both sides slow down)."""
+        if self.comm_factor == 0.0:
+            return self.factor
+        t_c = self.comm_overlapped_s
+        if t_c >= self.both_s:
+            rate = self.alone_s / self.both_s    # compute overlapped from start to end
+        else:
+            rate = (self.alone_s - self.both_s + t_c) / t_c
+        rate = min(1.0, max(1.0 - MAX_OVERLAP_COST, rate))
+        return 1.0 / rate - 1.0
 
 
 @dataclass(frozen=True)

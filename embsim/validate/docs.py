@@ -39,6 +39,15 @@ def build(traces_dir: Path, out: Path) -> str:
         "",
         "## Training steps of the shipped traces",
         "",
+        "Each strategy the trace ran for real (`embsim calibrate`: 2 gloo ranks, one thread each)",
+        "is simulated on the trace's own topology (`local-cpu`) with only measured inputs: the",
+        "per-layer times measured inside real steps, the measured gloo collective curves, the",
+        "model built as the real steps ran it (tied output projections untied), the measured",
+        "interference of compute and communication sharing the cores (both slow down: compute",
+        "to 1/(1+f) while a collective runs, collectives to 1/(1+g) while compute runs; f and g",
+        "from one layer and one all_reduce timed alone and together), and the measured skew of",
+        "the slowest rank (a straggler). Nothing is fitted to the step times below.",
+        "",
     ]
     traces = sorted(traces_dir.glob("*.yaml"))
     if not traces:

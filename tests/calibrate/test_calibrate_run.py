@@ -64,7 +64,8 @@ def test_host_topology_written_and_loadable(quick_trace):
     node = load_node_type(d / "local-cpu.yaml")
     assert node.fabric.kind == "host" and node.gpu.count == 2
     assert node.fabric.host_gbps > 0 and node.fabric.host_latency_us >= 0
-    assert node.fabric.interference == pytest.approx(trace.interference.factor, abs=1e-4)
+    assert node.fabric.interference == pytest.approx(trace.interference.compute_factor, abs=1e-4)
+    assert node.fabric.comm_interference == pytest.approx(trace.interference.comm_factor, abs=1e-4)
 
 
 def test_failing_rank_leaves_old_trace(tmp_path):

@@ -117,3 +117,15 @@ def test_corpus_token_statistics_change_the_sparse_volume(tmp_path):
     assert 0 < real.comm_bytes_per_gpu["all_gather"] < zipf.comm_bytes_per_gpu["all_gather"]
     with pytest.raises(InputError):
         run(topology="1x8", model="tiny-lm", corpus=str(tmp_path / "missing.txt"))
+
+
+def test_comm_interference_slows_collectives_that_overlap_compute():
+    base = run(topology="2x8", model="bert-base", efficiency_baseline=False,
+               interference=0.0, comm_interference=0.0)
+    slow = run(topology="2x8", model="bert-base", efficiency_baseline=False,
+               interference=0.0, comm_interference=1.0)
+    k = 1
+    def comm_time(r):
+        return sum(c.end - c.start for c in r.run.comm if c.iteration == k)
+    assert comm_time(slow) > comm_time(base) * 1.2
+    assert slow.compute == pytest.approx(base.compute, rel=1e-9)   # compute itself untouched

@@ -172,3 +172,19 @@ def test_rejects_links_outside_the_network_or_without_capacity():
         net.transfer(Demand.along((1,), 1.0))
     with pytest.raises(ValueError):
         Network(env, np.array([1.0, np.inf]))
+
+
+def test_capacity_scale_slows_transfers_from_that_moment():
+    env = simpy.Environment()
+    net = Network(env, np.array([10.0]))
+    done = net.transfer(Demand.along((0,), 30.0))
+
+    def halve_at_1():
+        yield env.timeout(1.0)
+        net.set_capacity_scale(0.5)
+    env.process(halve_at_1())
+    env.run()
+    # 10 B in the first second, then 20 B at 5 B/s
+    assert done.value.end == pytest.approx(5.0)
+    with pytest.raises(ValueError):
+        net.set_capacity_scale(0.0)

@@ -23,26 +23,45 @@ def host_yaml(extra: str = "") -> str:
             f"fabric: {{kind: host, host_gbps: 2, host_latency_us: 50{extra}}}\nnics: {{count: 0}}\n")
 
 
-def test_fabric_interference_key_is_optional_and_checked():
+def test_fabric_interference_keys_are_optional_and_checked():
     assert parse_node_type(host_yaml()).fabric.interference is None
-    assert parse_node_type(host_yaml(", interference: 1.5")).fabric.interference == 1.5
-    with pytest.raises(InputError, match="interference"):
-        parse_node_type(host_yaml(", interference: -1"))
+    assert parse_node_type(host_yaml()).fabric.comm_interference is None
+    both = parse_node_type(host_yaml(", interference: 1.5, comm_interference: 0.5")).fabric
+    assert (both.interference, both.comm_interference) == (1.5, 0.5)
+    for key in ("interference", "comm_interference"):
+        with pytest.raises(InputError, match=key):
+            parse_node_type(host_yaml(f", {key}: -1"))
 
 
 def test_interference_precedence():
     topo = load_topology(f"{LOCAL}:1x2")
     trace = load_trace(TINY)
-    assert trace.interference is not None and topo.node.fabric.interference is not None
+    f = trace.interference
+    assert f is not None and topo.node.fabric.interference is not None
     cfg = SimulationConfig()
-    assert resolved_interference(cfg, trace, topo) == pytest.approx(trace.interference.factor)
-    assert resolved_interference(cfg, None, topo) == topo.node.fabric.interference
-    assert resolved_interference(dataclasses.replace(cfg, interference=0.25), trace, topo) == 0.25
+    fabric = {"interference": topo.node.fabric.interference,
+              "comm_interference": topo.node.fabric.comm_interference}
+    assert resolved_interference(cfg, trace, topo) == pytest.approx(
+        {"interference": f.compute_factor, "comm_interference": f.comm_factor})
+    assert resolved_interference(cfg, None, topo) == fabric
+    given = dataclasses.replace(cfg, interference=0.25, comm_interference=0.5)
+    assert resolved_interference(given, trace, topo) == {"interference": 0.25, "comm_interference": 0.5}
     other = dataclasses.replace(trace, topology="pcie-rtx3090.yaml")   # not this machine's trace
-    assert resolved_interference(cfg, other, topo) == topo.node.fabric.interference
-    bare = dataclasses.replace(topo.node.fabric, interference=None)
+    assert resolved_interference(cfg, other, topo) == fabric
+    bare = dataclasses.replace(topo.node.fabric, interference=None, comm_interference=None)
     topo.node = dataclasses.replace(topo.node, fabric=bare)
-    assert resolved_interference(cfg, None, topo) == 0.0
+    assert resolved_interference(cfg, None, topo) == {"interference": 0.0, "comm_interference": 0.0}
+
+
+def test_two_sided_interference_reproduces_the_measurement():
+    """Replaying the calibration experiment (a layer and an all_reduce started together)
+    with the derived factors gives back the measured overlapped durations."""
+    f = load_trace(TINY).interference
+    a, b = 1 / (1 + f.compute_factor), 1 / (1 + f.comm_factor)
+    t_c = f.comm_s / b                       # the collective, slowed while compute runs
+    assert t_c == pytest.approx(f.comm_overlapped_s, rel=1e-9)
+    both = t_c + (f.alone_s - a * t_c)       # compute slowed until the collective ends
+    assert both == pytest.approx(f.both_s, rel=1e-9)
 
 
 def test_interference_slows_an_overlapped_step():
