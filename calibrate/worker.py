@@ -113,7 +113,8 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
         model, layers, cfg.batch, cfg.seq, tokens, device,
         next(c for c in curves if c.op == "all_reduce" and c.scope == "all"),
         cfg.warmup, 2 * cfg.reps, say)
-    say(f"interference factor {interference.factor:.3f}")
+    say(f"interference: compute x1/(1+{interference.compute_factor:.3f}) while a collective runs, "
+        f"collectives x1/(1+{interference.comm_factor:.3f}) while compute runs")
 
     # Whole steps of every strategy, and communication-free steps of the untied model
     # timed layer by layer (instep.py), round-robin: the machine drifts over seconds
