@@ -80,6 +80,12 @@ class CollectiveModel:
             if len(sizes) != len(times) or len(sizes) < 1 or min(sizes) <= 0 or min(times) <= 0:
                 raise InputError(f"measured curve {key}: needs matching positive sizes and times")
         self.capacity = np.asarray(topology.capacity, dtype=np.float64)
+        # NCCL's cost model sees GPUs, NVLink, PCIe, CPU links and NICs and assumes the
+        # switch fabric behind the NICs is non-blocking. Demands are scaled to the model on
+        # those links only, so an oversubscribed spine that is tighter than the NICs makes
+        # the collective slower than the model, as it would in reality.
+        self._fabric = np.array([link.kind == "net" for link in topology.links], dtype=bool)
+        self._modelled_capacity = np.where(self._fabric, np.inf, self.capacity)
         self._plans: dict = {}
         self._shapes: dict = {}
         self._units: dict = {}
@@ -126,7 +132,10 @@ class CollectiveModel:
     def _scaled(self, unit: Demand, transfer_s: float) -> Demand:
         if transfer_s <= 0 or unit.is_empty:
             return Demand.empty()
-        return unit.scaled(transfer_s / unit.bottleneck_time(self.capacity))
+        basis = unit.bottleneck_time(self._modelled_capacity)
+        if basis <= 0:          # a demand on fabric links only: scale to all links
+            basis = unit.bottleneck_time(self.capacity)
+        return unit.scaled(transfer_s / basis)
 
     # ------------------------------------------------------------------ plans
     def plan(self, op: str, nbytes: int, ranks: Sequence[int]) -> CollectivePlan:
@@ -166,6 +175,8 @@ class CollectiveModel:
         dem = self._scaled(self._unit_demand(op, algo, ranks), time - latency)
         if dem.is_empty:
             latency = time
+        else:
+            time = max(time, latency + dem.bottleneck_time(self.capacity))
         return CollectivePlan(op, nbytes, n, algo, proto, time, latency, dem, model_us * 1e-6, source)
 
     def plan_alltoallv(self, matrix, ranks: Sequence[int]) -> CollectivePlan:
@@ -195,7 +206,7 @@ class CollectiveModel:
                 raise InputError("alltoallv: every node of the communicator needs the same GPU count")
             dem = self._scaled(routes.demand(ms), (t.time - t.latency) * 1e-6)
             lat = t.latency * 1e-6 if not dem.is_empty else t.time * 1e-6
-            plan = CollectivePlan("alltoallv", total, n, "P2P", t.proto, t.time * 1e-6, lat, dem,
-                                  t.time * 1e-6)
+            time = t.time * 1e-6 if dem.is_empty else max(t.time * 1e-6, lat + dem.bottleneck_time(self.capacity))
+            plan = CollectivePlan("alltoallv", total, n, "P2P", t.proto, time, lat, dem, t.time * 1e-6)
         self._plans[key] = plan
         return plan
