@@ -91,7 +91,8 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
     else:
         intra = "pcie"
     links = fab.nvlink_links_per_gpu or 0
-    nvlink_bw = links * nvlink_per_link(consts, node.gpu.arch) if intra != "pcie" else 0.0
+    nvlink_bw = (links * nvlink_per_link(consts, node.gpu.arch) * fab.nvlink_whatif_scale
+                 if intra != "pcie" else 0.0)   # scaled for an NVLink what-if
     pcie_bw = pcie_gbps_nccl(fab.pcie_gen, fab.pcie_lanes) if (fab.pcie_gen or fab.pcie_lanes) else (
         float(fab.pcie_gbps) if fab.pcie_gbps else 12.0)
     nics = node.nics.count if n_nodes > 1 or node.nics.count else 0

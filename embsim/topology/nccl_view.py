@@ -38,7 +38,7 @@ def nccl_bandwidths(node: NodeType) -> NcclBandwidths:
     fab = node.fabric
     per_link = per_gpu = pcie = cpu = nic = None
     if fab.has_nvlink:
-        per_link = _nvlink_per_link(node.gpu.arch) * 1e9
+        per_link = _nvlink_per_link(node.gpu.arch) * 1e9 * fab.nvlink_whatif_scale
         per_gpu = per_link * fab.nvlink_links_per_gpu
     if fab.has_pcie:
         pcie = fab.pcie_lanes * _PCIE_SPEED_PER_LANE[fab.pcie_gen] / 80 * 1e9

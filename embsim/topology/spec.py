@@ -61,6 +61,9 @@ class FabricSpec:
     # not measured (0 unless --interference / --comm-interference).
     interference: float | None = None
     comm_interference: float | None = None
+    # What-if NVLink bandwidth over the file's (Topology.with_overrides): NCCL's view of
+    # the links scales with it, since NCCL would detect the faster or slower links.
+    nvlink_whatif_scale: float = 1.0
 
     @property
     def has_nvlink(self) -> bool:

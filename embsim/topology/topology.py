@@ -251,7 +251,9 @@ class Topology:
             if not node.fabric.has_nvlink:
                 raise TopologyError(f"override nvlink_gbps: {self.preset} has no NVLink "
                                     f"(fabric {node.fabric.kind})")
-            node = dataclasses.replace(node, fabric=dataclasses.replace(node.fabric, nvlink_gbps=float(nvlink_gbps)))
+            scale = node.fabric.nvlink_whatif_scale * float(nvlink_gbps) / node.fabric.nvlink_gbps
+            node = dataclasses.replace(node, fabric=dataclasses.replace(
+                node.fabric, nvlink_gbps=float(nvlink_gbps), nvlink_whatif_scale=scale))
             done["nvlink_gbps"] = float(nvlink_gbps)
         if oversubscription is not None:
             node = dataclasses.replace(node, network=dataclasses.replace(
