@@ -105,3 +105,15 @@ def test_busbw_factors_and_sizes():
     assert (ts.size, ts.count) == (992, 31)
     assert size_convention("all_reduce", 1001, 4, 8).size == 1000
     assert algbw_busbw("all_reduce", 1_000_000_000, 1.0, 8) == pytest.approx((1.0, 1.75))
+
+
+def test_nccls_view_of_the_presets_links():
+    """NCCL's per-link constants, not datasheet figures (NVL[370.8] in NCCL's own logs)."""
+    from embsim.collectives.shape import comm_shape
+    from embsim.topology import load_topology
+    h100 = comm_shape(load_topology("dgx-h100"), range(8))
+    assert h100.nvlink_bw == pytest.approx(18 * 20.6) and h100.pcie_bw == pytest.approx(48.0)
+    assert comm_shape(load_topology("dgx-a100"), range(8)).nvlink_bw == pytest.approx(240.0)
+    assert comm_shape(load_topology("dgx-b200"), range(8)).nvlink_bw == pytest.approx(721.8)
+    rtx = comm_shape(load_topology("pcie-rtx3090:2x8"), range(16))
+    assert rtx.intra == "pcie" and rtx.nic_bw == pytest.approx(12.5)

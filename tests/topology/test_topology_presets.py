@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 import embsim
-from embsim.topology import list_presets, load_topology, nccl_bandwidths
+from embsim.topology import list_presets, load_topology
 
 PRESET_DIR = Path(embsim.__file__).parent.parent / "topologies"
 PRESETS = ["dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "pcie-rtx3090"]
@@ -52,13 +52,3 @@ def test_preset_file_name_matches_and_every_number_cites_a_source(name):
             assert "#" in line, f"{name}: no source comment on: {line.strip()}"
 
 
-def test_nccl_view_of_presets():
-    h100 = nccl_bandwidths(load_topology("dgx-h100").node)
-    assert h100.nvlink_per_gpu == pytest.approx(18 * 20.6e9)   # NVL[370.8]
-    assert h100.pcie == pytest.approx(48e9) and h100.nic == pytest.approx(50e9)
-    a100 = nccl_bandwidths(load_topology("dgx-a100").node)
-    assert a100.nvlink_per_gpu == pytest.approx(240e9) and a100.pcie == pytest.approx(24e9)
-    b200 = nccl_bandwidths(load_topology("dgx-b200").node)
-    assert b200.nvlink_per_gpu == pytest.approx(721.8e9)
-    rtx = nccl_bandwidths(load_topology("pcie-rtx3090").node)
-    assert rtx.nvlink_per_gpu is None and rtx.nic == pytest.approx(12.5e9)
