@@ -50,5 +50,3 @@ def test_preset_file_name_matches_and_every_number_cites_a_source(name):
     for line in text.splitlines():
         if re.match(r"^\s+\w+(_gbps|_us|gbit|_tflops|hbm_gb|nvswitches|switches|sockets)\s*:\s*[\d.]+", line):
             assert "#" in line, f"{name}: no source comment on: {line.strip()}"
-
-
