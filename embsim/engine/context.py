@@ -3,6 +3,8 @@ estimate), optimizer times and the token statistics of every embedding table."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..errors import InputError
@@ -68,9 +70,33 @@ def _trace_times(model, trace, sparse_lookups: bool = False):
     return fwd, bwd
 
 
+_CHIP = re.compile(r"\bcpu\b|\b([a-z]+) ?(\d{2,})")
+
+
+def device_chip(name: str) -> str:
+    """The chip a device name denotes: "NVIDIA H100 80GB HBM3" and "H100-SXM5-80GB" -> "h100",
+    "NVIDIA GeForce RTX 3090" and "RTX-3090" -> "rtx3090", "cpu: Xeon" -> "cpu"."""
+    text = re.sub(r"[_-]", " ", name.lower().replace("nvidia", "").replace("geforce", ""))
+    m = _CHIP.search(text)
+    if m is None:
+        return name.lower()
+    return "cpu" if m.group(1) is None else m.group(1) + m.group(2)
+
+
+def check_trace_device(trace, topo) -> None:
+    """Measured layer times transfer only to the chip they were measured on."""
+    have, want = device_chip(trace.device), device_chip(topo.node.gpu.model)
+    if have != want:
+        raise InputError(f"--trace {trace.source}: measured on {trace.device!r}, but topology "
+                         f"{topo.preset} has {topo.node.gpu.model!r}: its layer times do not transfer "
+                         f"(use the trace's own topology {trace.topology or '?'}, or no --trace for a "
+                         "labelled roofline estimate)")
+
+
 def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
     gpu = ComputeSpec.from_gpu(topo.node.gpu)
     if trace is not None:
+        check_trace_device(trace, topo)
         fwd, bwd = _trace_times(model, trace,
                                 sparse_lookups=cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES)
         source = f"measured: {trace.source or 'trace'} ({trace.device}, {trace.provenance.backend})"

@@ -129,3 +129,13 @@ def test_comm_interference_slows_collectives_that_overlap_compute():
         return sum(c.end - c.start for c in r.run.comm if c.iteration == k)
     assert comm_time(slow) > comm_time(base) * 1.2
     assert slow.compute == pytest.approx(base.compute, rel=1e-9)   # compute itself untouched
+
+
+def test_a_trace_only_transfers_to_the_chip_it_was_measured_on():
+    from pathlib import Path
+    tiny = str(Path(__file__).resolve().parents[2] / "traces" / "cpu-gloo-tiny-lm.yaml")
+    with pytest.raises(InputError, match="do not transfer"):
+        run(topology="2x8", model="tiny-lm", trace=tiny)
+    ok = run(topology="local-cpu:1x2", model="tiny-lm", batch=16, seq=32, trace=tiny,
+             efficiency_baseline=False)
+    assert ok.compute_source.startswith("measured:")

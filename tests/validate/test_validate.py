@@ -69,9 +69,9 @@ def _trace(tmp_path, measured_s):
     layers = {l.name: LayerTiming(l.name, l.kind, "", (LayerPoint(4, 50e-6, 100e-6, 1e-6, 1e-6, 5),
                                                       LayerPoint(8, 90e-6, 180e-6, 1e-6, 1e-6, 5)))
               for l in model.layers}
-    prov = Provenance(host="h", date="2025-01-01T00:00:00Z", command="test", world=2, backend="gloo",
-                      backend_version="x", torch="x", python="3.11", devices=("cpu: test",))
-    trace = Trace(SCHEMA_VERSION, "cpu", "tiny-lm", 16, "dgx-h100", prov, layers, (), (),
+    prov = Provenance(host="h", date="2025-01-01T00:00:00Z", command="test", world=2, backend="nccl",
+                      backend_version="x", torch="x", python="3.11", devices=("NVIDIA H100 80GB HBM3",) * 2)
+    trace = Trace(SCHEMA_VERSION, "NVIDIA H100 80GB HBM3", "tiny-lm", 16, "dgx-h100", prov, layers, (), (),
                   {"allreduce": StepSamples("allreduce", 2, 4, 16, (measured_s,), measured_s)}, ())
     return write_trace(tmp_path / "t.yaml", trace)
 
