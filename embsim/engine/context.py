@@ -95,6 +95,8 @@ def check_trace_device(trace, topo) -> None:
 
 def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
     gpu = ComputeSpec.from_gpu(topo.node.gpu)
+    if trace is not None and not trace.layers:
+        trace = None    # a network-only trace (import-nccl-tests): collectives, no layer times
     if trace is not None:
         check_trace_device(trace, topo)
         fwd, bwd = _trace_times(model, trace,
@@ -109,7 +111,7 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
     # element and scaled below when present.
     dense_update = {l.name: optimizer_step_time(l.params, model, gpu).seconds
                     for l in model.layers if l.params > 0}
-    per_elem = _trace_optimizer_rates(trace) if trace is not None else None
+    per_elem = _trace_optimizer_rates(trace) if trace is not None and trace.optimizer else None
     if per_elem is not None and per_elem.get("dense"):
         dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
 

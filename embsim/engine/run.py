@@ -143,8 +143,10 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
         splan = replace(splan, sync=(), extra=(), update_time=single_gpu_update_time(ctx))
     plan = build_step_plan(ctx, splan, scheduler)
     classes = rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler)
-    collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto,
-                                  measured=_measured_curves(trace, topo))
+    measured = _measured_curves(trace, topo)
+    if measured:
+        compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in measured}))})"
+    collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=measured)
     ranks = tuple(range(topo.n_gpus))
     engine = Engine(plan, scheduler, classes, collectives,
                     lambda env: Network(env, topo.capacity), ranks,

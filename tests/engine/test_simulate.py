@@ -139,3 +139,20 @@ def test_a_trace_only_transfers_to_the_chip_it_was_measured_on():
     ok = run(topology="local-cpu:1x2", model="tiny-lm", batch=16, seq=32, trace=tiny,
              efficiency_baseline=False)
     assert ok.compute_source.startswith("measured:")
+
+
+def test_a_network_only_trace_replaces_the_collective_model(tmp_path):
+    """import-nccl-tests traces carry collective curves and no layers: compute stays the
+    labelled roofline, collectives follow the measured curve on that topology."""
+    from pathlib import Path
+
+    import cli
+    log = Path(__file__).resolve().parents[1] / "imports" / "fixtures" / "h100-2x8-all_reduce.log"
+    out = tmp_path / "net.yaml"
+    assert cli.main(["import-nccl-tests", str(log), "--out", str(out), "--topology", "dgx-h100:2x8"]) == 0
+    model_only = run(topology="dgx-h100:2x8", model="bert-base", efficiency_baseline=False)
+    measured = run(topology="dgx-h100:2x8", model="bert-base", trace=str(out), efficiency_baseline=False)
+    assert "roofline estimate" in measured.compute_source
+    assert "collectives: measured" in measured.compute_source
+    assert measured.compute == pytest.approx(model_only.compute, rel=1e-9)
+    assert measured.comm_time["all_reduce"] != pytest.approx(model_only.comm_time["all_reduce"], rel=1e-3)
