@@ -86,7 +86,6 @@ class Engine:
         self.network = network_factory(self.env)
         self.run_record = EngineRun(iterations=iterations, classes=classes)
 
-        self._comm_by_name = {c.name: c for c in plan.comms}
         self._comm_index = {c.name: i for i, c in enumerate(plan.comms)}
         # compute op name -> comm ops (same iteration) that wait for it
         self._dependents: dict[str, list[CommOp]] = {}
@@ -97,7 +96,6 @@ class Engine:
                 if offset != 0:
                     raise ValueError(f"comm op {c.name}: ready_after offsets other than 0 unsupported")
                 self._dependents.setdefault(dep, []).append(c)
-        self._stream_names = {op.name for op in plan.stream}
         self._done_count: dict[tuple[int, str], int] = {}
         self._pending: dict[tuple[int, str], int] = {}
         self._comm_done: dict[tuple[int, str], simpy.Event] = {}
