@@ -25,17 +25,19 @@ class FifoScheduler(Scheduler):
         ops: list[CommOp] = []
         bucket: list = []
         cap = self.first_bucket_bytes
+        buckets = 0
 
         def flush():
-            nonlocal bucket, cap
+            nonlocal bucket, cap, buckets
             if bucket:
                 size = sum(t.nbytes for t in bucket)
                 ops.append(CommOp(
-                    name=f"bucket{len([o for o in ops if o.name.startswith('bucket')])}",
+                    name=f"bucket{buckets}",
                     op="all_reduce", nbytes=size, category="dense", channel="dense",
                     ready_after=tuple((t.ready_after, 0) for t in bucket),
                     priority=float(len(ops)), tensors=tuple(t.name for t in bucket)))
                 bucket = []
+                buckets += 1
                 cap = self.bucket_bytes
 
         for t in tensors:
