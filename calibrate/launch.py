@@ -72,6 +72,9 @@ def run_calibration(cfg: CalibrateConfig) -> Path | None:
         dist.init_process_group(backend, init_method="env://")
         try:
             result = run_rank(cfg, rank, world, int(os.environ["LOCAL_RANK"]), local_size, backend)
+            # Leave together, as the spawned ranks do: a rank tearing gloo down while a
+            # peer is still connected can abort that peer in C++ (SIGABRT).
+            dist.barrier()
         finally:
             dist.destroy_process_group()
         if rank != 0:

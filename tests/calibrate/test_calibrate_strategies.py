@@ -40,9 +40,10 @@ def _worker(rank, world, store, out_dir):
         s = Strategy(name, tiny_spec(), SEED, torch.device("cpu"))
         s.step(tokens[rank], targets[rank])
         result[name] = s.full_parameters()
-    dist.barrier()
     if rank == 0:
         torch.save(result, os.path.join(out_dir, "params.pt"))
+    # leave together: a rank tearing gloo down while a peer still works can abort the peer
+    dist.barrier()
     dist.destroy_process_group()
 
 
