@@ -20,23 +20,14 @@ GiB = 1 << 30
 DENSE_TABLE_GRAD_STRATEGIES = ("allreduce",)
 
 
-def table_row_touches(model, table) -> float:
-    """Rows one GPU's batch touches in a table, counting repeats: the input lookups plus
-    the rows of sparse output-side layers (e.g. a sampled softmax tied to the table)."""
-    touches = float(model.batch * table.lookups_per_sample)
-    row_bytes = table.dim * model.dtype_bytes + 8
-    for layer in model.layers:
-        if layer.table == table.name and layer.sparse and layer.kind != "embedding":
-            touches += layer.grad_bytes / row_bytes
-    return touches
-
-
 def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
     out = {}
     for table in model.tables:
-        owner = next(l.name for l in model.layers if l.table == table.name and l.params > 0)
+        owner = model.table_owner(table.name)
         stats = stats_for(table)
-        t = table_row_touches(model, table)
+        # rows touched with repeats: the input lookups plus sparse output-side rows
+        # (e.g. a sampled softmax tied to the table)
+        t = model.row_touches(table.name)
         union = stats.union(n_gpus, t)
         # fraction of this step's lookups whose row the next step (all GPUs) reads again
         touched_next = -np.expm1(n_gpus * t * np.log1p(-stats.probs))
@@ -46,7 +37,7 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
             unique_per_gpu=stats.unique(t), unique_union=union,
             unique_next_overlap=stats.overlap(n_gpus * t, n_gpus * t),
             lookup_fraction_next=float(np.sum(stats.probs * touched_next)),
-            dense_grad=any(l.table == table.name and not l.sparse for l in model.layers),
+            dense_grad=model.dense_gradient(table.name),
             row_probs=stats.probs)
     return out
 
@@ -54,8 +45,7 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
 def _trace_times(model, trace, sparse_lookups: bool = False):
     """Per-layer (fwd, bwd) from the trace; with `sparse_lookups`, embedding layers on a
     table with a sparse gradient take the trace's sparse-gradient variant when it has one."""
-    sparse_tables = {t.name for t in model.tables
-                     if not any(l.table == t.name and not l.sparse for l in model.layers)}
+    sparse_tables = {t.name for t in model.tables if not model.dense_gradient(t.name)}
     fwd, bwd = {}, {}
     for layer in model.layers:
         name = layer.name

@@ -13,7 +13,7 @@ class AllReduceStrategy(Strategy):
     description = "dense AllReduce of every gradient (PyTorch DDP)"
 
     def plan(self, ctx):
-        sync = dense_sync(ctx, include_tables=True)
+        sync = dense_sync(ctx)
         update = {l.name: ctx.layer_update[l.name] for l in ctx.model.layers if l.params > 0}
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(ctx.model))

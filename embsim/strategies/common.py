@@ -1,36 +1,43 @@
-"""Pieces several strategies share: the dense layers' gradients, memory accounting."""
+"""Pieces the strategies share: the replicated (AllReduced) part of every plan, which
+tables really have a sparse gradient, and their notes."""
 
 from __future__ import annotations
 
 from ..engine.build import bwd_name
 from ..engine.ops import SyncTensor
+from .base import TableTraffic
 
 
-def table_owner(model, table: str) -> str:
-    """The layer that owns a table's parameters: the first (in forward order) that uses it.
-    Its backward is the last to add to the table's gradient (backward runs in reverse)."""
-    return next(l.name for l in model.layers if l.table == table and l.params > 0)
-
-
-def dense_sync(ctx, include_tables: bool) -> list[SyncTensor]:
-    """AllReduce tensors for dense layers (and, with include_tables, for whole tables,
-    as DDP does: a table's dense gradient is ready when its owner's backward ends)."""
+def dense_sync(ctx) -> list[SyncTensor]:
+    """AllReduce of every layer's gradient as DDP does it: dense, a table's included
+    (ready when its owner's backward ends, the last to add to it). Parameters are owned
+    once: a table's by its first user, a tied head owns only its bias."""
     model = ctx.model
-    out = []
-    for layer in model.layers:
-        if layer.params <= 0:
-            continue
-        if layer.table is not None and not include_tables:
-            continue
-        # params are owned once: a table's by its first user, a tied layer owns only its bias
-        nbytes = layer.params * model.dtype_bytes
-        out.append(SyncTensor(name=f"grad:{layer.name}", layer=layer.name, op="all_reduce",
-                              nbytes=float(nbytes), category="dense",
-                              ready_after=bwd_name(layer.name)))
-    return out
+    return [SyncTensor(name=f"grad:{layer.name}", layer=layer.name, op="all_reduce",
+                       nbytes=float(layer.params * model.dtype_bytes), category="dense",
+                       ready_after=bwd_name(layer.name))
+            for layer in model.layers if layer.params > 0]
 
 
-def tied_tables(model) -> set[str]:
-    """Tables reused as an output projection: their gradient is dense (every row gets a
-    softmax gradient), whatever the strategy does for the lookup side."""
-    return {t.name for t in model.tables if t.tied_to}
+def sparse_tables(ctx) -> list[TableTraffic]:
+    """Tables whose gradient really is sparse, in the model's table order."""
+    return [t for t in ctx.tables.values() if not t.dense_grad]
+
+
+def replicated_sync(ctx) -> list[SyncTensor]:
+    """AllReduce of everything a sparse strategy leaves replicated: dense layers, a tied
+    head's own bias, and whole tables whose gradient is dense (exactly as allreduce)."""
+    sparse_owners = {t.layer for t in sparse_tables(ctx)}
+    return [t for t in dense_sync(ctx) if t.layer not in sparse_owners]
+
+
+def replicated_update_time(ctx) -> dict:
+    sparse_owners = {t.layer for t in sparse_tables(ctx)}
+    return {l.name: ctx.layer_update[l.name] for l in ctx.model.layers
+            if l.params > 0 and l.name not in sparse_owners}
+
+
+def dense_table_notes(ctx, strategy: str) -> list[str]:
+    return [f"{strategy}: table {t.table} has a dense gradient (a full softmax tied to it): "
+            f"AllReduced densely, nothing to gain from sparsity"
+            for t in ctx.tables.values() if t.dense_grad]

@@ -29,10 +29,10 @@ import numpy as np
 from ..engine.build import bwd_name, fwd_name
 from ..engine.ops import ComputeOp, SyncTensor
 from ..errors import InputError
-from .allgather import (INDEX_BYTES, dense_table_notes, memory_with_sharded_tables,
-                        replicated_sync, replicated_update_time, rows_touched, sparse_tables,
-                        sparse_users)
+from ..workload.memory import memory_per_gpu
+from ..workload.model import INDEX_BYTES
 from .base import STRATEGIES, Strategy, StrategyPlan
+from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
 ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (roofline launch overhead)
 
@@ -67,8 +67,8 @@ class EmbRaceStrategy(Strategy):
         extra, sharded, buffers = [], {}, {}
         notes = dense_table_notes(ctx, "embrace")
         for t in sparse_tables(ctx):
-            users = sparse_users(ctx, t)
-            lookups = {l.name: rows_touched(ctx, l) for l in users}
+            users = model.sparse_users(t.table)
+            lookups = {l.name: model.rows_read(l) for l in users}
             total = sum(lookups.values())
             vec = t.dim * model.dtype_bytes
             if self.shard == "rows" and t.row_probs is not None and n > 1:
@@ -123,5 +123,6 @@ class EmbRaceStrategy(Strategy):
                 notes.append(f"embrace shard=rows {t.table}: hottest shard serves "
                              f"{shares.max() * 100:.1f} % of lookups ({hot:.1f}x an even share)")
         return StrategyPlan(sync=tuple(sync), update_time=update,
-                            memory=memory_with_sharded_tables(model, sharded, True, buffers),
+                            memory=memory_per_gpu(model, embedding_shards=sharded, sparse_embedding_grads=True,
+                                                  buffers=buffers),
                             extra=tuple(extra), notes=tuple(notes))

@@ -16,9 +16,9 @@ import numpy as np
 
 from ..engine.build import bwd_name, fwd_name, update_name
 from ..engine.ops import SyncTensor
-from .allgather import (dense_table_notes, memory_with_sharded_tables, replicated_sync,
-                        replicated_update_time, row_bytes, sparse_tables)
+from ..workload.memory import memory_per_gpu
 from .base import STRATEGIES, Strategy, StrategyPlan
+from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
 
 def uniform_matrix(n: int, per_rank_bytes: float) -> np.ndarray:
@@ -37,7 +37,7 @@ class ParameterServerStrategy(Strategy):
         update = replicated_update_time(ctx)
         sharded, cache = {}, {}
         for t in sparse_tables(ctx):
-            push = t.unique_per_gpu * row_bytes(model, t.dim)
+            push = t.unique_per_gpu * model.row_bytes(t.table)
             pull = t.unique_per_gpu * t.dim * model.dtype_bytes
             sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="alltoall",
                                    nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
@@ -52,5 +52,6 @@ class ParameterServerStrategy(Strategy):
             cache[f"ps worker cache ({t.table})"] = pull
         notes = dense_table_notes(ctx, "ps")
         return StrategyPlan(sync=tuple(sync), update_time=update,
-                            memory=memory_with_sharded_tables(model, sharded, True, cache),
+                            memory=memory_per_gpu(model, embedding_shards=sharded, sparse_embedding_grads=True,
+                                                  buffers=cache),
                             notes=tuple(notes))

@@ -26,9 +26,9 @@ from ..engine.build import bwd_name
 from ..engine.ops import ComputeOp, SyncTensor
 from ..errors import InputError
 from ..workload.roofline import roofline_time
-from .allgather import (dense_table_notes, memory_with_sharded_tables, replicated_sync,
-                        replicated_update_time, rows_touched, sparse_tables, sparse_users)
+from ..workload.memory import memory_per_gpu
 from .base import STRATEGIES, Strategy, StrategyPlan
+from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
 SKETCH_BYTES = 4  # fp32 buckets: sums of gradients keep full precision
 
@@ -77,7 +77,7 @@ class S2ReducerStrategy(Strategy):
                              f"dense gradient ({dense / 1e6:.1f} MB; union {t.unique_union / t.vocab * 100:.0f} % "
                              f"of rows): the dense gradient is AllReduced instead")
                 continue
-            touches = sum(rows_touched(ctx, l) for l in sparse_users(ctx, t))
+            touches = model.row_touches(t.table)
             for name, nbytes in ((f"s2-sketch:{t.layer}", sketch), (f"s2-bitmap:{t.layer}", bitmap)):
                 sync.append(SyncTensor(name=name, layer=t.layer, op="all_reduce", nbytes=float(nbytes),
                                        category="embedding", ready_after=bwd_name(t.layer)))
@@ -99,5 +99,5 @@ class S2ReducerStrategy(Strategy):
                          f"{exact_fraction(self.width_factor, self.depth) * 100:.0f} % of rows decode "
                          f"collision-free; encode {enc_s * 1e6:.0f} us, decode {dec_s * 1e6:.0f} us")
         return StrategyPlan(sync=tuple(sync), update_time=update,
-                            memory=memory_with_sharded_tables(model, {}, True, buffers),
+                            memory=memory_per_gpu(model, sparse_embedding_grads=True, buffers=buffers),
                             extra=tuple(extra), notes=tuple(notes))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-INDEX_BYTES = 8          # int64 row indices, as PyTorch nn.Embedding takes them
+from .model import INDEX_BYTES  # int64 row indices
 NORM_FLOPS_PER_ELEMENT = 8   # mean, variance, normalise, scale, shift (~5-8 per element)
 SOFTMAX_FLOPS_PER_ELEMENT = 5  # max, subtract, exp, sum, divide
 

@@ -7,10 +7,12 @@ shards); dense layers may be sharded ZeRO-style over `dense_shards` (1 = replica
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from .model import Model
+from .model import INDEX_BYTES, Model
 
 
 @dataclass(frozen=True)
@@ -38,15 +40,22 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def memory_per_gpu(model: Model, embedding_shards: int = 1, dense_shards: int = 1,
-                   sparse_embedding_grads: bool = False) -> MemoryBreakdown:
+def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, dense_shards: int = 1,
+                   sparse_embedding_grads: bool = False,
+                   buffers: Mapping[str, float] | None = None) -> MemoryBreakdown:
     """Bytes one GPU holds during a training step.
 
+    embedding_shards: over how many GPUs every table is sharded, or per table name
+    (tables not named stay replicated).
     sparse_embedding_grads: keep each table's gradient as (index, row) pairs, one per
     lookup (PyTorch sparse=True), instead of a dense vocab x dim buffer. A tied output
     projection with a full softmax touches every row, so its table stays dense.
+    buffers: named communication buffers a strategy adds (counted with the gradients).
     """
-    for flag, value in (("embedding_shards", embedding_shards), ("dense_shards", dense_shards)):
+    shards_of = (dict(embedding_shards) if isinstance(embedding_shards, Mapping)
+                 else {t.name: embedding_shards for t in model.tables})
+    for flag, value in [("dense_shards", dense_shards),
+                        *((f"embedding_shards[{k}]", v) for k, v in shards_of.items())]:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InputError(f"{flag}: must be an integer >= 1, got {value!r}")
     d = model.dtype_bytes
@@ -61,14 +70,12 @@ def memory_per_gpu(model: Model, embedding_shards: int = 1, dense_shards: int = 
     components = {"dense": dense * (per_param + d)}
 
     for table in model.tables:
-        rows = _ceil_div(table.vocab, embedding_shards)
+        shards = shards_of.get(table.name, 1)
+        rows = _ceil_div(table.vocab, shards)
         elements = rows * table.dim
-        dense_grad = any(layer.table == table.name and not layer.sparse
-                         for layer in model.layers)
-        if sparse_embedding_grads and not dense_grad:
-            g = sum(layer.grad_bytes for layer in model.layers
-                    if layer.table == table.name and layer.sparse)
-            g = min(_ceil_div(g, embedding_shards), d * elements + 8 * rows)
+        if sparse_embedding_grads and not model.dense_gradient(table.name):
+            g = sum(layer.grad_bytes for layer in model.sparse_users(table.name))
+            g = min(_ceil_div(g, shards), d * elements + INDEX_BYTES * rows)
         else:
             g = d * elements
         params += d * elements
@@ -77,6 +84,9 @@ def memory_per_gpu(model: Model, embedding_shards: int = 1, dense_shards: int = 
         grads += g
         components[table.name] = elements * per_param + g
 
+    for name, nbytes in (buffers or {}).items():
+        grads += int(math.ceil(nbytes))
+        components[name] = int(math.ceil(nbytes))
     activations = sum(layer.activation_bytes for layer in model.layers)
     components["activations"] = activations
     return MemoryBreakdown(params=params, grads=grads, optimizer_state=state,

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+# int64 row indices, as PyTorch nn.Embedding takes them (a sparse gradient's index)
+INDEX_BYTES = 8
+
 # Bytes per element of each training dtype a zoo file may name.
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 
@@ -122,3 +125,30 @@ class Model:
             if layer.name == name:
                 return layer
         raise KeyError(name)
+
+    # ----- facts about tables that every layer above needs, stated once
+    def table_owner(self, table: str) -> str:
+        """The layer that owns a table's parameters: the first (in forward order) that
+        uses it, so its backward is the last to add to the table's gradient."""
+        return next(l.name for l in self.layers if l.table == table and l.params > 0)
+
+    def dense_gradient(self, table: str) -> bool:
+        """True when some layer (a full softmax tied to the table) touches every row."""
+        return any(l.table == table and not l.sparse for l in self.layers)
+
+    def sparse_users(self, table: str) -> tuple[Layer, ...]:
+        """Layers that read the table sparsely (lookups, a sampled softmax), forward order."""
+        return tuple(l for l in self.layers if l.table == table and l.sparse)
+
+    def row_bytes(self, table: str) -> int:
+        """One (index, row) pair of the table's sparse gradient."""
+        return self.table(table).dim * self.dtype_bytes + INDEX_BYTES
+
+    def rows_read(self, layer: Layer) -> float:
+        """Rows (with repeats) one GPU's batch reads through a sparse layer: its gradient
+        is one (index, row) pair per row read."""
+        return layer.grad_bytes / self.row_bytes(layer.table)
+
+    def row_touches(self, table: str) -> float:
+        """Rows (with repeats) one GPU's batch touches in a table, over all its sparse users."""
+        return sum(self.rows_read(l) for l in self.sparse_users(table))

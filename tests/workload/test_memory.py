@@ -47,3 +47,17 @@ def test_sparse_gradients_only_where_the_gradient_is_sparse():
 def test_bad_shards():
     with pytest.raises(InputError, match="embedding_shards"):
         memory_per_gpu(load_model("tiny-lm"), embedding_shards=0)
+
+
+def test_per_table_shards_and_buffers():
+    m = load_model("nmt-iwslt")
+    everywhere = memory_per_gpu(m, embedding_shards=4, sparse_embedding_grads=True)
+    by_name = memory_per_gpu(m, embedding_shards={t.name: 4 for t in m.tables}, sparse_embedding_grads=True)
+    assert everywhere == by_name
+    one = m.tables[0].name
+    partial = memory_per_gpu(m, embedding_shards={one: 4}, sparse_embedding_grads=True)
+    replicated = memory_per_gpu(m, sparse_embedding_grads=True)
+    assert everywhere.total < partial.total < replicated.total
+    with_buffer = memory_per_gpu(m, buffers={"recv": 1000})
+    assert with_buffer.grads == memory_per_gpu(m).grads + 1000
+    assert with_buffer.by_component["recv"] == 1000
