@@ -15,7 +15,8 @@ from ..errors import InputError
 from ..network import Network
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
-from ..topology import load_topology
+from ..topology import Topology, load_topology
+from ..trace import load_trace
 from ..workload import load_model
 from .build import build_step_plan
 from .classes import rank_classes
@@ -113,22 +114,19 @@ class SimulationResult:
         }
 
 
-def _load_trace(path):
-    if path is None:
-        return None
-    from ..trace import load_trace
-    return load_trace(path)
-
-
 def simulate(cfg: SimulationConfig) -> SimulationResult:
-    wall0 = time.perf_counter()
     if cfg.iterations < 2:
         raise InputError(f"--iterations {cfg.iterations}: need at least 2 (the first is warm-up)")
     topo = load_topology(cfg.topology)
     if cfg.hardware:
         topo = topo.with_overrides(**cfg.hardware)
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs)
-    trace = _load_trace(cfg.trace)
+    trace = load_trace(cfg.trace) if cfg.trace else None
+    return _simulate(cfg, topo, model, trace)
+
+
+def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> SimulationResult:
+    wall0 = time.perf_counter()
     strategy_cls, scheduler_cls = STRATEGIES.get(cfg.strategy), SCHEDULERS.get(cfg.scheduler)
     _check_options(cfg, strategy_cls, scheduler_cls)
     strategy = strategy_cls(**cfg.strategy_options)
@@ -152,9 +150,7 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
                     lambda env: Network(env, topo.capacity), ranks,
                     iterations=cfg.iterations, **resolved_interference(cfg, trace, topo))
     run = engine.run()
-    kinds = {}
-    for link in topo.links:
-        kinds.setdefault(link.kind, []).append(link.id)
+    kinds = {kind: topo.link_ids_of_kind(kind) for kind in dict.fromkeys(l.kind for l in topo.links)}
     metrics = step_metrics(run, lambda r: r.nbytes * busbw_factor(r.op, topo.n_gpus), kinds, topo.capacity)
 
     samples_per_s = topo.n_gpus * model.batch / metrics.step_time
@@ -162,8 +158,9 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
     hbm = ctx.hbm_bytes
     efficiency = None
     if cfg.efficiency_baseline and topo.n_gpus > 1:
-        single = simulate(replace(cfg, topology=_single_gpu_spec(topo, cfg.topology),
-                                  straggler=None, efficiency_baseline=False, hardware={}))
+        # the same node type with one GPU (no communication)
+        single = _simulate(replace(cfg, straggler=None, efficiency_baseline=False),
+                           Topology(topo.node, 1, 1, topo.preset), model, trace)
         efficiency = samples_per_s / (topo.n_gpus * single.samples_per_s)
     return SimulationResult(
         config=cfg,
@@ -209,14 +206,6 @@ def single_gpu_update_time(ctx) -> dict:
         else:
             out[layer.name] = ctx.layer_update[layer.name]
     return out
-
-
-def _single_gpu_spec(topo, spec: str) -> str:
-    """The same node type with one GPU, for the scaling-efficiency baseline."""
-    base = spec.rsplit(":", 1)[0] if ":" in spec and "x" in spec.rsplit(":", 1)[1] else spec
-    if "x" in base and base.replace("x", "").isdigit():
-        return f"{topo.preset}:1x1"
-    return f"{base}:1x1"
 
 
 def resolved_interference(cfg, trace, topo) -> dict:
