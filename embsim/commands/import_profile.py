@@ -7,20 +7,14 @@ import sys
 
 import click
 
-from ..errors import InputError
 from ..imports import load_profile, trace_from_profile
 from ..trace import write_trace
 from ..workload import load_model
+from .options import split_pairs
 
 
 def _renames(items) -> dict:
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise InputError(f"--rename {item!r}: expected RANGE=LAYER")
-        old, new = item.split("=", 1)
-        out[old.strip()] = new.strip()
-    return out
+    return dict(split_pairs(items, "--rename", "RANGE=LAYER"))
 
 
 @click.command("import-profile")

@@ -46,19 +46,28 @@ def _options(f):
 simulation_options = _options
 
 
-def parse_kv(items) -> dict:
-    out = {}
+def split_pairs(items, flag: str, form: str = "KEY=VALUE") -> list[tuple[str, str]]:
+    """'a=b' flag values -> [(a, b)], stripped; anything without '=' is one-line bad input."""
+    pairs = []
     for item in items:
         if "=" not in item:
-            raise InputError(f"--option {item!r}: expected KEY=VALUE")
+            raise InputError(f"{flag} {item!r}: expected {form}")
         key, value = item.split("=", 1)
+        pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+def parse_kv(items) -> dict:
+    """--option KEY=VALUE pairs, numbers converted, dashes in keys as underscores."""
+    out = {}
+    for key, value in split_pairs(items, "--option"):
         for conv in (int, float):
             try:
                 value = conv(value)
                 break
             except ValueError:
                 continue
-        out[key.strip().replace("-", "_")] = value
+        out[key.replace("-", "_")] = value
     return out
 
 
