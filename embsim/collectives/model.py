@@ -13,6 +13,7 @@ The plan's demand is the per-link byte pattern of the chosen algorithm, scaled s
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -29,6 +30,11 @@ from .p2p import alltoall_time, alltoallv_time, sendrecv_time
 from .shape import CommShape, comm_shape
 
 P2P_OPS = ("alltoall", "sendrecv")
+# All-to-all route tables depend only on the topology's structure (node type, shape) and
+# the communicator, not on the CollectiveModel: at 1024 GPUs they are ~130k routes and
+# ~1 s to build, so compare/sweep/scale runs that rebuild the model share them.
+_A2A_ROUTES: "OrderedDict[tuple, dm.AlltoallRoutes]" = OrderedDict()
+_A2A_ROUTES_MAX = 8
 OPS = nm.NCCL_OPS + P2P_OPS
 
 
@@ -89,7 +95,6 @@ class CollectiveModel:
         self._plans: dict = {}
         self._shapes: dict = {}
         self._units: dict = {}
-        self._a2a: dict = {}
 
     # ------------------------------------------------------------ communicator
     def shape(self, ranks: tuple[int, ...]) -> tuple[CommShape, Graphs]:
@@ -100,9 +105,15 @@ class CollectiveModel:
         return hit
 
     def _alltoall_routes(self, ranks: tuple[int, ...]) -> dm.AlltoallRoutes:
-        hit = self._a2a.get(ranks)
+        t = self.topology
+        key = (t.node, t.n_nodes, t.gpus_per_node, ranks)
+        hit = _A2A_ROUTES.get(key)
         if hit is None:
-            hit = self._a2a[ranks] = dm.AlltoallRoutes(self.topology, ranks)
+            hit = _A2A_ROUTES[key] = dm.AlltoallRoutes(t, ranks)
+            if len(_A2A_ROUTES) > _A2A_ROUTES_MAX:
+                _A2A_ROUTES.popitem(last=False)
+        else:
+            _A2A_ROUTES.move_to_end(key)
         return hit
 
     def _unit_demand(self, op: str, algo: str, ranks: tuple[int, ...]) -> Demand:
