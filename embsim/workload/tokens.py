@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,9 @@ class TokenStats:
         object.__setattr__(self, "_log_miss", np.log1p(-self.probs))
         cdf = np.cumsum(self.probs)
         object.__setattr__(self, "_cdf", cdf / cdf[-1])
+        for a in (self.probs, self._log_miss, self._cdf, self.stream):
+            if a is not None:
+                a.setflags(write=False)   # shared (zipf is cached): nobody may edit it
 
     # ----- constructors
     @classmethod
@@ -52,8 +56,7 @@ class TokenStats:
             raise InputError(f"vocab: must be a positive integer, got {vocab!r}")
         if not s > 0:
             raise InputError(f"zipf s: must be positive, got {s!r}")
-        weights = np.arange(1, vocab + 1, dtype=np.float64) ** -float(s)
-        return cls(vocab=vocab, s=float(s), corpus=None, probs=weights / weights.sum())
+        return _zipf(vocab, float(s))
 
     @classmethod
     def from_corpus(cls, path: str | Path, vocab: int | None = None) -> "TokenStats":
@@ -165,3 +168,10 @@ def measured_unique(stats: TokenStats, tokens: int, seed: int, trials: int = 8,
     """Brute force: mean distinct rows over `trials` sampled batches (for checking)."""
     batches = sample_batches(stats, 1, tokens, seed, steps=trials, contiguous=contiguous)
     return float(np.mean([np.unique(b).size for b in batches]))
+
+
+@lru_cache(maxsize=16)
+def _zipf(vocab: int, s: float) -> TokenStats:
+    """Built once per (vocab, s): every simulation of a model asks for the same one."""
+    weights = np.arange(1, vocab + 1, dtype=np.float64) ** -s
+    return TokenStats(vocab=vocab, s=s, corpus=None, probs=weights / weights.sum())
