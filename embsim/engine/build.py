@@ -35,6 +35,20 @@ def deferred(layer: str) -> str:
     return layer + DEFERRED
 
 
+def stream_order(layers: list[str], per_layer: bool) -> list[str]:
+    """Names of one iteration's stream ops in order, for every op that may exist (the
+    builder keeps those that do). Schedulers that key priorities on when the next
+    iteration needs something read positions from here."""
+    if per_layer:
+        names = [n for layer in layers for n in (update_name(layer), fwd_name(layer))]
+        # deferred parts touch rows the next batch does not read: they may wait until the
+        # whole next forward has run (EmbRace's horizontal scheduling)
+        names += [update_name(deferred(layer)) for layer in layers]
+        return names + [bwd_name(layer) for layer in reversed(layers)]
+    names = [fwd_name(layer) for layer in layers] + [bwd_name(layer) for layer in reversed(layers)]
+    return names + [update_name(n) for layer in layers for n in (layer, deferred(layer))]
+
+
 def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
     layers = [l.name for l in ctx.model.layers]
     per_layer = scheduler.per_layer_update
@@ -52,21 +66,11 @@ def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
                                update_time[name], lagged=per_layer)
                for name in update_time}
 
-    fwd = [ComputeOp(fwd_name(n), "fwd", n, ctx.layer_fwd[n]) for n in layers]
-    bwd = [ComputeOp(bwd_name(n), "bwd", n, ctx.layer_bwd[n]) for n in reversed(layers)]
-    if per_layer:
-        stream = []
-        for op in fwd:
-            if op.layer in updates:
-                stream.append(updates[op.layer])
-            stream.append(op)
-        # deferred parts touch rows the next batch does not read: they may wait until the
-        # whole next forward has run (EmbRace's horizontal scheduling)
-        stream += [updates[deferred(n)] for n in layers if deferred(n) in updates]
-        stream += bwd
-    else:
-        order = [n for layer in layers for n in (layer, deferred(layer)) if n in updates]
-        stream = fwd + bwd + [updates[n] for n in order]
+    ops = {op.name: op for op in updates.values()}
+    for n in layers:
+        ops[fwd_name(n)] = ComputeOp(fwd_name(n), "fwd", n, ctx.layer_fwd[n])
+        ops[bwd_name(n)] = ComputeOp(bwd_name(n), "bwd", n, ctx.layer_bwd[n])
+    stream = [ops[name] for name in stream_order(layers, per_layer) if name in ops]
 
     for before, op in strategy_plan.extra:
         names = [s.name for s in stream]

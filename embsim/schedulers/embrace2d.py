@@ -23,8 +23,9 @@ order is fixed per layer.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
-from ..engine.build import DEFERRED, bwd_name, deferred, fwd_name, update_name
+from ..engine.build import DEFERRED, deferred, stream_order, update_name
 from ..errors import InputError
 from .base import SCHEDULERS
 from .priority import PriorityScheduler
@@ -32,13 +33,10 @@ from .priority import PriorityScheduler
 EPS = 1e-9
 
 
-def next_iteration_layout(layers: list[str]) -> dict[str, int]:
-    """Stream positions under per-layer updates (as engine.build lays them out):
-    update:L, fwd:L for each layer, then the deferred updates, then backward reversed."""
-    names = [n for l in layers for n in (update_name(l), fwd_name(l))]
-    names += [update_name(deferred(l)) for l in layers]
-    names += [bwd_name(l) for l in reversed(layers)]
-    return {n: i for i, n in enumerate(names)}
+@lru_cache(maxsize=32)
+def next_iteration_layout(layers: tuple[str, ...]) -> dict[str, int]:
+    """Stream positions under per-layer updates, exactly as engine.build lays them out."""
+    return {n: i for i, n in enumerate(stream_order(list(layers), per_layer=True))}
 
 
 @SCHEDULERS.register("embrace-2d")
@@ -94,7 +92,7 @@ class EmbRace2DScheduler(PriorityScheduler):
     def priority_of(self, t, ctx) -> float:
         """Position of the consumer in the stream: this iteration's (negative: the stream
         is about to block on it) or the next one's (gradients, a PS pull)."""
-        layout = next_iteration_layout([l.name for l in ctx.model.layers])
+        layout = next_iteration_layout(tuple(l.name for l in ctx.model.layers))
         if t.needed_by is not None:
             pos = layout[t.needed_by]
             same_iteration = t.ready_after in layout and layout[t.ready_after] < pos
