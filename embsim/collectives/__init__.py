@@ -4,7 +4,8 @@
     plan = model.plan("all_reduce", 64 << 20, range(16))   # plan.time, plan.latency, plan.demand
 """
 
-from .model import CollectiveModel, CollectivePlan, interp_loglog
+from ..curves import interp_loglog
+from .model import CollectiveModel, CollectivePlan
 from .shape import CommShape, comm_shape
 
 __all__ = ["CollectiveModel", "CollectivePlan", "CommShape", "comm_shape", "interp_loglog"]

@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from embsim.curves import interp_loglog
 from embsim.errors import InputError
 from embsim.network import Demand
 
@@ -59,18 +60,6 @@ def _ring_bytes(op: str, n: int) -> float:
     if op in ("all_gather", "reduce_scatter"):
         return (n - 1) / n
     return 1.0
-
-
-def interp_loglog(sizes: np.ndarray, times: np.ndarray, nbytes: float) -> float:
-    """Measured time at nbytes: log-log interpolation; flat below, constant bandwidth above."""
-    s, t = np.asarray(sizes, float), np.asarray(times, float)
-    order = np.argsort(s)
-    s, t = s[order], t[order]
-    if nbytes <= s[0]:
-        return float(t[0])
-    if nbytes >= s[-1]:
-        return float(t[-1] * nbytes / s[-1])
-    return float(np.exp(np.interp(np.log(nbytes), np.log(s), np.log(t))))
 
 
 class CollectiveModel:

@@ -10,16 +10,15 @@ Single points marked `size: large` are evaluated at 8 GiB; `nodes: many` at 16 n
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from embsim.curves import geomean_abs
 from embsim.errors import InputError
 from embsim.yamlio import load_yaml
 
 from . import nccl_tests as nt
-from .busbw import busbw_factor
 from .model import CollectiveModel
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data"
@@ -52,8 +51,7 @@ class CurveError:
 
     @property
     def geomean(self) -> float:
-        errs = [max(abs(p.error), 1e-6) for p in self.points if p.size >= MIN_SIZE]
-        return math.exp(sum(map(math.log, errs)) / len(errs)) if errs else float("nan")
+        return geomean_abs(p.error for p in self.points if p.size >= MIN_SIZE)
 
     @property
     def max_error(self) -> float:

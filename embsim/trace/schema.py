@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..curves import interp_loglog
+
 SCHEMA_VERSION = 1
 TRACE_KIND = "embsim-trace"
 
@@ -84,13 +86,7 @@ class CollectiveCurve:
     def time_at(self, nbytes: float) -> float:
         """Measured time at a size, log-log interpolated between measured sizes and
         extrapolated linearly in bytes beyond the ends (bandwidth-bound regime)."""
-        sizes = np.asarray(self.sizes, dtype=float)
-        times = np.asarray(self.median_s, dtype=float)
-        if nbytes <= sizes[0]:
-            return float(times[0])
-        if nbytes >= sizes[-1]:
-            return float(times[-1] * nbytes / sizes[-1])
-        return float(np.exp(np.interp(np.log(nbytes), np.log(sizes), np.log(times))))
+        return interp_loglog(self.sizes, self.median_s, nbytes)
 
 
 @dataclass(frozen=True)

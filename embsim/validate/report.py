@@ -5,19 +5,14 @@ from __future__ import annotations
 import math
 
 from ..collectives.validation import MIN_SIZE, CurveError
+from ..curves import geomean_abs
 from .steps import StepError
 
-FLOOR = 1e-6   # a perfect point would make the log undefined
 
 
 def json_number(x: float | None) -> float | None:
     """NaN (nothing to average) is not JSON: null instead."""
     return None if x is None or math.isnan(x) else x
-
-
-def geomean_abs(errors) -> float:
-    errs = [max(abs(e), FLOOR) for e in errors]
-    return math.exp(sum(map(math.log, errs)) / len(errs)) if errs else float("nan")
 
 
 def collective_geomean(curves: list[CurveError]) -> float:
