@@ -17,8 +17,6 @@ every rank at once, with marks at every layer boundary:
 
 from __future__ import annotations
 
-from typing import Callable
-
 import torch
 
 from embsim.trace import LayerPoint, LayerTiming, OptimizerTiming

@@ -9,7 +9,7 @@ model in nccl_model.py reads like NCCL's and can be checked against its logs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from embsim.errors import InputError

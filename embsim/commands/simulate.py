@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..engine.run import SimulationConfig, simulate
+from ..engine.run import simulate
 from ..report.chrome_trace import write_chrome_trace
 from ..report.summary import print_summary
 from .options import simulation_options, config_from_options

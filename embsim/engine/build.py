@@ -11,7 +11,7 @@ Stream order per iteration:
 
 from __future__ import annotations
 
-from .ops import ComputeOp, StepPlan, SyncTensor
+from .ops import ComputeOp, StepPlan
 
 
 def fwd_name(layer: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ..collectives import CollectiveModel
 from ..collectives.busbw import busbw_factor

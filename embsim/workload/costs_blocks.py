@@ -92,7 +92,7 @@ def lstm_cost(p: dict, sh: Shape) -> LayerCost:
     """A (bi)LSTM layer over seq steps. The input GEMM runs once over all steps; the
     recurrent GEMM runs step by step and re-reads its weights from HBM at every step
     (they do not fit on chip at these sizes), which is what makes LSTMs slow at small batch."""
-    b, s, d = sh.batch, sh.seq, sh.dtype_bytes
+    s, d = sh.seq, sh.dtype_bytes
     n = sh.tokens
     fin, hidden = p["in"], p["hidden"]
     proj = p.get("proj")
@@ -113,7 +113,7 @@ def lstm_cost(p: dict, sh: Shape) -> LayerCost:
 def additive_attention_cost(p: dict, sh: Shape) -> LayerCost:
     """Bahdanau attention of each decoder step over seq encoder states (GNMT v2 uses the
     normalised form: linear_q, linear_k, a score vector, a scalar and a bias)."""
-    b, s, d = sh.batch, sh.seq, sh.dtype_bytes
+    s, d = sh.seq, sh.dtype_bytes
     n = sh.tokens
     q, k, u = p["query"], p["key"], p["units"]
     params = q * u + k * u + u + (u + 1 if p.get("normalize", True) else 0)

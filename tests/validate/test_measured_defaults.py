@@ -10,7 +10,7 @@ from embsim.engine.run import SimulationConfig, resolved_interference, simulate
 from embsim.errors import InputError
 from embsim.topology import load_topology
 from embsim.topology.parse import parse_node_type
-from embsim.trace import InterferenceMeasurement, RankSkew, load_trace
+from embsim.trace import RankSkew, load_trace
 from embsim.validate.steps import slowest_rank, step_errors
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,5 @@
 """`embsim validate`: the numbers it compares, its JSON, and its exit codes."""
 
-import dataclasses
 import json
 from pathlib import Path
 
