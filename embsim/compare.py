@@ -34,6 +34,7 @@ class CompareRow:
     speedup: float | None = None             # baseline step / this step
     notes: tuple = ()
     compute_source: str = ""                 # measured (trace) or "compute: roofline estimate"
+    n_gpus: int = 0
 
     @property
     def label(self) -> str:
@@ -98,7 +99,7 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       exposed_comm=r.exposed_comm, compute=r.compute,
                       comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
                       memory_per_gpu=float(r.memory["total"]), fits_in_memory=r.fits_in_memory,
-                      notes=tuple(r.notes), compute_source=r.compute_source)
+                      notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus)
 
 
 def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
@@ -125,8 +126,7 @@ def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
             r = by_combo[combo]
             rows.append(replace(r, speedup=baseline.step_time / r.step_time))
     rows.sort(key=rank_key)
-    from .topology import load_topology
-    return CompareResult(config=base, rows=tuple(rows), n_gpus=load_topology(cfg.topology).n_gpus)
+    return CompareResult(config=base, rows=tuple(rows), n_gpus=baseline.n_gpus)
 
 
 def rank_key(row: CompareRow):
