@@ -104,6 +104,7 @@ class Engine:
         self._inflight_total = 0
         self._comm_changed = self.env.event()
         self._seq = 0
+        self._plans: dict[str, object] = {}  # comm op -> collective plan (same every iteration)
 
     # ----------------------------------------------------------------- public
     def run(self) -> EngineRun:
@@ -219,10 +220,11 @@ class Engine:
     def _run_comm(self, k: int, c: CommOp, ready: float):
         env = self.env
         start = env.now
-        if c.matrix is not None:
-            plan = self.collectives.plan_alltoallv(c.matrix, self.ranks)
-        else:
-            plan = self.collectives.plan(c.op, c.nbytes, self.ranks)
+        plan = self._plans.get(c.name)
+        if plan is None:
+            plan = self._plans[c.name] = (
+                self.collectives.plan_alltoallv(c.matrix, self.ranks) if c.matrix is not None
+                else self.collectives.plan(c.op, c.nbytes, self.ranks))
         if plan.latency > 0:
             yield env.timeout(plan.latency)
         yield self.network.transfer(plan.demand, tag=c.name)
