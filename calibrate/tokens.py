@@ -2,27 +2,26 @@
 
 Zipf(s) by default (word frequencies follow Zipf's law with s near 1, see
 reference/workloads.md); `--corpus FILE` tokenises a real text by words instead, ids
-ranked by frequency so the vocabulary cut keeps the most frequent words.
+ranked by frequency so the vocabulary cut keeps the most frequent words. Both come from
+the simulator's token statistics, so a trace and a simulation see the same tokens.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 from embsim.errors import InputError
 from embsim.trace import TokenStatsRecord
-
-ZIPF_S = 1.05
-
+from embsim.workload.tokens import DEFAULT_ZIPF_S, TokenStats
 
 class ZipfTokens:
-    def __init__(self, vocab: int, seq: int, seed: int = 0, s: float = ZIPF_S):
+    """I.i.d. draws from the simulator's own Zipf distribution (embsim.workload.tokens)."""
+
+    def __init__(self, vocab: int, seq: int, seed: int = 0, s: float = DEFAULT_ZIPF_S):
         self.vocab, self.seq, self.seed, self.s = vocab, seq, seed, s
-        weights = 1.0 / np.arange(1, vocab + 1, dtype=float) ** s
-        self.cdf = np.cumsum(weights / weights.sum())
+        self.stats = TokenStats.zipf(vocab, s)
 
     @property
     def source(self) -> str:
@@ -31,24 +30,18 @@ class ZipfTokens:
     def batch(self, rank: int, step: int, batch: int) -> np.ndarray:
         """(batch, seq+1) ids: inputs are [:, :-1], next-token targets [:, 1:]."""
         rng = np.random.default_rng([self.seed, rank, step])
-        ids = np.searchsorted(self.cdf, rng.random((batch, self.seq + 1)), side="right")
-        return np.minimum(ids, self.vocab - 1).astype(np.int64)
+        return self.stats.sample(rng, (batch, self.seq + 1)).astype(np.int64)
 
 
 class CorpusTokens:
+    """Consecutive windows of a real text, tokenised exactly as the simulator's --corpus
+    statistics are (embsim.workload.tokens.TokenStats.from_corpus), so both agree."""
+
     def __init__(self, path: str | Path, vocab: int, seq: int, world: int = 1):
         path = Path(path)
-        try:
-            words = path.read_text(encoding="utf-8", errors="replace").split()
-        except OSError as exc:
-            raise InputError(f"--corpus {path}: cannot read: {exc}") from None
-        if len(words) < seq + 1:
-            raise InputError(f"--corpus {path}: {len(words)} words, need at least {seq + 1}")
-        # Frequency rank -> id (ties broken by first appearance: deterministic); the
-        # words past the vocabulary share the last id, as an <unk> would.
-        ranked = [w for w, _ in Counter(words).most_common()]
-        index = {w: min(i, vocab - 1) for i, w in enumerate(ranked)}
-        self.ids = np.array([index[w] for w in words], dtype=np.int64)
+        self.ids = TokenStats.from_corpus(path, vocab=vocab).stream
+        if len(self.ids) < seq + 1:
+            raise InputError(f"--corpus {path}: {len(self.ids)} words, need at least {seq + 1}")
         self.vocab, self.seq, self.path, self.world = vocab, seq, path, world
 
     @property
