@@ -19,6 +19,7 @@ import torch
 import yaml
 
 from embsim.atomic import atomic_write_text
+from embsim.collectives.busbw import busbw_factor
 from embsim.trace import CollectiveCurve
 
 LARGE_BYTES = 1 << 20      # at and above: bandwidth regime
@@ -29,27 +30,19 @@ def ring_steps(op: str, n: int) -> int:
     return 2 * (n - 1) if op == "all_reduce" else n - 1
 
 
-def bus_factor(op: str, n: int) -> float:
-    if op == "all_reduce":
-        return 2 * (n - 1) / n
-    if op == "broadcast":
-        return 1.0
-    return (n - 1) / n
-
-
 def fit_links(curves: list[CollectiveCurve]) -> tuple[float, float]:
     """(bandwidth B/s, per-step latency s) fitted to every op's curve."""
     rows_large, rows_small = [], []
     for c in curves:
         for size, t in zip(c.sizes, c.median_s):
-            row = (ring_steps(c.op, c.ranks), bus_factor(c.op, c.ranks) * size, t)
+            row = (ring_steps(c.op, c.ranks), busbw_factor(c.op, c.ranks) * size, t)
             if size >= LARGE_BYTES:
                 rows_large.append(row)
             if size <= SMALL_BYTES:
                 rows_small.append(row)
     if not rows_large:                      # a --quick sweep: use its upper half
         every = sorted((r for c in curves for r in [(ring_steps(c.op, c.ranks),
-                        bus_factor(c.op, c.ranks) * s, t) for s, t in zip(c.sizes, c.median_s)]),
+                        busbw_factor(c.op, c.ranks) * s, t) for s, t in zip(c.sizes, c.median_s)]),
                        key=lambda r: r[1])
         rows_large = every[len(every) // 2:]
     a = np.array([[r[0], r[1]] for r in rows_large], dtype=float)

@@ -25,6 +25,7 @@ from embsim.network import Demand
 
 from . import demand as dm
 from . import nccl_model as nm
+from .busbw import busbw_factor
 from .channels import Graphs, search_graphs, trimmed_slowdown
 from .constants import NcclConstants, constants_for
 from .p2p import alltoall_time, alltoallv_time, sendrecv_time
@@ -51,15 +52,6 @@ class CollectivePlan:
     demand: Demand       # scaled: latency + bottleneck(demand) == time
     model_time: float    # s, NCCL's own cost-model prediction
     source: str = "model"  # "model" | "measured"
-
-
-def _ring_bytes(op: str, n: int) -> float:
-    """Bytes each rank sends to its ring successor per byte of nccl-tests size."""
-    if op == "all_reduce":
-        return 2.0 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter"):
-        return (n - 1) / n
-    return 1.0
 
 
 class CollectiveModel:
@@ -112,7 +104,9 @@ class CollectiveModel:
         if hit is None:
             n = len(ranks)
             if algo in ("Ring", "PAT"):
-                hit = dm.ring_demand(self.topology, ranks, _ring_bytes(op, n))
+                # a ring rank sends its successor busbw-factor bytes per byte of size:
+                # nccl-tests defines busbw by exactly those bytes (PERFORMANCE.md)
+                hit = dm.ring_demand(self.topology, ranks, busbw_factor(op, n))
             elif algo == "Tree":
                 hit = dm.tree_demand(self.topology, ranks, 1.0)
             elif algo in ("NVLS", "NVLSTree"):
