@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from . import costs, costs_blocks
 from .costs import LayerCost, Shape
 from .model import (DTYPE_BYTES, OPTIMIZER_STATE_TENSORS, EmbeddingTable, Layer, Model,
@@ -86,12 +88,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
             if ls.kind == "output_projection" and "tied" in p:
                 tied_to[table] = name
             c = _cost(ls.kind, p, sh, tables, owns)
-            layers.append(Layer(
-                name=name, kind=ls.kind, params=c.params, fwd_flops=c.fwd_flops,
-                bwd_flops=c.bwd_flops, fwd_bytes=c.fwd_bytes, bwd_bytes=c.bwd_bytes,
-                grad_bytes=c.grad_bytes, sparse=c.sparse, table=table,
-                activation_bytes=c.activation_bytes, fwd_kernels=c.fwd_kernels,
-                bwd_kernels=c.bwd_kernels))
+            # a Layer is its cost plus where it sits in the model
+            layers.append(Layer(name=name, kind=ls.kind, table=table, **asdict(c)))
     emb_tables = tuple(
         EmbeddingTable(name=t.name, vocab=t.vocab, dim=t.dim, lookups_per_sample=lookups[t.name],
                        tied_to=tied_to.get(t.name), input=t.input) for t in spec.tables)
