@@ -1,5 +1,5 @@
-"""Build a StepContext: per-layer compute times (measured or a labelled roofline
-estimate), optimizer times and the token statistics of every embedding table."""
+"""Build a StepContext: per-layer compute times (measured, or the labelled kernel
+model), optimizer times and the token statistics of every embedding table."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..strategies.base import StepContext, TableTraffic
-from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, optimizer_step_time,
-                                 sparse_optimizer_step_time)
+from ..workload.compute import model_times, optimizer_step_time, sparse_optimizer_step_time
+from ..workload.gpu_compute import GpuCompute
+from ..workload.roofline import ComputeSpec
 from ..workload.tokens import TokenStats
 
 GiB = 1 << 30
@@ -80,11 +81,12 @@ def check_trace_device(trace, topo) -> None:
         raise InputError(f"--trace {trace.source}: measured on {trace.device!r}, but topology "
                          f"{topo.preset} has {topo.node.gpu.model!r}: its layer times do not transfer "
                          f"(use the trace's own topology {trace.topology or '?'}, or no --trace for a "
-                         "labelled roofline estimate)")
+                         "labelled kernel-model estimate)")
 
 
 def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
-    gpu = ComputeSpec.from_gpu(topo.node.gpu)
+    kgpu = GpuCompute.from_gpu(topo.node.gpu)
+    times = model_times(model, kgpu)      # also refuses a dtype the GPU lacks
     if trace is not None and not trace.layers:
         trace = None    # a network-only trace (import-nccl-tests): collectives, no layer times
     if trace is not None:
@@ -93,13 +95,15 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
                                 sparse_lookups=cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES)
         source = f"measured: {trace.source or 'trace'} ({trace.device}, {trace.provenance.backend})"
     else:
-        times = {l.name: layer_time(l, gpu, model.dtype_bytes) for l in model.layers}
+        sparse_lookups = cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES
         fwd = {n: t.fwd_s for n, t in times.items()}
-        bwd = {n: t.bwd_s for n, t in times.items()}
-        source = f"compute: {ROOFLINE} ({topo.node.gpu.model})"
-    # Optimizer steps are always the roofline's: a trace's optimizer timing is per
+        bwd = {n: (t.bwd_sparse_s if sparse_lookups and t.bwd_sparse_s is not None
+                   and not model.dense_gradient(model.layer(n).table) else t.bwd_s)
+               for n, t in times.items()}
+        source = f"compute: {kgpu.label}"
+    # Optimizer steps are always the kernel model's: a trace's optimizer timing is per
     # element and scaled below when present.
-    dense_update = {l.name: optimizer_step_time(l.params, model, gpu).seconds
+    dense_update = {l.name: optimizer_step_time(l.params, model, kgpu)
                     for l in model.layers if l.params > 0}
     per_elem = _trace_optimizer_rates(trace) if trace is not None and trace.optimizer else None
     if per_elem is not None and per_elem.get("dense"):
@@ -109,7 +113,7 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
         table = model.table(model.layer(layer_name).table)
         if per_elem is not None and per_elem.get("sparse-rows"):
             return per_elem["sparse-rows"] * rows * table.dim
-        return sparse_optimizer_step_time(rows, table.dim, model, gpu).seconds
+        return sparse_optimizer_step_time(rows, table.dim, model, kgpu)
 
     if cfg.corpus:
         def stats_for(table):
@@ -122,7 +126,8 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
                       layer_fwd=fwd, layer_bwd=bwd, layer_update=dense_update,
                       sparse_update=sparse_update,
                       tables=table_traffic(model, topo.n_gpus, stats_for),
-                      hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB, gpu=gpu)
+                      hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB,
+                      gpu=ComputeSpec.from_gpu(topo.node.gpu))
     return ctx, source
 
 

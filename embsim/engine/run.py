@@ -50,6 +50,10 @@ class SimulationConfig:
     hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
     efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
     untie_outputs: bool = False                    # tied output projections get their own weight
+    dtype: str | None = None       # training precision (fp32 tf32 bf16 fp16 fp8); None: the model's
+    accumulate: int = 1            # micro-batches per optimizer step (gradient accumulation)
+    jitter: str | None = None      # per-GPU compute variation, e.g. normal:0.05 (embsim.engine.jitter)
+    model_overrides: dict = field(default_factory=dict)   # tables/layers changes (workload.overrides)
 
 
 @dataclass
@@ -119,7 +123,8 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
     topo = load_topology(cfg.topology)
     if cfg.hardware:
         topo = topo.with_overrides(**cfg.hardware)
-    model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs)
+    model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
+                       dtype=cfg.dtype, overrides=cfg.model_overrides)
     trace = load_trace(cfg.trace) if cfg.trace else None
     return _simulate(cfg, topo, model, trace)
 
