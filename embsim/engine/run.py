@@ -18,7 +18,9 @@ from ..topology import Topology, load_topology
 from ..trace import load_trace
 from ..workload import load_model
 from .build import build_step_plan
+from .accumulate import accumulate, check_accumulate
 from .classes import rank_classes
+from .jitter import jitter_factors, parse_jitter, with_jitter
 from .context import step_context
 from .metrics import step_metrics
 from .simulation import Engine, EngineRun
@@ -120,6 +122,8 @@ class SimulationResult:
 def simulate(cfg: SimulationConfig) -> SimulationResult:
     if cfg.iterations < 2:
         raise InputError(f"--iterations {cfg.iterations}: need at least 2 (the first is warm-up)")
+    check_accumulate(cfg.accumulate)
+    parse_jitter(cfg.jitter)
     topo = load_topology(cfg.topology)
     if cfg.hardware:
         topo = topo.with_overrides(**cfg.hardware)
@@ -138,13 +142,15 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     scheduler.check(strategy)
 
     ctx, compute_source = step_context(model, topo, trace, cfg)
+    ctx = accumulate(ctx, cfg.accumulate)
     splan = strategy.plan(ctx)
     if topo.n_gpus == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training
         # (sparse embedding updates where the table allows them) and steps alike.
         splan = replace(splan, sync=(), extra=(), update_time=single_gpu_update_time(ctx))
     plan = build_step_plan(ctx, splan, scheduler)
-    classes = rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler)
+    classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler),
+                          _jitter(cfg, topo, model, trace))
     measured = _measured_curves(trace, topo)
     if measured:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in measured}))})"
@@ -157,7 +163,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in dict.fromkeys(l.kind for l in topo.links)}
     metrics = step_metrics(run, lambda r: r.nbytes * busbw_factor(r.op, topo.n_gpus), kinds, topo.capacity)
 
-    samples_per_s = topo.n_gpus * model.batch / metrics.step_time
+    samples_per_s = topo.n_gpus * model.batch * cfg.accumulate / metrics.step_time
     memory = splan.memory.as_dict()
     hbm = ctx.hbm_bytes
     efficiency = None
@@ -179,6 +185,24 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         fits_in_memory=memory["total"] <= hbm, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
         scaling_efficiency=efficiency, notes=plan.notes, run=run)
+
+
+def _jitter(cfg: SimulationConfig, topo: Topology, model, trace):
+    """Per-rank compute factors of --jitter (ones without it)."""
+    if not cfg.jitter:
+        return jitter_factors(None, topo.n_gpus, cfg.seed)
+    from ..workload.compute import model_times
+    from ..workload.gpu_compute import GpuCompute
+    gpu = GpuCompute.from_gpu(topo.node.gpu)
+
+    def compute_at_seq(seq: int) -> float:
+        m = load_model(cfg.model, batch=model.batch, seq=seq, untie_outputs=cfg.untie_outputs,
+                       dtype=model.dtype, overrides=cfg.model_overrides)
+        return sum(t.fwd_s + t.bwd_s for t in model_times(m, gpu).values())
+
+    skew = trace.rank_skew.factor if trace is not None and trace.rank_skew is not None else None
+    return jitter_factors(cfg.jitter, topo.n_gpus, cfg.seed, seq=model.seq,
+                          compute_at_seq=compute_at_seq, trace_skew=skew)
 
 
 def _named_parameters(cls) -> set[str]:
