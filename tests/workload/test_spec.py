@@ -42,7 +42,7 @@ def test_good_file_loads(tmp_path):
     ("in: 16, out: 16}", "in: 16, out: 16, widht: 3}", "layers.1.widht", 12),     # unknown layer key
     ("kind: linear", "kind: conv2d", "layers.1.kind", 12),                         # unknown kind
     ("table: word}", "table: words}", "layers.0.table", 11),                       # dangling table
-    ("dtype: fp32", "dtype: fp8", "defaults.dtype", 6),                            # bad enum
+    ("dtype: fp32", "dtype: fp4", "defaults.dtype", 6),                            # bad enum
     ("batch: 2", "batch: -2", "defaults.batch", 4),                                # not positive
     ("in: 16,", "in: sixteen,", "layers.1.in", 12),                                # wrong type
     ("out, kind: output_projection, dim: 16", "out, kind: output_projection, dim: 32",

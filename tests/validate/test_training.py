@@ -1,0 +1,60 @@
+"""`embsim validate --training`: published throughput vs the simulation."""
+
+import pytest
+
+import cli
+from embsim.errors import InputError
+from embsim.validate.training import default_files, file_runs, summary, training_errors
+
+
+@pytest.fixture(scope="module")
+def packaged():
+    return training_errors([])
+
+
+def test_packaged_files_all_simulate(packaged):
+    runs, pairs = packaged
+    assert len(default_files()) >= 3
+    simulated = [r for r in runs if r.skipped is None]
+    assert len(simulated) == 20
+    assert all(r.simulated > 0 and "kernel model" in r.compute_source for r in simulated)
+    assert all(r.skipped == "no V100 preset" for r in runs if r.skipped)
+    assert len(pairs) == 12
+
+
+def test_summary_is_mean_and_max_of_abs_error(packaged):
+    runs, pairs = packaged
+    errs = [abs(r.simulated / r.measured - 1) for r in runs if r.skipped is None]
+    s = summary(runs, pairs)
+    assert s["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))
+    assert s["max_abs_error"] == pytest.approx(max(errs))
+
+
+def test_scaling_pairs_compare_per_gpu_throughput(packaged):
+    runs, pairs = packaged
+    by = {(r.file, r.id): r for r in runs}
+    p = pairs[0]
+    run, base = by[(p.file, p.run)], by[(p.file, p.base)]
+    k = run.gpus / base.gpus
+    assert p.measured == pytest.approx(run.measured / (k * base.measured))
+    assert p.simulated == pytest.approx(run.simulated / (k * base.simulated))
+
+
+def test_bad_file_names_file_and_key(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("runs:\n  - {id: a, gpus: 1, value: 10, embsim: {topology: 'dgx-a100:1x1', "
+                    "model: tiny-lm, colour: red}}\n")
+    with pytest.raises(InputError, match=r"bad.yaml: runs.0.embsim.colour"):
+        file_runs(str(path))
+
+
+def test_cli(capsys, tmp_path):
+    assert cli.main(["validate", "--training", str(tmp_path / "none.yaml")]) == 2
+    path = tmp_path / "one.yaml"
+    path.write_text("embsim_defaults: {model: tiny-lm, metric: samples_per_s}\n"
+                    "runs:\n  - {id: a, gpus: 1, value: 1.0e+9, embsim: {topology: 'dgx-a100:1x1', dtype: bf16}}\n"
+                    "  - {id: b, gpus: 2, value: 2.0e+9, scaling_base: a, embsim: {topology: 'dgx-a100:1x2'}}\n")
+    assert cli.main(["validate", "--training", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "mean |error|" in out and "kernel model, A100" in out
+    assert cli.main(["validate", "--training", str(path), "--max-error", "0.01"]) == 1

@@ -1,0 +1,129 @@
+"""The kernel compute model: each kernel class a pure function of shape and GPU."""
+
+import pytest
+
+from embsim.errors import InputError
+from embsim.topology import load_topology
+from embsim.workload import load_model
+from embsim.workload.compute import model_times
+from embsim.workload.gpu_compute import GpuCompute
+from embsim.workload.kernel_time import kernel_time
+from embsim.workload.kernels import gemm, stream
+from embsim.workload.precision import precision
+
+
+def gpu(preset):
+    return GpuCompute.from_gpu(load_topology(preset).node.gpu)
+
+
+A100, H100, B200, RTX = gpu("dgx-a100"), gpu("dgx-h100"), gpu("dgx-b200"), gpu("pcie-rtx3090")
+FP16, TF32, FP32 = precision("fp16"), precision("tf32"), precision("fp32")
+
+
+def tflops(g, shape, prec=FP16, batch=1):
+    k = gemm("x", *shape, batch=batch)
+    return k.flops / kernel_time(k, g, prec, prec.storage_bytes).gpu_s / 1e12
+
+
+def test_large_gemm_runs_at_the_measured_fraction_of_peak():
+    # the preset's measurement: 256.5 TFLOPS FP16 at 16384^3
+    assert tflops(A100, (16384, 16384, 16384)) == pytest.approx(256.5, rel=0.01)
+    assert tflops(A100, (16384, 16384, 16384), TF32) == pytest.approx(256.5 / 2, rel=0.01)
+    assert tflops(A100, (8192, 8192, 8192), FP32) <= 19.5
+
+
+def test_small_dimensions_and_wave_quantisation_cost_efficiency():
+    big = tflops(A100, (8192, 4096, 1024))
+    lstm_step = tflops(A100, (128, 4096, 1024))       # batch-128 recurrent GEMM
+    assert lstm_step < 0.7 * big
+    # one more row than fills whole tiles and waves: lower throughput for no less work
+    # (cuBLAS-like choice of tile and split-K softens it, so a few per cent)
+    assert tflops(A100, (108 * 256 + 1, 128, 4096)) < 0.98 * tflops(A100, (108 * 256, 128, 4096))
+
+
+def test_gemm_time_is_monotone_in_size():
+    times = [kernel_time(gemm("x", m, 1024, 1024), A100, FP16, 2).gpu_s for m in (64, 512, 4096, 32768)]
+    assert times == sorted(times)
+
+
+def test_tiny_gemm_is_bound_by_memory_or_launch_not_flops():
+    k = gemm("x", 1, 1024, 1024)
+    t = kernel_time(k, A100, FP16, 2)
+    assert t.gpu_s >= 1024 * 1024 * 2 / A100.hbm_bps      # at least the weights' read
+
+
+def test_precision_rates_per_gpu():
+    assert A100.rates["tf32"] == 156e12 and A100.rates["fp16"] == 312e12
+    assert H100.rates["fp8"] == pytest.approx(2 * H100.rates["bf16"], rel=1e-3)
+    # GeForce: FP16 with FP32 accumulate (what AMP uses) at half the FP16-accumulate 142
+    assert RTX.rates["fp16"] == 71e12
+    with pytest.raises(InputError, match="fp8"):
+        A100.gemm_peak(precision("fp8"))
+    with pytest.raises(InputError, match="--dtype"):
+        precision("fp4")
+
+
+def test_stream_kernel_at_achievable_bandwidth():
+    t = kernel_time(stream("x", 1e9), A100, FP16, 2).gpu_s
+    assert t == pytest.approx(1e9 / (2000e9 * 0.84) + A100.kernel_gap_s)
+
+
+def test_missing_data_is_named_in_the_label():
+    assert "no data" not in A100.label
+    assert "no data for B200" in B200.label and "memory bandwidth" in B200.label
+    assert "spec" in A100.label
+
+
+def test_lstm_is_sequential_steps():
+    t = [sum(x.fwd_s + x.bwd_s for x in model_times(load_model("gnmt", batch=128, seq=s, dtype="fp16"),
+                                                     A100).values()) for s in (12, 24, 48)]
+    assert t[0] < t[1] < t[2]
+    layer = load_model("gnmt", batch=128, seq=24).layer("encoder_1")
+    assert any(k.count == 24 and k.ops == 0 for k in layer.kernels.fwd)   # cuDNN per-step kernels
+
+
+def test_flash_attention_beats_unfused_at_long_sequences():
+    from embsim.workload.overrides import apply_overrides
+    from embsim.workload import load_spec
+    from embsim.workload.build import build_model
+    spec = load_spec("bert-large")
+    flash = build_model(apply_overrides(spec, {"layers": {"encoder": {"flash_attention": True}}}),
+                        8, 2048, dtype="bf16")
+    plain = build_model(spec, 8, 2048, dtype="bf16")
+    ft, pt = model_times(flash, H100)["encoder.0"], model_times(plain, H100)["encoder.0"]
+    assert ft.fwd_s + ft.bwd_s < 0.8 * (pt.fwd_s + pt.bwd_s)
+
+
+def test_embedding_dense_gradient_grows_with_vocab_sparse_does_not():
+    from embsim.workload.overrides import apply_overrides
+    from embsim.workload import load_spec
+    from embsim.workload.build import build_model
+    spec = load_spec("lstm-lm1b")
+    table = spec.tables[0].name
+    small = build_model(spec, 32, 20)
+    big = build_model(apply_overrides(spec, {"tables": {table: {"vocab": 4 * spec.tables[0].vocab}}}), 32, 20)
+    name = next(l.name for l in small.layers if l.kind == "embedding")
+    ts, tb = model_times(small, A100)[name], model_times(big, A100)[name]
+    assert tb.bwd_s > 2 * ts.bwd_s
+    assert tb.bwd_sparse_s == pytest.approx(ts.bwd_sparse_s)
+    assert ts.bwd_sparse_s < ts.bwd_s
+
+
+def test_amp_keeps_fp32_master_weights_and_halves_activations():
+    fp32, amp = load_model("bert-base", dtype="fp32"), load_model("bert-base", dtype="bf16")
+    assert fp32.optimizer.master_bytes_per_param == 0 and amp.optimizer.master_bytes_per_param == 4
+    assert amp.optimizer.state_bytes_per_param == fp32.optimizer.state_bytes_per_param == 8
+    assert sum(l.activation_bytes for l in amp.layers) < 0.6 * sum(l.activation_bytes for l in fp32.layers)
+
+
+def test_amp_and_tf32_are_faster_than_fp32_on_a100():
+    t = {d: sum(x.fwd_s + x.bwd_s for x in model_times(load_model("bert-large", batch=32, dtype=d), A100).values())
+         for d in ("fp32", "tf32", "fp16")}
+    assert t["fp16"] < t["tf32"] < t["fp32"]
+    assert t["fp32"] / t["tf32"] > 3          # 19.5 vs 156 TFLOPS, less where memory-bound
+
+
+def test_same_inputs_same_times():
+    a = model_times(load_model("transformer-wmt", dtype="fp16"), A100)
+    b = model_times(load_model("transformer-wmt", dtype="fp16"), A100)
+    assert a == b
