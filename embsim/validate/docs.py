@@ -14,6 +14,7 @@ from ..errors import InputError
 from .collectives import collective_errors
 from .report import collective_geomean, collective_table, plot_collectives, step_geomean, step_table
 from .steps import step_errors
+from .training import training_section
 
 
 def build(traces_dir: Path, out: Path) -> str:
@@ -60,6 +61,7 @@ def build(traces_dir: Path, out: Path) -> str:
             continue
         parts += [f"### {t.name}", "", step_table(rows, markdown=True), "",
                   f"geometric mean |error|: **{step_geomean(rows):.1%}** (target 10 %)", ""]
+    parts += training_section()
     text = "\n".join(parts) + "\n"
     atomic_write_text(out, text)
     return text

@@ -182,3 +182,21 @@ def training_json(runs: list[TrainingRun], pairs: list[ScalingPair]) -> dict:
             "scaling": [{"file": p.file, "run": p.run, "base": p.base, "measured": p.measured,
                          "simulated": p.simulated, "difference": p.difference} for p in pairs],
             **summary(runs, pairs)}
+
+
+def training_section() -> list[str]:
+    """docs/validation.md's section on published training throughput."""
+    runs, pairs = training_errors([])
+    return [
+        "## Published training throughput (embsim/validation_data/training)",
+        "",
+        "`embsim validate --training`: NVIDIA DeepLearningExamples throughput tables (DGX A100),",
+        "each run simulated as its file's `embsim:` block says (topology, model, batch, seq, dtype,",
+        "accumulate, table overrides). Compute from the kernel model on the preset's spec-sheet",
+        "peaks and published GEMM/HBM measurements; nothing is fitted to these runs. error =",
+        "simulated/measured throughput − 1; headline: mean and max |error|; scaling efficiency =",
+        "per-GPU throughput over the base run's.",
+        "",
+        training_table(runs, pairs, markdown=True),
+        "",
+    ]
