@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from ..errors import InputError
-from ..strategies.base import StepContext, TableTraffic
+from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import model_times, optimizer_step_time, sparse_optimizer_step_time
 from ..workload.gpu_compute import GpuCompute
 from ..workload.roofline import ComputeSpec

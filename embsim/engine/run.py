@@ -23,7 +23,8 @@ from .classes import rank_classes
 from .jitter import jitter_factors, parse_jitter, with_jitter
 from .context import step_context
 from .metrics import step_metrics
-from .simulation import Engine, EngineRun
+from ..plan.timeline import EngineRun
+from .simulation import Engine
 
 
 @dataclass(frozen=True)
