@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-import cli
+from embsim import cli
 from embsim.engine.jitter import jitter_factors, parse_jitter, quantiles
 from embsim.engine.run import SimulationConfig, simulate
 from embsim.errors import InputError

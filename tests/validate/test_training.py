@@ -2,7 +2,7 @@
 
 import pytest
 
-import cli
+from embsim import cli
 from embsim.errors import InputError
 from embsim.validate.training import default_files, file_runs, summary, training_errors
 
