@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import InputError
 from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import model_times, optimizer_step_time, sparse_optimizer_step_time
-from ..workload.gpu_compute import GpuCompute
+from ..workload.gpu_compute import GpuCompute, from_measurement
 from ..workload.roofline import ComputeSpec
 from ..workload.tokens import TokenStats
 
@@ -41,6 +41,14 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
             dense_grad=model.dense_gradient(table.name),
             row_probs=stats.probs)
     return out
+
+
+def _covers(model, trace) -> bool:
+    """Use the trace's layer timings: it has them for this model, or it has no measured
+    kernel table to fall back on (then a missing layer is an error in _trace_times)."""
+    if trace.compute is None:
+        return bool(trace.layers)
+    return all(l.name in trace.layers for l in model.layers)
 
 
 def _trace_times(model, trace, sparse_lookups: bool = False):
@@ -86,11 +94,15 @@ def check_trace_device(trace, topo) -> None:
 
 def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
     kgpu = GpuCompute.from_gpu(topo.node.gpu)
-    times = model_times(model, kgpu)      # also refuses a dtype the GPU lacks
-    if trace is not None and not trace.layers:
+    if trace is not None and not trace.layers and trace.compute is None:
         trace = None    # a network-only trace (import-nccl-tests): collectives, no layer times
     if trace is not None:
         check_trace_device(trace, topo)
+        if trace.compute is not None:
+            # calibrate's measured kernel table replaces the spec sheet on this device
+            kgpu = from_measurement(topo.node.gpu, trace.compute, trace.source or "trace")
+    times = model_times(model, kgpu)      # also refuses a dtype the GPU lacks
+    if trace is not None and _covers(model, trace):
         fwd, bwd = _trace_times(model, trace,
                                 sparse_lookups=cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES)
         source = f"measured: {trace.source or 'trace'} ({trace.device}, {trace.provenance.backend})"

@@ -52,6 +52,7 @@ class GpuCompute:
     gaps: tuple[str, ...] = ()      # properties without data for this GPU (defaults used)
     basis: str = "spec"             # "spec" or "measured: <trace>"
     gemm_table: Any = field(default=None, compare=False)   # measured GEMM table, if any
+    synchronous: bool = False       # a CPU device: the host runs the kernels, times add up
 
     def gemm_peak(self, prec: Precision) -> float:
         try:
@@ -112,10 +113,28 @@ class GpuCompute:
             gaps.append("L2 bandwidth (A100's tile-intensity threshold used)")
         return cls(name=gpu.model, rates=rates, hbm_bps=float(gpu.hbm_gbps) * 1e9, sms=sms,
                    gemm_fraction=float(gemm_fraction), hbm_fraction=float(hbm_fraction),
-                   tile_side_full=tile_side, gaps=tuple(gaps))
+                   tile_side_full=tile_side, gaps=tuple(gaps), synchronous=is_cpu,
+                   kernel_gap_s=0.0 if is_cpu else DEFAULT_KERNEL_GAP_S)
 
 
 def _elem_scale(key: str) -> float:
     """Operand bytes per element relative to 16-bit: the tile-intensity threshold is in
     elements, and a 4-byte TF32/FP32 operand costs twice the L2 bytes of a 16-bit one."""
     return {"fp32": 2.0, "tf32": 2.0, "fp8": 0.5}.get(key, 1.0)
+
+
+def from_measurement(gpu: Any, compute: Any, trace_name: str) -> GpuCompute:
+    """The kernel model on the device a trace measured: its GEMM table, streaming and
+    gather bandwidth and launch overhead replace the spec-derived figures."""
+    from .gemm_table import GemmTable
+    base = GpuCompute.from_gpu(gpu)
+    table = GemmTable.from_points(compute.gemm)
+    gaps = tuple(g for g in base.gaps if not g.startswith(("measured GEMM", "measured memory",
+                                                           "SM count", "L2 bandwidth")))
+    return GpuCompute(
+        name=base.name, rates=base.rates, hbm_bps=compute.stream_gbps * 1e9, sms=base.sms,
+        gemm_fraction=1.0, hbm_fraction=1.0, tile_side_full=base.tile_side_full,
+        op_dispatch_s=compute.launch_s, launch_s=compute.launch_s,
+        kernel_gap_s=base.kernel_gap_s, synchronous=base.synchronous,
+        gather_fraction=compute.gather_gbps / compute.stream_gbps, gaps=gaps,
+        basis=f"measured: {trace_name} (GEMM {'/'.join(table.dtypes())})", gemm_table=table)

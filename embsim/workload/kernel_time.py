@@ -104,10 +104,10 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
 
 def kernels_time(kernels, gpu: GpuCompute, prec: Precision, elem_bytes: int) -> float:
     """Seconds for a list of kernels run in order on one stream: the longer of the GPU's
-    busy time and the host's launch time."""
+    busy time and the host's launch time (their sum on a CPU device, which does both)."""
     gpu_s = host_s = 0.0
     for kr in kernels:
         t = kernel_time(kr, gpu, prec, elem_bytes)
         gpu_s += t.gpu_s
         host_s += t.host_s
-    return max(gpu_s, host_s)
+    return gpu_s + host_s if gpu.synchronous else max(gpu_s, host_s)
