@@ -53,6 +53,7 @@ class GpuCompute:
     basis: str = "spec"             # "spec" or "measured: <trace>"
     gemm_table: Any = field(default=None, compare=False)   # measured GEMM table, if any
     synchronous: bool = False       # a CPU device: the host runs the kernels, times add up
+    recurrent_step_s: float = 0.0   # fixed cost of one RNN timestep, forward + backward
 
     def gemm_peak(self, prec: Precision) -> float:
         try:
@@ -111,10 +112,14 @@ class GpuCompute:
                 tile_side[key] = A100_TILE_SIDE_FULL if key != "fp32" else 0.0
         if not is_cpu and not (l2 and clock):
             gaps.append("L2 bandwidth (A100's tile-intensity threshold used)")
+        from .recurrent_fit import RECURRENT_STEP_S
+        if not is_cpu:
+            gaps.append(f"LSTM step (DeepBench V100 fit, {RECURRENT_STEP_S * 1e6:.0f} µs/step used)")
         return cls(name=gpu.model, rates=rates, hbm_bps=float(gpu.hbm_gbps) * 1e9, sms=sms,
                    gemm_fraction=float(gemm_fraction), hbm_fraction=float(hbm_fraction),
                    tile_side_full=tile_side, gaps=tuple(gaps), synchronous=is_cpu,
-                   kernel_gap_s=0.0 if is_cpu else DEFAULT_KERNEL_GAP_S)
+                   kernel_gap_s=0.0 if is_cpu else DEFAULT_KERNEL_GAP_S,
+                   recurrent_step_s=0.0 if is_cpu else RECURRENT_STEP_S)
 
 
 def _elem_scale(key: str) -> float:

@@ -11,6 +11,8 @@ kernel's shape and the GPU (embsim.workload.gpu_compute.GpuCompute).
 - stream (memory-bound) kernels: bytes / (achievable HBM bandwidth).
 - gather / scatter: random rows, each rounded up to whole 32-byte DRAM sectors; the
   scatter-add reads the gradient row and reads + writes the table row.
+- recurrent timesteps: a fixed per-step overhead of library RNN kernels, fitted on
+  published recurrent benchmarks (embsim.workload.recurrent_fit) or measured by calibrate;
 - every kernel: a GPU-side gap before the next dependent kernel can start; on the host
   each framework op costs a dispatch and each library-internal launch a CUDA launch.
   A layer takes the longer of its GPU time and its host time (the GPU starves when the
@@ -97,6 +99,8 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
         one = passes * _rows_bytes(kr.rows, kr.row_bytes) / gbw
     else:
         raise AssertionError(f"unknown kernel kind {kr.kind!r}")
+    if kr.recurrent:       # half the per-timestep overhead forward, half backward
+        one += gpu.recurrent_step_s / 2
     gpu_s = kr.count * (one + gpu.kernel_gap_s)
     host_s = kr.ops * gpu.op_dispatch_s + max(0, kr.count - kr.ops) * gpu.launch_s
     return KernelTime(gpu_s, host_s)

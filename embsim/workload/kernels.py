@@ -38,6 +38,7 @@ class Kernel:
     count: int = 1            # back-to-back repetitions (timesteps)
     ops: int = 1              # framework (Python) dispatches for all `count` launches
     name: str = ""
+    recurrent: bool = False   # an RNN timestep's gate kernel: pays the per-step overhead
 
     @property
     def flops(self) -> float:
@@ -49,9 +50,10 @@ def gemm(name: str, m: int, n: int, k: int, batch: int = 1, count: int = 1, ops:
                   ops=count if ops is None else ops, name=name)
 
 
-def stream(name: str, nbytes: float, count: int = 1, ops: int | None = None) -> Kernel:
+def stream(name: str, nbytes: float, count: int = 1, ops: int | None = None,
+           recurrent: bool = False) -> Kernel:
     return Kernel("stream", nbytes=float(nbytes), count=count,
-                  ops=count if ops is None else ops, name=name)
+                  ops=count if ops is None else ops, name=name, recurrent=recurrent)
 
 
 def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = True,

@@ -102,8 +102,8 @@ def lstm(p: dict, sh: Shape) -> LayerKernels:
     gate_bytes = b * (g4 * e + 2 * g4 * e + 3 * hd * e) * dirs   # read both gate halves, write c, h
     fwd = [gemm("lstm.input", n, dirs * g4, fin),
            gemm("lstm.recurrent", b, g4, r, batch=dirs, count=s, ops=0),
-           stream("lstm.gates", gate_bytes, count=s, ops=0)]
-    bwd = [stream("lstm.gates_bwd", gate_bytes + b * g4 * e * dirs, count=s, ops=0),
+           stream("lstm.gates", gate_bytes, count=s, ops=0, recurrent=True)]
+    bwd = [stream("lstm.gates_bwd", gate_bytes + b * g4 * e * dirs, count=s, ops=0, recurrent=True),
            gemm("lstm.recurrent_dgrad", b, r, g4, batch=dirs, count=s, ops=0)]
     if proj:
         fwd.append(gemm("lstm.proj", b, r, hd, batch=dirs, count=s, ops=0))

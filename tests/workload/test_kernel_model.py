@@ -69,7 +69,8 @@ def test_stream_kernel_at_achievable_bandwidth():
 
 
 def test_missing_data_is_named_in_the_label():
-    assert "no data" not in A100.label
+    assert "GEMM efficiency" not in A100.label and "memory bandwidth" not in A100.label
+    assert "LSTM step (DeepBench V100 fit" in A100.label        # no A100 recurrent data
     assert "no data for B200" in B200.label and "memory bandwidth" in B200.label
     assert "spec" in A100.label
 
@@ -127,3 +128,19 @@ def test_same_inputs_same_times():
     a = model_times(load_model("transformer-wmt", dtype="fp16"), A100)
     b = model_times(load_model("transformer-wmt", dtype="fp16"), A100)
     assert a == b
+
+
+def test_recurrent_step_overhead_is_fitted_on_deepbench_only():
+    from embsim.workload.recurrent_fit import RECURRENT_STEP_S, step_excess_s
+    excess = step_excess_s()
+    assert len(excess) == 4 and min(excess) > 0          # cuDNN is slower than GEMM + gates
+    assert RECURRENT_STEP_S == sorted(excess)[1] / 2 + sorted(excess)[2] / 2
+    assert A100.recurrent_step_s == RECURRENT_STEP_S
+    layer = load_model("gnmt", batch=128, seq=24, dtype="fp16").layer("encoder_1")
+    from embsim.workload.compute import layer_time
+    from dataclasses import replace
+    with_step = layer_time(layer, load_model("gnmt", batch=128, seq=24, dtype="fp16"), A100)
+    without = layer_time(layer, load_model("gnmt", batch=128, seq=24, dtype="fp16"),
+                         replace(A100, recurrent_step_s=0.0))
+    assert (with_step.fwd_s + with_step.bwd_s) - (without.fwd_s + without.bwd_s) == \
+        pytest.approx(24 * RECURRENT_STEP_S, rel=1e-6)
