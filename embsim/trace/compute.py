@@ -7,7 +7,7 @@ about the device calibrate ran on, measured there instead of taken from a spec s
       stream_gbps: 11.2     # copy bandwidth, (read + write) bytes / s / 1e9
       gather_gbps: 6.1      # index_select of random rows, same unit
       launch_us: 6.5        # one tiny op, dispatch to completion, back to back
-      lstm: {batch: 32, hidden: 256, step_fwd_us: 210.0, step_bwd_us: 380.0}
+      lstm: {batch: 32, hidden: 256, steps: 8, step_fwd_us: 210.0, step_bwd_us: 380.0}
 """
 
 from __future__ import annotations
@@ -36,10 +36,13 @@ class GemmPoint:
 
 @dataclass(frozen=True)
 class LstmStep:
+    """One nn.LSTM layer (input size = hidden) run over `steps` timesteps; seconds per
+    timestep, forward and backward."""
     batch: int
     hidden: int
     fwd_s: float
     bwd_s: float
+    steps: int = 1
 
 
 @dataclass(frozen=True)
@@ -67,12 +70,13 @@ def parse_compute(doc: YamlDoc, p: tuple, m: Any) -> ComputeMeasurement:
     lstm = None
     if m.get("lstm") is not None:
         q = p + ("lstm",)
-        check_mapping(doc, q, m["lstm"], ("batch", "hidden", "step_fwd_us", "step_bwd_us"))
+        check_mapping(doc, q, m["lstm"], ("batch", "hidden", "step_fwd_us", "step_bwd_us"), ("steps",))
         lm = m["lstm"]
         lstm = LstmStep(get(doc, q, lm, "batch", int, positive=True),
                         get(doc, q, lm, "hidden", int, positive=True),
                         get(doc, q, lm, "step_fwd_us", float, positive=True) / US_PER_S,
-                        get(doc, q, lm, "step_bwd_us", float, positive=True) / US_PER_S)
+                        get(doc, q, lm, "step_bwd_us", float, positive=True) / US_PER_S,
+                        get(doc, q, lm, "steps", int, default=1, positive=True))
     return ComputeMeasurement(tuple(points), get(doc, p, m, "stream_gbps", float, positive=True),
                               get(doc, p, m, "gather_gbps", float, positive=True),
                               get(doc, p, m, "launch_us", float, positive=True) / US_PER_S, lstm)
@@ -89,5 +93,6 @@ def compute_to_dict(c: ComputeMeasurement) -> dict:
            "launch_us": _us(c.launch_s)}
     if c.lstm is not None:
         out["lstm"] = {"batch": c.lstm.batch, "hidden": c.lstm.hidden,
-                       "step_fwd_us": _us(c.lstm.fwd_s), "step_bwd_us": _us(c.lstm.bwd_s)}
+                       "step_fwd_us": _us(c.lstm.fwd_s), "step_bwd_us": _us(c.lstm.bwd_s),
+                       "steps": c.lstm.steps}
     return out

@@ -131,15 +131,37 @@ def _elem_scale(key: str) -> float:
 def from_measurement(gpu: Any, compute: Any, trace_name: str) -> GpuCompute:
     """The kernel model on the device a trace measured: its GEMM table, streaming and
     gather bandwidth and launch overhead replace the spec-derived figures."""
+    from dataclasses import replace
     from .gemm_table import GemmTable
     base = GpuCompute.from_gpu(gpu)
     table = GemmTable.from_points(compute.gemm)
     gaps = tuple(g for g in base.gaps if not g.startswith(("measured GEMM", "measured memory",
-                                                           "SM count", "L2 bandwidth")))
-    return GpuCompute(
+                                                           "SM count", "L2 bandwidth", "LSTM step")))
+    if compute.lstm is None and base.recurrent_step_s:
+        gaps += tuple(g for g in base.gaps if g.startswith("LSTM step"))
+    measured = GpuCompute(
         name=base.name, rates=base.rates, hbm_bps=compute.stream_gbps * 1e9, sms=base.sms,
         gemm_fraction=1.0, hbm_fraction=1.0, tile_side_full=base.tile_side_full,
         op_dispatch_s=compute.launch_s, launch_s=compute.launch_s,
         kernel_gap_s=base.kernel_gap_s, synchronous=base.synchronous,
         gather_fraction=compute.gather_gbps / compute.stream_gbps, gaps=gaps,
-        basis=f"measured: {trace_name} (GEMM {'/'.join(table.dtypes())})", gemm_table=table)
+        basis=f"measured: {trace_name} (GEMM {'/'.join(table.dtypes())})", gemm_table=table,
+        recurrent_step_s=base.recurrent_step_s)
+    if compute.lstm is not None:
+        measured = replace(measured, recurrent_step_s=measured_step_overhead(measured, compute.lstm))
+    return measured
+
+
+def measured_step_overhead(gpu: GpuCompute, lstm: Any) -> float:
+    """Per-timestep overhead on this device: the measured LSTM layer's time per step
+    minus the kernel model's (GEMMs and gates, no overhead), at least 0."""
+    from .costs import Shape
+    from .kernel_time import kernels_time
+    from .kernels_layers import lstm as lstm_kernels
+    from .precision import precision
+    from dataclasses import replace
+    bare = replace(gpu, recurrent_step_s=0.0)
+    k = lstm_kernels({"in": lstm.hidden, "hidden": lstm.hidden}, Shape(lstm.batch, lstm.steps, 4))
+    p = precision("fp32")
+    model = kernels_time(k.fwd, bare, p, 4) + kernels_time(k.bwd, bare, p, 4)
+    return max(0.0, lstm.fwd_s + lstm.bwd_s - model / lstm.steps)

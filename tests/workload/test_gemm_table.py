@@ -27,7 +27,7 @@ def test_table_reproduces_measured_points_and_interpolates_in_log_space():
 
 
 MEASURED = ComputeMeasurement(gemm=tuple(points(lambda m, n, k: 2e9)), stream_gbps=5.0,
-                              gather_gbps=2.0, launch_s=10e-6, lstm=LstmStep(32, 256, 1e-4, 2e-4))
+                              gather_gbps=2.0, launch_s=10e-6, lstm=LstmStep(32, 256, 1.0, 2.0, 8))
 
 
 @pytest.fixture
@@ -76,3 +76,15 @@ def test_the_traced_model_keeps_its_measured_layers(trace_with_compute):
                                   seq=t.seq, trace=str(trace_with_compute), iterations=2,
                                   efficiency_baseline=False))
     assert r.compute_source.startswith("measured: ")
+
+
+def test_measured_lstm_step_sets_the_recurrent_overhead():
+    from embsim.topology import load_topology
+    from embsim.workload.gpu_compute import from_measurement
+    gpu = load_topology("local-cpu").node.gpu
+    slow = from_measurement(gpu, MEASURED, "t.yaml")
+    from dataclasses import replace
+    fast = from_measurement(gpu, replace(MEASURED, lstm=LstmStep(32, 256, 1e-6, 1e-6, 8)), "t.yaml")
+    assert slow.recurrent_step_s > 2.0      # 3 s per step measured, far above GEMM + gates
+    assert fast.recurrent_step_s == 0.0
+    assert "LSTM step" not in slow.label and "measured: t.yaml" in slow.label
