@@ -23,6 +23,15 @@ from dataclasses import dataclass
 from .model import INDEX_BYTES
 
 MASK_BYTES = 1       # dropout keeps a 1-byte mask per element
+# Mixed precision as torch.autocast runs it: softmax, log-softmax, LayerNorm and losses
+# are FP32 ops (autocast's float32 list): they write FP32 outputs, and a cast back to
+# 16-bit feeds the next GEMM (and the reverse in backward).
+FP32 = 4
+
+
+def fp32_cast(name: str, elems: float, e: int) -> list:
+    """The cast of an FP32 op's output back to the model's 16-bit dtype (none in FP32)."""
+    return [stream(f"{name}.cast", elems * (FP32 + e))] if e < FP32 else []
 
 
 @dataclass(frozen=True)
@@ -70,10 +79,14 @@ def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = 
 
 
 def norm_fwd_bwd(name: str, n: int, dim: int, e: int) -> tuple[list, list]:
-    """LayerNorm/RMSNorm: read x, write y (+ per-row FP32 statistics); backward reads
-    x, dy and writes dx, then reduces the scale/shift gradients."""
-    return ([stream(f"{name}", 2 * n * dim * e + 8 * n)],
-            [stream(f"{name}.bwd", 3 * n * dim * e + 8 * n), stream(f"{name}.param_grad", n * dim * e)])
+    """LayerNorm/RMSNorm (an FP32 op under AMP): read x, write y (+ per-row FP32
+    statistics), cast y back; backward reads x and the FP32 dy, writes dx, then reduces
+    the scale/shift gradients."""
+    elems = n * dim
+    fwd = [stream(f"{name}", elems * (e + FP32) + 8 * n)] + fp32_cast(name, elems, e)
+    bwd = (fp32_cast(f"{name}.bwd", elems, e)
+           + [stream(f"{name}.bwd", elems * (FP32 + 2 * e) + 8 * n), stream(f"{name}.param_grad", elems * e)])
+    return fwd, bwd
 
 
 def dropout_residual(name: str, n: int, dim: int, e: int, dropout: bool) -> tuple[list, list]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .costs import Shape, tokens_for
-from .kernels import (Kernel, dropout_residual, embedding_kernels, gemm, linear_fwd_bwd,
-                      norm_fwd_bwd, stream)
+from .kernels import (FP32, Kernel, dropout_residual, embedding_kernels, fp32_cast, gemm,
+                      linear_fwd_bwd, norm_fwd_bwd, stream)
 
 
 @dataclass(frozen=True)
@@ -37,17 +37,21 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
         fwd.append(gemm(f"{name}.flash", s, s, hd, batch=2 * b * a, ops=1))
         bwd_core = [gemm(f"{name}.flash_bwd", s, s, hd, batch=5 * b * a, ops=1)]
     else:
+        # softmax is an FP32 op under AMP: its output, the dropout on it and the cast
+        # back for the context GEMM move 4-byte elements
         fwd += [gemm(f"{name}.scores", s, s, hd, batch=b * a),
                 stream(f"{name}.scale_mask", 2 * scores * e),
-                stream(f"{name}.softmax", 2 * scores * e)]
+                stream(f"{name}.softmax", scores * (e + FP32))]
         if dropout:
-            fwd.append(stream(f"{name}.attn_dropout", scores * (2 * e + 1)))
+            fwd.append(stream(f"{name}.attn_dropout", scores * (2 * FP32 + 1)))
+        fwd += fp32_cast(f"{name}.probs", scores, e)
         fwd.append(gemm(f"{name}.context", s, hd, s, batch=b * a))
         bwd_core = [gemm(f"{name}.context_dgrad", s, s, hd, batch=b * a),
                     gemm(f"{name}.context_vgrad", s, hd, s, batch=b * a)]
+        bwd_core += fp32_cast(f"{name}.probs_bwd", scores, e)
         if dropout:
-            bwd_core.append(stream(f"{name}.attn_dropout_bwd", scores * (2 * e + 1)))
-        bwd_core += [stream(f"{name}.softmax_bwd", 3 * scores * e),
+            bwd_core.append(stream(f"{name}.attn_dropout_bwd", scores * (2 * FP32 + 1)))
+        bwd_core += [stream(f"{name}.softmax_bwd", scores * (2 * FP32 + e)),
                      stream(f"{name}.scale_bwd", 2 * scores * e),
                      gemm(f"{name}.scores_qgrad", s, hd, s, batch=b * a),
                      gemm(f"{name}.scores_kgrad", s, hd, s, batch=b * a)]
@@ -125,12 +129,13 @@ def additive_attention(p: dict, sh: Shape) -> LayerKernels:
     pairs = b * s * s
     fq, bq = linear_fwd_bwd("attn.query", n, q, u, e, bias=False)
     fk, bk = linear_fwd_bwd("attn.key", n, k, u, e, bias=False)
-    fwd = fq + fk + [stream("attn.add_tanh", pairs * u * e + 2 * n * u * e),
-                     stream("attn.score_dot", pairs * u * e + pairs * e),
-                     stream("attn.softmax", 2 * pairs * e),
-                     gemm("attn.context", s, k, s, batch=b)]
+    fwd = (fq + fk + [stream("attn.add_tanh", pairs * u * e + 2 * n * u * e),
+                      stream("attn.score_dot", pairs * u * e + pairs * e),
+                      stream("attn.softmax", pairs * (e + FP32))]
+           + fp32_cast("attn.probs", pairs, e) + [gemm("attn.context", s, k, s, batch=b)])
     bwd = [gemm("attn.context_dgrad", s, s, k, batch=b), gemm("attn.context_vgrad", s, k, s, batch=b),
-           stream("attn.softmax_bwd", 3 * pairs * e),
+           *fp32_cast("attn.probs_bwd", pairs, e),
+           stream("attn.softmax_bwd", pairs * (2 * FP32 + e)),
            stream("attn.score_dot_bwd", 2 * pairs * u * e + pairs * e),
            stream("attn.add_tanh_bwd", 3 * pairs * u * e)] + bq + bk
     return LayerKernels(tuple(fwd), tuple(bwd))
@@ -162,10 +167,14 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
             f.insert(0, Kernel("gather", rows=cols, row_bytes=p["dim"] * e, name="logits.sample_rows"))
         return LayerKernels(tuple(f), tuple(b))
     if kind == "softmax_loss":
-        # log-softmax + NLL: FP32 accumulation inside, logits in and gradient out in e
+        # log-softmax + NLL, FP32 ops under AMP: the logits are cast up, the gradient
+        # (softmax - target) is written in FP32 and cast back down
         elems = tokens_for(p, sh) * classes
-        return LayerKernels((stream("loss.log_softmax", 2 * elems * e), stream("loss.nll", elems * e)),
-                            (stream("loss.grad", 3 * elems * e),))
+        return LayerKernels(tuple(fp32_cast("loss.logits", elems, e)
+                                  + [stream("loss.log_softmax", 2 * elems * FP32),
+                                     stream("loss.nll", elems * FP32)]),
+                            tuple([stream("loss.grad", 3 * elems * FP32)]
+                                  + fp32_cast("loss.grad", elems, e)))
     if kind == "fm_interaction":
         b, f, k = sh.batch, p["fields"], p["dim"]
         t = b * (f * k + f + 1) * e
