@@ -19,6 +19,9 @@ def _options(f):
         click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
                      help="training precision; bf16/fp16/fp8 = mixed precision (AMP) "
                           "(default: the model's)"),
+        click.option("--amp", type=click.Choice(["autocast", "o2"]), default="autocast", show_default=True,
+                     help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs) or o2 "
+                          "(16-bit model, apex O2 / model.half())"),
         click.option("--accumulate", type=int, default=1, show_default=True,
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step"),
         click.option("--jitter", help="per-GPU compute-time variation: normal:CV, lognormal:SIGMA, "

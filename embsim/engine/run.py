@@ -54,6 +54,7 @@ class SimulationConfig:
     efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
     untie_outputs: bool = False                    # tied output projections get their own weight
     dtype: str | None = None       # training precision (fp32 tf32 bf16 fp16 fp8); None: the model's
+    amp: str = "autocast"          # mixed-precision style: autocast | o2 (workload.precision)
     accumulate: int = 1            # micro-batches per optimizer step (gradient accumulation)
     jitter: str | None = None      # per-GPU compute variation, e.g. normal:0.05 (embsim.engine.jitter)
     model_overrides: dict = field(default_factory=dict)   # tables/layers changes (workload.overrides)
@@ -129,7 +130,7 @@ def simulate(cfg: SimulationConfig) -> SimulationResult:
     if cfg.hardware:
         topo = topo.with_overrides(**cfg.hardware)
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
-                       dtype=cfg.dtype, overrides=cfg.model_overrides)
+                       dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
     trace = load_trace(cfg.trace) if cfg.trace else None
     return _simulate(cfg, topo, model, trace)
 
@@ -198,7 +199,7 @@ def _jitter(cfg: SimulationConfig, topo: Topology, model, trace):
 
     def compute_at_seq(seq: int) -> float:
         m = load_model(cfg.model, batch=model.batch, seq=seq, untie_outputs=cfg.untie_outputs,
-                       dtype=model.dtype, overrides=cfg.model_overrides)
+                       dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
         return sum(t.fwd_s + t.bwd_s for t in model_times(m, gpu).values())
 
     skew = trace.rank_skew.factor if trace is not None and trace.rank_skew is not None else None

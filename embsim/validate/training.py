@@ -2,7 +2,7 @@
 
 Reads the validation_data/training dialect: `embsim_defaults:` and `runs:`, each run with
 its measured `value`, `gpus` and an `embsim:` block (merged over the defaults) saying how
-to simulate it: topology, model, batch, seq, dtype, accumulate, jitter, tables/layers
+to simulate it: topology, model, batch, seq, dtype, amp, accumulate, jitter, tables/layers
 overrides, metric (samples_per_s | tokens_per_s), scale (a factor on the simulated
 metric, e.g. 2 for source + target tokens). `scaling_base:` names the run a multi-GPU
 run scales from; runs with `not_simulated:` are listed, not simulated.
@@ -18,7 +18,7 @@ from ..errors import InputError
 from ..yamlio import YamlDoc, check_mapping, get, load_yaml
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
-EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str,
+EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
                "accumulate": int, "jitter": str, "tables": dict, "layers": dict,
                "metric": str, "scale": (int, float), "strategy": str}
 METRICS = ("samples_per_s", "tokens_per_s")
@@ -75,7 +75,8 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
     overrides = {k: merged[k] for k in ("tables", "layers") if k in merged}
     cfg = SimulationConfig(topology=merged["topology"], model=merged["model"],
                            batch=merged.get("batch"), seq=merged.get("seq"),
-                           dtype=merged.get("dtype"), accumulate=merged.get("accumulate", 1),
+                           dtype=merged.get("dtype"), amp=merged.get("amp", "autocast"),
+                           accumulate=merged.get("accumulate", 1),
                            jitter=merged.get("jitter"), strategy=merged.get("strategy", "allreduce"),
                            model_overrides=overrides, iterations=iterations,
                            efficiency_baseline=False)

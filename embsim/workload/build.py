@@ -8,7 +8,7 @@ from . import costs, costs_blocks, kernels_layers
 from .costs import LayerCost, Shape
 from .model import (DTYPE_BYTES, OPTIMIZER_STATE_TENSORS, EmbeddingTable, Layer, Model,
                     Optimizer)
-from .precision import precision
+from .precision import op_bytes, precision
 from .spec import ModelSpec
 
 FP32 = 4
@@ -83,14 +83,15 @@ def untied(p: dict, tables: dict) -> dict:
 
 
 def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = False,
-                dtype: str | None = None) -> Model:
+                dtype: str | None = None, amp: str = "autocast") -> Model:
     """`untie_outputs`: build every tied output projection untied (as calibrate's real
     training steps run it), so its table's gradient is the lookups' sparse one.
-    `dtype`: the training precision (--dtype), default the zoo file's."""
+    `dtype`: the training precision (--dtype), default the zoo file's; `amp`: the
+    mixed-precision style (embsim.workload.precision)."""
     dtype = dtype or spec.dtype
     precision(dtype)                      # one-line error for an unknown name
     d = DTYPE_BYTES[dtype]
-    sh = Shape(batch, seq, d)
+    sh = Shape(batch, seq, d, op_bytes(d, amp))
     tables = {t.name: t for t in spec.tables}
     owned: set[str] = set()
     layers: list[Layer] = []

@@ -28,6 +28,7 @@ class Shape:
     batch: int
     seq: int
     dtype_bytes: int
+    op_bytes: int = 4       # output bytes of softmax/LayerNorm kernels (mixed precision style)
 
     @property
     def tokens(self) -> int:

@@ -24,14 +24,16 @@ from .model import INDEX_BYTES
 
 MASK_BYTES = 1       # dropout keeps a 1-byte mask per element
 # Mixed precision as torch.autocast runs it: softmax, log-softmax, LayerNorm and losses
-# are FP32 ops (autocast's float32 list): they write FP32 outputs, and a cast back to
-# 16-bit feeds the next GEMM (and the reverse in backward).
+# are FP32 ops (autocast's float32 list): they write FP32 outputs (f = 4 bytes), and a
+# cast back to 16-bit feeds the next GEMM (and the reverse in backward). With a 16-bit
+# model (apex O2, model.half()) they compute in FP32 inside but read and write 16-bit
+# (f = e); only the loss's log-softmax is upcast (frameworks do .float() on the logits).
 FP32 = 4
 
 
-def fp32_cast(name: str, elems: float, e: int) -> list:
-    """The cast of an FP32 op's output back to the model's 16-bit dtype (none in FP32)."""
-    return [stream(f"{name}.cast", elems * (FP32 + e))] if e < FP32 else []
+def fp32_cast(name: str, elems: float, e: int, f: int = FP32) -> list:
+    """The cast of an f-byte op output back to the model's e-byte dtype (none if equal)."""
+    return [stream(f"{name}.cast", elems * (f + e))] if e < f else []
 
 
 @dataclass(frozen=True)
@@ -78,14 +80,14 @@ def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = 
     return fwd, bwd
 
 
-def norm_fwd_bwd(name: str, n: int, dim: int, e: int) -> tuple[list, list]:
+def norm_fwd_bwd(name: str, n: int, dim: int, e: int, f: int = FP32) -> tuple[list, list]:
     """LayerNorm/RMSNorm (an FP32 op under AMP): read x, write y (+ per-row FP32
     statistics), cast y back; backward reads x and the FP32 dy, writes dx, then reduces
     the scale/shift gradients."""
     elems = n * dim
-    fwd = [stream(f"{name}", elems * (e + FP32) + 8 * n)] + fp32_cast(name, elems, e)
-    bwd = (fp32_cast(f"{name}.bwd", elems, e)
-           + [stream(f"{name}.bwd", elems * (FP32 + 2 * e) + 8 * n), stream(f"{name}.param_grad", elems * e)])
+    fwd = [stream(f"{name}", elems * (e + f) + 8 * n)] + fp32_cast(name, elems, e, f)
+    bwd = (fp32_cast(f"{name}.bwd", elems, e, f)
+           + [stream(f"{name}.bwd", elems * (f + 2 * e) + 8 * n), stream(f"{name}.param_grad", elems * e)])
     return fwd, bwd
 
 

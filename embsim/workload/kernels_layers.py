@@ -23,7 +23,7 @@ class LayerKernels:
 
 
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
-               dropout: bool) -> tuple[list, list]:
+               dropout: bool, opb: int = FP32) -> tuple[list, list]:
     """Multi-head attention of s queries over s keys: QKV projection, the core, output
     projection. Unfused, the (b*a, s, s) scores go through HBM: scale+mask, softmax,
     dropout; fused (flash attention, Dao et al. 2022) they stay on chip and backward
@@ -41,17 +41,17 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
         # back for the context GEMM move 4-byte elements
         fwd += [gemm(f"{name}.scores", s, s, hd, batch=b * a),
                 stream(f"{name}.scale_mask", 2 * scores * e),
-                stream(f"{name}.softmax", scores * (e + FP32))]
+                stream(f"{name}.softmax", scores * (e + opb))]
         if dropout:
-            fwd.append(stream(f"{name}.attn_dropout", scores * (2 * FP32 + 1)))
-        fwd += fp32_cast(f"{name}.probs", scores, e)
+            fwd.append(stream(f"{name}.attn_dropout", scores * (2 * opb + 1)))
+        fwd += fp32_cast(f"{name}.probs", scores, e, opb)
         fwd.append(gemm(f"{name}.context", s, hd, s, batch=b * a))
         bwd_core = [gemm(f"{name}.context_dgrad", s, s, hd, batch=b * a),
                     gemm(f"{name}.context_vgrad", s, hd, s, batch=b * a)]
-        bwd_core += fp32_cast(f"{name}.probs_bwd", scores, e)
+        bwd_core += fp32_cast(f"{name}.probs_bwd", scores, e, opb)
         if dropout:
-            bwd_core.append(stream(f"{name}.attn_dropout_bwd", scores * (2 * FP32 + 1)))
-        bwd_core += [stream(f"{name}.softmax_bwd", scores * (2 * FP32 + e)),
+            bwd_core.append(stream(f"{name}.attn_dropout_bwd", scores * (2 * opb + 1)))
+        bwd_core += [stream(f"{name}.softmax_bwd", scores * (2 * opb + e)),
                      stream(f"{name}.scale_bwd", 2 * scores * e),
                      gemm(f"{name}.scores_qgrad", s, hd, s, batch=b * a),
                      gemm(f"{name}.scores_kgrad", s, hd, s, batch=b * a)]
@@ -73,9 +73,9 @@ def transformer_block(p: dict, sh: Shape, cross: bool) -> LayerKernels:
     fwd, bwd = [], []
     for i in range(2 if cross else 1):
         tag = "cross" if i else "self"
-        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, flash, dropout)
+        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, flash, dropout, sh.op_bytes)
         fr, br = dropout_residual(f"{tag}_attn", n, h, e, dropout)
-        fn, bn = norm_fwd_bwd(f"{tag}_attn.norm", n, h, e)
+        fn, bn = norm_fwd_bwd(f"{tag}_attn.norm", n, h, e, sh.op_bytes)
         fwd += fa + fr + fn
         bwd = bn + br + ba + bwd
     # FFN: up (and gate) GEMM(s), activation (bias fused), down GEMM
@@ -84,7 +84,7 @@ def transformer_block(p: dict, sh: Shape, cross: bool) -> LayerKernels:
     act_b = [stream("ffn.act_bwd", (5 if swiglu else 3) * n * f * e)]
     dn_f, dn_b = linear_fwd_bwd("ffn.down", n, f, h, e)
     fr, br = dropout_residual("ffn", n, h, e, dropout)
-    fn, bn = norm_fwd_bwd("ffn.norm", n, h, e)
+    fn, bn = norm_fwd_bwd("ffn.norm", n, h, e, sh.op_bytes)
     fwd += up_f + act_f + dn_f + fr + fn
     bwd = bn + br + dn_b + act_b + up_b + bwd
     return LayerKernels(tuple(fwd), tuple(bwd))
@@ -123,7 +123,7 @@ def additive_attention(p: dict, sh: Shape) -> LayerKernels:
     """Bahdanau attention of every decoder step over the encoder states, batched over
     steps (teacher forcing): key/query projections, the (b, t, s, units) tanh(q + k)
     tensor, the score vector product, softmax, and the context bmm."""
-    b, s, e = sh.batch, sh.seq, sh.dtype_bytes
+    b, s, e, f = sh.batch, sh.seq, sh.dtype_bytes, sh.op_bytes
     n = b * s
     q, k, u = p["query"], p["key"], p["units"]
     pairs = b * s * s
@@ -131,11 +131,11 @@ def additive_attention(p: dict, sh: Shape) -> LayerKernels:
     fk, bk = linear_fwd_bwd("attn.key", n, k, u, e, bias=False)
     fwd = (fq + fk + [stream("attn.add_tanh", pairs * u * e + 2 * n * u * e),
                       stream("attn.score_dot", pairs * u * e + pairs * e),
-                      stream("attn.softmax", pairs * (e + FP32))]
-           + fp32_cast("attn.probs", pairs, e) + [gemm("attn.context", s, k, s, batch=b)])
+                      stream("attn.softmax", pairs * (e + f))]
+           + fp32_cast("attn.probs", pairs, e, f) + [gemm("attn.context", s, k, s, batch=b)])
     bwd = [gemm("attn.context_dgrad", s, s, k, batch=b), gemm("attn.context_vgrad", s, k, s, batch=b),
-           *fp32_cast("attn.probs_bwd", pairs, e),
-           stream("attn.softmax_bwd", pairs * (2 * FP32 + e)),
+           *fp32_cast("attn.probs_bwd", pairs, e, f),
+           stream("attn.softmax_bwd", pairs * (2 * f + e)),
            stream("attn.score_dot_bwd", 2 * pairs * u * e + pairs * e),
            stream("attn.add_tanh_bwd", 3 * pairs * u * e)] + bq + bk
     return LayerKernels(tuple(fwd), tuple(bwd))
@@ -155,7 +155,7 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
                               p.get("bias", True), p.get("activation", "none") != "none")
         return LayerKernels(tuple(f), tuple(b))
     if kind == "layernorm":
-        f, b = norm_fwd_bwd("norm", tokens_for(p, sh), p["dim"], e)
+        f, b = norm_fwd_bwd("norm", tokens_for(p, sh), p["dim"], e, sh.op_bytes)
         return LayerKernels(tuple(f), tuple(b))
     if kind == "positional_embedding":
         n, d = sh.tokens, p["dim"]

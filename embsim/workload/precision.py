@@ -10,6 +10,11 @@ bf16, fp16: automatic mixed precision (Micikevicius et al. 2018, "Mixed Precisio
       of the weights and FP32 optimizer state.
 fp8:  as bf16, with the GEMMs at the FP8 tensor rate (Transformer Engine keeps the
       tensors between kernels in 16-bit; only GEMM inputs are cast to FP8).
+
+Two mixed-precision styles (--amp): "autocast" (torch.cuda.amp, the default): softmax,
+LayerNorm and the loss are FP32 ops with FP32 outputs cast back to 16-bit; "o2" (apex
+O2, model.half() with FP32 master weights, as NVIDIA DeepLearningExamples run): those
+kernels read and write 16-bit (FP32 math inside), and only the loss is upcast.
 """
 
 from __future__ import annotations
@@ -45,6 +50,16 @@ PRECISIONS = {
     "fp8": Precision("fp8", "fp8", 2),
 }
 DTYPES = tuple(PRECISIONS)
+
+
+AMP_STYLES = ("autocast", "o2")
+
+
+def op_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
+    """Output bytes of softmax/LayerNorm kernels: FP32 under autocast, else the model's."""
+    if amp not in AMP_STYLES:
+        raise InputError(f"--amp {amp!r}: must be one of {', '.join(AMP_STYLES)}")
+    return FP32_BYTES if amp == "autocast" else dtype_bytes
 
 
 def precision(name: str, flag: str = "--dtype") -> Precision:
