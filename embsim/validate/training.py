@@ -3,7 +3,8 @@
 Reads the validation_data/training dialect: `embsim_defaults:` and `runs:`, each run with
 its measured `value`, `gpus` and an `embsim:` block (merged over the defaults) saying how
 to simulate it: topology, model, batch, seq, dtype, amp, accumulate, jitter, tables/layers
-overrides, metric (samples_per_s | tokens_per_s), scale (a factor on the simulated
+overrides, options (strategy/scheduler parameters, as --option), metric (samples_per_s |
+tokens_per_s), scale (a factor on the simulated
 metric, e.g. 2 for source + target tokens). `scaling_base:` names the run a multi-GPU
 run scales from; runs with `not_simulated:` are listed, not simulated.
 """
@@ -20,7 +21,7 @@ from ..yamlio import YamlDoc, check_mapping, get, load_yaml
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
                "accumulate": int, "jitter": str, "tables": dict, "layers": dict,
-               "metric": str, "scale": (int, float), "strategy": str}
+               "metric": str, "scale": (int, float), "strategy": str, "options": dict}
 METRICS = ("samples_per_s", "tokens_per_s")
 
 
@@ -79,6 +80,8 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                            accumulate=merged.get("accumulate", 1),
                            jitter=merged.get("jitter"), strategy=merged.get("strategy", "allreduce"),
                            model_overrides=overrides, iterations=iterations,
+                           strategy_options=dict(merged.get("options") or {}),
+                           scheduler_options=dict(merged.get("options") or {}),
                            efficiency_baseline=False)
     return cfg, metric, float(merged.get("scale", 1))
 

@@ -16,10 +16,10 @@ def test_packaged_files_all_simulate(packaged):
     runs, pairs = packaged
     assert len(default_files()) >= 3
     simulated = [r for r in runs if r.skipped is None]
-    assert len(simulated) == 20
+    assert len(simulated) == 44
     assert all(r.simulated > 0 and "kernel model" in r.compute_source for r in simulated)
     assert all(r.skipped == "no V100 preset" for r in runs if r.skipped)
-    assert len(pairs) == 12
+    assert len(pairs) == 32
 
 
 def test_summary_is_mean_and_max_of_abs_error(packaged):
@@ -58,3 +58,18 @@ def test_cli(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "mean |error|" in out and "kernel model, A100" in out
     assert cli.main(["validate", "--training", str(path), "--max-error", "0.01"]) == 1
+
+
+def test_options_reach_the_scheduler(tmp_path):
+    path = tmp_path / "opt.yaml"
+    text = ("embsim_defaults: {model: bert-base, dtype: fp16, batch: 8}\n"
+            "runs:\n  - {id: a, gpus: 8, value: 1000, embsim: {topology: 'dgx-a100:1x8'}}\n"
+            "  - {id: b, gpus: 8, value: 1000, embsim: {topology: 'dgx-a100:1x8', "
+            "options: {bucket_bytes: 1.0e+12, first_bucket_bytes: 1.0e+12}}}\n")
+    path.write_text(text)
+    runs, _ = file_runs(str(path))
+    overlapped, one_bucket = runs
+    assert one_bucket.simulated < overlapped.simulated      # no overlap with backward
+    path.write_text(text.replace("bucket_bytes: 1.0e+12, first_", "colour: 1, first_"))
+    with pytest.raises(InputError, match="colour"):
+        file_runs(str(path))

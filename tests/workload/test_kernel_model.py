@@ -144,3 +144,13 @@ def test_recurrent_step_overhead_is_fitted_on_deepbench_only():
                          replace(A100, recurrent_step_s=0.0))
     assert (with_step.fwd_s + with_step.bwd_s) - (without.fwd_s + without.bwd_s) == \
         pytest.approx(24 * RECURRENT_STEP_S, rel=1e-6)
+
+
+def test_amp_styles_differ_only_in_16_bit():
+    def total(dtype, amp):
+        m = load_model("transformer-wmt", batch=16, seq=128, dtype=dtype, amp=amp)
+        return sum(t.fwd_s + t.bwd_s for t in model_times(m, A100).values())
+    assert total("fp16", "o2") < total("fp16", "autocast")       # FP32 softmax/LN outputs cost
+    assert total("tf32", "o2") == total("tf32", "autocast")
+    with pytest.raises(InputError, match="--amp"):
+        load_model("tiny-lm", dtype="fp16", amp="o3")
