@@ -39,9 +39,9 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
             "jitter": jitter}
     if dtype:      # refuse a precision the GPU lacks before any point runs
         from ..topology import load_topology
-        from ..workload.gpu_compute import GpuCompute
+        from ..workload.gpu_compute import for_gpu
         from ..workload.precision import precision
-        GpuCompute.from_gpu(load_topology(topology).node.gpu).gemm_peak(precision(dtype))
+        for_gpu(load_topology(topology).node.gpu).gemm_peak(precision(dtype))
     points = scale_points(topology, parse_gpus(gpus), base)
     with tempfile.TemporaryDirectory() as tmp:
         folder = out or tmp

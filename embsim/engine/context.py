@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import InputError
 from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import model_times, optimizer_step_time, sparse_optimizer_step_time
-from ..workload.gpu_compute import GpuCompute, from_measurement
+from ..workload.gpu_compute import for_gpu, from_measurement
 from ..workload.roofline import ComputeSpec
 from ..workload.tokens import TokenStats
 
@@ -93,7 +93,7 @@ def check_trace_device(trace, topo) -> None:
 
 
 def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
-    kgpu = GpuCompute.from_gpu(topo.node.gpu)
+    kgpu = for_gpu(topo.node.gpu)
     if trace is not None and not trace.layers and trace.compute is None:
         trace = None    # a network-only trace (import-nccl-tests): collectives, no layer times
     if trace is not None:

@@ -194,8 +194,8 @@ def _jitter(cfg: SimulationConfig, topo: Topology, model, trace):
     if not cfg.jitter:
         return jitter_factors(None, topo.n_gpus, cfg.seed)
     from ..workload.compute import model_times
-    from ..workload.gpu_compute import GpuCompute
-    gpu = GpuCompute.from_gpu(topo.node.gpu)
+    from ..workload.gpu_compute import for_gpu
+    gpu = for_gpu(topo.node.gpu)
 
     def compute_at_seq(seq: int) -> float:
         m = load_model(cfg.model, batch=model.batch, seq=seq, untie_outputs=cfg.untie_outputs,

@@ -1,6 +1,6 @@
 """Per-layer and optimizer times of a model on one GPU from the kernel model.
 
-    gpu = GpuCompute.from_gpu(topology.node.gpu)
+    gpu = for_gpu(topology.node.gpu)
     times = model_times(model, gpu)            # name -> LayerTime
     source = gpu.label                         # "kernel model, A100-SXM4-80GB spec"
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .gpu_compute import GpuCompute
+from .gpu_props import GpuCompute
 from .kernel_time import kernels_time
 from .kernels import stream
 from .model import Layer, Model

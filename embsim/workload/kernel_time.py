@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .gpu_compute import GpuCompute
+from .gpu_props import GpuCompute
 from .kernels import Kernel
 from .precision import Precision
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 
-from .gpu_compute import GpuCompute
+from .gpu_props import GpuCompute
 from .kernel_time import kernels_time
 from .kernels import gemm, stream
 from .precision import precision

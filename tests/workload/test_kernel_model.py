@@ -6,14 +6,14 @@ from embsim.errors import InputError
 from embsim.topology import load_topology
 from embsim.workload import load_model
 from embsim.workload.compute import model_times
-from embsim.workload.gpu_compute import GpuCompute
+from embsim.workload.gpu_compute import for_gpu
 from embsim.workload.kernel_time import kernel_time
 from embsim.workload.kernels import gemm, stream
 from embsim.workload.precision import precision
 
 
 def gpu(preset):
-    return GpuCompute.from_gpu(load_topology(preset).node.gpu)
+    return for_gpu(load_topology(preset).node.gpu)
 
 
 A100, H100, B200, RTX = gpu("dgx-a100"), gpu("dgx-h100"), gpu("dgx-b200"), gpu("pcie-rtx3090")
