@@ -144,7 +144,7 @@ def training_errors(paths: list[str], iterations: int = 4) -> tuple[list[Trainin
 def summary(runs: list[TrainingRun], pairs: list[ScalingPair]) -> dict:
     errs = [abs(r.error) for r in runs if r.error is not None]
     diffs = [abs(p.difference) for p in pairs]
-    return {"runs": len(errs), "mean_abs_error": sum(errs) / len(errs) if errs else None,
+    return {"simulated_runs": len(errs), "mean_abs_error": sum(errs) / len(errs) if errs else None,
             "max_abs_error": max(errs) if errs else None,
             "pairs": len(diffs), "max_scaling_difference": max(diffs) if diffs else None,
             "skipped": sum(r.skipped is not None for r in runs)}
@@ -166,7 +166,7 @@ def training_table(runs: list[TrainingRun], pairs: list[ScalingPair], markdown: 
     sources = sorted({r.compute_source for r in runs if r.compute_source})
     skipped = [r for r in runs if r.skipped]
     lines += ["", f"mean |error| **{s['mean_abs_error']:.1%}**, max |error| **{s['max_abs_error']:.1%}** "
-              f"over {s['runs']} runs; scaling efficiency max |difference| "
+              f"over {s['simulated_runs']} runs; scaling efficiency max |difference| "
               f"**{s['max_scaling_difference'] if s['max_scaling_difference'] is not None else float('nan'):.3f}** "
               f"over {s['pairs']} pairs"]
     if skipped:

@@ -28,6 +28,9 @@ def test_summary_is_mean_and_max_of_abs_error(packaged):
     s = summary(runs, pairs)
     assert s["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))
     assert s["max_abs_error"] == pytest.approx(max(errs))
+    from embsim.validate.training import training_json
+    j = training_json(runs, pairs)
+    assert len(j["runs"]) == len(runs) and j["simulated_runs"] == len(errs)
 
 
 def test_scaling_pairs_compare_per_gpu_throughput(packaged):
