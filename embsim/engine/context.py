@@ -14,10 +14,6 @@ from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, op
 from ..workload.tokens import TokenStats
 
 GiB = 1 << 30
-# DDP (allreduce) AllReduces every table as a dense gradient, so its lookup's backward
-# builds a dense vocab x dim gradient; every other strategy keeps a sparse table's
-# gradient as (index, row) pairs, the kernel a trace times as `<layer>:sparse`.
-DENSE_TABLE_GRAD_STRATEGIES = ("allreduce",)
 
 
 def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
@@ -83,14 +79,16 @@ def check_trace_device(trace, topo) -> None:
                          "labelled roofline estimate)")
 
 
-def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
+def step_context(model, topo, trace, cfg, dense_table_gradient: bool) -> tuple[StepContext, str]:
+    """`dense_table_gradient`: the strategy's trait; without it a sparse table's lookup
+    backward is the trace's sparse-gradient kernel."""
     gpu = ComputeSpec.from_gpu(topo.node.gpu)
     if trace is not None and not trace.layers:
         trace = None    # a network-only trace (import-nccl-tests): collectives, no layer times
     if trace is not None:
         check_trace_device(trace, topo)
         fwd, bwd = _trace_times(model, trace,
-                                sparse_lookups=cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES)
+                                sparse_lookups=not dense_table_gradient)
         source = f"measured: {trace.source or 'trace'} ({trace.device}, {trace.provenance.backend})"
     else:
         times = {l.name: layer_time(l, gpu, model.dtype_bytes) for l in model.layers}

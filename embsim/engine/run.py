@@ -133,13 +133,13 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     scheduler = scheduler_cls(**cfg.scheduler_options)
     scheduler.check(strategy)
 
-    ctx, compute_source = step_context(model, topo, trace, cfg)
+    ctx, compute_source = step_context(model, topo, trace, cfg, strategy.dense_table_gradient)
     splan = strategy.plan(ctx)
     if topo.n_gpus == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training
         # (sparse embedding updates where the table allows them) and steps alike.
         splan = replace(splan, sync=(), extra=(), update_time=single_gpu_update_time(ctx))
-    plan = build_step_plan(ctx, splan, scheduler)
+    plan = build_step_plan(ctx, splan, strategy, scheduler)
     classes = rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler)
     measured = _measured_curves(trace, topo)
     if measured:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..plan.ops import CommOp, SyncTensor
+from ..plan.ops import CommOp, StrategyPlan, SyncTensor
 from ..registry import Registry
 
 
@@ -26,8 +26,6 @@ class Scheduler:
     # interleaved with the next forward (P3 / ByteScheduler). False: PyTorch DDP, where
     # optimizer.step() waits for every gradient of the iteration.
     per_layer_update = False
-    # "ready": ready order (FIFO); "priority": lowest CommOp.priority first
-    order = "ready"
 
     def __init__(self, **options):
         self.options = options
@@ -35,16 +33,23 @@ class Scheduler:
     def build(self, tensors: Sequence[SyncTensor], ctx) -> tuple[CommOp, ...]:  # pragma: no cover
         raise NotImplementedError
 
-    def transform(self, strategy_plan, ctx):
+    def transform(self, strategy_plan: StrategyPlan, ctx, strategy) -> StrategyPlan:
         """Rewrite the strategy's plan before bucketing (e.g. split tensors into the part
-        the next iteration needs and the part that may wait). Default: unchanged."""
+        the next iteration needs and the part that may wait), reading the strategy's
+        declared traits. Default: unchanged."""
         return strategy_plan
+
+    def queue_key(self, op: CommOp) -> tuple:
+        """Where a ready collective goes in its channel's queue, before the runtime's own
+        order (iteration, ready time, issue order). Default: ready order (FIFO)."""
+        return ()
 
     def channel_rule(self, channel: str) -> ChannelRule:
         return ChannelRule()
 
     def check(self, strategy) -> None:
-        """Raise InputError for a strategy this scheduler cannot sensibly drive."""
+        """Raise InputError for a strategy this scheduler cannot sensibly drive, from the
+        strategy's declared traits."""
 
 
 SCHEDULERS: Registry[Scheduler] = Registry("scheduler", "--scheduler")

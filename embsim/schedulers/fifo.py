@@ -14,7 +14,6 @@ MiB = 1024 * 1024
 class FifoScheduler(Scheduler):
     description = "backward order, DDP 25 MB buckets, one collective at a time"
     per_layer_update = False
-    order = "ready"
 
     def __init__(self, bucket_bytes: float = 25 * MiB, first_bucket_bytes: float = 1 * MiB, **options):
         super().__init__(**options)

@@ -44,7 +44,6 @@ def partitions(t, partition_bytes: float, channel: str, priority: float, n_gpus:
 class PriorityScheduler(Scheduler):
     description = "P3/ByteScheduler: partitions, input-side-first priority queue, credit, per-layer updates"
     per_layer_update = True
-    order = "priority"
 
     def __init__(self, partition_bytes: float = 8_000_000 * FP32, credit_bytes: float = 16_000_000 * FP32,
                  **options):
@@ -69,6 +68,9 @@ class PriorityScheduler(Scheduler):
         for t in tensors:
             ops += partitions(t, self.partition_bytes, CHANNEL, self.priority_of(t, ctx), ctx.n_gpus)
         return tuple(ops)
+
+    def queue_key(self, op):
+        return (op.priority,)
 
     def channel_rule(self, channel):
         return ChannelRule(credit=self.credit_bytes)

@@ -8,14 +8,21 @@ from typing import Any
 
 from ..plan.context import StepContext
 from ..plan.ops import StrategyPlan
+from ..plan.traits import Payload
 from ..registry import Registry
 
 
 class Strategy:
-    """Base class; subclasses register themselves in STRATEGIES."""
+    """Base class; subclasses register themselves in STRATEGIES and declare their traits."""
 
     name = "?"
     description = ""
+    # True: every table's gradient is dense (vocab x dim, as DDP AllReduces it), so the
+    # lookup's backward is the dense kernel; False: a sparse table's gradient stays
+    # (index, row) pairs, the kernel a trace times as `<layer>:sparse`.
+    dense_table_gradient = False
+    # what its embedding sync tensors carry (what a scheduler such as embrace-2d may split)
+    embedding_payload = Payload.NONE
 
     def __init__(self, **options: Any):
         self.options = options

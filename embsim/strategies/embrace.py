@@ -31,6 +31,7 @@ from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
+from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -51,7 +52,7 @@ def row_block_unique(probs: np.ndarray, shards: int, draws: float) -> np.ndarray
 @STRATEGIES.register("embrace")
 class EmbRaceStrategy(Strategy):
     description = "EmbRace: tables sharded, AlltoAll of lookups fwd / gradients bwd, dense AllReduce"
-    embedding_payload = "tokens"   # what embrace-2d may split: per-token gradients
+    embedding_payload = Payload.TOKENS   # per-token vectors and gradients
 
     def __init__(self, shard: str = "cols", **options):
         super().__init__(**options)

@@ -27,6 +27,7 @@ from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
 from ..workload.roofline import roofline_time
 from ..workload.memory import memory_per_gpu
+from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -44,7 +45,7 @@ def exact_fraction(width_factor: float, depth: int) -> float:
 @STRATEGIES.register("s2reducer")
 class S2ReducerStrategy(Strategy):
     description = "count sketch + bitmap of sparse gradients, AllReduced at fixed size (S2 Reducer)"
-    embedding_payload = None      # a sketch has no rows to defer
+    embedding_payload = Payload.NONE   # a sketch has no rows to defer
 
     def __init__(self, depth: int = 3, width_factor: float = 2.0, **options):
         super().__init__(**options)
