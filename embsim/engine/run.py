@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..network import Network
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
-from ..topology import Topology, load_topology
+from ..topology import Topology, TopologySpec, load_topology
 from ..trace import load_trace
 from ..workload import load_model
 from .build import build_step_plan
@@ -229,7 +229,7 @@ def resolved_interference(cfg, trace, topo) -> dict:
 
 
 def _on_trace_topology(trace, topo) -> bool:
-    return not trace.topology or trace.topology.rsplit("/", 1)[-1].removesuffix(".yaml") == topo.preset
+    return not trace.topology or TopologySpec.parse(trace.topology).name == topo.preset
 
 
 def _measured_curves(trace, topo):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
-from ..topology import load_topology
+from ..topology import TopologySpec, load_topology
 from ..trace import load_trace
 
 
@@ -34,13 +34,13 @@ def trace_topology(trace_path: Path, name: str, world: int) -> str:
                   trace_path.parent.parent / "topologies" / name]
     for c in candidates:
         if c.is_file():
-            return f"{c}:1x{world}"
+            return str(TopologySpec(str(c)).with_shape(1, world))
     try:
         load_topology(name)
     except InputError:
         raise InputError(f"{trace_path}: topology {name!r} not found (looked in "
                          f"{', '.join(str(c.parent) for c in candidates)})") from None
-    return f"{name}:1x{world}"
+    return str(TopologySpec.parse(name).with_shape(1, world))
 
 
 def slowest_rank(trace, world: int) -> str | None:
