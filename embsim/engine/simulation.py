@@ -24,8 +24,7 @@ class Engine:
     def __init__(self, plan: StepPlan, scheduler, classes: tuple[RankClass, ...], collectives,
                  network_factory, ranks: tuple[int, ...], iterations: int = 5,
                  interference: float = 0.0, comm_interference: float = 0.0):
-        if iterations < 2:
-            raise ValueError("need at least 2 iterations to measure a steady-state step")
+        # iterations >= 2 (a warm-up and a measured step): SimulationConfig checks it
         self.plan = plan
         self.scheduler = scheduler
         self.classes = classes

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..options import NoOptions, build_options
 from ..plan.ops import CommOp, StrategyPlan, SyncTensor
 from ..registry import Registry
 
@@ -26,9 +27,16 @@ class Scheduler:
     # interleaved with the next forward (P3 / ByteScheduler). False: PyTorch DDP, where
     # optimizer.step() waits for every gradient of the iteration.
     per_layer_update = False
+    # its --option keys: a frozen dataclass (see embsim.options)
+    Options: type = NoOptions
 
-    def __init__(self, **options):
-        self.options = options
+    def __init__(self, options=None):
+        self.options = options if options is not None else self.Options()
+
+    @classmethod
+    def from_options(cls, given: dict) -> "Scheduler":
+        """The scheduler with `given` --option values, unknown keys refused."""
+        return cls(build_options(cls.Options, given, f"scheduler {cls.name}"))
 
     def build(self, tensors: Sequence[SyncTensor], ctx) -> tuple[CommOp, ...]:  # pragma: no cover
         raise NotImplementedError

@@ -4,8 +4,7 @@ extra compute it adds, and how much memory it needs per GPU."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..options import NoOptions, build_options
 from ..plan.context import StepContext
 from ..plan.ops import StrategyPlan
 from ..plan.traits import Payload
@@ -23,9 +22,16 @@ class Strategy:
     dense_table_gradient = False
     # what its embedding sync tensors carry (what a scheduler such as embrace-2d may split)
     embedding_payload = Payload.NONE
+    # its --option keys: a frozen dataclass (see embsim.options)
+    Options: type = NoOptions
 
-    def __init__(self, **options: Any):
-        self.options = options
+    def __init__(self, options=None):
+        self.options = options if options is not None else self.Options()
+
+    @classmethod
+    def from_options(cls, given: dict) -> "Strategy":
+        """The strategy with `given` --option values, unknown keys refused."""
+        return cls(build_options(cls.Options, given, f"strategy {cls.name}"))
 
     def plan(self, ctx: StepContext) -> StrategyPlan:  # pragma: no cover - interface
         raise NotImplementedError

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engine.measured import MeasuredInputs
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
 from ..topology import TopologySpec, load_topology
@@ -43,15 +44,6 @@ def trace_topology(trace_path: Path, name: str, world: int) -> str:
     return str(TopologySpec.parse(name).with_shape(1, world))
 
 
-def slowest_rank(trace, world: int) -> str | None:
-    """A measured step ends with its slowest rank while the layer timings are rank 0's:
-    one rank computes slower by the trace's measured rank skew (None: not measured)."""
-    k = trace.rank_skew
-    if k is None or world < 2 or k.factor <= 1.0:
-        return None
-    return f"gpu:{world - 1}:{k.factor:.6g}"
-
-
 def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
     trace_path = Path(trace_path)
     trace = load_trace(trace_path)
@@ -65,9 +57,9 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
                                model=trace.model, batch=s.batch, seq=s.seq, strategy=s.strategy,
                                trace=str(trace_path), iterations=iterations,
                                efficiency_baseline=False, untie_outputs=s.untied_outputs,
-                               straggler=slowest_rank(trace, s.world))
+                               straggler=MeasuredInputs(trace, True).slowest_rank(s.world))
         try:
-            result = simulate(cfg)
+            result = simulate(cfg, trace=trace)   # read once, above
         except InputError as exc:
             out.append(StepError(s.strategy, s.world, s.median_s, None, str(exc)))
             continue
