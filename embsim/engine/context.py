@@ -3,11 +3,8 @@ model), optimizer times and the token statistics of every embedding table."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from ..errors import InputError
 from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import model_times, optimizer_step_time, sparse_optimizer_step_time
 from ..workload.gpu_compute import for_gpu, from_measurement
@@ -15,10 +12,6 @@ from ..workload.roofline import ComputeSpec
 from ..workload.tokens import TokenStats
 
 GiB = 1 << 30
-# DDP (allreduce) AllReduces every table as a dense gradient, so its lookup's backward
-# builds a dense vocab x dim gradient; every other strategy keeps a sparse table's
-# gradient as (index, row) pairs, the kernel a trace times as `<layer>:sparse`.
-DENSE_TABLE_GRAD_STRATEGIES = ("allreduce",)
 
 
 def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
@@ -43,71 +36,21 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
     return out
 
 
-def _covers(model, trace) -> bool:
-    """Use the trace's layer timings: it has them for this model, or it has no measured
-    kernel table to fall back on (then a missing layer is an error in _trace_times)."""
-    if trace.compute is None:
-        return bool(trace.layers)
-    return all(l.name in trace.layers for l in model.layers)
-
-
-def _trace_times(model, trace, sparse_lookups: bool = False):
-    """Per-layer (fwd, bwd) from the trace; with `sparse_lookups`, embedding layers on a
-    table with a sparse gradient take the trace's sparse-gradient variant when it has one."""
-    sparse_tables = {t.name for t in model.tables if not model.dense_gradient(t.name)}
-    fwd, bwd = {}, {}
-    for layer in model.layers:
-        name = layer.name
-        if (sparse_lookups and layer.kind == "embedding" and layer.table in sparse_tables
-                and f"{name}:sparse" in trace.layers):
-            name = f"{name}:sparse"
-        try:
-            fwd[layer.name], bwd[layer.name] = trace.interp(name, model.batch)
-        except KeyError:
-            raise InputError(f"--trace {trace.source}: no timing for layer {layer.name!r} of "
-                             f"{model.name} (trace is of {trace.model})") from None
-    return fwd, bwd
-
-
-_CHIP = re.compile(r"\bcpu\b|\b([a-z]+) ?(\d{2,})")
-
-
-def device_chip(name: str) -> str:
-    """The chip a device name denotes: "NVIDIA H100 80GB HBM3" and "H100-SXM5-80GB" -> "h100",
-    "NVIDIA GeForce RTX 3090" and "RTX-3090" -> "rtx3090", "cpu: Xeon" -> "cpu"."""
-    text = re.sub(r"[_-]", " ", name.lower().replace("nvidia", "").replace("geforce", ""))
-    m = _CHIP.search(text)
-    if m is None:
-        return name.lower()
-    return "cpu" if m.group(1) is None else m.group(1) + m.group(2)
-
-
-def check_trace_device(trace, topo) -> None:
-    """Measured layer times transfer only to the chip they were measured on."""
-    have, want = device_chip(trace.device), device_chip(topo.node.gpu.model)
-    if have != want:
-        raise InputError(f"--trace {trace.source}: measured on {trace.device!r}, but topology "
-                         f"{topo.preset} has {topo.node.gpu.model!r}: its layer times do not transfer "
-                         f"(use the trace's own topology {trace.topology or '?'}, or no --trace for a "
-                         "labelled kernel-model estimate)")
-
-
-def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
+def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tuple[StepContext, str]:
+    """`measured`: the trace's MeasuredInputs (or None); `dense_table_gradient`: the
+    strategy's trait; without it a sparse table's lookup backward is the trace's
+    sparse-gradient kernel. Layers come from the trace when it timed them for this model;
+    otherwise from the kernel model, on calibrate's measured kernel table when the trace
+    carries one (it replaces the spec sheet on that device)."""
     kgpu = for_gpu(topo.node.gpu)
-    if trace is not None and not trace.layers and trace.compute is None:
-        trace = None    # a network-only trace (import-nccl-tests): collectives, no layer times
-    if trace is not None:
-        check_trace_device(trace, topo)
-        if trace.compute is not None:
-            # calibrate's measured kernel table replaces the spec sheet on this device
-            kgpu = from_measurement(topo.node.gpu, trace.compute, trace.source or "trace")
+    if measured is not None and measured.kernel_table is not None:
+        kgpu = from_measurement(topo.node.gpu, measured.kernel_table, measured.source)
     times = model_times(model, kgpu)      # also refuses a dtype the GPU lacks
-    if trace is not None and _covers(model, trace):
-        fwd, bwd = _trace_times(model, trace,
-                                sparse_lookups=cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES)
-        source = f"measured: {trace.source or 'trace'} ({trace.device}, {trace.provenance.backend})"
+    if measured is not None and measured.covers(model):
+        fwd, bwd = measured.layer_times(model, sparse_lookups=not dense_table_gradient)
+        source = measured.compute_source
     else:
-        sparse_lookups = cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES
+        sparse_lookups = not dense_table_gradient
         fwd = {n: t.fwd_s for n, t in times.items()}
         bwd = {n: (t.bwd_sparse_s if sparse_lookups and t.bwd_sparse_s is not None
                    and not model.dense_gradient(model.layer(n).table) else t.bwd_s)
@@ -117,7 +60,7 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
     # element and scaled below when present.
     dense_update = {l.name: optimizer_step_time(l.params, model, kgpu)
                     for l in model.layers if l.params > 0}
-    per_elem = _trace_optimizer_rates(trace) if trace is not None and trace.optimizer else None
+    per_elem = measured.optimizer_rates() if measured is not None else None
     if per_elem is not None and per_elem.get("dense"):
         dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
 
@@ -141,12 +84,3 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
                       hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB,
                       gpu=ComputeSpec.from_gpu(topo.node.gpu))
     return ctx, source
-
-
-def _trace_optimizer_rates(trace) -> dict[str, float]:
-    """Seconds per updated element, from the trace's optimizer timings."""
-    rates = {}
-    for o in trace.optimizer:
-        if o.elements > 0:
-            rates[o.name] = o.median_s / o.elements
-    return rates

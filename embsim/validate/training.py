@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engine.config import with_options
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
 from ..yamlio import YamlDoc, check_mapping, get, load_yaml
@@ -21,7 +22,8 @@ from ..yamlio import YamlDoc, check_mapping, get, load_yaml
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
                "accumulate": int, "jitter": str, "tables": dict, "layers": dict,
-               "metric": str, "scale": (int, float), "strategy": str, "options": dict}
+               "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
+               "options": dict}
 METRICS = ("samples_per_s", "tokens_per_s")
 
 
@@ -79,10 +81,11 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                            dtype=merged.get("dtype"), amp=merged.get("amp", "autocast"),
                            accumulate=merged.get("accumulate", 1),
                            jitter=merged.get("jitter"), strategy=merged.get("strategy", "allreduce"),
+                           scheduler=merged.get("scheduler", "fifo"),
                            model_overrides=overrides, iterations=iterations,
-                           strategy_options=dict(merged.get("options") or {}),
-                           scheduler_options=dict(merged.get("options") or {}),
                            efficiency_baseline=False)
+    if merged.get("options"):
+        cfg = with_options(cfg, dict(merged["options"]))
     return cfg, metric, float(merged.get("scale", 1))
 
 
