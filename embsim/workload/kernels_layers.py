@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .costs import Shape, tokens_for
-from .kernels import (FP32, Kernel, dropout_residual, embedding_kernels, fp32_cast, gemm,
-                      linear_fwd_bwd, norm_fwd_bwd, stream)
+from .kernels import (FP32, MASK_BYTES, Kernel, dropout_residual, embedding_kernels, fp32_cast,
+                      gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class LayerKernels:
 
 
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
-               dropout: bool, opb: int = FP32) -> tuple[list, list]:
+               dropout: bool, opb: int = FP32, fused: bool = False) -> tuple[list, list]:
     """Multi-head attention of s queries over s keys: QKV projection, the core, output
     projection. Unfused, the (b*a, s, s) scores go through HBM: scale+mask, softmax,
     dropout; fused (flash attention, Dao et al. 2022) they stay on chip and backward
@@ -36,6 +36,19 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     if flash:
         fwd.append(gemm(f"{name}.flash", s, s, hd, batch=2 * b * a, ops=1))
         bwd_core = [gemm(f"{name}.flash_bwd", s, s, hd, batch=5 * b * a, ops=1)]
+    elif fused:
+        # one generated kernel (TorchScript/nvFuser) for scale + mask + softmax + dropout:
+        # reads the scores, writes the saved probabilities, the dropped ones and the mask;
+        # backward reads the gradient, mask and probabilities and writes dscores once
+        drop = (e + 1) if dropout else 0
+        fwd += [gemm(f"{name}.scores", s, s, hd, batch=b * a),
+                stream(f"{name}.softmax_fused", scores * (e + opb + drop)),
+                gemm(f"{name}.context", s, hd, s, batch=b * a)]
+        bwd_core = [gemm(f"{name}.context_dgrad", s, s, hd, batch=b * a),
+                    gemm(f"{name}.context_vgrad", s, hd, s, batch=b * a),
+                    stream(f"{name}.softmax_fused_bwd", scores * (2 * e + opb + (1 if dropout else 0))),
+                    gemm(f"{name}.scores_qgrad", s, hd, s, batch=b * a),
+                    gemm(f"{name}.scores_kgrad", s, hd, s, batch=b * a)]
     else:
         # softmax is an FP32 op under AMP: its output, the dropout on it and the cast
         # back for the context GEMM move 4-byte elements
@@ -69,25 +82,47 @@ def transformer_block(p: dict, sh: Shape, cross: bool) -> LayerKernels:
     h, a, f = p["dim"], p["heads"], p["ffn"]
     kv = p.get("kv_heads", a) * (h // a)
     flash, dropout = p.get("flash_attention", False), p.get("dropout", True)
+    fused = p.get("fused_elementwise", False)
     swiglu = p.get("ffn_kind", "gelu") == "swiglu"
+    add_norm = _fused_add_norm if fused else _add_norm
     fwd, bwd = [], []
     for i in range(2 if cross else 1):
         tag = "cross" if i else "self"
-        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, flash, dropout, sh.op_bytes)
-        fr, br = dropout_residual(f"{tag}_attn", n, h, e, dropout)
-        fn, bn = norm_fwd_bwd(f"{tag}_attn.norm", n, h, e, sh.op_bytes)
-        fwd += fa + fr + fn
-        bwd = bn + br + ba + bwd
+        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, flash, dropout, sh.op_bytes, fused)
+        fn, bn = add_norm(f"{tag}_attn", n, h, e, dropout, sh.op_bytes)
+        fwd += fa + fn
+        bwd = bn + ba + bwd
     # FFN: up (and gate) GEMM(s), activation (bias fused), down GEMM
     up_f, up_b = linear_fwd_bwd("ffn.up", n, h, (2 if swiglu else 1) * f, e)
     act_f = [stream("ffn.act", (3 if swiglu else 2) * n * f * e)]
     act_b = [stream("ffn.act_bwd", (5 if swiglu else 3) * n * f * e)]
     dn_f, dn_b = linear_fwd_bwd("ffn.down", n, f, h, e)
-    fr, br = dropout_residual("ffn", n, h, e, dropout)
-    fn, bn = norm_fwd_bwd("ffn.norm", n, h, e, sh.op_bytes)
-    fwd += up_f + act_f + dn_f + fr + fn
-    bwd = bn + br + dn_b + act_b + up_b + bwd
+    fn, bn = add_norm("ffn", n, h, e, dropout, sh.op_bytes)
+    fwd += up_f + act_f + dn_f + fn
+    bwd = bn + dn_b + act_b + up_b + bwd
     return LayerKernels(tuple(fwd), tuple(bwd))
+
+
+def _add_norm(name: str, n: int, h: int, e: int, dropout: bool, opb: int) -> tuple[list, list]:
+    """Eager PyTorch: dropout, residual add and LayerNorm as separate kernels."""
+    fr, br = dropout_residual(name, n, h, e, dropout)
+    fn, bn = norm_fwd_bwd(f"{name}.norm", n, h, e, opb)
+    return fr + fn, bn + br
+
+
+def _fused_add_norm(name: str, n: int, h: int, e: int, dropout: bool, opb: int) -> tuple[list, list]:
+    """Dropout + residual add + LayerNorm as one generated kernel (TorchScript/nvFuser,
+    or apex's fused LayerNorm fed by a fused bias-dropout-add): forward reads the
+    sublayer output and the residual, writes the mask, the saved sum and the normed
+    output (+ FP32 row statistics); backward reads the sum, the output gradient and the
+    mask, writes the input gradient (to both branches: one tensor), then reduces the
+    scale/shift gradients."""
+    elems = n * h
+    mask = MASK_BYTES if dropout else 0
+    fwd = [stream(f"{name}.add_norm_fused", elems * (2 * e + mask + e + opb) + 8 * n)]
+    bwd = [stream(f"{name}.add_norm_fused_bwd", elems * (e + opb + mask + e) + 8 * n),
+           stream(f"{name}.norm.param_grad", elems * e)]
+    return fwd, bwd
 
 
 def lstm(p: dict, sh: Shape) -> LayerKernels:
@@ -162,7 +197,7 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         bwd = [stream("pos.grad", 2 * n * d * e)] if p.get("learned", True) else []
         return LayerKernels((stream("pos.add", 3 * n * d * e),), tuple(bwd))
     if kind == "output_projection":
-        f, b = linear_fwd_bwd("logits", sh.tokens, p["dim"], cols, e, p.get("bias", False))
+        f, b = linear_fwd_bwd("logits", tokens_for(p, sh), p["dim"], cols, e, p.get("bias", False))
         if p.get("samples"):
             f.insert(0, Kernel("gather", rows=cols, row_bytes=p["dim"] * e, name="logits.sample_rows"))
         return LayerKernels(tuple(f), tuple(b))

@@ -55,6 +55,8 @@ def apply_overrides(spec: ModelSpec, overrides: Mapping | None, where: str = "ov
             if key not in schema:
                 raise InputError(f"{where}.layers.{name}.{key}: not a key of a {layer.kind} layer")
             _check(value, schema[key][0], f"{where}.layers.{name}.{key}")
+            if key == "token_fraction" and not 0 < value <= 1:
+                raise InputError(f"{where}.layers.{name}.{key}: must be in (0, 1], got {value!r}")
             params[key] = value
         layers[name] = replace(layer, params=params)
     return replace(spec, tables=tuple(tables.values()), layers=tuple(layers.values()))
