@@ -154,3 +154,44 @@ def test_amp_styles_differ_only_in_16_bit():
     assert total("tf32", "o2") == total("tf32", "autocast")
     with pytest.raises(InputError, match="--amp"):
         load_model("tiny-lm", dtype="fp16", amp="o3")
+
+
+MLM_HEAD = ("mlm_transform", "mlm_norm", "mlm_output", "mlm_loss")
+
+
+def _bert(**layers):
+    return load_model("bert-large", batch=32, seq=512, dtype="fp16", amp="o2",
+                      overrides={"layers": layers} if layers else None)
+
+
+def test_token_fraction_runs_the_head_on_the_masked_tokens_only():
+    full = model_times(_bert(), A100)
+    masked = model_times(_bert(**{n: {"token_fraction": 0.15} for n in MLM_HEAD}), A100)
+    for name in MLM_HEAD:
+        ratio = (masked[name].fwd_s + masked[name].bwd_s) / (full[name].fwd_s + full[name].bwd_s)
+        assert ratio < 0.3, name            # ~15 % of the work, plus fixed launch costs
+    assert masked["encoder.0"] == full["encoder.0"]
+    m = _bert(mlm_output={"token_fraction": 0.15})
+    assert m.params == _bert().params       # same weights, fewer rows
+
+
+def test_token_fraction_is_checked():
+    with pytest.raises(InputError, match="token_fraction"):
+        _bert(mlm_loss={"token_fraction": 1.5})
+    with pytest.raises(InputError, match="token_fraction"):
+        _bert(encoder={"token_fraction": 0.5})      # not a key of a transformer block
+
+
+def test_fused_elementwise_moves_fewer_bytes_same_gemms():
+    eager, fused = _bert(), _bert(encoder={"fused_elementwise": True})
+    le, lf = eager.layer("encoder.0").kernels, fused.layer("encoder.0").kernels
+
+    def total(ks, kind, field):
+        return sum(getattr(k, field) * k.count for k in ks if k.kind == kind)
+
+    for part in ("fwd", "bwd"):
+        assert total(getattr(lf, part), "gemm", "flops") == total(getattr(le, part), "gemm", "flops")
+        assert total(getattr(lf, part), "stream", "nbytes") < 0.8 * total(getattr(le, part), "stream", "nbytes")
+        assert len(getattr(lf, part)) < len(getattr(le, part))
+    te, tf = model_times(eager, A100)["encoder.0"], model_times(fused, A100)["encoder.0"]
+    assert tf.fwd_s < te.fwd_s and tf.bwd_s < te.bwd_s
