@@ -107,9 +107,10 @@ def test_dense_embedding_gradient_gives_allgather_nothing():
 
 
 def test_s2reducer_sketch_is_fixed_size_and_costs_compute(sparse_lm):
-    r = run(topology="2x8", model=sparse_lm[20_000], strategy="s2reducer")
+    r = run(topology="2x8", model=sparse_lm[20_000], strategy="s2reducer",
+            strategy_options={"sizing": "union"})
     wide = run(topology="2x8", model=sparse_lm[20_000], strategy="s2reducer",
-               strategy_options={"width_factor": 4.0})
+               strategy_options={"sizing": "union", "width_factor": 4.0})
     assert wide.comm_bytes_per_gpu["all_reduce"] > r.comm_bytes_per_gpu["all_reduce"]
     encode = [c for c in r.run.compute if c.name.startswith("extra:s2-encode")]
     assert encode and all(c.end > c.start for c in encode)
@@ -130,7 +131,8 @@ def test_sparse_strategies_beat_dense_allreduce_on_a_huge_table():
 
 
 def test_s2reducer_never_sends_more_than_the_dense_gradient():
-    r = run(topology="16x8", model="lstm-lm1b", strategy="s2reducer", efficiency_baseline=False)
+    r = run(topology="16x8", model="lstm-lm1b", strategy="s2reducer", efficiency_baseline=False,
+            strategy_options={"sizing": "union"})
     dense = run(topology="16x8", model="lstm-lm1b", strategy="allreduce", efficiency_baseline=False)
     assert r.comm_bytes_per_gpu["all_reduce"] <= dense.comm_bytes_per_gpu["all_reduce"] * (1 + 1e-9)
     assert any("dense gradient is AllReduced instead" in n for n in r.notes)
