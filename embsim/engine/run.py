@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from ..collectives import CollectiveModel
 from ..collectives.busbw import busbw_factor
+from ..collectives.servers import SERVER_OPS
 from ..errors import InputError
 from ..network import Network
 from ..schedulers import SCHEDULERS
@@ -132,6 +133,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     scheduler = scheduler_cls(**cfg.scheduler_options)
     scheduler.check(strategy)
 
+    topo = strategy.topology(topo)     # e.g. parameter-server machines attached
     ctx, compute_source = step_context(model, topo, trace, cfg)
     splan = strategy.plan(ctx)
     if topo.n_gpus == 1:
@@ -150,7 +152,9 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                     iterations=cfg.iterations, **resolved_interference(cfg, trace, topo))
     run = engine.run()
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in dict.fromkeys(l.kind for l in topo.links)}
-    metrics = step_metrics(run, lambda r: r.nbytes * busbw_factor(r.op, topo.n_gpus), kinds, topo.capacity)
+    # a PS push/pull's size is what one worker sends or receives
+    metrics = step_metrics(run, lambda r: r.nbytes * (1.0 if r.op in SERVER_OPS else busbw_factor(r.op, topo.n_gpus)),
+                           kinds, topo.capacity)
 
     samples_per_s = topo.n_gpus * model.batch / metrics.step_time
     memory = splan.memory.as_dict()

@@ -16,6 +16,7 @@ from typing import Any
 
 import simpy
 
+from ..collectives.servers import SERVER_OPS
 from .ops import CommOp, ComputeOp, StepPlan
 
 
@@ -223,7 +224,8 @@ class Engine:
         plan = self._plans.get(c.name)
         if plan is None:
             plan = self._plans[c.name] = (
-                self.collectives.plan_alltoallv(c.matrix, self.ranks) if c.matrix is not None
+                self.collectives.plan_servers(c.op, c.matrix, self.ranks) if c.op in SERVER_OPS
+                else self.collectives.plan_alltoallv(c.matrix, self.ranks) if c.matrix is not None
                 else self.collectives.plan(c.op, c.nbytes, self.ranks))
         if plan.latency > 0:
             yield env.timeout(plan.latency)

@@ -67,6 +67,11 @@ class Strategy:
     def __init__(self, **options: Any):
         self.options = options
 
+    def topology(self, topo):
+        """The topology this strategy runs on: `topo`, or a copy with machines the
+        strategy brings (parameter servers)."""
+        return topo
+
     def plan(self, ctx: StepContext) -> StrategyPlan:  # pragma: no cover - interface
         raise NotImplementedError
 

@@ -1,57 +1,102 @@
-"""ps: sparse rows pushed to and pulled from parameter-server shards co-located on the
-workers (BytePS / Parallax style); dense layers AllReduce.
+"""ps: sparse embedding rows through parameter servers (BytePS / Parallax), dense layers
+AllReduced (Parallax's hybrid).
 
-Every table row lives on one of N server shards (rows hashed uniformly, so each shard
-serves U/N of a worker's rows). After backward each worker pushes its U coalesced
-(index, row) pairs (an alltoallv: 1/N to each shard); each server applies the union of
-the rows it received (union/N rows); the worker then pulls its rows back (values only,
-the server knows the indices from the push), and the next forward of the embedding
-blocks on that pull. Volume per GPU ~ 2 x U x row bytes, independent of N; the servers'
-NICs carry everything, which shows through the alltoallv on the topology.
+Servers are CPU processes, attached to the topology (topology.servers):
+`--option servers=colocated` (default: one per GPU node, sharing its NIC and PCIe) or
+`servers=dedicated` (server machines with their own NICs: the YAML's
+`parameter_servers:` section, else as many as GPU nodes at the GPU nodes' NIC rate;
+`server_nodes`, `server_gbit`, `server_sum_gbps` override it).
+Every table row lives on one server, hashed (`server_sharding=hashed`, default) or in
+contiguous blocks of the frequency-sorted vocabulary (`contiguous`, the worst case):
+under Zipf the servers holding the hottest rows receive more of every worker's push, so
+the load is uneven (max / mean reported in the notes).
+After backward each worker pushes its U coalesced (index, row) pairs; each server sums
+them and applies the optimizer on its CPU (the ps-cpu link of the push route: pushes to
+a hot server queue there); the worker then pulls its U updated rows (values only: the
+server knows the indices), and the embedding's next forward blocks on that pull.
+Per worker ~ 2 x U x row bytes, independent of the GPU count.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
 from ..engine.build import bwd_name, fwd_name, update_name
 from ..engine.ops import SyncTensor
+from ..errors import InputError
+from ..topology.servers import PLACEMENTS, with_servers
+from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
+from ..workload.tokens import SHARDINGS, shard_shares
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
 
-def uniform_matrix(n: int, per_rank_bytes: float) -> np.ndarray:
-    """Each rank sends per_rank_bytes spread evenly over the n shards (its own included)."""
-    return np.full((n, n), per_rank_bytes / n)
+def server_matrix(n_workers: int, per_worker_bytes: float, shares: np.ndarray) -> np.ndarray:
+    """workers x servers bytes: every worker sends each server its share of the rows."""
+    return np.outer(np.full(n_workers, per_worker_bytes), shares)
 
 
 @STRATEGIES.register("ps")
 class ParameterServerStrategy(Strategy):
-    description = "sparse rows pushed to / pulled from co-located PS shards (BytePS/Parallax)"
+    description = "sparse rows pushed to / pulled from CPU parameter servers (BytePS/Parallax)"
     embedding_payload = "rows"
+
+    def __init__(self, servers: str = "colocated", server_sharding: str = "hashed",
+                 server_nodes: int | None = None, server_gbit: float | None = None,
+                 server_sum_gbps: float | None = None, **options):
+        super().__init__(**options)
+        if servers not in PLACEMENTS:
+            raise InputError(f"--option servers={servers!r}: expected one of {', '.join(PLACEMENTS)}")
+        if server_sharding not in SHARDINGS:
+            raise InputError(f"--option server_sharding={server_sharding!r}: expected one of "
+                             f"{', '.join(SHARDINGS)}")
+        for key, value in (("server_nodes", server_nodes), ("server_gbit", server_gbit),
+                           ("server_sum_gbps", server_sum_gbps)):
+            if value is not None and (not isinstance(value, (int, float)) or value <= 0
+                                      or (key == "server_nodes" and not isinstance(value, int))):
+                raise InputError(f"--option {key}={value!r}: must be a positive number")
+        self.servers, self.sharding = servers, server_sharding
+        self.overrides = {k: v for k, v in (("nodes", server_nodes), ("nic_gbit", server_gbit),
+                                             ("sum_gbps", server_sum_gbps)) if v is not None}
+
+    def topology(self, topo):
+        if topo.n_gpus == 1:
+            return topo          # one GPU synchronises nothing
+        spec = replace(topo.node.servers or ServerSpec(), **self.overrides)
+        out = with_servers(topo, self.servers, spec)
+        self.server_count = out.servers.count
+        return out
 
     def plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus
+        count = getattr(self, "server_count", None) or max(1, n // ctx.gpus_per_node)
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
-        sharded, cache = {}, {}
+        held, cache, notes = {}, {}, dense_table_notes(ctx, "ps")
         for t in sparse_tables(ctx):
             push = t.unique_per_gpu * model.row_bytes(t.table)
             pull = t.unique_per_gpu * t.dim * model.dtype_bytes
-            sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="alltoall",
+            weights = t.row_inclusion if t.row_inclusion is not None else np.full(t.vocab, 1.0 / t.vocab)
+            shares = shard_shares(weights, count, self.sharding)
+            sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
                                    nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
-                                   matrix=uniform_matrix(n, push)))
-            sync.append(SyncTensor(name=f"ps-pull:{t.layer}", layer=t.layer, op="alltoall",
+                                   matrix=server_matrix(n, push, shares)))
+            sync.append(SyncTensor(name=f"ps-pull:{t.layer}", layer=t.layer, op="ps_pull",
                                    nbytes=pull, category="embedding",
                                    ready_after=update_name(t.layer), needed_by=fwd_name(t.layer),
-                                   matrix=uniform_matrix(n, pull).T.copy()))
-            # each server shard applies the union of the rows pushed to it
-            update[t.layer] = ctx.sparse_update(t.layer, t.unique_union / n)
-            sharded[t.table] = n
+                                   matrix=server_matrix(n, pull, shares)))
+            # the servers sum and apply on their CPUs (the push's ps-cpu links); the GPU
+            # only waits for the push before pulling
+            update[t.layer] = 0.0
+            held[t.table] = t.vocab          # the table lives in the servers' host memory
             cache[f"ps worker cache ({t.table})"] = pull
-        notes = dense_table_notes(ctx, "ps")
+            notes.append(f"ps {t.table}: {count} {self.servers} servers, rows {self.sharding}: "
+                         f"server load max/mean {shares.max() * count:.2f} "
+                         f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
         return StrategyPlan(sync=tuple(sync), update_time=update,
-                            memory=memory_per_gpu(model, embedding_shards=sharded, sparse_embedding_grads=True,
+                            memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,
                                                   buffers=cache),
                             notes=tuple(notes))
