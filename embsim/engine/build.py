@@ -71,6 +71,8 @@ def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
         ops[fwd_name(n)] = ComputeOp(fwd_name(n), "fwd", n, ctx.layer_fwd[n])
         ops[bwd_name(n)] = ComputeOp(bwd_name(n), "bwd", n, ctx.layer_bwd[n])
     stream = [ops[name] for name in stream_order(layers, per_layer) if name in ops]
+    # a scheduler may reorder computation (EmbRace: input gradients before weight gradients)
+    stream = list(scheduler.rewrite_stream(stream, ctx))
 
     for before, op in strategy_plan.extra:
         names = [s.name for s in stream]

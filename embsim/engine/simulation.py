@@ -192,7 +192,8 @@ class Engine:
 
     # ------------------------------------------------------------------- comm
     def _make_ready(self, k: int, c: CommOp) -> None:
-        order = (c.priority,) if self.scheduler.order == "priority" else ()
+        order = ((c.priority + k * self.scheduler.priority_period,)
+                 if self.scheduler.order == "priority" else ())
         self._seq += 1
         heapq.heappush(self._ready_heap.setdefault(c.channel, []),
                        (order + (k, self.env.now, self._comm_index[c.name], self._seq), k, c, self.env.now))

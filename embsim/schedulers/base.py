@@ -28,6 +28,11 @@ class Scheduler:
     per_layer_update = False
     # "ready": ready order (FIFO); "priority": lowest CommOp.priority first
     order = "ready"
+    # Priorities of different iterations compare as priority + iteration x period: 0 keeps
+    # them per iteration (the older iteration first on ties); a scheduler keying each
+    # op on its consumer's position in a one-iteration stream sets the stream's length,
+    # so an op of the next iteration ranks after everything the current one needs sooner.
+    priority_period = 0.0
 
     def __init__(self, **options):
         self.options = options
@@ -39,6 +44,10 @@ class Scheduler:
         """Rewrite the strategy's plan before bucketing (e.g. split tensors into the part
         the next iteration needs and the part that may wait). Default: unchanged."""
         return strategy_plan
+
+    def rewrite_stream(self, stream, ctx):
+        """The compute stream of one iteration, reordered or split. Default: unchanged."""
+        return stream
 
     def channel_rule(self, channel: str) -> ChannelRule:
         return ChannelRule()

@@ -1,23 +1,37 @@
 """embrace-2d: EmbRace's 2D communication scheduling (ICPP'22, arXiv 2110.09132).
 
-Horizontal: the embedding communication the next iteration does not need is taken off
-the critical path. The next batch's tokens are known one step ahead (a prefetching data
-loader), so each embedding payload splits into the part the next forward reads and the
-rest; the rest is deferred (its update target is `deferred(layer)`, which the engine
-places after the next forward) and overlaps with it. Row payloads (allgather gradients,
-PS push/pull) split by rows: unique_next_overlap / unique_union of the union is read
-again; EmbRace's per-token gradient AlltoAll splits by lookups: lookup_fraction_next.
-The backward AlltoAll then no longer blocks the embedding's backward: both parts become
-gradients that the shard applies in its update, the needed part before the next forward.
+The paper names four parts; each is an option, on by default, so an ablation
+(`embsim compare --ablation`) shows what each contributes:
 
-Vertical: one priority queue over embedding and dense partitions, keyed by when the next
-iteration needs each one: the position of its consumer in the stream (activations this
-iteration's stream is about to block on come first). Partitions, credit and per-layer
-updates as in `priority`.
-
-Not modelled: EmbRace's reordering of backward computation (input gradients before
-weight gradients) to produce the embedding's gradient earlier; the engine's compute
-order is fixed per layer.
+- reorder (1, "optimizes the model computation procedure"): backward computes every
+  layer's input gradient first, down to the embeddings, then the weight gradients
+  (`bwd-input:L` then `bwd:L`; for a layer with weights the two are GEMMs of equal
+  FLOPs, dX = dY W^T and dW = X^T dY, so each takes half of the layer's backward). The
+  embedding-side gradients, and their AlltoAll, are ready as early as the dependencies
+  allow; weight gradients and dense AllReduces follow while the AlltoAll runs, input
+  side first (our choice: the order the next forward needs them in; EmbRace's text
+  does not say).
+- defer (2, "relaxes the dependency of embeddings"): the next iteration reads only the
+  rows its own batch touches; the part of each embedding payload it does not read is
+  applied after the next forward (update target `deferred(layer)`), so its traffic
+  overlaps the next forward. Row payloads split by rows (unique_next_overlap /
+  unique_union), EmbRace's per-token gradient AlltoAll by lookups (lookup_fraction_next);
+  the backward AlltoAll no longer blocks the embedding's backward.
+- prefetch (2, the ids): a prefetching data loader knows the next batch one step ahead,
+  so the token-id exchange for iteration k+1 runs during iteration k's backward instead
+  of at the start of every iteration.
+- cross_iteration (3, "a priority queue" over row blocks and dense tensors): every block
+  is keyed by when the stream next needs it, across iterations: position of its consumer
+  in one iteration's stream (per-layer updates), plus one stream length when the consumer
+  is in the next iteration, plus one per iteration (Scheduler.priority_period). A gradient
+  the next forward needs at its first layer outranks an activation it needs later. Off:
+  keys relative to each op's own iteration (activations this iteration's stream is about
+  to block on first), as P3 does.
+- block / credit (3, 4): tensors are cut into blocks of partition_bytes, at most
+  credit_bytes in flight; preemption happens at block boundaries, so priority decides
+  bandwidth, not just admission. Defaults are ByteScheduler's own (reference
+  workloads.md): partitions of 1,000,000 parameters and a credit of 4,000,000 (4 MB and
+  16 MB in fp32); EmbRace publishes neither.
 """
 
 from __future__ import annotations
@@ -25,23 +39,73 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from ..engine.build import DEFERRED, deferred, stream_order, update_name
+from ..engine.build import DEFERRED, bwd_name, deferred, fwd_name, stream_order, update_name
+from ..engine.ops import ComputeOp
 from ..errors import InputError
 from .base import SCHEDULERS
-from .priority import PriorityScheduler
+from .priority import FP32, PriorityScheduler
 
 EPS = 1e-9
+INPUT_GRAD = "bwd-input:"
+DGRAD_SHARE = 0.5      # dX and dW of a layer with weights: equal FLOPs
+SWITCHES = ("reorder", "defer", "prefetch", "cross_iteration")
+_ON = {True: True, False: False, 1: True, 0: False, "on": True, "off": False, "true": True,
+       "false": False, "yes": True, "no": False}
+
+
+def input_grad_name(layer: str) -> str:
+    return INPUT_GRAD + layer
+
+
+def split_layers(model) -> frozenset[str]:
+    """Layers whose backward splits into an input-gradient and a weight-gradient part:
+    dense weights, not the first layer (nothing below needs its input gradient), not an
+    embedding-side layer (its weight gradient is the embedding's: it goes first)."""
+    first = model.layers[0].name
+    return frozenset(l.name for l in model.layers
+                     if l.params > 0 and l.table is None and l.name != first)
+
+
+def reordered(names: list[str], split: frozenset[str]) -> list[str]:
+    """One iteration's stream names with backward reordered: the input-gradient chain
+    (every layer, last to first; split layers contribute their input half), then the
+    weight halves of the split layers, input side first: the next forward needs those
+    gradients (reduced) in that order."""
+    bwd = [i for i, n in enumerate(names) if n.startswith("bwd:")]
+    if not bwd:
+        return names
+    layers = [names[i].removeprefix("bwd:") for i in bwd]
+    chain = [input_grad_name(l) if l in split else bwd_name(l) for l in layers]
+    weights = [bwd_name(l) for l in reversed(layers) if l in split]
+    return names[:bwd[0]] + chain + weights + names[bwd[-1] + 1:]
 
 
 @lru_cache(maxsize=32)
-def next_iteration_layout(layers: tuple[str, ...]) -> dict[str, int]:
-    """Stream positions under per-layer updates, exactly as engine.build lays them out."""
-    return {n: i for i, n in enumerate(stream_order(list(layers), per_layer=True))}
+def stream_positions(layers: tuple[str, ...], split: frozenset[str]) -> dict[str, int]:
+    """Positions in one iteration's stream under per-layer updates, as the engine lays it
+    out (engine.build.stream_order) and this scheduler reorders it."""
+    names = stream_order(list(layers), per_layer=True)
+    return {n: i for i, n in enumerate(reordered(names, split))}
+
+
+def switch(key: str, value) -> bool:
+    v = value.lower() if isinstance(value, str) else value
+    if v not in _ON:
+        raise InputError(f"--option {key}={value!r}: expected on or off")
+    return _ON[v]
 
 
 @SCHEDULERS.register("embrace-2d")
 class EmbRace2DScheduler(PriorityScheduler):
-    description = "EmbRace 2D: defer embedding rows the next batch skips; one queue keyed by next use"
+    description = ("EmbRace 2D: backward reordered, rows the next batch skips deferred, ids prefetched, "
+                   "one cross-iteration priority queue over blocks")
+
+    def __init__(self, reorder=True, defer=True, prefetch=True, cross_iteration=True,
+                 partition_bytes: float = 1_000_000 * FP32, credit_bytes: float = 4_000_000 * FP32,
+                 **options):
+        super().__init__(partition_bytes=partition_bytes, credit_bytes=credit_bytes, **options)
+        self.reorder, self.defer = switch("reorder", reorder), switch("defer", defer)
+        self.prefetch, self.cross_iteration = switch("prefetch", prefetch), switch("cross_iteration", cross_iteration)
 
     def check(self, strategy) -> None:
         if getattr(strategy, "embedding_payload", None) is None:
@@ -49,10 +113,36 @@ class EmbRace2DScheduler(PriorityScheduler):
                              f"split to defer (its embedding gradient is a dense or sketched tensor); "
                              f"use allgather, ps or embrace")
 
+    # ------------------------------------------------------------ computation
+    def _split(self, ctx) -> frozenset[str]:
+        return split_layers(ctx.model) if self.reorder else frozenset()
+
+    def rewrite_stream(self, stream, ctx):
+        split = self._split(ctx)
+        if not split:
+            return stream
+        by_name = {op.name: op for op in stream}
+        out = []
+        for name in reordered([op.name for op in stream], split):
+            if name.startswith(INPUT_GRAD):
+                whole = by_name[bwd_name(name.removeprefix(INPUT_GRAD))]
+                out.append(ComputeOp(name, "bwd", whole.layer, whole.duration * DGRAD_SHARE))
+            elif name.startswith("bwd:") and name.removeprefix("bwd:") in split:
+                out.append(replace(by_name[name], duration=by_name[name].duration * (1 - DGRAD_SHARE)))
+            else:
+                out.append(by_name[name])
+        return out
+
+    # ---------------------------------------------------------- communication
     def transform(self, strategy_plan, ctx):
         owner_of = {t.table: t.layer for t in ctx.tables.values()}
+        split = self._split(ctx)
+        layers = tuple(l.name for l in ctx.model.layers)
+        first_backward = next(n for n in stream_positions(layers, split) if n.startswith("bwd"))
         sync, update = [], dict(strategy_plan.update_time)
+        extra = list(strategy_plan.extra)
         split_fraction: dict[str, float] = {}
+        notes = list(strategy_plan.notes)
         for t in strategy_plan.sync:
             table = ctx.layer(t.layer).table
             traffic = ctx.tables.get(owner_of.get(table)) if table is not None else None
@@ -60,6 +150,18 @@ class EmbRace2DScheduler(PriorityScheduler):
                 sync.append(t)
                 continue
             owner = traffic.layer
+            if t.ready_after.startswith("bwd:") and t.ready_after.removeprefix("bwd:") in split:
+                # (1) an embedding-side gradient needs only the input gradient above it
+                t = replace(t, ready_after=input_grad_name(t.ready_after.removeprefix("bwd:")))
+            if self.prefetch and t.name.startswith("embrace-ids:"):
+                # (2) the next batch's ids are known a step ahead: exchanged during this
+                # iteration's backward, consumed by the next iteration's lookup
+                extra = [(first_backward if op.name == t.ready_after else before, op) for before, op in extra]
+                sync.append(t)
+                continue
+            if not self.defer:
+                sync.append(t)
+                continue
             rows_kept = traffic.unique_next_overlap / traffic.unique_union if traffic.unique_union else 1.0
             if t.needed_by is None:                                  # row gradient
                 keep, now, later = rows_kept, replace(t, update_of=owner), replace(t, update_of=deferred(owner))
@@ -70,7 +172,7 @@ class EmbRace2DScheduler(PriorityScheduler):
             elif t.ready_after == update_name(owner):                # PS pull of updated rows
                 keep, now = rows_kept, t
                 later = replace(t, ready_after=update_name(deferred(owner)))
-            else:                                                    # index exchange, forward lookups
+            else:                                                    # ids, forward lookups
                 sync.append(t)
                 continue
             sync += _split(now, later, keep)
@@ -79,27 +181,40 @@ class EmbRace2DScheduler(PriorityScheduler):
         for owner, keep in split_fraction.items():
             total = update.get(owner, 0.0)
             update[owner], update[deferred(owner)] = total * keep, total * (1.0 - keep)
-        if not split_fraction:
-            split_fraction_note = ("embrace-2d: no sparse embedding traffic to defer (every table's "
-                                   "gradient is dense); vertical priority only",)
-        else:
-            split_fraction_note = ()
-        notes = tuple(strategy_plan.notes) + split_fraction_note + tuple(
-            f"embrace-2d: {(1 - k) * 100:.0f} % of {o}'s embedding traffic deferred past the next forward"
-            for o, k in split_fraction.items())
-        return replace(strategy_plan, sync=tuple(sync), update_time=update, notes=notes)
+            notes.append(f"embrace-2d: {(1 - keep) * 100:.0f} % of {owner}'s embedding traffic "
+                         f"deferred past the next forward")
+        if self.defer and not split_fraction:
+            notes.append("embrace-2d: no sparse embedding traffic to defer (every table's gradient "
+                         "is dense); vertical priority only")
+        off = [s for s in SWITCHES if not getattr(self, s)]
+        if off:
+            notes.append(f"embrace-2d: parts off: {', '.join(off)}")
+        # where each extra op sits: just before its anchor (for next-use keys)
+        self._anchors = {op.name: before for before, op in extra}
+        return replace(strategy_plan, sync=tuple(sync), update_time=update, extra=tuple(extra),
+                       notes=tuple(notes))
+
+    def build(self, tensors, ctx):
+        # one stream length per iteration: the key of an op of iteration k is its
+        # consumer's position counted from iteration k's start
+        layout = stream_positions(tuple(l.name for l in ctx.model.layers), self._split(ctx))
+        self.priority_period = float(len(layout)) if self.cross_iteration else 0.0
+        return super().build(tensors, ctx)
 
     def priority_of(self, t, ctx) -> float:
-        """Position of the consumer in the stream: this iteration's (negative: the stream
-        is about to block on it) or the next one's (gradients, a PS pull)."""
-        layout = next_iteration_layout(tuple(l.name for l in ctx.model.layers))
+        layout = stream_positions(tuple(l.name for l in ctx.model.layers), self._split(ctx))
+        n = len(layout)
         if t.needed_by is not None:
             pos = layout[t.needed_by]
-            same_iteration = t.ready_after in layout and layout[t.ready_after] < pos
-            if not t.ready_after.startswith(("fwd:", "bwd:", "update:")):
-                same_iteration = True        # after an extra op inserted before its consumer
-            return float(pos - len(layout) if same_iteration else pos)
-        return float(layout[update_name(t.update_of or t.layer)])
+            anchors = getattr(self, "_anchors", {})
+            ready = (layout[t.ready_after] if t.ready_after in layout
+                     else layout[anchors[t.ready_after]] - 0.5 if t.ready_after in anchors else -1)
+            this_iteration = ready < pos
+            if self.cross_iteration:
+                return float(pos if this_iteration else n + pos)
+            return float(pos - n if this_iteration else pos)
+        pos = layout[update_name(t.update_of or t.layer)]
+        return float(n + pos if self.cross_iteration else pos)
 
 
 def _split(now, later, keep: float):
