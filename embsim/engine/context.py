@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..errors import InputError
-from ..strategies.base import StepContext, TableTraffic
+from ..plan.context import StepContext, TableTraffic
 from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, optimizer_step_time,
                                  sparse_optimizer_step_time)
 from ..workload.tokens import RowTouches, TokenStats

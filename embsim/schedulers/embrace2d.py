@@ -13,7 +13,7 @@ The paper names four parts; each is an option, on by default, so an ablation
   does not say).
 - defer (2, "relaxes the dependency of embeddings"): the next iteration reads only the
   rows its own batch touches; the part of each embedding payload it does not read is
-  applied after the next forward (update target `deferred(layer)`), so its traffic
+  applied after the next forward (the deferred part of the layer's update), so its traffic
   overlaps the next forward. Row payloads split by rows (unique_next_overlap /
   unique_union), EmbRace's per-token gradient AlltoAll by lookups (lookup_fraction_next);
   the backward AlltoAll no longer blocks the embedding's backward.
@@ -39,22 +39,18 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from ..engine.build import DEFERRED, bwd_name, deferred, fwd_name, stream_order, update_name
-from ..engine.ops import ComputeOp
 from ..errors import InputError
+from ..plan.names import DEFERRED, OpId, Role, bwd_input_name, bwd_name, stream_order, update_name
+from ..plan.ops import ComputeOp
 from .base import SCHEDULERS
 from .priority import FP32, PriorityScheduler
 
 EPS = 1e-9
-INPUT_GRAD = "bwd-input:"
 DGRAD_SHARE = 0.5      # dX and dW of a layer with weights: equal FLOPs
 SWITCHES = ("reorder", "defer", "prefetch", "cross_iteration")
 _ON = {True: True, False: False, 1: True, 0: False, "on": True, "off": False, "true": True,
        "false": False, "yes": True, "no": False}
-
-
-def input_grad_name(layer: str) -> str:
-    return INPUT_GRAD + layer
+IDS_TAG = "embrace-ids"   # the extra op after which EmbRace's token-id exchange may start
 
 
 def split_layers(model) -> frozenset[str]:
@@ -66,26 +62,25 @@ def split_layers(model) -> frozenset[str]:
                      if l.params > 0 and l.table is None and l.name != first)
 
 
-def reordered(names: list[str], split: frozenset[str]) -> list[str]:
-    """One iteration's stream names with backward reordered: the input-gradient chain
-    (every layer, last to first; split layers contribute their input half), then the
-    weight halves of the split layers, input side first: the next forward needs those
-    gradients (reduced) in that order."""
-    bwd = [i for i, n in enumerate(names) if n.startswith("bwd:")]
+def reordered(ids: list[OpId], split: frozenset[str]) -> list[OpId]:
+    """One iteration's stream with backward reordered: the input-gradient chain (every
+    layer, last to first; split layers contribute their input half), then the weight
+    halves of the split layers, input side first: the next forward needs those gradients
+    (reduced) in that order."""
+    bwd = [i for i, n in enumerate(ids) if n.role is Role.BWD]
     if not bwd:
-        return names
-    layers = [names[i].removeprefix("bwd:") for i in bwd]
-    chain = [input_grad_name(l) if l in split else bwd_name(l) for l in layers]
+        return ids
+    layers = [ids[i].layer for i in bwd]
+    chain = [bwd_input_name(l) if l in split else bwd_name(l) for l in layers]
     weights = [bwd_name(l) for l in reversed(layers) if l in split]
-    return names[:bwd[0]] + chain + weights + names[bwd[-1] + 1:]
+    return ids[:bwd[0]] + chain + weights + ids[bwd[-1] + 1:]
 
 
 @lru_cache(maxsize=32)
-def stream_positions(layers: tuple[str, ...], split: frozenset[str]) -> dict[str, int]:
+def stream_positions(layers: tuple[str, ...], split: frozenset[str]) -> dict[OpId, int]:
     """Positions in one iteration's stream under per-layer updates, as the engine lays it
-    out (engine.build.stream_order) and this scheduler reorders it."""
-    names = stream_order(list(layers), per_layer=True)
-    return {n: i for i, n in enumerate(reordered(names, split))}
+    out (plan.names.stream_order) and this scheduler reorders it."""
+    return {n: i for i, n in enumerate(reordered(stream_order(list(layers), per_layer=True), split))}
 
 
 def switch(key: str, value) -> bool:
@@ -105,7 +100,9 @@ class EmbRace2DScheduler(PriorityScheduler):
                  **options):
         super().__init__(partition_bytes=partition_bytes, credit_bytes=credit_bytes, **options)
         self.reorder, self.defer = switch("reorder", reorder), switch("defer", defer)
-        self.prefetch, self.cross_iteration = switch("prefetch", prefetch), switch("cross_iteration", cross_iteration)
+        self.prefetch = switch("prefetch", prefetch)
+        self.cross_iteration = switch("cross_iteration", cross_iteration)
+        self._anchors: dict[OpId, OpId] = {}
 
     def check(self, strategy) -> None:
         if getattr(strategy, "embedding_payload", None) is None:
@@ -117,29 +114,32 @@ class EmbRace2DScheduler(PriorityScheduler):
     def _split(self, ctx) -> frozenset[str]:
         return split_layers(ctx.model) if self.reorder else frozenset()
 
+    def _layout(self, ctx) -> dict[OpId, int]:
+        return stream_positions(tuple(l.name for l in ctx.model.layers), self._split(ctx))
+
     def rewrite_stream(self, stream, ctx):
         split = self._split(ctx)
         if not split:
             return stream
-        by_name = {op.name: op for op in stream}
+        by_id = {op.id: op for op in stream}
         out = []
-        for name in reordered([op.name for op in stream], split):
-            if name.startswith(INPUT_GRAD):
-                whole = by_name[bwd_name(name.removeprefix(INPUT_GRAD))]
-                out.append(ComputeOp(name, "bwd", whole.layer, whole.duration * DGRAD_SHARE))
-            elif name.startswith("bwd:") and name.removeprefix("bwd:") in split:
-                out.append(replace(by_name[name], duration=by_name[name].duration * (1 - DGRAD_SHARE)))
+        for op_id in reordered([op.id for op in stream], split):
+            if op_id.role is Role.BWD_INPUT:
+                whole = by_id[bwd_name(op_id.layer)]
+                out.append(ComputeOp(op_id, whole.duration * DGRAD_SHARE))
+            elif op_id.role is Role.BWD and op_id.layer in split:
+                out.append(replace(by_id[op_id], duration=by_id[op_id].duration * (1 - DGRAD_SHARE)))
             else:
-                out.append(by_name[name])
+                out.append(by_id[op_id])
         return out
 
     # ---------------------------------------------------------- communication
     def transform(self, strategy_plan, ctx):
         owner_of = {t.table: t.layer for t in ctx.tables.values()}
         split = self._split(ctx)
-        layers = tuple(l.name for l in ctx.model.layers)
-        first_backward = next(n for n in stream_positions(layers, split) if n.startswith("bwd"))
+        first_backward = next(n for n in self._layout(ctx) if n.role in (Role.BWD, Role.BWD_INPUT))
         sync, update = [], dict(strategy_plan.update_time)
+        deferred = dict(strategy_plan.deferred_update_time)
         extra = list(strategy_plan.extra)
         split_fraction: dict[str, float] = {}
         notes = list(strategy_plan.notes)
@@ -150,13 +150,14 @@ class EmbRace2DScheduler(PriorityScheduler):
                 sync.append(t)
                 continue
             owner = traffic.layer
-            if t.ready_after.startswith("bwd:") and t.ready_after.removeprefix("bwd:") in split:
+            if t.ready_after.role is Role.BWD and t.ready_after.layer in split:
                 # (1) an embedding-side gradient needs only the input gradient above it
-                t = replace(t, ready_after=input_grad_name(t.ready_after.removeprefix("bwd:")))
-            if self.prefetch and t.name.startswith("embrace-ids:"):
-                # (2) the next batch's ids are known a step ahead: exchanged during this
-                # iteration's backward, consumed by the next iteration's lookup
-                extra = [(first_backward if op.name == t.ready_after else before, op) for before, op in extra]
+                t = replace(t, ready_after=bwd_input_name(t.ready_after.layer))
+            if t.ready_after.role is Role.EXTRA and t.ready_after.tag == IDS_TAG:
+                if self.prefetch:
+                    # (2) the next batch's ids are known a step ahead: staged and exchanged
+                    # during this iteration's backward, read by the next iteration's lookup
+                    extra = [(first_backward if op.id == t.ready_after else before, op) for before, op in extra]
                 sync.append(t)
                 continue
             if not self.defer:
@@ -164,15 +165,16 @@ class EmbRace2DScheduler(PriorityScheduler):
                 continue
             rows_kept = traffic.unique_next_overlap / traffic.unique_union if traffic.unique_union else 1.0
             if t.needed_by is None:                                  # row gradient
-                keep, now, later = rows_kept, replace(t, update_of=owner), replace(t, update_of=deferred(owner))
-            elif t.needed_by.startswith("bwd:"):                     # per-token gradient AlltoAll
+                keep = rows_kept
+                now, later = replace(t, update_of=update_name(owner)), replace(t, update_of=update_name(owner, True))
+            elif t.needed_by.role is Role.BWD:                       # per-token gradient AlltoAll
                 keep = traffic.lookup_fraction_next
-                now = replace(t, needed_by=None, update_of=owner)
-                later = replace(t, needed_by=None, update_of=deferred(owner))
+                now = replace(t, needed_by=None, update_of=update_name(owner))
+                later = replace(t, needed_by=None, update_of=update_name(owner, True))
             elif t.ready_after == update_name(owner):                # PS pull of updated rows
                 keep, now = rows_kept, t
-                later = replace(t, ready_after=update_name(deferred(owner)))
-            else:                                                    # ids, forward lookups
+                later = replace(t, ready_after=update_name(owner, True))
+            else:                                                    # forward lookups
                 sync.append(t)
                 continue
             sync += _split(now, later, keep)
@@ -180,7 +182,7 @@ class EmbRace2DScheduler(PriorityScheduler):
                 split_fraction[owner] = keep
         for owner, keep in split_fraction.items():
             total = update.get(owner, 0.0)
-            update[owner], update[deferred(owner)] = total * keep, total * (1.0 - keep)
+            update[owner], deferred[owner] = total * keep, total * (1.0 - keep)
             notes.append(f"embrace-2d: {(1 - keep) * 100:.0f} % of {owner}'s embedding traffic "
                          f"deferred past the next forward")
         if self.defer and not split_fraction:
@@ -190,30 +192,29 @@ class EmbRace2DScheduler(PriorityScheduler):
         if off:
             notes.append(f"embrace-2d: parts off: {', '.join(off)}")
         # where each extra op sits: just before its anchor (for next-use keys)
-        self._anchors = {op.name: before for before, op in extra}
-        return replace(strategy_plan, sync=tuple(sync), update_time=update, extra=tuple(extra),
-                       notes=tuple(notes))
+        self._anchors = {op.id: before for before, op in extra}
+        return replace(strategy_plan, sync=tuple(sync), update_time=update, deferred_update_time=deferred,
+                       extra=tuple(extra), notes=tuple(notes))
 
     def build(self, tensors, ctx):
         # one stream length per iteration: the key of an op of iteration k is its
         # consumer's position counted from iteration k's start
-        layout = stream_positions(tuple(l.name for l in ctx.model.layers), self._split(ctx))
-        self.priority_period = float(len(layout)) if self.cross_iteration else 0.0
+        self.priority_period = float(len(self._layout(ctx))) if self.cross_iteration else 0.0
         return super().build(tensors, ctx)
 
     def priority_of(self, t, ctx) -> float:
-        layout = stream_positions(tuple(l.name for l in ctx.model.layers), self._split(ctx))
+        layout = self._layout(ctx)
         n = len(layout)
         if t.needed_by is not None:
             pos = layout[t.needed_by]
-            anchors = getattr(self, "_anchors", {})
             ready = (layout[t.ready_after] if t.ready_after in layout
-                     else layout[anchors[t.ready_after]] - 0.5 if t.ready_after in anchors else -1)
+                     else layout[self._anchors[t.ready_after]] - 0.5 if t.ready_after in self._anchors
+                     else -1)
             this_iteration = ready < pos
             if self.cross_iteration:
                 return float(pos if this_iteration else n + pos)
             return float(pos - n if this_iteration else pos)
-        pos = layout[update_name(t.update_of or t.layer)]
+        pos = layout[t.update_of or update_name(t.layer)]
         return float(n + pos if self.cross_iteration else pos)
 
 

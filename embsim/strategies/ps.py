@@ -23,9 +23,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..engine.build import bwd_name, fwd_name, update_name
-from ..engine.ops import SyncTensor
 from ..errors import InputError
+from ..plan.names import bwd_name, fwd_name, update_name
+from ..plan.ops import SyncTensor
 from ..topology.servers import PLACEMENTS, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu

@@ -8,6 +8,7 @@ from embsim.engine.build import build_step_plan
 from embsim.engine.context import step_context
 from embsim.engine.run import SimulationConfig, simulate
 from embsim.errors import InputError
+from embsim.plan.names import OpId, bwd_input_name, fwd_name, update_name
 from embsim.schedulers import SCHEDULERS
 from embsim.schedulers.embrace2d import reordered, split_layers, stream_positions
 from embsim.strategies import STRATEGIES
@@ -32,18 +33,19 @@ def test_reorder_by_hand():
     split = split_layers(m)
     assert split == {"lstm.0", "lstm.1"}        # softmax is embedding-side, loss has no weights
     names = ["fwd:a", "bwd:loss", "bwd:softmax", "bwd:lstm.1", "bwd:lstm.0", "bwd:word_embedding", "update:x"]
-    assert reordered(names, split) == [
+    assert [str(i) for i in reordered([OpId.parse(n) for n in names], split)] == [
         "fwd:a", "bwd:loss", "bwd:softmax", "bwd-input:lstm.1", "bwd-input:lstm.0",
         "bwd:word_embedding", "bwd:lstm.0", "bwd:lstm.1", "update:x"]
     plan, _, ctx = plan_for()
     stream = {op.name: op for op in plan.stream}
+    assert all(isinstance(op.id, OpId) for op in plan.stream)
     for layer in ("lstm.0", "lstm.1"):
         # dX and dW halves add up to the layer's backward
         assert stream[f"bwd-input:{layer}"].duration == pytest.approx(ctx.layer_bwd[layer] / 2)
         assert stream[f"bwd:{layer}"].duration == pytest.approx(ctx.layer_bwd[layer] / 2)
     # the embedding's gradient AlltoAll waits only for lstm.0's input gradient
     bwd_a2a = [c for c in plan.comms if c.name.startswith("embrace-bwd:word_embedding")]
-    assert bwd_a2a and all(c.ready_after == (("bwd-input:lstm.0", 0),) for c in bwd_a2a)
+    assert bwd_a2a and all(c.ready_after == ((bwd_input_name("lstm.0"), 0),) for c in bwd_a2a)
     off, _, _ = plan_for(reorder="off")
     assert not any(op.name.startswith("bwd-input:") for op in off.stream)
 
@@ -58,8 +60,8 @@ def test_next_iteration_activation_does_not_outrank_an_earlier_gradient():
     # fwd:lstm.0 of k+1, which consumes the forward AlltoAll of iteration k+1
     grad = next(v for name, v in key.items() if name.startswith("grad:lstm.0"))
     act = key["embrace-fwd:word_embedding"]
-    assert grad == n + layout["update:lstm.0"]
-    assert act == layout["fwd:lstm.0"]
+    assert grad == n + layout[update_name("lstm.0")]
+    assert act == layout[fwd_name("lstm.0")]
     assert grad + 0 * n < act + 1 * n               # engine key: priority + iteration x n
     # ...and the P3-style per-iteration key (cross_iteration off) got this backwards
     off, s_off, _ = plan_for(cross_iteration="off")
@@ -90,10 +92,10 @@ def test_deferred_rows_are_applied_after_the_next_lookup_and_do_not_block_it():
         assert ops["update:word_embedding#deferred"].start >= ops["fwd:word_embedding"].end
         assert ops["update:word_embedding#deferred"].start >= ops["fwd:loss"].end
     plan, _, _ = plan_for()
-    waits = {dep for deps in (plan.comm_waits.get("fwd:word_embedding", ()),
-                              plan.comm_waits.get("update:word_embedding", ())) for dep in deps}
-    assert waits and not any("#deferred" in name for name, _ in waits)
-    assert any("#deferred" in name for name, _ in plan.comm_waits["update:word_embedding#deferred"])
+    waits = {dep for deps in (plan.comm_waits.get(fwd_name("word_embedding"), ()),
+                              plan.comm_waits.get(update_name("word_embedding"), ())) for dep in deps}
+    assert waits and not any("#deferred" in str(name) for name, _ in waits)
+    assert any("#deferred" in name for name, _ in plan.comm_waits[update_name("word_embedding", True)])
 
 
 def test_a_deferred_block_starts_after_the_next_forwards_lookup():
@@ -114,12 +116,12 @@ def test_a_deferred_block_starts_after_the_next_forwards_lookup():
 
 def test_prefetched_ids_are_exchanged_an_iteration_ahead():
     plan, _, _ = plan_for()
-    waits = dict(plan.comm_waits)["fwd:word_embedding"]
+    waits = plan.comm_waits[fwd_name("word_embedding")]
     assert ("embrace-ids:word", -1) in waits              # the previous iteration's exchange
     names = [op.name for op in plan.stream]
     assert names.index("extra:embrace-ids:word_embedding") > names.index("fwd:loss")
     off, _, _ = plan_for(prefetch="off")
-    assert ("embrace-ids:word", 0) in dict(off.comm_waits)["fwd:word_embedding"]
+    assert ("embrace-ids:word", 0) in off.comm_waits[fwd_name("word_embedding")]
 
 
 def test_credit_bounds_bytes_in_flight_and_switches_are_checked():
