@@ -35,6 +35,7 @@ class CompareRow:
     notes: tuple = ()
     compute_source: str = ""                 # measured (trace) or "compute: roofline estimate"
     n_gpus: int = 0
+    busiest_link: tuple | None = None        # (link kind, mean, peak utilisation)
 
     @property
     def label(self) -> str:
@@ -83,7 +84,24 @@ def parse_names(text: str | None, registry, flag: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def options_for(options: dict, name: str) -> dict:
+    """--option keys for one strategy or scheduler: plain KEY=VALUE for every component,
+    NAME.KEY=VALUE only for the one called NAME (e.g. embrace.shard=rows, ps.servers=dedicated)."""
+    out = {k: v for k, v in options.items() if "." not in k}
+    prefix = name + "."
+    out.update({k.removeprefix(prefix): v for k, v in options.items() if k.startswith(prefix)})
+    return out
+
+
+def combination(cfg: SimulationConfig, strategy: str, scheduler: str) -> SimulationConfig:
+    """cfg for one cell: each component gets only its own options."""
+    return replace(cfg, strategy=strategy, scheduler=scheduler,
+                   strategy_options=options_for(cfg.strategy_options, strategy),
+                   scheduler_options=options_for(cfg.scheduler_options, scheduler))
+
+
 def refusal(strategy: str, scheduler: str, cfg: SimulationConfig) -> str | None:
+    cfg = combination(cfg, strategy, scheduler)
     try:
         st = STRATEGIES.get(strategy)(**cfg.strategy_options)
         SCHEDULERS.get(scheduler)(**cfg.scheduler_options).check(st)
@@ -99,7 +117,8 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       exposed_comm=r.exposed_comm, compute=r.compute,
                       comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
                       memory_per_gpu=float(r.memory["total"]), fits_in_memory=r.fits_in_memory,
-                      notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus)
+                      notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus,
+                      busiest_link=r.busiest_link)
 
 
 def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
@@ -109,7 +128,11 @@ def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
     if BASELINE not in combos:
         combos.insert(0, BASELINE)
     refused = {c: refusal(*c, base) for c in combos}
-    todo = [replace(base, strategy=s, scheduler=x) for (s, x) in combos if refused[(s, x)] is None]
+    prefixes = {k.split(".", 1)[0] for k in [*cfg.strategy_options, *cfg.scheduler_options] if "." in k}
+    unknown = sorted(prefixes - set(STRATEGIES.names()) - set(SCHEDULERS.names()))
+    if unknown:
+        raise InputError(f"--option {unknown[0]}.KEY: no strategy or scheduler is called {unknown[0]!r}")
+    todo = [combination(base, s, x) for (s, x) in combos if refused[(s, x)] is None]
     workers = max(1, min(workers, MAX_WORKERS, len(todo)))
     if workers == 1:
         done = [run_one(c) for c in todo]
@@ -133,3 +156,29 @@ def rank_key(row: CompareRow):
     if row.refused is not None:
         return (2, 0.0, row.label)
     return (0 if row.fits_in_memory else 1, row.step_time, row.label)
+
+
+def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
+    """Why `row` is slower than the same strategy under fifo: the compute stream (more
+    computation or updates serialised on it) or the network (more exposed
+    communication), with the busiest link class."""
+    d_step = row.step_time - fifo.step_time
+    d_compute = row.compute - fifo.compute
+    d_exposed = row.exposed_comm - fifo.exposed_comm
+    if d_compute >= d_exposed:
+        return (f"{row.label} loses to {fifo.label} by {d_step * 1e3:.2f} ms: bottleneck the compute "
+                f"stream (+{d_compute * 1e3:.2f} ms of computation)")
+    link = ""
+    if row.busiest_link is not None:
+        kind, mean, peak = row.busiest_link
+        link = f", busiest link class {kind} at {mean * 100:.0f} % mean / {peak * 100:.0f} % peak utilisation"
+    return (f"{row.label} loses to {fifo.label} by {d_step * 1e3:.2f} ms: bottleneck the network "
+            f"(+{d_exposed * 1e3:.2f} ms of exposed communication{link})")
+
+
+def losses_to_fifo(rows) -> list[str]:
+    """One line per row whose scheduler is slower than fifo for the same strategy."""
+    fifo = {r.strategy: r for r in rows if r.scheduler == "fifo" and r.refused is None}
+    return [bottleneck(r, fifo[r.strategy]) for r in rows
+            if r.refused is None and r.scheduler != "fifo" and r.strategy in fifo
+            and r.step_time > fifo[r.strategy].step_time * (1 + 1e-9)]

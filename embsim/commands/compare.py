@@ -9,7 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ..compare import compare
-from ..compare import parse_names
+from ..ablation import ablation as run_ablation
+from ..compare import losses_to_fifo, parse_names
+from ..errors import InputError
 from ..report.units import human_bytes, human_time
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
@@ -24,9 +26,22 @@ from .options import config_from_options, simulation_options
               help="parallel worker processes (at most 2)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a bar chart (PNG)")
 @click.option("--json", "as_json", is_flag=True, help="print the matrix as JSON")
-def command(strategies, schedulers, workers, plot, as_json, **options):
+@click.option("--ablation", is_flag=True,
+              help="EmbRace 2D taken apart: one strategy (--strategies, default embrace) under fifo, "
+                   "priority, embrace-2d and embrace-2d with each part off")
+def command(strategies, schedulers, workers, plot, as_json, ablation, **options):
     """Simulate every strategy x scheduler and rank them by step time."""
     cfg = config_from_options(options)
+    if ablation:
+        names = parse_names(strategies or "embrace", STRATEGIES, "--strategies")
+        if len(names) != 1:
+            raise InputError(f"--ablation takes one strategy, got --strategies {strategies}")
+        result = run_ablation(cfg, names[0])
+        if as_json:
+            click.echo(json.dumps(result.as_json(), indent=2))
+        else:
+            print_ablation(result)
+        return
     result = compare(cfg, parse_names(strategies, STRATEGIES, "--strategies"),
                      parse_names(schedulers, SCHEDULERS, "--schedulers"), workers=workers)
     if plot:
@@ -55,6 +70,25 @@ def print_matrix(result, console: Console | None = None) -> None:
     for r in result.rows:
         if r.refused is not None:
             console.print(f"refused: {r.label}: {r.refused}")
+    for line in losses_to_fifo(result.rows):
+        console.print(f"slower: {line}")
     notes = dict.fromkeys(n for r in result.rows for n in r.notes)
     for n in notes:
         console.print(f"note: {n}")
+
+
+def print_ablation(result, console: Console | None = None) -> None:
+    console = console or Console(width=160)
+    cfg = result.config
+    t = Table(title=f"{result.strategy} on {cfg.topology}, {cfg.model}: EmbRace 2D part by part",
+              title_justify="left")
+    for col in ("run", "step", "exposed comm", "vs embrace-2d", "vs fifo"):
+        t.add_column(col, justify="left" if col == "run" else "right")
+    full, fifo = result.full, result.fifo
+    for label, r in result.rows:
+        t.add_row(label, human_time(r.step_time), human_time(r.exposed_comm),
+                  f"{(r.step_time - full.step_time) * 1e3:+.2f} ms", f"{(r.step_time - fifo.step_time) * 1e3:+.2f} ms")
+    console.print(t)
+    console.print(f"compute times: {full.compute_source}")
+    for line in result.bottlenecks():
+        console.print(f"slower than fifo: {line}")

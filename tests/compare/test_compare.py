@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -57,3 +58,40 @@ def test_cli_table_and_bad_names():
     bad = CliRunner().invoke(command, ["--topology", "1x4", "--strategies", "nope"])
     assert bad.exit_code != 0
     assert isinstance(bad.exception, InputError) and "--strategies" in str(bad.exception)
+
+
+def test_per_component_options_reach_only_their_component():
+    from embsim.compare import options_for
+    opts = {"iterations_hint": 1, "embrace.shard": "rows", "ps.servers": "dedicated"}
+    assert options_for(opts, "embrace") == {"iterations_hint": 1, "shard": "rows"}
+    assert options_for(opts, "allgather") == {"iterations_hint": 1}
+    cfg = SimulationConfig(topology="pcie-rtx3090:2x2", model="lstm-lm1b", batch=8, iterations=3,
+                           strategy_options={"embrace.shard": "rows", "ps.servers": "dedicated"},
+                           scheduler_options={"embrace.shard": "rows", "ps.servers": "dedicated"})
+    res = compare(cfg, ["embrace", "ps"], ["fifo"], workers=1)
+    notes = {r.label: r.notes for r in res.rows}
+    assert any("hottest shard" in n for n in notes["embrace/fifo"])
+    assert any("dedicated servers" in n for n in notes["ps/fifo"])
+    with pytest.raises(InputError, match="nope"):
+        compare(replace(cfg, strategy_options={"nope.x": 1}), ["embrace"], ["fifo"], workers=1)
+
+
+def test_ablation_runs_every_part_off_and_names_the_bottleneck():
+    from embsim.ablation import ablation
+    cfg = SimulationConfig(topology="pcie-rtx3090:4x4", model="lstm-lm1b", iterations=4)
+    res = ablation(cfg, "embrace")
+    labels = [label for label, _ in res.rows]
+    assert labels == ["fifo", "priority", "embrace-2d", "embrace-2d, reorder off", "embrace-2d, defer off",
+                      "embrace-2d, prefetch off", "embrace-2d, cross_iteration off"]
+    rows = dict(res.rows)
+    assert rows["embrace-2d"].step_time < rows["fifo"].step_time
+    lines = res.bottlenecks()
+    slower = [label for label, r in res.rows if r.step_time > rows["fifo"].step_time]
+    assert len(lines) == len(slower) and all("bottleneck" in line for line in lines)
+    out = CliRunner().invoke(command, ["--ablation", "--topology", "pcie-rtx3090:4x4", "--model", "lstm-lm1b",
+                                       "--iterations", "4", "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    assert [r["run"] for r in doc["rows"]] == labels
+    bad = CliRunner().invoke(command, ["--ablation", "--strategies", "embrace,ps"])
+    assert bad.exit_code != 0
