@@ -6,10 +6,14 @@ Servers are CPU processes, attached to the topology (topology.servers):
 `servers=dedicated` (server machines with their own NICs: the YAML's
 `parameter_servers:` section, else as many as GPU nodes at the GPU nodes' NIC rate;
 `server_nodes`, `server_gbit`, `server_sum_gbps` override it).
-Every table row lives on one server, hashed (`server_sharding=hashed`, default) or in
-contiguous blocks of the frequency-sorted vocabulary (`contiguous`, the worst case):
-under Zipf the servers holding the hottest rows receive more of every worker's push, so
-the load is uneven (max / mean reported in the notes).
+Every table row lives on one server. `server_sharding=partitions` (default) is what
+BytePS does: the tensor is cut into partitions of `server_partition_params` parameters
+(BytePS's default partition, 4,096,000 bytes = 1,024,000 fp32 parameters) dealt out to
+the servers in turn; the first partitions of a frequency-sorted vocabulary hold the
+hottest rows, which every worker touches, so their servers receive more of every push.
+`contiguous`: one block of rows per server (TensorFlow's partitioned variables, as
+Parallax ran them: the worst case); `hashed`: every row hashed on its own (the
+optimistic bound). The load is uneven; max / mean is reported in the notes.
 After backward each worker pushes its U coalesced (index, row) pairs; each server sums
 them and applies the optimizer on its CPU (the ps-cpu link of the push route: pushes to
 a hot server queue there); the worker then pulls its U updated rows (values only: the
@@ -34,6 +38,9 @@ from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
 
+BYTEPS_PARTITION_PARAMS = 4_096_000 // 4   # BYTEPS_PARTITION_BYTES default, fp32
+
+
 def server_matrix(n_workers: int, per_worker_bytes: float, shares: np.ndarray) -> np.ndarray:
     """workers x servers bytes: every worker sends each server its share of the rows."""
     return np.outer(np.full(n_workers, per_worker_bytes), shares)
@@ -44,7 +51,8 @@ class ParameterServerStrategy(Strategy):
     description = "sparse rows pushed to / pulled from CPU parameter servers (BytePS/Parallax)"
     embedding_payload = "rows"
 
-    def __init__(self, servers: str = "colocated", server_sharding: str = "hashed",
+    def __init__(self, servers: str = "colocated", server_sharding: str = "partitions",
+                 server_partition_params: int = BYTEPS_PARTITION_PARAMS,
                  server_nodes: int | None = None, server_gbit: float | None = None,
                  server_sum_gbps: float | None = None, **options):
         super().__init__(**options)
@@ -54,11 +62,14 @@ class ParameterServerStrategy(Strategy):
             raise InputError(f"--option server_sharding={server_sharding!r}: expected one of "
                              f"{', '.join(SHARDINGS)}")
         for key, value in (("server_nodes", server_nodes), ("server_gbit", server_gbit),
+                           ("server_partition_params", server_partition_params),
                            ("server_sum_gbps", server_sum_gbps)):
             if value is not None and (not isinstance(value, (int, float)) or value <= 0
-                                      or (key == "server_nodes" and not isinstance(value, int))):
+                                      or (key in ("server_nodes", "server_partition_params")
+                                       and not isinstance(value, int))):
                 raise InputError(f"--option {key}={value!r}: must be a positive number")
         self.servers, self.sharding = servers, server_sharding
+        self.partition_params = server_partition_params
         self.overrides = {k: v for k, v in (("nodes", server_nodes), ("nic_gbit", server_gbit),
                                              ("sum_gbps", server_sum_gbps)) if v is not None}
 
@@ -80,7 +91,8 @@ class ParameterServerStrategy(Strategy):
             push = t.unique_per_gpu * model.row_bytes(t.table)
             pull = t.unique_per_gpu * t.dim * model.dtype_bytes
             weights = t.row_inclusion if t.row_inclusion is not None else np.full(t.vocab, 1.0 / t.vocab)
-            shares = shard_shares(weights, count, self.sharding)
+            shares = shard_shares(weights, count, self.sharding,
+                                  block_rows=max(1, self.partition_params // t.dim))
             sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
                                    nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
                                    matrix=server_matrix(n, push, shares)))

@@ -233,13 +233,19 @@ class RowTouches:
 
 
 # ---------------------------------------------------------------------- sharding
-SHARDINGS = ("contiguous", "hashed")
+SHARDINGS = ("contiguous", "hashed", "partitions")
 _HASH_MULT = 2654435761          # Knuth's multiplicative hash (golden ratio x 2^32)
 
 
-def shard_of_rows(vocab: int, shards: int, how: str) -> np.ndarray:
-    """Shard index of every row: contiguous blocks (as torch.chunk) or a fixed
-    multiplicative hash of the row id (deterministic, spreads neighbours apart)."""
+def shard_of_rows(vocab: int, shards: int, how: str, block_rows: int | None = None) -> np.ndarray:
+    """Shard index of every row: contiguous blocks (as torch.chunk), a fixed
+    multiplicative hash of the row id (deterministic, spreads neighbours apart), or
+    partitions of `block_rows` consecutive rows dealt out in turn (BytePS cuts a tensor
+    into fixed-size partitions and spreads them over the servers)."""
+    if how == "partitions":
+        if not block_rows or block_rows < 1:
+            raise InputError("sharding partitions: needs a partition size of at least one row")
+        return (np.arange(vocab) // int(block_rows)) % shards
     if how == "contiguous":
         sizes = [len(b) for b in np.array_split(np.arange(vocab), shards)]
         return np.repeat(np.arange(shards), sizes)
@@ -249,10 +255,10 @@ def shard_of_rows(vocab: int, shards: int, how: str) -> np.ndarray:
     raise InputError(f"sharding {how!r}: expected one of {', '.join(SHARDINGS)}")
 
 
-def shard_shares(weights: np.ndarray, shards: int, how: str) -> np.ndarray:
+def shard_shares(weights: np.ndarray, shards: int, how: str, block_rows: int | None = None) -> np.ndarray:
     """Fraction of the total `weights` (per row: reads, or touched rows) each shard holds."""
     w = np.asarray(weights, dtype=np.float64)
-    out = np.bincount(shard_of_rows(w.size, shards, how), weights=w, minlength=shards)
+    out = np.bincount(shard_of_rows(w.size, shards, how, block_rows), weights=w, minlength=shards)
     return out / out.sum()
 
 

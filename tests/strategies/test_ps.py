@@ -59,7 +59,7 @@ def run(**kw):
 
 def test_contiguous_rows_load_one_server_and_slow_the_push():
     hashed = run(topology="pcie-rtx3090:4x4", model="lstm-lm1b", batch=32, strategy="ps",
-                 strategy_options={"servers": "dedicated"})
+                 strategy_options={"servers": "dedicated", "server_sharding": "hashed"})
     blocks = run(topology="pcie-rtx3090:4x4", model="lstm-lm1b", batch=32, strategy="ps",
                  strategy_options={"servers": "dedicated", "server_sharding": "contiguous"})
     load = lambda r: float(next(n for n in r.notes if "max/mean" in n).split("max/mean ")[1].split()[0])
@@ -80,3 +80,11 @@ def test_yaml_describes_server_nodes_and_bad_options_are_one_line_errors():
     with pytest.raises(InputError, match="network"):
         run(topology="dgx-h100:1x8", model="lstm-lm1b", batch=8, strategy="ps",
             strategy_options={"servers": "dedicated"})
+
+
+def test_byteps_partitions_are_the_default_and_load_the_first_server():
+    r = run(topology="pcie-rtx3090:4x4", model="lstm-lm1b", batch=32, strategy="ps")
+    note = next(n for n in r.notes if "max/mean" in n)
+    assert "rows partitions" in note and "4 colocated servers" in note
+    with pytest.raises(InputError, match="server_partition_params"):
+        run(topology="2x8", model="tiny-lm", strategy="ps", strategy_options={"server_partition_params": 0})

@@ -127,8 +127,12 @@ def test_unknown_option_is_rejected():
 def test_sparse_strategies_beat_dense_allreduce_on_a_huge_table():
     """lstm-lm1b: a 793k-row table, ~1 % touched per GPU."""
     base = run(topology="2x8", model="lstm-lm1b", batch=32).step_time
-    for s in ("allgather", "ps", "embrace"):
+    for s in ("allgather", "embrace"):
         assert run(topology="2x8", model="lstm-lm1b", batch=32, strategy=s).step_time < base
+    # parameter servers only with rows hashed evenly: BytePS's partitions put the hottest
+    # rows on one CPU server, which then sets the step (tests/strategies/test_ps.py)
+    assert run(topology="2x8", model="lstm-lm1b", batch=32, strategy="ps",
+               strategy_options={"server_sharding": "hashed"}).step_time < base
 
 
 def test_s2reducer_never_sends_more_than_the_dense_gradient():

@@ -92,3 +92,17 @@ def test_hashing_a_zipf_vocabulary_is_lumpy_but_far_better_than_blocks():
     # hashing spreads them, but row 0 alone (~7 % of reads) stays on one shard
     assert 1.5 < hashed.max() * 16 < 3.0 < blocks.max() * 16
     assert hashed.max() >= probs[0]
+
+
+def test_partitions_dealt_in_turn_like_byteps():
+    assert shard_of_rows(10, 3, "partitions", block_rows=2).tolist() == [0, 0, 1, 1, 2, 2, 0, 0, 1, 1]
+    with pytest.raises(InputError, match="partition"):
+        shard_of_rows(10, 3, "partitions")
+    # lstm-lm1b's touched rows over 16 servers: the first 2000-row partition (the hottest
+    # words, touched by every step) loads its server ~3x the mean; hashing rows evens it
+    m = load_model("lstm-lm1b")
+    t = m.table("word")
+    q = RowTouches(TokenStats.zipf(t.vocab, 1.05), m.batch * t.lookups_per_sample, t.sampled).inclusion
+    parts = shard_shares(q, 16, "partitions", block_rows=1_024_000 // 512)
+    assert 2.5 < parts.max() * 16 < 4.0
+    assert shard_shares(q, 16, "hashed").max() * 16 < 1.05
