@@ -41,9 +41,9 @@ class AblationResult:
                 "bottlenecks": self.bottlenecks()}
 
 
-def ablation_configs(cfg: SimulationConfig, strategy: str) -> list[tuple[str, SimulationConfig]]:
+def ablation_configs(cfg: SimulationConfig, strategy: str, options=None) -> list[tuple[str, SimulationConfig]]:
     base = replace(cfg, efficiency_baseline=False)
-    runs = [(x, combination(base, strategy, x)) for x in ("fifo", "priority", "embrace-2d")]
+    runs = [(x, combination(base, strategy, x, options)) for x in ("fifo", "priority", "embrace-2d")]
     two_d = runs[-1][1]
     for part in SWITCHES:
         runs.append((f"embrace-2d, {part} off",
@@ -51,6 +51,7 @@ def ablation_configs(cfg: SimulationConfig, strategy: str) -> list[tuple[str, Si
     return runs
 
 
-def ablation(cfg: SimulationConfig, strategy: str = "embrace") -> AblationResult:
-    rows = tuple((label, run_one(c)) for label, c in ablation_configs(cfg, strategy))
+def ablation(cfg: SimulationConfig, strategy: str = "embrace", options=None) -> AblationResult:
+    """`options`: one --option bag, routed as compare routes it (NAME.KEY for one component)."""
+    rows = tuple((label, run_one(c)) for label, c in ablation_configs(cfg, strategy, options))
     return AblationResult(config=cfg, strategy=strategy, rows=rows)

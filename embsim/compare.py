@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Any, Mapping
 
+from .engine.config import with_options
 from .engine.run import SimulationConfig, simulate
 from .errors import InputError
+from .options import build_options, route
 from .schedulers import SCHEDULERS
 from .strategies import STRATEGIES
 
@@ -41,18 +44,6 @@ class CompareRow:
     def label(self) -> str:
         return f"{self.strategy}/{self.scheduler}"
 
-    def as_json(self) -> dict:
-        out = {"strategy": self.strategy, "scheduler": self.scheduler,
-               "step_time_ms": None if self.step_time is None else self.step_time * 1e3,
-               "speedup": self.speedup,
-               "exposed_comm_ms": None if self.exposed_comm is None else self.exposed_comm * 1e3,
-               "comm_bytes_per_gpu": self.comm_bytes_per_gpu,
-               "memory_per_gpu_bytes": self.memory_per_gpu,
-               "fits_in_memory": self.fits_in_memory}
-        if self.refused is not None:
-            out["refused"] = self.refused
-        return out
-
 
 @dataclass(frozen=True)
 class CompareResult:
@@ -65,10 +56,6 @@ class CompareResult:
     def compute_source(self) -> str:
         """Where the compute times came from (the same for every row of one matrix)."""
         return next((r.compute_source for r in self.rows if r.compute_source), "")
-
-    def as_json(self) -> dict:
-        return {"baseline": self.baseline, "compute_source": self.compute_source,
-                "rows": [r.as_json() for r in self.rows]}
 
 
 def parse_names(text: str | None, registry, flag: str) -> list[str]:
@@ -84,27 +71,10 @@ def parse_names(text: str | None, registry, flag: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def options_for(options: dict, name: str) -> dict:
-    """--option keys for one strategy or scheduler: plain KEY=VALUE for every component,
-    NAME.KEY=VALUE only for the one called NAME (e.g. embrace.shard=rows, ps.servers=dedicated)."""
-    out = {k: v for k, v in options.items() if "." not in k}
-    prefix = name + "."
-    out.update({k.removeprefix(prefix): v for k, v in options.items() if k.startswith(prefix)})
-    return out
-
-
-def combination(cfg: SimulationConfig, strategy: str, scheduler: str) -> SimulationConfig:
-    """cfg for one cell: each component gets only its own options."""
-    return replace(cfg, strategy=strategy, scheduler=scheduler,
-                   strategy_options=options_for(cfg.strategy_options, strategy),
-                   scheduler_options=options_for(cfg.scheduler_options, scheduler))
-
-
-def refusal(strategy: str, scheduler: str, cfg: SimulationConfig) -> str | None:
-    cfg = combination(cfg, strategy, scheduler)
+def refusal(cfg: SimulationConfig) -> str | None:
     try:
-        st = STRATEGIES.get(strategy)(**cfg.strategy_options)
-        SCHEDULERS.get(scheduler)(**cfg.scheduler_options).check(st)
+        st = STRATEGIES.get(cfg.strategy).from_options(cfg.strategy_options)
+        SCHEDULERS.get(cfg.scheduler).from_options(cfg.scheduler_options).check(st)
     except InputError as e:
         return str(e)
     return None
@@ -116,23 +86,54 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
     return CompareRow(strategy=cfg.strategy, scheduler=cfg.scheduler, step_time=r.step_time,
                       exposed_comm=r.exposed_comm, compute=r.compute,
                       comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
-                      memory_per_gpu=float(r.memory["total"]), fits_in_memory=r.fits_in_memory,
+                      memory_per_gpu=float(r.memory.total), fits_in_memory=r.fits_in_memory,
                       notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus,
                       busiest_link=r.busiest_link)
 
 
+def split_scoped(options: Mapping[str, Any]) -> tuple[dict, dict]:
+    """(plain keys, {component name: its NAME.KEY=VALUE keys}); a NAME that is no
+    strategy or scheduler is refused."""
+    plain, scoped = {}, {}
+    for key, value in options.items():
+        if "." not in key:
+            plain[key] = value
+            continue
+        name, sub = key.split(".", 1)
+        if name not in STRATEGIES.names() and name not in SCHEDULERS.names():
+            raise InputError(f"--option {key}: no strategy or scheduler is called {name!r}")
+        scoped.setdefault(name, {})[sub] = value
+    return plain, scoped
+
+
+def combination(base: SimulationConfig, strategy: str, scheduler: str,
+                options: Mapping[str, Any] | None, combos=None) -> SimulationConfig:
+    """The config of one cell. Plain keys go to the components that declare them (a key
+    no compared component declares is refused); NAME.KEY=VALUE only to the strategy or
+    scheduler called NAME (e.g. ps.servers=dedicated, embrace-2d.partition_bytes=8e6)."""
+    plain, scoped = split_scoped(options or {})
+    cfg = with_options(replace(base, strategy=strategy, scheduler=scheduler), plain, strict=False)
+    return replace(cfg, strategy_options={**cfg.strategy_options, **scoped.get(strategy, {})},
+                   scheduler_options={**cfg.scheduler_options, **scoped.get(scheduler, {})})
+
+
 def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
-            workers: int = MAX_WORKERS) -> CompareResult:
+            workers: int = MAX_WORKERS, options: Mapping[str, Any] | None = None) -> CompareResult:
+    """`options`: one --option bag; each combination gets the keys its strategy and its
+    scheduler declare, and a key no compared component declares is refused."""
     base = replace(cfg, efficiency_baseline=False)
     combos = [(s, x) for s in strategies for x in schedulers]
     if BASELINE not in combos:
         combos.insert(0, BASELINE)
-    refused = {c: refusal(*c, base) for c in combos}
-    prefixes = {k.split(".", 1)[0] for k in [*cfg.strategy_options, *cfg.scheduler_options] if "." in k}
-    unknown = sorted(prefixes - set(STRATEGIES.names()) - set(SCHEDULERS.names()))
-    if unknown:
-        raise InputError(f"--option {unknown[0]}.KEY: no strategy or scheduler is called {unknown[0]!r}")
-    todo = [combination(base, s, x) for (s, x) in combos if refused[(s, x)] is None]
+    plain, scoped = split_scoped(options or {})
+    for name, keys in scoped.items():      # a mistyped NAME.KEY is an error, not a refusal
+        registry = STRATEGIES if name in STRATEGIES.names() else SCHEDULERS
+        build_options(registry.get(name).Options, keys, f"{registry.what} {name}")
+    route(plain, {**{f"strategy {s}": STRATEGIES.get(s).Options for s, _ in combos},
+                  **{f"scheduler {x}": SCHEDULERS.get(x).Options for _, x in combos}})
+    configs = {(s, x): combination(base, s, x, options) for (s, x) in combos}
+    refused = {c: refusal(configs[c]) for c in combos}
+    todo = [configs[c] for c in combos if refused[c] is None]
     workers = max(1, min(workers, MAX_WORKERS, len(todo)))
     if workers == 1:
         done = [run_one(c) for c in todo]

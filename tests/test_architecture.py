@@ -20,8 +20,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "embsim"
 
 # Bottom to top. A subpackage (or top-level module) may import its own floor and below.
 FLOORS = [
-    # base: errors, atomic writes, YAML, registries, curve interpolation
-    {"embsim", "embsim.errors", "embsim.atomic", "embsim.registry", "embsim.yamlio", "embsim.curves"},
+    # base: errors, atomic writes, YAML, registries, typed component options, curve interpolation
+    {"embsim", "embsim.errors", "embsim.atomic", "embsim.registry", "embsim.options", "embsim.yamlio",
+     "embsim.curves"},
     # inputs: what is simulated, and the measured traces
     {"embsim.topology", "embsim.workload", "embsim.trace", "embsim.network"},
     # collective cost model, trace importers, real-kernel calibration (torch)
@@ -33,7 +34,7 @@ FLOORS = [
     # the simulation and its facade
     {"embsim.engine"},
     # what is built from simulations
-    {"embsim.report", "embsim.compare", "embsim.sweep", "embsim.validate"},
+    {"embsim.report", "embsim.compare", "embsim.ablation", "embsim.sweep", "embsim.validate"},
     # the command line
     {"embsim.commands", "embsim.cli", "embsim.__main__"},
 ]

@@ -23,7 +23,7 @@ The paper names four parts; each is an option, on by default, so an ablation
 - cross_iteration (3, "a priority queue" over row blocks and dense tensors): every block
   is keyed by when the stream next needs it, across iterations: position of its consumer
   in one iteration's stream (per-layer updates), plus one stream length when the consumer
-  is in the next iteration, plus one per iteration (Scheduler.priority_period). A gradient
+  is in the next iteration, plus one per iteration (queue_key). A gradient
   the next forward needs at its first layer outranks an activation it needs later. Off:
   keys relative to each op's own iteration (activations this iteration's stream is about
   to block on first), as P3 does.
@@ -36,12 +36,14 @@ The paper names four parts; each is an option, on by default, so an ablation
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ..errors import InputError
+from ..options import positive_number
 from ..plan.names import DEFERRED, OpId, Role, bwd_input_name, bwd_name, stream_order, update_name
 from ..plan.ops import ComputeOp
+from ..plan.traits import Payload
 from .base import SCHEDULERS
 from .priority import FP32, PriorityScheduler
 
@@ -90,22 +92,38 @@ def switch(key: str, value) -> bool:
     return _ON[v]
 
 
+@dataclass(frozen=True)
+class EmbRace2DOptions:
+    reorder: bool = True            # (1) input gradients before weight gradients
+    defer: bool = True              # (2) rows the next batch does not read after its forward
+    prefetch: bool = True           # (2) the next batch's ids exchanged a step ahead
+    cross_iteration: bool = True    # (3) one queue keyed by next use across iterations
+    partition_bytes: float = 1_000_000 * FP32    # block size (ByteScheduler's default)
+    credit_bytes: float = 4_000_000 * FP32       # bytes in flight (ByteScheduler's default)
+
+    def __post_init__(self):
+        for key in SWITCHES:
+            object.__setattr__(self, key, switch(key, getattr(self, key)))
+        for key in ("partition_bytes", "credit_bytes"):
+            object.__setattr__(self, key, positive_number(getattr(self, key), key))
+
+
 @SCHEDULERS.register("embrace-2d")
 class EmbRace2DScheduler(PriorityScheduler):
     description = ("EmbRace 2D: backward reordered, rows the next batch skips deferred, ids prefetched, "
                    "one cross-iteration priority queue over blocks")
+    Options = EmbRace2DOptions
 
-    def __init__(self, reorder=True, defer=True, prefetch=True, cross_iteration=True,
-                 partition_bytes: float = 1_000_000 * FP32, credit_bytes: float = 4_000_000 * FP32,
-                 **options):
-        super().__init__(partition_bytes=partition_bytes, credit_bytes=credit_bytes, **options)
-        self.reorder, self.defer = switch("reorder", reorder), switch("defer", defer)
-        self.prefetch = switch("prefetch", prefetch)
-        self.cross_iteration = switch("cross_iteration", cross_iteration)
+    def __init__(self, options=None):
+        super().__init__(options)
+        o = self.options
+        self.reorder, self.defer, self.prefetch = o.reorder, o.defer, o.prefetch
+        self.cross_iteration = o.cross_iteration
         self._anchors: dict[OpId, OpId] = {}
+        self._period = 0.0
 
     def check(self, strategy) -> None:
-        if getattr(strategy, "embedding_payload", None) is None:
+        if strategy.embedding_payload is Payload.NONE:
             raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name}: no row-level "
                              f"split to defer (its embedding gradient is a dense or sketched tensor); "
                              f"use allgather, ps or embrace")
@@ -134,7 +152,9 @@ class EmbRace2DScheduler(PriorityScheduler):
         return out
 
     # ---------------------------------------------------------- communication
-    def transform(self, strategy_plan, ctx):
+    def transform(self, strategy_plan, ctx, strategy):
+        self.check(strategy)
+        payload = strategy.embedding_payload
         owner_of = {t.table: t.layer for t in ctx.tables.values()}
         split = self._split(ctx)
         first_backward = next(n for n in self._layout(ctx) if n.role in (Role.BWD, Role.BWD_INPUT))
@@ -164,19 +184,26 @@ class EmbRace2DScheduler(PriorityScheduler):
                 sync.append(t)
                 continue
             rows_kept = traffic.unique_next_overlap / traffic.unique_union if traffic.unique_union else 1.0
-            if t.needed_by is None:                                  # row gradient
-                keep = rows_kept
+            fraction = rows_kept if payload is Payload.ROWS else traffic.lookup_fraction_next
+            needed = None if t.needed_by is None else t.needed_by.role
+            if needed is None:                                       # gradient rows / tokens
+                keep = fraction
                 now, later = replace(t, update_of=update_name(owner)), replace(t, update_of=update_name(owner, True))
-            elif t.needed_by.role is Role.BWD:                       # per-token gradient AlltoAll
-                keep = traffic.lookup_fraction_next
+            elif needed is Role.BWD and payload is Payload.TOKENS:   # per-token gradient AlltoAll
+                keep = fraction
                 now = replace(t, needed_by=None, update_of=update_name(owner))
                 later = replace(t, needed_by=None, update_of=update_name(owner, True))
-            elif t.ready_after == update_name(owner):                # PS pull of updated rows
-                keep, now = rows_kept, t
+            elif needed is Role.FWD and t.ready_after == update_name(owner):   # PS pull of updated rows
+                keep, now = fraction, t
                 later = replace(t, ready_after=update_name(owner, True))
-            else:                                                    # forward lookups
+            elif needed is Role.FWD:                                 # forward lookups
                 sync.append(t)
                 continue
+            else:
+                raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name}: cannot tell "
+                                 f"which part of {t.name} ({payload.value}, needed by {t.needed_by}) the "
+                                 f"next iteration needs; it splits gradients, pulls after the update "
+                                 f"and per-token backward traffic")
             sync += _split(now, later, keep)
             if keep < 1.0 - EPS:
                 split_fraction[owner] = keep
@@ -199,8 +226,15 @@ class EmbRace2DScheduler(PriorityScheduler):
     def build(self, tensors, ctx):
         # one stream length per iteration: the key of an op of iteration k is its
         # consumer's position counted from iteration k's start
-        self.priority_period = float(len(self._layout(ctx))) if self.cross_iteration else 0.0
+        self._period = float(len(self._layout(ctx))) if self.cross_iteration else 0.0
         return super().build(tensors, ctx)
+
+    @property
+    def priority_period(self) -> float:
+        return self._period
+
+    def queue_key(self, op, iteration=0):
+        return (op.priority + iteration * self._period,)
 
     def priority_of(self, t, ctx) -> float:
         layout = self._layout(ctx)

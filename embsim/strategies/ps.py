@@ -23,11 +23,13 @@ Per worker ~ 2 x U x row bytes, independent of the GPU count.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import InputError
+from ..options import positive_number
+from ..plan.traits import Payload
 from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
 from ..topology.servers import PLACEMENTS, with_servers
@@ -46,32 +48,43 @@ def server_matrix(n_workers: int, per_worker_bytes: float, shares: np.ndarray) -
     return np.outer(np.full(n_workers, per_worker_bytes), shares)
 
 
+@dataclass(frozen=True)
+class PsOptions:
+    servers: str = "colocated"             # or "dedicated" machines
+    server_sharding: str = "partitions"    # BytePS partitions; "hashed" rows; "contiguous" blocks
+    server_partition_params: int = BYTEPS_PARTITION_PARAMS
+    server_nodes: int | None = None        # dedicated: machines (None: YAML or one per GPU node)
+    server_gbit: float | None = None       # dedicated: NIC line rate (None: YAML or the GPU nodes')
+    server_sum_gbps: float | None = None   # summation rate per server (None: YAML or 20 GB/s)
+
+    def __post_init__(self):
+        if self.servers not in PLACEMENTS:
+            raise InputError(f"--option servers={self.servers!r}: expected one of {', '.join(PLACEMENTS)}")
+        if self.server_sharding not in SHARDINGS:
+            raise InputError(f"--option server_sharding={self.server_sharding!r}: expected one of "
+                             f"{', '.join(SHARDINGS)}")
+        for key in ("server_nodes", "server_partition_params"):
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InputError(f"--option {key}={value!r}: must be a positive integer")
+        for key in ("server_gbit", "server_sum_gbps"):
+            if getattr(self, key) is not None:
+                object.__setattr__(self, key, positive_number(getattr(self, key), key))
+
+
 @STRATEGIES.register("ps")
 class ParameterServerStrategy(Strategy):
     description = "sparse rows pushed to / pulled from CPU parameter servers (BytePS/Parallax)"
-    embedding_payload = "rows"
+    embedding_payload = Payload.ROWS   # pushed gradient rows, pulled rows
+    Options = PsOptions
 
-    def __init__(self, servers: str = "colocated", server_sharding: str = "partitions",
-                 server_partition_params: int = BYTEPS_PARTITION_PARAMS,
-                 server_nodes: int | None = None, server_gbit: float | None = None,
-                 server_sum_gbps: float | None = None, **options):
-        super().__init__(**options)
-        if servers not in PLACEMENTS:
-            raise InputError(f"--option servers={servers!r}: expected one of {', '.join(PLACEMENTS)}")
-        if server_sharding not in SHARDINGS:
-            raise InputError(f"--option server_sharding={server_sharding!r}: expected one of "
-                             f"{', '.join(SHARDINGS)}")
-        for key, value in (("server_nodes", server_nodes), ("server_gbit", server_gbit),
-                           ("server_partition_params", server_partition_params),
-                           ("server_sum_gbps", server_sum_gbps)):
-            if value is not None and (not isinstance(value, (int, float)) or value <= 0
-                                      or (key in ("server_nodes", "server_partition_params")
-                                       and not isinstance(value, int))):
-                raise InputError(f"--option {key}={value!r}: must be a positive number")
-        self.servers, self.sharding = servers, server_sharding
-        self.partition_params = server_partition_params
-        self.overrides = {k: v for k, v in (("nodes", server_nodes), ("nic_gbit", server_gbit),
-                                             ("sum_gbps", server_sum_gbps)) if v is not None}
+    def __init__(self, options=None):
+        super().__init__(options)
+        o = self.options
+        self.servers, self.sharding, self.partition_params = o.servers, o.server_sharding, o.server_partition_params
+        self.overrides = {k: v for k, v in (("nodes", o.server_nodes), ("nic_gbit", o.server_gbit),
+                                             ("sum_gbps", o.server_sum_gbps)) if v is not None}
+        self.server_count: int | None = None
 
     def topology(self, topo):
         if topo.n_gpus == 1:

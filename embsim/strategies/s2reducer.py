@@ -20,10 +20,13 @@ per-lookup gradients are hashed straight in); decode with the update.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..plan.names import bwd_name, extra_name
 from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
+from ..options import positive_number
+from ..plan.traits import Payload
 from ..workload.memory import memory_per_gpu
 from ..workload.roofline import roofline_time
 from .base import STRATEGIES, Strategy, StrategyPlan
@@ -35,24 +38,35 @@ from .s2sketch import (GNMT_RANK, GNMT_SPARSITY, SKETCH_BYTES, collision_free_fr
 SIZINGS = ("published", "union")
 
 
+@dataclass(frozen=True)
+class S2ReducerOptions:
+    sparsity: float = GNMT_SPARSITY   # the authors' GNMT embedding_sparsity
+    rank: float = GNMT_RANK           # the authors' GNMT optimizer_reducer_rank
+    sizing: str = "published"         # or "union": embsim's former sketch sized to decode
+    depth: int = 3                    # sizing=union: sketch rows (hash functions)
+    width_factor: float = 2.0         # sizing=union: sketch width over the expected union rows
+
+    def __post_init__(self):
+        if self.sizing not in SIZINGS:
+            raise InputError(f"--option sizing={self.sizing!r}: expected one of {', '.join(SIZINGS)}")
+        for key in ("sparsity", "rank", "width_factor"):
+            object.__setattr__(self, key, positive_number(getattr(self, key), key))
+        if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1:
+            raise InputError(f"--option depth={self.depth!r}: must be an integer >= 1")
+
+
 @STRATEGIES.register("s2reducer")
 class S2ReducerStrategy(Strategy):
     description = "one-row count sketch + fp32-per-row bitmap, two AllReduces (S2 Reducer)"
-    embedding_payload = None      # a sketch has no rows to defer
+    embedding_payload = Payload.NONE   # a sketch has no rows to defer
+    Options = S2ReducerOptions
 
-    def __init__(self, sparsity: float = GNMT_SPARSITY, rank: float = GNMT_RANK,
-                 sizing: str = "published", depth: int = 3, width_factor: float = 2.0, **options):
-        super().__init__(**options)
-        if sizing not in SIZINGS:
-            raise InputError(f"--option sizing={sizing!r}: expected one of {', '.join(SIZINGS)}")
-        for key, value in (("sparsity", sparsity), ("rank", rank), ("width_factor", width_factor)):
-            if not isinstance(value, (int, float)) or not value > 0:
-                raise InputError(f"--option {key}={value!r}: must be > 0")
-        if not isinstance(depth, int) or depth < 1:
-            raise InputError(f"--option depth={depth!r}: must be an integer >= 1")
-        self.sizing, self.sparsity, self.rank = sizing, float(sparsity), float(rank)
-        self.depth = depth if sizing == "union" else 1
-        self.width_factor = float(width_factor)
+    def __init__(self, options=None):
+        super().__init__(options)
+        o = self.options
+        self.sizing, self.sparsity, self.rank = o.sizing, o.sparsity, o.rank
+        self.depth = o.depth if o.sizing == "union" else 1
+        self.width_factor = o.width_factor
 
     def sizes(self, t) -> tuple[float, float, int, str]:
         """(sketch bytes, bitmap bytes, buckets per element slot, note) for one table."""

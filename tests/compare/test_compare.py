@@ -61,19 +61,22 @@ def test_cli_table_and_bad_names():
 
 
 def test_per_component_options_reach_only_their_component():
-    from embsim.compare import options_for
-    opts = {"iterations_hint": 1, "embrace.shard": "rows", "ps.servers": "dedicated"}
-    assert options_for(opts, "embrace") == {"iterations_hint": 1, "shard": "rows"}
-    assert options_for(opts, "allgather") == {"iterations_hint": 1}
-    cfg = SimulationConfig(topology="pcie-rtx3090:2x2", model="lstm-lm1b", batch=8, iterations=3,
-                           strategy_options={"embrace.shard": "rows", "ps.servers": "dedicated"},
-                           scheduler_options={"embrace.shard": "rows", "ps.servers": "dedicated"})
-    res = compare(cfg, ["embrace", "ps"], ["fifo"], workers=1)
+    from embsim.compare import combination, split_scoped
+    opts = {"partition_bytes": 8e6, "embrace.shard": "rows", "ps.servers": "dedicated"}
+    assert split_scoped(opts) == ({"partition_bytes": 8e6},
+                                  {"embrace": {"shard": "rows"}, "ps": {"servers": "dedicated"}})
+    base = SimulationConfig(topology="pcie-rtx3090:2x2", model="lstm-lm1b", batch=8, iterations=3)
+    one = combination(base, "embrace", "priority", opts)
+    assert one.strategy_options == {"shard": "rows"} and one.scheduler_options == {"partition_bytes": 8e6}
+    res = compare(base, ["embrace", "ps"], ["fifo"], workers=1,
+                  options={"embrace.shard": "rows", "ps.servers": "dedicated"})
     notes = {r.label: r.notes for r in res.rows}
     assert any("hottest shard" in n for n in notes["embrace/fifo"])
     assert any("dedicated servers" in n for n in notes["ps/fifo"])
     with pytest.raises(InputError, match="nope"):
-        compare(replace(cfg, strategy_options={"nope.x": 1}), ["embrace"], ["fifo"], workers=1)
+        compare(base, ["embrace"], ["fifo"], workers=1, options={"nope.x": 1})
+    with pytest.raises(InputError, match="shard"):
+        compare(base, ["embrace"], ["fifo"], workers=1, options={"embrace.shrad": "rows"})
 
 
 def test_ablation_runs_every_part_off_and_names_the_bottleneck():

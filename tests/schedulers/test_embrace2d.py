@@ -18,9 +18,10 @@ from embsim.workload import load_model
 
 def plan_for(model="lstm-lm1b", topology="pcie-rtx3090:2x4", **options):
     cfg = SimulationConfig(topology=topology, model=model, strategy="embrace", scheduler="embrace-2d")
-    ctx, _ = step_context(load_model(model), load_topology(topology), None, cfg)
-    scheduler = SCHEDULERS.get("embrace-2d")(**options)
-    return build_step_plan(ctx, STRATEGIES.get("embrace")().plan(ctx), scheduler), scheduler, ctx
+    ctx, _ = step_context(load_model(model), load_topology(topology), None, cfg, False)
+    scheduler = SCHEDULERS.get("embrace-2d").from_options(options)
+    strategy = STRATEGIES.get("embrace")()
+    return build_step_plan(ctx, strategy.plan(ctx), strategy, scheduler), scheduler, ctx
 
 
 def run(**kw):
