@@ -152,7 +152,7 @@ def main() -> None:
                 data["overlap"][key][label] = overlap_with_next_forward(r.run, ITERATIONS - 2)
                 if sched == "embrace-2d" and topology == CLUSTERS[0] and model == MODELS[0]:
                     suffix = "" if not opts else "_reorder-off"
-                    write_chrome_trace(TRACE.format(suffix), r.run, r.n_gpus, r.topology["gpus_per_node"])
+                    write_chrome_trace(TRACE.format(suffix), r.run, r.n_gpus, r.cluster.gpus_per_node)
             data["s2reducer"][key] = s2_bytes(topology, model)
             data["ps"][key] = ps_vs_embrace(topology, model)
     atomic_write_text("docs/results/mechanisms.json", json.dumps(data, indent=2) + "\n")
