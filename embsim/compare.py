@@ -100,8 +100,11 @@ def split_scoped(options: Mapping[str, Any]) -> tuple[dict, dict]:
             plain[key] = value
             continue
         name, sub = key.split(".", 1)
-        if name not in STRATEGIES.names() and name not in SCHEDULERS.names():
-            raise InputError(f"--option {key}: no strategy or scheduler is called {name!r}")
+        # the CLI spells dashes in keys as underscores: embrace_2d.KEY is embrace-2d's
+        known = {n.replace("-", "_"): n for n in [*STRATEGIES.names(), *SCHEDULERS.names()]}
+        name = known.get(name.replace("-", "_"))
+        if name is None:
+            raise InputError(f"--option {key}: no strategy or scheduler is called {key.split('.', 1)[0]!r}")
         scoped.setdefault(name, {})[sub] = value
     return plain, scoped
 

@@ -77,6 +77,9 @@ def test_per_component_options_reach_only_their_component():
         compare(base, ["embrace"], ["fifo"], workers=1, options={"nope.x": 1})
     with pytest.raises(InputError, match="shard"):
         compare(base, ["embrace"], ["fifo"], workers=1, options={"embrace.shrad": "rows"})
+    # the CLI turns dashes in keys into underscores: embrace_2d.KEY still names embrace-2d
+    plain, scoped = split_scoped({"embrace_2d.partition_bytes": 8e6})
+    assert scoped == {"embrace-2d": {"partition_bytes": 8e6}}
 
 
 def test_ablation_runs_every_part_off_and_names_the_bottleneck():
