@@ -79,3 +79,11 @@ def test_compare_routes_one_bag_over_the_matrix():
     assert any("hottest shard" in n for r in res.rows for n in r.notes)
     with pytest.raises(InputError, match="--option shard"):
         compare(cfg, ["allreduce"], ["fifo"], workers=1, options={"shard": "rows"})
+
+
+def test_options_cannot_hide_in_constructor_keywords():
+    from embsim.schedulers import Scheduler
+    from embsim.strategies import Strategy
+    for base in (Strategy, Scheduler):
+        with pytest.raises(TypeError, match="Options dataclass"):
+            type("Sneaky", (base,), {"__init__": lambda self, bucket=1, **kw: None})

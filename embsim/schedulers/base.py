@@ -33,6 +33,14 @@ class Scheduler:
     def __init__(self, options=None):
         self.options = options if options is not None else self.Options()
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # options are the Options dataclass's fields, never constructor keywords (which
+        # swallowed typos and reached every component)
+        if "__init__" in cls.__dict__:
+            raise TypeError(f"{cls.__name__}: declare scheduler options as an Options dataclass, "
+                            f"not as __init__ keywords")
+
     @classmethod
     def from_options(cls, given: dict) -> "Scheduler":
         """The scheduler with `given` --option values, unknown keys refused."""
