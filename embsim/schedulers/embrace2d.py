@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from types import MappingProxyType
+from typing import Mapping
 
 from ..errors import InputError
 from ..options import positive_number
@@ -114,13 +116,9 @@ class EmbRace2DScheduler(PriorityScheduler):
                    "one cross-iteration priority queue over blocks")
     Options = EmbRace2DOptions
 
-    def __init__(self, options=None):
-        super().__init__(options)
-        o = self.options
-        self.reorder, self.defer, self.prefetch = o.reorder, o.defer, o.prefetch
-        self.cross_iteration = o.cross_iteration
-        self._anchors: dict[OpId, OpId] = {}
-        self._period = 0.0
+    # set by transform() and build() for the plan being built
+    _anchors: Mapping[OpId, OpId] = MappingProxyType({})
+    _period = 0.0
 
     def check(self, strategy) -> None:
         if strategy.embedding_payload is Payload.NONE:
@@ -130,7 +128,7 @@ class EmbRace2DScheduler(PriorityScheduler):
 
     # ------------------------------------------------------------ computation
     def _split(self, ctx) -> frozenset[str]:
-        return split_layers(ctx.model) if self.reorder else frozenset()
+        return split_layers(ctx.model) if self.options.reorder else frozenset()
 
     def _layout(self, ctx) -> dict[OpId, int]:
         return stream_positions(tuple(l.name for l in ctx.model.layers), self._split(ctx))
@@ -174,13 +172,13 @@ class EmbRace2DScheduler(PriorityScheduler):
                 # (1) an embedding-side gradient needs only the input gradient above it
                 t = replace(t, ready_after=bwd_input_name(t.ready_after.layer))
             if t.ready_after.role is Role.EXTRA and t.ready_after.tag == IDS_TAG:
-                if self.prefetch:
+                if self.options.prefetch:
                     # (2) the next batch's ids are known a step ahead: staged and exchanged
                     # during this iteration's backward, read by the next iteration's lookup
                     extra = [(first_backward if op.id == t.ready_after else before, op) for before, op in extra]
                 sync.append(t)
                 continue
-            if not self.defer:
+            if not self.options.defer:
                 sync.append(t)
                 continue
             rows_kept = traffic.unique_next_overlap / traffic.unique_union if traffic.unique_union else 1.0
@@ -212,10 +210,10 @@ class EmbRace2DScheduler(PriorityScheduler):
             update[owner], deferred[owner] = total * keep, total * (1.0 - keep)
             notes.append(f"embrace-2d: {(1 - keep) * 100:.0f} % of {owner}'s embedding traffic "
                          f"deferred past the next forward")
-        if self.defer and not split_fraction:
+        if self.options.defer and not split_fraction:
             notes.append("embrace-2d: no sparse embedding traffic to defer (every table's gradient "
                          "is dense); vertical priority only")
-        off = [s for s in SWITCHES if not getattr(self, s)]
+        off = [s for s in SWITCHES if not getattr(self.options, s)]
         if off:
             notes.append(f"embrace-2d: parts off: {', '.join(off)}")
         # where each extra op sits: just before its anchor (for next-use keys)
@@ -226,7 +224,7 @@ class EmbRace2DScheduler(PriorityScheduler):
     def build(self, tensors, ctx):
         # one stream length per iteration: the key of an op of iteration k is its
         # consumer's position counted from iteration k's start
-        self._period = float(len(self._layout(ctx))) if self.cross_iteration else 0.0
+        self._period = float(len(self._layout(ctx))) if self.options.cross_iteration else 0.0
         return super().build(tensors, ctx)
 
     @property
@@ -245,11 +243,11 @@ class EmbRace2DScheduler(PriorityScheduler):
                      else layout[self._anchors[t.ready_after]] - 0.5 if t.ready_after in self._anchors
                      else -1)
             this_iteration = ready < pos
-            if self.cross_iteration:
+            if self.options.cross_iteration:
                 return float(pos if this_iteration else n + pos)
             return float(pos - n if this_iteration else pos)
         pos = layout[t.update_of or update_name(t.layer)]
-        return float(n + pos if self.cross_iteration else pos)
+        return float(n + pos if self.options.cross_iteration else pos)
 
 
 def _split(now, later, keep: float):

@@ -78,19 +78,16 @@ class ParameterServerStrategy(Strategy):
     embedding_payload = Payload.ROWS   # pushed gradient rows, pulled rows
     Options = PsOptions
 
-    def __init__(self, options=None):
-        super().__init__(options)
-        o = self.options
-        self.servers, self.sharding, self.partition_params = o.servers, o.server_sharding, o.server_partition_params
-        self.overrides = {k: v for k, v in (("nodes", o.server_nodes), ("nic_gbit", o.server_gbit),
-                                             ("sum_gbps", o.server_sum_gbps)) if v is not None}
-        self.server_count: int | None = None
+    server_count: int | None = None    # set by topology(): the servers attached
 
     def topology(self, topo):
         if topo.n_gpus == 1:
             return topo          # one GPU synchronises nothing
-        spec = replace(topo.node.servers or ServerSpec(), **self.overrides)
-        out = with_servers(topo, self.servers, spec)
+        o = self.options
+        overrides = {k: v for k, v in (("nodes", o.server_nodes), ("nic_gbit", o.server_gbit),
+                                       ("sum_gbps", o.server_sum_gbps)) if v is not None}
+        spec = replace(topo.node.servers or ServerSpec(), **overrides)
+        out = with_servers(topo, self.options.servers, spec)
         self.server_count = out.servers.count
         return out
 
@@ -104,8 +101,8 @@ class ParameterServerStrategy(Strategy):
             push = t.unique_per_gpu * model.row_bytes(t.table)
             pull = t.unique_per_gpu * t.dim * model.dtype_bytes
             weights = t.row_inclusion if t.row_inclusion is not None else np.full(t.vocab, 1.0 / t.vocab)
-            shares = shard_shares(weights, count, self.sharding,
-                                  block_rows=max(1, self.partition_params // t.dim))
+            shares = shard_shares(weights, count, self.options.server_sharding,
+                                  block_rows=max(1, self.options.server_partition_params // t.dim))
             sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
                                    nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
                                    matrix=server_matrix(n, push, shares)))
@@ -118,7 +115,7 @@ class ParameterServerStrategy(Strategy):
             update[t.layer] = 0.0
             held[t.table] = t.vocab          # the table lives in the servers' host memory
             cache[f"ps worker cache ({t.table})"] = pull
-            notes.append(f"ps {t.table}: {count} {self.servers} servers, rows {self.sharding}: "
+            notes.append(f"ps {t.table}: {count} {self.options.servers} servers, rows {self.options.server_sharding}: "
                          f"server load max/mean {shares.max() * count:.2f} "
                          f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
         return StrategyPlan(sync=tuple(sync), update_time=update,

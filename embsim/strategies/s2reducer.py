@@ -61,28 +61,26 @@ class S2ReducerStrategy(Strategy):
     embedding_payload = Payload.NONE   # a sketch has no rows to defer
     Options = S2ReducerOptions
 
-    def __init__(self, options=None):
-        super().__init__(options)
-        o = self.options
-        self.sizing, self.sparsity, self.rank = o.sizing, o.sparsity, o.rank
-        self.depth = o.depth if o.sizing == "union" else 1
-        self.width_factor = o.width_factor
+    @property
+    def depth(self) -> int:
+        """Sketch rows: one as the authors sized it, `depth` with sizing=union."""
+        return self.options.depth if self.options.sizing == "union" else 1
 
     def sizes(self, t) -> tuple[float, float, int, str]:
         """(sketch bytes, bitmap bytes, buckets per element slot, note) for one table."""
-        if self.sizing == "published":
-            sketch, bitmap = published_bytes(t.vocab, t.dim, self.sparsity, self.rank)
-            c = published_buckets(t.vocab, t.dim, self.sparsity, self.rank)
+        if self.options.sizing == "published":
+            sketch, bitmap = published_bytes(t.vocab, t.dim, self.options.sparsity, self.options.rank)
+            c = published_buckets(t.vocab, t.dim, self.options.sparsity, self.options.rank)
             elements = t.unique_union * t.dim
-            note = (f"one-row sketch of {c:,} buckets (V x D x {self.sparsity:g} x {self.rank:g}); "
+            note = (f"one-row sketch of {c:,} buckets (V x D x {self.options.sparsity:g} x {self.options.rank:g}); "
                     f"{elements:,.0f} nonzero elements of the summed gradient: "
                     f"{collision_free_fraction(elements, c) * 100:.1f} % decode exactly, each "
                     f"estimate carries {colliders_per_element(elements, c):.1f} other elements on average")
             return float(sketch), float(bitmap), c, note
-        width = max(1, math.ceil(self.width_factor * t.unique_union))
+        width = max(1, math.ceil(self.options.width_factor * t.unique_union))
         sketch = self.depth * width * t.dim * SKETCH_BYTES
         note = (f"sketch {self.depth} x {width} rows of D-vectors (sizing=union); "
-                f"{median_exact_fraction(self.width_factor, self.depth) * 100:.0f} % of rows decode "
+                f"{median_exact_fraction(self.options.width_factor, self.depth) * 100:.0f} % of rows decode "
                 f"collision-free")
         return float(sketch), float(math.ceil(t.vocab / 8)), width * t.dim, note
 
