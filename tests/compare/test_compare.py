@@ -100,3 +100,17 @@ def test_ablation_runs_every_part_off_and_names_the_bottleneck():
     assert [r["run"] for r in doc["rows"]] == labels
     bad = CliRunner().invoke(command, ["--ablation", "--strategies", "embrace,ps"])
     assert bad.exit_code != 0
+
+
+def test_bottleneck_names_the_compute_stream_or_the_network():
+    from embsim.compare import CompareRow, bottleneck, losses_to_fifo
+    fifo = CompareRow("embrace", "fifo", step_time=10e-3, exposed_comm=2e-3, compute=8e-3)
+    net = CompareRow("embrace", "priority", step_time=11e-3, exposed_comm=3e-3, compute=8e-3,
+                     busiest_link=("nic", 0.5, 0.75))
+    cpu = CompareRow("embrace", "embrace-2d", step_time=10.5e-3, exposed_comm=2e-3, compute=8.5e-3)
+    assert "bottleneck the network (+1.00 ms of exposed communication, busiest link class nic at " \
+           "50 % mean / 75 % peak" in bottleneck(net, fifo)
+    assert "bottleneck the compute stream (+0.50 ms of computation)" in bottleneck(cpu, fifo)
+    faster = CompareRow("ps", "priority", step_time=9e-3, exposed_comm=1e-3, compute=8e-3)
+    ps_fifo = CompareRow("ps", "fifo", step_time=10e-3, exposed_comm=2e-3, compute=8e-3)
+    assert len(losses_to_fifo([fifo, net, cpu, faster, ps_fifo])) == 2
