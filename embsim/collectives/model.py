@@ -3,10 +3,9 @@
 Two times are kept apart on purpose:
   * model_time -- NCCL's own prediction (tuning.cc), which is what NCCL minimises to pick
     the algorithm and protocol;
-  * time -- our simulated time on an idle network: the same latency plus the transfer at
-    the bandwidth the launched kernel really gets. For small messages NCCL launches fewer
-    channels/threads than the model assumes (enqueue.cc runtime trimming), so the
-    transfer part is stretched by the parallelism actually used.
+  * time -- our simulated time on an idle network, from the kernel's pipeline for NCCL's
+    pick (pipeline.py): NCCL's latency, a synchronisation per pipeline step, the chunks
+    NCCL really uses, and the bandwidth of the channels/threads it really launches.
 The plan's demand is the per-link byte pattern of the chosen algorithm, scaled so that
 `latency + max(demand.bytes / capacity[demand.links]) == time` on an idle network.
 """
@@ -25,9 +24,12 @@ from embsim.network import Demand
 
 from . import demand as dm
 from . import nccl_model as nm
+from . import pipeline
 from .busbw import busbw_factor
-from .channels import Graphs, search_graphs, trimmed_slowdown
+from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
+
+KERNEL_CONSTS = constants_for(None)
 from .p2p import alltoall_time, alltoallv_time, sendrecv_time
 from .shape import CommShape, comm_shape
 
@@ -156,9 +158,16 @@ class CollectiveModel:
             algo, proto, lat_us, model_us, time_us = "P2P", t.proto, t.latency, t.time, t.time
         else:
             choice = nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
-            slowdown = trimmed_slowdown(op, nbytes, choice.algo, choice.proto, shape, graphs, self.consts)
-            algo, proto, lat_us, model_us = choice.algo, choice.proto, choice.latency, choice.time
-            time_us = lat_us + (choice.time - choice.latency) * slowdown
+            algo, proto, model_us = choice.algo, choice.proto, choice.time
+            # NCCL picks on its own model; the time is the kernel's pipeline for that pick
+            t = pipeline.collective_time(
+                op, algo, proto, nbytes, shape, graphs, self.consts,
+                nm.latency(op, algo, proto, shape, graphs, self.consts),
+                # what the hardware delivers: the newest table's protocol efficiencies
+                # (2.18-2.20 charged LL a quarter of the link, 2.21+ the half its 8-of-16 B
+                # lines carry); the version's own table only steers the choice above
+                nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS))
+            lat_us, time_us = t.latency, t.time
         source = "model"
         if (op, n) in self.measured:
             sizes, times = self.measured[(op, n)]

@@ -153,7 +153,7 @@ def bandwidth(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
         if nn > 1 and shape.nics_per_node < 2:
             bus *= 0.85
     elif algo == "PAT":
-        bus *= 0.75
+        bus *= consts.pat_factor
     if op in ("all_gather", "reduce_scatter") and algo not in ("Ring",):
         return bus                      # already per-rank for non-ring AG/RS
     if algo == "Ring":
@@ -161,7 +161,7 @@ def bandwidth(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
     elif algo in ("NVLS", "NVLSTree"):
         if consts.nvls_efficiency is not None:
             ratio = n / steps
-        elif algo == "NVLS":
+        elif algo == "NVLS" or not consts.nvlstree_ratio_old:
             ratio = 5.0 / 6.0
         else:
             ratio = 0.70 * nn / (2 * (nn - 1))
@@ -197,6 +197,10 @@ def latency(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
             lat += steps * per
     elif algo == "Tree":
         lat += 2 * ((ppn - 1) * intra + log2n * inter)
+    elif consts.nvls_lat_old and algo == "NVLS":
+        lat += consts.hw_lat["NET"][algo][pi] if nn > 1 else 0.0
+    elif consts.nvls_lat_old and algo == "NVLSTree":
+        lat += 2 * (nn - 1) * consts.hw_lat["NET"][algo][pi]
     elif algo == "NVLS":
         lat = intra + (inter if nn > 1 else 0.0)
     elif algo == "NVLSTree":

@@ -29,8 +29,11 @@ def test_log_rows_compare_time_derived_busbw():
 
 
 def test_model_version_is_the_table_in_force():
-    assert model_version("2.26.2") == "2.18" and model_version("2.30.3") == "2.30"
-    assert model_version("2.12.12") == "2.18" and model_version(None) is None
+    assert model_version("2.26.2") == "2.26" and model_version("2.30.3") == "2.30"
+    assert model_version("2.27.7") == "2.27" and model_version("2.19.4") == "2.19"
+    # outside the modelled releases: the nearest table, and the output names it
+    assert model_version("2.12.12") == "2.18" and model_version("2.31.1") == "2.30"
+    assert model_version(None) is None
 
 
 def test_json_and_max_error_exit_codes(capsys):
