@@ -78,6 +78,7 @@ class CollectiveModel:
         self._plans: dict = {}
         self._shapes: dict = {}
         self._units: dict = {}
+        self._pairs: dict = {}
 
     # ------------------------------------------------------------ communicator
     def shape(self, ranks: tuple[int, ...]) -> tuple[CommShape, Graphs]:
@@ -86,6 +87,30 @@ class CollectiveModel:
             s = comm_shape(self.topology, ranks, self.consts)
             hit = self._shapes[ranks] = (s, search_graphs(s))
         return hit
+
+    def _pair(self, op, algo, proto, ranks, shape, graphs) -> tuple[float, float]:
+        """NCCL's latency (µs) and the kernel's bandwidth (GB/s) of a pair; size-independent."""
+        key = (op, algo, proto, ranks)
+        hit = self._pairs.get(key)
+        if hit is None:
+            hit = self._pairs[key] = (
+                nm.latency(op, algo, proto, shape, graphs, self.consts),
+                # what the hardware delivers: the newest table's protocol efficiencies
+                # (2.18-2.20 charged LL a quarter of the link, 2.21+ the half its 8-of-16 B
+                # lines carry); the version's own table only steers NCCL's choice
+                # and the file's links where they differ from what NCCL's constants know
+                nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS) * shape.kernel_scale)
+        return hit
+
+    @property
+    def view_note(self) -> str:
+        """A line for the output when the topology file and NCCL's own view disagree."""
+        from .shape import fabric_ratio
+        node = self.topology.node
+        r, note = fabric_ratio(node.fabric, int(node.gpu.arch))
+        if not note or abs(r / node.fabric.nvlink_whatif_scale - 1.0) <= 1e-9:
+            return ""
+        return note
 
     def _alltoall_routes(self, ranks: tuple[int, ...]) -> dm.AlltoallRoutes:
         t = self.topology
@@ -160,13 +185,8 @@ class CollectiveModel:
             choice = nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
             algo, proto, model_us = choice.algo, choice.proto, choice.time
             # NCCL picks on its own model; the time is the kernel's pipeline for that pick
-            t = pipeline.collective_time(
-                op, algo, proto, nbytes, shape, graphs, self.consts,
-                nm.latency(op, algo, proto, shape, graphs, self.consts),
-                # what the hardware delivers: the newest table's protocol efficiencies
-                # (2.18-2.20 charged LL a quarter of the link, 2.21+ the half its 8-of-16 B
-                # lines carry); the version's own table only steers the choice above
-                nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS))
+            lat0, bw0 = self._pair(op, algo, proto, ranks, shape, graphs)
+            t = pipeline.collective_time(op, algo, proto, nbytes, shape, graphs, self.consts, lat0, bw0)
             lat_us, time_us = t.latency, t.time
         source = "model"
         if (op, n) in self.measured:

@@ -44,7 +44,11 @@ def parse_filter(text: str | None, kind: str) -> frozenset[str] | None:
         raise InputError(f"--{kind} {text!r}: unknown {kind} {bad[0] if bad else '(empty)'!r}; "
                          f"known: {', '.join(universe)} (comma list, '^' to exclude)")
     chosen = {names[t] for t in items}
-    return frozenset(u for u in universe if (u not in chosen) == exclude)
+    kept = frozenset(u for u in universe if (u not in chosen) == exclude)
+    if not kept:
+        raise InputError(f"--{kind} {text!r} excludes every {kind} ({', '.join(universe)}); "
+                         f"NCCL would have nothing to run")
+    return kept
 
 
 def nsteps(op: str, n_ranks: int) -> int:
@@ -241,10 +245,15 @@ def algo_time(op: str, algo: str, proto: str, nbytes: float, shape: CommShape, g
 
 def candidates(op: str, shape: CommShape, graphs: Graphs, consts: NcclConstants,
                algos: frozenset[str] | None = None, protos: frozenset[str] | None = None):
-    """Enabled pairs after NCCL_ALGO/NCCL_PROTO filters (empty filter result: NCCL's defaults)."""
+    """Enabled pairs after NCCL_ALGO/NCCL_PROTO filters; none left is refused, as NCCL
+    refuses it ("no algorithm/protocol available")."""
     pairs = default_enabled(op, shape, graphs, consts)
     kept = [(a, p) for a, p in pairs if (algos is None or a in algos) and (protos is None or p in protos)]
-    return kept or pairs
+    if not kept:
+        avail = ", ".join(f"{a}/{p}" for a, p in pairs)
+        raise InputError(f"{op}: the algo/proto override leaves nothing NCCL can run on this "
+                         f"communicator (available: {avail})")
+    return kept
 
 
 def select(op: str, nbytes: float, shape: CommShape, graphs: Graphs, consts: NcclConstants,

@@ -71,18 +71,27 @@ def _nodes(value) -> int:
     return MANY_NODES if value == "many" else int(value)
 
 
-def _topology(preset: str, nodes: int, gpus: int):
+def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None):
+    """The file's preset shaped like the measurement, or the user's --topology SPEC."""
     from embsim.topology import load_topology
-    return load_topology(f"{preset}:{nodes}x{gpus}")
+    if spec is None:
+        return load_topology(f"{preset}:{nodes}x{gpus}")
+    topo = load_topology(spec)
+    if topo.n_gpus != nodes * gpus and not re.search(r"(^\d+x\d+$)|(:\d+x\d+$)", spec.strip()):
+        topo = load_topology(f"{spec}:{nodes}x{gpus}")
+    if topo.n_gpus != nodes * gpus:
+        raise InputError(f"--topology {spec}: {topo.n_gpus} GPUs, the measurement used "
+                         f"{nodes}x{gpus}; pass --topology {spec}:{nodes}x{gpus}")
+    return topo
 
 
-def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None):
-    topo = _topology(preset, nodes, gpus)
+def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, spec=None):
+    topo = _topology(preset, nodes, gpus, spec)
     model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl)
     return nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
 
 
-def curve_errors(path: str | Path) -> CurveError:
+def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
     doc = load_yaml(path)
     d = doc.data
     for key in ("preset", "nodes", "gpus_per_node", "op", "busbw"):
@@ -91,12 +100,12 @@ def curve_errors(path: str | Path) -> CurveError:
     nccl = str(d.get("nccl", "unknown"))
     sizes = sorted(int(s) for s in d["busbw"])
     rows = _simulate(d["preset"], _nodes(d["nodes"]), int(d["gpus_per_node"]), d["op"], sizes,
-                     nccl, d.get("how", ""))
+                     nccl, d.get("how", ""), spec=topology)
     pts = tuple(PointError(r.size, float(d["busbw"][r.size]), r.busbw, r.algo, r.proto) for r in rows)
     return CurveError(Path(path).stem, d.get("system", ""), d["op"], nccl, pts)
 
 
-def single_point_errors(path: str | Path) -> list[CurveError]:
+def single_point_errors(path: str | Path, topology: str | None = None) -> list[CurveError]:
     doc = load_yaml(path)
     out = []
     for i, p in enumerate(doc.data.get("points", [])):
@@ -106,7 +115,7 @@ def single_point_errors(path: str | Path) -> list[CurveError]:
         # A point measured with NVLS switched off says so in its system line.
         algo = "^NVLS,NVLSTree" if "NVLS off" in str(p.get("system", "")) else None
         rows = _simulate(p["preset"], nodes, int(p["gpus_per_node"]), p["op"], [size],
-                         str(p.get("nccl", "unknown")), p.get("how", ""), proto, algo)
+                         str(p.get("nccl", "unknown")), p.get("how", ""), proto, algo, topology)
         r = rows[0]
         if "busbw_per_nic" in p:
             lo, _, hi = str(p["busbw_per_nic"]).partition("-")
@@ -121,8 +130,9 @@ def single_point_errors(path: str | Path) -> list[CurveError]:
     return out
 
 
-def validate_all(data_dir: str | Path = DATA_DIR) -> list[CurveError]:
-    """Every curve and single point of the packaged (or given) validation data."""
+def validate_all(data_dir: str | Path = DATA_DIR, topology: str | None = None) -> list[CurveError]:
+    """Every curve and single point of the packaged (or given) validation data, each on
+    its file's preset or, given `topology`, on that spec."""
     data_dir = Path(data_dir)
     files = sorted(data_dir.glob("*.yaml"))
     if not files:
@@ -130,7 +140,7 @@ def validate_all(data_dir: str | Path = DATA_DIR) -> list[CurveError]:
     out: list[CurveError] = []
     for f in files:
         doc = load_yaml(f)
-        out += single_point_errors(f) if "points" in doc.data else [curve_errors(f)]
+        out += single_point_errors(f, topology) if "points" in doc.data else [curve_errors(f, topology)]
     return out
 
 

@@ -47,8 +47,11 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
     label = f"{topo.preset}:{topo.n_nodes}x{topo.gpus_per_node}"
     if as_json:
         click.echo(json.dumps({"topology": label, "op": op, "ranks": topo.n_gpus,
-                               "nccl_version": model.consts.version, "rows": nt.rows_json(rows)}, indent=1))
+                               "nccl_version": model.consts.version, "view_note": model.view_note,
+                               "rows": nt.rows_json(rows)}, indent=1))
     else:
         header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "
                   f"NCCL {model.consts.version} model, -g {gpus}")
+        if model.view_note:
+            header += f"\n# {model.view_note}"
         click.echo(nt.format_table(rows, header))

@@ -83,23 +83,24 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
                       run.op, nccl, tuple(points))
 
 
-def validation_file_errors(path: str | Path) -> list[CurveError]:
-    """A project YAML validation file: a curve, or a list of single points."""
+def validation_file_errors(path: str | Path, topology: str | None = None) -> list[CurveError]:
+    """A project YAML validation file: a curve, or a list of single points (on `topology`
+    when given, else on the file's preset)."""
     doc = load_yaml(path)
     if isinstance(doc.data, dict) and "points" in doc.data:
-        return single_point_errors(path)
-    return [curve_errors(path)]
+        return single_point_errors(path, topology)
+    return [curve_errors(path, topology)]
 
 
 def collective_errors(inputs: list[str], topology: str | None, placement: str = "in-place",
                       op: str | None = None) -> list[CurveError]:
     """Every curve of the given logs / YAML files; the packaged data when none are given."""
     if not inputs:
-        return validate_all(DATA_DIR)
+        return validate_all(DATA_DIR, topology)
     out: list[CurveError] = []
     for item in inputs:
         if item.endswith((".yaml", ".yml")):
-            out += validation_file_errors(item)
+            out += validation_file_errors(item, topology)
             continue
         if not topology:
             raise InputError(f"{item}: comparing an nccl-tests log needs --topology "
