@@ -128,6 +128,21 @@ def pcie_gbps_nccl(gen: int | None, lanes: int | None) -> float:
     return lanes * speed / 80.0
 
 
+def _nvlink_connected(gpus: set[int], pairs) -> bool:
+    """True when `gpus` lie in one component of the NVLink graph (pairs: (a, b, links))."""
+    if len(gpus) <= 1:
+        return True
+    parent = {}
+
+    def find(x):
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+    for a, b, _ in pairs:
+        parent[find(a)] = find(b)
+    return len({find(g) for g in gpus}) == 1
+
+
 def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants | None = None) -> CommShape:
     """The CommShape NCCL would derive for communicator `ranks` on `topology`."""
     consts = nccl_version if isinstance(nccl_version, NcclConstants) else constants_for(nccl_version)
@@ -149,7 +164,10 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
     if kind == "nvswitch":
         intra = "nvswitch"
     elif kind in ("nvlink-mesh", "nvlink-bridge"):
-        intra = "nvlink"
+        # NVLink rings only exist when the node's ranks are NVLink-connected (a bridged
+        # pair, a cube-mesh); otherwise NCCL's channels cross PCIe / host memory.
+        local = {r % topology.gpus_per_node for r in ranks}
+        intra = "nvlink" if _nvlink_connected(local, fab.nvlink_pairs) else "pcie"
     else:
         intra = "pcie"
     links = fab.nvlink_links_per_gpu or 0
