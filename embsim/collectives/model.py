@@ -28,10 +28,10 @@ from . import pipeline
 from .busbw import busbw_factor
 from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
-
-KERNEL_CONSTS = constants_for(None)
 from .p2p import alltoall_time, alltoallv_time, sendrecv_time
 from .shape import CommShape, comm_shape
+
+KERNEL_CONSTS = constants_for(None)
 
 P2P_OPS = ("alltoall", "sendrecv")
 # All-to-all route tables depend only on the topology's structure (node type, shape) and

@@ -34,7 +34,9 @@ import math
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from .channels import runtime_lanes
 from .constants import NcclConstants
+from .trimming import trimmed_slowdown
 
 NCCL_STEPS = 8
 WARP_SIZE = 32
@@ -198,8 +200,6 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
     `nccl_latency` / `nccl_bandwidth` are NCCL's own table entries (µs, GB/s) for the pair,
     before the size-dependent corrections of ncclTopoGetAlgoTime.
     """
-    from .channels import runtime_lanes, trimmed_slowdown
-
     n = shape.n_ranks
     full = graphs.nvls_channels if algo in ("NVLS", "NVLSTree") else graphs.comm_channels
     channels, threads = runtime_lanes(nbytes, algo, proto, n, full)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from cli import main
+from embsim.cli import main
 from embsim.collectives import CollectiveModel
 from embsim.topology import list_presets, load_topology
 

@@ -4,7 +4,8 @@ must still grow with the size when the algorithm and protocol stay the same."""
 import pytest
 
 from embsim.collectives import CollectiveModel
-from embsim.collectives.channels import runtime_fraction, trimmed_slowdown
+from embsim.collectives.channels import runtime_fraction
+from embsim.collectives.trimming import trimmed_slowdown
 from embsim.topology import load_topology
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from cli import main
+from embsim.cli import main
 from embsim.collectives import CollectiveModel
 from embsim.collectives.constants import VERSIONS, constants_for
 from embsim.errors import InputError
