@@ -6,7 +6,7 @@ every step pays a synchronisation the tuning model does not count (spin on the p
 flag, block barrier, fence, remote flag store). Here the time is built from those steps,
 with NCCL's algorithm/protocol choice left as NCCL makes it:
 
-    time = latency_NCCL + n_sync * SYNC_US[proto] + effective_bytes / bandwidth_runtime
+    time = latency_NCCL + n_sync * sync_us(proto) + effective_bytes / bandwidth_runtime
 
 * latency_NCCL -- NCCL's own latency (base + per-hop hwLat): the pipeline's fill, paid
   once. NCCL's empirical corrections (Tree's treeCorrectionFactor, multi-node Ring's
@@ -53,11 +53,27 @@ LL128_GRAIN_PER_THREAD = 30            # bytes: nthreads*(calcBytePerGrain/sizeo
 # Per-step synchronisation the kernel pays and the tuning model does not, µs per step.
 # ONE constant per protocol, each fitted on ONE curve: the Azure ND A100 v4 AllReduce
 # (embsim/validation_data/azure-nd-a100-v4-allreduce.yaml), on its points where NCCL runs
-# that protocol, by `python -m embsim.collectives.fit_sync`. LL runs there only at sizes
-# the -g 8 host launch floor hides, so it has no data to be fitted on and stays 0; the A100
-# LL128 points (2-16 MiB) grow with size, which no per-step cost explains (see
-# docs/validation.md), so LL128 is not fitted either.
+# that protocol, by `python -m embsim.collectives.fit_sync` (0.1 µs grid, least mean
+# |error|). Simple's is the cost of a step in P2P *read* mode, which NCCL uses only between
+# sm80 GPUs over NVLink (paths.cc "Enable P2P Read for Ampere/NVLink only"): every slice
+# then starts with a round trip over NVLink before the copy. In write mode (every other
+# GPU and path) a Simple step pays nothing beyond NCCL's own per-hop latency -- nothing is
+# fitted there, and the H100, H200 and GB200 curves are predictions. The A100 LL128 points
+# (2-16 MiB) are off by an amount that grows with size at a constant step count, which no
+# per-step cost explains (docs/validation.md), so LL128 is not fitted.
 SYNC_US = MappingProxyType({"LL": 0.9, "LL128": 0.0, "Simple": 4.6})
+
+
+def p2p_read(shape) -> bool:
+    """NCCL's Simple protocol reads from the peer: sm80 GPUs over NVLink (paths.cc)."""
+    return 80 <= shape.arch < 86 and shape.intra != "pcie"
+
+
+def sync_us(proto: str, read: bool) -> float:
+    """Per-step synchronisation beyond NCCL's per-hop latency, µs."""
+    if proto == "Simple" and not read:
+        return 0.0
+    return SYNC_US[proto]
 
 
 @dataclass(frozen=True)
@@ -95,7 +111,8 @@ def ring_primitives(op: str, n: int) -> int:
 
 
 def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int,
-         latency: float, bandwidth: float, slowdown: float, consts: NcclConstants) -> PipelineTime:
+         latency: float, bandwidth: float, slowdown: float, consts: NcclConstants,
+         read: bool = True) -> PipelineTime:
     """Ring AllReduce/AllGather/ReduceScatter (chunks per rank) or Broadcast/Reduce chain."""
     chunk_steps, slice_steps = RING_STEPS.get(op, (1, 1)) if proto == "Simple" else (1, 1)
     chunk = step_bytes(proto) * chunk_steps
@@ -121,7 +138,7 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
         n_sync = int(math.ceil(nbytes / (channels * chunk))) * slices
     else:
         n_sync = loops * ring_primitives(op, n) * slices
-    return PipelineTime(latency + n_sync * SYNC_US[proto], transfer, n_sync, loops, chunk)
+    return PipelineTime(latency + n_sync * sync_us(proto, read), transfer, n_sync, loops, chunk)
 
 
 def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, ppn: int) -> int:
@@ -143,14 +160,14 @@ def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, pp
 
 
 def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: float,
-         bandwidth: float, slowdown: float) -> PipelineTime:
+         bandwidth: float, slowdown: float, read: bool = True) -> PipelineTime:
     """Tree AllReduce: every chunk is reduced up and broadcast down; each pays a sync."""
     depth = max(1, ppn - 1 + int(math.ceil(math.log2(nn))) if nn > 1 else ppn - 1)
     chunk = tree_chunk(nbytes, channels, depth, proto, nn, ppn)
     chunks = max(1, int(math.ceil(nbytes / (channels * chunk))))
     n_sync = 2 * chunks
     transfer = nbytes / (1000.0 * bandwidth) * slowdown
-    return PipelineTime(latency + n_sync * SYNC_US[proto], transfer, n_sync, chunks, chunk)
+    return PipelineTime(latency + n_sync * sync_us(proto, read), transfer, n_sync, chunks, chunk)
 
 
 def nvls_chunk(nbytes: float, concurrent: int, tree_variant: bool, nn: int, nvls_bw: float,
@@ -183,7 +200,7 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     loop = concurrent * chunk
     loops = max(1, int(math.ceil(nbytes / loop)))
     rest = nbytes - (loops - 1) * loop
-    sync = SYNC_US["Simple"]
+    sync = sync_us("Simple", False)      # NVLS (sm90+) never reads from peers
     full = loop / (1000.0 * bandwidth)
     last = rest / (1000.0 * bandwidth)
     stages = 2 + (2 * int(math.ceil(math.log2(nn))) if (tree_variant and nn > 1) else 0)
@@ -210,6 +227,7 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
     slowdown = trimmed_slowdown(op, nbytes, algo, proto, shape, graphs, consts)
     if algo == "Tree":
         return tree(proto, nbytes, channels, shape.n_nodes, shape.ppn, nccl_latency, nccl_bandwidth,
-                    slowdown)
+                    slowdown, p2p_read(shape))
     # Ring and PAT (PAT's per-step pattern is not modelled: NCCL's formula, as a ring)
-    return ring(op, proto, nbytes, n, channels, threads, nccl_latency, nccl_bandwidth, slowdown, consts)
+    return ring(op, proto, nbytes, n, channels, threads, nccl_latency, nccl_bandwidth, slowdown, consts,
+                p2p_read(shape))

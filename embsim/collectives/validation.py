@@ -67,6 +67,12 @@ def _gpus_per_process(how: str) -> int:
     return int(m.group(1)) if m else 1
 
 
+def _env(how: str, name: str) -> str | None:
+    """NCCL_ALGO / NCCL_PROTO as the measurement's command line set them."""
+    m = re.search(rf"{name}=(\S+)", how or "")
+    return m.group(1) if m else None
+
+
 def _nodes(value) -> int:
     return MANY_NODES if value == "many" else int(value)
 
@@ -99,8 +105,9 @@ def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
             raise doc.error((key,), "missing key")
     nccl = str(d.get("nccl", "unknown"))
     sizes = sorted(int(s) for s in d["busbw"])
+    how = d.get("how", "")
     rows = _simulate(d["preset"], _nodes(d["nodes"]), int(d["gpus_per_node"]), d["op"], sizes,
-                     nccl, d.get("how", ""), spec=topology)
+                     nccl, how, _env(how, "NCCL_PROTO"), _env(how, "NCCL_ALGO"), spec=topology)
     pts = tuple(PointError(r.size, float(d["busbw"][r.size]), r.busbw, r.algo, r.proto) for r in rows)
     return CurveError(Path(path).stem, d.get("system", ""), d["op"], nccl, pts)
 
@@ -111,9 +118,11 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
     for i, p in enumerate(doc.data.get("points", [])):
         size = LARGE if p.get("size") == "large" else int(p["size"])
         nodes = _nodes(p["nodes"])
-        proto = "Simple" if "NCCL_PROTO=Simple" in str(p.get("how", "")) else None
+        proto = _env(str(p.get("how", "")), "NCCL_PROTO")
+        algo = _env(str(p.get("how", "")), "NCCL_ALGO")
         # A point measured with NVLS switched off says so in its system line.
-        algo = "^NVLS,NVLSTree" if "NVLS off" in str(p.get("system", "")) else None
+        if algo is None and "NVLS off" in str(p.get("system", "")):
+            algo = "^NVLS,NVLSTree"
         rows = _simulate(p["preset"], nodes, int(p["gpus_per_node"]), p["op"], [size],
                          str(p.get("nccl", "unknown")), p.get("how", ""), proto, algo, topology)
         r = rows[0]
