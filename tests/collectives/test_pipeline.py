@@ -78,3 +78,13 @@ def test_p2p_parts_double_with_size(size, channels):
 def test_fitted_sync_is_reproducible():
     from embsim.collectives.fit_sync import fit
     assert fit() == {p: pipeline.SYNC_US[p] for p in ("LL", "Simple")}
+
+
+@pytest.mark.parametrize("spec,read", [("dgx-a100:1x8", True), ("dgx-h100:1x8", False), ("dgx-b200:1x8", False),
+                                       ("pcie-rtx3090", False), ("dgx1-v100", False)])
+def test_simple_step_cost_only_in_p2p_read_mode(spec, read):
+    topo = load_topology(spec)
+    shape, _ = CollectiveModel(topo).shape(tuple(range(topo.n_gpus)))
+    assert pipeline.p2p_read(shape) is read
+    assert pipeline.sync_us("Simple", read) == (pipeline.SYNC_US["Simple"] if read else 0.0)
+    assert pipeline.sync_us("LL", read) == pipeline.SYNC_US["LL"]
