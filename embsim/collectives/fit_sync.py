@@ -4,9 +4,11 @@
 
 The curve is the Azure ND A100 v4 AllReduce (NCCL 2.18.5, validation_data). For each
 protocol, the cost minimising the mean |simulated/measured - 1| over the curve's points
-(sizes >= 64 KiB) where NCCL runs that protocol is found on a 0.1 µs grid. Every other
-curve is a prediction. LL128 is not fitted: its A100 residuals grow with the message size
-(2 -> 16 MiB) at a constant number of steps, which no per-step cost explains.
+(sizes >= 64 KiB) where NCCL runs that protocol is found on a 0.1 µs grid: LL's per-step
+cost, and Simple's P2P-read round trip (on top of NCCL's per-hop latency, which every
+Simple step pays and which is not fitted). Every other curve is a prediction. LL128 is not
+fitted: its A100 residuals grow with the message size (2 -> 16 MiB) at a constant number
+of steps, which no per-step cost explains.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ NCCL has no bandwidth/latency table for p2p; its choices are rules, and we follo
 * steps: every part moves in chunks of NCCL_P2P_NVL_CHUNKSIZE 512 KiB over NVLink,
   NCCL_P2P_PCI_CHUNKSIZE / NCCL_P2P_NET_CHUNKSIZE 128 KiB over PCIe and the network
   (init.cc), and each chunk pays the Simple protocol's per-step synchronisation
-  (pipeline.sync_us); LL below 16 KiB per channel (enqueue.cc NCCL_P2P_LL_THRESHOLD).
+  (pipeline.step_us); LL below 16 KiB per channel (enqueue.cc NCCL_P2P_LL_THRESHOLD).
 * peers in flight: p2pnChannels / channels-per-op x NCCL_MAX_DEV_WORK_P2P_PER_BATCH (8)
   ops run at once; more peers run in rounds, each paying its steps.
 * bandwidth: the link bandwidths NCCL's topology assigns (NVLink count x per-link
@@ -134,7 +134,7 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
     hop = consts.hw_lat[shape.intra_hw]["Ring"][pi]
     if inter_bytes > 0:
         hop = max(hop, consts.hw_lat["NET"]["Ring"][pi] + shape.nic_latency_us)
-    lat = consts.base_lat["Ring"][pi] + rounds * hop + steps * pipeline.sync_us(proto, pipeline.p2p_read(shape))
+    lat = consts.base_lat["Ring"][pi] + rounds * hop + steps * pipeline.step_us(proto, shape, consts)
     t = P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, 0.0, steps)
     return P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, lat + t.transfer, steps)
 

@@ -6,14 +6,14 @@ every step pays a synchronisation the tuning model does not count (spin on the p
 flag, block barrier, fence, remote flag store). Here the time is built from those steps,
 with NCCL's algorithm/protocol choice left as NCCL makes it:
 
-    time = latency_NCCL + n_sync * sync_us(proto) + effective_bytes / bandwidth_runtime
+    time = latency_NCCL + n_sync * step_us + effective_bytes / bandwidth_runtime
 
 * latency_NCCL -- NCCL's own latency (base + per-hop hwLat): the pipeline's fill, paid
   once. NCCL's empirical corrections (Tree's treeCorrectionFactor, multi-node Ring's
   "plateau" x1.4) are left out of the time: the per-step syncs are the mechanism they
   stand in for. They still steer NCCL's choice, which stays NCCL's.
 * n_sync -- steps on the critical path: loops x primitives x slices for Ring; chunk
-  steps up and down for Tree. NVLS runs three warp groups (scatter -> switch reduce /
+  steps up and down for Tree. step_us -- what one step's handshake costs (see SYNC_US). NVLS runs three warp groups (scatter -> switch reduce /
   multicast -> gather) linked by FIFOs, so its syncs overlap the data of the other
   stages; it pays the fill and drain of that three-stage pipeline instead.
 * effective_bytes -- the chunk NCCL really uses: the last loop's chunk shrinks to the
@@ -22,7 +22,7 @@ with NCCL's algorithm/protocol choice left as NCCL makes it:
 * bandwidth_runtime -- NCCL's bandwidth on the channels/threads the kernel really
   launches (channels.trimmed_slowdown).
 
-With SYNC_US = 0 and one loop this is NCCL's own formula for Ring. Sources: NCCL
+With one loop and no per-step cost this is NCCL's own formula for Ring. Sources: NCCL
 v2.18.5 src/collectives/device/all_reduce.h (runRing, NVLS RunWorkElement),
 prims_simple.h, src/enqueue.cc (computeColl / calcCollChunking chunk rules),
 src/include/device.h (buffer sizes), src/include/collectives.h (CHUNKSTEPS/SLICESTEPS).
@@ -50,18 +50,26 @@ RING_STEPS = MappingProxyType({"all_reduce": (4, 2), "all_gather": (4, 2), "redu
 NVLS_MAX_CHUNK = 128 << 10             # enqueue.cc: maxChunkSize / comm->nvlsChunkSize default
 LL128_GRAIN_PER_THREAD = 30            # bytes: nthreads*(calcBytePerGrain/sizeof(T))/2 (<= 2.19)
 
-# Per-step synchronisation the kernel pays and the tuning model does not, µs per step.
-# ONE constant per protocol, each fitted on ONE curve: the Azure ND A100 v4 AllReduce
+# The cost of one synchronised pipeline step, µs, beyond NCCL's latency charged once.
+# Simple: every slice waits on the peer's flag, passes a block barrier, fences
+# (fence.acq_rel.sys) and posts a remote flag; NCCL's tuning model prices that handshake as
+# its per-hop latency hwLat[Ring][Simple] (3.4 µs over NVLink, 5.7 over PCIe) but charges it
+# once per hop of a single chunk. Here every slice pays it, split over a chunk's slices
+# (hwLat / 2): with one loop and nothing else added this is NCCL's own sum of hops. In P2P
+# *read* mode, which NCCL uses only between sm80 GPUs over NVLink (paths.cc "Enable P2P
+# Read for Ampere/NVLink only"), a slice also starts with a round trip over NVLink.
+# LL and LL128 carry their flags inside the data lines (no fence, no separate flag), so
+# their step has no handshake of that kind.
+#
+# Fitted, ONE constant per protocol, each on ONE curve -- the Azure ND A100 v4 AllReduce
 # (embsim/validation_data/azure-nd-a100-v4-allreduce.yaml), on its points where NCCL runs
 # that protocol, by `python -m embsim.collectives.fit_sync` (0.1 µs grid, least mean
-# |error|). Simple's is the cost of a step in P2P *read* mode, which NCCL uses only between
-# sm80 GPUs over NVLink (paths.cc "Enable P2P Read for Ampere/NVLink only"): every slice
-# then starts with a round trip over NVLink before the copy. In write mode (every other
-# GPU and path) a Simple step pays nothing beyond NCCL's own per-hop latency -- nothing is
-# fitted there, and the H100, H200 and GB200 curves are predictions. The A100 LL128 points
+# |error|): Simple's P2P-read round trip, and LL's per-step cost. The A100 LL128 points
 # (2-16 MiB) are off by an amount that grows with size at a constant step count, which no
-# per-step cost explains (docs/validation.md), so LL128 is not fitted.
-SYNC_US = MappingProxyType({"LL": 0.9, "LL128": 0.0, "Simple": 4.6})
+# per-step cost explains (docs/validation.md), so LL128 is not fitted. Every other GPU
+# (H100, H200, B200, PCIe boxes) uses NCCL's hwLat only: a prediction.
+SYNC_US = MappingProxyType({"LL": 0.9, "LL128": 0.0, "Simple": 2.9})
+SLICES_PER_HOP = 2          # ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS (collectives.h)
 
 
 def p2p_read(shape) -> bool:
@@ -69,11 +77,12 @@ def p2p_read(shape) -> bool:
     return 80 <= shape.arch < 86 and shape.intra != "pcie"
 
 
-def sync_us(proto: str, read: bool) -> float:
-    """Per-step synchronisation beyond NCCL's per-hop latency, µs."""
-    if proto == "Simple" and not read:
-        return 0.0
-    return SYNC_US[proto]
+def step_us(proto: str, shape, consts: NcclConstants) -> float:
+    """µs one synchronised step costs on this communicator (see SYNC_US)."""
+    if proto != "Simple":
+        return SYNC_US[proto]
+    hop = consts.hw_lat[shape.intra_hw]["Ring"][2] / SLICES_PER_HOP
+    return hop + (SYNC_US["Simple"] if p2p_read(shape) else 0.0)
 
 
 @dataclass(frozen=True)
@@ -112,7 +121,7 @@ def ring_primitives(op: str, n: int) -> int:
 
 def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int,
          latency: float, bandwidth: float, slowdown: float, consts: NcclConstants,
-         read: bool = True) -> PipelineTime:
+         step: float) -> PipelineTime:
     """Ring AllReduce/AllGather/ReduceScatter (chunks per rank) or Broadcast/Reduce chain."""
     chunk_steps, slice_steps = RING_STEPS.get(op, (1, 1)) if proto == "Simple" else (1, 1)
     chunk = step_bytes(proto) * chunk_steps
@@ -138,7 +147,7 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
         n_sync = int(math.ceil(nbytes / (channels * chunk))) * slices
     else:
         n_sync = loops * ring_primitives(op, n) * slices
-    return PipelineTime(latency + n_sync * sync_us(proto, read), transfer, n_sync, loops, chunk)
+    return PipelineTime(latency + n_sync * step, transfer, n_sync, loops, chunk)
 
 
 def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, ppn: int) -> int:
@@ -160,14 +169,14 @@ def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, pp
 
 
 def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: float,
-         bandwidth: float, slowdown: float, read: bool = True) -> PipelineTime:
+         bandwidth: float, slowdown: float, step: float) -> PipelineTime:
     """Tree AllReduce: every chunk is reduced up and broadcast down; each pays a sync."""
     depth = max(1, ppn - 1 + int(math.ceil(math.log2(nn))) if nn > 1 else ppn - 1)
     chunk = tree_chunk(nbytes, channels, depth, proto, nn, ppn)
     chunks = max(1, int(math.ceil(nbytes / (channels * chunk))))
     n_sync = 2 * chunks
     transfer = nbytes / (1000.0 * bandwidth) * slowdown
-    return PipelineTime(latency + n_sync * sync_us(proto, read), transfer, n_sync, chunks, chunk)
+    return PipelineTime(latency + n_sync * step, transfer, n_sync, chunks, chunk)
 
 
 def nvls_chunk(nbytes: float, concurrent: int, tree_variant: bool, nn: int, nvls_bw: float,
@@ -188,7 +197,8 @@ def nvls_chunk(nbytes: float, concurrent: int, tree_variant: bool, nn: int, nvls
 
 
 def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: float,
-         bandwidth: float, consts: NcclConstants, tree_variant: bool = False) -> PipelineTime:
+         bandwidth: float, consts: NcclConstants, tree_variant: bool = False,
+         step: float = 0.0) -> PipelineTime:
     """NVLS(Tree): loops of channels x heads x chunk through a pipeline of warp groups.
 
     Each loop is one stage time per group; the groups overlap, so a loop costs the
@@ -200,7 +210,7 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     loop = concurrent * chunk
     loops = max(1, int(math.ceil(nbytes / loop)))
     rest = nbytes - (loops - 1) * loop
-    sync = sync_us("Simple", False)      # NVLS (sm90+) never reads from peers
+    sync = step
     full = loop / (1000.0 * bandwidth)
     last = rest / (1000.0 * bandwidth)
     stages = 2 + (2 * int(math.ceil(math.log2(nn))) if (tree_variant and nn > 1) else 0)
@@ -223,11 +233,12 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
     if algo in ("NVLS", "NVLSTree"):
         heads = min(shape.ppn, 32)
         return nvls(op, nbytes, graphs.nvls_channels, heads, shape.n_nodes, nccl_latency,
-                    nccl_bandwidth, consts, tree_variant=(algo == "NVLSTree"))
+                    nccl_bandwidth, consts, tree_variant=(algo == "NVLSTree"),
+                    step=step_us(proto, shape, consts))
     slowdown = trimmed_slowdown(op, nbytes, algo, proto, shape, graphs, consts)
     if algo == "Tree":
         return tree(proto, nbytes, channels, shape.n_nodes, shape.ppn, nccl_latency, nccl_bandwidth,
-                    slowdown, p2p_read(shape))
+                    slowdown, step_us(proto, shape, consts))
     # Ring and PAT (PAT's per-step pattern is not modelled: NCCL's formula, as a ring)
     return ring(op, proto, nbytes, n, channels, threads, nccl_latency, nccl_bandwidth, slowdown, consts,
-                p2p_read(shape))
+                step_us(proto, shape, consts))

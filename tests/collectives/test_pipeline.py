@@ -1,7 +1,5 @@
 """The pipeline model: NCCL's formula where that is exact, the kernel's steps elsewhere."""
 
-from types import MappingProxyType
-
 import pytest
 
 from embsim.collectives import CollectiveModel, pipeline
@@ -15,7 +13,7 @@ A100 = tuple(range(8))
 
 @pytest.fixture
 def no_sync(monkeypatch):
-    monkeypatch.setattr(pipeline, "SYNC_US", MappingProxyType({"LL": 0.0, "LL128": 0.0, "Simple": 0.0}))
+    monkeypatch.setattr(pipeline, "step_us", lambda proto, shape, consts: 0.0)
 
 
 def _ring(model, size, proto="Simple", version=None):
@@ -40,7 +38,8 @@ def test_loops_and_syncs_follow_the_chunk():
     t, lat, _ = _ring(model, 8 << 30)
     assert t.loops == -(-(8 << 30) // loop) == 22
     assert t.n_sync == 22 * 15 * 2          # loops x (2n-1) primitives x 2 slices
-    assert t.latency == pytest.approx(lat + t.n_sync * pipeline.SYNC_US["Simple"])
+    shape, _ = model.shape(A100)
+    assert t.latency == pytest.approx(lat + t.n_sync * pipeline.step_us("Simple", shape, model.consts))
 
 
 def test_ll128_rounding_only_before_2_20():
@@ -60,7 +59,7 @@ def test_nvls_chunk_shrinks_with_size(size, chunk):
 
 def test_nvls_pays_fill_and_drain():
     consts = constants_for("2.30")
-    t = pipeline.nvls("all_reduce", 64 << 20, 16, 8, 1, 25.0, 300.0, consts)
+    t = pipeline.nvls("all_reduce", 64 << 20, 16, 8, 1, 25.0, 300.0, consts, step=1.7)
     loop = 16 * 8 * t.chunk
     assert t.loops == (64 << 20) // loop
     assert t.latency == pytest.approx(25.0 + 2 * loop / (1000 * 300.0))
@@ -82,9 +81,12 @@ def test_fitted_sync_is_reproducible():
 
 @pytest.mark.parametrize("spec,read", [("dgx-a100:1x8", True), ("dgx-h100:1x8", False), ("dgx-b200:1x8", False),
                                        ("pcie-rtx3090", False), ("dgx1-v100", False)])
-def test_simple_step_cost_only_in_p2p_read_mode(spec, read):
+def test_simple_step_is_nccls_hop_plus_the_read_round_trip(spec, read):
     topo = load_topology(spec)
-    shape, _ = CollectiveModel(topo).shape(tuple(range(topo.n_gpus)))
+    model = CollectiveModel(topo)
+    shape, _ = model.shape(tuple(range(topo.n_gpus)))
     assert pipeline.p2p_read(shape) is read
-    assert pipeline.sync_us("Simple", read) == (pipeline.SYNC_US["Simple"] if read else 0.0)
-    assert pipeline.sync_us("LL", read) == pipeline.SYNC_US["LL"]
+    hop = model.consts.hw_lat[shape.intra_hw]["Ring"][2] / 2
+    extra = pipeline.SYNC_US["Simple"] if read else 0.0
+    assert pipeline.step_us("Simple", shape, model.consts) == pytest.approx(hop + extra)
+    assert pipeline.step_us("LL", shape, model.consts) == pipeline.SYNC_US["LL"]
