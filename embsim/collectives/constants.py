@@ -168,6 +168,20 @@ VERSIONS = MappingProxyType({
 DEFAULT_VERSION = "2.30"
 
 
+def nearest_table(logged: str | None) -> str | None:
+    """The table for a logged NCCL version: its own release from 2.18 to 2.30, else the
+    nearest one (older logs -> 2.18, newer -> 2.30); None when the version is unknown."""
+    if not logged or str(logged).strip() in ("", "unknown"):
+        return None
+    try:
+        key = tuple(int(p) for p in str(logged).strip().split(".")[:2])
+    except ValueError:
+        return None
+    tables = sorted(VERSIONS, key=lambda t: tuple(int(p) for p in t.split(".")))
+    older = [t for t in tables if tuple(int(p) for p in t.split(".")) <= key]
+    return older[-1] if older else tables[0]
+
+
 def constants_for(version: str | None) -> NcclConstants:
     """Constants for "2.18", "2.18.5", "2.27.7", ... (every release from 2.18 to 2.30)."""
     text = DEFAULT_VERSION if version in (None, "", "unknown") else str(version).strip()

@@ -19,6 +19,7 @@ from embsim.errors import InputError
 from embsim.yamlio import load_yaml
 
 from . import nccl_tests as nt
+from .constants import nearest_table
 from .model import CollectiveModel
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data"
@@ -92,9 +93,15 @@ def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None):
 
 
 def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, spec=None):
+    """(rows, note): the simulated nccl-tests rows, and the topology's view note if any."""
     topo = _topology(preset, nodes, gpus, spec)
-    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl)
-    return nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
+    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nearest_table(nccl))
+    rows = nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
+    return rows, model.view_note
+
+
+def _system(text: str, note: str) -> str:
+    return f"{text} [{note}]" if note else text
 
 
 def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
@@ -106,10 +113,10 @@ def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
     nccl = str(d.get("nccl", "unknown"))
     sizes = sorted(int(s) for s in d["busbw"])
     how = d.get("how", "")
-    rows = _simulate(d["preset"], _nodes(d["nodes"]), int(d["gpus_per_node"]), d["op"], sizes,
-                     nccl, how, _env(how, "NCCL_PROTO"), _env(how, "NCCL_ALGO"), spec=topology)
+    rows, note = _simulate(d["preset"], _nodes(d["nodes"]), int(d["gpus_per_node"]), d["op"], sizes,
+                           nccl, how, _env(how, "NCCL_PROTO"), _env(how, "NCCL_ALGO"), spec=topology)
     pts = tuple(PointError(r.size, float(d["busbw"][r.size]), r.busbw, r.algo, r.proto) for r in rows)
-    return CurveError(Path(path).stem, d.get("system", ""), d["op"], nccl, pts)
+    return CurveError(Path(path).stem, _system(d.get("system", ""), note), d["op"], nccl, pts)
 
 
 def single_point_errors(path: str | Path, topology: str | None = None) -> list[CurveError]:
@@ -123,8 +130,8 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
         # A point measured with NVLS switched off says so in its system line.
         if algo is None and "NVLS off" in str(p.get("system", "")):
             algo = "^NVLS,NVLSTree"
-        rows = _simulate(p["preset"], nodes, int(p["gpus_per_node"]), p["op"], [size],
-                         str(p.get("nccl", "unknown")), p.get("how", ""), proto, algo, topology)
+        rows, note = _simulate(p["preset"], nodes, int(p["gpus_per_node"]), p["op"], [size],
+                               str(p.get("nccl", "unknown")), p.get("how", ""), proto, algo, topology)
         r = rows[0]
         if "busbw_per_nic" in p:
             lo, _, hi = str(p["busbw_per_nic"]).partition("-")
@@ -134,7 +141,7 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
         else:
             measured, simulated = float(p["busbw"]), r.busbw
         pt = PointError(r.size, measured, simulated, r.algo, r.proto)
-        out.append(CurveError(f"single-points[{i}]", p.get("system", ""), p["op"],
+        out.append(CurveError(f"single-points[{i}]", _system(p.get("system", ""), note), p["op"],
                               str(p.get("nccl", "unknown")), (pt,)))
     return out
 

@@ -88,3 +88,16 @@ def test_validate_uses_the_given_topology(tmp_path, capsys):
     slow = _copy(tmp_path, "nvlink_gbps: 450 ", "nvlink_gbps: 45 ")
     assert main(["validate", "--nccl-tests", curve, "--topology", slow, "--json"]) == 0
     assert capsys.readouterr().out != base
+
+
+def test_validate_says_when_the_file_and_nccl_disagree(tmp_path, capsys):
+    curve = "embsim/validation_data/azure-nd-h100-v5-allreduce.yaml"
+    slow = _copy(tmp_path, "nvlink_gbps: 450 ", "nvlink_gbps: 45 ")
+    assert main(["validate", "--nccl-tests", curve, "--topology", slow]) == 0
+    assert "disagrees with NCCL's view" in capsys.readouterr().out
+
+
+def test_a_release_outside_the_tables_maps_to_the_nearest():
+    from embsim.collectives.constants import nearest_table
+    assert nearest_table("2.12.12") == "2.18" and nearest_table("2.31.0") == "2.30"
+    assert nearest_table("2.25.1") == "2.25" and nearest_table("unknown") is None
