@@ -16,10 +16,12 @@ def test_packaged_files_all_simulate(packaged):
     runs, pairs = packaged
     assert len(default_files()) >= 3
     simulated = [r for r in runs if r.skipped is None]
-    assert len(simulated) == 44
+    assert len(simulated) == 56            # the DGX-1 V100 rows too, since the dgx1-v100 preset
     assert all(r.simulated > 0 and "kernel model" in r.compute_source for r in simulated)
-    assert all(r.skipped == "no V100 preset" for r in runs if r.skipped)
-    assert len(pairs) == 32
+    assert not [r for r in runs if r.skipped]
+    assert len(pairs) == 40
+    v100 = [r for r in simulated if r.id.startswith("v100")]
+    assert len(v100) == 12 and all("V100" in r.compute_source for r in v100)
 
 
 def test_summary_is_mean_and_max_of_abs_error(packaged):
