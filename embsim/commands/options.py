@@ -26,6 +26,8 @@ def _options(f):
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step"),
         click.option("--jitter", help="per-GPU compute-time variation: normal:CV, lognormal:SIGMA, "
                                       "uniform:HALFWIDTH, seq:WIDTH (padded lengths in a bucket), "
+                                      "bucket:K or shuffle (each GPU's batch of --corpus sentences, "
+                                      "K length buckets or none, padded to its longest), "
                                       "or trace (the --trace's measured rank skew)"),
         click.option("--iterations", type=int, default=4, show_default=True,
                      help="simulated iterations (the first is warm-up)"),

@@ -111,7 +111,8 @@ def _jitter(cfg: SimulationConfig, topo: Topology, model, measured):
 
     skew = measured.trace.rank_skew if measured is not None else None
     return jitter_factors(cfg.jitter, topo.n_gpus, cfg.seed, seq=model.seq,
-                          compute_at_seq=compute_at_seq,
+                          compute_at_seq=compute_at_seq, corpus=cfg.corpus, batch=model.batch,
+                          micro_batches=cfg.accumulate,
                           trace_skew=skew.factor if skew is not None else None)
 
 

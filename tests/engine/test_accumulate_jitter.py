@@ -56,3 +56,41 @@ def test_cli_flags_and_exit_status(capsys):
                      "--accumulate", "2", "--jitter", "lognormal:0.05", "--iterations", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["compute_source"].startswith("compute: kernel model, H100")
+
+
+def _corpus(tmp_path, lengths):
+    path = tmp_path / "corpus.txt"
+    path.write_text("".join(" ".join(f"w{i % 7}" for i in range(n)) + "\n" for n in lengths))
+    return str(path)
+
+
+def test_corpus_batches_pad_to_their_longest_sentence(tmp_path):
+    # time linear in length: the factor is the expected padded length over --seq
+    lengths = [5] * 50 + [45] * 50
+    corpus = _corpus(tmp_path, lengths)
+    one = jitter_factors("shuffle", 1, 0, seq=25, compute_at_seq=float, corpus=corpus, batch=1)
+    assert one[0] == pytest.approx(1.0, abs=0.15)              # batch of 1: no padding
+    big = jitter_factors("shuffle", 1, 0, seq=25, compute_at_seq=float, corpus=corpus, batch=64)
+    assert big[0] == pytest.approx(45 / 25)                    # a long sentence in every batch
+    # buckets keep short sentences together: padding only within a bucket
+    bucketed = jitter_factors("bucket:5", 1, 0, seq=25, compute_at_seq=float, corpus=corpus, batch=64)
+    assert bucketed[0] == pytest.approx(1.0, abs=0.15)
+
+
+def test_corpus_jitter_slowest_of_n_and_deterministic(tmp_path):
+    corpus = _corpus(tmp_path, list(range(1, 51)))
+    kw = dict(seq=25, compute_at_seq=float, corpus=corpus, batch=4)
+    f8 = jitter_factors("shuffle", 8, 3, **kw)
+    assert f8.max() > jitter_factors("shuffle", 1, 3, **kw)[0]
+    assert list(f8) == list(jitter_factors("shuffle", 8, 3, **kw))
+    acc = jitter_factors("shuffle", 8, 3, micro_batches=16, **kw)
+    assert acc.max() - acc.min() < f8.max() - f8.min()         # accumulation averages lengths out
+
+
+def test_corpus_jitter_needs_a_corpus():
+    with pytest.raises(InputError, match="--corpus"):
+        jitter_factors("bucket:5", 4, 0, seq=25, compute_at_seq=float, batch=4)
+    with pytest.raises(InputError, match="bucket count"):
+        parse_jitter("bucket:0")
+    with pytest.raises(InputError, match="takes no value"):
+        parse_jitter("shuffle:3")
