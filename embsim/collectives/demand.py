@@ -5,7 +5,10 @@ model.py scales it so that its bottleneck time equals the simulated transfer tim
 Every pattern is linear in S, so callers compute the unit pattern (S = 1) once per
 (op, algo, communicator) and scale it. Routes come from `topology.route`; they are
 gathered into flat numpy arrays so that big patterns (alltoallv at 1024 ranks) are
-aggregated with bincount, never with per-pair Python arithmetic on the bytes.
+aggregated with bincount, never with per-pair Python arithmetic on the bytes; the routes
+themselves are computed in bulk (topology.vroutes). AlltoallRoutes is the pairwise
+all-to-all, kept for arbitrary dense matrices; structured traffic at any scale goes
+through alltoall_demand.AlltoallPattern, which gives the same bytes without N^2 pairs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from embsim.network import Demand
+from embsim.topology.vroutes import route_table
 
 
 @dataclass(frozen=True)
@@ -28,9 +32,8 @@ class RouteSet:
 
     @classmethod
     def of(cls, topology, pairs: Sequence[tuple[int, int]]) -> "RouteSet":
-        routes = [topology.route(a, b) for a, b in pairs]
-        lengths = np.fromiter((len(r) for r in routes), dtype=np.int64, count=len(routes))
-        links = np.fromiter(chain.from_iterable(routes), dtype=np.int64, count=int(lengths.sum()))
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        links, lengths = route_table(topology, pairs[:, 0], pairs[:, 1])
         return cls(links, lengths)
 
     def demand(self, weights: np.ndarray) -> Demand:

@@ -12,8 +12,7 @@ NICs carry everything, which shows through the alltoallv on the topology.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..collectives.traffic import Traffic
 from ..engine.build import bwd_name, fwd_name, update_name
 from ..engine.ops import SyncTensor
 from ..workload.memory import memory_per_gpu
@@ -21,9 +20,9 @@ from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
 
-def uniform_matrix(n: int, per_rank_bytes: float) -> np.ndarray:
+def uniform_matrix(n: int, per_rank_bytes: float) -> Traffic:
     """Each rank sends per_rank_bytes spread evenly over the n shards (its own included)."""
-    return np.full((n, n), per_rank_bytes / n)
+    return Traffic.even(n, per_rank_bytes)
 
 
 @STRATEGIES.register("ps")
@@ -45,7 +44,7 @@ class ParameterServerStrategy(Strategy):
             sync.append(SyncTensor(name=f"ps-pull:{t.layer}", layer=t.layer, op="alltoall",
                                    nbytes=pull, category="embedding",
                                    ready_after=update_name(t.layer), needed_by=fwd_name(t.layer),
-                                   matrix=uniform_matrix(n, pull).T.copy()))
+                                   matrix=uniform_matrix(n, pull).T))
             # each server shard applies the union of the rows pushed to it
             update[t.layer] = ctx.sparse_update(t.layer, t.unique_union / n)
             sharded[t.table] = n

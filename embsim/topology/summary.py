@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict
 
+from .build import switch_counts
+
 
 def link_classes(topo) -> list[dict]:
     """Links grouped by (kind, bandwidth, latency), in order of first appearance."""
@@ -27,14 +29,19 @@ def topology_summary(topo) -> dict:
     fabric = {k: v for k, v in asdict(node.fabric).items() if v not in (None, ())}
     if "nvlink_pairs" in fabric:
         fabric["nvlink_pairs"] = [list(p) for p in fabric["nvlink_pairs"]]
-    vertex_types = Counter(data["type"] for _, data in topo.graph.nodes(data=True))
+    vertex_types = Counter({t: n * topo.n_nodes for t, n in Counter(topo._template.vertices.values()).items()})
+    vertex_types.update(kind for _, kind in topo.switches())
     lay = topo._layout
     network = None
     if lay is not None:
         network = {"kind": node.network.kind, "oversubscription": node.network.oversubscription,
                    "switch_latency_us": node.network.switch_latency_us, "rails": len(lay.rails),
                    "nodes_per_leaf": lay.nodes_per_leaf, "leaves": lay.n_leaves,
-                   "spines": lay.n_spines if lay.n_leaves > 1 else 0}
+                   "spines": lay.n_spines if lay.n_leaves > 1 else 0,
+                   "tiers": lay.tiers, "radix": node.network.radix,
+                   "spine_oversubscription": node.network.spine_oversubscription,
+                   "pods": lay.n_pods if lay.tiers == 3 else None,
+                   "switches": switch_counts(node, lay)}
     nic_gbps = node.nics.gbit / 8
     return {
         "preset": topo.preset,
@@ -52,7 +59,7 @@ def topology_summary(topo) -> dict:
         "links": link_classes(topo),
         "overrides": topo.overrides,
         "totals": {
-            "vertices": topo.graph.number_of_nodes(),
+            "vertices": sum(vertex_types.values()),
             "vertex_types": dict(sorted(vertex_types.items())),
             "links": len(topo.links),
             "peak_bf16_pflops": round(topo.n_gpus * node.gpu.bf16_tflops / 1000, 6),

@@ -15,8 +15,8 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
-from .build import (Link, NodeTemplate, local_gpu_path, network_layout, network_links,
-                    node_template, tree_path)
+from .build import (Link, NodeTemplate, disconnected_pair, local_gpu_path, network_layout,
+                    network_links, node_template, tree_path)
 from .spec import NodeType, TopologyError
 
 
@@ -65,23 +65,38 @@ class Topology:
         self.links: list[Link] = links
         self.capacity: np.ndarray = np.array([l.bandwidth for l in links], dtype=float)
 
-        g = nx.DiGraph()
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The whole cluster as a networkx graph (built on first use: simulations never
+        need it, and at thousands of nodes it is the slowest part of a Topology)."""
+        t, g = self._template, nx.DiGraph()
         for n in range(self.n_nodes):
             g.add_nodes_from((f"n{n}.{v}", {"type": vt, "node": n}) for v, vt in t.vertices.items())
-        if self._layout is not None:
-            g.add_nodes_from((f"leaf{i}", {"type": "leaf"}) for i in range(self._layout.n_leaves))
-            if self._layout.n_leaves > 1:
-                g.add_nodes_from((f"spine{s}", {"type": "spine"}) for s in range(self._layout.n_spines))
+        g.add_nodes_from((v, {"type": kind}) for v, kind in self.switches())
         g.add_edges_from((l.src, l.dst, {"id": l.id, "kind": l.kind, "bandwidth": l.bandwidth,
-                                         "latency": l.latency}) for l in links)
-        self.graph: nx.DiGraph = g
+                                         "latency": l.latency}) for l in self.links)
+        return g
+
+    def switches(self) -> list[tuple[str, str]]:
+        """(name, tier) of every network switch vertex: leaf, spine, core."""
+        lay = self._layout
+        if lay is None:
+            return []
+        out = [(f"leaf{i}", "leaf") for i in range(lay.n_leaves)]
+        if lay.tiers >= 2:
+            out += [(lay.spine_name(p, s), "spine") for p in range(lay.n_pods) for s in range(lay.n_spines)]
+        if lay.tiers == 3:
+            out.append(("core", "core"))
+        return out
 
     def _check_connected(self) -> None:
-        if nx.is_strongly_connected(self.graph):
+        # Every node is a copy of one template and the network joins every NIC to a leaf
+        # and every leaf to the spines, so the cluster is connected iff the template is.
+        pair = disconnected_pair(self._template)
+        if pair is None:
             return
-        parts = sorted((sorted(c) for c in nx.strongly_connected_components(self.graph)), key=lambda c: c[0])
         raise TopologyError(f"{self.node.source or self.node.name}: graph is disconnected: "
-                            f"{parts[0][0]} cannot reach {parts[1][0]} (check fabric.nvlink_pairs / pcie_*)")
+                            f"n0.{pair[0]} cannot reach n0.{pair[1]} (check fabric.nvlink_pairs / pcie_*)")
 
     # ------------------------------------------------------------------ ranks
     def rank(self, node: int, local: int) -> int:
@@ -136,17 +151,32 @@ class Topology:
         return path
 
     def _inter_node(self, a: int, la: int, b: int, lb: int) -> tuple[int, ...]:
+        head, src_nic, rail_nic, tail = self.remote_template(la, lb)
+        base_a, base_b = a * self._per_node, b * self._per_node
+        return (tuple(base_a + o for o in head) + self._network(a, src_nic, b, rail_nic)
+                + tuple(base_b + o for o in tail))
+
+    def remote_template(self, la: int, lb: int) -> tuple[tuple[int, ...], int, int, tuple[int, ...]]:
+        """How local GPU la reaches local GPU lb of another node, the same for every pair of
+        nodes: (link offsets on the source node, source NIC, destination NIC = the
+        destination's rail, link offsets on the destination node)."""
+        key = ("remote", la, lb)
+        hit = self._local_paths.get(key)
+        if hit is not None:
+            return hit
         rail_nic = self._nic_of_local[lb]           # the destination's rail
         # The source itself if that NIC serves it, else the rail's first local GPU.
         proxy = la if la in self.node.nics.gpus[rail_nic] else self._proxy_of_nic[rail_nic]
         if self.node.fabric.has_nvlink and self._nvlink_only(la, proxy):
             # PXN: NVLink to the rail-aligned GPU, out of its NIC, same rail end to end.
             src_nic = rail_nic
-            head = self._on_node(a, ("gpu", la, "gpu", proxy)) + self._on_node(a, ("gpu", proxy, "nic", src_nic))
+            head = self._local(("gpu", la, "gpu", proxy)) + self._local(("gpu", proxy, "nic", src_nic))
         else:
             src_nic = self._nic_of_local[la]
-            head = self._on_node(a, ("gpu", la, "nic", src_nic))
-        return head + self._network(a, src_nic, b, rail_nic) + self._on_node(b, ("nic", rail_nic, "gpu", lb))
+            head = self._local(("gpu", la, "nic", src_nic))
+        hit = (head, src_nic, rail_nic, self._local(("nic", rail_nic, "gpu", lb)))
+        self._local_paths[key] = hit
+        return hit
 
     def _nvlink_only(self, la: int, lb: int) -> bool:
         if la == lb:
@@ -176,12 +206,18 @@ class Topology:
     def _network(self, a: int, nic_a: int, b: int, nic_b: int) -> tuple[int, ...]:
         lay, idx = self._layout, self._net_index
         ra, rb = self._rails.index(nic_a), self._rails.index(nic_b)
-        la, lb = f"leaf{lay.leaf_of(a, ra)}", f"leaf{lay.leaf_of(b, rb)}"
+        leaf_a, leaf_b = lay.leaf_of(a, ra), lay.leaf_of(b, rb)
+        la, lb = f"leaf{leaf_a}", f"leaf{leaf_b}"
         src, dst = f"n{a}.nic{nic_a}", f"n{b}.nic{nic_b}"
         if la == lb:
             return idx[(src, la)], idx[(la, dst)]
-        spine = f"spine{lay.spine_for(a, b)}"
-        return idx[(src, la)], idx[(la, spine)], idx[(spine, lb)], idx[(lb, dst)]
+        s = lay.spine_for(a, b)
+        pa, pb = lay.pod_of_leaf(leaf_a), lay.pod_of_leaf(leaf_b)
+        sa, sb = lay.spine_name(pa, s), lay.spine_name(pb, s)
+        if pa == pb:
+            return idx[(src, la)], idx[(la, sa)], idx[(sa, lb)], idx[(lb, dst)]
+        return (idx[(src, la)], idx[(la, sa)], idx[(sa, "core")], idx[("core", sb)], idx[(sb, lb)],
+                idx[(lb, dst)])
 
     # ------------------------------------------------------- helpers for layers
     def gpu_up_links(self, rank: int, kind: str | None = None) -> tuple[int, ...]:
