@@ -7,7 +7,7 @@ F times slower, `--straggler node:N:F` every GPU of node N.
 from __future__ import annotations
 
 from ..errors import InputError
-from .simulation import RankClass
+from ..plan.timeline import RankClass
 
 
 def parse_straggler(text: str | None, n_gpus: int, gpus_per_node: int) -> tuple[str, int, float] | None:

@@ -5,7 +5,7 @@ so one collective at a time; optimizer.step() after every gradient is reduced.""
 from __future__ import annotations
 
 from .base import SCHEDULERS, Scheduler, single_op
-from ..engine.ops import CommOp
+from ..plan.ops import CommOp
 
 MiB = 1024 * 1024
 

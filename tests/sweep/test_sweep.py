@@ -70,7 +70,7 @@ def test_sweep_on_local_cluster_with_failure_and_resume(tmp_path):
 
 
 def test_sweep_command_and_scale(tmp_path, capsys):
-    from cli import main
+    from embsim.cli import main
     path = tmp_path / "s.yaml"
     path.write_text(SWEEP)
     assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 0
