@@ -74,7 +74,7 @@ class CollectiveModel:
         # switch fabric behind the NICs is non-blocking. Demands are scaled to the model on
         # those links only, so an oversubscribed spine that is tighter than the NICs makes
         # the collective slower than the model, as it would in reality.
-        self._fabric = np.array([link.kind == "net" for link in topology.links], dtype=bool)
+        self._fabric = topology.link_kinds == "net"
         self._modelled_capacity = np.where(self._fabric, np.inf, self.capacity)
         self._plans: dict = {}
         self._shapes: dict = {}

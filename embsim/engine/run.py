@@ -150,7 +150,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                     lambda env: Network(env, topo.capacity), ranks,
                     iterations=cfg.iterations, **resolved_interference(cfg, trace, topo))
     run = engine.run()
-    kinds = {kind: topo.link_ids_of_kind(kind) for kind in dict.fromkeys(l.kind for l in topo.links)}
+    kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
     metrics = step_metrics(run, lambda r: r.nbytes * busbw_factor(r.op, topo.n_gpus), kinds, topo.capacity)
 
     samples_per_s = topo.n_gpus * model.batch / metrics.step_time

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict
 
+import numpy as np
+
 from .build import switch_counts
 
 
@@ -15,8 +17,8 @@ def link_classes(topo) -> list[dict]:
     """Links grouped by (kind, bandwidth, latency), in order of first appearance."""
     counts: Counter = Counter()
     order: list[tuple] = []
-    for l in topo.links:
-        key = (l.kind, round(l.bandwidth / 1e9, 6), round(l.latency * 1e6, 6))
+    for key in zip(topo.link_kinds.tolist(), np.round(topo.capacity / 1e9, 6).tolist(),
+                   np.round(topo.link_latency * 1e6, 6).tolist()):
         if key not in counts:
             order.append(key)
         counts[key] += 1
@@ -61,7 +63,7 @@ def topology_summary(topo) -> dict:
         "totals": {
             "vertices": sum(vertex_types.values()),
             "vertex_types": dict(sorted(vertex_types.items())),
-            "links": len(topo.links),
+            "links": topo.n_links,
             "peak_bf16_pflops": round(topo.n_gpus * node.gpu.bf16_tflops / 1000, 6),
             "memory_gb": round(topo.n_gpus * node.gpu.hbm_gb, 6),
             "injection_gbps_per_node": round(len(topo._template.nics) * nic_gbps, 6) if lay else 0.0,

@@ -49,21 +49,35 @@ class Topology:
 
     # ----------------------------------------------------------------- building
     def _build_links(self) -> None:
+        # Per-link arrays (capacity, kind, latency) are tiled from the node template; the
+        # Link objects with vertex names are made only when asked for (`links`), since at
+        # thousands of nodes they are most of a Topology's build time and memory.
         t = self._template
         per_node = len(t.links)
-        links: list[Link] = []
-        for n in range(self.n_nodes):
-            for u, v, kind, bw, lat in t.links:
-                links.append(Link(len(links), f"n{n}.{u}", f"n{n}.{v}", kind, bw, lat))
-        self._net_base = len(links)
-        self._net_index: dict[tuple[str, str], int] = {}
-        if self._layout is not None:
-            for u, v, kind, bw, lat in network_links(self.node, self._layout):
-                self._net_index[(u, v)] = len(links)
-                links.append(Link(len(links), u, v, kind, bw, lat))
         self._per_node = per_node
-        self.links: list[Link] = links
-        self.capacity: np.ndarray = np.array([l.bandwidth for l in links], dtype=float)
+        self._net_base = per_node * self.n_nodes
+        net = network_links(self.node, self._layout) if self._layout is not None else []
+        self._net_links = net
+        self._net_index: dict[tuple[str, str], int] = {
+            (u, v): self._net_base + i for i, (u, v, *_) in enumerate(net)}
+        def column(k: int, dtype):
+            return np.concatenate([np.tile(np.array([l[k] for l in t.links], dtype=dtype), self.n_nodes),
+                                   np.array([l[k] for l in net], dtype=dtype)])
+        self.capacity: np.ndarray = column(3, float)
+        self.link_kinds: np.ndarray = column(2, object).astype(str)
+        self.link_latency: np.ndarray = column(4, float)
+        self.n_links = int(self.capacity.size)
+
+    @cached_property
+    def links(self) -> list[Link]:
+        """Every directed link as a Link (id, vertex names, kind, bytes/s, s)."""
+        out: list[Link] = []
+        for n in range(self.n_nodes):
+            for u, v, kind, bw, lat in self._template.links:
+                out.append(Link(len(out), f"n{n}.{u}", f"n{n}.{v}", kind, bw, lat))
+        for u, v, kind, bw, lat in self._net_links:
+            out.append(Link(len(out), u, v, kind, bw, lat))
+        return out
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -257,9 +271,13 @@ class Topology:
 
     @cached_property
     def _kind_ids(self) -> dict[str, np.ndarray]:
-        kinds = sorted({l.kind for l in self.links})
-        arr = np.array([l.kind for l in self.links])
-        return {k: np.flatnonzero(arr == k) for k in kinds}
+        kinds = sorted(set(self.link_kinds.tolist()))
+        return {k: np.flatnonzero(self.link_kinds == k) for k in kinds}
+
+    def link_kinds_in_order(self) -> list[str]:
+        """Kinds of link present, in order of first appearance."""
+        _, first = np.unique(self.link_kinds, return_index=True)
+        return [str(self.link_kinds[i]) for i in sorted(first)]
 
     def link_ids_of_kind(self, kind: str) -> np.ndarray:
         """Ids (ascending) of every link of one kind; empty if there is none."""
@@ -267,7 +285,7 @@ class Topology:
 
     def route_latency(self, src: int, dst: int) -> float:
         """Sum of link latencies along route(src, dst), seconds."""
-        return float(sum(self.links[i].latency for i in self.route(src, dst)))
+        return float(sum(self.link_latency[i] for i in self.route(src, dst)))
 
     # ------------------------------------------------------------- what-ifs
     def with_overrides(self, nic_gbit: float | None = None, nvlink_gbps: float | None = None,
@@ -303,4 +321,4 @@ class Topology:
         return topology_summary(self)
 
     def __repr__(self) -> str:
-        return f"Topology({self.preset}:{self.n_nodes}x{self.gpus_per_node}, {len(self.links)} links)"
+        return f"Topology({self.preset}:{self.n_nodes}x{self.gpus_per_node}, {self.n_links} links)"
