@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from .spec import NodeType
 
 GB = 1e9   # GB/s in the YAML are 1e9 bytes/s per direction
@@ -47,7 +45,8 @@ class NodeTemplate:
             self.offset[(a, b)] = len(self.links)
             self.links.append((a, b, kind, gbps * GB, latency_us * US))
 
-    def graph(self) -> nx.DiGraph:
+    def graph(self):
+        import networkx as nx   # only for meshes without a PCIe description (start-up time)
         g = nx.DiGraph()
         g.add_nodes_from(self.vertices)
         g.add_edges_from((u, v) for u, v, *_ in self.links)
@@ -141,14 +140,56 @@ def local_gpu_path(node: NodeType, t: NodeTemplate, a: int, b: int) -> list[str]
     if t.parent:
         return tree_path(t, u, v)
     # NVLink-only mesh without a PCIe description: hop over NVLink peers.
+    import networkx as nx
     return nx.shortest_path(t.graph(), u, v)
 
 
+def _components(vertices: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
+    """Strongly connected components (Kosaraju; node templates are tiny)."""
+    out_edges: dict[str, list[str]] = {v: [] for v in vertices}
+    in_edges: dict[str, list[str]] = {v: [] for v in vertices}
+    for u, v in edges:
+        out_edges[u].append(v)
+        in_edges[v].append(u)
+    order, seen = [], set()
+    for root in vertices:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(out_edges[root]))]
+        while stack:
+            v, it = stack[-1]
+            nxt = next((w for w in it if w not in seen), None)
+            if nxt is None:
+                order.append(v)
+                stack.pop()
+            else:
+                seen.add(nxt)
+                stack.append((nxt, iter(out_edges[nxt])))
+    comps, assigned = [], set()
+    for root in reversed(order):
+        if root in assigned:
+            continue
+        comp, todo = [], [root]
+        assigned.add(root)
+        while todo:
+            v = todo.pop()
+            comp.append(v)
+            for w in in_edges[v]:
+                if w not in assigned:
+                    assigned.add(w)
+                    todo.append(w)
+        comps.append(comp)
+    return comps
+
+
 def disconnected_pair(t: NodeTemplate) -> tuple[str, str] | None:
-    g = t.graph()
-    if nx.is_strongly_connected(g):
+    """Two vertices of the template that cannot reach each other, or None if it is one
+    strongly connected graph (the first vertices of the two first components, sorted)."""
+    comps = _components(list(t.vertices), [(u, v) for u, v, *_ in t.links])
+    if len(comps) <= 1:
         return None
-    components = sorted((sorted(c) for c in nx.strongly_connected_components(g)), key=lambda c: c[0])
+    components = sorted((sorted(c) for c in comps), key=lambda c: c[0])
     return components[0][0], components[1][0]
 
 

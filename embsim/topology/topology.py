@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 
-import networkx as nx
 import numpy as np
 
 from .build import (Link, NodeTemplate, disconnected_pair, local_gpu_path, network_layout,
@@ -80,9 +79,10 @@ class Topology:
         return out
 
     @cached_property
-    def graph(self) -> nx.DiGraph:
+    def graph(self):
         """The whole cluster as a networkx graph (built on first use: simulations never
         need it, and at thousands of nodes it is the slowest part of a Topology)."""
+        import networkx as nx   # imported here: nothing on a simulation's path needs it
         t, g = self._template, nx.DiGraph()
         for n in range(self.n_nodes):
             g.add_nodes_from((f"n{n}.{v}", {"type": vt, "node": n}) for v, vt in t.vertices.items())
