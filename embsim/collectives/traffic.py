@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .pairwise import leaf_of, row_sum
+
 
 def _frozen(a) -> np.ndarray:
     a = np.array(a, dtype=np.float64, copy=True).reshape(-1)
@@ -119,7 +121,9 @@ def traffic_p2p_load(traffic: Traffic, node_of: np.ndarray, ppn: int) -> tuple[f
     the sending node's fabric, so a GPU's fabric bytes are its local plus remote bytes."""
     row, col = traffic.row, traffic.col
     node_of = np.asarray(node_of, dtype=np.int64)
-    _, node = np.unique(node_of, return_inverse=True)
+    _, node, counts = np.unique(node_of, return_inverse=True, return_counts=True)
+    if traffic.kind == "uniform" and np.all(counts == counts[0]) and np.all(np.diff(node) >= 0):
+        return _uniform_p2p_load(traffic.n, int(counts[0]), traffic.value, ppn)
     node_row = np.bincount(node, weights=row)[node]         # per rank: its node's totals
     node_col = np.bincount(node, weights=col)[node]
     local_out = row * (node_col - col)
@@ -136,3 +140,35 @@ def traffic_p2p_load(traffic: Traffic, node_of: np.ndarray, ppn: int) -> tuple[f
     nz_col = int((col > 0).sum())
     peers = int(np.where(row > 0, nz_col - (col > 0), 0).max(initial=0))
     return (intra if ppn > 1 else 0.0, inter, per_peer, max(1, peers))
+
+
+def _uniform_p2p_load(n: int, g: int, c: float, ppn: int) -> tuple[float, float, float, int]:
+    """traffic_p2p_load for c bytes between every two ranks, nodes of g consecutive ranks,
+    with the dense path's exact arithmetic: its row sums are numpy pairwise sums
+    (reproduced by collectives.pairwise), its column sums add one row after another."""
+    if c <= 0 or n < 2:
+        return (0.0, 0.0, 0.0, 1)
+    # column sums: c added once per sender on another node / on the same node
+    remote_in = local_in = 0.0
+    for _ in range(n - g):
+        remote_in += c
+    for _ in range(g - 1):
+        local_in += c
+    intra_in = local_in + remote_in
+    intra_out = inter_out = 0.0
+    local_max: dict[tuple, float] = {}       # the same block pattern recurs all along the row
+    for k in range(n // g):
+        lo, hi = k * g, (k + 1) * g
+        remote_out = row_sum(n, [(0, lo, c), (hi, n, c)])
+        inter_out = max(inter_out, remote_out)
+        leaf = leaf_of(n, lo, hi)
+        key = (leaf[1], lo - leaf[0]) if leaf else (n, lo)
+        if key not in local_max:
+            length, base = (leaf[1], lo - leaf[0]) if leaf else (n, lo)
+            local_max[key] = max(row_sum(length, [(base, base + j, c), (base + j + 1, base + g, c)])
+                                 for j in range(g))
+        # rounding is monotonic, so the largest local sum gives the largest total
+        intra_out = max(intra_out, local_max[key] + remote_out)
+    intra = max(intra_out, intra_in)
+    inter = max(inter_out, remote_in)
+    return (intra if ppn > 1 else 0.0, inter, c, n - 1)

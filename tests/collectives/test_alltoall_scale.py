@@ -9,6 +9,7 @@ import pytest
 from embsim.collectives import CollectiveModel
 from embsim.collectives.alltoall_demand import AlltoallPattern, seqsum
 from embsim.collectives.demand import AlltoallRoutes, _ring_edges, _ring_pairs, ordered_ranks, uniform_alltoall_matrix
+from embsim.collectives.pairwise import row_sum
 from embsim.collectives.traffic import Traffic, traffic_p2p_load
 from embsim.topology import load_topology, parse_node_type
 from embsim.topology.topology import Topology
@@ -73,7 +74,8 @@ def test_irregular_communicator_falls_back_to_pairwise():
     assert np.array_equal(plan.demand.links, want.links) and not plan.demand.is_empty
 
 
-@pytest.mark.parametrize("spec", ["dgx-h100:6x8", "dgx-a100:9x4", "pcie-rtx3090:3x8"])
+@pytest.mark.parametrize("spec", ["dgx-h100:6x8", "dgx-a100:9x4", "pcie-rtx3090:3x8", "dgx-h100:40x8",
+                                  "dgx-a100:37x3"])
 def test_p2p_load_from_factors_equals_dense(spec):
     t = load_topology(spec)
     n, g = t.n_gpus, t.gpus_per_node
@@ -88,8 +90,23 @@ def test_p2p_load_from_factors_equals_dense(spec):
         want = (max((lo + ro).max(), (li + ri).max()), max(ro.max(), ri.max()), off[off > 0].max(),
                 int((off > 0).sum(1).max()))
         got = traffic_p2p_load(tr, node_of, g)
+        if tr.kind == "uniform":
+            assert got == tuple(float(x) for x in want[:3]) + (want[3],), name       # bit for bit
         np.testing.assert_allclose(got[:3], want[:3], rtol=1e-13, err_msg=name)
         assert got[3] == want[3]
+
+
+def test_row_sums_reproduce_numpy_pairwise_summation():
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        n = int(rng.integers(1, 6000))
+        cuts = np.sort(rng.choice(n + 1, size=2 * int(rng.integers(0, 4)), replace=True))
+        runs = [(cuts[i], cuts[i + 1], float(rng.random() * 10.0 ** rng.integers(-3, 7)))
+                for i in range(0, cuts.size, 2)]
+        row = np.zeros(n)
+        for lo, hi, v in runs:
+            row[lo:hi] = v
+        assert row_sum(n, runs) == float(row.sum())
 
 
 def test_alltoallv_plan_from_factors_matches_dense_plan():
