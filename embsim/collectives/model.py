@@ -219,6 +219,8 @@ class CollectiveModel:
                 routes = self._alltoall_routes(tuple(sorted(ranks)))
                 if isinstance(routes, AlltoallPattern):
                     unit = routes.demand(tr)
+                elif routes.g * routes.n_nodes != n:
+                    raise InputError("alltoallv: every node of the communicator needs the same GPU count")
                 else:
                     unit = routes.demand(tr.dense())
             else:
