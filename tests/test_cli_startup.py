@@ -35,6 +35,6 @@ def test_help_and_version_import_no_simulator():
         assert not {"numpy", "networkx", "simpy", "embsim.engine", "embsim.topology"} & loaded, args
 
 
-def test_topology_show_imports_no_networkx_or_simulator():
+def test_topology_show_imports_no_numpy_networkx_or_simulator():
     loaded = _modules_after(["topology", "show", "dgx-h100", "--json"])
-    assert not {"networkx", "simpy", "embsim.engine", "embsim.collectives"} & loaded
+    assert not {"numpy", "networkx", "simpy", "embsim.engine", "embsim.collectives"} & loaded

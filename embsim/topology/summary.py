@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict
 
-import numpy as np
-
 from .build import switch_counts
 
 
@@ -17,8 +15,9 @@ def link_classes(topo) -> list[dict]:
     """Links grouped by (kind, bandwidth, latency), in order of first appearance."""
     counts: Counter = Counter()
     order: list[tuple] = []
-    for key in zip(topo.link_kinds.tolist(), np.round(topo.capacity / 1e9, 6).tolist(),
-                   np.round(topo.link_latency * 1e6, 6).tolist()):
+    kinds, bandwidth, latency = topo._columns
+    for kind, bw, lat in zip(kinds, bandwidth, latency):
+        key = (kind, round(bw / 1e9, 6), round(lat * 1e6, 6))
         if key not in counts:
             order.append(key)
         counts[key] += 1

@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 
-import numpy as np
-
 from .build import (Link, NodeTemplate, disconnected_pair, local_gpu_path, network_layout,
                     network_links, node_template, tree_path)
 from .spec import NodeType, TopologyError
@@ -48,9 +46,9 @@ class Topology:
 
     # ----------------------------------------------------------------- building
     def _build_links(self) -> None:
-        # Per-link arrays (capacity, kind, latency) are tiled from the node template; the
-        # Link objects with vertex names are made only when asked for (`links`), since at
-        # thousands of nodes they are most of a Topology's build time and memory.
+        # Per-link columns are tiled from the node template; the Link objects with vertex
+        # names are made only when asked for (`links`), since at thousands of nodes they
+        # are most of a Topology's build time and memory.
         t = self._template
         per_node = len(t.links)
         self._per_node = per_node
@@ -59,13 +57,28 @@ class Topology:
         self._net_links = net
         self._net_index: dict[tuple[str, str], int] = {
             (u, v): self._net_base + i for i, (u, v, *_) in enumerate(net)}
-        def column(k: int, dtype):
-            return np.concatenate([np.tile(np.array([l[k] for l in t.links], dtype=dtype), self.n_nodes),
-                                   np.array([l[k] for l in net], dtype=dtype)])
-        self.capacity: np.ndarray = column(3, float)
-        self.link_kinds: np.ndarray = column(2, object).astype(str)
-        self.link_latency: np.ndarray = column(4, float)
-        self.n_links = int(self.capacity.size)
+        # per-link columns as lists (kind, bytes/s, s); numpy arrays are made on first use
+        # so that `topology show` starts without importing numpy
+        self._columns = tuple([l[k] for l in t.links] * self.n_nodes + [l[k] for l in net] for k in (2, 3, 4))
+        self.n_links = len(self._columns[0])
+
+    @cached_property
+    def capacity(self):
+        """Bytes/s of every link, indexed by link id (numpy float64)."""
+        import numpy as np
+        return np.array(self._columns[1], dtype=np.float64)
+
+    @cached_property
+    def link_kinds(self):
+        """Kind of every link ("nvlink", "pcie", "cpu", "host", "nic", "net"), numpy str array."""
+        import numpy as np
+        return np.array(self._columns[0], dtype=str)
+
+    @cached_property
+    def link_latency(self):
+        """Seconds per traversal of every link (numpy float64)."""
+        import numpy as np
+        return np.array(self._columns[2], dtype=np.float64)
 
     @cached_property
     def links(self) -> list[Link]:
@@ -270,22 +283,23 @@ class Topology:
         return self._rails
 
     @cached_property
-    def _kind_ids(self) -> dict[str, np.ndarray]:
+    def _kind_ids(self) -> dict:
+        import numpy as np
         kinds = sorted(set(self.link_kinds.tolist()))
         return {k: np.flatnonzero(self.link_kinds == k) for k in kinds}
 
     def link_kinds_in_order(self) -> list[str]:
         """Kinds of link present, in order of first appearance."""
-        _, first = np.unique(self.link_kinds, return_index=True)
-        return [str(self.link_kinds[i]) for i in sorted(first)]
+        return list(dict.fromkeys(self._columns[0]))
 
-    def link_ids_of_kind(self, kind: str) -> np.ndarray:
-        """Ids (ascending) of every link of one kind; empty if there is none."""
+    def link_ids_of_kind(self, kind: str):
+        """Ids (ascending, numpy int64) of every link of one kind; empty if there is none."""
+        import numpy as np
         return self._kind_ids.get(kind, np.zeros(0, dtype=np.int64))
 
     def route_latency(self, src: int, dst: int) -> float:
         """Sum of link latencies along route(src, dst), seconds."""
-        return float(sum(self.link_latency[i] for i in self.route(src, dst)))
+        return float(sum(self._columns[2][i] for i in self.route(src, dst)))
 
     # ------------------------------------------------------------- what-ifs
     def with_overrides(self, nic_gbit: float | None = None, nvlink_gbps: float | None = None,
