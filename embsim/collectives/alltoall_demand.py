@@ -17,8 +17,11 @@ Exactness: the pairwise form adds equal weights one by one in a fixed order. For
 uniform pattern (every byte count the same: AlltoAll, a PS push or pull) a link's bytes
 are that weight added `count` times, which is reproduced exactly from the structural
 counts by one sequential cumulative sum, so results are bit-identical to the pairwise
-form. Skewed patterns (EmbRace shard=rows) are computed as products of totals, equal to
-the pairwise form to rounding (relative 1e-15), not bit for bit.
+form. For skewed patterns where one side is uniform (EmbRace shard=rows: bytes depend only
+on the sender, or only on the receiver) the links inside nodes and at the NICs, which set
+the collective's time, are summed in the pairwise order too (pairwise.seqsum_vec adds a
+value k times exactly in O(log k)); only spine and core links, whose sums run over pairs
+of whole leaf groups, are products of totals, equal to the pairwise form to ~1e-15.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from embsim.network import Demand
 from embsim.topology.vroutes import NetIds
 
 from .demand import ordered_ranks
+from .pairwise import seqsum_vec
 from .traffic import Traffic
 
 
@@ -86,6 +90,12 @@ class AlltoallPattern:
                     raise NotRegular("all-to-all: a rail GPU leaves through another rail's NIC")
                 self.remote.append((head, t.rails.index(dst_nic), tail))
             self.net = NetIds.of(t)
+        # which rail GPUs' remote pairs share each link next to a NIC (in y order)
+        self.head_sets, self.tail_sets, self.rail_sets = {}, {}, {}
+        for y, (head, rail, tail) in enumerate(self.remote):
+            for sets, keys in ((self.head_sets, head), (self.tail_sets, tail), (self.rail_sets, (rail,))):
+                for key in keys:
+                    sets[key] = sets.get(key, ()) + (y,)
 
     # ---------------------------------------------------------------- public
     def demand(self, traffic: Traffic) -> Demand:
@@ -97,7 +107,7 @@ class AlltoallPattern:
         local_w, A, B = self._weights(traffic)
         vals = self._local_sums(local_w)
         if self.N > 1:
-            vals = vals + self._remote_sums(A, B)
+            vals = vals + self._remote_sums(A, B, traffic.kind)
         return _as_demand(vals)
 
     def uniform(self, w: float) -> Demand:
@@ -132,10 +142,8 @@ class AlltoallPattern:
                 B = B + col
             A = np.ones(N)
         local = row[:, :, None] * col[:, None, :]
-        if kind == "senders":
-            to_rail = np.zeros((N, g))
-            for _ in range(N):                           # x's bytes to every node's rail GPUs
-                to_rail = to_rail + row
+        if kind == "senders":                            # x's bytes to every node's rail GPUs
+            to_rail = seqsum_vec(row.reshape(-1), N).reshape(N, g)
             to_rail = np.broadcast_to(to_rail[:, :, None], (N, g, g))
         else:
             per_rail = np.cumsum(col, axis=0)[-1]         # sum over nodes, in order
@@ -144,6 +152,41 @@ class AlltoallPattern:
         idx = np.arange(g)
         local_w[:, idx, idx] = 0.0
         return local_w, A, B
+
+    def _exact_end_sums(self, kind: str, A: np.ndarray, B: np.ndarray):
+        """Bytes of the links a remote pair (a -> b, rail GPU y) crosses on its two nodes,
+        summed the way the pairwise form adds them: on node a over b (then y), on node b
+        over a (then y), skipping a == b. Per tuple of rail GPUs sharing a link."""
+        N = self.N
+        tuples = set(self.head_sets.values()) | set(self.tail_sets.values()) | set(self.rail_sets.values())
+        out_of, in_of, by_size = {}, {}, {}
+        for ys in tuples:
+            k = len(ys)
+            if kind == "senders":                        # every pair of node a carries A[a]
+                if k not in by_size:
+                    acc = np.zeros(N)
+                    for a in range(N):                   # node b: A of every other node, in order
+                        for _ in range(k):
+                            acc[:a] += A[a]
+                            acc[a + 1:] += A[a]
+                    by_size[k] = (seqsum_vec(A, (N - 1) * k), acc)
+                out_of[ys], in_of[ys] = by_size[k]
+            else:                                        # every pair into b on rail y carries B[b, y]
+                acc = np.zeros(N)
+                for b in range(N):
+                    for y in ys:
+                        acc[:b] += B[b, y]
+                        acc[b + 1:] += B[b, y]
+                out_of[ys] = acc
+                if k == 1:
+                    in_of[ys] = seqsum_vec(B[:, ys[0]], N - 1)
+                else:
+                    acc = np.zeros(N)
+                    for _ in range(N - 1):
+                        for y in ys:
+                            acc = acc + B[:, y]
+                    in_of[ys] = acc
+        return out_of, in_of
 
     def _local_sums(self, local_w: np.ndarray) -> np.ndarray:
         node_vals = np.zeros((self.N, self.per_node))
@@ -154,13 +197,17 @@ class AlltoallPattern:
         out[ids] = node_vals.reshape(-1)
         return out
 
-    def _remote_sums(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    def _remote_sums(self, A: np.ndarray, B: np.ndarray, kind: str = "outer") -> np.ndarray:
         N, net, nodes = self.N, self.net, self.nodes
         node_vals = np.zeros((N, self.per_node))
         ids, vals = [], []
         A_tot, B_tot = A.sum(), B.sum(axis=0)
         rail_B = np.zeros((N, net.n_rails))
+        exact = kind in ("senders", "receivers")
         for y, (head, rail, tail) in enumerate(self.remote):
+            rail_B[:, rail] += B[:, y]
+            if exact:
+                continue
             out_y = A * (B_tot[y] - B[:, y])             # a -> every other node, rail y
             in_y = B[:, y] * (A_tot - A)                 # every other node -> b, rail y
             for o in head:
@@ -169,7 +216,16 @@ class AlltoallPattern:
                 node_vals[:, o] += in_y
             ids += [net.nic_up(nodes, rail), net.nic_down(nodes, rail)]
             vals += [out_y, in_y]
-            rail_B[:, rail] += B[:, y]
+        if exact:
+            # links next to the NICs in the pairwise form's order (they set the step time)
+            out_of, in_of = self._exact_end_sums(kind, A, B)
+            for o, ys in self.head_sets.items():
+                node_vals[:, o] = out_of[ys]
+            for o, ys in self.tail_sets.items():
+                node_vals[:, o] = in_of[ys]
+            for rail, ys in self.rail_sets.items():
+                ids += [net.nic_up(nodes, rail), net.nic_down(nodes, rail)]
+                vals += [out_of[ys], in_of[ys]]
         S = net.n_spines
         if net.n_leaves > 1:
             group = nodes // net.nodes_per_leaf

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .pairwise import leaf_of, row_sum
+from .pairwise import const_rows_sum, leaf_of, row_sum, rows_sum, seqsum_vec
 
 
 def _frozen(a) -> np.ndarray:
@@ -122,8 +122,11 @@ def traffic_p2p_load(traffic: Traffic, node_of: np.ndarray, ppn: int) -> tuple[f
     row, col = traffic.row, traffic.col
     node_of = np.asarray(node_of, dtype=np.int64)
     _, node, counts = np.unique(node_of, return_inverse=True, return_counts=True)
-    if traffic.kind == "uniform" and np.all(counts == counts[0]) and np.all(np.diff(node) >= 0):
+    regular = np.all(counts == counts[0]) and np.all(np.diff(node) >= 0)
+    if regular and traffic.kind == "uniform":
         return _uniform_p2p_load(traffic.n, int(counts[0]), traffic.value, ppn)
+    if regular and traffic.kind in ("senders", "receivers"):
+        return _one_sided_p2p_load(traffic, int(counts[0]), ppn)
     node_row = np.bincount(node, weights=row)[node]         # per rank: its node's totals
     node_col = np.bincount(node, weights=col)[node]
     local_out = row * (node_col - col)
@@ -172,3 +175,55 @@ def _uniform_p2p_load(n: int, g: int, c: float, ppn: int) -> tuple[float, float,
     intra = max(intra_out, intra_in)
     inter = max(inter_out, remote_in)
     return (intra if ppn > 1 else 0.0, inter, c, n - 1)
+
+
+def _one_sided_p2p_load(traffic: Traffic, g: int, ppn: int) -> tuple[float, float, float, int]:
+    """traffic_p2p_load when bytes depend only on the sender (row) or only on the receiver
+    (col), nodes of g consecutive ranks, with the dense path's exact arithmetic: row sums
+    are numpy's pairwise sums (pairwise.rows_sum evaluates them on the masked blocks only),
+    column sums add one row after another (pairwise.seqsum_vec, or a running sum)."""
+    n = traffic.n
+    ranks = np.arange(n)
+    lo = ranks // g * g
+    hi = lo + g
+    if traffic.kind == "senders":
+        r = traffic.row
+        pure: dict[int, np.ndarray] = {}
+
+        def value_of(s, L, rows):
+            return np.broadcast_to(r[rows][:, None], (rows.size, L))
+
+        def pure_sum(s, L, rows):                        # an unmasked subtree of r[row]
+            return const_rows_sum(L, r, pure)[rows]
+        remote_in = np.zeros(n // g)                    # per node: every other node's senders, in order
+        for i in range(n):
+            k = i // g
+            remote_in[:k] += r[i]
+            remote_in[k + 1:] += r[i]
+        remote_in = remote_in[ranks // g]
+        local_in = np.zeros(n)
+        for x in range(g):                              # the node's other senders, in order
+            src = lo + x
+            local_in = local_in + np.where(src != ranks, r[src], 0.0)
+    else:
+        c = traffic.col
+        pure_c: dict[tuple[int, int], float] = {}
+
+        def value_of(s, L, rows):
+            return np.broadcast_to(c[s:s + L][None, :], (rows.size, L))
+
+        def pure_sum(s, L, rows):
+            if (s, L) not in pure_c:
+                pure_c[(s, L)] = float(np.sum(c[s:s + L]))
+            return np.full(rows.size, pure_c[(s, L)])
+        remote_in = seqsum_vec(c, n - g)
+        local_in = seqsum_vec(c, g - 1)
+    remote_out = rows_sum(n, lo, hi, ranks, False, value_of, pure_sum)
+    local_out = rows_sum(n, lo, hi, ranks, True, value_of, None)
+    intra = float(max((local_out + remote_out).max(initial=0.0), (local_in + remote_in).max(initial=0.0)))
+    inter = float(max(remote_out.max(initial=0.0), remote_in.max(initial=0.0)))
+    row, col = traffic.row, traffic.col
+    top_r, top_c = np.argsort(row)[::-1][:2], np.argsort(col)[::-1][:2]
+    per_peer = max(float(row[i] * col[j]) for i in top_r for j in top_c if i != j)
+    peers = int(np.where(row > 0, int((col > 0).sum()) - (col > 0), 0).max(initial=0))
+    return (intra if ppn > 1 else 0.0, inter, per_peer, max(1, peers))
