@@ -31,6 +31,7 @@ from .trimming import trimmed_slowdown
 from .constants import NcclConstants, constants_for
 from .alltoall_demand import AlltoallPattern, NotRegular
 from .p2p import alltoall_time, alltoallv_time, p2p_time, sendrecv_time
+from .servers import server_transfer
 from .traffic import Traffic, traffic_p2p_load
 from .shape import CommShape, comm_shape
 
@@ -185,6 +186,16 @@ class CollectiveModel:
         else:
             time = max(time, latency + dem.bottleneck_time(self.capacity))
         return CollectivePlan(op, nbytes, n, algo, proto, time, latency, dem, model_us * 1e-6, source)
+
+    def plan_servers(self, op: str, matrix, ranks: Sequence[int]) -> CollectivePlan:
+        """A parameter-server push or pull (collectives.servers): not NCCL, no tuning."""
+        key = (op, tuple(ranks), np.asarray(matrix, dtype=np.float64).tobytes())
+        hit = self._plans.get(key)
+        if hit is None:
+            latency, time, demand = server_transfer(self.topology, self.capacity, op, matrix, ranks)
+            hit = self._plans[key] = CollectivePlan(op, int(np.sum(matrix)), len(ranks), "PS", "net",
+                                                    time, latency, demand, time)
+        return hit
 
     def plan_alltoallv(self, matrix, ranks: Sequence[int]) -> CollectivePlan:
         """All-to-all-v: matrix[i, j] bytes from ranks[i] to ranks[j] (any rank order); a

@@ -8,9 +8,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..compare import compare
-from ..compare import parse_names
-from ..report.units import human_bytes, human_time
+from ..ablation import ablation as run_ablation
+from ..compare import compare, losses_to_fifo, parse_names
+from ..errors import InputError
+from ..report.units import human_time
+from ..report.compare_table import print_matrix
+from ..report.result_json import compare_json
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
 from .options import config_from_options, simulation_options
@@ -24,37 +27,49 @@ from .options import config_from_options, simulation_options
               help="parallel worker processes (at most 2)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a bar chart (PNG)")
 @click.option("--json", "as_json", is_flag=True, help="print the matrix as JSON")
-def command(strategies, schedulers, workers, plot, as_json, **options):
-    """Simulate every strategy x scheduler and rank them by step time."""
-    cfg = config_from_options(options)
+@click.option("--ablation", is_flag=True,
+              help="EmbRace 2D taken apart: one strategy (--strategies, default embrace) under fifo, "
+                   "priority, embrace-2d and embrace-2d with each part off")
+def command(strategies, schedulers, workers, plot, as_json, ablation, **options):
+    """Simulate every strategy x scheduler and rank them by step time.
+    --option NAME.KEY=VALUE reaches only the strategy or scheduler called NAME."""
+    cfg, option_bag = config_from_options(options)
+    if ablation:
+        names = parse_names(strategies or "embrace", STRATEGIES, "--strategies")
+        if len(names) != 1:
+            raise InputError(f"--ablation takes one strategy, got --strategies {strategies}")
+        result = run_ablation(cfg, names[0], option_bag)
+        if as_json:
+            click.echo(json.dumps(result.as_json(), indent=2))
+        else:
+            print_ablation(result)
+        return
     result = compare(cfg, parse_names(strategies, STRATEGIES, "--strategies"),
-                     parse_names(schedulers, SCHEDULERS, "--schedulers"), workers=workers)
+                     parse_names(schedulers, SCHEDULERS, "--schedulers"), workers=workers,
+                     options=option_bag)
     if plot:
         from ..report.plots import compare_bar_chart
         compare_bar_chart(result, plot)
     if as_json:
-        click.echo(json.dumps(result.as_json(), indent=2))
+        click.echo(json.dumps(compare_json(result), indent=2))
     else:
         print_matrix(result)
+        for line in losses_to_fifo(result.rows):
+            click.echo(f"slower: {line}")
 
 
-def print_matrix(result, console: Console | None = None) -> None:
+def print_ablation(result, console: Console | None = None) -> None:
     console = console or Console(width=160)
     cfg = result.config
-    t = Table(title=f"{cfg.model} on {cfg.topology} ({result.n_gpus} GPUs), ranked by step time; "
-                    f"speedup over {result.baseline}", title_justify="left")
-    for col in ("rank", "strategy/scheduler", "step", "speedup", "exposed comm", "sent per GPU",
-                "memory per GPU", "fits"):
-        t.add_column(col, justify="left" if col == "strategy/scheduler" else "right")
-    for i, r in enumerate(x for x in result.rows if x.refused is None):
-        t.add_row(str(i + 1), r.label, human_time(r.step_time), f"{r.speedup:.2f}x",
-                  human_time(r.exposed_comm), human_bytes(r.comm_bytes_per_gpu),
-                  human_bytes(r.memory_per_gpu), "yes" if r.fits_in_memory else "[red]NO[/red]")
+    t = Table(title=f"{result.strategy} on {cfg.topology}, {cfg.model}: EmbRace 2D part by part",
+              title_justify="left")
+    for col in ("run", "step", "exposed comm", "vs embrace-2d", "vs fifo"):
+        t.add_column(col, justify="left" if col == "run" else "right")
+    full, fifo = result.full, result.fifo
+    for label, r in result.rows:
+        t.add_row(label, human_time(r.step_time), human_time(r.exposed_comm),
+                  f"{(r.step_time - full.step_time) * 1e3:+.2f} ms", f"{(r.step_time - fifo.step_time) * 1e3:+.2f} ms")
     console.print(t)
-    console.print(f"compute times: {result.compute_source}")
-    for r in result.rows:
-        if r.refused is not None:
-            console.print(f"refused: {r.label}: {r.refused}")
-    notes = dict.fromkeys(n for r in result.rows for n in r.notes)
-    for n in notes:
-        console.print(f"note: {n}")
+    console.print(f"compute times: {full.compute_source}")
+    for line in result.bottlenecks():
+        console.print(f"slower than fifo: {line}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..engine.run import SimulationConfig
+from ..engine.config import SimulationConfig
 from ..errors import InputError
 
 
@@ -70,12 +70,10 @@ def parse_kv(items) -> dict:
     return out
 
 
-def config_from_options(options: dict, **fixed) -> SimulationConfig:
+def config_from_options(options: dict, **fixed) -> tuple[SimulationConfig, dict]:
+    """The SimulationConfig of the shared flags, and the --option bag (KEY -> value) for
+    the caller to route: to one strategy and scheduler (engine.config.with_options) or
+    across a compare matrix."""
     options = dict(options)
     extra = parse_kv(options.pop("extra", ()))
-    if options.get("iterations") is not None and options["iterations"] < 2:
-        raise InputError(f"--iterations {options['iterations']}: need at least 2 (the first is warm-up)")
-    for key in ("interference", "comm_interference"):
-        if (options.get(key) or 0) < 0:
-            raise InputError(f"--{key.replace('_', '-')} must be >= 0")
-    return SimulationConfig(**options, **fixed, strategy_options=extra, scheduler_options=extra)
+    return SimulationConfig(**options, **fixed), extra

@@ -6,6 +6,7 @@ import tempfile
 
 import click
 
+from ..report.scaling_table import scaling_table
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
 
@@ -39,16 +40,7 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
         click.echo(json.dumps({"model": model, "strategy": strategy, "scheduler": comm_scheduler,
                                "points": [c.__dict__ for c in curve]}, indent=2))
     else:
-        click.echo(f"{model} / {strategy} / {comm_scheduler} on {topology}")
-        click.echo(f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} {'efficiency':>10}")
-        for c in curve:
-            if c.error:
-                click.echo(f"{c.gpus:6d} {c.topology:>20} failed: {c.error}")
-            else:
-                click.echo(f"{c.gpus:6d} {c.topology:>20} {c.step_time_s * 1e3:10.3f} "
-                           f"{c.samples_per_s:12.1f} {c.efficiency:10.3f}")
-        for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
-            click.echo(f"compute times: {source}")
+        click.echo(scaling_table(curve, f"{model} / {strategy} / {comm_scheduler} on {topology}"))
     if plot:
         sources = "; ".join(dict.fromkeys(c.compute_source for c in curve if c.compute_source))
         plot_scaling(curve, plot, f"{model} / {strategy} / {comm_scheduler}" + (f"\n{sources}" if sources else ""))

@@ -15,10 +15,10 @@ from ..plan.names import OpId, Role, bwd_name, fwd_name, stream_order, update_na
 from ..plan.ops import ComputeOp, StepPlan
 
 
-def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
+def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
     layers = [l.name for l in ctx.model.layers]
     per_layer = scheduler.per_layer_update
-    strategy_plan = scheduler.transform(strategy_plan, ctx)
+    strategy_plan = scheduler.transform(strategy_plan, ctx, strategy)
     notes = tuple(strategy_plan.notes)
     update_time: dict[OpId, float] = {update_name(n): t for n, t in strategy_plan.update_time.items()}
     update_time.update({update_name(n, deferred=True): t
@@ -35,6 +35,8 @@ def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
         ops[fwd_name(n)] = ComputeOp(fwd_name(n), ctx.layer_fwd[n])
         ops[bwd_name(n)] = ComputeOp(bwd_name(n), ctx.layer_bwd[n])
     stream = [ops[op_id] for op_id in stream_order(layers, per_layer) if op_id in ops]
+    # a scheduler may reorder computation (EmbRace: input gradients before weight gradients)
+    stream = list(scheduler.rewrite_stream(stream, ctx))
 
     for before, op in strategy_plan.extra:
         ids = [s.id for s in stream]

@@ -3,95 +3,42 @@ estimate), optimizer times and the token statistics of every embedding table."""
 
 from __future__ import annotations
 
-import re
-
-import numpy as np
-
-from ..errors import InputError
 from ..plan.context import StepContext, TableTraffic
 from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, optimizer_step_time,
                                  sparse_optimizer_step_time)
-from ..workload.tokens import TokenStats
+from ..workload.tokens import RowTouches, TokenStats
 
 GiB = 1 << 30
-# DDP (allreduce) AllReduces every table as a dense gradient, so its lookup's backward
-# builds a dense vocab x dim gradient; every other strategy keeps a sparse table's
-# gradient as (index, row) pairs, the kernel a trace times as `<layer>:sparse`.
-DENSE_TABLE_GRAD_STRATEGIES = ("allreduce",)
 
 
 def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
     out = {}
     for table in model.tables:
         owner = model.table_owner(table.name)
-        stats = stats_for(table)
-        # rows touched with repeats: the input lookups plus sparse output-side rows
-        # (e.g. a sampled softmax tied to the table)
-        t = model.row_touches(table.name)
-        union = stats.union(n_gpus, t)
-        # fraction of this step's lookups whose row the next step (all GPUs) reads again
-        touched_next = -np.expm1(n_gpus * t * np.log1p(-stats.probs))
+        # rows one GPU's step touches: its tokens' rows plus a sampled softmax's distinct
+        # candidates (the softmax's true classes are the same tokens' rows)
+        touches = RowTouches(stats_for(table), tokens=float(model.batch * table.lookups_per_sample),
+                             candidates=table.sampled)
         out[owner] = TableTraffic(
             table=table.name, layer=owner, vocab=table.vocab, dim=table.dim,
             lookups_per_gpu=float(model.batch * table.lookups_per_sample),
-            unique_per_gpu=stats.unique(t), unique_union=union,
-            unique_next_overlap=stats.overlap(n_gpus * t, n_gpus * t),
-            lookup_fraction_next=float(np.sum(stats.probs * touched_next)),
+            unique_per_gpu=touches.unique(), unique_union=touches.union(n_gpus),
+            unique_next_overlap=touches.next_overlap(n_gpus),
+            lookup_fraction_next=touches.read_fraction_next(n_gpus),
             dense_grad=model.dense_gradient(table.name),
-            row_probs=stats.probs)
+            row_probs=touches.reads / touches.reads.sum(),
+            row_inclusion=touches.inclusion)
     return out
 
 
-def _trace_times(model, trace, sparse_lookups: bool = False):
-    """Per-layer (fwd, bwd) from the trace; with `sparse_lookups`, embedding layers on a
-    table with a sparse gradient take the trace's sparse-gradient variant when it has one."""
-    sparse_tables = {t.name for t in model.tables if not model.dense_gradient(t.name)}
-    fwd, bwd = {}, {}
-    for layer in model.layers:
-        name = layer.name
-        if (sparse_lookups and layer.kind == "embedding" and layer.table in sparse_tables
-                and f"{name}:sparse" in trace.layers):
-            name = f"{name}:sparse"
-        try:
-            fwd[layer.name], bwd[layer.name] = trace.interp(name, model.batch)
-        except KeyError:
-            raise InputError(f"--trace {trace.source}: no timing for layer {layer.name!r} of "
-                             f"{model.name} (trace is of {trace.model})") from None
-    return fwd, bwd
-
-
-_CHIP = re.compile(r"\bcpu\b|\b([a-z]+) ?(\d{2,})")
-
-
-def device_chip(name: str) -> str:
-    """The chip a device name denotes: "NVIDIA H100 80GB HBM3" and "H100-SXM5-80GB" -> "h100",
-    "NVIDIA GeForce RTX 3090" and "RTX-3090" -> "rtx3090", "cpu: Xeon" -> "cpu"."""
-    text = re.sub(r"[_-]", " ", name.lower().replace("nvidia", "").replace("geforce", ""))
-    m = _CHIP.search(text)
-    if m is None:
-        return name.lower()
-    return "cpu" if m.group(1) is None else m.group(1) + m.group(2)
-
-
-def check_trace_device(trace, topo) -> None:
-    """Measured layer times transfer only to the chip they were measured on."""
-    have, want = device_chip(trace.device), device_chip(topo.node.gpu.model)
-    if have != want:
-        raise InputError(f"--trace {trace.source}: measured on {trace.device!r}, but topology "
-                         f"{topo.preset} has {topo.node.gpu.model!r}: its layer times do not transfer "
-                         f"(use the trace's own topology {trace.topology or '?'}, or no --trace for a "
-                         "labelled roofline estimate)")
-
-
-def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
+def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tuple[StepContext, str]:
+    """`measured`: the trace's MeasuredInputs (or None); `dense_table_gradient`: the
+    strategy's trait; without it a sparse table's lookup backward is the trace's
+    sparse-gradient kernel."""
     gpu = ComputeSpec.from_gpu(topo.node.gpu)
-    if trace is not None and not trace.layers:
-        trace = None    # a network-only trace (import-nccl-tests): collectives, no layer times
-    if trace is not None:
-        check_trace_device(trace, topo)
-        fwd, bwd = _trace_times(model, trace,
-                                sparse_lookups=cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES)
-        source = f"measured: {trace.source or 'trace'} ({trace.device}, {trace.provenance.backend})"
+    if measured is not None and measured.has_layer_times:
+        fwd, bwd = measured.layer_times(model, sparse_lookups=not dense_table_gradient)
+        source = measured.compute_source
     else:
         times = {l.name: layer_time(l, gpu, model.dtype_bytes) for l in model.layers}
         fwd = {n: t.fwd_s for n, t in times.items()}
@@ -101,7 +48,7 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
     # element and scaled below when present.
     dense_update = {l.name: optimizer_step_time(l.params, model, gpu).seconds
                     for l in model.layers if l.params > 0}
-    per_elem = _trace_optimizer_rates(trace) if trace is not None and trace.optimizer else None
+    per_elem = measured.optimizer_rates() if measured is not None else None
     if per_elem is not None and per_elem.get("dense"):
         dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
 
@@ -124,12 +71,3 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
                       tables=table_traffic(model, topo.n_gpus, stats_for),
                       hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB, gpu=gpu)
     return ctx, source
-
-
-def _trace_optimizer_rates(trace) -> dict[str, float]:
-    """Seconds per updated element, from the trace's optimizer timings."""
-    rates = {}
-    for o in trace.optimizer:
-        if o.elements > 0:
-            rates[o.name] = o.median_s / o.elements
-    return rates

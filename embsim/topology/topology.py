@@ -80,6 +80,17 @@ class Topology:
         import numpy as np
         return np.array(self._columns[2], dtype=np.float64)
 
+    def append_links(self, extra) -> None:
+        """Add links (src, dst, kind, bytes/s, s) after the existing ones (ids keep their
+        meaning), e.g. parameter servers' (topology.servers); per-link arrays follow."""
+        extra = list(extra)
+        links = self.links
+        links += [Link(len(links) + i, *l) for i, l in enumerate(extra)]
+        self._columns = tuple(col + [l[k] for l in extra] for col, k in zip(self._columns, (2, 3, 4)))
+        self.n_links = len(self._columns[0])
+        for name in ("capacity", "link_kinds", "link_latency", "_kind_ids", "graph"):
+            self.__dict__.pop(name, None)
+
     @cached_property
     def links(self) -> list[Link]:
         """Every directed link as a Link (id, vertex names, kind, bytes/s, s)."""

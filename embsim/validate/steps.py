@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engine.measured import MeasuredInputs
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
-from ..topology import load_topology
+from ..topology import TopologySpec, load_topology
 from ..trace import load_trace
 
 
@@ -34,22 +35,13 @@ def trace_topology(trace_path: Path, name: str, world: int) -> str:
                   trace_path.parent.parent / "topologies" / name]
     for c in candidates:
         if c.is_file():
-            return f"{c}:1x{world}"
+            return str(TopologySpec(str(c)).with_shape(1, world))
     try:
         load_topology(name)
     except InputError:
         raise InputError(f"{trace_path}: topology {name!r} not found (looked in "
                          f"{', '.join(str(c.parent) for c in candidates)})") from None
-    return f"{name}:1x{world}"
-
-
-def slowest_rank(trace, world: int) -> str | None:
-    """A measured step ends with its slowest rank while the layer timings are rank 0's:
-    one rank computes slower by the trace's measured rank skew (None: not measured)."""
-    k = trace.rank_skew
-    if k is None or world < 2 or k.factor <= 1.0:
-        return None
-    return f"gpu:{world - 1}:{k.factor:.6g}"
+    return str(TopologySpec.parse(name).with_shape(1, world))
 
 
 def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
@@ -65,9 +57,9 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
                                model=trace.model, batch=s.batch, seq=s.seq, strategy=s.strategy,
                                trace=str(trace_path), iterations=iterations,
                                efficiency_baseline=False, untie_outputs=s.untied_outputs,
-                               straggler=slowest_rank(trace, s.world))
+                               straggler=MeasuredInputs(trace, True).slowest_rank(s.world))
         try:
-            result = simulate(cfg)
+            result = simulate(cfg, trace=trace)   # read once, above
         except InputError as exc:
             out.append(StepError(s.strategy, s.world, s.median_s, None, str(exc)))
             continue

@@ -1,0 +1,16 @@
+"""The text table of a scaling curve (`embsim scale`)."""
+
+from __future__ import annotations
+
+
+def scaling_table(curve, title: str) -> str:
+    lines = [title, f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} {'efficiency':>10}"]
+    for c in curve:
+        if c.error:
+            lines.append(f"{c.gpus:6d} {c.topology:>20} failed: {c.error}")
+        else:
+            lines.append(f"{c.gpus:6d} {c.topology:>20} {c.step_time_s * 1e3:10.3f} "
+                         f"{c.samples_per_s:12.1f} {c.efficiency:10.3f}")
+    for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
+        lines.append(f"compute times: {source}")
+    return "\n".join(lines)
