@@ -189,11 +189,13 @@ class CollectiveModel:
 
     def plan_servers(self, op: str, matrix, ranks: Sequence[int]) -> CollectivePlan:
         """A parameter-server push or pull (collectives.servers): not NCCL, no tuning."""
-        key = (op, tuple(ranks), np.asarray(matrix, dtype=np.float64).tobytes())
+        structured = isinstance(matrix, Traffic)
+        key = (op, tuple(ranks)) + (matrix.key() if structured else (np.asarray(matrix, dtype=np.float64).tobytes(),))
         hit = self._plans.get(key)
         if hit is None:
             latency, time, demand = server_transfer(self.topology, self.capacity, op, matrix, ranks)
-            hit = self._plans[key] = CollectivePlan(op, int(np.sum(matrix)), len(ranks), "PS", "net",
+            total = matrix.total() if structured else np.sum(matrix)
+            hit = self._plans[key] = CollectivePlan(op, int(total), len(ranks), "PS", "net",
                                                     time, latency, demand, time)
         return hit
 
@@ -203,7 +205,7 @@ class CollectiveModel:
         ranks = tuple(ranks)
         n = len(ranks)
         if isinstance(matrix, Traffic):
-            if matrix.n != n:
+            if matrix.shape != (n, n):
                 raise InputError(f"alltoallv: traffic for {matrix.n} ranks, communicator has {n}")
             key = ("alltoallv", ranks) + matrix.key()
         else:

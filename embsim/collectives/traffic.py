@@ -25,15 +25,14 @@ def _frozen(a) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Traffic:
-    """matrix[i, j] = row[i] * col[j] bytes from rank i to rank j (diagonal: kept local)."""
+    """matrix[i, j] = row[i] * col[j] bytes from rank i to rank j (diagonal: kept local);
+    rectangular for workers x parameter servers."""
 
     row: np.ndarray
     col: np.ndarray
 
     def __post_init__(self) -> None:
         row, col = _frozen(self.row), _frozen(self.col)
-        if row.shape != col.shape:
-            raise ValueError(f"Traffic: row has {row.size} entries, col {col.size}")
         for a in (row, col):
             if not np.all(np.isfinite(a)) or (a.size and a.min() < 0):
                 raise ValueError("Traffic: factors must be finite and >= 0")
@@ -59,7 +58,7 @@ class Traffic:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return (self.n, self.n)
+        return (int(self.row.size), int(self.col.size))
 
     @property
     def T(self) -> "Traffic":

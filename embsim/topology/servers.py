@@ -30,6 +30,21 @@ class ServerFabric:
     spec: ServerSpec
     push_routes: dict              # (rank, server) -> link ids
     pull_routes: dict              # (server, rank) -> link ids
+    cpu_base: int = -1             # colocated: link id of server 0's ps-cpu link (server s: + s)
+    root: str = ""                 # colocated: the template vertex the server process sits on
+
+
+class LazyRoutes(dict):
+    """A route table filled on first use: colocated servers on 2,048 nodes would be 33
+    million routes, while a structured transfer (collectives.server_demand) needs none."""
+
+    def __init__(self, make):
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key):
+        route = self[key] = self._make(*key)
+        return route
 
 
 def with_servers(topo, placement: str, spec: ServerSpec | None = None):
@@ -64,22 +79,28 @@ def _tree(topo, node: int, a: str, b: str) -> tuple[int, ...]:
 def _colocated(topo, spec: ServerSpec) -> dict:
     t, base = topo._template, len(topo.links)
     root = _root(t)
-    cpu = {s: base + s for s in range(topo.n_nodes)}
     links = [(f"n{s}.{root}", f"n{s}.ps", "ps-cpu", spec.sum_gbps * GB, 0.0) for s in range(topo.n_nodes)]
-    push, pull = {}, {}
-    for r in range(topo.n_gpus):
+
+    def push(r, s):
         a, la = divmod(r, topo.gpus_per_node)
-        for s in range(topo.n_nodes):
-            if s == a:
-                up, down = _tree(topo, a, f"gpu{la}", root), _tree(topo, a, root, f"gpu{la}")
-            else:
-                k = topo._nic_of_local[la]
-                up = (topo._on_node(a, ("gpu", la, "nic", k)) + topo._network(a, k, s, k)
-                      + _tree(topo, s, f"nic{k}", root))
-                down = (_tree(topo, s, root, f"nic{k}") + topo._network(s, k, a, k)
-                        + topo._on_node(a, ("nic", k, "gpu", la)))
-            push[(r, s)], pull[(s, r)] = up + (cpu[s],), down
-    return {"count": topo.n_nodes, "push_routes": push, "pull_routes": pull, "links": links}
+        if s == a:
+            up = _tree(topo, a, f"gpu{la}", root)
+        else:
+            k = topo._nic_of_local[la]
+            up = (topo._on_node(a, ("gpu", la, "nic", k)) + topo._network(a, k, s, k)
+                  + _tree(topo, s, f"nic{k}", root))
+        return up + (base + s,)
+
+    def pull(s, r):
+        a, la = divmod(r, topo.gpus_per_node)
+        if s == a:
+            return _tree(topo, a, root, f"gpu{la}")
+        k = topo._nic_of_local[la]
+        return (_tree(topo, s, root, f"nic{k}") + topo._network(s, k, a, k)
+                + topo._on_node(a, ("nic", k, "gpu", la)))
+
+    return {"count": topo.n_nodes, "push_routes": LazyRoutes(push), "pull_routes": LazyRoutes(pull),
+            "links": links, "cpu_base": base, "root": root}
 
 
 def _dedicated(topo, spec: ServerSpec) -> dict:
