@@ -67,14 +67,17 @@ def colocated_transfer(topo, op: str, traffic: Traffic) -> tuple[float, Demand]:
             up, down = (worker, server) if push else (server, worker)
             ids += [net.nic_up(nodes, r), net.nic_down(nodes, r)]
             vals += [up, down]
+        # a pair (GPU on rail r of node a, server s) carries Rk[a, r] * C[s]; over all rails
+        # (a plain fat tree's leaf, a pod's spines) that is Rk[a].sum() * C[s]
         src, dst = (lambda r: Rk[:, r], lambda r: C) if push else (lambda r: C, lambda r: Rk[:, r])
+        worker_all = Rk.sum(axis=1)
+        src_all, dst_all = (worker_all, C) if push else (C, worker_all)
         if net.n_leaves > 1:
             S, s = net.n_spines, np.arange(net.n_spines)
             group = nodes // net.nodes_per_leaf
             n_groups = int(group.max()) + 1
             for r in range(len(rails)) if net.rail_optimised else (None,):
-                A = src(r) if r is not None else sum(src(x) for x in range(len(rails)))
-                B = dst(r) if r is not None else sum(dst(x) for x in range(len(rails)))
+                A, B = (src(r), dst(r)) if r is not None else (src_all, dst_all)
                 leaf = np.arange(n_groups) * net.n_rails + r if r is not None else np.arange(n_groups)
                 ids += [net.leaf_up(leaf[:, None], s[None, :]).reshape(-1),
                         net.spine_down(s[None, :], leaf[:, None]).reshape(-1)]
@@ -83,8 +86,7 @@ def colocated_transfer(topo, op: str, traffic: Traffic) -> tuple[float, Demand]:
             if net.tiers == 3:
                 pod = net.pod(net.leaf(nodes, 0))
                 n_pods = int(pod.max()) + 1
-                A = sum(src(x) for x in range(len(rails)))
-                B = sum(dst(x) for x in range(len(rails)))
+                A, B = src_all, dst_all
                 p = np.arange(n_pods)
                 ids += [net.core_up(p[:, None], s[None, :]).reshape(-1),
                         net.core_down(s[None, :], p[:, None]).reshape(-1)]

@@ -126,10 +126,7 @@ def _dedicated(topo, spec: ServerSpec) -> dict:
         add(f"ps{s}.nic", f"ps{s}.cpu", "ps-cpu", spec.sum_gbps * GB, 0.0)
 
     def fabric(leaf_a: str, leaf_b: str, a: int) -> tuple[int, ...]:
-        if leaf_a == leaf_b:
-            return ()
-        spine = f"spine{lay.spine_for(a, 0)}"
-        return idx[(leaf_a, spine)], idx[(spine, leaf_b)]
+        return topo.leaf_to_leaf(int(leaf_a[4:]), int(leaf_b[4:]), lay.spine_for(a, 0))
 
     push, pull = {}, {}
     for r in range(topo.n_gpus):

@@ -245,17 +245,22 @@ class Topology:
         lay, idx = self._layout, self._net_index
         ra, rb = self._rails.index(nic_a), self._rails.index(nic_b)
         leaf_a, leaf_b = lay.leaf_of(a, ra), lay.leaf_of(b, rb)
-        la, lb = f"leaf{leaf_a}", f"leaf{leaf_b}"
         src, dst = f"n{a}.nic{nic_a}", f"n{b}.nic{nic_b}"
-        if la == lb:
-            return idx[(src, la)], idx[(la, dst)]
-        s = lay.spine_for(a, b)
+        return ((idx[(src, f"leaf{leaf_a}")],) + self.leaf_to_leaf(leaf_a, leaf_b, lay.spine_for(a, b))
+                + (idx[(f"leaf{leaf_b}", dst)],))
+
+    def leaf_to_leaf(self, leaf_a: int, leaf_b: int, spine: int) -> tuple[int, ...]:
+        """Switch links from leaf a to leaf b through spine index `spine` (and the core
+        when their pods differ); () for the same leaf."""
+        if leaf_a == leaf_b:
+            return ()
+        lay, idx = self._layout, self._net_index
+        la, lb = f"leaf{leaf_a}", f"leaf{leaf_b}"
         pa, pb = lay.pod_of_leaf(leaf_a), lay.pod_of_leaf(leaf_b)
-        sa, sb = lay.spine_name(pa, s), lay.spine_name(pb, s)
+        sa, sb = lay.spine_name(pa, spine), lay.spine_name(pb, spine)
         if pa == pb:
-            return idx[(src, la)], idx[(la, sa)], idx[(sa, lb)], idx[(lb, dst)]
-        return (idx[(src, la)], idx[(la, sa)], idx[(sa, "core")], idx[("core", sb)], idx[(sb, lb)],
-                idx[(lb, dst)])
+            return idx[(la, sa)], idx[(sa, lb)]
+        return idx[(la, sa)], idx[(sa, "core")], idx[("core", sb)], idx[(sb, lb)]
 
     # ------------------------------------------------------- helpers for layers
     def gpu_up_links(self, rank: int, kind: str | None = None) -> tuple[int, ...]:
