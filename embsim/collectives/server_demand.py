@@ -21,6 +21,7 @@ from embsim.topology.build import tree_path
 from embsim.topology.vroutes import NetIds
 
 from .alltoall_demand import _cross
+from .pairwise import seqsum_vec
 from .traffic import Traffic
 
 
@@ -92,9 +93,20 @@ def colocated_transfer(topo, op: str, traffic: Traffic) -> tuple[float, Demand]:
                         net.core_down(s[None, :], p[:, None]).reshape(-1)]
                 vals += [_cross(A, B, pod, n_pods, nodes, S).reshape(-1),
                          _cross(B, A, pod, n_pods, nodes, S).reshape(-1)]
+    cpu = C * traffic.row.sum()
+    if np.all(traffic.row == 1.0):
+        # every worker sends server s the same C[s] (a PS push or pull): the links at the two
+        # ends, which set the transfer's time, in the pair-by-pair form's order of addition
+        exact = _exact_ends(topo, push, C)
+        if exact is not None:
+            node_vals, nic_vals, cpu = exact
+            if N > 1:
+                ids, vals = ids[2 * len(topo.rails):], vals[2 * len(topo.rails):]
+                ids = [i for r in range(len(topo.rails)) for i in (net.nic_up(nodes, r), net.nic_down(nodes, r))] + ids
+                vals = [v for r in range(len(topo.rails)) for v in nic_vals[r]] + vals
     if push:                                        # every worker's share lands on server s's CPU
         ids.append(servers.cpu_base + np.arange(N))
-        vals.append(C * traffic.row.sum())
+        vals.append(cpu)
     ids.append((np.arange(N)[:, None] * per_node + np.arange(per_node)[None, :]).reshape(-1))
     vals.append(node_vals.reshape(-1))
     total = np.bincount(np.concatenate(ids), weights=np.concatenate(vals), minlength=topo.n_links)
@@ -137,3 +149,67 @@ def _latency(topo, push: bool, R2: np.ndarray, C: np.ndarray) -> float:
             route = servers.push_routes[(r, s)] if push else servers.pull_routes[(s, r)]
             best = max(best, sum(lat[k] for k in route))
     return best
+
+
+def _exact_ends(topo, push: bool, C: np.ndarray):
+    """Node-local, NIC and server-CPU link bytes when every worker sends server s C[s],
+    added in the pair-by-pair order (worker i outer, server s inner). A link on a worker's
+    path sees, per local GPU using it, C[a] (its own node's server), C[s] for every other
+    server, or both (every s in order); a link on a server's path sees C[s] once per worker
+    reaching it. Returns None where one link mixes the two (then products are used)."""
+    servers = topo.servers
+    N, g, per_node, t, root = topo.n_nodes, topo.gpus_per_node, topo._per_node, topo._template, topo.servers.root
+    nic = [topo._nic_of_local[la] for la in range(g)]
+    rails = topo.rails
+    worker: dict[int, list] = {}                    # offset -> [(la, "same" | "other" | "all")]
+    count = np.zeros(per_node, dtype=np.int64)       # offset -> workers reaching the server through it
+    for la in range(g):
+        same = set(_tree(t, f"gpu{la}", root) if push else _tree(t, root, f"gpu{la}"))
+        near = set()
+        if N > 1:
+            k = nic[la]
+            near = set(topo._local(("gpu", la, "nic", k)) if push else topo._local(("nic", k, "gpu", la)))
+        for o in sorted(same | near):
+            worker.setdefault(o, []).append((la, "all" if o in same and o in near else
+                                             ("same" if o in same else "other")))
+    per_rail = np.bincount([rails.index(k) for k in nic], minlength=len(rails)) if N > 1 else []
+    if N > 1:
+        for r, k in enumerate(rails):
+            for o in (_tree(t, f"nic{k}", root) if push else _tree(t, root, f"nic{k}")):
+                count[o] += (N - 1) * per_rail[r]
+    for o, entries in worker.items():
+        kinds = {c for _, c in entries}
+        if count[o] and kinds != {"same"}:
+            return None
+        if kinds == {"same"}:                        # all C[a]: count them with the server side
+            count[o] += len(entries)
+    cache: dict = {}
+
+    def run(entries) -> np.ndarray:
+        key = tuple(entries)
+        if key not in cache:
+            acc = np.zeros(N)
+            for _, cond in entries:
+                if cond == "same":
+                    acc = acc + C
+                else:
+                    for s in range(N):
+                        if cond == "all":
+                            acc += C[s]
+                        else:
+                            acc[:s] += C[s]
+                            acc[s + 1:] += C[s]
+            cache[key] = acc
+        return cache[key]
+    node_vals = np.zeros((N, per_node))
+    for o, entries in worker.items():
+        if {c for _, c in entries} != {"same"}:
+            node_vals[:, o] = run(entries)
+    for o in np.flatnonzero(count):
+        node_vals[:, o] = seqsum_vec(C, int(count[o]))
+    nic_vals = []
+    for r in range(len(rails)):
+        mine = run([(la, "other") for la in range(g) if rails.index(nic[la]) == r]) if N > 1 else None
+        theirs = seqsum_vec(C, (N - 1) * int(per_rail[r])) if N > 1 else None
+        nic_vals.append((mine, theirs) if push else (theirs, mine))
+    return node_vals, nic_vals, seqsum_vec(C, N * g)
