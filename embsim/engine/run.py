@@ -64,6 +64,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     if curves:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"
     collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves)
+    if collectives.view_note:
+        compute_source += f"; {collectives.view_note}"
     ranks = tuple(range(topo.n_gpus))
     engine = Engine(plan, scheduler, classes, collectives,
                     lambda env: Network(env, topo.capacity), ranks,
