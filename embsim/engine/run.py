@@ -76,7 +76,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                     lambda env: Network(env, topo.capacity), ranks,
                     iterations=cfg.iterations, **resolved_interference(cfg, measured, topo))
     run = engine.run()
-    kinds = {kind: topo.link_ids_of_kind(kind) for kind in dict.fromkeys(l.kind for l in topo.links)}
+    kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
     # a PS push/pull's size is what one worker sends or receives
     metrics = step_metrics(run, lambda r: r.nbytes * (1.0 if r.op in SERVER_OPS else busbw_factor(r.op, topo.n_gpus)),
                            kinds, topo.capacity)

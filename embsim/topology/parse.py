@@ -240,7 +240,8 @@ def _nic_gpus(doc: YamlDoc, value, count: int, n_gpus: int):
 def _network(doc: YamlDoc, m) -> NetworkSpec:
     p = ("network",)
     check_mapping(doc, p, m, required=["switch_latency_us"],
-                  optional=["kind", "oversubscription", "nodes_per_leaf", "spines"])
+                  optional=["kind", "oversubscription", "nodes_per_leaf", "spines", "radix",
+                            "spine_oversubscription"])
     kind = get(doc, p, m, "kind", str, default="rail-fat-tree")
     if kind not in NETWORK_KINDS:
         raise doc.error(p + ("kind",), f"unknown network kind {kind!r} (one of {', '.join(NETWORK_KINDS)})")
@@ -251,7 +252,10 @@ def _network(doc: YamlDoc, m) -> NetworkSpec:
                        oversubscription=get(doc, p, m, "oversubscription", float, default=1.0, positive=True),
                        switch_latency_us=latency,
                        nodes_per_leaf=get(doc, p, m, "nodes_per_leaf", int, default=None, positive=True),
-                       spines=get(doc, p, m, "spines", int, default=1, positive=True))
+                       spines=get(doc, p, m, "spines", int, default=1, positive=True),
+                       radix=get(doc, p, m, "radix", int, default=None, positive=True),
+                       spine_oversubscription=get(doc, p, m, "spine_oversubscription", float, default=1.0,
+                                                  positive=True))
 
 
 def _servers(doc: YamlDoc, m) -> ServerSpec:

@@ -97,6 +97,11 @@ class NetworkSpec:
     switch_latency_us: float = 0.0              # one switch traversal
     nodes_per_leaf: int | None = None           # None: one leaf (per rail) holds every node
     spines: int = 1                             # 1: one logical spine = ideal ECMP over the spine layer
+    # Ports per switch. None: the spine layer takes any number of leaves (two tiers at any
+    # size). Given: a spine switch reaches at most `radix` leaves, so a cluster with more
+    # leaves gets a third (core) tier over pods of radix/2 leaves, as a fat tree does.
+    radix: int | None = None
+    spine_oversubscription: float = 1.0         # spine downlink / core uplink (third tier only)
 
 
 @dataclass(frozen=True)
