@@ -90,3 +90,14 @@ def test_simple_step_is_nccls_hop_plus_the_read_round_trip(spec, read):
     extra = pipeline.SYNC_US["Simple"] if read else 0.0
     assert pipeline.step_us("Simple", shape, model.consts) == pytest.approx(hop + extra)
     assert pipeline.step_us("LL", shape, model.consts) == pipeline.SYNC_US["LL"]
+
+
+@pytest.mark.parametrize("size,channels", [(128 << 20, 8), (256 << 20, 16), (1 << 30, 16)])
+def test_p2p_parts_capped_up_to_2_19(size, channels):
+    # 2.18/2.19 scheduleP2pTasksToPlan: nChannelsMax halves while nChannelsMax*nRanks > 4*p2pnChannels
+    model = CollectiveModel(load_topology("dgx-a100:1x8"), nccl_version="2.18")
+    assert model.consts.p2p_max_channels_4x
+    shape, graphs = model.shape(A100)
+    ch = p2p_channels(shape, model.consts, graphs.comm_channels, 1)
+    assert op_channels(size, ch, 8, False, max_channels_4x=True) == channels
+    assert op_channels(size, ch, 8, True, max_channels_4x=True) <= ch.per_peer
