@@ -101,3 +101,14 @@ def test_p2p_parts_capped_up_to_2_19(size, channels):
     ch = p2p_channels(shape, model.consts, graphs.comm_channels, 1)
     assert op_channels(size, ch, 8, False, max_channels_4x=True) == channels
     assert op_channels(size, ch, 8, True, max_channels_4x=True) <= ch.per_peer
+
+
+def test_nvls_partial_loop_up_to_2_19_runs_on_few_channels():
+    # 2.18/2.19 lay a loop out as channel blocks of nHeads x chunk: 128 KiB fits one
+    # channel's block and waits on that channel alone; 2.20 spreads it over every channel.
+    old, new = constants_for("2.18"), constants_for("2.20")
+    assert not old.nvls_host_split and new.nvls_host_split
+    t_old = pipeline.nvls("all_reduce", 128 << 10, 16, 8, 1, 23.0, 300.0, old)
+    t_new = pipeline.nvls("all_reduce", 128 << 10, 16, 8, 1, 23.0, 300.0, new)
+    assert t_old.chunk == t_new.chunk == 16 << 10
+    assert t_old.transfer == pytest.approx(16 * t_new.transfer)
