@@ -188,7 +188,8 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
                   layers={l.name: l for l in result["layers"]}, optimizer=tuple(result["optimizer"]),
                   collectives=tuple(result["collectives"]), steps=steps,
                   token_stats=tuple(result["token_stats"]),
-                  interference=result.get("interference"), rank_skew=result.get("rank_skew"))
+                  interference=result.get("interference"), rank_skew=result.get("rank_skew"),
+                  compute=result.get("compute"))
     path = write_trace(out, trace)
     progress(0, f"trace written: {path}")
     return path

@@ -16,6 +16,19 @@ def _options(f):
         click.option("--model", default="lstm-lm1b", show_default=True, help="model zoo name or YAML file"),
         click.option("--batch", type=int, help="per-GPU batch (default: the model's)"),
         click.option("--seq", type=int, help="sequence length (default: the model's)"),
+        click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
+                     help="training precision; bf16/fp16/fp8 = mixed precision (AMP) "
+                          "(default: the model's)"),
+        click.option("--amp", type=click.Choice(["autocast", "o2"]), default="autocast", show_default=True,
+                     help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs) or o2 "
+                          "(16-bit model, apex O2 / model.half())"),
+        click.option("--accumulate", type=int, default=1, show_default=True,
+                     help="gradient accumulation: micro-batches (of --batch) per optimizer step"),
+        click.option("--jitter", help="per-GPU compute-time variation: normal:CV, lognormal:SIGMA, "
+                                      "uniform:HALFWIDTH, seq:WIDTH (padded lengths in a bucket), "
+                                      "bucket:K or shuffle (each GPU's batch of --corpus sentences, "
+                                      "K length buckets or none, padded to its longest), "
+                                      "or trace (the --trace's measured rank skew)"),
         click.option("--iterations", type=int, default=4, show_default=True,
                      help="simulated iterations (the first is warm-up)"),
         click.option("--seed", type=int, default=0, show_default=True),

@@ -70,7 +70,7 @@ def node_type_from_doc(doc: YamlDoc) -> NodeType:
 def _gpu(doc: YamlDoc, m) -> GpuSpec:
     p = ("gpu",)
     keys = ["model", "arch", "count", "bf16_tflops", "hbm_gb", "hbm_gbps"]
-    check_mapping(doc, p, m, required=keys, optional=["fp32_tflops"])
+    check_mapping(doc, p, m, required=keys, optional=["fp32_tflops", *_COMPUTE_KEYS, "tensor_tflops"])
     arch = get(doc, p, m, "arch", int)
     if arch < 0:
         raise doc.error(p + ("arch",), f"must be >= 0 (0 means a CPU device), got {arch}")
@@ -79,7 +79,25 @@ def _gpu(doc: YamlDoc, m) -> GpuSpec:
                    bf16_tflops=get(doc, p, m, "bf16_tflops", float, positive=True),
                    hbm_gb=get(doc, p, m, "hbm_gb", float, positive=True),
                    hbm_gbps=get(doc, p, m, "hbm_gbps", float, positive=True),
-                   fp32_tflops=get(doc, p, m, "fp32_tflops", float, default=None, positive=True))
+                   fp32_tflops=get(doc, p, m, "fp32_tflops", float, default=None, positive=True),
+                   tensor_tflops=_tensor_tflops(doc, m.get("tensor_tflops")),
+                   **{k: get(doc, p, m, k, t, default=None, positive=True)
+                      for k, t in _COMPUTE_KEYS.items()})
+
+
+# optional gpu: keys of the compute model (embsim.workload.gpu_compute) and their types
+_COMPUTE_KEYS = {"sms": int, "gemm_fraction": float, "hbm_fraction": float,
+                 "l2_bytes_per_clk": float, "clock_mhz": float}
+TENSOR_DTYPES = ("tf32", "bf16", "fp16", "fp8")
+
+
+def _tensor_tflops(doc: YamlDoc, m) -> tuple[tuple[str, float], ...]:
+    """gpu.tensor_tflops: {dtype: dense TFLOPS}; a dtype left out is one the GPU lacks."""
+    if m is None:
+        return ()
+    p = ("gpu", "tensor_tflops")
+    check_mapping(doc, p, m, required=[], optional=list(TENSOR_DTYPES))
+    return tuple((k, get(doc, p, m, k, float, positive=True)) for k in TENSOR_DTYPES if k in m)
 
 
 def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:

@@ -30,6 +30,14 @@ class GpuSpec:
     hbm_gb: float              # device memory (host RAM for a CPU device)
     hbm_gbps: float            # device memory bandwidth, GB/s
     fp32_tflops: float | None = None  # non-tensor FP32 peak (PyTorch fp32 matmuls, TF32 off); None: unknown
+    # Compute-model properties (embsim.workload.gpu_compute); None/empty: not published
+    # for this GPU, and every output says so.
+    tensor_tflops: tuple[tuple[str, float], ...] = ()  # dense tensor-core peak per dtype (FP32 accumulate)
+    sms: int | None = None             # streaming multiprocessors (GEMM tile waves)
+    gemm_fraction: float | None = None  # measured large-GEMM TFLOPS / peak
+    hbm_fraction: float | None = None   # measured streaming bandwidth / hbm_gbps
+    l2_bytes_per_clk: float | None = None  # L2 -> SM bandwidth (GEMM tile operand feed)
+    clock_mhz: float | None = None      # boost clock the peaks are quoted at
 
 
 @dataclass(frozen=True)

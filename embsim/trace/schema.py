@@ -8,6 +8,7 @@ seconds and all sizes bytes inside; the YAML stores microseconds (see trace/io.p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -213,6 +214,7 @@ class Trace:
     token_stats: tuple[TokenStatsRecord, ...]
     interference: InterferenceMeasurement | None = None
     rank_skew: RankSkew | None = None
+    compute: Any = None            # embsim.trace.compute.ComputeMeasurement, if measured
     source: str = field(default="", compare=False)   # file it was loaded from
 
     @property
