@@ -29,7 +29,7 @@ COMMANDS = {
     "simulate": ("simulate", "Simulate data-parallel training steps and say where the time goes."),
     "sweep": ("sweep", "Run every point of SWEEP_FILE; re-running skips the points already in --out."),
     "topology": ("topology", "Inspect cluster topologies (presets in topologies/, or your own YAML)."),
-    "validate": ("validate", "Compare simulated nccl-tests curves or training steps with real measurements."),
+    "validate": ("validate", "Compare simulated nccl-tests curves, training steps or published training throughput with real measurements."),
 }
 
 
