@@ -21,7 +21,7 @@ from ..yamlio import YamlDoc, check_mapping, get, load_yaml
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
-               "accumulate": int, "jitter": str, "tables": dict, "layers": dict,
+               "accumulate": int, "jitter": str, "tables": dict, "layers": dict, "optimizer": dict,
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
                "options": dict}
 METRICS = ("samples_per_s", "tokens_per_s")
@@ -75,7 +75,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
     metric = merged.get("metric", "samples_per_s")
     if metric not in METRICS:
         raise doc.error(path + ("metric",), f"must be one of {', '.join(METRICS)}, got {metric!r}")
-    overrides = {k: merged[k] for k in ("tables", "layers") if k in merged}
+    overrides = {k: merged[k] for k in ("tables", "layers", "optimizer") if k in merged}
     cfg = SimulationConfig(topology=merged["topology"], model=merged["model"],
                            batch=merged.get("batch"), seq=merged.get("seq"),
                            dtype=merged.get("dtype"), amp=merged.get("amp", "autocast"),
