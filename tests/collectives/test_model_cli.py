@@ -97,6 +97,7 @@ CURVE_BOUNDS = {
     "gcp-a3-mega-2node-allreduce": (0.405, 0.83),     # 2 nodes over TCPXO: 0.1-16 MiB 2-5x fast
     "coreweave-gb200-2rack-allreduce": (0.26, 0.35),  # 2 NVL72 racks: NVLS over IB 17-35 % fast
     "gcp-a3-mega-2node-allgather": (0.27, 0.775),     # TCPXO: 8-64 MiB 1.4-4x fast, >= 512 MiB within 5 %
+    "gcp-a3-mega-2node-allgather-b": (0.11, 0.46),    # second run (LL128 env profile): 8-32 MiB fast
     "gcp-a4-2node-allreduce": (0.43, 0.84),           # 2-node B200: >= 128 MiB 45-84 % slow (NVLSTree cap)
     "lambda-b200-2node-allreduce": (0.36, 0.90),      # 2-node B200: >= 64 MiB 29-90 % slow
     "nebius-h100-2node-allreduce": (0.175, 0.37),     # 2-node H100 over IB
