@@ -83,7 +83,8 @@ MODEL_NOTES = (
     "- Cloud fabrics at 1-16 MiB: on 2x AWS p5 (EFA) and 2x GCP A3 Mega (TCPXO) the measured",
     "  times are 2-6x the simulated ones (the presets' NIC latencies are assumptions, and",
     "  EFA's SRD / TCPXO's software path are not modelled); at >= 512 MiB A3 Mega AllGather",
-    "  is within 5 % and AllReduce within 16 %, p5 AllReduce 21-37 % slow (Ring cap 355 vs",
+    "  is within 6 % (two runs; they differ 1.4-2.4x at 8-128 MiB) and AllReduce within 16 %,",
+    "  p5 AllReduce 21-37 % slow (Ring cap 355 vs",
     "  440-487 measured).",
     "- 2 GB200 NVL72 racks (144 ranks): simulated 17-35 % fast at 0.5-16 GiB.",
 )
