@@ -85,6 +85,11 @@ class NcclConstants:
     nvls_host_split: bool = True        # 2.20+: one node's NVLS work is split over all channels
     p2p_max_channels_4x: bool = False   # <= 2.19: one node splits a peer's op over at most
                                         # 4 x p2pnChannels / nRanks channels (enqueue.cc)
+    # NVLSTree chunk before the size rules (enqueue.cc computeColl): 2.21+ comm->nvlsChunkSize
+    # (NCCL_NVLS_CHUNKSIZE, 128 KiB); up to 2.20 the Simple step x chunkSteps (512 KiB). 2.19+
+    # caps it at 64 KiB on 4+ nodes (NCCL_NVLSTREE_MAX_CHUNKSIZE -2 default).
+    nvlstree_chunk: int = 128 << 10
+    nvlstree_chunk_cap_4nodes: bool = True
     ring_plateau_sm80: float = 1.4      # Ring/Simple multi-node latency x, "plateau effect"
     ring_plateau_volta: float = 1.9
 
@@ -141,7 +146,7 @@ NCCL_2_22 = replace(NCCL_2_23, version="2.22",
                     has_pat=False, nvlink_per_link=_NVL_2_20)
 NCCL_2_21 = replace(NCCL_2_22, version="2.21")
 # 2.19-2.20: Ring LL x1/4 (AllReduce, Reduce, multi-node) or x1/3; NVLS hwLat 23.
-NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, hw_lat=MappingProxyType({
+NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, nvlstree_chunk=512 << 10, hw_lat=MappingProxyType({
     **_HW_222, "NVLINK": _lat((.6, 1.25, 28), (.6, 1.9, 3.4), (0, 0, 23), (0, 0, 23), (0, 0, 0))}))
 # 2.19: SM90 NVLink 20.0 and runRing's LL128 chunk rounding (gone in 2.20).
 # Up to 2.19 the NVLS kernel lays a loop out as channel-sized blocks of nHeads x chunk
@@ -164,6 +169,7 @@ NCCL_2_18 = replace(
     }),
     nvls_lat_old=True,
     nvlstree_ratio_old=True,
+    nvlstree_chunk_cap_4nodes=False,
     nvls_small_chunk_multinode=False,
 )
 

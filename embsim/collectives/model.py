@@ -26,6 +26,7 @@ from . import demand as dm
 from . import nccl_model as nm
 from . import pipeline
 from .busbw import busbw_factor
+from .multinode import nvlstree_kernel_bw
 from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
 from .alltoall_demand import AlltoallPattern, NotRegular
@@ -102,7 +103,8 @@ class CollectiveModel:
                 # (2.18-2.20 charged LL a quarter of the link, 2.21+ the half its 8-of-16 B
                 # lines carry); the version's own table only steers NCCL's choice
                 # and the file's links where they differ from what NCCL's constants know
-                nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS) * shape.kernel_scale)
+                (nvlstree_kernel_bw(shape, KERNEL_CONSTS) if algo == "NVLSTree" and op == "all_reduce"
+                 else nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS)) * shape.kernel_scale)
         return hit
 
     @property

@@ -183,7 +183,9 @@ def nvls_chunk(nbytes: float, concurrent: int, tree_variant: bool, nn: int, nvls
                consts: NcclConstants) -> int:
     """NVLS / NVLSTree chunk (enqueue.cc): smaller chunks for smaller messages."""
     if tree_variant:
-        chunk = BUFF_BYTES["Simple"] // NCCL_STEPS
+        chunk = consts.nvlstree_chunk
+        if consts.nvlstree_chunk_cap_4nodes and nn >= 4:
+            chunk = min(chunk, 65536)
         rules = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
     else:
         chunk = NVLS_MAX_CHUNK

@@ -1,0 +1,44 @@
+"""What the kernels deliver across nodes, where NCCL's tuning table is only a steering value.
+
+NVLSTree (src/device/all_reduce.h, RunWorkColl<..., NCCL_ALGO_NVLS_TREE>) reduces a node's
+data through the NVSwitch (NVLS scatter -> multimem reduce -> gather) and sends each head's
+share up a tree over the network, one NIC per head, then broadcasts it back down. Its data
+path is therefore bounded by two things the kernel really moves:
+  * inside a node: the same NVLS pipeline a one-node NVLS AllReduce runs (its algBw);
+  * across nodes: each head's NIC carries the node-reduced share once up and once down; on
+    two nodes that is the whole message once per direction over the heads' NICs, on more
+    nodes an inner tree node also feeds two children (NCCL's own bwInter/2, tuning.cc).
+NCCL's table (min(bwIntra, bwInter) x nChannels x 5/6 up to 2.27) prices the graph search's
+per-channel speed, which on NICs slower than the speed array's steps (48 -> 86 GB/s on
+sm100) leaves a third of the wire unused; the kernel is not held to that step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .constants import NCCL_MAX_NVLS_ARITY, NcclConstants
+from .shape import CommShape
+
+
+def nvls_heads(shape: CommShape) -> int:
+    """NVLS heads per node: one per local GPU (search.cc: maxChannels = min(ARITY, nGPUs))."""
+    return min(NCCL_MAX_NVLS_ARITY, shape.ppn)
+
+
+def nic_tree_bw(shape: CommShape) -> float:
+    """Algorithm bandwidth (GB/s) the heads' NICs give a tree across nodes."""
+    nics = min(max(1, shape.nics_per_node), nvls_heads(shape))
+    bw = nics * shape.nic_path_bw
+    return bw if shape.n_nodes <= 2 else bw / 2.0
+
+
+def nvlstree_kernel_bw(shape: CommShape, consts: NcclConstants) -> float:
+    """NVLSTree AllReduce algBw (GB/s) the kernel moves: min(one node's NVLS, the NIC tree)."""
+    from . import nccl_model as nm
+    from .channels import search_graphs
+    one = replace(shape, n_ranks=shape.ppn, n_nodes=1)
+    intra = nm.bandwidth("all_reduce", "NVLS", "Simple", one, search_graphs(one), consts)
+    if intra <= 0:
+        return 0.0
+    return min(intra, nic_tree_bw(shape))
