@@ -26,7 +26,7 @@ from . import demand as dm
 from . import nccl_model as nm
 from . import pipeline
 from .busbw import busbw_factor
-from .multinode import nvlstree_kernel_bw
+from .multinode import kernel_view, nvlstree_kernel_bw
 from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
 from .alltoall_demand import AlltoallPattern, NotRegular
@@ -98,7 +98,9 @@ class CollectiveModel:
         hit = self._pairs.get(key)
         if hit is None:
             hit = self._pairs[key] = (
-                nm.latency(op, algo, proto, shape, graphs, self.consts),
+                # NCCL's latency with the hop the fabric really adds in place of the
+                # plugin's reported (tuning) latency, which only steers NCCL's choice
+                nm.latency(op, algo, proto, kernel_view(shape), graphs, self.consts),
                 # what the hardware delivers: the newest table's protocol efficiencies
                 # (2.18-2.20 charged LL a quarter of the link, 2.21+ the half its 8-of-16 B
                 # lines carry); the version's own table only steers NCCL's choice

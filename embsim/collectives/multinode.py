@@ -42,3 +42,12 @@ def nvlstree_kernel_bw(shape: CommShape, consts: NcclConstants) -> float:
     if intra <= 0:
         return 0.0
     return min(intra, nic_tree_bw(shape))
+
+
+def kernel_view(shape: CommShape) -> CommShape:
+    """The shape whose NCCL latency is what the kernel pays: each inter-node hop costs
+    NCCL's hwLat[NET] plus the fabric's adapter and switch latency from the topology file,
+    not the latency a net plugin reports to steer NCCL's tuner."""
+    if shape.n_nodes == 1 or shape.nic_latency_us == shape.net_hop_us:
+        return shape
+    return replace(shape, nic_latency_us=shape.net_hop_us)

@@ -29,7 +29,8 @@ class CommShape:
     nic_bw: float             # per NIC, Gb/s / 8, GB/s (0 without NICs)
     nics_per_node: int
     cpu_vendor: str = "intel"
-    nic_latency_us: float = 0.0
+    nic_latency_us: float = 0.0   # what NCCL's tuner adds per inter-node hop (plugin-reported)
+    net_hop_us: float = 0.0       # what an inter-node hop costs beyond NCCL's hwLat[NET] (the file)
     # The topology file's fabric bandwidth over the one NCCL's constants stand for (its
     # per-link constant is an achieved rate for the *spec* link of that arch): 1 when the
     # file describes the hardware NCCL knows; else NCCL still chooses on its own view
@@ -181,8 +182,11 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         arch=int(node.gpu.arch), n_ranks=n_ranks, n_nodes=n_nodes, ppn=ppn, intra=intra,
         nvlink_bw=float(nvlink_bw), pcie_bw=float(pcie_bw),
         nic_bw=float(node.nics.gbit) / 8.0 if nics else 0.0, nics_per_node=int(nics),
-        # NCCL's IB plugin reports a NIC latency of 0 (net_ib getProperties), so graph
-        # latencyInter is 0; the YAML adapter latency is for the simulated links only.
-        cpu_vendor=(fab.cpu_vendor or "intel"), nic_latency_us=0.0,
+        # NCCL's tuner sees the plugin's reported latency (net_ib getProperties: 0, "Not
+        # set"); the kernel's inter-node hop pays the file's adapter and leaf-switch latency
+        # on top of NCCL's per-hop hwLat[NET] (multinode.net_hop_us).
+        cpu_vendor=(fab.cpu_vendor or "intel"),
+        nic_latency_us=float(node.nics.nccl_latency_us) if n_nodes > 1 else 0.0,
+        net_hop_us=(float(node.nics.latency_us) + float(node.network.switch_latency_us)) if n_nodes > 1 else 0.0,
         fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
         if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])

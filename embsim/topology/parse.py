@@ -205,7 +205,7 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     if count == 0:
         check_mapping(doc, p, m, required=["count"], optional=["gbit", "latency_us", "gpus"])
         return NicSpec(count=0)
-    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus"])
+    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus", "nccl_latency_us"])
     if not fabric.has_pcie and fabric.kind != "host":
         raise doc.error(p + ("count",), "NICs attach to the PCIe tree: the fabric needs its pcie_* keys")
     latency = get(doc, p, m, "latency_us", float)
@@ -216,8 +216,11 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     else:  # even split, in order: NIC k serves a contiguous block of GPUs
         gpus = tuple(tuple(g for g in range(gpu.count) if g * count // gpu.count == k)
                      or (k * gpu.count // count,) for k in range(count))
+    reported = get(doc, p, m, "nccl_latency_us", float) if "nccl_latency_us" in m else 0.0
+    if reported < 0:
+        raise doc.error(p + ("nccl_latency_us",), f"must be >= 0, got {reported}")
     return NicSpec(count=count, gbit=get(doc, p, m, "gbit", float, positive=True),
-                   latency_us=latency, gpus=gpus)
+                   latency_us=latency, gpus=gpus, nccl_latency_us=reported)
 
 
 def _nic_gpus(doc: YamlDoc, value, count: int, n_gpus: int):

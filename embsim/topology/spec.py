@@ -88,6 +88,10 @@ class NicSpec:
     gbit: float = 0.0                           # line rate per NIC, Gb/s
     latency_us: float = 0.0                     # adapter latency (half at each end of a hop)
     gpus: tuple[tuple[int, ...], ...] = ()      # gpus[k] = local GPUs NIC k serves
+    # The latency the NCCL net plugin reports (ncclNetProperties.latency -> the graphs'
+    # latencyInter, which NCCL's tuner adds per inter-node hop): 0 for NCCL's own IB/socket
+    # transports ("Not set"); a plugin may report a tuning value (aws-ofi-nccl: 75 µs on p5).
+    nccl_latency_us: float = 0.0
 
 
 @dataclass(frozen=True)
