@@ -168,15 +168,31 @@ def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, pp
     return chunk
 
 
+# Bytes on the wire per data byte: LL lines carry 8 B of data and 8 B of flags, LL128 lines
+# 120 of 128 B (device.h); the proxy sends the buffer as the GPU wrote it.
+WIRE_PER_BYTE = MappingProxyType({"LL": 2.0, "LL128": 16.0 / 15.0, "Simple": 1.0})
+
+
 def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: float,
-         bandwidth: float, slowdown: float, step: float) -> PipelineTime:
-    """Tree AllReduce: every chunk is reduced up and broadcast down; each pays a sync."""
+         bandwidth: float, slowdown: float, step: float, net_rate: float = 0.0) -> PipelineTime:
+    """Tree AllReduce: every chunk is reduced up and broadcast down; each pays a sync.
+
+    Across nodes the first chunk is store-and-forwarded: the net proxy posts a FIFO step
+    only once the GPU has finished all of it (net.cc sendProxyProgress: Simple waits on the
+    tail, LL / LL128 scan every line's flag), so each network hop up and down adds one
+    chunk's wire time at a channel's share of the NICs (`net_rate`, GB/s) before the far
+    side has anything. NCCL's hwLat[NET] is the cost of an empty step, not of this fill.
+    """
     depth = max(1, ppn - 1 + int(math.ceil(math.log2(nn))) if nn > 1 else ppn - 1)
     chunk = tree_chunk(nbytes, channels, depth, proto, nn, ppn)
     chunks = max(1, int(math.ceil(nbytes / (channels * chunk))))
     n_sync = 2 * chunks
     transfer = nbytes / (1000.0 * bandwidth) * slowdown
-    return PipelineTime(latency + n_sync * step, transfer, n_sync, chunks, chunk)
+    fill = 0.0
+    if nn > 1 and net_rate > 0:
+        first = min(chunk, nbytes / channels) * WIRE_PER_BYTE[proto]
+        fill = 2 * int(math.ceil(math.log2(nn))) * first / (1000.0 * net_rate)
+    return PipelineTime(latency + n_sync * step + fill, transfer, n_sync, chunks, chunk)
 
 
 def nvls_chunk(nbytes: float, concurrent: int, tree_variant: bool, nn: int, nvls_bw: float,
@@ -244,8 +260,9 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
                     step=step_us(proto, shape, consts))
     slowdown = trimmed_slowdown(op, nbytes, algo, proto, shape, graphs, consts)
     if algo == "Tree":
+        net_rate = shape.nic_path_bw * max(1, shape.nics_per_node) / full if shape.n_nodes > 1 else 0.0
         return tree(proto, nbytes, channels, shape.n_nodes, shape.ppn, nccl_latency, nccl_bandwidth,
-                    slowdown, step_us(proto, shape, consts))
+                    slowdown, step_us(proto, shape, consts), net_rate)
     # Ring and PAT (PAT's per-step pattern is not modelled: NCCL's formula, as a ring)
     return ring(op, proto, nbytes, n, channels, threads, nccl_latency, nccl_bandwidth, slowdown, consts,
                 step_us(proto, shape, consts))
