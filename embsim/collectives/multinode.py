@@ -33,15 +33,22 @@ def nic_tree_bw(shape: CommShape) -> float:
     return bw if shape.n_nodes <= 2 else bw / 2.0
 
 
-def nvlstree_kernel_bw(shape: CommShape, consts: NcclConstants) -> float:
-    """NVLSTree AllReduce algBw (GB/s) the kernel moves: min(one node's NVLS, the NIC tree)."""
+def nvlstree_stage_bw(shape: CommShape, consts: NcclConstants | None = None) -> tuple[float, float]:
+    """(one node's NVLS AllReduce algBw, the heads' NIC tree algBw), GB/s, with the newest
+    table's NVLS efficiency (what the hardware delivers; the version's table only steers)."""
     from . import nccl_model as nm
     from .channels import search_graphs
+    from .constants import constants_for
+    consts = consts or constants_for(None)
     one = replace(shape, n_ranks=shape.ppn, n_nodes=1)
     intra = nm.bandwidth("all_reduce", "NVLS", "Simple", one, search_graphs(one), consts)
-    if intra <= 0:
-        return 0.0
-    return min(intra, nic_tree_bw(shape))
+    return intra, nic_tree_bw(shape)
+
+
+def nvlstree_kernel_bw(shape: CommShape, consts: NcclConstants) -> float:
+    """NVLSTree AllReduce algBw (GB/s) the kernel moves: min(one node's NVLS, the NIC tree)."""
+    intra, net = nvlstree_stage_bw(shape, consts)
+    return min(intra, net) if intra > 0 else 0.0
 
 
 def kernel_view(shape: CommShape) -> CommShape:

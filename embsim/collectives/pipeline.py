@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .channels import runtime_lanes
+from .multinode import nvlstree_stage_bw
 from .constants import NcclConstants
 from .trimming import trimmed_slowdown
 
@@ -216,12 +217,16 @@ def nvls_chunk(nbytes: float, concurrent: int, tree_variant: bool, nn: int, nvls
 
 def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: float,
          bandwidth: float, consts: NcclConstants, tree_variant: bool = False,
-         step: float = 0.0) -> PipelineTime:
+         step: float = 0.0, stage_bw: tuple[float, float] | None = None) -> PipelineTime:
     """NVLS(Tree): loops of channels x heads x chunk through a pipeline of warp groups.
 
     Each loop is one stage time per group; the groups overlap, so a loop costs the
-    slower of its data and one sync, and the pipeline fills and drains once: three
-    stages in a node, plus the tree's up and down hops across nodes for NVLSTree.
+    slower of its data and one sync, and the pipeline fills and drains once. In a node
+    that is three equal stages (scatter -> switch reduce / multicast -> gather): two extra
+    loop times. NVLSTree across nodes (`stage_bw` = (in-node NVLS, network) GB/s) runs
+    scatter+reduce in the node, the tree's up and down hops over the NICs, then
+    multicast+gather: the fill is the stages that are not the bottleneck, each at its own
+    rate (on two nodes the two trees' up and down halves share the NICs' two directions).
     """
     concurrent = channels * heads
     chunk = nvls_chunk(nbytes, concurrent, tree_variant, nn, bandwidth, consts)
@@ -230,17 +235,26 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     rest = nbytes - (loops - 1) * loop
     sync = step
     full = loop / (1000.0 * bandwidth)
-    if consts.nvls_host_split and nn == 1:
-        last = rest / (1000.0 * bandwidth)      # 2.20+: one node's work spread over every channel
+    if consts.nvls_host_split and (nn == 1 or tree_variant):
+        # 2.20+: the host hands every channel an equal part (workCount; 2.22+ ncclCollCbdPart)
+        last = rest / (1000.0 * bandwidth)
     else:
         # the kernel's layout: channel c takes bytes [c, c+1) x heads x chunk of a loop, so a
         # partial loop waits on its busiest channel, at one channel's share of the bandwidth
         last = min(rest, heads * chunk) * channels / (1000.0 * bandwidth)
-    stages = 2 + (2 * int(math.ceil(math.log2(nn))) if (tree_variant and nn > 1) else 0)
     first = full if loops > 1 else last
     transfer = (loops - 1) * full + last
-    idle = (loops - 1) * max(0.0, sync - full) + max(0.0, sync - last) + stages * max(first, sync)
-    return PipelineTime(latency + idle, transfer, loops + stages, loops, chunk)
+    idle = (loops - 1) * max(0.0, sync - full) + max(0.0, sync - last)
+    if tree_variant and nn > 1 and stage_bw is not None:
+        intra_bw, net_bw = stage_bw
+        t_in = max(first * bandwidth / intra_bw, sync)
+        t_net = max(first * bandwidth / net_bw, sync)
+        fill = 2 * t_in + t_net - max(t_in, t_net)
+        stages = 3
+    else:
+        stages = 2 + (2 * int(math.ceil(math.log2(nn))) if (tree_variant and nn > 1) else 0)
+        fill = stages * max(first, sync)
+    return PipelineTime(latency + idle + fill, transfer, loops + stages, loops, chunk)
 
 
 def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs, consts: NcclConstants,
@@ -255,9 +269,15 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
     channels, threads = runtime_lanes(nbytes, algo, proto, n, full)
     if algo in ("NVLS", "NVLSTree"):
         heads = min(shape.ppn, 32)
+        stage_bw = None
+        if algo == "NVLSTree" and shape.n_nodes > 1:
+            intra, net = nvlstree_stage_bw(shape)
+            if min(intra, net) > 0:    # at the kernel's bandwidth (the file's links included)
+                k = nccl_bandwidth / min(intra, net)
+                stage_bw = (intra * k, net * k)
         return nvls(op, nbytes, graphs.nvls_channels, heads, shape.n_nodes, nccl_latency,
                     nccl_bandwidth, consts, tree_variant=(algo == "NVLSTree"),
-                    step=step_us(proto, shape, consts))
+                    step=step_us(proto, shape, consts), stage_bw=stage_bw)
     slowdown = trimmed_slowdown(op, nbytes, algo, proto, shape, graphs, consts)
     if algo == "Tree":
         net_rate = shape.nic_path_bw * max(1, shape.nics_per_node) / full if shape.n_nodes > 1 else 0.0
