@@ -1,0 +1,112 @@
+"""Multi-node mechanisms: which algorithms NCCL runs across nodes without SHARP, what the
+NVLSTree kernel moves, and where the inter-node hop latency comes from."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from embsim.collectives import CollectiveModel
+from embsim.collectives import nccl_model as nm
+from embsim.collectives import pipeline
+from embsim.collectives.channels import search_graphs
+from embsim.collectives.constants import constants_for
+from embsim.collectives.multinode import kernel_view, nic_tree_bw, nvlstree_kernel_bw, nvlstree_stage_bw
+from embsim.errors import InputError
+from embsim.topology import load_topology
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _shape(spec):
+    model = CollectiveModel(load_topology(spec))
+    n = model.topology.n_gpus
+    return model, model.shape(tuple(range(n)))
+
+
+def test_nvls_needs_collnet_across_nodes():
+    """tuning.cc: NVLS on several nodes needs CollNet (SHARP); NVLSTree stays."""
+    model, (shape, graphs) = _shape("dgx-h100:2x8")
+    pairs = nm.default_enabled("all_reduce", shape, graphs, model.consts)
+    assert ("NVLSTree", "Simple") in pairs and not any(a == "NVLS" for a, _ in pairs)
+    one = CollectiveModel(load_topology("dgx-h100:1x8"))
+    s1, g1 = one.shape(tuple(range(8)))
+    assert ("NVLS", "Simple") in nm.default_enabled("all_reduce", s1, g1, one.consts)
+    with pytest.raises(InputError, match="nothing NCCL can run"):
+        CollectiveModel(load_topology("dgx-h100:2x8"), algo="NVLS").plan("all_reduce", 1 << 26, range(16))
+
+
+def test_nvlstree_kernel_bw_is_min_of_node_nvls_and_nic_tree():
+    _, (b200, _) = _shape("dgx-b200:2x8")
+    intra, net = nvlstree_stage_bw(b200)
+    assert net == pytest.approx(8 * b200.nic_path_bw)          # two nodes: the heads' NICs once
+    assert nvlstree_kernel_bw(b200, constants_for(None)) == pytest.approx(min(intra, net))
+    four = replace(b200, n_ranks=32, n_nodes=4)
+    assert nic_tree_bw(four) == pytest.approx(net / 2)        # inner tree nodes feed two children
+    # slower NICs move the bound, faster ones leave it at the node's NVLS
+    slow = replace(b200, nic_bw=b200.nic_bw / 4)
+    assert nvlstree_kernel_bw(slow, constants_for(None)) < nvlstree_kernel_bw(b200, constants_for(None))
+    fast = replace(b200, nic_bw=b200.nic_bw * 10, pcie_bw=b200.pcie_bw * 10)
+    assert nvlstree_kernel_bw(fast, constants_for(None)) == pytest.approx(intra)
+
+
+def test_nvlstree_chunk_follows_version():
+    """2.21+: comm->nvlsChunkSize (128 KiB), 64 KiB on 4+ nodes; up to 2.20 the 512 KiB step."""
+    new, old = constants_for("2.26"), constants_for("2.20")
+    big = 1 << 34
+    assert pipeline.nvls_chunk(big, 256, True, 2, 400, new) == 128 << 10
+    assert pipeline.nvls_chunk(big, 256, True, 4, 400, new) == 64 << 10
+    assert pipeline.nvls_chunk(big, 256, True, 2, 400, old) == 512 << 10
+    assert pipeline.nvls_chunk(big, 256, True, 2, 400, constants_for("2.18")) == 512 << 10
+
+
+def test_nvlstree_fill_is_cheaper_than_four_bottleneck_loops():
+    consts = constants_for("2.26")
+    args = ("all_reduce", 16 << 20, 32, 8, 2, 70.0, 384.0, consts)
+    staged = pipeline.nvls(*args, tree_variant=True, stage_bw=(533.0, 384.0))
+    lockstep = pipeline.nvls(*args, tree_variant=True)
+    assert staged.transfer == pytest.approx(lockstep.transfer)
+    assert staged.latency < lockstep.latency
+    # the in-node stages at the node's NVLS rate, the network stage is the bottleneck
+    full = staged.transfer
+    assert staged.latency == pytest.approx(70.0 + 2 * full * 384.0 / 533.0, rel=1e-9)
+
+
+def test_tree_pays_network_store_and_forward():
+    args = ("LL128", 1 << 20, 16, 2, 8, 50.0, 126.0, 1.0, 0.0)
+    with_net = pipeline.tree(*args, net_rate=24.0)
+    without = pipeline.tree(*args)
+    assert with_net.latency > without.latency
+    one_node = pipeline.tree("LL128", 1 << 20, 16, 1, 8, 50.0, 126.0, 1.0, 0.0, net_rate=24.0)
+    assert one_node.latency == pytest.approx(50.0)
+
+
+def _with_nics(tmp_path, latency, reported=None):
+    text = (ROOT / "topologies" / "dgx-h100.yaml").read_text()
+    lines = []
+    for line in text.splitlines():
+        if line.strip().startswith("latency_us:") and line.startswith("  latency_us"):
+            line = f"  latency_us: {latency}"
+            if reported is not None:
+                line += f"\n  nccl_latency_us: {reported}"
+        lines.append(line)
+    path = tmp_path / f"h100-{latency}-{reported}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return load_topology(f"{path}:2x8")
+
+
+def test_nic_latency_reaches_the_kernel_and_reported_latency_reaches_nccls_choice(tmp_path):
+    base = CollectiveModel(_with_nics(tmp_path, 0.6)).plan("all_reduce", 4096, range(16))
+    slow = CollectiveModel(_with_nics(tmp_path, 20.6)).plan("all_reduce", 4096, range(16))
+    # two network hops (up and down the tree), 20 µs more each
+    assert slow.time - base.time == pytest.approx(40e-6, rel=1e-6)
+    assert slow.model_time == pytest.approx(base.model_time)     # the IB plugin reports 0
+    told = CollectiveModel(_with_nics(tmp_path, 0.6, reported=75.0))
+    shape, _ = told.shape(tuple(range(16)))
+    assert shape.nic_latency_us == 75.0 and kernel_view(shape).nic_latency_us == shape.net_hop_us
+    assert told.plan("all_reduce", 4096, range(16)).model_time > base.model_time + 100e-6
+
+
+def test_reported_latency_must_not_be_negative(tmp_path):
+    with pytest.raises(InputError, match="nccl_latency_us"):
+        _with_nics(tmp_path, 0.6, reported=-1)
