@@ -99,7 +99,7 @@ CURVE_BOUNDS = {
     "gcp-a3-mega-2node-allreduce": (0.495, 0.805),    # TCPXO: ~120 µs floor, 1-64 MiB 1.5-4x fast
     "coreweave-gb200-2rack-allreduce": (0.175, 0.24), # NVLSTree held by one rack's NVLS (B200 saturation)
     "gcp-a3-mega-2node-allgather": (0.215, 0.55),     # TCPXO: 8-128 MiB 1.2-2.2x fast, >= 512 MiB within 4 %
-    "gcp-a3-mega-2node-allgather-b": (0.105, 0.42),   # second run (LL128 env profile): 8-32 MiB fast
+    "gcp-a3-mega-2node-allgather-b": (0.105, 0.425),  # second run (LL128 env profile): 8-32 MiB fast
     "gcp-a4-2node-allreduce": (0.105, 0.27),          # 2-node B200: NVLSTree 16-128 MiB up to 27 % slow
     "lambda-b200-2node-allreduce": (0.18, 0.56),      # 2-node B200: Tree/LL128 0.5-2 MiB 40-56 % fast
     "nebius-h100-2node-allreduce": (0.145, 0.345),    # 2-node H100 over IB: Tree 0.1-2 MiB fast
