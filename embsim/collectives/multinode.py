@@ -16,6 +16,7 @@ sm100) leaves a third of the wire unused; the kernel is not held to that step.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 from .constants import NCCL_MAX_NVLS_ARITY, NcclConstants
 from .shape import CommShape
@@ -36,13 +37,19 @@ def nic_tree_bw(shape: CommShape) -> float:
 def nvlstree_stage_bw(shape: CommShape, consts: NcclConstants | None = None) -> tuple[float, float]:
     """(one node's NVLS AllReduce algBw, the heads' NIC tree algBw), GB/s, with the newest
     table's NVLS efficiency (what the hardware delivers; the version's table only steers)."""
+    if consts is None:
+        return _stage_bw_newest(shape)
     from . import nccl_model as nm
     from .channels import search_graphs
-    from .constants import constants_for
-    consts = consts or constants_for(None)
     one = replace(shape, n_ranks=shape.ppn, n_nodes=1)
     intra = nm.bandwidth("all_reduce", "NVLS", "Simple", one, search_graphs(one), consts)
     return intra, nic_tree_bw(shape)
+
+
+@lru_cache(maxsize=256)
+def _stage_bw_newest(shape: CommShape) -> tuple[float, float]:
+    from .constants import constants_for
+    return nvlstree_stage_bw(shape, constants_for(None))
 
 
 def nvlstree_kernel_bw(shape: CommShape, consts: NcclConstants) -> float:
