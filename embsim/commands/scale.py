@@ -6,6 +6,7 @@ import tempfile
 
 import click
 
+from ..sweep.check import check_points
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
 
@@ -31,6 +32,7 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
             "iterations": iterations, "trace": trace}
     points = scale_points(topology, parse_gpus(gpus), base)
+    check_points(points, "scale")
     with tempfile.TemporaryDirectory() as tmp:
         folder = out or tmp
         run_sweep(points, folder, scheduler=dask_scheduler, workers=workers, progress=not as_json)
@@ -49,6 +51,9 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
                            f"{c.samples_per_s:12.1f} {c.efficiency:10.3f}")
         for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
             click.echo(f"compute times: {source}")
+    if not any(c.error is None for c in curve):
+        click.echo("embsim: error: scale: no GPU count succeeded", err=True)
+        return 1
     if plot:
         sources = "; ".join(dict.fromkeys(c.compute_source for c in curve if c.compute_source))
         plot_scaling(curve, plot, f"{model} / {strategy} / {comm_scheduler}" + (f"\n{sources}" if sources else ""))

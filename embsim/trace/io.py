@@ -57,7 +57,7 @@ def _build(doc: YamlDoc) -> Trace:
     if not isinstance(data, dict) or data.get("kind") != TRACE_KIND:
         raise TraceError(f"{doc.source}: not an embsim trace (expected 'kind: {TRACE_KIND}')")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if type(version) is not int or version != SCHEMA_VERSION:   # `true` == 1 in Python
         raise TraceError(f"{doc.where(('schema_version',))}: unknown trace schema version "
                          f"{version!r} (this embsim reads version {SCHEMA_VERSION}); "
                          f"re-run `embsim calibrate` or upgrade embsim")
@@ -241,7 +241,7 @@ def _interference(doc: YamlDoc, p: tuple, m: Any) -> InterferenceMeasurement:
         both_s=_time(doc, p, m, "both_us"), reps=get(doc, p, m, "reps", int, positive=True),
         comm_overlapped_s=(_time(doc, p, m, "comm_overlapped_us")
                            if m.get("comm_overlapped_us") is not None else None))
-    for key, value in (("alone_us", rec.alone_s), ("comm_us", rec.comm_s)):
+    for key, value in (("alone_us", rec.alone_s), ("comm_us", rec.comm_s), ("both_us", rec.both_s)):
         if value <= 0:
             raise doc.error(p + (key,), "must be positive")
     return rec
