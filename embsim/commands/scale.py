@@ -7,6 +7,7 @@ import tempfile
 import click
 
 from ..sweep.check import check_points
+from .checks import MAX_ITERATIONS, count
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
 
@@ -18,7 +19,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--topology", default="dgx-h100", show_default=True,
               help="preset (or file) whose nodes are replicated")
 @click.option("--gpus", default="8,16,32,64,128", show_default=True, help="GPU counts, comma-separated")
-@click.option("--iterations", type=int, default=3, show_default=True)
+@click.option("--iterations", type=count(2, MAX_ITERATIONS), default=3, show_default=True)
 @click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the curve")
 @click.option("--dask-scheduler", help="address of an existing Dask scheduler")

@@ -16,12 +16,9 @@ import math
 import click
 
 from ..errors import InputError
+from .checks import MAX_ITERATIONS, FiniteFloat, count
 from ..validate import (collective_errors, collective_geomean, collective_json, collective_table,
                         plot_collectives, step_errors, step_geomean, step_json, step_table)
-
-
-class ValidationFailed(click.ClickException):
-    exit_code = 1
 
 
 @click.command("validate")
@@ -33,9 +30,11 @@ class ValidationFailed(click.ClickException):
 @click.option("--op", help="collective of the logs, when neither the log nor its name says")
 @click.option("--placement", type=click.Choice(["in-place", "out-of-place", "best"]),
               default="in-place", show_default=True)
-@click.option("--iterations", type=int, default=4, show_default=True, help="simulated steps (--trace)")
+@click.option("--iterations", type=count(2, MAX_ITERATIONS), default=4, show_default=True,
+              help="simulated steps (--trace)")
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--max-error", type=float, help="exit 1 when the geometric mean |error| exceeds this (0.1 = 10 %%)")
+@click.option("--max-error", type=FiniteFloat(0, None),
+              help="exit 1 when the geometric mean |error| exceeds this (0.1 = 10 %)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of measured vs simulated curves")
 def command(inputs, nccl_tests, trace, topology, op, placement, iterations, as_json, max_error, plot):
     """Compare simulated nccl-tests curves or training steps with real measurements."""
@@ -59,9 +58,14 @@ def command(inputs, nccl_tests, trace, topology, op, placement, iterations, as_j
         unsimulated = sum(r.simulated_s is None for r in rows)
         geomean = step_geomean(rows)
         click.echo(json.dumps(step_json(rows), indent=2) if as_json else step_table(rows))
+        if rows and unsimulated == len(rows):
+            click.echo(f"embsim: error: validate: {trace}: no strategy could be simulated", err=True)
+            return 1
     if max_error is not None:
         if math.isnan(geomean) or geomean > max_error or unsimulated:
             why = (f"{unsimulated} strategies could not be simulated" if unsimulated
                    else f"geometric mean error {geomean:.1%} exceeds --max-error {max_error:.1%}")
-            # A ClickException exits 1 through cli.main (click's Exit code would be dropped).
-            raise ValidationFailed(f"validation failed: {why}")
+            # the same one-line form as every other error; exit 1 (a result, not bad input)
+            click.echo(f"embsim: error: validation failed: {why}", err=True)
+            return 1
+    return 0

@@ -4,6 +4,7 @@ so one collective at a time; optimizer.step() after every gradient is reduced.""
 
 from __future__ import annotations
 
+from ..errors import InputError
 from .base import SCHEDULERS, Scheduler, single_op
 from ..engine.ops import CommOp
 
@@ -18,6 +19,10 @@ class FifoScheduler(Scheduler):
 
     def __init__(self, bucket_bytes: float = 25 * MiB, first_bucket_bytes: float = 1 * MiB, **options):
         super().__init__(**options)
+        for key, value in (("bucket_bytes", bucket_bytes), ("first_bucket_bytes", first_bucket_bytes)):
+            if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                    or not 0 < value <= 1e15):
+                raise InputError(f"--option {key}={value!r}: must be a positive number of bytes")
         self.bucket_bytes = bucket_bytes
         self.first_bucket_bytes = first_bucket_bytes
 

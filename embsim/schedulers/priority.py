@@ -23,6 +23,7 @@ from ..errors import InputError
 from .base import SCHEDULERS, ChannelRule, Scheduler
 
 FP32 = 4
+MIN_PARTITION_BYTES = 64 * 1024
 CHANNEL = "nccl"   # one queue: the scheduler, not separate streams, decides the order
 
 
@@ -50,8 +51,11 @@ class PriorityScheduler(Scheduler):
                  **options):
         super().__init__(**options)
         for key, value in (("partition_bytes", partition_bytes), ("credit_bytes", credit_bytes)):
-            if not isinstance(value, (int, float)) or value <= 0:
-                raise InputError(f"--option {key}={value!r}: must be a positive number of bytes")
+            # below 64 KiB a gradient would be cut into millions of collectives
+            if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                    or not MIN_PARTITION_BYTES <= value <= 1e15):
+                raise InputError(f"--option {key}={value!r}: must be a number of bytes "
+                                 f"{MIN_PARTITION_BYTES}..1e15")
         self.partition_bytes = float(partition_bytes)
         self.credit_bytes = float(credit_bytes)
 

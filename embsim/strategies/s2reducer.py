@@ -48,10 +48,11 @@ class S2ReducerStrategy(Strategy):
 
     def __init__(self, depth: int = 3, width_factor: float = 2.0, **options):
         super().__init__(**options)
-        if not isinstance(depth, int) or depth < 1:
-            raise InputError(f"--option depth={depth!r}: must be an integer >= 1")
-        if not width_factor > 0:
-            raise InputError(f"--option width_factor={width_factor!r}: must be > 0")
+        if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= 64:
+            raise InputError(f"--option depth={depth!r}: must be an integer 1..64")
+        if (not isinstance(width_factor, (int, float)) or isinstance(width_factor, bool)
+                or not 0 < width_factor <= 1000):
+            raise InputError(f"--option width_factor={width_factor!r}: must be a number in (0, 1000]")
         self.depth = depth
         self.width_factor = float(width_factor)
 

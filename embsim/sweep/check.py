@@ -9,7 +9,7 @@ import math
 from ..errors import InputError
 from .spec import SweepPoint
 
-MAX_ITERATIONS = 10_000
+MAX_ITERATIONS = 1000          # as the --iterations flag (embsim.commands.checks)
 
 
 def check_config(cfg, seen: set) -> None:
