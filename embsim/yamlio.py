@@ -42,6 +42,13 @@ class YamlDoc:
     def error(self, path: tuple, message: str) -> InputError:
         return InputError(f"{self.where(path)}: {message}")
 
+    def sub(self, key) -> "YamlDoc":
+        """The document under top-level `key`, as a document of its own (same lines; errors
+        read "file: key: inner.path (line N)")."""
+        n = 1
+        lines = {path[n:]: line for path, line in self.lines.items() if path[:n] == (key,)}
+        return YamlDoc(data=self.data[key], source=f"{self.source}: {key}", lines=lines)
+
 
 # Limits that keep a hostile or broken file from exhausting memory or time: a file
 # larger than any real topology/trace/sweep, nesting deeper than any embsim dialect

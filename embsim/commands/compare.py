@@ -33,9 +33,13 @@ def command(strategies, schedulers, workers, plot, as_json, **options):
         from ..report.plots import compare_bar_chart
         compare_bar_chart(result, plot)
     if as_json:
+        if plot:
+            click.echo(f"wrote {plot} (bar chart)", err=True)
         click.echo(json.dumps(result.as_json(), indent=2))
     else:
         print_matrix(result)
+        if plot:
+            click.echo(f"wrote {plot} (bar chart)")
 
 
 def print_matrix(result, console: Console | None = None) -> None:
@@ -51,7 +55,7 @@ def print_matrix(result, console: Console | None = None) -> None:
                   human_time(r.exposed_comm), human_bytes(r.comm_bytes_per_gpu),
                   human_bytes(r.memory_per_gpu), "yes" if r.fits_in_memory else "[red]NO[/red]")
     console.print(t)
-    console.print(f"compute times: {result.compute_source}")
+    console.print(f"compute times: {result.compute_source.removeprefix('compute: ')}")
     for r in result.rows:
         if r.refused is not None:
             console.print(f"refused: {r.label}: {r.refused}")

@@ -7,6 +7,7 @@ import math
 import click
 
 from ..engine.run import SimulationConfig
+from ..engine.trace_defaults import apply_trace_defaults
 from ..errors import InputError
 from .checks import MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
 
@@ -83,4 +84,15 @@ def config_from_options(options: dict, **fixed) -> SimulationConfig:
     for key in ("interference", "comm_interference"):
         if (options.get(key) or 0) < 0:
             raise InputError(f"--{key.replace('_', '-')} must be >= 0")
-    return SimulationConfig(**options, **fixed, strategy_options=extra, scheduler_options=extra)
+    cfg = SimulationConfig(**options, **fixed, strategy_options=extra, scheduler_options=extra)
+    return apply_trace_defaults(cfg, explicit_flags())
+
+
+def explicit_flags() -> set[str]:
+    """Parameters the user gave (command line or environment), not click's defaults."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return set()
+    return {name for name in ctx.params
+            if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT,
+                                                      click.core.ParameterSource.DEFAULT_MAP)}

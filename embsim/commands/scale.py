@@ -43,15 +43,18 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
                                "points": [c.__dict__ for c in curve]}, indent=2))
     else:
         click.echo(f"{model} / {strategy} / {comm_scheduler} on {topology}")
-        click.echo(f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} {'efficiency':>10}")
+        # per-GPU throughput against the smallest run, not simulate's "vs N x one GPU"
+        smallest = curve[0].gpus if curve else 0
+        click.echo(f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} "
+                   f"{'vs ' + str(smallest) + ' GPUs':>12}")
         for c in curve:
             if c.error:
                 click.echo(f"{c.gpus:6d} {c.topology:>20} failed: {c.error}")
             else:
                 click.echo(f"{c.gpus:6d} {c.topology:>20} {c.step_time_s * 1e3:10.3f} "
-                           f"{c.samples_per_s:12.1f} {c.efficiency:10.3f}")
+                           f"{c.samples_per_s:12.1f} {c.efficiency:12.3f}")
         for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
-            click.echo(f"compute times: {source}")
+            click.echo(f"compute times: {source.removeprefix('compute: ')}")
     if not any(c.error is None for c in curve):
         click.echo("embsim: error: scale: no GPU count succeeded", err=True)
         return 1

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from embsim.topology import list_presets, load_topology, preset_dirs
+from embsim.topology import TopologyError, list_presets, load_topology, preset_dirs
 
 
 @click.group("topology")
@@ -21,7 +21,14 @@ def command() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def show(spec: str, as_json: bool) -> None:
     """Summarise SPEC: NxG, PRESET, PRESET:NxG, file.yaml or file.yaml:NxG."""
-    summary = load_topology(spec).summary()
+    try:
+        summary = load_topology(spec).summary()
+    except TopologyError as exc:
+        # the value came as an argument here, not as --topology
+        text = str(exc)
+        if text.startswith("--topology "):
+            text = "topology show " + text[len("--topology "):]
+        raise TopologyError(text) from None
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -33,7 +40,7 @@ def list_cmd() -> None:
     """List the preset names and where they are looked up."""
     for name in list_presets():
         click.echo(name)
-    click.echo(f"# search path: {', '.join(str(d) for d in preset_dirs())}", err=True)
+    click.echo(f"# looked up in this order: {', '.join(str(d) for d in preset_dirs())}", err=True)
 
 
 def _print_summary(s: dict) -> None:

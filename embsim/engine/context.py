@@ -12,6 +12,7 @@ from ..strategies.base import StepContext, TableTraffic
 from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, optimizer_step_time,
                                  sparse_optimizer_step_time)
 from ..workload.tokens import TokenStats
+from .trace_times import trace_layer_times
 
 GiB = 1 << 30
 # DDP (allreduce) AllReduces every table as a dense gradient, so its lookup's backward
@@ -40,24 +41,6 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
             dense_grad=model.dense_gradient(table.name),
             row_probs=stats.probs)
     return out
-
-
-def _trace_times(model, trace, sparse_lookups: bool = False):
-    """Per-layer (fwd, bwd) from the trace; with `sparse_lookups`, embedding layers on a
-    table with a sparse gradient take the trace's sparse-gradient variant when it has one."""
-    sparse_tables = {t.name for t in model.tables if not model.dense_gradient(t.name)}
-    fwd, bwd = {}, {}
-    for layer in model.layers:
-        name = layer.name
-        if (sparse_lookups and layer.kind == "embedding" and layer.table in sparse_tables
-                and f"{name}:sparse" in trace.layers):
-            name = f"{name}:sparse"
-        try:
-            fwd[layer.name], bwd[layer.name] = trace.interp(name, model.batch)
-        except KeyError:
-            raise InputError(f"--trace {trace.source}: no timing for layer {layer.name!r} of "
-                             f"{model.name} (trace is of {trace.model})") from None
-    return fwd, bwd
 
 
 _CHIP = re.compile(r"\bcpu\b|\b([a-z]+) ?(\d{2,})")
@@ -89,9 +72,12 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
         trace = None    # a network-only trace (import-nccl-tests): collectives, no layer times
     if trace is not None:
         check_trace_device(trace, topo)
-        fwd, bwd = _trace_times(model, trace,
-                                sparse_lookups=cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES)
+        fwd, bwd, extrapolated = trace_layer_times(
+            model, trace, gpu, cfg.model, cfg.untie_outputs,
+            sparse_lookups=cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES)
         source = f"measured: {trace.source or 'trace'} ({trace.device}, {trace.provenance.backend})"
+        if extrapolated:
+            source += f"; {extrapolated}"
     else:
         times = {l.name: layer_time(l, gpu, model.dtype_bytes) for l in model.layers}
         fwd = {n: t.fwd_s for n, t in times.items()}

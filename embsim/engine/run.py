@@ -89,7 +89,9 @@ class SimulationResult:
     def as_json(self) -> dict:
         busiest = self.busiest_link
         return {
-            "topology": self.topology,
+            # the resolved file is machine-specific (where the checkout lies): shown by the
+            # text summary, kept out of the JSON so results compare across machines
+            "topology": {k: v for k, v in self.topology.items() if k != "file"},
             "model": self.model,
             "strategy": self.strategy,
             "scheduler": self.scheduler,
@@ -164,7 +166,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     return SimulationResult(
         config=cfg,
         topology={"preset": topo.preset, "nodes": topo.n_nodes,
-                  "gpus_per_node": topo.gpus_per_node, "gpus": topo.n_gpus},
+                  "gpus_per_node": topo.gpus_per_node, "gpus": topo.n_gpus,
+                  "file": topo.node.source},   # which file the name resolved to
         model=model.name, strategy=cfg.strategy, scheduler=cfg.scheduler, n_gpus=topo.n_gpus,
         step_time=metrics.step_time, samples_per_s=samples_per_s,
         tokens_per_s=samples_per_s * model.seq,

@@ -16,10 +16,13 @@ def print_summary(result, console: Console | None = None) -> None:
     t = Table(title=title, show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value")
+    if topo.get("file"):
+        t.add_row("topology file", topo["file"])
     t.add_row("step time", human_time(result.step_time))
     t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s")
     if result.scaling_efficiency is not None:
-        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {topo['gpus']} x one GPU")
+        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {topo['gpus']} x one GPU's "
+                  f"throughput")
     share = result.exposed_comm / result.step_time if result.step_time else 0.0
     t.add_row("compute", human_time(result.compute))
     t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")

@@ -22,10 +22,20 @@ _SOCKET_LINK_KEYS = ["cpu_link_gbps", "cpu_latency_us"]
 _HOST_KEYS = ["host_gbps", "host_latency_us"]
 
 
+TRACE_KIND = "embsim-trace"      # trace/io.py's; a trace may embed its machine
+EMBEDDED_KEY = "host_topology"
+
+
 def load_node_type(path: str | Path) -> NodeType:
-    """Parse a topology file from disk."""
+    """Parse a topology file from disk, or the machine embedded in a calibration trace."""
     try:
-        return node_type_from_doc(load_yaml(path))
+        doc = load_yaml(path)
+        if isinstance(doc.data, dict) and doc.data.get("kind") == TRACE_KIND:
+            if not isinstance(doc.data.get(EMBEDDED_KEY), dict):
+                raise TopologyError(f"{path}: a trace without an embedded topology "
+                                    f"({EMBEDDED_KEY}); give the topology it names instead")
+            doc = doc.sub(EMBEDDED_KEY)
+        return node_type_from_doc(doc)
     except TopologyError:
         raise
     except InputError as exc:  # yamlio raises the base class; keep one error type

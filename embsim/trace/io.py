@@ -28,7 +28,7 @@ COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "bro
 SCOPES = ("all", "intra-node", "inter-node")
 TOP_KEYS = ("kind", "schema_version", "device", "model", "seq", "topology", "provenance",
             "layers", "optimizer", "collectives", "steps", "token_stats", "end_of_trace")
-OPTIONAL_TOP_KEYS = ("interference", "rank_skew")
+OPTIONAL_TOP_KEYS = ("interference", "rank_skew", "host_topology")
 
 
 def load_trace(path: str | Path) -> Trace:
@@ -83,9 +83,19 @@ def _build(doc: YamlDoc) -> Trace:
                       if data.get("interference") is not None else None),
         rank_skew=(_rank_skew(doc, ("rank_skew",), data["rank_skew"])
                    if data.get("rank_skew") is not None else None),
+        host_topology=_host_topology(doc),
         source=doc.source,
     )
     return trace
+
+
+def _host_topology(doc: YamlDoc) -> dict | None:
+    """The embedded machine, checked as a topology file would be."""
+    if doc.data.get("host_topology") is None:
+        return None
+    from ..topology.parse import node_type_from_doc
+    node_type_from_doc(doc.sub("host_topology"))
+    return doc.data["host_topology"]
 
 
 def _list(doc: YamlDoc, path: tuple, value: Any) -> list:
@@ -310,6 +320,8 @@ def trace_to_dict(trace: Trace) -> dict:
                                "reps": f.reps, "factor": round(f.factor, 4)}
         if f.comm_overlapped_s is not None:
             out["interference"]["comm_overlapped_us"] = _us(f.comm_overlapped_s)
+    if trace.host_topology is not None:
+        out["host_topology"] = trace.host_topology
     k = trace.rank_skew
     if k is not None:
         out["rank_skew"] = {"batch": k.batch, "rank0_us": _us(k.rank0_s),
