@@ -18,7 +18,7 @@ print("GPUs:", [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_c
 PY
 gpu=$("$py" -c "import torch; print(torch.cuda.get_device_name(0).replace('NVIDIA ', '').split()[0].lower())")
 run() {  # model batch seq
-  timeout 280 "$py" -c "import sys; from embsim.commands.calibrate import command; command.main(sys.argv[1:])" \
+  timeout 280 "$py" -m embsim calibrate \
     --backend nccl --model "$1" --batch "$2" --seq "$3" --max-bytes $((1 << 30)) \
     --out "$out_dir/gpu-$gpu-nccl-$1.yaml"
 }

@@ -175,33 +175,3 @@ def runtime_fraction(nbytes: float, algo: str, proto: str, n_ranks: int, graphs:
     full = graphs.nvls_channels if algo in ("NVLS", "NVLSTree") else graphs.comm_channels
     nc, nt = runtime_lanes(nbytes, algo, proto, n_ranks, full)
     return min(1.0, (nc * nt) / (full * MAX_THREADS[proto]))
-
-
-def trimmed_slowdown(op: str, nbytes: float, algo: str, proto: str, shape, graphs: Graphs,
-                     consts) -> float:
-    """How much longer the transfer takes on the trimmed launch than the model assumes.
-
-    The trimmed launch is the model's bandwidth formula evaluated with the share of
-    channels x threads that really run (in the search graph's channel units). Its caps
-    (llMaxBw, per-channel LL128/Tree caps) still apply, so where a cap limits the full
-    launch, losing channels costs less than proportionally.
-    """
-    from dataclasses import replace
-
-    from .nccl_model import bandwidth, graph_for  # channels is below nccl_model
-
-    frac = runtime_fraction(nbytes, algo, proto, shape.n_ranks, graphs)
-    if frac >= 1.0:
-        return 1.0
-    full = bandwidth(op, algo, proto, shape, graphs, consts)
-    g = graph_for(algo, graphs)
-    field = {"Ring": "ring", "PAT": "ring", "Tree": "tree", "NVLS": "nvls", "NVLSTree": "nvls"}[algo]
-    # NVLS needs two channels to run at all; keep the formula's (n-1)/n term at its
-    # full-launch value and scale the channel count only through the bus bandwidth.
-    channels = g.n_channels * frac
-    if algo in ("NVLS", "NVLSTree"):
-        return 1.0 / frac
-    trimmed = bandwidth(op, algo, proto, shape, replace(graphs, **{field: replace(g, n_channels=channels)}), consts)
-    if trimmed <= 0 or full <= 0:
-        return 1.0 / frac
-    return max(1.0, full / trimmed)

@@ -26,7 +26,8 @@ from embsim.network import Demand
 from . import demand as dm
 from . import nccl_model as nm
 from .busbw import busbw_factor
-from .channels import Graphs, search_graphs, trimmed_slowdown
+from .channels import Graphs, search_graphs
+from .trimming import trimmed_slowdown
 from .constants import NcclConstants, constants_for
 from .p2p import alltoall_time, alltoallv_time, sendrecv_time
 from .shape import CommShape, comm_shape

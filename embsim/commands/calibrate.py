@@ -25,14 +25,13 @@ import click
               help="Largest collective size, further bounded by free memory.")
 def command(backend, world, model, batch, seq, quick, corpus, out, topology_out, max_bytes):
     """Capture per-layer times, collective sweeps and real training steps into a trace."""
-    import torch   # only this command needs torch; the simulator never imports it
-
-    from calibrate.config import CalibrateConfig
-    from calibrate.launch import resolve_backend, run_calibration
+    # only this command needs torch (through embsim.calibrate); the simulator never imports it
+    from ..calibrate.config import CalibrateConfig
+    from ..calibrate.launch import default_world, resolve_backend, run_calibration
 
     chosen = resolve_backend(backend)
     if world is None:
-        world = torch.cuda.device_count() if chosen == "nccl" else 2
+        world = default_world(chosen)
     out = out or f"traces/{'gpu' if chosen == 'nccl' else 'cpu'}-{chosen}-{model}.yaml"
     argv = sys.argv[1:] if sys.argv[1:2] == ["calibrate"] else ["calibrate"] + sys.argv[1:]
     cfg = CalibrateConfig(model=model, batch=batch, seq=seq, world=world, backend=chosen,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-from .simulation import RankClass
+from ..plan.timeline import RankClass
 
 
 def parse_straggler(text: str | None, n_gpus: int, gpus_per_node: int) -> tuple[str, int, float] | None:

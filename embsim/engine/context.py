@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from ..errors import InputError
-from ..strategies.base import StepContext, TableTraffic
+from ..plan.context import StepContext, TableTraffic
 from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, optimizer_step_time,
                                  sparse_optimizer_step_time)
 from ..workload.tokens import TokenStats

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .simulation import EngineRun
+from ..plan.timeline import EngineRun
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from .build import build_step_plan
 from .classes import rank_classes
 from .context import step_context
 from .metrics import step_metrics
-from .simulation import Engine, EngineRun
+from ..plan.timeline import EngineRun
+from .simulation import Engine
 
 
 @dataclass(frozen=True)

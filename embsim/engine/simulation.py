@@ -11,57 +11,12 @@ shared network, so concurrent collectives slow each other exactly where they sha
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
-from typing import Any
 
 import simpy
 
-from .ops import CommOp, ComputeOp, StepPlan
-
-
-@dataclass(frozen=True)
-class RankClass:
-    name: str
-    ranks: tuple[int, ...]
-    slowdown: float = 1.0      # compute time multiplier (a straggler has > 1)
-
-
-@dataclass(frozen=True)
-class ComputeRecord:
-    cls: str
-    iteration: int
-    name: str
-    kind: str
-    start: float
-    end: float
-
-
-@dataclass(frozen=True)
-class CommRecord:
-    iteration: int
-    name: str
-    op: str
-    nbytes: float
-    channel: str
-    category: str
-    algo: str
-    proto: str
-    ready: float
-    start: float
-    end: float
-
-
-@dataclass
-class EngineRun:
-    """Raw timeline of a run; metrics.py turns it into figures."""
-
-    iterations: int
-    classes: tuple[RankClass, ...]
-    compute: list[ComputeRecord] = field(default_factory=list)
-    comm: list[CommRecord] = field(default_factory=list)
-    iteration_end: dict[tuple[str, int], float] = field(default_factory=dict)
-    link_bytes_at: dict[int, Any] = field(default_factory=dict)  # iteration -> bytes carried per link
-    sim_events: int = 0
+from ..plan.names import OpId
+from ..plan.ops import CommOp, ComputeOp, StepPlan
+from ..plan.timeline import CommRecord, ComputeRecord, EngineRun, RankClass
 
 
 class Engine:
@@ -87,8 +42,8 @@ class Engine:
         self.run_record = EngineRun(iterations=iterations, classes=classes)
 
         self._comm_index = {c.name: i for i, c in enumerate(plan.comms)}
-        # compute op name -> comm ops (same iteration) that wait for it
-        self._dependents: dict[str, list[CommOp]] = {}
+        # compute OpId or comm op name -> comm ops (same iteration) that wait for it
+        self._dependents: dict[OpId | str, list[CommOp]] = {}
         for c in plan.comms:
             if not c.ready_after:
                 raise ValueError(f"comm op {c.name}: needs at least one dependency")
@@ -96,7 +51,7 @@ class Engine:
                 if offset != 0:
                     raise ValueError(f"comm op {c.name}: ready_after offsets other than 0 unsupported")
                 self._dependents.setdefault(dep, []).append(c)
-        self._done_count: dict[tuple[int, str], int] = {}
+        self._done_count: dict[tuple[int, OpId], int] = {}
         self._pending: dict[tuple[int, str], int] = {}
         self._comm_done: dict[tuple[int, str], simpy.Event] = {}
         self._ready_heap: dict[str, list] = {}
@@ -136,7 +91,7 @@ class Engine:
                 if op.lagged and k == 0:
                     self._compute_done(cls, k, op)
                     continue
-                for dep, offset in self.plan.comm_waits.get(op.name, ()):
+                for dep, offset in self.plan.comm_waits.get(op.id, ()):
                     if k + offset >= 0:
                         yield self._comm_event(k + offset, dep)
                 start = env.now
@@ -173,13 +128,13 @@ class Engine:
             remaining -= (self.env.now - start) * rate
 
     def _compute_done(self, cls: RankClass, k: int, op: ComputeOp) -> None:
-        key = (k, op.name)
+        key = (k, op.id)
         n = self._done_count.get(key, 0) + 1
         self._done_count[key] = n
         if n < len(self.classes):
             return
         del self._done_count[key]
-        for c in self._dependents.get(op.name, ()):
+        for c in self._dependents.get(op.id, ()):
             self._dep_satisfied(k, c)
 
     def _dep_satisfied(self, k: int, c: CommOp) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from ..atomic import atomic_write_text
-from ..engine.simulation import EngineRun
+from ..plan.timeline import EngineRun
 from .units import human_bytes
 
 

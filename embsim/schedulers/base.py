@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..engine.ops import CommOp, SyncTensor
+from ..plan.ops import CommOp, SyncTensor
 from ..registry import Registry
 
 

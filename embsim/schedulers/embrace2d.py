@@ -3,8 +3,8 @@
 Horizontal: the embedding communication the next iteration does not need is taken off
 the critical path. The next batch's tokens are known one step ahead (a prefetching data
 loader), so each embedding payload splits into the part the next forward reads and the
-rest; the rest is deferred (its update target is `deferred(layer)`, which the engine
-places after the next forward) and overlaps with it. Row payloads (allgather gradients,
+rest; the rest is deferred (it feeds the deferred part of the layer's update, which the
+engine places after the next forward) and overlaps with it. Row payloads (allgather gradients,
 PS push/pull) split by rows: unique_next_overlap / unique_union of the union is read
 again; EmbRace's per-token gradient AlltoAll splits by lookups: lookup_fraction_next.
 The backward AlltoAll then no longer blocks the embedding's backward: both parts become
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from ..engine.build import DEFERRED, deferred, stream_order, update_name
+from ..plan.names import DEFERRED, OpId, Role, stream_order, update_name
 from ..errors import InputError
 from .base import SCHEDULERS
 from .priority import PriorityScheduler
@@ -34,8 +34,8 @@ EPS = 1e-9
 
 
 @lru_cache(maxsize=32)
-def next_iteration_layout(layers: tuple[str, ...]) -> dict[str, int]:
-    """Stream positions under per-layer updates, exactly as engine.build lays them out."""
+def next_iteration_layout(layers: tuple[str, ...]) -> dict[OpId, int]:
+    """Stream positions under per-layer updates, exactly as the engine lays them out."""
     return {n: i for i, n in enumerate(stream_order(list(layers), per_layer=True))}
 
 
@@ -52,6 +52,7 @@ class EmbRace2DScheduler(PriorityScheduler):
     def transform(self, strategy_plan, ctx):
         owner_of = {t.table: t.layer for t in ctx.tables.values()}
         sync, update = [], dict(strategy_plan.update_time)
+        deferred = dict(strategy_plan.deferred_update_time)
         split_fraction: dict[str, float] = {}
         for t in strategy_plan.sync:
             table = ctx.layer(t.layer).table
@@ -62,14 +63,15 @@ class EmbRace2DScheduler(PriorityScheduler):
             owner = traffic.layer
             rows_kept = traffic.unique_next_overlap / traffic.unique_union if traffic.unique_union else 1.0
             if t.needed_by is None:                                  # row gradient
-                keep, now, later = rows_kept, replace(t, update_of=owner), replace(t, update_of=deferred(owner))
-            elif t.needed_by.startswith("bwd:"):                     # per-token gradient AlltoAll
+                keep = rows_kept
+                now, later = replace(t, update_of=update_name(owner)), replace(t, update_of=update_name(owner, True))
+            elif t.needed_by.role is Role.BWD:                       # per-token gradient AlltoAll
                 keep = traffic.lookup_fraction_next
-                now = replace(t, needed_by=None, update_of=owner)
-                later = replace(t, needed_by=None, update_of=deferred(owner))
+                now = replace(t, needed_by=None, update_of=update_name(owner))
+                later = replace(t, needed_by=None, update_of=update_name(owner, True))
             elif t.ready_after == update_name(owner):                # PS pull of updated rows
                 keep, now = rows_kept, t
-                later = replace(t, ready_after=update_name(deferred(owner)))
+                later = replace(t, ready_after=update_name(owner, True))
             else:                                                    # index exchange, forward lookups
                 sync.append(t)
                 continue
@@ -78,7 +80,7 @@ class EmbRace2DScheduler(PriorityScheduler):
                 split_fraction[owner] = keep
         for owner, keep in split_fraction.items():
             total = update.get(owner, 0.0)
-            update[owner], update[deferred(owner)] = total * keep, total * (1.0 - keep)
+            update[owner], deferred[owner] = total * keep, total * (1.0 - keep)
         if not split_fraction:
             split_fraction_note = ("embrace-2d: no sparse embedding traffic to defer (every table's "
                                    "gradient is dense); vertical priority only",)
@@ -87,7 +89,8 @@ class EmbRace2DScheduler(PriorityScheduler):
         notes = tuple(strategy_plan.notes) + split_fraction_note + tuple(
             f"embrace-2d: {(1 - k) * 100:.0f} % of {o}'s embedding traffic deferred past the next forward"
             for o, k in split_fraction.items())
-        return replace(strategy_plan, sync=tuple(sync), update_time=update, notes=notes)
+        return replace(strategy_plan, sync=tuple(sync), update_time=update, deferred_update_time=deferred,
+                       notes=notes)
 
     def priority_of(self, t, ctx) -> float:
         """Position of the consumer in the stream: this iteration's (negative: the stream
@@ -96,10 +99,10 @@ class EmbRace2DScheduler(PriorityScheduler):
         if t.needed_by is not None:
             pos = layout[t.needed_by]
             same_iteration = t.ready_after in layout and layout[t.ready_after] < pos
-            if not t.ready_after.startswith(("fwd:", "bwd:", "update:")):
+            if t.ready_after.role is Role.EXTRA:
                 same_iteration = True        # after an extra op inserted before its consumer
             return float(pos - len(layout) if same_iteration else pos)
-        return float(layout[update_name(t.update_of or t.layer)])
+        return float(layout[t.update_of or update_name(t.layer)])
 
 
 def _split(now, later, keep: float):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from .base import SCHEDULERS, Scheduler, single_op
-from ..engine.ops import CommOp
+from ..plan.ops import CommOp
 
 MiB = 1024 * 1024
 

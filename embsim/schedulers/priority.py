@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 
-from ..engine.build import DEFERRED
-from ..engine.ops import CommOp
+from ..plan.names import update_name
+from ..plan.ops import CommOp
 from ..errors import InputError
 from .base import SCHEDULERS, ChannelRule, Scheduler
 
@@ -65,9 +65,8 @@ class PriorityScheduler(Scheduler):
         if t.needed_by is not None:
             return -1.0
         layers = [l.name for l in ctx.model.layers]
-        target = t.update_of or t.layer
-        base = target.removesuffix(DEFERRED)
-        return float(layers.index(base) + (len(layers) if target.endswith(DEFERRED) else 0))
+        target = t.update_of or update_name(t.layer)
+        return float(layers.index(target.layer) + (len(layers) if target.deferred else 0))
 
     def build(self, tensors, ctx):
         ops: list[CommOp] = []

@@ -1,7 +1,7 @@
 """Embedding synchronisation strategies, one module each, behind STRATEGIES."""
 
-from .base import STRATEGIES, StepContext, Strategy, StrategyPlan, TableTraffic
+from .base import STRATEGIES, Strategy
 from . import allreduce  # noqa: F401  (registers)
 from . import allgather, ps, s2reducer, embrace  # noqa: F401  (registers)
 
-__all__ = ["STRATEGIES", "StepContext", "Strategy", "StrategyPlan", "TableTraffic"]
+__all__ = ["STRATEGIES", "Strategy"]

@@ -9,8 +9,8 @@ gradient is dense (a full softmax tied to them) are AllReduced densely, as DDP d
 
 from __future__ import annotations
 
-from ..engine.build import bwd_name
-from ..engine.ops import SyncTensor
+from ..plan.names import bwd_name
+from ..plan.ops import SyncTensor
 from ..workload.memory import memory_per_gpu
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables

@@ -3,9 +3,9 @@ tables really have a sparse gradient, and their notes."""
 
 from __future__ import annotations
 
-from ..engine.build import bwd_name
-from ..engine.ops import SyncTensor
-from .base import TableTraffic
+from ..plan.names import bwd_name
+from ..plan.ops import SyncTensor
+from ..plan.context import TableTraffic
 
 
 def dense_sync(ctx) -> list[SyncTensor]:

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.build import bwd_name, fwd_name
-from ..engine.ops import ComputeOp, SyncTensor
+from ..plan.names import bwd_name, extra_name, fwd_name
+from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
@@ -81,8 +81,8 @@ class EmbRaceStrategy(Strategy):
             # the owner's lookup kernel, per row read: what a shard pays per lookup served
             fwd_per_lookup = ctx.layer_fwd[t.layer] / lookups[t.layer]
             bwd_per_lookup = ctx.layer_bwd[t.layer] / lookups[t.layer]
-            ids = f"extra:embrace-ids:{t.layer}"
-            extra.append((fwd_name(t.layer), ComputeOp(ids, "extra", t.layer, ID_STAGING_S)))
+            ids = extra_name("embrace-ids", t.layer)
+            extra.append((fwd_name(t.layer), ComputeOp(ids, ID_STAGING_S)))
             sync.append(SyncTensor(name=f"embrace-ids:{t.table}", layer=t.layer, op="all_gather",
                                    nbytes=n * total * INDEX_BYTES, category="embedding",
                                    ready_after=ids, needed_by=fwd_name(t.layer)))
@@ -97,11 +97,11 @@ class EmbRaceStrategy(Strategy):
                     grad_ready, grad_consumer = bwd_name(user.name), bwd_name(t.layer)
                 if hot > 1.0:
                     # every GPU waits for the hottest shard's lookups before the AlltoAll
-                    after = layers[layers.index(produced.removeprefix("fwd:")) + 1]
-                    excess = ComputeOp(f"extra:embrace-hot-shard:{user.name}", "extra", user.name,
+                    after = layers[layers.index(produced.layer) + 1]
+                    excess = ComputeOp(extra_name("embrace-hot-shard", user.name),
                                        fwd_per_lookup * lookups[user.name] * (hot - 1.0))
                     extra.append((fwd_name(after), excess))
-                    produced = excess.name
+                    produced = excess.id
                 fwd_matrix = bwd_matrix = None
                 if shares is not None:
                     # shard j sends rank i the vectors of rank i's lookups that j owns

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.build import bwd_name, fwd_name, update_name
-from ..engine.ops import SyncTensor
+from ..plan.names import bwd_name, fwd_name, update_name
+from ..plan.ops import SyncTensor
 from ..workload.memory import memory_per_gpu
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 
-from ..engine.build import bwd_name
-from ..engine.ops import ComputeOp, SyncTensor
+from ..plan.names import bwd_name, extra_name
+from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
 from ..workload.roofline import roofline_time
 from ..workload.memory import memory_per_gpu
@@ -87,7 +87,7 @@ class S2ReducerStrategy(Strategy):
             enc_s, _ = roofline_time(flops=touches * self.depth * t.dim * 2,
                                      nbytes=sketch + bitmap + touches * (grad_row + 2 * self.depth * t.dim * SKETCH_BYTES),
                                      flops_per_s=flops_s, bytes_per_s=bytes_s, kernels=2)
-            extra.append((bwd_name(t.layer), ComputeOp(f"extra:s2-encode:{t.layer}", "extra", t.layer, enc_s)))
+            extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
             # decode: scan the bitmap, read depth buckets per union row, median per element
             compares = self.depth * (self.depth - 1) / 2
             dec_s, _ = roofline_time(flops=t.unique_union * t.dim * compares,

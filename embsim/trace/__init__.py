@@ -1,4 +1,4 @@
-"""The calibration trace schema shared by calibrate/ (writer) and the simulator (reader).
+"""The calibration trace schema shared by embsim.calibrate (writer) and the simulator (reader).
 
     from embsim.trace import load_trace, Trace, write_trace
     t = load_trace("traces/cpu-gloo-tiny-lm.yaml")

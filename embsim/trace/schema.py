@@ -1,6 +1,6 @@
 """The calibration trace as data: what `embsim calibrate` measured on one machine.
 
-Shared by both sides: calibrate/ builds these dataclasses and writes them, the
+Shared by both sides: embsim.calibrate builds these dataclasses and writes them, the
 simulator loads them. No torch here (the simulator must not need it). All times are
 seconds and all sizes bytes inside; the YAML stores microseconds (see trace/io.py).
 """

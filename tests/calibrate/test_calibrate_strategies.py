@@ -7,8 +7,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from calibrate.spec import LayerShape, ModelShape, TableShape
-from calibrate.strategies import STRATEGIES, Strategy, column_split, reference_step
+from embsim.calibrate.spec import LayerShape, ModelShape, TableShape
+from embsim.calibrate.strategies import STRATEGIES, Strategy, column_split, reference_step
 
 VOCAB, DIM, BATCH, SEQ, SEED = 60, 10, 3, 5, 7
 

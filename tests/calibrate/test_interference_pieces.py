@@ -1,7 +1,7 @@
 """The choices calibrate's interference measurement makes before it times anything."""
 
-from calibrate.interference import comparable_bytes, gradient_bytes, representative_layer
-from calibrate.spec import model_spec
+from embsim.calibrate.interference import comparable_bytes, gradient_bytes, representative_layer
+from embsim.calibrate.spec import model_spec
 from embsim.trace import CollectiveCurve, LayerPoint, LayerTiming
 
 

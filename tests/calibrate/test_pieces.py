@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from calibrate.host_topology import fit_links, ring_steps
+from embsim.calibrate.host_topology import fit_links, ring_steps
 from embsim.collectives.busbw import busbw_factor as bus_factor
-from calibrate.modules import build_layer, chain_layers, example_inputs
-from calibrate.spec import LayerShape, ModelShape, TableShape, model_spec
-from calibrate.tokens import CorpusTokens, ZipfTokens, token_stats
+from embsim.calibrate.modules import build_layer, chain_layers, example_inputs
+from embsim.calibrate.spec import LayerShape, ModelShape, TableShape, model_spec
+from embsim.calibrate.tokens import CorpusTokens, ZipfTokens, token_stats
 from embsim.errors import InputError
 from embsim.trace import CollectiveCurve
 

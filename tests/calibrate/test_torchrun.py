@@ -19,7 +19,7 @@ def test_quick_calibrate_under_torchrun(tmp_path):
         port = s.getsockname()[1]
     out, topo = tmp_path / "t.yaml", tmp_path / "host.yaml"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-           f"--master_port={port}", str(ROOT / "cli.py"), "calibrate", "--quick", "--backend", "gloo",
+           f"--master_port={port}", "-m", "embsim", "calibrate", "--quick", "--backend", "gloo",
            "--model", "tiny-lm", "--out", str(out), "--topology-out", str(topo)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

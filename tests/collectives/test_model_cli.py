@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from cli import main
+from embsim.cli import main
 from embsim.collectives import CollectiveModel
 from embsim.collectives.validation import validate_all
 from embsim.errors import InputError

@@ -146,7 +146,7 @@ def test_a_network_only_trace_replaces_the_collective_model(tmp_path):
     labelled roofline, collectives follow the measured curve on that topology."""
     from pathlib import Path
 
-    import cli
+    from embsim import cli
     log = Path(__file__).resolve().parents[1] / "imports" / "fixtures" / "h100-2x8-all_reduce.log"
     out = tmp_path / "net.yaml"
     assert cli.main(["import-nccl-tests", str(log), "--out", str(out), "--topology", "dgx-h100:2x8"]) == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-import cli
+from embsim import cli
 
 KEYS = {"topology", "model", "strategy", "scheduler", "step_time_ms", "samples_per_s", "tokens_per_s",
         "compute_ms", "exposed_comm_ms", "comm_bytes_per_gpu", "memory_per_gpu_bytes",

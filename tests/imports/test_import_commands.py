@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import main
+from embsim.cli import main
 from embsim.trace import load_trace
 
 FIXTURES = Path(__file__).parent / "fixtures"

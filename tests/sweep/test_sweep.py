@@ -128,7 +128,7 @@ def test_sweep_where_nothing_succeeds_exits_non_zero(tmp_path, capsys, monkeypat
 
 
 def test_sweep_command_and_scale(tmp_path, capsys):
-    from cli import main
+    from embsim.cli import main
     path = tmp_path / "s.yaml"
     path.write_text(SWEEP)
     path.write_text(SWEEP.replace(", no-such-strategy", ", allgather"))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import main
+from embsim.cli import main
 from embsim.collectives.busbw import busbw_factor
 from embsim.engine.run import SimulationConfig, simulate
 from embsim.imports import load_nccl_tests_log

@@ -1,19 +1,18 @@
-"""embsim's command line: assembles the click commands of embsim.commands.
+"""embsim's command line: one click group holding the commands of embsim.commands.
 
 Thin on purpose: commands parse, call the library, print. Bad input (InputError)
-becomes one line on stderr and exit status 2, never a traceback.
+becomes one line on stderr and exit status 2, never a traceback. Installed as the
+`embsim` console script; `python -m embsim` runs the same main().
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
-
 import click
 
-from embsim import __version__
-from embsim.commands import COMMAND_MODULES
-from embsim.errors import InputError
+from . import __version__
+from .commands import (calibrate, compare, import_nccl_tests, import_profile, nccl_tests, scale, simulate,
+                       sweep, topology, validate)
+from .errors import InputError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,13 +21,9 @@ def cli() -> None:
     """Simulate embedding-heavy training on GPU clusters, calibrated by real kernels."""
 
 
-for _name in COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(f"embsim.commands.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"embsim.commands.{_name}":
-            raise
-        continue  # command not built yet
+# help lists commands alphabetically, so the order here is only the reading order
+for _module in (topology, nccl_tests, simulate, compare, calibrate, validate, import_profile,
+                import_nccl_tests, sweep, scale):
     cli.add_command(_module.command)
 
 
@@ -53,7 +48,3 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     return rv if isinstance(rv, int) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,28 +1,44 @@
 """The operations of one training iteration, as data.
 
 A step is a list of compute operations that run in order on each GPU's compute stream
-and communication operations that the scheduler issues onto NCCL channels. Names are
-unique within an iteration; dependencies name other operations, optionally of the
+and communication operations that the scheduler issues onto NCCL channels. Compute ops
+are identified by an OpId (role + layer), communication ops by their name; both are
+unique within an iteration. Dependencies name other operations, optionally of the
 previous iteration (offset -1), which is how "the next forward of layer i waits for
 layer i's update" is expressed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-Dep = tuple[str, int]  # (operation name, iteration offset: 0 = this iteration, -1 = previous)
+from ..workload.memory import MemoryBreakdown
+from .names import OpId
+
+# (compute OpId or comm op name, iteration offset: 0 = this iteration, -1 = previous)
+Dep = tuple[OpId | str, int]
 
 
 @dataclass(frozen=True)
 class ComputeOp:
-    name: str
-    kind: str                 # "fwd" | "bwd" | "update" | "extra"
-    layer: str | None
+    id: OpId
     duration: float           # seconds on a nominal (non-straggling, uninterfered) GPU
     lagged: bool = False      # works on the previous iteration's gradients: skipped in iteration 0
+
+    @property
+    def name(self) -> str:
+        return self.id.text
+
+    @property
+    def kind(self) -> str:
+        return self.id.role.value
+
+    @property
+    def layer(self) -> str:
+        return self.id.layer
 
 
 @dataclass(frozen=True)
@@ -34,13 +50,13 @@ class SyncTensor:
     op: str                   # NCCL op: all_reduce, all_gather, alltoall, ...
     nbytes: float             # collective size, nccl-tests convention for `op`
     category: str             # "dense" | "embedding"
-    ready_after: str          # compute op (this iteration) after which it can be sent
+    ready_after: OpId         # compute op (this iteration) after which it can be sent
     # The compute op that consumes it (activations, e.g. EmbRace's forward AlltoAll): its
     # next run after ready_after, in this iteration or, if it comes earlier in the stream,
     # the next one (a PS pull needed by the next forward). None for a gradient: then its
     # layer's update consumes it, when the scheduler's update policy says.
-    needed_by: str | None = None
-    update_of: str | None = None  # layer whose update consumes it (default: `layer`)
+    needed_by: OpId | None = None
+    update_of: OpId | None = None  # the update op that consumes it (default: update of `layer`)
     matrix: np.ndarray | None = field(default=None, compare=False)  # alltoallv byte matrix
 
 
@@ -65,6 +81,20 @@ class StepPlan:
 
     stream: tuple[ComputeOp, ...]         # compute stream order of one iteration
     comms: tuple[CommOp, ...]
-    # compute op name -> comm ops it must wait for (with iteration offsets)
-    comm_waits: dict[str, tuple[Dep, ...]] = field(default_factory=dict)
+    # compute op -> comm ops it must wait for (with iteration offsets)
+    comm_waits: dict[OpId, tuple[Dep, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()           # the strategy's and the scheduler's remarks
+
+
+@dataclass(frozen=True)
+class StrategyPlan:
+    """What a strategy hands over: the state to communicate, optimizer seconds per step
+    (by layer; `deferred_update_time` for the part of a layer's update a scheduler
+    moved past the next forward), memory per GPU and extra compute."""
+
+    sync: tuple[SyncTensor, ...]
+    update_time: Mapping[str, float]                  # layer -> optimizer seconds per step
+    memory: MemoryBreakdown
+    extra: tuple[tuple[OpId, ComputeOp], ...] = ()    # (insert before this stream op, op)
+    notes: tuple[str, ...] = ()
+    deferred_update_time: Mapping[str, float] = field(default_factory=dict)

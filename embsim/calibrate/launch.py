@@ -40,6 +40,11 @@ def resolve_backend(requested: str) -> str:
     return requested
 
 
+def default_world(backend: str) -> int:
+    """Ranks to spawn when --world is not given: every local GPU under NCCL, 2 on CPU."""
+    return torch.cuda.device_count() if backend == "nccl" else 2
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,0 +1,54 @@
+"""What a simulated run produced: when each compute op ran on each class of GPUs and when
+each collective ran. The engine writes it; metrics and reports (Chrome traces) read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RankClass:
+    """GPUs that behave identically: the engine simulates one compute stream for them."""
+
+    name: str
+    ranks: tuple[int, ...]
+    slowdown: float = 1.0      # compute time multiplier (a straggler has > 1)
+
+
+@dataclass(frozen=True)
+class ComputeRecord:
+    cls: str
+    iteration: int
+    name: str                  # the op's text form (OpId.text)
+    kind: str                  # its role: fwd | bwd | update | extra
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class CommRecord:
+    iteration: int
+    name: str
+    op: str
+    nbytes: float
+    channel: str
+    category: str
+    algo: str
+    proto: str
+    ready: float
+    start: float
+    end: float
+
+
+@dataclass
+class EngineRun:
+    """Raw timeline of a run; engine.metrics turns it into figures."""
+
+    iterations: int
+    classes: tuple[RankClass, ...]
+    compute: list[ComputeRecord] = field(default_factory=list)
+    comm: list[CommRecord] = field(default_factory=list)
+    iteration_end: dict[tuple[str, int], float] = field(default_factory=dict)
+    link_bytes_at: dict[int, Any] = field(default_factory=dict)  # iteration -> bytes carried per link
+    sim_events: int = 0
