@@ -29,10 +29,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-try:
-    from embsim.cli import main  # noqa: E402
-except ImportError:                    # before the cli moved into the package
-    from cli import main  # noqa: E402
+from embsim.cli import main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = int(os.environ.get("EMBSIM_FUZZ_EXAMPLES", "25"))

@@ -102,7 +102,7 @@ def test_sweep_name_cannot_escape_the_sweeps_folder():
 
 
 def test_bad_grid_value_is_refused_before_anything_runs(tmp_path, capsys):
-    from cli import main
+    from embsim.cli import main
     path = tmp_path / "s.yaml"
     path.write_text(SWEEP)
     assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 2
@@ -116,7 +116,7 @@ def test_bad_grid_value_is_refused_before_anything_runs(tmp_path, capsys):
 
 def test_sweep_where_nothing_succeeds_exits_non_zero(tmp_path, capsys, monkeypatch):
     import embsim.engine.run as run
-    from cli import main
+    from embsim.cli import main
 
     def broken(cfg):
         raise RuntimeError("simulated crash")
