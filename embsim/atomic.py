@@ -14,24 +14,11 @@ import tempfile
 from pathlib import Path
 
 from .errors import InputError
+from .lifetime import pid_alive
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:      # someone else's live process
-        return True
-    except OverflowError:
-        return False
-    return True
 
 
 def clean_stale_temporaries(path: Path) -> int:
@@ -44,7 +31,7 @@ def clean_stale_temporaries(path: Path) -> int:
         return 0
     for entry in entries:
         m = pattern.match(entry.name)
-        if m and not _alive(int(m.group(1))):
+        if m and not pid_alive(int(m.group(1))):
             try:
                 os.unlink(entry.path)
                 removed += 1
