@@ -3,7 +3,7 @@
 Tokens are drawn independently from a unigram distribution p over the vocabulary
 (row v = the v-th most frequent word, as frequency-sorted vocabularies are laid out):
 either Zipf(s), p_v ∝ (v+1)^-s — natural-language word frequencies follow Zipf's law with
-s ≈ 1.0–1.1 (reference/workloads.md), default 1.05 — or the empirical unigram frequencies
+s ≈ 1.0–1.1 (docs/sources/workloads.md), default 1.05 — or the empirical unigram frequencies
 of a real text file. For T tokens, exactly,
 
     E[unique rows] = sum_v 1 - (1 - p_v)^T       (computed as -expm1(T * log1p(-p_v)))
