@@ -24,6 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..yamlio import check_regular_file
+
+MAX_CORPUS_BYTES = 1 << 30      # read whole into memory: a larger file is refused, not swapped
 
 DEFAULT_ZIPF_S = 1.05
 WORD = re.compile(r"[^\W\d_]+")     # runs of letters (any script); everything else splits
@@ -66,7 +69,7 @@ class TokenStats:
         touched (probability 0); with fewer rows than distinct words, the vocab-1 most
         frequent words keep their rows and the rest share an <unk> row, as a word-level
         vocabulary does."""
-        path = Path(path)
+        path = check_regular_file(path, "corpus", max_bytes=MAX_CORPUS_BYTES)   # no pipes
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
