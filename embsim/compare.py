@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Any, Mapping
 
+from .engine.config import with_options
 from .engine.run import SimulationConfig, simulate
 from .errors import InputError
 from .lifetime import die_with_parent
+from .options import route
 from .schedulers import SCHEDULERS
 from .strategies import STRATEGIES
 
@@ -41,18 +44,6 @@ class CompareRow:
     def label(self) -> str:
         return f"{self.strategy}/{self.scheduler}"
 
-    def as_json(self) -> dict:
-        out = {"strategy": self.strategy, "scheduler": self.scheduler,
-               "step_time_ms": None if self.step_time is None else self.step_time * 1e3,
-               "speedup": self.speedup,
-               "exposed_comm_ms": None if self.exposed_comm is None else self.exposed_comm * 1e3,
-               "comm_bytes_per_gpu": self.comm_bytes_per_gpu,
-               "memory_per_gpu_bytes": self.memory_per_gpu,
-               "fits_in_memory": self.fits_in_memory}
-        if self.refused is not None:
-            out["refused"] = self.refused
-        return out
-
 
 @dataclass(frozen=True)
 class CompareResult:
@@ -65,10 +56,6 @@ class CompareResult:
     def compute_source(self) -> str:
         """Where the compute times came from (the same for every row of one matrix)."""
         return next((r.compute_source for r in self.rows if r.compute_source), "")
-
-    def as_json(self) -> dict:
-        return {"baseline": self.baseline, "compute_source": self.compute_source,
-                "rows": [r.as_json() for r in self.rows]}
 
 
 def parse_names(text: str | None, registry, flag: str) -> list[str]:
@@ -84,10 +71,10 @@ def parse_names(text: str | None, registry, flag: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def refusal(strategy: str, scheduler: str, cfg: SimulationConfig) -> str | None:
+def refusal(cfg: SimulationConfig) -> str | None:
     try:
-        st = STRATEGIES.get(strategy)(**cfg.strategy_options)
-        SCHEDULERS.get(scheduler)(**cfg.scheduler_options).check(st)
+        st = STRATEGIES.get(cfg.strategy).from_options(cfg.strategy_options)
+        SCHEDULERS.get(cfg.scheduler).from_options(cfg.scheduler_options).check(st)
     except InputError as e:
         return str(e)
     return None
@@ -99,18 +86,25 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
     return CompareRow(strategy=cfg.strategy, scheduler=cfg.scheduler, step_time=r.step_time,
                       exposed_comm=r.exposed_comm, compute=r.compute,
                       comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
-                      memory_per_gpu=float(r.memory["total"]), fits_in_memory=r.fits_in_memory,
+                      memory_per_gpu=float(r.memory.total), fits_in_memory=r.fits_in_memory,
                       notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus)
 
 
 def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
-            workers: int = MAX_WORKERS) -> CompareResult:
+            workers: int = MAX_WORKERS, options: Mapping[str, Any] | None = None) -> CompareResult:
+    """`options`: one --option bag; each combination gets the keys its strategy and its
+    scheduler declare, and a key no compared component declares is refused."""
     base = replace(cfg, efficiency_baseline=False)
     combos = [(s, x) for s in strategies for x in schedulers]
     if BASELINE not in combos:
         combos.insert(0, BASELINE)
-    refused = {c: refusal(*c, base) for c in combos}
-    todo = [replace(base, strategy=s, scheduler=x) for (s, x) in combos if refused[(s, x)] is None]
+    options = dict(options or {})
+    route(options, {**{f"strategy {s}": STRATEGIES.get(s).Options for s, _ in combos},
+                    **{f"scheduler {x}": SCHEDULERS.get(x).Options for _, x in combos}})
+    configs = {(s, x): with_options(replace(base, strategy=s, scheduler=x), options, strict=False)
+               for (s, x) in combos}
+    refused = {c: refusal(configs[c]) for c in combos}
+    todo = [configs[c] for c in combos if refused[c] is None]
     workers = max(1, min(workers, MAX_WORKERS, len(todo)))
     if workers == 1:
         done = [run_one(c) for c in todo]

@@ -5,6 +5,7 @@ function-local import is still a dependency, only a hidden one) and checks
 - no cycle between any two modules, and none between subpackages;
 - each subpackage imports only from its own floor or the floors below (FLOORS);
 - strategies and schedulers never import each other (they meet only in the engine);
+- report/ reads typed results, never the engine's internals;
 - torch is imported only by embsim.calibrate, and only the calibrate command reaches it.
 """
 
@@ -20,9 +21,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "embsim"
 
 # Bottom to top. A subpackage (or top-level module) may import its own floor and below.
 FLOORS = [
-    # base: errors, atomic writes, YAML, registries, curve interpolation
-    {"embsim", "embsim.errors", "embsim.atomic", "embsim.registry", "embsim.yamlio", "embsim.curves",
-     "embsim.lifetime"},
+    # base: errors, atomic writes, YAML, registries, typed component options, curve
+    # interpolation, child-process lifetime
+    {"embsim", "embsim.errors", "embsim.atomic", "embsim.registry", "embsim.options", "embsim.yamlio",
+     "embsim.curves", "embsim.lifetime"},
     # inputs: what is simulated, and the measured traces
     {"embsim.topology", "embsim.workload", "embsim.trace", "embsim.network"},
     # collective cost model, trace importers, real-kernel calibration (torch)
@@ -144,6 +146,13 @@ def test_policies_meet_only_in_the_engine(graph):
     units = unit_graph(internal(graph, "embsim"))
     assert not units.has_edge("embsim.strategies", "embsim.schedulers")
     assert not units.has_edge("embsim.schedulers", "embsim.strategies")
+
+
+def test_report_reads_results_not_engine_internals(graph):
+    allowed = {"embsim.engine", "embsim.engine.run", "embsim.engine.result", "embsim.engine.config"}
+    reach = sorted(f"{a} -> {b}" for a, b in graph.edges
+                   if unit(a) == "embsim.report" and unit(b) == "embsim.engine" and b not in allowed)
+    assert reach == []
 
 
 def test_only_calibrate_imports_torch(graph):

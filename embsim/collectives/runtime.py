@@ -1,28 +1,45 @@
-"""CollectiveRuntime: the SimPy side of a collective (NCCL launch semantics).
+"""CollectiveRuntime: the SimPy side of a collective (NCCL launch semantics). The training
+engine runs every collective through it; nothing else in embsim does.
 
 Every participant enqueues the collective on its communicator; collectives on one
 communicator are matched in order, like NCCL's stream order: the k-th call of each rank
-joins the k-th instance. An instance starts when its LAST participant arrives (so
-stragglers propagate), waits the plan's latency, then carries the plan's per-link demand
-over the shared network; every participant's event fires when it ends.
+joins the k-th instance. An instance is *ready* when its LAST participant arrives (so
+stragglers propagate). It then waits in its channel's queue until the channel admits
+it, waits the plan's latency, and carries the plan's per-link demand over the shared
+network; every participant's event fires when it ends.
+
+Queue: ready instances of one channel start in the order of
+(queue_key, instance number, ready time, position, arrival count) — queue_key is the
+caller's scheduling key (the training engine passes its scheduler's), position its issue
+order among collectives that become ready together. A channel starts the next instance
+while the bytes in flight plus its size fit in `credit(channel)` bytes; credit None
+means one at a time, and an idle channel always starts one. The default credit is
+unlimited: every instance starts when ready.
 
 The training engine simulates one representative per class of identical GPUs, so a
 caller may arrive on behalf of several ranks at once (:meth:`CollectiveRuntime.arrive`).
 
 The model is duck-typed: ``model.plan(op, nbytes, ranks)`` returns an object with
 ``latency`` (s), ``time`` (s, idle network) and ``demand`` (embsim.network.Demand), and
-optionally ``algo`` and ``proto`` (see embsim/collectives/model.py, CollectiveModel).
+optionally ``algo`` and ``proto`` (see embsim/collectives/model.py, CollectiveModel). A
+caller may pass a plan it already holds instead (an alltoallv's, say).
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Optional
+from typing import Any, Callable, Hashable, Iterable, Optional
 
 import numpy as np
 import simpy
 
-from embsim.network import Network
+from ..network import Network
+
+
+def _unlimited(channel: str) -> float | None:
+    return math.inf
 
 
 @dataclass(frozen=True)
@@ -35,12 +52,19 @@ class CollectiveRecord:
     proto: str
     n_ranks: int
     first_arrival: float  # s: first participant enqueued it
-    start: float  # s: last participant arrived; latency begins
+    start: float  # s: its channel admitted it; latency begins
     end: float  # s: its network transfer finished
     tag: Any
     communicator: Hashable
     seq: int  # index of this instance on its communicator
     plan_time: float  # s: the plan's idle-network time (latency + transfer alone)
+    ready: float = 0.0  # s: last participant arrived
+    channel: str = ""
+
+    @property
+    def queued(self) -> float:
+        """Time it waited, ready, for its channel."""
+        return self.start - self.ready
 
     @property
     def duration(self) -> float:
@@ -50,7 +74,7 @@ class CollectiveRecord:
     @property
     def skew(self) -> float:
         """Time the earliest participant waited for the last one."""
-        return self.start - self.first_arrival
+        return self.ready - self.first_arrival
 
     @property
     def slowdown(self) -> float:
@@ -66,7 +90,13 @@ class _Instance:
     tag: Any
     event: simpy.Event
     first_arrival: float
+    channel: str = ""
+    queue_key: tuple = ()
+    position: int = 0
+    plan: Any = None
+    on_done: Optional[Callable[[CollectiveRecord], None]] = None
     arrived: int = 0
+    ready: float = 0.0
 
 
 class _Communicator:
@@ -78,8 +108,16 @@ class _Communicator:
         self.position = {r: i for i, r in enumerate(ranks)}
         self.next_seq = np.zeros(len(ranks), dtype=np.int64)
         self.open: dict[int, _Instance] = {}  # seq -> instance, insertion-ordered
+        self._positions: dict[tuple[int, ...], np.ndarray] = {}
 
     def positions(self, participants: Iterable[int]) -> np.ndarray:
+        group = tuple(participants)
+        pos = self._positions.get(group)
+        if pos is None:
+            pos = self._positions[group] = self._check(group)
+        return pos
+
+    def _check(self, participants: tuple[int, ...]) -> np.ndarray:
         try:
             pos = np.fromiter((self.position[r] for r in participants), dtype=np.int64)
         except KeyError as err:
@@ -94,14 +132,23 @@ class _Communicator:
 
 
 class CollectiveRuntime:
-    """Matches participants of collectives and runs each instance over ``network``."""
+    """Matches participants of collectives, queues ready instances per channel and runs
+    each over ``network``."""
 
-    def __init__(self, env: simpy.Environment, network: Network, model: Any):
+    def __init__(self, env: simpy.Environment, network: Network, model: Any = None,
+                 credit: Callable[[str], float | None] = _unlimited):
         self.env = env
         self.network = network
         self.model = model
+        self.credit = credit
         self.records: list[CollectiveRecord] = []
         self._communicators: dict[Hashable, _Communicator] = {}
+        self._ready: dict[str, list] = {}                 # channel -> heap of ready instances
+        self._in_flight_bytes: dict[str, list[float]] = {}
+        self._arrivals = 0
+        self.in_flight = 0          # instances running (latency or transfer) on any channel
+        # fires (and is replaced) whenever in_flight goes from 0 to >0 or back
+        self.changed = env.event()
 
     # ------------------------------------------------------------------ public
     def collective(
@@ -124,10 +171,19 @@ class CollectiveRuntime:
         participants: Iterable[int],
         key: Optional[Hashable] = None,
         tag: Any = None,
+        *,
+        channel: str = "",
+        queue_key: tuple = (),
+        position: int = 0,
+        plan: Any = None,
+        on_done: Optional[Callable[[CollectiveRecord], None]] = None,
     ) -> simpy.Event:
         """Ranks ``participants`` (a subset of ``ranks``) enqueue the collective at once.
 
         Returns the instance's event; its value is the :class:`CollectiveRecord`.
+        ``on_done(record)`` runs when it ends, before the channel starts its next instance.
+        The first arrival's ``channel``, ``queue_key``, ``position``, ``plan`` and
+        ``on_done`` hold for the instance.
         """
         comm = self._communicator(tuple(ranks), key)
         pos = comm.positions(participants)
@@ -141,7 +197,8 @@ class CollectiveRuntime:
         comm.next_seq[pos] += 1
         inst = comm.open.get(seq)
         if inst is None:
-            inst = _Instance(op, nbytes, seq, tag, self.env.event(), self.env.now)
+            inst = _Instance(op, nbytes, seq, tag, self.env.event(), self.env.now, channel,
+                             queue_key, position, plan, on_done)
             comm.open[seq] = inst
         elif inst.op != op or inst.nbytes != nbytes:
             raise ValueError(
@@ -153,7 +210,7 @@ class CollectiveRuntime:
         inst.arrived += pos.size
         if inst.arrived == len(comm.ranks):
             del comm.open[seq]
-            self.env.process(self._run(comm, inst))
+            self._make_ready(comm, inst)
         return inst.event
 
     def pending(self) -> list[tuple[Hashable, int, str, int, int]]:
@@ -181,9 +238,36 @@ class CollectiveRuntime:
             )
         return comm
 
+    def _make_ready(self, comm: _Communicator, inst: _Instance) -> None:
+        inst.ready = self.env.now
+        self._arrivals += 1
+        order = inst.queue_key + (inst.seq, inst.ready, inst.position, self._arrivals)
+        heapq.heappush(self._ready.setdefault(inst.channel, []), (order, comm, inst))
+        self._dispatch(inst.channel)
+
+    def _dispatch(self, channel: str) -> None:
+        heap = self._ready.get(channel)
+        in_flight = self._in_flight_bytes.setdefault(channel, [])
+        credit = self.credit(channel)
+        while heap:
+            _, comm, inst = heap[0]
+            if in_flight and (credit is None or sum(in_flight) + inst.nbytes > credit):
+                return
+            heapq.heappop(heap)
+            in_flight.append(inst.nbytes)
+            self._set_in_flight(+1)
+            self.env.process(self._run(comm, inst))
+
+    def _set_in_flight(self, delta: int) -> None:
+        before = self.in_flight
+        self.in_flight += delta
+        if (before == 0) != (self.in_flight == 0):
+            old, self.changed = self.changed, self.env.event()
+            old.succeed()
+
     def _run(self, comm: _Communicator, inst: _Instance):
         start = self.env.now
-        plan = self.model.plan(inst.op, inst.nbytes, comm.ranks)
+        plan = inst.plan if inst.plan is not None else self.model.plan(inst.op, inst.nbytes, comm.ranks)
         if plan.latency < 0:
             raise ValueError(f"collective plan for {inst.op}: negative latency {plan.latency}")
         tag = inst.tag if inst.tag is not None else f"{inst.op} {inst.nbytes:g} B"
@@ -203,6 +287,13 @@ class CollectiveRuntime:
             communicator=comm.key,
             seq=inst.seq,
             plan_time=float(plan.time),
+            ready=inst.ready,
+            channel=inst.channel,
         )
         self.records.append(record)
+        self._in_flight_bytes[inst.channel].remove(inst.nbytes)
+        self._set_in_flight(-1)
         inst.event.succeed(record)
+        if inst.on_done is not None:
+            inst.on_done(record)
+        self._dispatch(inst.channel)

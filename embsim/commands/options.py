@@ -6,7 +6,7 @@ import math
 
 import click
 
-from ..engine.run import SimulationConfig
+from ..engine.config import SimulationConfig
 from ..engine.trace_defaults import apply_trace_defaults
 from ..errors import InputError
 from .checks import MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
@@ -75,17 +75,16 @@ def parse_kv(items) -> dict:
     return out
 
 
-def config_from_options(options: dict, **fixed) -> SimulationConfig:
+def config_from_options(options: dict, **fixed) -> tuple[SimulationConfig, dict]:
+    """The SimulationConfig of the shared flags, and the --option bag (KEY -> value) for
+    the caller to route: to one strategy and scheduler (engine.config.with_options) or
+    across a compare matrix."""
     options = dict(options)
     extra = parse_kv(options.pop("extra", ()))
     if options.get("iterations") is not None and not 2 <= options["iterations"] <= MAX_ITERATIONS:
         raise InputError(f"--iterations {options['iterations']}: need 2..{MAX_ITERATIONS} "
                          f"(the first is warm-up)")
-    for key in ("interference", "comm_interference"):
-        if (options.get(key) or 0) < 0:
-            raise InputError(f"--{key.replace('_', '-')} must be >= 0")
-    cfg = SimulationConfig(**options, **fixed, strategy_options=extra, scheduler_options=extra)
-    return apply_trace_defaults(cfg, explicit_flags())
+    return apply_trace_defaults(SimulationConfig(**options, **fixed), explicit_flags()), extra
 
 
 def explicit_flags() -> set[str]:

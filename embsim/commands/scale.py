@@ -6,6 +6,7 @@ import tempfile
 
 import click
 
+from ..report.scaling_table import scaling_table
 from ..sweep.check import check_points
 from .checks import MAX_ITERATIONS, count
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
@@ -42,19 +43,7 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
         click.echo(json.dumps({"model": model, "strategy": strategy, "scheduler": comm_scheduler,
                                "points": [c.__dict__ for c in curve]}, indent=2))
     else:
-        click.echo(f"{model} / {strategy} / {comm_scheduler} on {topology}")
-        # per-GPU throughput against the smallest run, not simulate's "vs N x one GPU"
-        smallest = curve[0].gpus if curve else 0
-        click.echo(f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} "
-                   f"{'vs ' + str(smallest) + ' GPUs':>12}")
-        for c in curve:
-            if c.error:
-                click.echo(f"{c.gpus:6d} {c.topology:>20} failed: {c.error}")
-            else:
-                click.echo(f"{c.gpus:6d} {c.topology:>20} {c.step_time_s * 1e3:10.3f} "
-                           f"{c.samples_per_s:12.1f} {c.efficiency:12.3f}")
-        for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
-            click.echo(f"compute times: {source.removeprefix('compute: ')}")
+        click.echo(scaling_table(curve, f"{model} / {strategy} / {comm_scheduler} on {topology}"))
     if not any(c.error is None for c in curve):
         click.echo("embsim: error: scale: no GPU count succeeded", err=True)
         return 1

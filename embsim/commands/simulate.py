@@ -6,8 +6,10 @@ import json
 
 import click
 
+from ..engine.config import with_options
 from ..engine.run import simulate
 from ..report.chrome_trace import write_chrome_trace
+from ..report.result_json import simulation_json
 from ..report.summary import print_summary
 from .options import simulation_options, config_from_options
 
@@ -21,12 +23,12 @@ from .options import simulation_options, config_from_options
               help="write a Chrome/Perfetto trace of the simulated timeline")
 def command(strategy, scheduler, as_json, chrome_trace, **options):
     """Simulate data-parallel training steps and say where the time goes."""
-    cfg = config_from_options(options, strategy=strategy, scheduler=scheduler)
-    result = simulate(cfg)
+    cfg, option_bag = config_from_options(options, strategy=strategy, scheduler=scheduler)
+    result = simulate(with_options(cfg, option_bag))
     if chrome_trace:
-        write_chrome_trace(chrome_trace, result.run, result.n_gpus, result.topology["gpus_per_node"])
+        write_chrome_trace(chrome_trace, result.run, result.n_gpus, result.cluster.gpus_per_node)
     if as_json:
-        click.echo(json.dumps(result.as_json(), indent=2))
+        click.echo(json.dumps(simulation_json(result), indent=2))
     else:
         print_summary(result)
     if chrome_trace:

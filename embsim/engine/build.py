@@ -15,10 +15,10 @@ from ..plan.names import OpId, Role, bwd_name, fwd_name, stream_order, update_na
 from ..plan.ops import ComputeOp, StepPlan
 
 
-def build_step_plan(ctx, strategy_plan, scheduler) -> StepPlan:
+def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
     layers = [l.name for l in ctx.model.layers]
     per_layer = scheduler.per_layer_update
-    strategy_plan = scheduler.transform(strategy_plan, ctx)
+    strategy_plan = scheduler.transform(strategy_plan, ctx, strategy)
     notes = tuple(strategy_plan.notes)
     update_time: dict[OpId, float] = {update_name(n): t for n, t in strategy_plan.update_time.items()}
     update_time.update({update_name(n, deferred=True): t

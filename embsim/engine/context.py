@@ -3,11 +3,8 @@ estimate), optimizer times and the token statistics of every embedding table."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from ..errors import InputError
 from ..plan.context import StepContext, TableTraffic
 from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, optimizer_step_time,
                                  sparse_optimizer_step_time)
@@ -15,10 +12,6 @@ from ..workload.tokens import TokenStats
 from .trace_times import trace_layer_times
 
 GiB = 1 << 30
-# DDP (allreduce) AllReduces every table as a dense gradient, so its lookup's backward
-# builds a dense vocab x dim gradient; every other strategy keeps a sparse table's
-# gradient as (index, row) pairs, the kernel a trace times as `<layer>:sparse`.
-DENSE_TABLE_GRAD_STRATEGIES = ("allreduce",)
 
 
 def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
@@ -43,41 +36,17 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
     return out
 
 
-_CHIP = re.compile(r"\bcpu\b|\b([a-z]+) ?(\d{2,})")
-
-
-def device_chip(name: str) -> str:
-    """The chip a device name denotes: "NVIDIA H100 80GB HBM3" and "H100-SXM5-80GB" -> "h100",
-    "NVIDIA GeForce RTX 3090" and "RTX-3090" -> "rtx3090", "cpu: Xeon" -> "cpu"."""
-    text = re.sub(r"[_-]", " ", name.lower().replace("nvidia", "").replace("geforce", ""))
-    m = _CHIP.search(text)
-    if m is None:
-        return name.lower()
-    return "cpu" if m.group(1) is None else m.group(1) + m.group(2)
-
-
-def check_trace_device(trace, topo) -> None:
-    """Measured layer times transfer only to the chip they were measured on."""
-    have, want = device_chip(trace.device), device_chip(topo.node.gpu.model)
-    if have != want:
-        raise InputError(f"--trace {trace.source}: measured on {trace.device!r}, but topology "
-                         f"{topo.preset} has {topo.node.gpu.model!r}: its layer times do not transfer "
-                         f"(use the trace's own topology {trace.topology or '?'}, or no --trace for a "
-                         "labelled roofline estimate)")
-
-
-def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
+def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tuple[StepContext, str]:
+    """`measured`: the trace's MeasuredInputs (or None); `dense_table_gradient`: the
+    strategy's trait; without it a sparse table's lookup backward is the trace's
+    sparse-gradient kernel. A shape beyond what the trace measured is scaled by the
+    roofline model, and the compute source says so (trace_times)."""
     gpu = ComputeSpec.from_gpu(topo.node.gpu)
-    if trace is not None and not trace.layers:
-        trace = None    # a network-only trace (import-nccl-tests): collectives, no layer times
-    if trace is not None:
-        check_trace_device(trace, topo)
-        fwd, bwd, extrapolated = trace_layer_times(
-            model, trace, gpu, cfg.model, cfg.untie_outputs,
-            sparse_lookups=cfg.strategy not in DENSE_TABLE_GRAD_STRATEGIES)
-        source = f"measured: {trace.source or 'trace'} ({trace.device}, {trace.provenance.backend})"
-        if extrapolated:
-            source += f"; {extrapolated}"
+    if measured is not None and measured.has_layer_times:
+        fwd, bwd, extrapolated = trace_layer_times(model, measured.trace, gpu, cfg.model,
+                                                   cfg.untie_outputs,
+                                                   sparse_lookups=not dense_table_gradient)
+        source = measured.compute_source + (f"; {extrapolated}" if extrapolated else "")
     else:
         times = {l.name: layer_time(l, gpu, model.dtype_bytes) for l in model.layers}
         fwd = {n: t.fwd_s for n, t in times.items()}
@@ -87,7 +56,7 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
     # element and scaled below when present.
     dense_update = {l.name: optimizer_step_time(l.params, model, gpu).seconds
                     for l in model.layers if l.params > 0}
-    per_elem = _trace_optimizer_rates(trace) if trace is not None and trace.optimizer else None
+    per_elem = measured.optimizer_rates() if measured is not None else None
     if per_elem is not None and per_elem.get("dense"):
         dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
 
@@ -110,12 +79,3 @@ def step_context(model, topo, trace, cfg) -> tuple[StepContext, str]:
                       tables=table_traffic(model, topo.n_gpus, stats_for),
                       hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB, gpu=gpu)
     return ctx, source
-
-
-def _trace_optimizer_rates(trace) -> dict[str, float]:
-    """Seconds per updated element, from the trace's optimizer timings."""
-    rates = {}
-    for o in trace.optimizer:
-        if o.elements > 0:
-            rates[o.name] = o.median_s / o.elements
-    return rates

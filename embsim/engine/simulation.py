@@ -2,18 +2,19 @@
 
 One compute stream per *class* of identical GPUs (symmetry: without stragglers every GPU
 behaves the same, so one process stands for all of them; a straggling GPU or node is its
-own class). Communication is global: a collective becomes ready when its inputs are ready
-on every class (NCCL starts a collective when its last participant arrives), the scheduler
-orders ready collectives per channel, and each runs as latency + a flow group on the
-shared network, so concurrent collectives slow each other exactly where they share links.
+own class). Communication runs through collectives.runtime.CollectiveRuntime: each class
+arrives at a collective when its inputs are ready there, the collective is ready when the
+last class arrives (NCCL starts a collective when its last participant arrives), the
+scheduler's queue key and channel credit order ready collectives per channel, and each
+runs as latency + a flow group on the shared network, so concurrent collectives slow
+each other exactly where they share links.
 """
 
 from __future__ import annotations
 
-import heapq
-
 import simpy
 
+from ..collectives.runtime import CollectiveRecord, CollectiveRuntime
 from ..plan.names import OpId
 from ..plan.ops import CommOp, ComputeOp, StepPlan
 from ..plan.timeline import CommRecord, ComputeRecord, EngineRun, RankClass
@@ -23,8 +24,7 @@ class Engine:
     def __init__(self, plan: StepPlan, scheduler, classes: tuple[RankClass, ...], collectives,
                  network_factory, ranks: tuple[int, ...], iterations: int = 5,
                  interference: float = 0.0, comm_interference: float = 0.0):
-        if iterations < 2:
-            raise ValueError("need at least 2 iterations to measure a steady-state step")
+        # iterations >= 2 (a warm-up and a measured step): SimulationConfig checks it
         self.plan = plan
         self.scheduler = scheduler
         self.classes = classes
@@ -41,6 +41,8 @@ class Engine:
         self.network = network_factory(self.env)
         self.run_record = EngineRun(iterations=iterations, classes=classes)
 
+        self.runtime = CollectiveRuntime(self.env, self.network,
+                                         credit=lambda channel: scheduler.channel_rule(channel).credit)
         self._comm_index = {c.name: i for i, c in enumerate(plan.comms)}
         # compute OpId or comm op name -> comm ops (same iteration) that wait for it
         self._dependents: dict[OpId | str, list[CommOp]] = {}
@@ -51,14 +53,8 @@ class Engine:
                 if offset != 0:
                     raise ValueError(f"comm op {c.name}: ready_after offsets other than 0 unsupported")
                 self._dependents.setdefault(dep, []).append(c)
-        self._done_count: dict[tuple[int, OpId], int] = {}
-        self._pending: dict[tuple[int, str], int] = {}
+        self._pending: dict[tuple[str, int, str], int] = {}  # (class, iteration, comm op) -> deps left
         self._comm_done: dict[tuple[int, str], simpy.Event] = {}
-        self._ready_heap: dict[str, list] = {}
-        self._inflight: dict[str, list[float]] = {}  # channel -> bytes of ops in flight
-        self._inflight_total = 0
-        self._comm_changed = self.env.event()
-        self._seq = 0
         self._plans: dict[str, object] = {}  # comm op -> collective plan (same every iteration)
 
     # ----------------------------------------------------------------- public
@@ -119,76 +115,45 @@ class Engine:
             return
         remaining = duration
         while remaining > 1e-15:
-            rate = 1.0 / (1.0 + self.interference) if self._inflight_total else 1.0
+            rate = 1.0 / (1.0 + self.interference) if self.runtime.in_flight else 1.0
             start = self.env.now
             timer = self.env.timeout(remaining / rate)
-            fired = yield timer | self._comm_changed
+            fired = yield timer | self.runtime.changed
             if timer in fired:
                 break
             remaining -= (self.env.now - start) * rate
 
     def _compute_done(self, cls: RankClass, k: int, op: ComputeOp) -> None:
-        key = (k, op.id)
-        n = self._done_count.get(key, 0) + 1
-        self._done_count[key] = n
-        if n < len(self.classes):
-            return
-        del self._done_count[key]
         for c in self._dependents.get(op.id, ()):
-            self._dep_satisfied(k, c)
+            self._dep_satisfied(cls, k, c)
 
-    def _dep_satisfied(self, k: int, c: CommOp) -> None:
-        key = (k, c.name)
-        self._pending[key] = self._pending.get(key, len(c.ready_after)) - 1
-        if self._pending[key] == 0:
-            del self._pending[key]
-            self._make_ready(k, c)
+    def _dep_satisfied(self, cls: RankClass, k: int, c: CommOp) -> None:
+        key = (cls.name, k, c.name)
+        left = self._pending.get(key, len(c.ready_after)) - 1
+        if left:
+            self._pending[key] = left
+            return
+        self._pending.pop(key, None)
+        # this class's GPUs arrive; the runtime starts the collective after the last class
+        self.runtime.arrive(c.op, c.nbytes, self.ranks, cls.ranks, key=c.name, tag=c.name,
+                            channel=c.channel, queue_key=self.scheduler.queue_key(c),
+                            position=self._comm_index[c.name], plan=self._plan(c),
+                            on_done=lambda record, k=k, c=c: self._comm_finished(k, c, record))
 
     # ------------------------------------------------------------------- comm
-    def _make_ready(self, k: int, c: CommOp) -> None:
-        order = (c.priority,) if self.scheduler.order == "priority" else ()
-        self._seq += 1
-        heapq.heappush(self._ready_heap.setdefault(c.channel, []),
-                       (order + (k, self.env.now, self._comm_index[c.name], self._seq), k, c, self.env.now))
-        self._dispatch(c.channel)
-
-    def _dispatch(self, channel: str) -> None:
-        heap = self._ready_heap.get(channel)
-        inflight = self._inflight.setdefault(channel, [])
-        credit = self.scheduler.channel_rule(channel).credit
-        while heap:
-            _, k, c, ready = heap[0]
-            if inflight and (credit is None or sum(inflight) + c.nbytes > credit):
-                return
-            heapq.heappop(heap)
-            inflight.append(c.nbytes)
-            self._set_inflight(+1)
-            self.env.process(self._run_comm(k, c, ready))
-
-    def _set_inflight(self, delta: int) -> None:
-        before = self._inflight_total
-        self._inflight_total += delta
-        if (before == 0) != (self._inflight_total == 0):
-            old, self._comm_changed = self._comm_changed, self.env.event()
-            old.succeed()
-
-    def _run_comm(self, k: int, c: CommOp, ready: float):
-        env = self.env
-        start = env.now
+    def _plan(self, c: CommOp):
         plan = self._plans.get(c.name)
         if plan is None:
             plan = self._plans[c.name] = (
                 self.collectives.plan_alltoallv(c.matrix, self.ranks) if c.matrix is not None
                 else self.collectives.plan(c.op, c.nbytes, self.ranks))
-        if plan.latency > 0:
-            yield env.timeout(plan.latency)
-        yield self.network.transfer(plan.demand, tag=c.name)
+        return plan
+
+    def _comm_finished(self, k: int, c: CommOp, r: CollectiveRecord) -> None:
         self.run_record.comm.append(CommRecord(k, c.name, c.op, c.nbytes, c.channel, c.category,
-                                               plan.algo, plan.proto, ready, start, env.now))
-        self._inflight[c.channel].remove(c.nbytes)
-        self._set_inflight(-1)
+                                               r.algo, r.proto, r.ready, r.start, r.end))
         self._comm_event(k, c.name).succeed()
         # comm ops may depend on other comm ops (e.g. an index exchange before an AlltoAll)
         for d in self._dependents.get(c.name, ()):
-            self._dep_satisfied(k, d)
-        self._dispatch(c.channel)
+            for cls in self.classes:
+                self._dep_satisfied(cls, k, d)

@@ -7,7 +7,8 @@ from .context import StepContext, TableTraffic
 from .names import DEFERRED, OpId, Role, bwd_name, extra_name, fwd_name, stream_order, update_name
 from .ops import CommOp, ComputeOp, Dep, StepPlan, StrategyPlan, SyncTensor
 from .timeline import CommRecord, ComputeRecord, EngineRun, RankClass
+from .traits import Payload
 
 __all__ = ["DEFERRED", "CommOp", "CommRecord", "ComputeOp", "ComputeRecord", "Dep", "EngineRun", "OpId",
-           "RankClass", "Role", "StepContext", "StepPlan", "StrategyPlan", "SyncTensor", "TableTraffic",
+           "Payload", "RankClass", "Role", "StepContext", "StepPlan", "StrategyPlan", "SyncTensor", "TableTraffic",
            "bwd_name", "extra_name", "fwd_name", "stream_order", "update_name"]

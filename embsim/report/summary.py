@@ -10,19 +10,18 @@ from .units import human_bytes, human_time
 
 def print_summary(result, console: Console | None = None) -> None:
     console = console or Console()
-    topo = result.topology
-    title = (f"{result.model} on {topo['preset']} {topo['nodes']}x{topo['gpus_per_node']} "
-             f"({topo['gpus']} GPUs) — {result.strategy}/{result.scheduler}")
+    topo = result.cluster
+    title = (f"{result.model} on {topo.preset} {topo.nodes}x{topo.gpus_per_node} "
+             f"({topo.gpus} GPUs) — {result.strategy}/{result.scheduler}")
     t = Table(title=title, show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value")
-    if topo.get("file"):
-        t.add_row("topology file", topo["file"])
+    if topo.file:
+        t.add_row("topology file", topo.file)
     t.add_row("step time", human_time(result.step_time))
     t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s")
     if result.scaling_efficiency is not None:
-        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {topo['gpus']} x one GPU's "
-                  f"throughput")
+        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {topo.gpus} x one GPU")
     share = result.exposed_comm / result.step_time if result.step_time else 0.0
     t.add_row("compute", human_time(result.compute))
     t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")
@@ -32,7 +31,7 @@ def print_summary(result, console: Console | None = None) -> None:
     if busiest:
         kind, mean, peak = busiest
         t.add_row("busiest link class", f"{kind}: {peak * 100:.1f} % peak, {mean * 100:.1f} % mean utilisation")
-    mem = result.memory
+    mem = result.memory.as_dict()
     t.add_row("memory per GPU", f"{human_bytes(mem['total'])} of {human_bytes(result.hbm_bytes)} "
               f"(params {human_bytes(mem['params'])}, grads {human_bytes(mem['grads'])}, "
               f"optimizer {human_bytes(mem['optimizer_state'] + mem['master_weights'])}, "

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..plan.ops import CommOp, SyncTensor
+from ..options import NoOptions, build_options
+from ..plan.ops import CommOp, StrategyPlan, SyncTensor
 from ..registry import Registry
 
 
@@ -26,25 +27,45 @@ class Scheduler:
     # interleaved with the next forward (P3 / ByteScheduler). False: PyTorch DDP, where
     # optimizer.step() waits for every gradient of the iteration.
     per_layer_update = False
-    # "ready": ready order (FIFO); "priority": lowest CommOp.priority first
-    order = "ready"
+    # its --option keys: a frozen dataclass (see embsim.options)
+    Options: type = NoOptions
 
-    def __init__(self, **options):
-        self.options = options
+    def __init__(self, options=None):
+        self.options = options if options is not None else self.Options()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # options are the Options dataclass's fields, never constructor keywords (which
+        # swallowed typos and reached every component)
+        if "__init__" in cls.__dict__:
+            raise TypeError(f"{cls.__name__}: declare scheduler options as an Options dataclass, "
+                            f"not as __init__ keywords")
+
+    @classmethod
+    def from_options(cls, given: dict) -> "Scheduler":
+        """The scheduler with `given` --option values, unknown keys refused."""
+        return cls(build_options(cls.Options, given, f"scheduler {cls.name}"))
 
     def build(self, tensors: Sequence[SyncTensor], ctx) -> tuple[CommOp, ...]:  # pragma: no cover
         raise NotImplementedError
 
-    def transform(self, strategy_plan, ctx):
+    def transform(self, strategy_plan: StrategyPlan, ctx, strategy) -> StrategyPlan:
         """Rewrite the strategy's plan before bucketing (e.g. split tensors into the part
-        the next iteration needs and the part that may wait). Default: unchanged."""
+        the next iteration needs and the part that may wait), reading the strategy's
+        declared traits. Default: unchanged."""
         return strategy_plan
+
+    def queue_key(self, op: CommOp) -> tuple:
+        """Where a ready collective goes in its channel's queue, before the runtime's own
+        order (iteration, ready time, issue order). Default: ready order (FIFO)."""
+        return ()
 
     def channel_rule(self, channel: str) -> ChannelRule:
         return ChannelRule()
 
     def check(self, strategy) -> None:
-        """Raise InputError for a strategy this scheduler cannot sensibly drive."""
+        """Raise InputError for a strategy this scheduler cannot sensibly drive, from the
+        strategy's declared traits."""
 
 
 SCHEDULERS: Registry[Scheduler] = Registry("scheduler", "--scheduler")

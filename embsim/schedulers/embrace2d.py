@@ -26,6 +26,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from ..plan.names import DEFERRED, OpId, Role, stream_order, update_name
+from ..plan.traits import Payload
 from ..errors import InputError
 from .base import SCHEDULERS
 from .priority import PriorityScheduler
@@ -44,12 +45,14 @@ class EmbRace2DScheduler(PriorityScheduler):
     description = "EmbRace 2D: defer embedding rows the next batch skips; one queue keyed by next use"
 
     def check(self, strategy) -> None:
-        if getattr(strategy, "embedding_payload", None) is None:
+        if strategy.embedding_payload is Payload.NONE:
             raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name}: no row-level "
                              f"split to defer (its embedding gradient is a dense or sketched tensor); "
                              f"use allgather, ps or embrace")
 
-    def transform(self, strategy_plan, ctx):
+    def transform(self, strategy_plan, ctx, strategy):
+        self.check(strategy)
+        payload = strategy.embedding_payload
         owner_of = {t.table: t.layer for t in ctx.tables.values()}
         sync, update = [], dict(strategy_plan.update_time)
         deferred = dict(strategy_plan.deferred_update_time)
@@ -62,19 +65,26 @@ class EmbRace2DScheduler(PriorityScheduler):
                 continue
             owner = traffic.layer
             rows_kept = traffic.unique_next_overlap / traffic.unique_union if traffic.unique_union else 1.0
-            if t.needed_by is None:                                  # row gradient
-                keep = rows_kept
+            fraction = rows_kept if payload is Payload.ROWS else traffic.lookup_fraction_next
+            needed = None if t.needed_by is None else t.needed_by.role
+            if needed is None:                                       # gradient rows / tokens
+                keep = fraction
                 now, later = replace(t, update_of=update_name(owner)), replace(t, update_of=update_name(owner, True))
-            elif t.needed_by.role is Role.BWD:                       # per-token gradient AlltoAll
-                keep = traffic.lookup_fraction_next
+            elif needed is Role.BWD and payload is Payload.TOKENS:   # per-token gradient AlltoAll
+                keep = fraction
                 now = replace(t, needed_by=None, update_of=update_name(owner))
                 later = replace(t, needed_by=None, update_of=update_name(owner, True))
-            elif t.ready_after == update_name(owner):                # PS pull of updated rows
-                keep, now = rows_kept, t
+            elif needed is Role.FWD and t.ready_after == update_name(owner):   # PS pull of updated rows
+                keep, now = fraction, t
                 later = replace(t, ready_after=update_name(owner, True))
-            else:                                                    # index exchange, forward lookups
+            elif needed is Role.FWD:                                 # index exchange, forward lookups
                 sync.append(t)
                 continue
+            else:
+                raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name}: cannot tell "
+                                 f"which part of {t.name} ({payload.value}, needed by {t.needed_by}) the "
+                                 f"next iteration needs; it splits gradients, pulls after the update "
+                                 f"and per-token backward traffic")
             sync += _split(now, later, keep)
             if keep < 1.0 - EPS:
                 split_fraction[owner] = keep

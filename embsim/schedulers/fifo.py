@@ -4,32 +4,36 @@ so one collective at a time; optimizer.step() after every gradient is reduced.""
 
 from __future__ import annotations
 
-from ..errors import InputError
+from dataclasses import dataclass
+
+from ..options import positive_number
 from .base import SCHEDULERS, Scheduler, single_op
 from ..plan.ops import CommOp
 
 MiB = 1024 * 1024
 
 
+@dataclass(frozen=True)
+class FifoOptions:
+    bucket_bytes: float = 25 * MiB        # DDP's bucket_cap_mb
+    first_bucket_bytes: float = 1 * MiB   # DDP's first bucket, so communication starts early
+
+    def __post_init__(self):
+        for key in ("bucket_bytes", "first_bucket_bytes"):
+            positive_number(getattr(self, key), key)
+
+
 @SCHEDULERS.register("fifo")
 class FifoScheduler(Scheduler):
     description = "backward order, DDP 25 MB buckets, one collective at a time"
     per_layer_update = False
-    order = "ready"
 
-    def __init__(self, bucket_bytes: float = 25 * MiB, first_bucket_bytes: float = 1 * MiB, **options):
-        super().__init__(**options)
-        for key, value in (("bucket_bytes", bucket_bytes), ("first_bucket_bytes", first_bucket_bytes)):
-            if (not isinstance(value, (int, float)) or isinstance(value, bool)
-                    or not 0 < value <= 1e15):
-                raise InputError(f"--option {key}={value!r}: must be a positive number of bytes")
-        self.bucket_bytes = bucket_bytes
-        self.first_bucket_bytes = first_bucket_bytes
+    Options = FifoOptions
 
     def build(self, tensors, ctx):
         ops: list[CommOp] = []
         bucket: list = []
-        cap = self.first_bucket_bytes
+        cap = self.options.first_bucket_bytes
         buckets = 0
 
         def flush():
@@ -43,7 +47,7 @@ class FifoScheduler(Scheduler):
                     priority=float(len(ops)), tensors=tuple(t.name for t in bucket)))
                 bucket = []
                 buckets += 1
-                cap = self.bucket_bytes
+                cap = self.options.bucket_bytes
 
         for t in tensors:
             if t.op == "all_reduce" and t.category == "dense" and t.needed_by is None:

@@ -16,10 +16,11 @@ pays a collective's latency and runs far below peak bandwidth.)
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..plan.names import update_name
 from ..plan.ops import CommOp
-from ..errors import InputError
+from ..options import positive_number
 from .base import SCHEDULERS, ChannelRule, Scheduler
 
 FP32 = 4
@@ -41,23 +42,24 @@ def partitions(t, partition_bytes: float, channel: str, priority: float, n_gpus:
             for i in range(k)]
 
 
+@dataclass(frozen=True)
+class PriorityOptions:
+    partition_bytes: float = 8_000_000 * FP32    # largest piece of one GPU's tensor
+    credit_bytes: float = 16_000_000 * FP32      # bytes in flight on the channel
+
+    def __post_init__(self):
+        for key in ("partition_bytes", "credit_bytes"):
+            # below 64 KiB a gradient would be cut into millions of collectives
+            object.__setattr__(self, key, positive_number(getattr(self, key), key,
+                                                          minimum=MIN_PARTITION_BYTES))
+
+
 @SCHEDULERS.register("priority")
 class PriorityScheduler(Scheduler):
     description = "P3/ByteScheduler: partitions, input-side-first priority queue, credit, per-layer updates"
     per_layer_update = True
-    order = "priority"
 
-    def __init__(self, partition_bytes: float = 8_000_000 * FP32, credit_bytes: float = 16_000_000 * FP32,
-                 **options):
-        super().__init__(**options)
-        for key, value in (("partition_bytes", partition_bytes), ("credit_bytes", credit_bytes)):
-            # below 64 KiB a gradient would be cut into millions of collectives
-            if (not isinstance(value, (int, float)) or isinstance(value, bool)
-                    or not MIN_PARTITION_BYTES <= value <= 1e15):
-                raise InputError(f"--option {key}={value!r}: must be a number of bytes "
-                                 f"{MIN_PARTITION_BYTES}..1e15")
-        self.partition_bytes = float(partition_bytes)
-        self.credit_bytes = float(credit_bytes)
+    Options = PriorityOptions
 
     def priority_of(self, t, ctx) -> float:
         """P3's rule: the forward index of the layer the tensor feeds. Activations some
@@ -71,8 +73,11 @@ class PriorityScheduler(Scheduler):
     def build(self, tensors, ctx):
         ops: list[CommOp] = []
         for t in tensors:
-            ops += partitions(t, self.partition_bytes, CHANNEL, self.priority_of(t, ctx), ctx.n_gpus)
+            ops += partitions(t, self.options.partition_bytes, CHANNEL, self.priority_of(t, ctx), ctx.n_gpus)
         return tuple(ops)
 
+    def queue_key(self, op):
+        return (op.priority,)
+
     def channel_rule(self, channel):
-        return ChannelRule(credit=self.credit_bytes)
+        return ChannelRule(credit=self.options.credit_bytes)

@@ -12,13 +12,14 @@ from __future__ import annotations
 from ..plan.names import bwd_name
 from ..plan.ops import SyncTensor
 from ..workload.memory import memory_per_gpu
+from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
 @STRATEGIES.register("allgather")
 class AllGatherStrategy(Strategy):
     description = "sparse (index, row) gradients AllGathered (Horovod sparse / AGsparse)"
-    embedding_payload = "rows"   # what embrace-2d may split: gradient rows
+    embedding_payload = Payload.ROWS   # gradient rows
 
     def plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus

@@ -11,6 +11,7 @@ from .common import dense_sync
 @STRATEGIES.register("allreduce")
 class AllReduceStrategy(Strategy):
     description = "dense AllReduce of every gradient (PyTorch DDP)"
+    dense_table_gradient = True
 
     def plan(self, ctx):
         sync = dense_sync(ctx)

@@ -24,6 +24,8 @@ Tables with a dense gradient (a full softmax tied to them) stay replicated and A
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..plan.names import bwd_name, extra_name, fwd_name
@@ -31,6 +33,7 @@ from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
+from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -48,16 +51,21 @@ def row_block_unique(probs: np.ndarray, shards: int, draws: float) -> np.ndarray
     return np.array([b.sum() for b in np.array_split(touched, shards)])
 
 
+@dataclass(frozen=True)
+class EmbRaceOptions:
+    shard: str = "cols"      # cols: D/N columns of every row per GPU; rows: contiguous row blocks
+
+    def __post_init__(self):
+        if self.shard not in ("cols", "rows"):
+            raise InputError(f"--option shard={self.shard!r}: expected cols or rows")
+
+
 @STRATEGIES.register("embrace")
 class EmbRaceStrategy(Strategy):
     description = "EmbRace: tables sharded, AlltoAll of lookups fwd / gradients bwd, dense AllReduce"
-    embedding_payload = "tokens"   # what embrace-2d may split: per-token gradients
+    embedding_payload = Payload.TOKENS   # per-token vectors and gradients
 
-    def __init__(self, shard: str = "cols", **options):
-        super().__init__(**options)
-        if shard not in ("cols", "rows"):
-            raise InputError(f"--option shard={shard!r}: expected cols or rows")
-        self.shard = shard
+    Options = EmbRaceOptions
 
     def plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus
@@ -71,7 +79,7 @@ class EmbRaceStrategy(Strategy):
             lookups = {l.name: model.rows_read(l) for l in users}
             total = sum(lookups.values())
             vec = t.dim * model.dtype_bytes
-            if self.shard == "rows" and t.row_probs is not None and n > 1:
+            if self.options.shard == "rows" and t.row_probs is not None and n > 1:
                 shares = row_block_shares(t.row_probs, n)
                 hot = float(shares.max() * n)          # hottest shard's work / an even share
                 shard_rows = float(row_block_unique(t.row_probs, n, n * total).max())
@@ -119,7 +127,7 @@ class EmbRaceStrategy(Strategy):
                                + bwd_per_lookup * total * (hot - 1.0))
             sharded[t.table] = n
             buffers[f"embrace alltoall buffers ({t.table})"] = 2 * total * vec
-            if self.shard == "rows" and shares is not None:
+            if self.options.shard == "rows" and shares is not None:
                 notes.append(f"embrace shard=rows {t.table}: hottest shard serves "
                              f"{shares.max() * 100:.1f} % of lookups ({hot:.1f}x an even share)")
         return StrategyPlan(sync=tuple(sync), update_time=update,

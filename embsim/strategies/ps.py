@@ -17,6 +17,7 @@ import numpy as np
 from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
 from ..workload.memory import memory_per_gpu
+from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -29,7 +30,7 @@ def uniform_matrix(n: int, per_rank_bytes: float) -> np.ndarray:
 @STRATEGIES.register("ps")
 class ParameterServerStrategy(Strategy):
     description = "sparse rows pushed to / pulled from co-located PS shards (BytePS/Parallax)"
-    embedding_payload = "rows"
+    embedding_payload = Payload.ROWS   # pushed gradient rows, pulled rows
 
     def plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus

@@ -21,12 +21,14 @@ per-lookup gradients can be hashed straight in); decode with the update.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..plan.names import bwd_name, extra_name
 from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
 from ..workload.roofline import roofline_time
 from ..workload.memory import memory_per_gpu
+from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -41,20 +43,27 @@ def exact_fraction(width_factor: float, depth: int) -> float:
     return sum(math.comb(depth, k) * clean ** k * (1 - clean) ** (depth - k) for k in range(need, depth + 1))
 
 
+@dataclass(frozen=True)
+class S2ReducerOptions:
+    depth: int = 3               # sketch rows (hash functions)
+    width_factor: float = 2.0    # sketch width over the expected union rows
+
+    def __post_init__(self):
+        # the sketch's row count sums over binomial terms; 64 rows is far beyond any use
+        if isinstance(self.depth, bool) or not isinstance(self.depth, int) or not 1 <= self.depth <= 64:
+            raise InputError(f"--option depth={self.depth!r}: must be an integer 1..64")
+        if isinstance(self.width_factor, bool) or not isinstance(self.width_factor, (int, float)) \
+                or not 0 < self.width_factor <= 1000:
+            raise InputError(f"--option width_factor={self.width_factor!r}: must be in (0, 1000]")
+        object.__setattr__(self, "width_factor", float(self.width_factor))
+
+
 @STRATEGIES.register("s2reducer")
 class S2ReducerStrategy(Strategy):
     description = "count sketch + bitmap of sparse gradients, AllReduced at fixed size (S2 Reducer)"
-    embedding_payload = None      # a sketch has no rows to defer
+    embedding_payload = Payload.NONE   # a sketch has no rows to defer
 
-    def __init__(self, depth: int = 3, width_factor: float = 2.0, **options):
-        super().__init__(**options)
-        if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= 64:
-            raise InputError(f"--option depth={depth!r}: must be an integer 1..64")
-        if (not isinstance(width_factor, (int, float)) or isinstance(width_factor, bool)
-                or not 0 < width_factor <= 1000):
-            raise InputError(f"--option width_factor={width_factor!r}: must be a number in (0, 1000]")
-        self.depth = depth
-        self.width_factor = float(width_factor)
+    Options = S2ReducerOptions
 
     def plan(self, ctx):
         model = ctx.model
@@ -63,8 +72,8 @@ class S2ReducerStrategy(Strategy):
         extra, buffers, notes = [], {}, dense_table_notes(ctx, "s2reducer")
         flops_s, bytes_s = ctx.gpu.flops_per_s(4), ctx.gpu.hbm_gbps * 1e9
         for t in sparse_tables(ctx):
-            width = max(1, math.ceil(self.width_factor * t.unique_union))
-            sketch = self.depth * width * t.dim * SKETCH_BYTES
+            width = max(1, math.ceil(self.options.width_factor * t.unique_union))
+            sketch = self.options.depth * width * t.dim * SKETCH_BYTES
             bitmap = math.ceil(t.vocab / 8)
             dense = t.vocab * t.dim * model.dtype_bytes
             if sketch + bitmap >= dense:
@@ -84,20 +93,20 @@ class S2ReducerStrategy(Strategy):
                                        category="embedding", ready_after=bwd_name(t.layer)))
             # encode: zero the sketch and bitmap, add each lookup's gradient into depth buckets
             grad_row = t.dim * model.dtype_bytes
-            enc_s, _ = roofline_time(flops=touches * self.depth * t.dim * 2,
-                                     nbytes=sketch + bitmap + touches * (grad_row + 2 * self.depth * t.dim * SKETCH_BYTES),
+            enc_s, _ = roofline_time(flops=touches * self.options.depth * t.dim * 2,
+                                     nbytes=sketch + bitmap + touches * (grad_row + 2 * self.options.depth * t.dim * SKETCH_BYTES),
                                      flops_per_s=flops_s, bytes_per_s=bytes_s, kernels=2)
             extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
             # decode: scan the bitmap, read depth buckets per union row, median per element
-            compares = self.depth * (self.depth - 1) / 2
+            compares = self.options.depth * (self.options.depth - 1) / 2
             dec_s, _ = roofline_time(flops=t.unique_union * t.dim * compares,
-                                     nbytes=bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.depth + 1),
+                                     nbytes=bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.options.depth + 1),
                                      flops_per_s=flops_s, bytes_per_s=bytes_s, kernels=2)
             update[t.layer] = dec_s + ctx.sparse_update(t.layer, t.unique_union)
             buffers[f"s2 sketch + bitmap ({t.table})"] = sketch + bitmap
-            notes.append(f"s2reducer {t.table}: sketch {self.depth} x {width} rows "
+            notes.append(f"s2reducer {t.table}: sketch {self.options.depth} x {width} rows "
                          f"({sketch / 1e6:.1f} MB) + bitmap {bitmap / 1e6:.2f} MB; "
-                         f"{exact_fraction(self.width_factor, self.depth) * 100:.0f} % of rows decode "
+                         f"{exact_fraction(self.options.width_factor, self.options.depth) * 100:.0f} % of rows decode "
                          f"collision-free; encode {enc_s * 1e6:.0f} us, decode {dec_s * 1e6:.0f} us")
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, sparse_embedding_grads=True, buffers=buffers),

@@ -33,10 +33,11 @@ CONFIG_COLUMNS = ("topology", "model", "strategy", "scheduler", "batch", "seq", 
 def simulate_point(config: dict) -> dict:
     """What a worker runs for one point: never raises, a failure is a row too."""
     from ..engine.run import SimulationConfig, simulate
+    from ..report.result_json import simulation_json
     t0 = time.perf_counter()
     try:
         result = simulate(SimulationConfig(**config))
-        row = {"status": "ok", "error": None, "result": _jsonable(result.as_json())}
+        row = {"status": "ok", "error": None, "result": _jsonable(simulation_json(result))}
         row["result"]["n_gpus"] = result.n_gpus
     except Exception as exc:  # noqa: BLE001 -- a sweep records every failure and goes on
         kind = "input" if isinstance(exc, InputError) else "crash"

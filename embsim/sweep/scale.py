@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..topology import load_topology
+from ..topology import TopologySpec, load_topology
 from .spec import SweepPoint, config_hash
 
 
@@ -32,13 +32,14 @@ def parse_gpus(text: str) -> list[int]:
 
 def topology_for(preset: str, gpus: int) -> str:
     """PRESET:NxG with the preset's GPUs per node (fewer GPUs: one partly used node)."""
-    per_node = load_topology(preset).gpus_per_node
+    spec = TopologySpec.parse(preset)
+    per_node = load_topology(TopologySpec(spec.where)).gpus_per_node
     if gpus <= per_node:
-        return f"{preset}:1x{gpus}"
+        return str(spec.with_shape(1, gpus))
     if gpus % per_node:
-        raise InputError(f"--gpus {gpus}: not a whole number of {preset} nodes "
+        raise InputError(f"--gpus {gpus}: not a whole number of {spec.name} nodes "
                          f"({per_node} GPUs each)")
-    return f"{preset}:{gpus // per_node}x{per_node}"
+    return str(spec.with_shape(gpus // per_node, per_node))
 
 
 def scale_points(preset: str, gpus: list[int], base: dict) -> list[SweepPoint]:
@@ -53,8 +54,7 @@ def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[Scale
     out, first = [], None
     for p in points:
         row = rows.get(p.hash) or {"status": "error", "error": "not run"}
-        gpus = int(p.config["topology"].rsplit(":", 1)[1].split("x")[0]) * \
-            int(p.config["topology"].rsplit("x", 1)[1])
+        gpus = TopologySpec.parse(p.config["topology"]).n_gpus
         if row["status"] != "ok":
             out.append(ScalePoint(gpus, p.config["topology"], None, None, None, row.get("error")))
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import re
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -75,19 +76,55 @@ def _shape(spec: str, text: str) -> tuple[int, int]:
     return n, g
 
 
-def load_topology(spec: str) -> Topology:
+@dataclass(frozen=True)
+class TopologySpec:
+    """A --topology value, parsed once: where the node type comes from (a preset name or a
+    YAML path) and the cluster shape, if given. str() gives the canonical text back."""
+
+    where: str
+    shape: tuple[int, int] | None = None     # (nodes, GPUs per node)
+    text: str = ""                           # as the user wrote it (for messages)
+
+    @classmethod
+    def parse(cls, spec: "str | TopologySpec") -> "TopologySpec":
+        if isinstance(spec, TopologySpec):
+            return spec
+        if not isinstance(spec, str) or not spec.strip():
+            raise TopologyError(f"--topology {spec!r}: empty (use NxG, PRESET, PRESET:NxG or a .yaml path)")
+        spec = spec.strip()
+        if _SHAPE.match(spec) or re.match(r"^-?\d+x-?\d+$", spec):
+            return cls(DEFAULT_PRESET, _shape(spec, spec), spec)
+        if ":" in spec:
+            head, tail = spec.rsplit(":", 1)
+            if _SHAPE.match(tail) or re.match(r"^[\d-]*x[\d-]*$", tail):
+                return cls(head, _shape(spec, tail), spec)
+        return cls(spec, None, spec)
+
+    @property
+    def is_path(self) -> bool:
+        return _looks_like_path(self.where)
+
+    @property
+    def name(self) -> str:
+        """The preset, or the file's stem: what a trace's `topology` names."""
+        return Path(self.where).stem if self.is_path else self.where
+
+    @property
+    def n_gpus(self) -> int | None:
+        return None if self.shape is None else self.shape[0] * self.shape[1]
+
+    def with_shape(self, nodes: int, gpus_per_node: int) -> "TopologySpec":
+        shaped = replace(self, shape=(nodes, gpus_per_node))
+        return replace(shaped, text=str(shaped))
+
+    def __str__(self) -> str:
+        return self.where if self.shape is None else f"{self.where}:{self.shape[0]}x{self.shape[1]}"
+
+
+def load_topology(spec: "str | TopologySpec") -> Topology:
     """Build the Topology a --topology value names (see module docstring for the forms)."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise TopologyError(f"--topology {spec!r}: empty (use NxG, PRESET, PRESET:NxG or a .yaml path)")
-    spec = spec.strip()
-    shape: tuple[int, int] | None = None
-    where = spec
-    if _SHAPE.match(spec) or re.match(r"^-?\d+x-?\d+$", spec):
-        where, shape = DEFAULT_PRESET, _shape(spec, spec)
-    elif ":" in spec:
-        head, tail = spec.rsplit(":", 1)
-        if _SHAPE.match(tail) or re.match(r"^[\d-]*x[\d-]*$", tail):
-            where, shape = head, _shape(spec, tail)
+    parsed = TopologySpec.parse(spec)
+    spec, where, shape = parsed.text or str(parsed), parsed.where, parsed.shape
     if _looks_like_path(where):
         path = Path(where)
         if not path.is_file():

@@ -9,7 +9,6 @@ overheads the model does not claim to reproduce dominate).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..collectives import CollectiveModel
@@ -20,19 +19,18 @@ from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_er
                                       single_point_errors, validate_all)
 from ..errors import InputError
 from ..imports import NcclTestsRun, load_nccl_tests_log
-from ..topology import load_topology
+from ..topology import TopologySpec, load_topology
 from ..yamlio import load_yaml
-
-_SHAPED = re.compile(r"(^\d+x\d+$)|(:\d+x\d+$)")
 
 
 def topology_for_run(spec: str, run: NcclTestsRun):
     """The topology named by --topology, shaped like the log when the spec has no shape."""
-    topo = load_topology(spec)
+    parsed = TopologySpec.parse(spec)
+    topo = load_topology(parsed)
     if topo.n_gpus == run.ranks:
         return topo
-    if not _SHAPED.search(spec.strip()):
-        shaped = load_topology(f"{spec}:{run.n_nodes}x{run.gpus_per_node}")
+    if parsed.shape is None:
+        shaped = load_topology(parsed.with_shape(run.n_nodes, run.gpus_per_node))
         if shaped.n_gpus == run.ranks:
             return shaped
     raise InputError(f"{run.where}: {run.ranks} ranks on {run.n_nodes} host(s) but --topology "

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engine.measured import MeasuredInputs
 from ..engine.run import SimulationConfig, simulate
 from ..engine.trace_defaults import trace_topology
 from ..errors import InputError
@@ -26,13 +27,6 @@ class StepError:
         return None if self.simulated_s is None else self.simulated_s / self.measured_s - 1.0
 
 
-def slowest_rank(trace, world: int) -> str | None:
-    """A measured step ends with its slowest rank while the layer timings are rank 0's:
-    one rank computes slower by the trace's measured rank skew (None: not measured)."""
-    k = trace.rank_skew
-    if k is None or world < 2 or k.factor <= 1.0:
-        return None
-    return f"gpu:{world - 1}:{k.factor:.6g}"
 
 
 def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
@@ -48,9 +42,9 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
                                model=trace.model, batch=s.batch, seq=s.seq, strategy=s.strategy,
                                trace=str(trace_path), iterations=iterations,
                                efficiency_baseline=False, untie_outputs=s.untied_outputs,
-                               straggler=slowest_rank(trace, s.world))
+                               straggler=MeasuredInputs(trace, True).slowest_rank(s.world))
         try:
-            result = simulate(cfg)
+            result = simulate(cfg, trace=trace)   # read once, above
         except InputError as exc:
             out.append(StepError(s.strategy, s.world, s.median_s, None, str(exc)))
             continue

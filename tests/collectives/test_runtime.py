@@ -192,3 +192,43 @@ def test_group_members_must_be_at_the_same_stream_position():
     runtime.collective("all_reduce", 1e8, (0, 1, 2), 0)
     with pytest.raises(ValueError, match="different positions"):
         runtime.arrive("all_reduce", 1e8, (0, 1, 2), (0, 1))
+
+
+def test_a_channel_without_credit_runs_one_at_a_time_in_queue_key_order():
+    # three collectives ready at once on one channel, credit None: one in flight; the
+    # queue key (a scheduler's priority) orders the waiting ones, not the arrival order
+    env = simpy.Environment()
+    model = FakeModel(latency=0.0)
+    runtime = CollectiveRuntime(env, Network(env, CAPACITY), model, credit=lambda channel: None)
+    done = []
+    for name, prio in (("a", 0.0), ("b", 2.0), ("c", 1.0)):
+        runtime.arrive("all_reduce", 1e8, (0, 1), (0, 1), key=name, tag=name, channel="x",
+                       queue_key=(prio,), on_done=lambda r: done.append((r.tag, r.ready, r.start, r.end)))
+    env.run()
+    assert [d[0] for d in done] == ["a", "c", "b"]
+    assert [d[2] for d in done] == pytest.approx([0.0, 0.1, 0.2])   # each starts when the last ends
+    assert all(d[1] == 0.0 for d in done)                          # all were ready at once
+    assert runtime.records[-1].queued == pytest.approx(0.2)
+
+
+def test_credit_admits_as_many_bytes_as_fit_and_channels_are_independent():
+    env = simpy.Environment()
+    runtime = CollectiveRuntime(env, Network(env, CAPACITY), FakeModel(latency=0.0),
+                                credit=lambda channel: 2.5e8 if channel == "x" else None)
+    for i in range(3):
+        runtime.arrive("all_reduce", 1e8, (0, 1), (0, 1), key=f"x{i}", channel="x")
+    runtime.arrive("all_reduce", 1e8, (2, 3), (2, 3), key="y", channel="y")
+    starts = []
+    env.process(_watch(env, runtime, starts))
+    env.run()
+    by_key = {r.communicator: r.start for r in runtime.records}
+    assert by_key["x0"] == by_key["x1"] == by_key["y"] == 0.0     # 2 x 1e8 B fit in the credit
+    assert by_key["x2"] > 0.0                                      # the third waits for one to end
+
+
+def _watch(env, runtime, starts):
+    # in_flight counts running instances; `changed` fires when it leaves or reaches 0
+    assert runtime.in_flight == 3
+    yield runtime.changed
+    starts.append(env.now)
+    assert runtime.in_flight == 0

@@ -9,6 +9,7 @@ import pytest
 from embsim.engine.run import SimulationConfig, simulate
 from embsim.errors import InputError
 from embsim.report.chrome_trace import chrome_trace
+from embsim.report.result_json import simulation_json
 
 
 def run(**kw):
@@ -90,12 +91,12 @@ def test_interference_slows_compute_that_overlaps_communication():
 def test_memory_warning_when_it_does_not_fit():
     r = run(topology="dgx-a100:1x2", model="llama3-8b", batch=1, seq=512, efficiency_baseline=False)
     assert not r.fits_in_memory
-    assert r.memory["total"] > r.hbm_bytes
+    assert r.memory.total > r.hbm_bytes
 
 
 def test_roofline_source_is_labelled(lstm_2x8):
     assert "roofline estimate" in lstm_2x8.compute_source
-    assert "roofline estimate" in json.dumps(lstm_2x8.as_json())
+    assert "roofline estimate" in json.dumps(simulation_json(lstm_2x8))
 
 
 def test_bad_inputs():

@@ -78,8 +78,8 @@ def test_embrace_volume_independent_of_vocabulary(sparse_lm):
 def test_embrace_shards_the_table_in_memory(sparse_lm):
     rep = run(topology="2x8", model=sparse_lm[200_000], strategy="allgather").memory
     sh = run(topology="2x8", model=sparse_lm[200_000], strategy="embrace").memory
-    assert sh["by_component"]["word"] < rep["by_component"]["word"] / 10
-    assert sh["optimizer_state"] < rep["optimizer_state"]
+    assert sh.by_component["word"] < rep.by_component["word"] / 10
+    assert sh.optimizer_state < rep.optimizer_state
 
 
 def test_embrace_row_sharding_is_skewed_and_slower():

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from embsim.engine.measured import MeasuredInputs
 from embsim.engine.run import SimulationConfig, resolved_interference, simulate
 from embsim.errors import InputError
 from embsim.topology import load_topology
 from embsim.topology.parse import parse_node_type
 from embsim.trace import RankSkew, load_trace
-from embsim.validate.steps import slowest_rank, step_errors
+from embsim.validate.steps import step_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = ROOT / "topologies" / "local-cpu.yaml"
@@ -41,13 +42,13 @@ def test_interference_precedence():
     cfg = SimulationConfig()
     fabric = {"interference": topo.node.fabric.interference,
               "comm_interference": topo.node.fabric.comm_interference}
-    assert resolved_interference(cfg, trace, topo) == pytest.approx(
+    assert resolved_interference(cfg, MeasuredInputs.resolve(trace, topo), topo) == pytest.approx(
         {"interference": f.compute_factor, "comm_interference": f.comm_factor})
     assert resolved_interference(cfg, None, topo) == fabric
     given = dataclasses.replace(cfg, interference=0.25, comm_interference=0.5)
-    assert resolved_interference(given, trace, topo) == {"interference": 0.25, "comm_interference": 0.5}
+    assert resolved_interference(given, MeasuredInputs.resolve(trace, topo), topo) == {"interference": 0.25, "comm_interference": 0.5}
     other = dataclasses.replace(trace, topology="pcie-rtx3090.yaml")   # not this machine's trace
-    assert resolved_interference(cfg, other, topo) == fabric
+    assert resolved_interference(cfg, MeasuredInputs.resolve(other, topo), topo) == fabric
     bare = dataclasses.replace(topo.node.fabric, interference=None, comm_interference=None)
     topo.node = dataclasses.replace(topo.node, fabric=bare)
     assert resolved_interference(cfg, None, topo) == {"interference": 0.0, "comm_interference": 0.0}
@@ -74,10 +75,10 @@ def test_interference_slows_an_overlapped_step():
 
 def test_rank_skew_becomes_one_slow_rank():
     trace = load_trace(TINY)
-    assert slowest_rank(trace, 1) is None
+    assert MeasuredInputs(trace, True).slowest_rank(1) is None
     skewed = dataclasses.replace(trace, rank_skew=RankSkew(16, 0.02, 0.025, 5))
-    assert slowest_rank(skewed, 2) == "gpu:1:1.25"
-    assert slowest_rank(dataclasses.replace(trace, rank_skew=None), 2) is None
+    assert MeasuredInputs(skewed, True).slowest_rank(2) == "gpu:1:1.25"
+    assert MeasuredInputs(dataclasses.replace(trace, rank_skew=None), True).slowest_rank(2) is None
 
 
 def test_shipped_steps_are_simulated_untied():

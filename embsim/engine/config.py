@@ -1,0 +1,61 @@
+"""SimulationConfig: what one simulation is asked to do, checked when it is made."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from ..errors import InputError
+from ..options import option_keys, route
+from ..schedulers import SCHEDULERS
+from ..strategies import STRATEGIES
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    topology: str = "16x8"
+    model: str = "lstm-lm1b"
+    batch: int | None = None
+    seq: int | None = None
+    strategy: str = "allreduce"
+    scheduler: str = "fifo"
+    # --option values, each for the one component that declares the key (see embsim.options)
+    strategy_options: dict = field(default_factory=dict)
+    scheduler_options: dict = field(default_factory=dict)
+    iterations: int = 4
+    seed: int = 0
+    trace: str | None = None
+    straggler: str | None = None
+    # compute slowdown f while a collective runs, and collective slowdown g while compute
+    # runs; None: measured (the trace's, on its own topology, else the topology's
+    # fabric.interference / comm_interference), 0 where nothing was measured
+    interference: float | None = None
+    comm_interference: float | None = None
+    zipf_s: float = 1.05
+    corpus: str | None = None
+    nccl_algo: str | None = None
+    nccl_proto: str | None = None
+    hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
+    efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
+    untie_outputs: bool = False                    # tied output projections get their own weight
+
+    def __post_init__(self):
+        if not isinstance(self.iterations, int) or self.iterations < 2:
+            raise InputError(f"--iterations {self.iterations}: need at least 2 (the first is warm-up)")
+        for key in ("interference", "comm_interference"):
+            if (getattr(self, key) or 0) < 0:
+                raise InputError(f"--{key.replace('_', '-')} must be >= 0")
+
+
+def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:
+    """Route one `--option KEY=VALUE` bag: each key to the strategy and/or the scheduler
+    whose Options declare it. strict: a key neither declares is refused; otherwise it is
+    left out (compare: it belongs to another combination)."""
+    components = {f"strategy {cfg.strategy}": STRATEGIES.get(cfg.strategy).Options,
+                  f"scheduler {cfg.scheduler}": SCHEDULERS.get(cfg.scheduler).Options}
+    if not strict:
+        declared = {k for t in components.values() for k in option_keys(t)}
+        given = {k: v for k, v in given.items() if k in declared}
+    st, sc = route(given, components).values()
+    return replace(cfg, strategy_options={**cfg.strategy_options, **st},
+                   scheduler_options={**cfg.scheduler_options, **sc})

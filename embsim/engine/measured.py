@@ -1,0 +1,112 @@
+"""What a calibration trace measured, resolved once for the topology being simulated:
+per-layer times, optimizer rates, collective curves, compute/communication interference
+and the slowest rank's skew. The rest of the engine asks this object, never the trace.
+
+Measured layer times transfer only to the chip they were measured on (else InputError);
+collective curves and interference only to the topology the trace was captured on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..topology import TopologySpec
+
+_CHIP = re.compile(r"\bcpu\b|\b([a-z]+) ?(\d{2,})")
+
+
+def device_chip(name: str) -> str:
+    """The chip a device name denotes: "NVIDIA H100 80GB HBM3" and "H100-SXM5-80GB" -> "h100",
+    "NVIDIA GeForce RTX 3090" and "RTX-3090" -> "rtx3090", "cpu: Xeon" -> "cpu"."""
+    text = re.sub(r"[_-]", " ", name.lower().replace("nvidia", "").replace("geforce", ""))
+    m = _CHIP.search(text)
+    if m is None:
+        return name.lower()
+    return "cpu" if m.group(1) is None else m.group(1) + m.group(2)
+
+
+def check_trace_device(trace, topo) -> None:
+    """Measured layer times transfer only to the chip they were measured on."""
+    have, want = device_chip(trace.device), device_chip(topo.node.gpu.model)
+    if have != want:
+        raise InputError(f"--trace {trace.source}: measured on {trace.device!r}, but topology "
+                         f"{topo.preset} has {topo.node.gpu.model!r}: its layer times do not transfer "
+                         f"(use the trace's own topology {trace.topology or '?'}, or no --trace for a "
+                         "labelled roofline estimate)")
+
+
+@dataclass(frozen=True)
+class MeasuredInputs:
+    trace: object                   # embsim.trace.Trace
+    on_own_topology: bool           # simulating the topology the trace was captured on
+
+    @classmethod
+    def resolve(cls, trace, topo) -> "MeasuredInputs | None":
+        if trace is None:
+            return None
+        if trace.layers:
+            check_trace_device(trace, topo)
+        own = not trace.topology or TopologySpec.parse(trace.topology).name == topo.preset
+        return cls(trace, own)
+
+    # ------------------------------------------------------------------ compute
+    @property
+    def has_layer_times(self) -> bool:
+        """False for a network-only trace (import-nccl-tests): collectives, no layer times."""
+        return bool(self.trace.layers)
+
+    @property
+    def compute_source(self) -> str:
+        t = self.trace
+        return f"measured: {t.source or 'trace'} ({t.device}, {t.provenance.backend})"
+
+    def layer_times(self, model, sparse_lookups: bool) -> tuple[dict, dict]:
+        """Per-layer (fwd, bwd) seconds at the model's batch; with `sparse_lookups`,
+        embedding layers on a table with a sparse gradient take the trace's
+        sparse-gradient variant when it has one."""
+        trace = self.trace
+        sparse_tables = {t.name for t in model.tables if not model.dense_gradient(t.name)}
+        fwd, bwd = {}, {}
+        for layer in model.layers:
+            name = layer.name
+            if (sparse_lookups and layer.kind == "embedding" and layer.table in sparse_tables
+                    and f"{name}:sparse" in trace.layers):
+                name = f"{name}:sparse"
+            try:
+                fwd[layer.name], bwd[layer.name] = trace.interp(name, model.batch)
+            except KeyError:
+                raise InputError(f"--trace {trace.source}: no timing for layer {layer.name!r} of "
+                                 f"{model.name} (trace is of {trace.model})") from None
+        return fwd, bwd
+
+    def optimizer_rates(self) -> dict[str, float] | None:
+        """Seconds per updated element ("dense", "sparse-rows"), None when not measured."""
+        if not self.has_layer_times or not self.trace.optimizer:
+            return None
+        return {o.name: o.median_s / o.elements for o in self.trace.optimizer if o.elements > 0}
+
+    # ------------------------------------------------------------ communication
+    def collective_curves(self) -> dict | None:
+        """{(op, ranks): (sizes, seconds)}: they replace the model only on the trace's own
+        topology."""
+        if not self.trace.collectives or not self.on_own_topology:
+            return None
+        return {(c.op, c.ranks): (c.sizes, c.median_s) for c in self.trace.collectives if c.scope == "all"}
+
+    def interference(self) -> tuple[float, float] | None:
+        """(compute factor, comm factor) measured on this machine, else None."""
+        i = self.trace.interference
+        if i is None or not self.on_own_topology:
+            return None
+        return i.compute_factor, i.comm_factor
+
+    def slowest_rank(self, world: int) -> str | None:
+        """A measured step ends with its slowest rank while the layer timings are rank 0's:
+        one rank computes slower by the measured rank skew (a --straggler value; None: not
+        measured)."""
+        k = self.trace.rank_skew
+        if k is None or world < 2 or k.factor <= 1.0:
+            return None
+        return f"gpu:{world - 1}:{k.factor:.6g}"

@@ -1,0 +1,99 @@
+"""SimulationResult: the typed outcome of one simulation. Formatting (tables, JSON) is
+report/'s business."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..plan.timeline import EngineRun
+from ..workload.memory import MemoryBreakdown
+from .config import SimulationConfig
+from .metrics import StepMetrics
+
+
+@dataclass(frozen=True)
+class ClusterShape:
+    """The cluster simulated: the node type's preset and how many of its GPUs."""
+
+    preset: str
+    nodes: int
+    gpus_per_node: int
+    # the file the preset name resolved to: shown in the text summary; machine-specific,
+    # so kept out of the JSON (report/result_json.py) to keep results comparable
+    file: str = field(default="", compare=False)
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @classmethod
+    def of(cls, topo) -> "ClusterShape":
+        return cls(topo.preset, topo.n_nodes, topo.gpus_per_node, topo.node.source)
+
+
+@dataclass
+class SimulationResult:
+    config: SimulationConfig
+    cluster: ClusterShape
+    model: str
+    metrics: StepMetrics
+    samples_per_s: float
+    tokens_per_s: float
+    memory: MemoryBreakdown
+    hbm_bytes: float
+    compute_source: str
+    events: int
+    wall_s: float
+    scaling_efficiency: float | None
+    notes: tuple = ()
+    run: EngineRun | None = None
+
+    # what people ask first, read through from the config and the metrics
+    @property
+    def strategy(self) -> str:
+        return self.config.strategy
+
+    @property
+    def scheduler(self) -> str:
+        return self.config.scheduler
+
+    @property
+    def n_gpus(self) -> int:
+        return self.cluster.gpus
+
+    @property
+    def step_time(self) -> float:
+        return self.metrics.step_time
+
+    @property
+    def compute(self) -> float:
+        return self.metrics.compute
+
+    @property
+    def exposed_comm(self) -> float:
+        return self.metrics.exposed_comm
+
+    @property
+    def comm_bytes_per_gpu(self) -> dict:
+        return self.metrics.comm_bytes_per_gpu
+
+    @property
+    def comm_time(self) -> dict:
+        return self.metrics.comm_time
+
+    @property
+    def link_utilisation(self) -> dict:
+        return self.metrics.link_utilisation
+
+    @property
+    def fits_in_memory(self) -> bool:
+        return self.memory.total <= self.hbm_bytes
+
+    @property
+    def busiest_link(self) -> tuple[str, float, float] | None:
+        util = self.metrics.link_utilisation
+        if not util:
+            return None
+        kind = max(util, key=lambda k: util[k][1])
+        mean, peak = util[kind]
+        return kind, mean, peak

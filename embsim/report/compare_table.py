@@ -1,0 +1,30 @@
+"""The human table of a compare matrix: ranked rows, then refusals and notes."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .units import human_bytes, human_time
+
+
+def print_matrix(result, console: Console | None = None) -> None:
+    console = console or Console(width=160)
+    cfg = result.config
+    t = Table(title=f"{cfg.model} on {cfg.topology} ({result.n_gpus} GPUs), ranked by step time; "
+                    f"speedup over {result.baseline}", title_justify="left")
+    for col in ("rank", "strategy/scheduler", "step", "speedup", "exposed comm", "sent per GPU",
+                "memory per GPU", "fits"):
+        t.add_column(col, justify="left" if col == "strategy/scheduler" else "right")
+    for i, r in enumerate(x for x in result.rows if x.refused is None):
+        t.add_row(str(i + 1), r.label, human_time(r.step_time), f"{r.speedup:.2f}x",
+                  human_time(r.exposed_comm), human_bytes(r.comm_bytes_per_gpu),
+                  human_bytes(r.memory_per_gpu), "yes" if r.fits_in_memory else "[red]NO[/red]")
+    console.print(t)
+    console.print(f"compute times: {result.compute_source.removeprefix('compute: ')}")
+    for r in result.rows:
+        if r.refused is not None:
+            console.print(f"refused: {r.label}: {r.refused}")
+    notes = dict.fromkeys(n for r in result.rows for n in r.notes)
+    for n in notes:
+        console.print(f"note: {n}")

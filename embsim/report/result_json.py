@@ -1,0 +1,55 @@
+"""The JSON forms of simulation and compare results (`--json`, sweep rows): the one place
+that turns typed results into dicts."""
+
+from __future__ import annotations
+
+
+def cluster_json(cluster) -> dict:
+    return {"preset": cluster.preset, "nodes": cluster.nodes,
+            "gpus_per_node": cluster.gpus_per_node, "gpus": cluster.gpus}
+
+
+def simulation_json(result) -> dict:
+    busiest = result.busiest_link
+    memory = result.memory.as_dict()
+    return {
+        "topology": cluster_json(result.cluster),
+        "model": result.model,
+        "strategy": result.strategy,
+        "scheduler": result.scheduler,
+        "step_time_ms": result.step_time * 1e3,
+        "samples_per_s": result.samples_per_s,
+        "tokens_per_s": result.tokens_per_s,
+        "compute_ms": result.compute * 1e3,
+        "exposed_comm_ms": result.exposed_comm * 1e3,
+        "comm_bytes_per_gpu": result.comm_bytes_per_gpu,
+        "memory_per_gpu_bytes": memory["total"],
+        "memory_breakdown_bytes": memory,
+        "hbm_bytes": result.hbm_bytes,
+        "fits_in_memory": result.fits_in_memory,
+        "compute_source": result.compute_source,
+        "events": result.events,
+        "wall_s": result.wall_s,
+        "scaling_efficiency": result.scaling_efficiency,
+        "busiest_link": None if busiest is None else
+            {"kind": busiest[0], "mean_utilisation": busiest[1], "max_utilisation": busiest[2]},
+        "notes": list(result.notes),
+    }
+
+
+def compare_row_json(row) -> dict:
+    out = {"strategy": row.strategy, "scheduler": row.scheduler,
+           "step_time_ms": None if row.step_time is None else row.step_time * 1e3,
+           "speedup": row.speedup,
+           "exposed_comm_ms": None if row.exposed_comm is None else row.exposed_comm * 1e3,
+           "comm_bytes_per_gpu": row.comm_bytes_per_gpu,
+           "memory_per_gpu_bytes": row.memory_per_gpu,
+           "fits_in_memory": row.fits_in_memory}
+    if row.refused is not None:
+        out["refused"] = row.refused
+    return out
+
+
+def compare_json(result) -> dict:
+    return {"baseline": result.baseline, "compute_source": result.compute_source,
+            "rows": [compare_row_json(r) for r in result.rows]}

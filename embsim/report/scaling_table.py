@@ -1,0 +1,18 @@
+"""The text table of a scaling curve (`embsim scale`)."""
+
+from __future__ import annotations
+
+
+def scaling_table(curve, title: str) -> str:
+    # per-GPU throughput against the smallest run: not simulate's "vs N x one GPU"
+    smallest = f"vs {curve[0].gpus} GPUs" if curve else "vs smallest"
+    lines = [title, f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} {smallest:>12}"]
+    for c in curve:
+        if c.error:
+            lines.append(f"{c.gpus:6d} {c.topology:>20} failed: {c.error}")
+        else:
+            lines.append(f"{c.gpus:6d} {c.topology:>20} {c.step_time_s * 1e3:10.3f} "
+                         f"{c.samples_per_s:12.1f} {c.efficiency:12.3f}")
+    for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
+        lines.append(f"compute times: {source.removeprefix('compute: ')}")
+    return "\n".join(lines)
