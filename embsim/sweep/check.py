@@ -28,8 +28,10 @@ def check_config(cfg, seen: set) -> None:
         value = getattr(cfg, key)
         if value is not None and (not math.isfinite(value) or value < 0):
             raise InputError(f"{key} {value!r}: must be a finite number >= 0")
-    checks = [("strategy", cfg.strategy, lambda: STRATEGIES.get(cfg.strategy)),
-              ("scheduler", cfg.scheduler, lambda: SCHEDULERS.get(cfg.scheduler)),
+    checks = [("strategy", (cfg.strategy, repr(cfg.strategy_options)),
+               lambda: STRATEGIES.get(cfg.strategy).from_options(cfg.strategy_options)),
+              ("scheduler", (cfg.scheduler, repr(cfg.scheduler_options)),
+               lambda: SCHEDULERS.get(cfg.scheduler).from_options(cfg.scheduler_options)),
               ("topology", (cfg.topology, tuple(sorted(cfg.hardware.items()))),
                lambda: load_topology(cfg.topology).with_overrides(**cfg.hardware)
                if cfg.hardware else load_topology(cfg.topology)),
@@ -46,14 +48,10 @@ def check_config(cfg, seen: set) -> None:
 
 def check_points(points: list[SweepPoint], what: str = "sweep") -> None:
     """Raise InputError naming the first point whose configuration cannot run."""
-    from ..engine.run import SimulationConfig
+    from ..engine.config import SimulationConfig
     seen: set = set()
     for p in points:
         try:
-            cfg = SimulationConfig(**p.config)
-        except TypeError as exc:
-            raise InputError(f"{what} point {p.index}: {exc}") from None
-        try:
-            check_config(cfg, seen)
-        except InputError as exc:
+            check_config(SimulationConfig(**p.config), seen)
+        except (InputError, TypeError) as exc:
             raise InputError(f"{what} point {p.index}: {exc}") from None

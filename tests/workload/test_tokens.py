@@ -106,7 +106,7 @@ def test_bad_corpus(tmp_path):
     empty.write_text("123 456 ...")
     with pytest.raises(InputError, match="no words"):
         TokenStats.from_corpus(empty)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="no such corpus"):
         TokenStats.from_corpus(tmp_path / "missing.txt")
     with pytest.raises(InputError, match="contiguous"):
         sample_batches(TokenStats.zipf(10), 1, 4, seed=0, contiguous=True)
