@@ -6,7 +6,7 @@ command that reads it. The property: the command exits 0, or exits 2 with exactl
 line on stderr (`embsim: error: ...`); it never raises (a traceback) and never runs past
 a time limit (a hang). Validation commands may also exit 1 (an error threshold).
 
-`make test` runs a few hundred cases in a few tens of seconds (derandomized, so CI sees
+`make test` runs about a thousand cases in a few tens of seconds (derandomized, so CI sees
 the same cases every run); EMBSIM_FUZZ_EXAMPLES=N runs N per input kind
 (benchmarks/fuzz_inputs.sh runs a long session).
 """
@@ -32,7 +32,7 @@ from hypothesis import strategies as st  # noqa: E402
 from embsim.cli import main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = int(os.environ.get("EMBSIM_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("EMBSIM_FUZZ_EXAMPLES", "60"))
 CASE_LIMIT_S = float(os.environ.get("EMBSIM_FUZZ_CASE_LIMIT_S", "30"))
 # no shrinking: a failure is reported with the case that found it, and CI stays fast
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,

@@ -53,8 +53,8 @@ class Row:
 def sweep_sizes(minbytes: int, maxbytes: int, stepfactor: float) -> list[int]:
     if minbytes < 1 or maxbytes < minbytes:
         raise InputError(f"sizes: need 1 <= minbytes <= maxbytes, got {minbytes}..{maxbytes}")
-    if not (math.isfinite(stepfactor) and stepfactor > 1):
-        raise InputError(f"--stepfactor {stepfactor}: must be a finite number > 1")
+    if not (math.isfinite(stepfactor) and 1 < stepfactor <= MAX_BYTES):
+        raise InputError(f"--stepfactor {stepfactor}: must be a number > 1 and at most {MAX_BYTES}")
     # Sizes grow by at least one byte a step, so count them before making them.
     n, s = 0, minbytes
     while s <= maxbytes:
