@@ -181,16 +181,25 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
         backend_version = "NCCL " + (".".join(map(str, v)) if isinstance(v, tuple) else str(v))
     else:
         name = "cpu"
-        bandwidth, latency = fit_links([c for c in result["collectives"] if c.scope == "all"])
-        tflops, gbps = measure_device(device)
-        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-        progress(0, f"host links fitted: {bandwidth / 1e9:.3f} GB/s, {latency * 1e6:.1f} us per step")
-        f = result.get("interference")
-        topology = host_name(now.strftime("%Y%m%dT%H%M%SZ"))
-        host_doc = host_topology_doc(topology, _cpu_model(), world, mem_gb, tflops, gbps,
-                                     bandwidth, latency, out.name,
-                                     interference=None if f is None else (f.compute_factor, f.comm_factor))
         backend_version = f"gloo (torch {torch.__version__})"
+        try:
+            bandwidth, latency = fit_links([c for c in result["collectives"] if c.scope == "all"])
+        except InputError as exc:
+            # the layer times, steps and measured curves still stand; only the host's
+            # link model could not be fitted, so no host topology is made up from noise
+            bandwidth = None
+            topology = ""
+            progress(0, f"{exc}; the trace is written without a host topology "
+                        f"(simulate it with --topology)")
+        if bandwidth is not None:
+            tflops, gbps = measure_device(device)
+            mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+            progress(0, f"host links fitted: {bandwidth / 1e9:.3f} GB/s, {latency * 1e6:.1f} us per step")
+            f = result.get("interference")
+            topology = host_name(now.strftime("%Y%m%dT%H%M%SZ"))
+            host_doc = host_topology_doc(topology, _cpu_model(), world, mem_gb, tflops, gbps,
+                                         bandwidth, latency, out.name,
+                                         interference=None if f is None else (f.compute_factor, f.comm_factor))
     prov = Provenance(
         host=socket.gethostname(),
         date=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
