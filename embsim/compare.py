@@ -16,7 +16,7 @@ from .engine.config import with_options
 from .engine.run import SimulationConfig, simulate
 from .errors import InputError
 from .lifetime import die_with_parent
-from .options import route
+from .options import build_options, route
 from .schedulers import SCHEDULERS
 from .strategies import STRATEGIES
 
@@ -39,6 +39,7 @@ class CompareRow:
     notes: tuple = ()
     compute_source: str = ""                 # measured (trace) or "compute: roofline estimate"
     n_gpus: int = 0
+    busiest_link: tuple | None = None        # (link kind, mean, peak utilisation)
 
     @property
     def label(self) -> str:
@@ -87,7 +88,37 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       exposed_comm=r.exposed_comm, compute=r.compute,
                       comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
                       memory_per_gpu=float(r.memory.total), fits_in_memory=r.fits_in_memory,
-                      notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus)
+                      notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus,
+                      busiest_link=r.busiest_link)
+
+
+def split_scoped(options: Mapping[str, Any]) -> tuple[dict, dict]:
+    """(plain keys, {component name: its NAME.KEY=VALUE keys}); a NAME that is no
+    strategy or scheduler is refused."""
+    plain, scoped = {}, {}
+    for key, value in options.items():
+        if "." not in key:
+            plain[key] = value
+            continue
+        name, sub = key.split(".", 1)
+        # the CLI spells dashes in keys as underscores: embrace_2d.KEY is embrace-2d's
+        known = {n.replace("-", "_"): n for n in [*STRATEGIES.names(), *SCHEDULERS.names()]}
+        name = known.get(name.replace("-", "_"))
+        if name is None:
+            raise InputError(f"--option {key}: no strategy or scheduler is called {key.split('.', 1)[0]!r}")
+        scoped.setdefault(name, {})[sub] = value
+    return plain, scoped
+
+
+def combination(base: SimulationConfig, strategy: str, scheduler: str,
+                options: Mapping[str, Any] | None, combos=None) -> SimulationConfig:
+    """The config of one cell. Plain keys go to the components that declare them (a key
+    no compared component declares is refused); NAME.KEY=VALUE only to the strategy or
+    scheduler called NAME (e.g. ps.servers=dedicated, embrace-2d.partition_bytes=8e6)."""
+    plain, scoped = split_scoped(options or {})
+    cfg = with_options(replace(base, strategy=strategy, scheduler=scheduler), plain, strict=False)
+    return replace(cfg, strategy_options={**cfg.strategy_options, **scoped.get(strategy, {})},
+                   scheduler_options={**cfg.scheduler_options, **scoped.get(scheduler, {})})
 
 
 def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
@@ -98,11 +129,13 @@ def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
     combos = [(s, x) for s in strategies for x in schedulers]
     if BASELINE not in combos:
         combos.insert(0, BASELINE)
-    options = dict(options or {})
-    route(options, {**{f"strategy {s}": STRATEGIES.get(s).Options for s, _ in combos},
-                    **{f"scheduler {x}": SCHEDULERS.get(x).Options for _, x in combos}})
-    configs = {(s, x): with_options(replace(base, strategy=s, scheduler=x), options, strict=False)
-               for (s, x) in combos}
+    plain, scoped = split_scoped(options or {})
+    for name, keys in scoped.items():      # a mistyped NAME.KEY is an error, not a refusal
+        registry = STRATEGIES if name in STRATEGIES.names() else SCHEDULERS
+        build_options(registry.get(name).Options, keys, f"{registry.what} {name}")
+    route(plain, {**{f"strategy {s}": STRATEGIES.get(s).Options for s, _ in combos},
+                  **{f"scheduler {x}": SCHEDULERS.get(x).Options for _, x in combos}})
+    configs = {(s, x): combination(base, s, x, options) for (s, x) in combos}
     refused = {c: refusal(configs[c]) for c in combos}
     todo = [configs[c] for c in combos if refused[c] is None]
     workers = max(1, min(workers, MAX_WORKERS, len(todo)))
@@ -128,3 +161,29 @@ def rank_key(row: CompareRow):
     if row.refused is not None:
         return (2, 0.0, row.label)
     return (0 if row.fits_in_memory else 1, row.step_time, row.label)
+
+
+def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
+    """Why `row` is slower than the same strategy under fifo: the compute stream (more
+    computation or updates serialised on it) or the network (more exposed
+    communication), with the busiest link class."""
+    d_step = row.step_time - fifo.step_time
+    d_compute = row.compute - fifo.compute
+    d_exposed = row.exposed_comm - fifo.exposed_comm
+    if d_compute >= d_exposed:
+        return (f"{row.label} loses to {fifo.label} by {d_step * 1e3:.2f} ms: bottleneck the compute "
+                f"stream (+{d_compute * 1e3:.2f} ms of computation)")
+    link = ""
+    if row.busiest_link is not None:
+        kind, mean, peak = row.busiest_link
+        link = f", busiest link class {kind} at {mean * 100:.0f} % mean / {peak * 100:.0f} % peak utilisation"
+    return (f"{row.label} loses to {fifo.label} by {d_step * 1e3:.2f} ms: bottleneck the network "
+            f"(+{d_exposed * 1e3:.2f} ms of exposed communication{link})")
+
+
+def losses_to_fifo(rows) -> list[str]:
+    """One line per row whose scheduler is slower than fifo for the same strategy."""
+    fifo = {r.strategy: r for r in rows if r.scheduler == "fifo" and r.refused is None}
+    return [bottleneck(r, fifo[r.strategy]) for r in rows
+            if r.refused is None and r.scheduler != "fifo" and r.strategy in fifo
+            and r.step_time > fifo[r.strategy].step_time * (1 + 1e-9)]

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
-
-# a perfect point would make the log of an error undefined
-ERROR_FLOOR = 1e-6
 
 
 def interp_loglog(sizes, times, nbytes: float) -> float:
@@ -23,7 +21,27 @@ def interp_loglog(sizes, times, nbytes: float) -> float:
     return float(np.exp(np.interp(np.log(nbytes), np.log(s), np.log(t))))
 
 
-def geomean_abs(errors) -> float:
-    """Geometric mean of |error| (the headline of every validation), NaN when empty."""
-    errs = [max(abs(e), ERROR_FLOOR) for e in errors]
-    return math.exp(sum(map(math.log, errs)) / len(errs)) if errs else float("nan")
+@dataclass(frozen=True)
+class ErrorSummary:
+    """The headline of every validation: mean and max of |simulated/measured - 1|.
+
+    The arithmetic mean, not a geometric one: a single near-perfect point would drag a
+    geometric mean towards zero and hide the bad points of the same curve.
+    """
+
+    mean: float     # NaN when there are no points
+    max: float
+    n: int
+
+    def within(self, mean_bound: float | None, max_bound: float | None) -> bool:
+        if self.n == 0:
+            return False
+        return ((mean_bound is None or self.mean <= mean_bound)
+                and (max_bound is None or self.max <= max_bound))
+
+
+def error_summary(errors) -> ErrorSummary:
+    errs = [abs(float(e)) for e in errors]
+    if not errs:
+        return ErrorSummary(math.nan, math.nan, 0)
+    return ErrorSummary(sum(errs) / len(errs), max(errs), len(errs))

@@ -36,7 +36,7 @@ FLOORS = [
     # the simulation and its facade
     {"embsim.engine"},
     # what is built from simulations
-    {"embsim.report", "embsim.compare", "embsim.sweep", "embsim.validate"},
+    {"embsim.report", "embsim.compare", "embsim.ablation", "embsim.sweep", "embsim.validate"},
     # the command line
     {"embsim.commands", "embsim.cli", "embsim.__main__"},
 ]

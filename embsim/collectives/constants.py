@@ -77,6 +77,11 @@ class NcclConstants:
     tree_092_allreduce_only: bool
     nvls_allgather_rs: bool             # NVLS AllGather/ReduceScatter (2.27+)
     has_pat: bool
+    pat_factor: float = 0.75            # PAT busBw x (0.85 in 2.23)
+    nvls_lat_old: bool = False          # 2.18: NVLS lat = base (+ NET); NVLSTree + 2(nNodes-1) NET
+    nvlstree_ratio_old: bool = False    # 2.18: NVLSTree algBw 0.70 nNodes/(2(nNodes-1)), later 5/6
+    ll128_chunk_rounding: bool = False  # <= 2.19: runRing rounds LL128 chunks to nthreads x 30 B
+    nvls_small_chunk_multinode: bool = True  # 32 KiB NVLS chunks on slow multi-node NVLS
     ring_plateau_sm80: float = 1.4      # Ring/Simple multi-node latency x, "plateau effect"
     ring_plateau_volta: float = 1.9
 
@@ -107,38 +112,84 @@ NCCL_2_30 = NcclConstants(
     has_pat=True,
 )
 
-# v2.18.3 (the Azure validation curves used 2.18.5): §1.8 of the reference.
+# Older releases, each as its differences from the next newer one (git show
+# vX:src/graph/tuning.cc, src/graph/topo.h, src/device/all_reduce.h; nccl-cost-model.md §1.8).
+_NVL_2_25 = MappingProxyType({60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.6, 100: 40.0})
+_NVL_2_20 = MappingProxyType({60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.6, 100: 40.0})
+_NVL_2_19 = MappingProxyType({60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.0, 100: 40.0})
+
+# 2.27: NVLS AllGather/ReduceScatter, SM100 NVLink 40.1; NVLS bw still min(intra, inter)
+# with the fixed 5/6 ratio (the nvlsEfficiency formula is 2.28's).
+NCCL_2_27 = replace(NCCL_2_30, version="2.27", per_ch_nvlstree=None, nvls_efficiency=None)
+# 2.23-2.26: no NVLS AllGather/ReduceScatter; SM100 NVLink 40.0 from 2.25; PAT x0.85 in 2.23.
+NCCL_2_26 = replace(NCCL_2_27, version="2.26", nvls_allgather_rs=False, nvlink_per_link=_NVL_2_25)
+NCCL_2_24 = replace(NCCL_2_26, version="2.24")
+NCCL_2_23 = replace(NCCL_2_24, version="2.23", pat_factor=0.85)
+# 2.21-2.22: Tree Simple base 0 and hwLat 28; Tree x0.92 for every collective; Ring LL128
+# x0.7 with one GPU per node; no PAT.
+_HW_222 = MappingProxyType({
+    "NVLINK": _lat((.6, 1.25, 28), (.6, 1.9, 3.4), (0, 0, 25), (0, 0, 25), (0, 0, 0)),
+    "PCI": _lat((1.0, 1.9, 28), (1.0, 2.5, 5.7), (0, 0, 0), (0, 0, 0), (0, 0, 0)),
+    "NET": _lat((5.0, 8.5, 28), (2.7, 4.0, 14.0), (0, 0, 18), (0, 0, 14), (0, 0, 0)),
+})
+NCCL_2_22 = replace(NCCL_2_23, version="2.22",
+                    base_lat=_lat((6.8, 14.0, 0.0), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (0, 0, 0)),
+                    hw_lat=_HW_222, ring_ll128_ppn1_factor=0.7, tree_092_allreduce_only=False,
+                    has_pat=False, nvlink_per_link=_NVL_2_20)
+NCCL_2_21 = replace(NCCL_2_22, version="2.21")
+# 2.19-2.20: Ring LL x1/4 (AllReduce, Reduce, multi-node) or x1/3; NVLS hwLat 23.
+NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, hw_lat=MappingProxyType({
+    **_HW_222, "NVLINK": _lat((.6, 1.25, 28), (.6, 1.9, 3.4), (0, 0, 23), (0, 0, 23), (0, 0, 0))}))
+# 2.19: SM90 NVLink 20.0 and runRing's LL128 chunk rounding (gone in 2.20).
+NCCL_2_19 = replace(NCCL_2_20, version="2.19", nvlink_per_link=_NVL_2_19, ll128_chunk_rounding=True,
+                    nvls_small_chunk_multinode=True)
+# 2.18 (the Azure validation curves used 2.18.5): NVLS latency is its base 23 µs (+ NET),
+# Tree Simple hwLat 4 / 6 / 14, the older NVLSTree ratio, no 32 KiB multi-node NVLS chunks.
 NCCL_2_18 = replace(
-    NCCL_2_30,
+    NCCL_2_19,
     version="2.18",
-    base_lat=_lat((6.8, 14.0, 0.0), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (0, 0, 0)),
+    base_lat=_lat((6.8, 14.0, 0.0), (6.6, 14.0, 8.4), (0, 0, 23.0), (0, 0, 23.0), (0, 0, 0)),
     hw_lat=MappingProxyType({
-        "NVLINK": _lat((.6, 1.25, 4.0), (.6, 1.9, 3.4), (0, 0, 25), (0, 0, 25), (0, 0, 0)),
+        "NVLINK": _lat((.6, 1.25, 4.0), (.6, 1.9, 3.4), (0, 0, 0), (0, 0, 0), (0, 0, 0)),
         "PCI": _lat((1.0, 1.9, 6.0), (1.0, 2.5, 5.7), (0, 0, 0), (0, 0, 0), (0, 0, 0)),
-        "NET": _lat((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 18), (0, 0, 20.9), (0, 0, 0)),
+        "NET": _lat((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 18), (0, 0, 19), (0, 0, 0)),
     }),
-    per_ch_nvlstree=None,
-    nvls_efficiency=None,
-    nvlink_per_link=MappingProxyType({60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.0, 100: 40.0}),
-    ring_ll_factor_old=True,
-    ring_ll128_ppn1_factor=0.7,
-    tree_092_allreduce_only=False,
-    nvls_allgather_rs=False,
-    has_pat=False,
+    nvls_lat_old=True,
+    nvlstree_ratio_old=True,
+    nvls_small_chunk_multinode=False,
 )
 
-VERSIONS = MappingProxyType({"2.18": NCCL_2_18, "2.30": NCCL_2_30})
+VERSIONS = MappingProxyType({
+    "2.18": NCCL_2_18, "2.19": NCCL_2_19, "2.20": NCCL_2_20, "2.21": NCCL_2_21, "2.22": NCCL_2_22,
+    "2.23": NCCL_2_23, "2.24": NCCL_2_24, "2.25": replace(NCCL_2_24, version="2.25"),
+    "2.26": NCCL_2_26, "2.27": NCCL_2_27, "2.28": replace(NCCL_2_30, version="2.28"),
+    "2.29": replace(NCCL_2_30, version="2.29"), "2.30": NCCL_2_30,
+})
 DEFAULT_VERSION = "2.30"
 
 
+def nearest_table(logged: str | None) -> str | None:
+    """The table for a logged NCCL version: its own release from 2.18 to 2.30, else the
+    nearest one (older logs -> 2.18, newer -> 2.30); None when the version is unknown."""
+    if not logged or str(logged).strip() in ("", "unknown"):
+        return None
+    try:
+        key = tuple(int(p) for p in str(logged).strip().split(".")[:2])
+    except ValueError:
+        return None
+    tables = sorted(VERSIONS, key=lambda t: tuple(int(p) for p in t.split(".")))
+    older = [t for t in tables if tuple(int(p) for p in t.split(".")) <= key]
+    return older[-1] if older else tables[0]
+
+
 def constants_for(version: str | None) -> NcclConstants:
-    """Constants for "2.18", "2.18.5", "2.30.7", ... (major.minor must be a known table)."""
+    """Constants for "2.18", "2.18.5", "2.27.7", ... (every release from 2.18 to 2.30)."""
     text = DEFAULT_VERSION if version in (None, "", "unknown") else str(version).strip()
     parts = text.split(".")
     key = ".".join(parts[:2])
     if key not in VERSIONS or not all(p.isdigit() for p in parts):
-        raise InputError(f"nccl version {version!r}: known tables are {', '.join(VERSIONS)} "
-                         "(a patch level like 2.18.5 is accepted)")
+        raise InputError(f"--nccl-version {version!r}: releases 2.18 to 2.30 are modelled "
+                         "(a patch level like 2.27.7 is accepted)")
     return VERSIONS[key]
 
 

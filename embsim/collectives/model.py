@@ -3,10 +3,9 @@
 Two times are kept apart on purpose:
   * model_time -- NCCL's own prediction (tuning.cc), which is what NCCL minimises to pick
     the algorithm and protocol;
-  * time -- our simulated time on an idle network: the same latency plus the transfer at
-    the bandwidth the launched kernel really gets. For small messages NCCL launches fewer
-    channels/threads than the model assumes (enqueue.cc runtime trimming), so the
-    transfer part is stretched by the parallelism actually used.
+  * time -- our simulated time on an idle network, from the kernel's pipeline for NCCL's
+    pick (pipeline.py): NCCL's latency, a synchronisation per pipeline step, the chunks
+    NCCL really uses, and the bandwidth of the channels/threads it really launches.
 The plan's demand is the per-link byte pattern of the chosen algorithm, scaled so that
 `latency + max(demand.bytes / capacity[demand.links]) == time` on an idle network.
 """
@@ -25,12 +24,15 @@ from embsim.network import Demand
 
 from . import demand as dm
 from . import nccl_model as nm
+from . import pipeline
 from .busbw import busbw_factor
 from .channels import Graphs, search_graphs
-from .trimming import trimmed_slowdown
 from .constants import NcclConstants, constants_for
 from .p2p import alltoall_time, alltoallv_time, sendrecv_time
+from .servers import server_transfer
 from .shape import CommShape, comm_shape
+
+KERNEL_CONSTS = constants_for(None)
 
 P2P_OPS = ("alltoall", "sendrecv")
 # All-to-all route tables depend only on the topology's structure (node type, shape) and
@@ -77,6 +79,7 @@ class CollectiveModel:
         self._plans: dict = {}
         self._shapes: dict = {}
         self._units: dict = {}
+        self._pairs: dict = {}
 
     # ------------------------------------------------------------ communicator
     def shape(self, ranks: tuple[int, ...]) -> tuple[CommShape, Graphs]:
@@ -85,6 +88,30 @@ class CollectiveModel:
             s = comm_shape(self.topology, ranks, self.consts)
             hit = self._shapes[ranks] = (s, search_graphs(s))
         return hit
+
+    def _pair(self, op, algo, proto, ranks, shape, graphs) -> tuple[float, float]:
+        """NCCL's latency (µs) and the kernel's bandwidth (GB/s) of a pair; size-independent."""
+        key = (op, algo, proto, ranks)
+        hit = self._pairs.get(key)
+        if hit is None:
+            hit = self._pairs[key] = (
+                nm.latency(op, algo, proto, shape, graphs, self.consts),
+                # what the hardware delivers: the newest table's protocol efficiencies
+                # (2.18-2.20 charged LL a quarter of the link, 2.21+ the half its 8-of-16 B
+                # lines carry); the version's own table only steers NCCL's choice
+                # and the file's links where they differ from what NCCL's constants know
+                nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS) * shape.kernel_scale)
+        return hit
+
+    @property
+    def view_note(self) -> str:
+        """A line for the output when the topology file and NCCL's own view disagree."""
+        from .shape import fabric_ratio
+        node = self.topology.node
+        r, note = fabric_ratio(node.fabric, int(node.gpu.arch))
+        if not note or abs(r / node.fabric.nvlink_whatif_scale - 1.0) <= 1e-9:
+            return ""
+        return note
 
     def _alltoall_routes(self, ranks: tuple[int, ...]) -> dm.AlltoallRoutes:
         t = self.topology
@@ -157,9 +184,11 @@ class CollectiveModel:
             algo, proto, lat_us, model_us, time_us = "P2P", t.proto, t.latency, t.time, t.time
         else:
             choice = nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
-            slowdown = trimmed_slowdown(op, nbytes, choice.algo, choice.proto, shape, graphs, self.consts)
-            algo, proto, lat_us, model_us = choice.algo, choice.proto, choice.latency, choice.time
-            time_us = lat_us + (choice.time - choice.latency) * slowdown
+            algo, proto, model_us = choice.algo, choice.proto, choice.time
+            # NCCL picks on its own model; the time is the kernel's pipeline for that pick
+            lat0, bw0 = self._pair(op, algo, proto, ranks, shape, graphs)
+            t = pipeline.collective_time(op, algo, proto, nbytes, shape, graphs, self.consts, lat0, bw0)
+            lat_us, time_us = t.latency, t.time
         source = "model"
         if (op, n) in self.measured:
             sizes, times = self.measured[(op, n)]
@@ -173,6 +202,16 @@ class CollectiveModel:
         else:
             time = max(time, latency + dem.bottleneck_time(self.capacity))
         return CollectivePlan(op, nbytes, n, algo, proto, time, latency, dem, model_us * 1e-6, source)
+
+    def plan_servers(self, op: str, matrix, ranks: Sequence[int]) -> CollectivePlan:
+        """A parameter-server push or pull (collectives.servers): not NCCL, no tuning."""
+        key = (op, tuple(ranks), np.asarray(matrix, dtype=np.float64).tobytes())
+        hit = self._plans.get(key)
+        if hit is None:
+            latency, time, demand = server_transfer(self.topology, self.capacity, op, matrix, ranks)
+            hit = self._plans[key] = CollectivePlan(op, int(np.sum(matrix)), len(ranks), "PS", "net",
+                                                    time, latency, demand, time)
+        return hit
 
     def plan_alltoallv(self, matrix, ranks: Sequence[int]) -> CollectivePlan:
         """All-to-all-v: matrix[i, j] bytes from ranks[i] to ranks[j] (any rank order)."""

@@ -44,7 +44,11 @@ def parse_filter(text: str | None, kind: str) -> frozenset[str] | None:
         raise InputError(f"--{kind} {text!r}: unknown {kind} {bad[0] if bad else '(empty)'!r}; "
                          f"known: {', '.join(universe)} (comma list, '^' to exclude)")
     chosen = {names[t] for t in items}
-    return frozenset(u for u in universe if (u not in chosen) == exclude)
+    kept = frozenset(u for u in universe if (u not in chosen) == exclude)
+    if not kept:
+        raise InputError(f"--{kind} {text!r} excludes every {kind} ({', '.join(universe)}); "
+                         f"NCCL would have nothing to run")
+    return kept
 
 
 def nsteps(op: str, n_ranks: int) -> int:
@@ -153,7 +157,7 @@ def bandwidth(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
         if nn > 1 and shape.nics_per_node < 2:
             bus *= 0.85
     elif algo == "PAT":
-        bus *= 0.75
+        bus *= consts.pat_factor
     if op in ("all_gather", "reduce_scatter") and algo not in ("Ring",):
         return bus                      # already per-rank for non-ring AG/RS
     if algo == "Ring":
@@ -161,7 +165,7 @@ def bandwidth(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
     elif algo in ("NVLS", "NVLSTree"):
         if consts.nvls_efficiency is not None:
             ratio = n / steps
-        elif algo == "NVLS":
+        elif algo == "NVLS" or not consts.nvlstree_ratio_old:
             ratio = 5.0 / 6.0
         else:
             ratio = 0.70 * nn / (2 * (nn - 1))
@@ -197,6 +201,10 @@ def latency(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
             lat += steps * per
     elif algo == "Tree":
         lat += 2 * ((ppn - 1) * intra + log2n * inter)
+    elif consts.nvls_lat_old and algo == "NVLS":
+        lat += consts.hw_lat["NET"][algo][pi] if nn > 1 else 0.0
+    elif consts.nvls_lat_old and algo == "NVLSTree":
+        lat += 2 * (nn - 1) * consts.hw_lat["NET"][algo][pi]
     elif algo == "NVLS":
         lat = intra + (inter if nn > 1 else 0.0)
     elif algo == "NVLSTree":
@@ -237,10 +245,15 @@ def algo_time(op: str, algo: str, proto: str, nbytes: float, shape: CommShape, g
 
 def candidates(op: str, shape: CommShape, graphs: Graphs, consts: NcclConstants,
                algos: frozenset[str] | None = None, protos: frozenset[str] | None = None):
-    """Enabled pairs after NCCL_ALGO/NCCL_PROTO filters (empty filter result: NCCL's defaults)."""
+    """Enabled pairs after NCCL_ALGO/NCCL_PROTO filters; none left is refused, as NCCL
+    refuses it ("no algorithm/protocol available")."""
     pairs = default_enabled(op, shape, graphs, consts)
     kept = [(a, p) for a, p in pairs if (algos is None or a in algos) and (protos is None or p in protos)]
-    return kept or pairs
+    if not kept:
+        avail = ", ".join(f"{a}/{p}" for a, p in pairs)
+        raise InputError(f"{op}: the algo/proto override leaves nothing NCCL can run on this "
+                         f"communicator (available: {avail})")
+    return kept
 
 
 def select(op: str, nbytes: float, shape: CommShape, graphs: Graphs, consts: NcclConstants,

@@ -1,13 +1,27 @@
 """Send/Recv and AlltoAll: NCCL's p2p path, which its tuning model does not cover (§1.9).
 
-NCCL has no bandwidth/latency table for p2p, so we build one from the same facts the
-collective model uses: the link bandwidths NCCL's topology assigns (NVLink count x
-per-link constant, PCIe width x speed, NIC Gb/s / 8), the LL protocol's 50 % data
-efficiency below the LL threshold, and the per-step latencies of the hwLat table.
+NCCL has no bandwidth/latency table for p2p; its choices are rules, and we follow them:
+
+* channels per peer (paths.cc ncclTopoGetNchannels): an NVLink peer gets
+  2 x (path bw / per-link bw) channels, a PCIe peer 2, a network peer
+  max(#NICs, ceil(NIC bw / 14 GB/s)); rounded up to a power of two and capped by the
+  p2p channel count (pow2Up of the comm's channels); across nodes halved until every peer
+  of a round fits (ncclTopoComputeP2pChannels).
+* parts (enqueue.cc addP2pToPlan): an op starts on nChannelsMin channels (halved until
+  nChannelsMin x nRanks fits in the p2p channels) and doubles while a part is larger than
+  32 steps (one step across nodes), up to the channels per peer.
+* steps: every part moves in chunks of NCCL_P2P_NVL_CHUNKSIZE 512 KiB over NVLink,
+  NCCL_P2P_PCI_CHUNKSIZE / NCCL_P2P_NET_CHUNKSIZE 128 KiB over PCIe and the network
+  (init.cc), and each chunk pays the Simple protocol's per-step synchronisation
+  (pipeline.step_us); LL below 16 KiB per channel (enqueue.cc NCCL_P2P_LL_THRESHOLD).
+* peers in flight: p2pnChannels / channels-per-op x NCCL_MAX_DEV_WORK_P2P_PER_BATCH (8)
+  ops run at once; more peers run in rounds, each paying its steps.
+* bandwidth: the link bandwidths NCCL's topology assigns (NVLink count x per-link
+  constant, PCIe width x speed, NIC Gb/s / 8), LL at half (8 data bytes per 16 B line).
 
 AlltoAll with S bytes per rank, n ranks, g per node: each GPU moves S(g-1)/n to local
-peers over its fabric link and S(n-g)/n to remote peers through ONE rail NIC (PXN:
-the data first hops over NVLink to the GPU on the destination's rail, which adds
+peers over its fabric link and S(n-g)/n to remote peers through ONE rail NIC (PXN: the
+data first hops over NVLink to the GPU on the destination's rail, which adds
 S(g-1)(N-1)/n NVLink bytes). NCCL cannot aggregate several NICs for one GPU's
 all-to-all (nccl-tests#267), hence one NIC per GPU.
 """
@@ -19,23 +33,78 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .constants import NcclConstants, PROTOS
+from . import pipeline
+from .constants import MAXCHANNELS, PROTOS, NcclConstants, nvlink_per_link
 from .shape import CommShape
 
-P2P_LL_THRESHOLD = 16384            # bytes per channel (enqueue.cc 859)
-P2P_PER_BATCH = 8                   # NCCL_MAX_DEV_WORK_P2P_PER_BATCH (peers per round)
+P2P_LL_THRESHOLD = 16384            # bytes per channel (enqueue.cc)
+P2P_PER_BATCH = 8                   # NCCL_MAX_DEV_WORK_P2P_PER_BATCH
+P2P_NVL_CHUNK = 512 << 10           # NCCL_P2P_NVL_CHUNKSIZE
+P2P_PCI_CHUNK = 128 << 10           # NCCL_P2P_PCI_CHUNKSIZE
+P2P_NET_CHUNK = 128 << 10           # NCCL_P2P_NET_CHUNKSIZE
+P2P_PER_CHANNEL_NET_BW = 14.0       # GB/s, NCCL_P2P_PER_CHANNEL_NET_BW
 LL_EFFICIENCY = 0.5                 # 8 data bytes per 16-byte LL line
+
+
+def _pow2_up(x: int) -> int:
+    return 1 << max(0, int(x - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class P2PChannels:
+    total: int          # p2pnChannels
+    per_peer: int       # p2pnChannelsPerPeer
+    chunk: int          # bytes per step on the slowest path used
+
+
+def p2p_channels(shape: CommShape, consts: NcclConstants, comm_channels: int, peers: int) -> P2PChannels:
+    total = min(_pow2_up(min(comm_channels, MAXCHANNELS)), MAXCHANNELS)
+    if shape.n_nodes > 1:
+        nics = max(1, shape.nics_per_node)
+        per = max(nics, math.ceil(shape.nic_bw / P2P_PER_CHANNEL_NET_BW)) if shape.nic_bw > 0 else 2
+    elif shape.intra == "pcie":
+        per = 2
+    else:
+        per = 2 * max(1, int(shape.nvlink_bw / nvlink_per_link(consts, shape.arch)))
+    per = min(_pow2_up(per), total)
+    if shape.n_nodes > 1:
+        while per * math.ceil(peers / P2P_PER_BATCH) > total and per > 1:
+            per //= 2
+    if shape.n_nodes > 1:
+        chunk = P2P_NET_CHUNK
+    elif shape.intra == "pcie":
+        chunk = P2P_PCI_CHUNK
+    else:
+        chunk = P2P_NVL_CHUNK
+    return P2PChannels(total, per, chunk)
+
+
+def op_channels(nbytes: float, ch: P2PChannels, n_ranks: int, multi_node: bool) -> int:
+    """Channels one send (or recv) of `nbytes` is split over (enqueue.cc addP2pToPlan)."""
+    ch_min = ch.per_peer
+    while ch_min * n_ranks > ch.total and ch_min > 1:
+        ch_min //= 2
+    step = ch.chunk
+    min_part = step // 2 if multi_node else step // 8
+    max_part = step if multi_node else step * 32
+    nch = max(1, min(ch_min, math.ceil(nbytes / min_part)))
+    part = max(min_part, math.ceil(nbytes / nch))
+    while part > max_part and nch <= ch.per_peer // 2:
+        nch *= 2
+        part = math.ceil(nbytes / nch)
+    return nch
 
 
 @dataclass(frozen=True)
 class P2PTime:
     proto: str
-    latency: float        # µs
+    latency: float        # µs: NCCL's hop latency plus the per-step syncs
     intra_bytes: float    # bytes per GPU over its fabric link (max over GPUs)
     inter_bytes: float    # bytes per GPU through its NIC (max over GPUs)
     intra_bw: float       # GB/s achieved per GPU
     inter_bw: float       # GB/s achieved per NIC
     time: float           # µs
+    steps: int = 0        # synchronised chunk steps on the critical path
 
     @property
     def transfer(self) -> float:
@@ -44,35 +113,30 @@ class P2PTime:
         return max(a, b)
 
 
-def channels_per_peer(channels: int, peers: int) -> int:
-    """p2p channels one peer gets: p2pnChannels (a power of two <= comm channels) shared
-    by the peers of one batch (paths.cc ~918-1000, simplified to an even split)."""
-    p2p = 1 << (max(1, channels).bit_length() - 1)
-    return max(1, p2p // max(1, min(peers, P2P_PER_BATCH)))
-
-
-def _proto(bytes_per_peer: float, channels: int, peers: int) -> str:
-    ll = bytes_per_peer <= channels_per_peer(channels, peers) * P2P_LL_THRESHOLD
-    return "LL" if ll else "Simple"
-
-
 def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_bytes: float,
              bytes_per_peer: float, peers: int, channels: int, proto: str | None = None) -> P2PTime:
     """Time of a p2p group given per-GPU bytes per link class (µs, NCCL units)."""
-    proto = proto or _proto(bytes_per_peer, channels, peers)
+    ch = p2p_channels(shape, consts, channels, peers)
+    multi = shape.n_nodes > 1
+    nch = op_channels(bytes_per_peer, ch, shape.n_ranks, multi)
+    if proto is None:
+        proto = "LL" if bytes_per_peer <= nch * P2P_LL_THRESHOLD else "Simple"
     if proto == "LL128":          # p2p has no LL128 path; NCCL falls back to Simple
         proto = "Simple"
     pi = PROTOS.index(proto)
     eff = LL_EFFICIENCY if proto == "LL" else 1.0
-    intra_bw = shape.intra_bw * eff
+    intra_bw = shape.intra_bw * shape.fabric_ratio * eff
     inter_bw = (shape.nic_path_bw or 1e-9) * eff
-    rounds = max(1, math.ceil(peers / P2P_PER_BATCH))
-    step = consts.hw_lat[shape.intra_hw]["Ring"][pi]
+    in_flight = max(1, ch.total // max(1, nch) * P2P_PER_BATCH)
+    rounds = max(1, math.ceil(peers / in_flight))
+    step = ch.chunk if proto == "Simple" else pipeline.step_bytes("LL")
+    steps = rounds * max(1, math.ceil(bytes_per_peer / (nch * step)))
+    hop = consts.hw_lat[shape.intra_hw]["Ring"][pi]
     if inter_bytes > 0:
-        step = max(step, consts.hw_lat["NET"]["Ring"][pi] + shape.nic_latency_us)
-    lat = consts.base_lat["Ring"][pi] + rounds * step
-    t = P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, 0.0)
-    return P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, lat + t.transfer)
+        hop = max(hop, consts.hw_lat["NET"]["Ring"][pi] + shape.nic_latency_us)
+    lat = consts.base_lat["Ring"][pi] + rounds * hop + steps * pipeline.step_us(proto, shape, consts)
+    t = P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, 0.0, steps)
+    return P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, lat + t.transfer, steps)
 
 
 def alltoall_time(shape: CommShape, consts: NcclConstants, nbytes: float, channels: int,

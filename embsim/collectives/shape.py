@@ -30,6 +30,11 @@ class CommShape:
     nics_per_node: int
     cpu_vendor: str = "intel"
     nic_latency_us: float = 0.0
+    # The topology file's fabric bandwidth over the one NCCL's constants stand for (its
+    # per-link constant is an achieved rate for the *spec* link of that arch): 1 when the
+    # file describes the hardware NCCL knows; else NCCL still chooses on its own view
+    # (it reads no link speeds, only arch and link counts) but the data moves at the file's.
+    fabric_ratio: float = 1.0
 
     def __post_init__(self) -> None:
         if self.intra not in INTRA_KINDS:
@@ -48,11 +53,68 @@ class CommShape:
         return "NVLINK" if self.intra != "pcie" else "PCI"
 
     @property
+    def kernel_scale(self) -> float:
+        """Factor on NCCL's bandwidth for the time the file's links give.
+
+        One node: the fabric ratio. Several nodes: only the fabric side of the slower of
+        the fabric and the GPU's share of the NICs moves with the file.
+        """
+        r = self.fabric_ratio
+        if r == 1.0:
+            return 1.0
+        if self.n_nodes == 1 or self.nic_bw <= 0:
+            return r
+        inter = self.nic_path_bw * max(1, self.nics_per_node) / max(1, self.ppn)
+        base = min(self.intra_bw, inter)
+        return min(self.intra_bw * r, inter) / base if base > 0 else r
+
+    @property
     def nic_path_bw(self) -> float:
         """GPU -> NIC path bandwidth: the slower of the PCIe hop and the NIC itself."""
         if self.nic_bw <= 0:
             return 0.0
         return min(self.nic_bw, self.pcie_bw) if self.pcie_bw > 0 else self.nic_bw
+
+
+# Spec per-direction rates NCCL's constants stand for. NVLink per link: NVLink 1 (P100) 20,
+# NVLink 2/3/4 (V100, A100, H100; also Turing bridges) 25, NVLink 5 (B200) 50 GB/s
+# (hardware.md §4.1: 6 x 25 = 150, 12 x 25 = 300, 18 x 25 = 450, 18 x 50 = 900; Turing
+# bridge 2 x 25); GA102 (sm86) 4 links give 112.5 GB/s both ways (NVIDIA GA102
+# whitepaper), 14.0625 per link per direction. PCIe per lane: 8 GT/s 128b/130b = 0.985,
+# doubling per generation (x16: Gen4 ~31.5, Gen5 ~63, Gen6 ~121; hardware.md §4.1).
+SPEC_NVLINK_PER_LINK = {60: 20.0, 70: 25.0, 75: 25.0, 80: 25.0, 86: 14.0625, 89: 25.0, 90: 25.0, 100: 50.0}
+SPEC_PCIE_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+AGREE = 0.03      # a file within 3 % of the spec rate describes the hardware NCCL knows
+
+
+def spec_nvlink_per_link(arch: int) -> float:
+    if arch in SPEC_NVLINK_PER_LINK:
+        return SPEC_NVLINK_PER_LINK[arch]
+    fam = 100 if arch >= 100 else 90 if arch >= 90 else 80 if arch >= 80 else 70 if arch >= 70 else 60
+    return SPEC_NVLINK_PER_LINK[fam]
+
+
+def fabric_ratio(fab, arch: int) -> tuple[float, str]:
+    """(file / spec, note) for the intra-node fabric NCCL's view is built from."""
+    if fab.kind in ("nvswitch", "nvlink-mesh", "nvlink-bridge"):
+        links, gbps = fab.nvlink_links_per_gpu, fab.nvlink_gbps
+        if not links or not gbps:
+            return 1.0, ""
+        spec = links * spec_nvlink_per_link(arch)
+        what = f"NVLink {gbps:g} GB/s per GPU where {links} sm{arch} links are {spec:g}"
+    elif fab.kind == "pcie":
+        if not fab.pcie_gen or not fab.pcie_lanes or not fab.pcie_gbps:
+            return 1.0, ""
+        spec = fab.pcie_lanes * SPEC_PCIE_PER_LANE.get(int(fab.pcie_gen), 0.985)
+        gbps = fab.pcie_gbps
+        what = f"PCIe {gbps:g} GB/s where Gen{fab.pcie_gen} x{fab.pcie_lanes} is {spec:.1f}"
+    else:
+        return 1.0, ""
+    r = float(gbps) / spec
+    if abs(r - 1.0) <= AGREE:
+        return 1.0, ""
+    return r, (f"topology file disagrees with NCCL's view: {what}; NCCL's algorithm choice "
+               f"uses its own constants, collective times use the file (x{r:.3g})")
 
 
 def pcie_gbps_nccl(gen: int | None, lanes: int | None) -> float:
@@ -64,6 +126,21 @@ def pcie_gbps_nccl(gen: int | None, lanes: int | None) -> float:
         return 12.0  # PCI_BW default (topo.h), Gen3 x16
     speed = {1: 15, 2: 30, 3: 60, 4: 120, 5: 240, 6: 480}.get(int(gen), 60)
     return lanes * speed / 80.0
+
+
+def _nvlink_connected(gpus: set[int], pairs) -> bool:
+    """True when `gpus` lie in one component of the NVLink graph (pairs: (a, b, links))."""
+    if len(gpus) <= 1:
+        return True
+    parent = {}
+
+    def find(x):
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+    for a, b, _ in pairs:
+        parent[find(a)] = find(b)
+    return len({find(g) for g in gpus}) == 1
 
 
 def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants | None = None) -> CommShape:
@@ -87,7 +164,10 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
     if kind == "nvswitch":
         intra = "nvswitch"
     elif kind in ("nvlink-mesh", "nvlink-bridge"):
-        intra = "nvlink"
+        # NVLink rings only exist when the node's ranks are NVLink-connected (a bridged
+        # pair, a cube-mesh); otherwise NCCL's channels cross PCIe / host memory.
+        local = {r % topology.gpus_per_node for r in ranks}
+        intra = "nvlink" if _nvlink_connected(local, fab.nvlink_pairs) else "pcie"
     else:
         intra = "pcie"
     links = fab.nvlink_links_per_gpu or 0
@@ -103,4 +183,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         nic_bw=float(node.nics.gbit) / 8.0 if nics else 0.0, nics_per_node=int(nics),
         # NCCL's IB plugin reports a NIC latency of 0 (net_ib getProperties), so graph
         # latencyInter is 0; the YAML adapter latency is for the simulated links only.
-        cpu_vendor=(fab.cpu_vendor or "intel"), nic_latency_us=0.0)
+        cpu_vendor=(fab.cpu_vendor or "intel"), nic_latency_us=0.0,
+        fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
+        if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])

@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 
 import click
+from rich.console import Console
+from rich.table import Table
 
-from ..compare import compare, parse_names
+from ..ablation import ablation as run_ablation
+from ..compare import compare, losses_to_fifo, parse_names
+from ..errors import InputError
+from ..report.units import human_time
 from ..report.compare_table import print_matrix
 from ..report.result_json import compare_json
 from ..schedulers import SCHEDULERS
@@ -22,9 +27,23 @@ from .options import config_from_options, simulation_options
               help="parallel worker processes (at most 2)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a bar chart (PNG)")
 @click.option("--json", "as_json", is_flag=True, help="print the matrix as JSON")
-def command(strategies, schedulers, workers, plot, as_json, **options):
-    """Simulate every strategy x scheduler and rank them by step time."""
+@click.option("--ablation", is_flag=True,
+              help="EmbRace 2D taken apart: one strategy (--strategies, default embrace) under fifo, "
+                   "priority, embrace-2d and embrace-2d with each part off")
+def command(strategies, schedulers, workers, plot, as_json, ablation, **options):
+    """Simulate every strategy x scheduler and rank them by step time.
+    --option NAME.KEY=VALUE reaches only the strategy or scheduler called NAME."""
     cfg, option_bag = config_from_options(options)
+    if ablation:
+        names = parse_names(strategies or "embrace", STRATEGIES, "--strategies")
+        if len(names) != 1:
+            raise InputError(f"--ablation takes one strategy, got --strategies {strategies}")
+        result = run_ablation(cfg, names[0], option_bag)
+        if as_json:
+            click.echo(json.dumps(result.as_json(), indent=2))
+        else:
+            print_ablation(result)
+        return
     result = compare(cfg, parse_names(strategies, STRATEGIES, "--strategies"),
                      parse_names(schedulers, SCHEDULERS, "--schedulers"), workers=workers,
                      options=option_bag)
@@ -39,3 +58,22 @@ def command(strategies, schedulers, workers, plot, as_json, **options):
         print_matrix(result)
         if plot:
             click.echo(f"wrote {plot} (bar chart)")
+        for line in losses_to_fifo(result.rows):
+            click.echo(f"slower: {line}")
+
+
+def print_ablation(result, console: Console | None = None) -> None:
+    console = console or Console(width=160)
+    cfg = result.config
+    t = Table(title=f"{result.strategy} on {cfg.topology}, {cfg.model}: EmbRace 2D part by part",
+              title_justify="left")
+    for col in ("run", "step", "exposed comm", "vs embrace-2d", "vs fifo"):
+        t.add_column(col, justify="left" if col == "run" else "right")
+    full, fifo = result.full, result.fifo
+    for label, r in result.rows:
+        t.add_row(label, human_time(r.step_time), human_time(r.exposed_comm),
+                  f"{(r.step_time - full.step_time) * 1e3:+.2f} ms", f"{(r.step_time - fifo.step_time) * 1e3:+.2f} ms")
+    console.print(t)
+    console.print(f"compute times: {full.compute_source}")
+    for line in result.bottlenecks():
+        console.print(f"slower than fifo: {line}")

@@ -23,7 +23,7 @@ from embsim.errors import InputError
 @click.option("-g", "--ngpus", default="1", show_default=True, help="GPUs driven by one process (launch cost)")
 @click.option("--algo", default=None, help='NCCL_ALGO syntax, e.g. "Ring", "Tree,Ring", "^NVLS"')
 @click.option("--proto", default=None, help='NCCL_PROTO syntax, e.g. "LL128", "^LL"')
-@click.option("--nccl-version", default="2.30", show_default=True, help="constant table: 2.18 or 2.30")
+@click.option("--nccl-version", default="2.30", show_default=True, help="NCCL release whose choices and kernels to model, 2.18 to 2.30 (e.g. 2.27.7)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of the table")
 def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, algo, proto,
             nccl_version, as_json):
@@ -49,8 +49,11 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
     label = f"{topo.preset}:{topo.n_nodes}x{topo.gpus_per_node}"
     if as_json:
         click.echo(json.dumps({"topology": label, "op": op, "ranks": topo.n_gpus,
-                               "nccl_version": model.consts.version, "rows": nt.rows_json(rows)}, indent=1))
+                               "nccl_version": model.consts.version, "view_note": model.view_note,
+                               "rows": nt.rows_json(rows)}, indent=1))
     else:
         header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "
                   f"NCCL {model.consts.version} model, -g {gpus}")
+        if model.view_note:
+            header += f"\n# {model.view_note}"
         click.echo(nt.format_table(rows, header))

@@ -36,7 +36,24 @@ def show(spec: str, as_json: bool) -> None:
 
 @command.command("list")
 def list_cmd() -> None:
-    """List the preset names and where they are looked up."""
-    for name in list_presets():
-        click.echo(name)
+    """List the presets, one line each (name and description), and where they are looked up."""
+    names = list_presets()
+    width = max((len(n) for n in names), default=0)
+    for name in names:
+        click.echo(f"{name:<{width}}  {_description(name)}")
     click.echo(f"# looked up in this order: {', '.join(str(d) for d in preset_dirs())}", err=True)
+
+
+def _description(name: str) -> str:
+    """A preset's `description:` line, read without building the topology."""
+    import yaml
+
+    from embsim.topology.clusterspec import find_preset
+    path = find_preset(name)
+    try:
+        doc = yaml.safe_load(path.read_text()) if path else None
+    except (OSError, yaml.YAMLError):
+        doc = None
+    text = str(doc.get("description", "")) if isinstance(doc, dict) else ""
+    return text.split(". ")[0]       # the first sentence: one line per preset
+

@@ -4,8 +4,9 @@
     embsim validate --nccl-tests              # every packaged validation file
     embsim validate --trace traces/X.yaml [--json] [--max-error E]
 
-Exit status 1 when the geometric-mean error exceeds --max-error (for CI), or when a
-strategy of the trace could not be simulated at all under --max-error.
+Exit status 1 (for CI) when a curve's mean |error| exceeds --mean-error, when any point's
+|error| exceeds --max-error, or when a strategy of the trace could not be simulated at all
+under either bound.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import math
 import click
 
 from ..errors import InputError
+from ..validate import (collective_errors, collective_json, collective_summary, collective_table,
+                        plot_collectives, step_errors, step_json, step_summary, step_table)
 from .checks import MAX_ITERATIONS, FiniteFloat, count
-from ..validate import (collective_errors, collective_geomean, collective_json, collective_table,
-                        plot_collectives, step_errors, step_geomean, step_json, step_table)
 
 
 @click.command("validate")
@@ -33,21 +34,26 @@ from ..validate import (collective_errors, collective_geomean, collective_json, 
 @click.option("--iterations", type=count(2, MAX_ITERATIONS), default=4, show_default=True,
               help="simulated steps (--trace)")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--mean-error", type=FiniteFloat(0, None),
+              help="exit 1 when a curve's mean |error| exceeds this (0.05 = 5 %)")
 @click.option("--max-error", type=FiniteFloat(0, None),
-              help="exit 1 when the geometric mean |error| exceeds this (0.1 = 10 %)")
+              help="exit 1 when any point's |error| exceeds this (0.15 = 15 %)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of measured vs simulated curves")
-def command(inputs, nccl_tests, trace, topology, op, placement, iterations, as_json, max_error, plot):
+def command(inputs, nccl_tests, trace, topology, op, placement, iterations, as_json, mean_error, max_error,
+            plot):
     """Compare simulated nccl-tests curves or training steps with real measurements."""
     if bool(nccl_tests) == bool(trace):
         raise InputError("validate: give exactly one of --nccl-tests [LOG...] or --trace FILE")
     if inputs and not nccl_tests:
         raise InputError(f"validate: {inputs[0]}: positional files are nccl-tests inputs; add --nccl-tests")
-    if max_error is not None and not max_error > 0:
-        raise InputError(f"--max-error {max_error}: must be positive")
+    for flag, bound in (("--mean-error", mean_error), ("--max-error", max_error)):
+        if bound is not None and not bound > 0:
+            raise InputError(f"{flag} {bound}: must be positive")
     unsimulated = 0
     if nccl_tests:
         curves = collective_errors(list(inputs), topology, placement, op)
-        geomean = collective_geomean(curves)
+        # every curve on its own, so one good curve cannot average a bad one away
+        summaries = [(c.name, c.summary) for c in curves] + [("all curves", collective_summary(curves))]
         if plot:
             plot_collectives(curves, plot)
         click.echo(json.dumps(collective_json(curves), indent=2) if as_json else collective_table(curves))
@@ -56,16 +62,26 @@ def command(inputs, nccl_tests, trace, topology, op, placement, iterations, as_j
             raise InputError("--plot is for --nccl-tests curves")
         rows = step_errors(trace, iterations=iterations)
         unsimulated = sum(r.simulated_s is None for r in rows)
-        geomean = step_geomean(rows)
+        summaries = [(str(trace), step_summary(rows))]
         click.echo(json.dumps(step_json(rows), indent=2) if as_json else step_table(rows))
         if rows and unsimulated == len(rows):
             click.echo(f"embsim: error: validate: {trace}: no strategy could be simulated", err=True)
             return 1
-    if max_error is not None:
-        if math.isnan(geomean) or geomean > max_error or unsimulated:
-            why = (f"{unsimulated} strategies could not be simulated" if unsimulated
-                   else f"geometric mean error {geomean:.1%} exceeds --max-error {max_error:.1%}")
+    if mean_error is not None or max_error is not None:
+        problem = None
+        if unsimulated:
+            problem = f"{unsimulated} strategies could not be simulated"
+        for name, s in summaries:
+            if problem:
+                break
+            if s.n == 0 or math.isnan(s.mean):
+                problem = f"{name}: no points to compare"
+            elif mean_error is not None and s.mean > mean_error:
+                problem = f"{name}: mean |error| {s.mean:.1%} exceeds --mean-error {mean_error:.1%}"
+            elif max_error is not None and s.max > max_error:
+                problem = f"{name}: max |error| {s.max:.1%} exceeds --max-error {max_error:.1%}"
+        if problem:
             # the same one-line form as every other error; exit 1 (a result, not bad input)
-            click.echo(f"embsim: error: validation failed: {why}", err=True)
+            click.echo(f"embsim: error: validation failed: {problem}", err=True)
             return 1
     return 0

@@ -35,6 +35,8 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
         ops[fwd_name(n)] = ComputeOp(fwd_name(n), ctx.layer_fwd[n])
         ops[bwd_name(n)] = ComputeOp(bwd_name(n), ctx.layer_bwd[n])
     stream = [ops[op_id] for op_id in stream_order(layers, per_layer) if op_id in ops]
+    # a scheduler may reorder computation (EmbRace: input gradients before weight gradients)
+    stream = list(scheduler.rewrite_stream(stream, ctx))
 
     for before, op in strategy_plan.extra:
         ids = [s.id for s in stream]

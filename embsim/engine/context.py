@@ -3,12 +3,10 @@ estimate), optimizer times and the token statistics of every embedding table."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..plan.context import StepContext, TableTraffic
 from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, optimizer_step_time,
                                  sparse_optimizer_step_time)
-from ..workload.tokens import TokenStats
+from ..workload.tokens import RowTouches, TokenStats
 from .trace_times import trace_layer_times
 
 GiB = 1 << 30
@@ -18,21 +16,19 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
     out = {}
     for table in model.tables:
         owner = model.table_owner(table.name)
-        stats = stats_for(table)
-        # rows touched with repeats: the input lookups plus sparse output-side rows
-        # (e.g. a sampled softmax tied to the table)
-        t = model.row_touches(table.name)
-        union = stats.union(n_gpus, t)
-        # fraction of this step's lookups whose row the next step (all GPUs) reads again
-        touched_next = -np.expm1(n_gpus * t * np.log1p(-stats.probs))
+        # rows one GPU's step touches: its tokens' rows plus a sampled softmax's distinct
+        # candidates (the softmax's true classes are the same tokens' rows)
+        touches = RowTouches(stats_for(table), tokens=float(model.batch * table.lookups_per_sample),
+                             candidates=table.sampled)
         out[owner] = TableTraffic(
             table=table.name, layer=owner, vocab=table.vocab, dim=table.dim,
             lookups_per_gpu=float(model.batch * table.lookups_per_sample),
-            unique_per_gpu=stats.unique(t), unique_union=union,
-            unique_next_overlap=stats.overlap(n_gpus * t, n_gpus * t),
-            lookup_fraction_next=float(np.sum(stats.probs * touched_next)),
+            unique_per_gpu=touches.unique(), unique_union=touches.union(n_gpus),
+            unique_next_overlap=touches.next_overlap(n_gpus),
+            lookup_fraction_next=touches.read_fraction_next(n_gpus),
             dense_grad=model.dense_gradient(table.name),
-            row_probs=stats.probs)
+            row_probs=touches.reads / touches.reads.sum(),
+            row_inclusion=touches.inclusion)
     return out
 
 

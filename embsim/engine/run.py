@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from ..collectives import CollectiveModel
 from ..collectives.busbw import busbw_factor
+from ..collectives.servers import SERVER_OPS
 from ..network import Network
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
@@ -49,6 +50,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     scheduler = SCHEDULERS.get(cfg.scheduler).from_options(cfg.scheduler_options)
     scheduler.check(strategy)
 
+    topo = strategy.topology(topo)     # e.g. parameter-server machines attached
     measured = MeasuredInputs.resolve(trace, topo)
     ctx, compute_source = step_context(model, topo, measured, cfg, strategy.dense_table_gradient)
     splan = strategy.plan(ctx)
@@ -62,13 +64,17 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     if curves:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"
     collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves)
+    if collectives.view_note:
+        compute_source += f"; {collectives.view_note}"
     ranks = tuple(range(topo.n_gpus))
     engine = Engine(plan, scheduler, classes, collectives,
                     lambda env: Network(env, topo.capacity), ranks,
                     iterations=cfg.iterations, **resolved_interference(cfg, measured, topo))
     run = engine.run()
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in dict.fromkeys(l.kind for l in topo.links)}
-    metrics = step_metrics(run, lambda r: r.nbytes * busbw_factor(r.op, topo.n_gpus), kinds, topo.capacity)
+    # a PS push/pull's size is what one worker sends or receives
+    metrics = step_metrics(run, lambda r: r.nbytes * (1.0 if r.op in SERVER_OPS else busbw_factor(r.op, topo.n_gpus)),
+                           kinds, topo.capacity)
 
     samples_per_s = topo.n_gpus * model.batch / metrics.step_time
     efficiency = None

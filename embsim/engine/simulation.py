@@ -15,6 +15,7 @@ from __future__ import annotations
 import simpy
 
 from ..collectives.runtime import CollectiveRecord, CollectiveRuntime
+from ..collectives.servers import SERVER_OPS
 from ..plan.names import OpId
 from ..plan.ops import CommOp, ComputeOp, StepPlan
 from ..plan.timeline import CommRecord, ComputeRecord, EngineRun, RankClass
@@ -136,7 +137,7 @@ class Engine:
         self._pending.pop(key, None)
         # this class's GPUs arrive; the runtime starts the collective after the last class
         self.runtime.arrive(c.op, c.nbytes, self.ranks, cls.ranks, key=c.name, tag=c.name,
-                            channel=c.channel, queue_key=self.scheduler.queue_key(c),
+                            channel=c.channel, queue_key=self.scheduler.queue_key(c, k),
                             position=self._comm_index[c.name], plan=self._plan(c),
                             on_done=lambda record, k=k, c=c: self._comm_finished(k, c, record))
 
@@ -145,7 +146,8 @@ class Engine:
         plan = self._plans.get(c.name)
         if plan is None:
             plan = self._plans[c.name] = (
-                self.collectives.plan_alltoallv(c.matrix, self.ranks) if c.matrix is not None
+                self.collectives.plan_servers(c.op, c.matrix, self.ranks) if c.op in SERVER_OPS
+                else self.collectives.plan_alltoallv(c.matrix, self.ranks) if c.matrix is not None
                 else self.collectives.plan(c.op, c.nbytes, self.ranks))
         return plan
 

@@ -24,6 +24,8 @@ class TableTraffic:
     dense_grad: bool           # some layer (a full softmax tied to it) makes its gradient dense
     # probability of each row per lookup, in row-id order (row-wise sharding's skew)
     row_probs: Any = field(default=None, compare=False, repr=False)
+    # probability that one GPU's step touches each row (a server's share of pushed rows)
+    row_inclusion: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ from functools import cached_property
 class Role(enum.Enum):
     FWD = "fwd"
     BWD = "bwd"
+    # the input-gradient half of a layer's backward, when a scheduler computes it ahead
+    # of the weight gradient (EmbRace's reordering); BWD is then the weight-gradient half
+    BWD_INPUT = "bwd-input"
     UPDATE = "update"       # the optimizer step of a layer
     EXTRA = "extra"         # a kernel a strategy adds (id staging, sketch encode, ...)
 
@@ -81,6 +84,10 @@ def fwd_name(layer: str) -> OpId:
 
 def bwd_name(layer: str) -> OpId:
     return OpId(Role.BWD, layer)
+
+
+def bwd_input_name(layer: str) -> OpId:
+    return OpId(Role.BWD_INPUT, layer)
 
 
 def update_name(layer: str, deferred: bool = False) -> OpId:

@@ -55,9 +55,15 @@ class Scheduler:
         declared traits. Default: unchanged."""
         return strategy_plan
 
-    def queue_key(self, op: CommOp) -> tuple:
-        """Where a ready collective goes in its channel's queue, before the runtime's own
-        order (iteration, ready time, issue order). Default: ready order (FIFO)."""
+    def rewrite_stream(self, stream, ctx):
+        """The compute stream of one iteration, reordered or split. Default: unchanged."""
+        return stream
+
+    def queue_key(self, op: CommOp, iteration: int = 0) -> tuple:
+        """Where a ready collective of `iteration` goes in its channel's queue, before the
+        runtime's own order (iteration, ready time, issue order). Default: ready order
+        (FIFO). A scheduler that keys ops on their consumer's position across iterations
+        folds the iteration into the key (embrace-2d)."""
         return ()
 
     def channel_rule(self, channel: str) -> ChannelRule:

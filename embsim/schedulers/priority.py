@@ -76,7 +76,7 @@ class PriorityScheduler(Scheduler):
             ops += partitions(t, self.options.partition_bytes, CHANNEL, self.priority_of(t, ctx), ctx.n_gpus)
         return tuple(ops)
 
-    def queue_key(self, op):
+    def queue_key(self, op, iteration=0):
         return (op.priority,)
 
     def channel_rule(self, channel):

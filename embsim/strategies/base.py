@@ -41,6 +41,11 @@ class Strategy:
         """The strategy with `given` --option values, unknown keys refused."""
         return cls(build_options(cls.Options, given, f"strategy {cls.name}"))
 
+    def topology(self, topo):
+        """The topology this strategy runs on: `topo`, or a copy with machines the
+        strategy brings (parameter servers)."""
+        return topo
+
     def plan(self, ctx: StepContext) -> StrategyPlan:  # pragma: no cover - interface
         raise NotImplementedError
 

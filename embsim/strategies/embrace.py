@@ -33,6 +33,8 @@ from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
+from ..workload.roofline import roofline_time
+from ..workload.tokens import shard_shares
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
@@ -51,13 +53,24 @@ def row_block_unique(probs: np.ndarray, shards: int, draws: float) -> np.ndarray
     return np.array([b.sum() for b in np.array_split(touched, shards)])
 
 
+SHARDS = ("cols", "rows", "hashed")
+
+
 @dataclass(frozen=True)
 class EmbRaceOptions:
-    shard: str = "cols"      # cols: D/N columns of every row per GPU; rows: contiguous row blocks
+    # cols: D/N columns of every row per GPU; rows: contiguous row blocks (the hottest
+    # rows on one GPU); hashed: every row hashed to a GPU
+    shard: str = "cols"
+    # each GPU sends each distinct row it reads once (torch.unique before the AlltoAll)
+    # instead of one vector per lookup; off as in EmbRace's description
+    dedup: bool = False
 
     def __post_init__(self):
-        if self.shard not in ("cols", "rows"):
-            raise InputError(f"--option shard={self.shard!r}: expected cols or rows")
+        if self.shard not in SHARDS:
+            raise InputError(f"--option shard={self.shard!r}: expected one of {', '.join(SHARDS)}")
+        if self.dedup not in (True, False, 0, 1, "on", "off"):
+            raise InputError(f"--option dedup={self.dedup!r}: expected on or off")
+        object.__setattr__(self, "dedup", self.dedup in (True, 1, "on"))
 
 
 @STRATEGIES.register("embrace")
@@ -79,10 +92,17 @@ class EmbRaceStrategy(Strategy):
             lookups = {l.name: model.rows_read(l) for l in users}
             total = sum(lookups.values())
             vec = t.dim * model.dtype_bytes
+            # with dedup a GPU sends each distinct row once: bytes scale by distinct / read
+            sent = t.unique_per_gpu / total if self.options.dedup else 1.0
             if self.options.shard == "rows" and t.row_probs is not None and n > 1:
-                shares = row_block_shares(t.row_probs, n)
+                shares = row_block_shares(t.row_probs if sent == 1.0 else t.row_inclusion, n)
                 hot = float(shares.max() * n)          # hottest shard's work / an even share
                 shard_rows = float(row_block_unique(t.row_probs, n, n * total).max())
+            elif self.options.shard == "hashed" and t.row_inclusion is not None and n > 1:
+                shares = shard_shares(t.row_probs if sent == 1.0 else t.row_inclusion, n, "hashed")
+                hot = float(shares.max() * n)
+                union = -np.expm1(n * np.log1p(-np.minimum(t.row_inclusion, 1 - 1e-16)))
+                shard_rows = float(shard_shares(union, n, "hashed").max() * union.sum())
             else:
                 shares, hot, shard_rows = None, 1.0, t.unique_union / n
 
@@ -91,11 +111,17 @@ class EmbRaceStrategy(Strategy):
             bwd_per_lookup = ctx.layer_bwd[t.layer] / lookups[t.layer]
             ids = extra_name("embrace-ids", t.layer)
             extra.append((fwd_name(t.layer), ComputeOp(ids, ID_STAGING_S)))
+            if self.options.dedup:
+                # torch.unique over the batch's ids: a sort, read and written a few times
+                dedup_s, _ = roofline_time(flops=0, nbytes=8 * total * INDEX_BYTES,
+                                           flops_per_s=ctx.gpu.flops_per_s(4),
+                                           bytes_per_s=ctx.gpu.hbm_gbps * 1e9, kernels=3)
+                extra.append((fwd_name(t.layer), ComputeOp(extra_name("embrace-dedup", t.layer), dedup_s)))
             sync.append(SyncTensor(name=f"embrace-ids:{t.table}", layer=t.layer, op="all_gather",
-                                   nbytes=n * total * INDEX_BYTES, category="embedding",
+                                   nbytes=n * total * sent * INDEX_BYTES, category="embedding",
                                    ready_after=ids, needed_by=fwd_name(t.layer)))
             for user in users:
-                nbytes = lookups[user.name] * vec
+                nbytes = lookups[user.name] * vec * sent
                 i = layers.index(user.name)
                 if user.kind == "embedding":
                     produced, consumer = fwd_name(user.name), fwd_name(layers[i + 1])
@@ -127,9 +153,12 @@ class EmbRaceStrategy(Strategy):
                                + bwd_per_lookup * total * (hot - 1.0))
             sharded[t.table] = n
             buffers[f"embrace alltoall buffers ({t.table})"] = 2 * total * vec
-            if self.options.shard == "rows" and shares is not None:
-                notes.append(f"embrace shard=rows {t.table}: hottest shard serves "
+            if shares is not None:
+                notes.append(f"embrace shard={self.options.shard} {t.table}: hottest shard serves "
                              f"{shares.max() * 100:.1f} % of lookups ({hot:.1f}x an even share)")
+            if self.options.dedup:
+                notes.append(f"embrace dedup {t.table}: {t.unique_per_gpu:,.0f} distinct of {total:,.0f} rows "
+                             f"read per GPU sent ({sent * 100:.0f} % of the bytes)")
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=sharded, sparse_embedding_grads=True,
                                                   buffers=buffers),

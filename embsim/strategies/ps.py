@@ -1,58 +1,124 @@
-"""ps: sparse rows pushed to and pulled from parameter-server shards co-located on the
-workers (BytePS / Parallax style); dense layers AllReduce.
+"""ps: sparse embedding rows through parameter servers (BytePS / Parallax), dense layers
+AllReduced (Parallax's hybrid).
 
-Every table row lives on one of N server shards (rows hashed uniformly, so each shard
-serves U/N of a worker's rows). After backward each worker pushes its U coalesced
-(index, row) pairs (an alltoallv: 1/N to each shard); each server applies the union of
-the rows it received (union/N rows); the worker then pulls its rows back (values only,
-the server knows the indices from the push), and the next forward of the embedding
-blocks on that pull. Volume per GPU ~ 2 x U x row bytes, independent of N; the servers'
-NICs carry everything, which shows through the alltoallv on the topology.
+Servers are CPU processes, attached to the topology (topology.servers):
+`--option servers=colocated` (default: one per GPU node, sharing its NIC and PCIe) or
+`servers=dedicated` (server machines with their own NICs: the YAML's
+`parameter_servers:` section, else as many as GPU nodes at the GPU nodes' NIC rate;
+`server_nodes`, `server_gbit`, `server_sum_gbps` override it).
+Every table row lives on one server. `server_sharding=partitions` (default) is what
+BytePS does: the tensor is cut into partitions of `server_partition_params` parameters
+(BytePS's default partition, 4,096,000 bytes = 1,024,000 fp32 parameters) dealt out to
+the servers in turn; the first partitions of a frequency-sorted vocabulary hold the
+hottest rows, which every worker touches, so their servers receive more of every push.
+`contiguous`: one block of rows per server (TensorFlow's partitioned variables, as
+Parallax ran them: the worst case); `hashed`: every row hashed on its own (the
+optimistic bound). The load is uneven; max / mean is reported in the notes.
+After backward each worker pushes its U coalesced (index, row) pairs; each server sums
+them and applies the optimizer on its CPU (the ps-cpu link of the push route: pushes to
+a hot server queue there); the worker then pulls its U updated rows (values only: the
+server knows the indices), and the embedding's next forward blocks on that pull.
+Per worker ~ 2 x U x row bytes, independent of the GPU count.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
+from ..errors import InputError
+from ..options import positive_number
+from ..plan.traits import Payload
 from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
+from ..topology.servers import PLACEMENTS, with_servers
+from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
-from ..plan.traits import Payload
+from ..workload.tokens import SHARDINGS, shard_shares
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
 
-def uniform_matrix(n: int, per_rank_bytes: float) -> np.ndarray:
-    """Each rank sends per_rank_bytes spread evenly over the n shards (its own included)."""
-    return np.full((n, n), per_rank_bytes / n)
+BYTEPS_PARTITION_PARAMS = 4_096_000 // 4   # BYTEPS_PARTITION_BYTES default, fp32
+
+
+def server_matrix(n_workers: int, per_worker_bytes: float, shares: np.ndarray) -> np.ndarray:
+    """workers x servers bytes: every worker sends each server its share of the rows."""
+    return np.outer(np.full(n_workers, per_worker_bytes), shares)
+
+
+@dataclass(frozen=True)
+class PsOptions:
+    servers: str = "colocated"             # or "dedicated" machines
+    server_sharding: str = "partitions"    # BytePS partitions; "hashed" rows; "contiguous" blocks
+    server_partition_params: int = BYTEPS_PARTITION_PARAMS
+    server_nodes: int | None = None        # dedicated: machines (None: YAML or one per GPU node)
+    server_gbit: float | None = None       # dedicated: NIC line rate (None: YAML or the GPU nodes')
+    server_sum_gbps: float | None = None   # summation rate per server (None: YAML or 20 GB/s)
+
+    def __post_init__(self):
+        if self.servers not in PLACEMENTS:
+            raise InputError(f"--option servers={self.servers!r}: expected one of {', '.join(PLACEMENTS)}")
+        if self.server_sharding not in SHARDINGS:
+            raise InputError(f"--option server_sharding={self.server_sharding!r}: expected one of "
+                             f"{', '.join(SHARDINGS)}")
+        for key in ("server_nodes", "server_partition_params"):
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InputError(f"--option {key}={value!r}: must be a positive integer")
+        for key in ("server_gbit", "server_sum_gbps"):
+            if getattr(self, key) is not None:
+                object.__setattr__(self, key, positive_number(getattr(self, key), key))
 
 
 @STRATEGIES.register("ps")
 class ParameterServerStrategy(Strategy):
-    description = "sparse rows pushed to / pulled from co-located PS shards (BytePS/Parallax)"
+    description = "sparse rows pushed to / pulled from CPU parameter servers (BytePS/Parallax)"
     embedding_payload = Payload.ROWS   # pushed gradient rows, pulled rows
+    Options = PsOptions
+
+    server_count: int | None = None    # set by topology(): the servers attached
+
+    def topology(self, topo):
+        if topo.n_gpus == 1:
+            return topo          # one GPU synchronises nothing
+        o = self.options
+        overrides = {k: v for k, v in (("nodes", o.server_nodes), ("nic_gbit", o.server_gbit),
+                                       ("sum_gbps", o.server_sum_gbps)) if v is not None}
+        spec = replace(topo.node.servers or ServerSpec(), **overrides)
+        out = with_servers(topo, self.options.servers, spec)
+        self.server_count = out.servers.count
+        return out
 
     def plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus
+        count = getattr(self, "server_count", None) or max(1, n // ctx.gpus_per_node)
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
-        sharded, cache = {}, {}
+        held, cache, notes = {}, {}, dense_table_notes(ctx, "ps")
         for t in sparse_tables(ctx):
             push = t.unique_per_gpu * model.row_bytes(t.table)
             pull = t.unique_per_gpu * t.dim * model.dtype_bytes
-            sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="alltoall",
+            weights = t.row_inclusion if t.row_inclusion is not None else np.full(t.vocab, 1.0 / t.vocab)
+            shares = shard_shares(weights, count, self.options.server_sharding,
+                                  block_rows=max(1, self.options.server_partition_params // t.dim))
+            sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
                                    nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
-                                   matrix=uniform_matrix(n, push)))
-            sync.append(SyncTensor(name=f"ps-pull:{t.layer}", layer=t.layer, op="alltoall",
+                                   matrix=server_matrix(n, push, shares)))
+            sync.append(SyncTensor(name=f"ps-pull:{t.layer}", layer=t.layer, op="ps_pull",
                                    nbytes=pull, category="embedding",
                                    ready_after=update_name(t.layer), needed_by=fwd_name(t.layer),
-                                   matrix=uniform_matrix(n, pull).T.copy()))
-            # each server shard applies the union of the rows pushed to it
-            update[t.layer] = ctx.sparse_update(t.layer, t.unique_union / n)
-            sharded[t.table] = n
+                                   matrix=server_matrix(n, pull, shares)))
+            # the servers sum and apply on their CPUs (the push's ps-cpu links); the GPU
+            # only waits for the push before pulling
+            update[t.layer] = 0.0
+            held[t.table] = t.vocab          # the table lives in the servers' host memory
             cache[f"ps worker cache ({t.table})"] = pull
-        notes = dense_table_notes(ctx, "ps")
+            notes.append(f"ps {t.table}: {count} {self.options.servers} servers, rows {self.options.server_sharding}: "
+                         f"server load max/mean {shares.max() * count:.2f} "
+                         f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
         return StrategyPlan(sync=tuple(sync), update_time=update,
-                            memory=memory_per_gpu(model, embedding_shards=sharded, sparse_embedding_grads=True,
+                            memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,
                                                   buffers=cache),
                             notes=tuple(notes))

@@ -1,21 +1,20 @@
-"""s2reducer: S2 Reducer (arXiv 2110.02140). Each GPU compresses its sparse embedding
-gradient into a count sketch (depth x width buckets of D-vectors) plus a bitmap of the
-rows it touched; both have a fixed size, so they are AllReduced (a sketch is linear: the
-sum of sketches is the sketch of the sum). Every GPU then decodes the union's rows
-(bitmap) from the summed sketch: the median of the depth bucket estimates.
+"""s2reducer: S2 Reducer (arXiv 2110.02140) as its authors' code runs it.
 
-Defaults and why:
-- depth 3: the smallest depth whose median rejects one colliding row out of three.
-- width = 2 x the expected union rows: a load of 1/2 per sketch row, so a row's bucket
-  is collision-free with probability e^-0.5 ~ 0.61 in each row and its median is exact
-  (at least 2 of 3 clean) for ~2/3 of rows; a smaller sketch moves less and decodes worse.
-  The fraction is computed and reported, since the method is lossy.
-The bitmap is V/8 bytes (one bit per row), as in the paper's description; NCCL has no
-bitwise-OR reduction, so a real implementation pays this on a byte-wise max or similar.
-When sketch + bitmap would exceed the dense gradient (the union has densified), the
-dense gradient is AllReduced instead, and the notes say so.
-Encode is counted before the embedding's backward (the sketch is linear, so the
-per-lookup gradients can be hashed straight in); decode with the update.
+Per step and sparse table, every GPU hashes its embedding gradient into a one-row count
+sketch of c = V * D * sparsity * rank scalar buckets and marks its rows in an fp32-per-row
+bitmap; two AllReduces (sketch, then bitmap) sum them across GPUs (a sketch is linear);
+every GPU decodes the union's rows (bitmap nonzero) from the summed sketch and applies
+them. Dense tensors are AllReduced separately, uncompressed. Sizes: s2sketch.py;
+defaults are the authors' GNMT values (sparsity 0.02, rank 0.25: c = 0.5 % of V x D).
+The sketch is lossy: the notes give the fraction of elements that decode exactly.
+
+`--option sizing=union` keeps embsim's earlier, much larger sizing (depth rows of
+D-vector buckets, width = width_factor x the expected union, a V/8-byte bit bitmap):
+a sketch sized to decode most rows exactly, for comparison.
+
+When sketch + bitmap would exceed the dense gradient, the dense gradient is AllReduced
+instead and the notes say so. Encode is counted before the embedding's backward (the
+per-lookup gradients are hashed straight in); decode with the update.
 """
 
 from __future__ import annotations
@@ -26,44 +25,67 @@ from dataclasses import dataclass
 from ..plan.names import bwd_name, extra_name
 from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
-from ..workload.roofline import roofline_time
-from ..workload.memory import memory_per_gpu
+from ..options import positive_number
 from ..plan.traits import Payload
+from ..workload.memory import memory_per_gpu
+from ..workload.roofline import roofline_time
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
+from .s2sketch import (GNMT_RANK, GNMT_SPARSITY, SKETCH_BYTES, collision_free_fraction,
+                       colliders_per_element, median_exact_fraction, published_buckets,
+                       published_bytes)
 
-SKETCH_BYTES = 4  # fp32 buckets: sums of gradients keep full precision
-
-
-def exact_fraction(width_factor: float, depth: int) -> float:
-    """Probability a row's median estimate is collision-free: more than half of its
-    `depth` buckets hold no other row (Poisson load 1/width_factor per bucket)."""
-    clean = math.exp(-1.0 / width_factor)
-    need = depth // 2 + 1
-    return sum(math.comb(depth, k) * clean ** k * (1 - clean) ** (depth - k) for k in range(need, depth + 1))
+SIZINGS = ("published", "union")
 
 
 @dataclass(frozen=True)
 class S2ReducerOptions:
-    depth: int = 3               # sketch rows (hash functions)
-    width_factor: float = 2.0    # sketch width over the expected union rows
+    sparsity: float = GNMT_SPARSITY   # the authors' GNMT embedding_sparsity
+    rank: float = GNMT_RANK           # the authors' GNMT optimizer_reducer_rank
+    sizing: str = "published"         # or "union": embsim's former sketch sized to decode
+    depth: int = 3                    # sizing=union: sketch rows (hash functions)
+    width_factor: float = 2.0         # sizing=union: sketch width over the expected union rows
 
     def __post_init__(self):
+        if self.sizing not in SIZINGS:
+            raise InputError(f"--option sizing={self.sizing!r}: expected one of {', '.join(SIZINGS)}")
+        for key in ("sparsity", "rank", "width_factor"):
+            object.__setattr__(self, key, positive_number(getattr(self, key), key))
         # the sketch's row count sums over binomial terms; 64 rows is far beyond any use
         if isinstance(self.depth, bool) or not isinstance(self.depth, int) or not 1 <= self.depth <= 64:
             raise InputError(f"--option depth={self.depth!r}: must be an integer 1..64")
-        if isinstance(self.width_factor, bool) or not isinstance(self.width_factor, (int, float)) \
-                or not 0 < self.width_factor <= 1000:
+        if self.width_factor > 1000:
             raise InputError(f"--option width_factor={self.width_factor!r}: must be in (0, 1000]")
-        object.__setattr__(self, "width_factor", float(self.width_factor))
 
 
 @STRATEGIES.register("s2reducer")
 class S2ReducerStrategy(Strategy):
-    description = "count sketch + bitmap of sparse gradients, AllReduced at fixed size (S2 Reducer)"
+    description = "one-row count sketch + fp32-per-row bitmap, two AllReduces (S2 Reducer)"
     embedding_payload = Payload.NONE   # a sketch has no rows to defer
-
     Options = S2ReducerOptions
+
+    @property
+    def depth(self) -> int:
+        """Sketch rows: one as the authors sized it, `depth` with sizing=union."""
+        return self.options.depth if self.options.sizing == "union" else 1
+
+    def sizes(self, t) -> tuple[float, float, int, str]:
+        """(sketch bytes, bitmap bytes, buckets per element slot, note) for one table."""
+        if self.options.sizing == "published":
+            sketch, bitmap = published_bytes(t.vocab, t.dim, self.options.sparsity, self.options.rank)
+            c = published_buckets(t.vocab, t.dim, self.options.sparsity, self.options.rank)
+            elements = t.unique_union * t.dim
+            note = (f"one-row sketch of {c:,} buckets (V x D x {self.options.sparsity:g} x {self.options.rank:g}); "
+                    f"{elements:,.0f} nonzero elements of the summed gradient: "
+                    f"{collision_free_fraction(elements, c) * 100:.1f} % decode exactly, each "
+                    f"estimate carries {colliders_per_element(elements, c):.1f} other elements on average")
+            return float(sketch), float(bitmap), c, note
+        width = max(1, math.ceil(self.options.width_factor * t.unique_union))
+        sketch = self.depth * width * t.dim * SKETCH_BYTES
+        note = (f"sketch {self.depth} x {width} rows of D-vectors (sizing=union); "
+                f"{median_exact_fraction(self.options.width_factor, self.depth) * 100:.0f} % of rows decode "
+                f"collision-free")
+        return float(sketch), float(math.ceil(t.vocab / 8)), width * t.dim, note
 
     def plan(self, ctx):
         model = ctx.model
@@ -72,13 +94,10 @@ class S2ReducerStrategy(Strategy):
         extra, buffers, notes = [], {}, dense_table_notes(ctx, "s2reducer")
         flops_s, bytes_s = ctx.gpu.flops_per_s(4), ctx.gpu.hbm_gbps * 1e9
         for t in sparse_tables(ctx):
-            width = max(1, math.ceil(self.options.width_factor * t.unique_union))
-            sketch = self.options.depth * width * t.dim * SKETCH_BYTES
-            bitmap = math.ceil(t.vocab / 8)
+            sketch, bitmap, _, note = self.sizes(t)
             dense = t.vocab * t.dim * model.dtype_bytes
             if sketch + bitmap >= dense:
-                # Densified: the union covers so much of the table that the sketch would
-                # outweigh the dense gradient; an implementation sends the dense one.
+                # Densified: the sketch would outweigh the dense gradient; send that instead.
                 sync.append(SyncTensor(name=f"grad:{t.layer}", layer=t.layer, op="all_reduce",
                                        nbytes=float(dense), category="embedding",
                                        ready_after=bwd_name(t.layer)))
@@ -89,25 +108,26 @@ class S2ReducerStrategy(Strategy):
                 continue
             touches = model.row_touches(t.table)
             for name, nbytes in ((f"s2-sketch:{t.layer}", sketch), (f"s2-bitmap:{t.layer}", bitmap)):
-                sync.append(SyncTensor(name=name, layer=t.layer, op="all_reduce", nbytes=float(nbytes),
+                sync.append(SyncTensor(name=name, layer=t.layer, op="all_reduce", nbytes=nbytes,
                                        category="embedding", ready_after=bwd_name(t.layer)))
-            # encode: zero the sketch and bitmap, add each lookup's gradient into depth buckets
+            # encode: zero sketch and bitmap, add each looked-up gradient element into
+            # `depth` buckets (read-modify-write of a scattered fp32)
             grad_row = t.dim * model.dtype_bytes
-            enc_s, _ = roofline_time(flops=touches * self.options.depth * t.dim * 2,
-                                     nbytes=sketch + bitmap + touches * (grad_row + 2 * self.options.depth * t.dim * SKETCH_BYTES),
+            enc_s, _ = roofline_time(flops=touches * self.depth * t.dim * 2,
+                                     nbytes=sketch + bitmap + touches * (grad_row + 2 * self.depth * t.dim * SKETCH_BYTES),
                                      flops_per_s=flops_s, bytes_per_s=bytes_s, kernels=2)
             extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
-            # decode: scan the bitmap, read depth buckets per union row, median per element
-            compares = self.options.depth * (self.options.depth - 1) / 2
+            # decode: scan the bitmap, read `depth` buckets per element of the union's rows
+            # (a median over them when depth > 1)
+            compares = max(1.0, self.depth * (self.depth - 1) / 2)
             dec_s, _ = roofline_time(flops=t.unique_union * t.dim * compares,
-                                     nbytes=bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.options.depth + 1),
+                                     nbytes=bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.depth + 1),
                                      flops_per_s=flops_s, bytes_per_s=bytes_s, kernels=2)
             update[t.layer] = dec_s + ctx.sparse_update(t.layer, t.unique_union)
             buffers[f"s2 sketch + bitmap ({t.table})"] = sketch + bitmap
-            notes.append(f"s2reducer {t.table}: sketch {self.options.depth} x {width} rows "
-                         f"({sketch / 1e6:.1f} MB) + bitmap {bitmap / 1e6:.2f} MB; "
-                         f"{exact_fraction(self.options.width_factor, self.options.depth) * 100:.0f} % of rows decode "
-                         f"collision-free; encode {enc_s * 1e6:.0f} us, decode {dec_s * 1e6:.0f} us")
+            notes.append(f"s2reducer {t.table}: {note}; AllReduce sketch {sketch / 1e6:.2f} MB + bitmap "
+                         f"{bitmap / 1e6:.2f} MB (dense gradient {dense / 1e6:.0f} MB); "
+                         f"encode {enc_s * 1e6:.0f} us, decode {dec_s * 1e6:.0f} us")
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, sparse_embedding_grads=True, buffers=buffers),
                             extra=tuple(extra), notes=tuple(notes))

@@ -13,7 +13,7 @@ from embsim.yamlio import YamlDoc, check_mapping, get, load_yaml, parse_yaml
 
 from .build import disconnected_pair, node_template
 from .spec import (CPU_VENDORS, FABRIC_KINDS, LIMITS, NETWORK_KINDS, FabricSpec, GpuSpec,
-                   NetworkSpec, NicSpec, NodeType, TopologyError)
+                   NetworkSpec, NicSpec, NodeType, ServerSpec, TopologyError)
 
 _NVLINK_KEYS = ["nvlink_links_per_gpu", "nvlink_gbps", "nvlink_latency_us"]
 _PCIE_KEYS = ["pcie_gen", "pcie_lanes", "pcie_gbps", "pcie_latency_us", "pcie_switches",
@@ -54,7 +54,7 @@ def parse_node_type(text: str, source: str = "<string>") -> NodeType:
 
 def node_type_from_doc(doc: YamlDoc) -> NodeType:
     top = check_mapping(doc, (), doc.data, required=["name", "gpu", "fabric", "nics"],
-                        optional=["description", "network"])
+                        optional=["description", "network", "parameter_servers"])
     name = get(doc, (), top, "name", str)
     description = get(doc, (), top, "description", str, default="")
     gpu = _gpu(doc, top["gpu"])
@@ -67,7 +67,8 @@ def node_type_from_doc(doc: YamlDoc) -> NodeType:
     else:
         network = NetworkSpec()
     node = NodeType(name=name, description=description, gpu=gpu, fabric=fabric, nics=nics,
-                    network=network, source=doc.source)
+                    network=network, source=doc.source,
+                    servers=_servers(doc, top["parameter_servers"]) if "parameter_servers" in top else None)
     # A full node of this type must be one connected graph (e.g. NVLink pairs without PCIe).
     broken = disconnected_pair(node_template(node, gpu.count))
     if broken:
@@ -248,3 +249,18 @@ def _network(doc: YamlDoc, m) -> NetworkSpec:
                                           positive=True, hi=LIMITS["nodes"]),
                        spines=get(doc, p, m, "spines", int, default=1, positive=True,
                                   hi=LIMITS["spines"]))
+
+
+def _servers(doc: YamlDoc, m) -> ServerSpec:
+    p = ("parameter_servers",)
+    check_mapping(doc, p, m, required=[], optional=["nodes", "nics", "nic_gbit", "latency_us", "sum_gbps"])
+    latency = get(doc, p, m, "latency_us", float, default=None, hi=LIMITS["latency_us"])
+    if latency is not None and latency < 0:
+        raise doc.error(p + ("latency_us",), f"must be >= 0, got {latency}")
+    return ServerSpec(nodes=get(doc, p, m, "nodes", int, default=None, positive=True, hi=LIMITS["nodes"]),
+                      nics=get(doc, p, m, "nics", int, default=1, positive=True, hi=LIMITS["nics"]),
+                      nic_gbit=get(doc, p, m, "nic_gbit", float, default=None, positive=True,
+                                   hi=LIMITS["gbit"]),
+                      latency_us=latency,
+                      sum_gbps=get(doc, p, m, "sum_gbps", float, default=20.0, positive=True,
+                                   hi=LIMITS["host_gbps"]))

@@ -114,6 +114,23 @@ class NetworkSpec:
 
 
 @dataclass(frozen=True)
+class ServerSpec:
+    """Parameter-server machines next to the GPU nodes (BytePS / Parallax): CPU nodes
+    with their own NICs on the same network, summing pushed gradients on the CPU.
+    Absent from a file: a `ps` run with dedicated servers uses ServerSpec's defaults
+    (as many server nodes as GPU nodes, one NIC at the GPU nodes' line rate)."""
+
+    nodes: int | None = None        # None: as many as GPU nodes (BytePS's advice)
+    nics: int = 1                   # NICs per server node
+    nic_gbit: float | None = None   # None: the GPU nodes' NIC line rate
+    latency_us: float | None = None  # NIC latency; None: the GPU nodes'
+    # What one server sums and applies per second, in bytes of pushed gradient. [ASSUMPTION]
+    # 20 GB/s: a memory-bound sum + sparse optimizer step on one CPU socket's DDR4
+    # (~100 GB/s peak) reading the gradient, the row and its state and writing both back.
+    sum_gbps: float = 20.0
+
+
+@dataclass(frozen=True)
 class NodeType:
     name: str
     description: str
@@ -122,6 +139,7 @@ class NodeType:
     nics: NicSpec
     network: NetworkSpec
     source: str = ""                            # file it came from
+    servers: ServerSpec | None = None           # `parameter_servers:` (dedicated PS nodes)
 
     def nic_of_gpu(self, local: int) -> int | None:
         """First NIC that serves this GPU (NCCL's closest NIC); None without NICs."""

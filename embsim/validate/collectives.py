@@ -14,7 +14,7 @@ from pathlib import Path
 from ..collectives import CollectiveModel
 from ..collectives import nccl_tests as nt
 from ..collectives.busbw import busbw_factor
-from ..collectives.constants import VERSIONS
+from ..collectives.constants import nearest_table
 from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_errors,
                                       single_point_errors, validate_all)
 from ..errors import InputError
@@ -38,18 +38,10 @@ def topology_for_run(spec: str, run: NcclTestsRun):
                      f"{run.n_nodes}x{run.gpus_per_node}")
 
 
-def _version_key(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split(".")[:2])
-
-
 def model_version(logged: str | None) -> str | None:
-    """The cost-model table for a logged NCCL version: the newest table not newer than it
-    (constants change at releases and hold until the next), else the oldest we have."""
-    if not logged:
-        return None
-    tables = sorted(VERSIONS, key=_version_key)
-    older = [t for t in tables if _version_key(t) <= _version_key(logged)]
-    return older[-1] if older else tables[0]
+    """The cost-model table for a logged NCCL version (its own release from 2.18 to 2.30,
+    else the nearest one)."""
+    return nearest_table(logged)
 
 
 def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> CurveError:
@@ -57,6 +49,7 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     table = model_version(run.nccl_version)
     nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
     model = CollectiveModel(topo, nccl_version=table)
+    note = f" [{model.view_note}]" if model.view_note else ""
     series = sorted({r.dtype for r in run.rows})
     points = []
     for dtype in series:
@@ -77,27 +70,28 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     if not points:
         raise InputError(f"{run.where}: no rows to compare")
     name = Path(run.source).name + (f"@{run.line}" if run.line > 1 else "")
-    return CurveError(name, f"{run.ranks} x {run.devices[0]} on {run.n_nodes} node(s)",
+    return CurveError(name, f"{run.ranks} x {run.devices[0]} on {run.n_nodes} node(s){note}",
                       run.op, nccl, tuple(points))
 
 
-def validation_file_errors(path: str | Path) -> list[CurveError]:
-    """A project YAML validation file: a curve, or a list of single points."""
+def validation_file_errors(path: str | Path, topology: str | None = None) -> list[CurveError]:
+    """A project YAML validation file: a curve, or a list of single points (on `topology`
+    when given, else on the file's preset)."""
     doc = load_yaml(path)
     if isinstance(doc.data, dict) and "points" in doc.data:
-        return single_point_errors(path)
-    return [curve_errors(path)]
+        return single_point_errors(path, topology)
+    return [curve_errors(path, topology)]
 
 
 def collective_errors(inputs: list[str], topology: str | None, placement: str = "in-place",
                       op: str | None = None) -> list[CurveError]:
     """Every curve of the given logs / YAML files; the packaged data when none are given."""
     if not inputs:
-        return validate_all(DATA_DIR)
+        return validate_all(DATA_DIR, topology)
     out: list[CurveError] = []
     for item in inputs:
         if item.endswith((".yaml", ".yml")):
-            out += validation_file_errors(item)
+            out += validation_file_errors(item, topology)
             continue
         if not topology:
             raise InputError(f"{item}: comparing an nccl-tests log needs --topology "

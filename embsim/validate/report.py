@@ -1,11 +1,11 @@
-"""Tables, JSON and plots of validation errors (one place for the geometric mean)."""
+"""Tables, JSON and plots of validation errors: mean and max |simulated/measured - 1|."""
 
 from __future__ import annotations
 
 import math
 
 from ..collectives.validation import MIN_SIZE, CurveError
-from ..curves import geomean_abs
+from ..curves import ErrorSummary, error_summary
 from .steps import StepError
 
 
@@ -15,18 +15,22 @@ def json_number(x: float | None) -> float | None:
     return None if x is None or math.isnan(x) else x
 
 
-def collective_geomean(curves: list[CurveError]) -> float:
-    return geomean_abs([p.error for c in curves for p in c.points if p.size >= MIN_SIZE])
+def collective_summary(curves: list[CurveError]) -> ErrorSummary:
+    """Over every point of every curve (sizes >= MIN_SIZE)."""
+    return error_summary(p.error for c in curves for p in c.points if p.size >= MIN_SIZE)
+
+
+def _summary_json(s: ErrorSummary) -> dict:
+    return {"mean_abs_error": json_number(s.mean), "max_abs_error": json_number(s.max)}
 
 
 def collective_json(curves: list[CurveError]) -> dict:
     rows = [{"curve": c.name, "op": c.op, "size": p.size, "measured_busbw": p.measured_busbw,
              "simulated_busbw": p.simulated_busbw, "error": p.error, "algo": p.algo,
              "proto": p.proto} for c in curves for p in c.points]
-    return {"rows": rows, "geomean_abs_error": json_number(collective_geomean(curves)),
+    return {"rows": rows, **_summary_json(collective_summary(curves)),
             "curves": [{"curve": c.name, "system": c.system, "op": c.op, "nccl": c.nccl,
-                        "geomean_abs_error": json_number(c.geomean),
-                        "max_abs_error": json_number(c.max_error)}
+                        **_summary_json(c.summary)}
                        for c in curves],
             "min_size": MIN_SIZE}
 
@@ -40,28 +44,35 @@ def collective_table(curves: list[CurveError], markdown: bool = False) -> str:
                       "|---:|---:|---:|---:|---|"]
             lines += [f"| {p.size} | {p.measured_busbw:.2f} | {p.simulated_busbw:.2f} | "
                       f"{p.error:+.1%} | {p.algo}/{p.proto} |" for p in c.points]
-            lines += ["", f"geometric mean |error| (sizes >= {MIN_SIZE // 1024} KiB): "
-                          f"**{c.geomean:.1%}**", ""]
+            lines += ["", f"|error| over sizes >= {MIN_SIZE // 1024} KiB: mean "
+                          f"**{c.mean_error:.1%}**, max **{c.max_error:.1%}**", ""]
         else:
             lines.append(f"{c.name}: {c.op}, NCCL {c.nccl}, {c.system}")
             lines.append(f"  {'size':>12} {'measured':>10} {'simulated':>10} {'error':>8}  algo/proto")
             lines += [f"  {p.size:>12} {p.measured_busbw:>10.2f} {p.simulated_busbw:>10.2f} "
                       f"{p.error:>+8.1%}  {p.algo}/{p.proto}" for p in c.points]
-            lines.append(f"  geomean |error| (>= {MIN_SIZE // 1024} KiB): {c.geomean:.1%}")
-    lines.append(f"{'**' if markdown else ''}all curves: geometric mean |simulated/measured - 1| = "
-                 f"{collective_geomean(curves):.1%}{'**' if markdown else ''}")
+            lines.append(f"  |error| (>= {MIN_SIZE // 1024} KiB): mean {c.mean_error:.1%}, "
+                         f"max {c.max_error:.1%}")
+    if not markdown:
+        lines.append("")
+        lines.append(f"{'curve':<40} {'mean':>7} {'max':>7}")
+        lines += [f"{c.name:<40} {c.mean_error:>7.1%} {c.max_error:>7.1%}" for c in curves]
+    total = collective_summary(curves)
+    b = "**" if markdown else ""
+    lines.append(f"{b}all curves: |simulated/measured - 1| mean {total.mean:.1%}, "
+                 f"max {total.max:.1%}{b}")
     return "\n".join(lines)
 
 
-def step_geomean(rows: list[StepError]) -> float:
-    return geomean_abs([r.error for r in rows if r.error is not None])
+def step_summary(rows: list[StepError]) -> ErrorSummary:
+    return error_summary(r.error for r in rows if r.error is not None)
 
 
 def step_json(rows: list[StepError]) -> dict:
     return {"rows": [{"strategy": r.strategy, "world": r.world, "measured_ms": r.measured_s * 1e3,
                       "simulated_ms": None if r.simulated_s is None else r.simulated_s * 1e3,
                       "error": r.error, "problem": r.problem} for r in rows],
-            "geomean_abs_error": json_number(step_geomean(rows))}
+            **_summary_json(step_summary(rows))}
 
 
 def step_table(rows: list[StepError], markdown: bool = False) -> str:
@@ -81,7 +92,8 @@ def step_table(rows: list[StepError], markdown: bool = False) -> str:
                 lines.append(f"{r.strategy:<12} {r.world:>5} {r.measured_s * 1e3:>12.3f} "
                              f"{r.simulated_s * 1e3:>13.3f} {r.error:>+8.1%}")
     if not markdown:
-        lines.append(f"geometric mean |simulated/measured - 1| = {step_geomean(rows):.1%}")
+        total = step_summary(rows)
+        lines.append(f"|simulated/measured - 1|: mean {total.mean:.1%}, max {total.max:.1%}")
     return "\n".join(lines)
 
 
@@ -101,7 +113,7 @@ def plot_collectives(curves: list[CurveError], path) -> None:
         ax.plot(sizes, [p.measured_busbw for p in c.points], "o", ms=4, label="measured")
         ax.plot(sizes, [p.simulated_busbw for p in c.points], "-", label="simulated")
         ax.set_xscale("log", base=2)
-        ax.set_title(f"{c.name}\n{c.op}, geomean {c.geomean:.0%}", fontsize=9)
+        ax.set_title(f"{c.name}\n{c.op}, mean {c.mean_error:.0%}, max {c.max_error:.0%}", fontsize=9)
         ax.set_xlabel("size (B)"); ax.set_ylabel("busbw (GB/s)"); ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     if singles:

@@ -73,6 +73,7 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     layers: list[Layer] = []
     lookups = {name: 0 for name in tables}
     tied_to: dict[str, str] = {}
+    sampled: dict[str, int] = {}
     for ls in spec.layers:
         for i in range(ls.repeat):
             name = f"{ls.name}.{i}" if ls.repeat > 1 else ls.name
@@ -87,12 +88,15 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
                 lookups[table] += _lookups(p, seq)
             if ls.kind == "output_projection" and "tied" in p:
                 tied_to[table] = name
+                if p.get("samples"):
+                    sampled[table] = p["samples"]
             c = _cost(ls.kind, p, sh, tables, owns)
             # a Layer is its cost plus where it sits in the model
             layers.append(Layer(name=name, kind=ls.kind, table=table, **asdict(c)))
     emb_tables = tuple(
         EmbeddingTable(name=t.name, vocab=t.vocab, dim=t.dim, lookups_per_sample=lookups[t.name],
-                       tied_to=tied_to.get(t.name), input=t.input) for t in spec.tables)
+                       tied_to=tied_to.get(t.name), input=t.input,
+                       sampled=min(sampled.get(t.name, 0), t.vocab - 1)) for t in spec.tables)
     params = sum(layer.params for layer in layers)
     embedding = sum(t.params for t in emb_tables)
     return Model(

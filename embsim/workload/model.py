@@ -44,6 +44,8 @@ class EmbeddingTable:
     encoder and decoder, the number of fields for DeepFM).
     tied_to: the output-projection layer that reuses this table as its weight, or None.
     input: which input stream feeds the table ("tokens", "source+target tokens", "fields").
+    sampled: distinct candidates a sampled softmax tied to the table draws per step and
+    GPU (shared by the batch); 0 without one.
     """
 
     name: str
@@ -52,6 +54,7 @@ class EmbeddingTable:
     lookups_per_sample: int
     tied_to: str | None
     input: str
+    sampled: int = 0
 
     @property
     def params(self) -> int:

@@ -11,10 +11,24 @@ of a real text file. For T tokens, exactly,
 and the union over k GPUs' batches of T tokens each is the same with T -> k*T
 ("densification": density(k) = E[U_k] / V grows with k). A seeded sampler draws actual
 batches so schedulers can split "rows the next batch does not touch" exactly.
+
+Rows a step touches (RowTouches) are the batch's token rows plus, for a sampled softmax
+tied to the table, its candidates. TensorFlow's sampler (`log_uniform_candidate_sampler`,
+`unique=True`, the default of `sampled_softmax_loss`) draws from the log-uniform
+distribution until it holds k *distinct* rows, shared by the whole batch: row v is a
+candidate with probability 1 - (1 - q_v)^T* where T* is the number of draws that yields k
+distinct rows in expectation. The softmax's true classes are the batch's next tokens,
+the same rows as its inputs, so they add no rows.
+
+Sharding (`shard_shares`): which fraction of the row traffic each of n shards (or
+parameter servers) serves — contiguous blocks of the frequency-sorted vocabulary (the
+block holding the hottest rows serves most: the worst case) or rows hashed to shards
+(a few hot rows still make the load lumpy; uniform is only the limit).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -136,6 +150,119 @@ class TokenStats:
             return self.stream[starts[..., None] + np.arange(length)]
         ids = np.searchsorted(self._cdf, rng.random(shape), side="right")
         return np.minimum(ids, self.vocab - 1)
+
+
+# ----------------------------------------------------------- sampled candidates
+def log_uniform_probs(vocab: int) -> np.ndarray:
+    """TensorFlow's log-uniform (Zipfian) candidate distribution over a frequency-sorted
+    vocabulary: P(v) = log((v + 2) / (v + 1)) / log(vocab + 1)."""
+    v = np.arange(vocab, dtype=np.float64)
+    return np.log1p(1.0 / (v + 1.0)) / math.log(vocab + 1.0)
+
+
+def draws_for_unique(log_miss: np.ndarray, k: float) -> float:
+    """Draws T with E[distinct rows] = k (bisection on the monotone expectation)."""
+    vocab = log_miss.size
+    if not 0 < k < vocab:
+        raise InputError(f"sampled candidates: need 0 < k < vocabulary ({vocab}), got {k!r}")
+    unique = lambda t: float(np.sum(-np.expm1(t * log_miss)))
+    lo, hi = k, 2.0 * k
+    while unique(hi) < k:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if unique(mid) < k else (lo, mid)
+        if hi - lo <= 1e-9 * hi:
+            break
+    return 0.5 * (lo + hi)
+
+
+@lru_cache(maxsize=16)
+def unique_candidate_inclusion(vocab: int, k: int) -> np.ndarray:
+    """Probability that each row is one of the k distinct candidates of one step
+    (TensorFlow's unique log-uniform sampler); sums to k."""
+    log_miss = np.log1p(-log_uniform_probs(vocab))
+    pi = -np.expm1(draws_for_unique(log_miss, k) * log_miss)
+    pi.setflags(write=False)
+    return pi
+
+
+@dataclass(frozen=True, eq=False)
+class RowTouches:
+    """Which rows of one table one GPU's step touches, row by row (expected values).
+
+    `tokens` rows are read with repeats (one per token); `candidates` distinct sampled
+    rows are shared by the batch. Steps and GPUs draw independently."""
+
+    stats: TokenStats
+    tokens: float
+    candidates: int = 0
+
+    @property
+    def inclusion(self) -> np.ndarray:
+        """P(row v is touched by one GPU's step)."""
+        miss = np.exp(self.tokens * self.stats._log_miss)
+        if self.candidates:
+            miss = miss * (1.0 - unique_candidate_inclusion(self.stats.vocab, self.candidates))
+        return 1.0 - miss
+
+    @property
+    def reads(self) -> np.ndarray:
+        """Expected reads of each row by one GPU's step (tokens with repeats, candidates once)."""
+        r = self.tokens * self.stats.probs
+        if self.candidates:
+            r = r + unique_candidate_inclusion(self.stats.vocab, self.candidates)
+        return r
+
+    def unique(self) -> float:
+        return float(self.inclusion.sum())
+
+    def union_inclusion(self, k: int) -> np.ndarray:
+        """P(row v is touched by any of k GPUs' steps)."""
+        return -np.expm1(k * np.log1p(-np.minimum(self.inclusion, 1.0 - 1e-16)))
+
+    def union(self, k: int) -> float:
+        return float(self.union_inclusion(k).sum())
+
+    def next_overlap(self, k: int) -> float:
+        """Rows of this step's k-GPU union that the next step's union touches again."""
+        u = self.union_inclusion(k)
+        return float(np.sum(u * u))
+
+    def read_fraction_next(self, k: int) -> float:
+        """Fraction of one GPU's reads whose row the next step (k GPUs) reads again."""
+        r = self.reads
+        return float(np.sum(r * self.union_inclusion(k)) / r.sum())
+
+
+# ---------------------------------------------------------------------- sharding
+SHARDINGS = ("contiguous", "hashed", "partitions")
+_HASH_MULT = 2654435761          # Knuth's multiplicative hash (golden ratio x 2^32)
+
+
+def shard_of_rows(vocab: int, shards: int, how: str, block_rows: int | None = None) -> np.ndarray:
+    """Shard index of every row: contiguous blocks (as torch.chunk), a fixed
+    multiplicative hash of the row id (deterministic, spreads neighbours apart), or
+    partitions of `block_rows` consecutive rows dealt out in turn (BytePS cuts a tensor
+    into fixed-size partitions and spreads them over the servers)."""
+    if how == "partitions":
+        if not block_rows or block_rows < 1:
+            raise InputError("sharding partitions: needs a partition size of at least one row")
+        return (np.arange(vocab) // int(block_rows)) % shards
+    if how == "contiguous":
+        sizes = [len(b) for b in np.array_split(np.arange(vocab), shards)]
+        return np.repeat(np.arange(shards), sizes)
+    if how == "hashed":
+        h = (np.arange(vocab, dtype=np.uint64) * np.uint64(_HASH_MULT)) & np.uint64(0xFFFFFFFF)
+        return ((h >> np.uint64(16)) % np.uint64(shards)).astype(np.int64)
+    raise InputError(f"sharding {how!r}: expected one of {', '.join(SHARDINGS)}")
+
+
+def shard_shares(weights: np.ndarray, shards: int, how: str, block_rows: int | None = None) -> np.ndarray:
+    """Fraction of the total `weights` (per row: reads, or touched rows) each shard holds."""
+    w = np.asarray(weights, dtype=np.float64)
+    out = np.bincount(shard_of_rows(w.size, shards, how, block_rows), weights=w, minlength=shards)
+    return out / out.sum()
 
 
 def expected_unique(stats: TokenStats, tokens: float) -> float:

@@ -81,19 +81,32 @@ def test_large_rank_count_is_fast():
         _check_invariant(model.plan(op, 64 << 20, ranks), topo)
 
 
+# Per curve: (mean, max) |sim/meas - 1| over sizes >= 64 KiB, at the level the model
+# reaches (docs/validation.md), so that a regression fails here. The issue's target is
+# 5 % / 15 %; the curves above it are the gaps docs/validation.md names.
+CURVE_BOUNDS = {
+    "azure-nd-a100-v4-allreduce": (0.065, 0.31),      # A100 LL128 at 8-16 MiB
+    "azure-nd-h100-v5-allreduce": (0.045, 0.11),
+    "azure-nd-h200-v5-allreduce": (0.10, 0.30),       # -g 8 host floor below 1 MiB
+    "azure-nd-gb200-v6-allreduce": (0.09, 0.165),     # LL/LL128 -> Simple switch at 4-16 MiB
+    "coreweave-gb200-nvl72-allreduce": (0.125, 0.245),  # B200 NVLS saturation
+    "stas00-8xa100-allreduce": (0.175, 0.52),         # 0.5-4 MiB, unexplained
+}
+# Large-message single points: within 10 %, except the NVSwitch p2p points (12-14 %).
+POINT_BOUNDS = {"single-points[3]": 0.12, "single-points[4]": 0.135, "single-points[6]": 0.135}
+
+
 def test_validation_targets():
-    """Acceptance: geomean |sim/meas - 1| <= 15 % per curve (sizes >= 64 KiB), single
-    large-message points within 10 % -- except the p2p points named below."""
     results = {c.name: c for c in validate_all()}
-    for name in ("azure-nd-a100-v4-allreduce", "azure-nd-h100-v5-allreduce", "stas00-8xa100-allreduce"):
-        assert results[name].geomean <= 0.15, (name, results[name].geomean)
-    # NCCL has no p2p cost model; with NCCL's own NVLink constants (no fitted efficiency)
-    # single-node AlltoAll is 12-14 % and SendRecv 19 % faster than measured. We assert
-    # the bound we truly reach rather than tune a constant to these points.
-    p2p_bound = {"single-points[3]": 0.13, "single-points[4]": 0.14, "single-points[6]": 0.19}
+    assert set(CURVE_BOUNDS) <= set(results)
+    for name, (mean, worst) in CURVE_BOUNDS.items():
+        assert results[name].mean_error <= mean, (name, results[name].mean_error)
+        assert results[name].max_error <= worst, (name, results[name].max_error)
     for name, c in results.items():
         if name.startswith("single-points"):
-            assert c.max_error <= p2p_bound.get(name, 0.10), (name, c.system, c.max_error)
+            assert c.max_error <= POINT_BOUNDS.get(name, 0.10), (name, c.system, c.max_error)
+        else:
+            assert name in CURVE_BOUNDS, f"{name}: new curve without a bound"
 
 
 def test_cli_table_and_json(capsys):

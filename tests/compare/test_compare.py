@@ -58,3 +58,60 @@ def test_cli_table_and_bad_names():
     bad = CliRunner().invoke(command, ["--topology", "1x4", "--strategies", "nope"])
     assert bad.exit_code != 0
     assert isinstance(bad.exception, InputError) and "--strategies" in str(bad.exception)
+
+
+def test_per_component_options_reach_only_their_component():
+    from embsim.compare import combination, split_scoped
+    opts = {"partition_bytes": 8e6, "embrace.shard": "rows", "ps.servers": "dedicated"}
+    assert split_scoped(opts) == ({"partition_bytes": 8e6},
+                                  {"embrace": {"shard": "rows"}, "ps": {"servers": "dedicated"}})
+    base = SimulationConfig(topology="pcie-rtx3090:2x2", model="lstm-lm1b", batch=8, iterations=3)
+    one = combination(base, "embrace", "priority", opts)
+    assert one.strategy_options == {"shard": "rows"} and one.scheduler_options == {"partition_bytes": 8e6}
+    res = compare(base, ["embrace", "ps"], ["fifo"], workers=1,
+                  options={"embrace.shard": "rows", "ps.servers": "dedicated"})
+    notes = {r.label: r.notes for r in res.rows}
+    assert any("hottest shard" in n for n in notes["embrace/fifo"])
+    assert any("dedicated servers" in n for n in notes["ps/fifo"])
+    with pytest.raises(InputError, match="nope"):
+        compare(base, ["embrace"], ["fifo"], workers=1, options={"nope.x": 1})
+    with pytest.raises(InputError, match="shard"):
+        compare(base, ["embrace"], ["fifo"], workers=1, options={"embrace.shrad": "rows"})
+    # the CLI turns dashes in keys into underscores: embrace_2d.KEY still names embrace-2d
+    plain, scoped = split_scoped({"embrace_2d.partition_bytes": 8e6})
+    assert scoped == {"embrace-2d": {"partition_bytes": 8e6}}
+
+
+def test_ablation_runs_every_part_off_and_names_the_bottleneck():
+    from embsim.ablation import ablation
+    cfg = SimulationConfig(topology="pcie-rtx3090:4x4", model="lstm-lm1b", iterations=4)
+    res = ablation(cfg, "embrace")
+    labels = [label for label, _ in res.rows]
+    assert labels == ["fifo", "priority", "embrace-2d", "embrace-2d, reorder off", "embrace-2d, defer off",
+                      "embrace-2d, prefetch off", "embrace-2d, cross_iteration off"]
+    rows = dict(res.rows)
+    assert rows["embrace-2d"].step_time < rows["fifo"].step_time
+    lines = res.bottlenecks()
+    slower = [label for label, r in res.rows if r.step_time > rows["fifo"].step_time]
+    assert len(lines) == len(slower) and all("bottleneck" in line for line in lines)
+    out = CliRunner().invoke(command, ["--ablation", "--topology", "pcie-rtx3090:4x4", "--model", "lstm-lm1b",
+                                       "--iterations", "4", "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    assert [r["run"] for r in doc["rows"]] == labels
+    bad = CliRunner().invoke(command, ["--ablation", "--strategies", "embrace,ps"])
+    assert bad.exit_code != 0
+
+
+def test_bottleneck_names_the_compute_stream_or_the_network():
+    from embsim.compare import CompareRow, bottleneck, losses_to_fifo
+    fifo = CompareRow("embrace", "fifo", step_time=10e-3, exposed_comm=2e-3, compute=8e-3)
+    net = CompareRow("embrace", "priority", step_time=11e-3, exposed_comm=3e-3, compute=8e-3,
+                     busiest_link=("nic", 0.5, 0.75))
+    cpu = CompareRow("embrace", "embrace-2d", step_time=10.5e-3, exposed_comm=2e-3, compute=8.5e-3)
+    assert "bottleneck the network (+1.00 ms of exposed communication, busiest link class nic at " \
+           "50 % mean / 75 % peak" in bottleneck(net, fifo)
+    assert "bottleneck the compute stream (+0.50 ms of computation)" in bottleneck(cpu, fifo)
+    faster = CompareRow("ps", "priority", step_time=9e-3, exposed_comm=1e-3, compute=8e-3)
+    ps_fifo = CompareRow("ps", "fifo", step_time=10e-3, exposed_comm=2e-3, compute=8e-3)
+    assert len(losses_to_fifo([fifo, net, cpu, faster, ps_fifo])) == 2

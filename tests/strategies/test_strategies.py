@@ -59,9 +59,10 @@ def test_allgather_volume_grows_with_gpu_count(sparse_lm):
 
 
 def test_ps_volume_does_not_grow_like_allgather(sparse_lm):
-    a = run(topology="dgx-h100:2x8", model=sparse_lm[20_000], strategy="ps").comm_bytes_per_gpu["alltoall"]
-    b = run(topology="dgx-h100:1x4", model=sparse_lm[20_000], strategy="ps").comm_bytes_per_gpu["alltoall"]
-    assert a / b == pytest.approx((15 / 16) / (3 / 4), rel=1e-9)   # only the alltoall's (N-1)/N
+    a = run(topology="dgx-h100:2x8", model=sparse_lm[20_000], strategy="ps").comm_bytes_per_gpu
+    b = run(topology="dgx-h100:1x4", model=sparse_lm[20_000], strategy="ps").comm_bytes_per_gpu
+    for op in ("ps_push", "ps_pull"):        # what one worker sends / receives: U rows
+        assert a[op] == pytest.approx(b[op], rel=1e-9)
 
 
 def test_embrace_volume_independent_of_vocabulary(sparse_lm):
@@ -107,9 +108,10 @@ def test_dense_embedding_gradient_gives_allgather_nothing():
 
 
 def test_s2reducer_sketch_is_fixed_size_and_costs_compute(sparse_lm):
-    r = run(topology="2x8", model=sparse_lm[20_000], strategy="s2reducer")
+    r = run(topology="2x8", model=sparse_lm[20_000], strategy="s2reducer",
+            strategy_options={"sizing": "union"})
     wide = run(topology="2x8", model=sparse_lm[20_000], strategy="s2reducer",
-               strategy_options={"width_factor": 4.0})
+               strategy_options={"sizing": "union", "width_factor": 4.0})
     assert wide.comm_bytes_per_gpu["all_reduce"] > r.comm_bytes_per_gpu["all_reduce"]
     encode = [c for c in r.run.compute if c.name.startswith("extra:s2-encode")]
     assert encode and all(c.end > c.start for c in encode)
@@ -125,12 +127,17 @@ def test_unknown_option_is_rejected():
 def test_sparse_strategies_beat_dense_allreduce_on_a_huge_table():
     """lstm-lm1b: a 793k-row table, ~1 % touched per GPU."""
     base = run(topology="2x8", model="lstm-lm1b", batch=32).step_time
-    for s in ("allgather", "ps", "embrace"):
+    for s in ("allgather", "embrace"):
         assert run(topology="2x8", model="lstm-lm1b", batch=32, strategy=s).step_time < base
+    # parameter servers only with rows hashed evenly: BytePS's partitions put the hottest
+    # rows on one CPU server, which then sets the step (tests/strategies/test_ps.py)
+    assert run(topology="2x8", model="lstm-lm1b", batch=32, strategy="ps",
+               strategy_options={"server_sharding": "hashed"}).step_time < base
 
 
 def test_s2reducer_never_sends_more_than_the_dense_gradient():
-    r = run(topology="16x8", model="lstm-lm1b", strategy="s2reducer", efficiency_baseline=False)
+    r = run(topology="16x8", model="lstm-lm1b", strategy="s2reducer", efficiency_baseline=False,
+            strategy_options={"sizing": "union"})
     dense = run(topology="16x8", model="lstm-lm1b", strategy="allreduce", efficiency_baseline=False)
     assert r.comm_bytes_per_gpu["all_reduce"] <= dense.comm_bytes_per_gpu["all_reduce"] * (1 + 1e-9)
     assert any("dense gradient is AllReduced instead" in n for n in r.notes)

@@ -29,21 +29,29 @@ def test_log_rows_compare_time_derived_busbw():
 
 
 def test_model_version_is_the_table_in_force():
-    assert model_version("2.26.2") == "2.18" and model_version("2.30.3") == "2.30"
-    assert model_version("2.12.12") == "2.18" and model_version(None) is None
+    assert model_version("2.26.2") == "2.26" and model_version("2.30.3") == "2.30"
+    assert model_version("2.27.7") == "2.27" and model_version("2.19.4") == "2.19"
+    # outside the modelled releases: the nearest table, and the output names it
+    assert model_version("2.12.12") == "2.18" and model_version("2.31.1") == "2.30"
+    assert model_version(None) is None
 
 
 def test_json_and_max_error_exit_codes(capsys):
     assert main(["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert {"size", "measured_busbw", "simulated_busbw", "error"} <= set(out["rows"][0])
-    g = out["geomean_abs_error"]
-    assert g > 0
+    mean, worst = out["mean_abs_error"], out["max_abs_error"]
+    errs = [abs(r["error"]) for r in out["rows"] if r["size"] >= out["min_size"]]
+    assert mean == pytest.approx(sum(errs) / len(errs)) and worst == pytest.approx(max(errs))
+    assert 0 < mean <= worst
     assert main(["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100",
-                 "--max-error", str(g * 1.01)]) == 0
+                 "--mean-error", str(mean * 1.01), "--max-error", str(worst * 1.01)]) == 0
     assert main(["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100",
-                 "--max-error", str(g * 0.99)]) == 1
+                 "--max-error", str(worst * 0.99)]) == 1
     assert "exceeds --max-error" in capsys.readouterr().err
+    assert main(["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100",
+                 "--mean-error", str(mean * 0.99)]) == 1
+    assert "exceeds --mean-error" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, message", [
@@ -60,7 +68,9 @@ def test_bad_input_exits_2(args, message, capsys):
 def test_packaged_validation_files(capsys):
     assert main(["validate", "--nccl-tests", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert len(out["curves"]) >= 4 and out["geomean_abs_error"] > 0
+    assert len(out["curves"]) >= 4 and out["mean_abs_error"] > 0
+    for c in out["curves"]:
+        assert c["mean_abs_error"] <= c["max_abs_error"]
 
 
 def _trace(tmp_path, measured_s):
@@ -85,6 +95,7 @@ def test_trace_steps(tmp_path, capsys):
     (row,) = out["rows"]
     assert row["strategy"] == "allreduce" and row["world"] == 2
     assert row["error"] == pytest.approx(-0.2, abs=1e-6)
-    assert out["geomean_abs_error"] == pytest.approx(0.2, abs=1e-6)
+    assert out["mean_abs_error"] == pytest.approx(0.2, abs=1e-6)
+    assert out["max_abs_error"] == pytest.approx(0.2, abs=1e-6)
     assert main(["validate", "--trace", str(path), "--max-error", "0.25"]) == 0
     assert main(["validate", "--trace", str(path), "--max-error", "0.1"]) == 1

@@ -1,0 +1,57 @@
+"""EmbRace's 2D scheduling taken apart: one strategy under fifo, priority, embrace-2d,
+and embrace-2d with each of its parts off in turn, so the contribution of each part is
+visible (`embsim compare --ablation`). Every row that loses to fifo says which resource
+was the bottleneck."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .compare import CompareRow, bottleneck, combination, run_one
+from .engine.run import SimulationConfig
+from .schedulers.embrace2d import SWITCHES
+
+
+@dataclass(frozen=True)
+class AblationResult:
+    config: SimulationConfig
+    strategy: str
+    rows: tuple[tuple[str, CompareRow], ...]     # (label, row) in the order run
+
+    @property
+    def full(self) -> CompareRow:
+        return dict(self.rows)["embrace-2d"]
+
+    @property
+    def fifo(self) -> CompareRow:
+        return dict(self.rows)["fifo"]
+
+    def bottlenecks(self) -> list[str]:
+        return [f"{label}: {bottleneck(r, self.fifo)}" for label, r in self.rows
+                if label != "fifo" and r.step_time > self.fifo.step_time * (1 + 1e-9)]
+
+    def as_json(self) -> dict:
+        full = self.full
+        return {"strategy": self.strategy, "compute_source": full.compute_source,
+                "rows": [{"run": label, "step_time_ms": r.step_time * 1e3,
+                          "exposed_comm_ms": r.exposed_comm * 1e3, "compute_ms": r.compute * 1e3,
+                          "vs_full_2d_ms": (r.step_time - full.step_time) * 1e3,
+                          "vs_fifo_ms": (r.step_time - self.fifo.step_time) * 1e3}
+                         for label, r in self.rows],
+                "bottlenecks": self.bottlenecks()}
+
+
+def ablation_configs(cfg: SimulationConfig, strategy: str, options=None) -> list[tuple[str, SimulationConfig]]:
+    base = replace(cfg, efficiency_baseline=False)
+    runs = [(x, combination(base, strategy, x, options)) for x in ("fifo", "priority", "embrace-2d")]
+    two_d = runs[-1][1]
+    for part in SWITCHES:
+        runs.append((f"embrace-2d, {part} off",
+                     replace(two_d, scheduler_options={**two_d.scheduler_options, part: "off"})))
+    return runs
+
+
+def ablation(cfg: SimulationConfig, strategy: str = "embrace", options=None) -> AblationResult:
+    """`options`: one --option bag, routed as compare routes it (NAME.KEY for one component)."""
+    rows = tuple((label, run_one(c)) for label, c in ablation_configs(cfg, strategy, options))
+    return AblationResult(config=cfg, strategy=strategy, rows=rows)

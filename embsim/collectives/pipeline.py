@@ -1,0 +1,244 @@
+"""Collective time from the kernel's pipeline: steps, slices, loops and chunks.
+
+NCCL's tuning model (nccl_model.py) charges `latency + size / bandwidth` with the
+latency paid once per operation. Its kernels move data in fixed-size pipeline steps and
+every step pays a synchronisation the tuning model does not count (spin on the peer's
+flag, block barrier, fence, remote flag store). Here the time is built from those steps,
+with NCCL's algorithm/protocol choice left as NCCL makes it:
+
+    time = latency_NCCL + n_sync * step_us + effective_bytes / bandwidth_runtime
+
+* latency_NCCL -- NCCL's own latency (base + per-hop hwLat): the pipeline's fill, paid
+  once. NCCL's empirical corrections (Tree's treeCorrectionFactor, multi-node Ring's
+  "plateau" x1.4) are left out of the time: the per-step syncs are the mechanism they
+  stand in for. They still steer NCCL's choice, which stays NCCL's.
+* n_sync -- steps on the critical path: loops x primitives x slices for Ring; chunk
+  steps up and down for Tree. step_us -- what one step's handshake costs (see SYNC_US). NVLS runs three warp groups (scatter -> switch reduce /
+  multicast -> gather) linked by FIFOs, so its syncs overlap the data of the other
+  stages; it pays the fill and drain of that three-stage pipeline instead.
+* effective_bytes -- the chunk NCCL really uses: the last loop's chunk shrinks to the
+  remainder; up to v2.19 the kernel rounded it to the protocol's grain, for LL128 to
+  nthreads x 30 B, which leaves channels idle at 2-16 MiB (v2.20 splits it on the host).
+* bandwidth_runtime -- NCCL's bandwidth on the channels/threads the kernel really
+  launches (channels.trimmed_slowdown).
+
+With one loop and no per-step cost this is NCCL's own formula for Ring. Sources: NCCL
+v2.18.5 src/collectives/device/all_reduce.h (runRing, NVLS RunWorkElement),
+prims_simple.h, src/enqueue.cc (computeColl / calcCollChunking chunk rules),
+src/include/device.h (buffer sizes), src/include/collectives.h (CHUNKSTEPS/SLICESTEPS).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from .channels import runtime_lanes
+from .constants import NcclConstants
+from .trimming import trimmed_slowdown
+
+NCCL_STEPS = 8
+WARP_SIZE = 32
+# Buffer bytes per connection (device.h): Simple 4 MiB; LL 8 lines x 512 threads x 8 steps
+# x 16 B; LL128 120 u64 x 640 threads x 8 steps x 8 B.
+BUFF_BYTES = MappingProxyType({"Simple": 1 << 22, "LL": 8 * 512 * NCCL_STEPS * 16,
+                               "LL128": 120 * 640 * NCCL_STEPS * 8})
+# Ring Simple (chunkSteps, sliceSteps) per collective (collectives.h).
+RING_STEPS = MappingProxyType({"all_reduce": (4, 2), "all_gather": (4, 2), "reduce_scatter": (4, 2),
+                               "broadcast": (1, 1), "reduce": (1, 1)})
+NVLS_MAX_CHUNK = 128 << 10             # enqueue.cc: maxChunkSize / comm->nvlsChunkSize default
+LL128_GRAIN_PER_THREAD = 30            # bytes: nthreads*(calcBytePerGrain/sizeof(T))/2 (<= 2.19)
+
+# The cost of one synchronised pipeline step, µs, beyond NCCL's latency charged once.
+# Simple: every slice waits on the peer's flag, passes a block barrier, fences
+# (fence.acq_rel.sys) and posts a remote flag; NCCL's tuning model prices that handshake as
+# its per-hop latency hwLat[Ring][Simple] (3.4 µs over NVLink, 5.7 over PCIe) but charges it
+# once per hop of a single chunk. Here every slice pays it, split over a chunk's slices
+# (hwLat / 2): with one loop and nothing else added this is NCCL's own sum of hops. In P2P
+# *read* mode, which NCCL uses only between sm80 GPUs over NVLink (paths.cc "Enable P2P
+# Read for Ampere/NVLink only"), a slice also starts with a round trip over NVLink.
+# LL and LL128 carry their flags inside the data lines (no fence, no separate flag), so
+# their step has no handshake of that kind.
+#
+# Fitted, ONE constant per protocol, each on ONE curve -- the Azure ND A100 v4 AllReduce
+# (embsim/validation_data/azure-nd-a100-v4-allreduce.yaml), on its points where NCCL runs
+# that protocol, by `python -m embsim.collectives.fit_sync` (0.1 µs grid, least mean
+# |error|): Simple's P2P-read round trip, and LL's per-step cost. The A100 LL128 points
+# (2-16 MiB) are off by an amount that grows with size at a constant step count, which no
+# per-step cost explains (docs/validation.md), so LL128 is not fitted. Every other GPU
+# (H100, H200, B200, PCIe boxes) uses NCCL's hwLat only: a prediction.
+SYNC_US = MappingProxyType({"LL": 0.9, "LL128": 0.0, "Simple": 2.9})
+SLICES_PER_HOP = 2          # ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS (collectives.h)
+
+
+def p2p_read(shape) -> bool:
+    """NCCL's Simple protocol reads from the peer: sm80 GPUs over NVLink (paths.cc)."""
+    return 80 <= shape.arch < 86 and shape.intra != "pcie"
+
+
+def step_us(proto: str, shape, consts: NcclConstants) -> float:
+    """µs one synchronised step costs on this communicator (see SYNC_US)."""
+    if proto != "Simple":
+        return SYNC_US[proto]
+    hop = consts.hw_lat[shape.intra_hw]["Ring"][2] / SLICES_PER_HOP
+    return hop + (SYNC_US["Simple"] if p2p_read(shape) else 0.0)
+
+
+@dataclass(frozen=True)
+class PipelineTime:
+    latency: float     # µs the flow group pays without moving data (fill, syncs)
+    transfer: float    # µs of data movement at the runtime bandwidth
+    n_sync: int        # synchronised steps on the critical path
+    loops: int
+    chunk: int         # bytes per (channel, rank) chunk of a full loop
+
+    @property
+    def time(self) -> float:
+        return self.latency + self.transfer
+
+
+def step_bytes(proto: str) -> int:
+    """Data bytes one FIFO step carries (enqueue.cc: LL halves for flags, LL128 15/16)."""
+    step = BUFF_BYTES[proto] // NCCL_STEPS
+    if proto == "LL":
+        return step // 2
+    if proto == "LL128":
+        return step // 16 * 15
+    return step
+
+
+def _round_up(x: float, grain: int) -> int:
+    return int(math.ceil(x / grain)) * grain if grain > 0 else int(math.ceil(x))
+
+
+def ring_primitives(op: str, n: int) -> int:
+    """Primitive steps per chunk in one loop of runRing (send, n-2 middle steps, ...)."""
+    if op == "all_reduce":
+        return 2 * n - 1
+    return n
+
+
+def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int,
+         latency: float, bandwidth: float, slowdown: float, consts: NcclConstants,
+         step: float) -> PipelineTime:
+    """Ring AllReduce/AllGather/ReduceScatter (chunks per rank) or Broadcast/Reduce chain."""
+    chunk_steps, slice_steps = RING_STEPS.get(op, (1, 1)) if proto == "Simple" else (1, 1)
+    chunk = step_bytes(proto) * chunk_steps
+    slices = max(1, chunk_steps // slice_steps)
+    per_loop = n if op in ("all_reduce", "all_gather", "reduce_scatter") else 1
+    loop = channels * per_loop * chunk
+    loops = max(1, int(math.ceil(nbytes / loop)))
+    rest = nbytes - (loops - 1) * loop
+    exact = rest / (channels * per_loop)
+    if not consts.ll128_chunk_rounding:
+        last = min(chunk, exact)   # 2.20+: the host splits the remainder exactly per rank
+    elif proto == "LL128":
+        last = min(chunk, _round_up(exact, threads * LL128_GRAIN_PER_THREAD))
+    elif proto == "LL":
+        last = min(chunk, _round_up(exact, threads * 8))
+    else:
+        last = min(chunk, _round_up(exact, max(WARP_SIZE, threads - WARP_SIZE) * 8))
+    last = max(last, exact)
+    effective = (loops - 1) * loop + channels * per_loop * last
+    transfer = effective / (1000.0 * bandwidth) * slowdown
+    if per_loop == 1:
+        # chain: every chunk passes every rank; fill is in NCCL's latency
+        n_sync = int(math.ceil(nbytes / (channels * chunk))) * slices
+    else:
+        n_sync = loops * ring_primitives(op, n) * slices
+    return PipelineTime(latency + n_sync * step, transfer, n_sync, loops, chunk)
+
+
+def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, ppn: int) -> int:
+    """Tree chunk size (enqueue.cc computeColl: halved while too few chunks per depth)."""
+    chunk = BUFF_BYTES[proto] // NCCL_STEPS
+    if proto == "Simple":
+        for mult, floor in ((8, 131072), (4, 65536), (1, 32768)):
+            while nbytes / (channels * chunk) < depth * mult and chunk > floor:
+                chunk //= 2
+    elif proto == "LL128":
+        steps = 1 + int(math.log2(nn)) + 0.1 * ppn
+        for mult, floor in ((64, 131072), (16, 32768)):
+            while nbytes / (channels * chunk) < steps * mult / ppn and chunk > floor:
+                chunk //= 2
+        chunk = chunk // 16 * 15
+    else:
+        chunk //= 2
+    return chunk
+
+
+def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: float,
+         bandwidth: float, slowdown: float, step: float) -> PipelineTime:
+    """Tree AllReduce: every chunk is reduced up and broadcast down; each pays a sync."""
+    depth = max(1, ppn - 1 + int(math.ceil(math.log2(nn))) if nn > 1 else ppn - 1)
+    chunk = tree_chunk(nbytes, channels, depth, proto, nn, ppn)
+    chunks = max(1, int(math.ceil(nbytes / (channels * chunk))))
+    n_sync = 2 * chunks
+    transfer = nbytes / (1000.0 * bandwidth) * slowdown
+    return PipelineTime(latency + n_sync * step, transfer, n_sync, chunks, chunk)
+
+
+def nvls_chunk(nbytes: float, concurrent: int, tree_variant: bool, nn: int, nvls_bw: float,
+               consts: NcclConstants) -> int:
+    """NVLS / NVLSTree chunk (enqueue.cc): smaller chunks for smaller messages."""
+    if tree_variant:
+        chunk = BUFF_BYTES["Simple"] // NCCL_STEPS
+        rules = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
+    else:
+        chunk = NVLS_MAX_CHUNK
+        if consts.nvls_small_chunk_multinode and nn > 1 and nvls_bw < 150:
+            chunk = 32768
+        rules = ((64, 65536), (8, 32768), (2, 16384))
+    for mult, limit in rules:
+        if nbytes < mult * concurrent * chunk and chunk > limit:
+            chunk = limit
+    return chunk
+
+
+def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: float,
+         bandwidth: float, consts: NcclConstants, tree_variant: bool = False,
+         step: float = 0.0) -> PipelineTime:
+    """NVLS(Tree): loops of channels x heads x chunk through a pipeline of warp groups.
+
+    Each loop is one stage time per group; the groups overlap, so a loop costs the
+    slower of its data and one sync, and the pipeline fills and drains once: three
+    stages in a node, plus the tree's up and down hops across nodes for NVLSTree.
+    """
+    concurrent = channels * heads
+    chunk = nvls_chunk(nbytes, concurrent, tree_variant, nn, bandwidth, consts)
+    loop = concurrent * chunk
+    loops = max(1, int(math.ceil(nbytes / loop)))
+    rest = nbytes - (loops - 1) * loop
+    sync = step
+    full = loop / (1000.0 * bandwidth)
+    last = rest / (1000.0 * bandwidth)
+    stages = 2 + (2 * int(math.ceil(math.log2(nn))) if (tree_variant and nn > 1) else 0)
+    first = full if loops > 1 else last
+    transfer = nbytes / (1000.0 * bandwidth)
+    idle = (loops - 1) * max(0.0, sync - full) + max(0.0, sync - last) + stages * max(first, sync)
+    return PipelineTime(latency + idle, transfer, loops + stages, loops, chunk)
+
+
+def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs, consts: NcclConstants,
+                    nccl_latency: float, nccl_bandwidth: float) -> PipelineTime:
+    """The pipeline time of NCCL's chosen (algo, proto) for `nbytes` on this communicator.
+
+    `nccl_latency` / `nccl_bandwidth` are NCCL's own table entries (µs, GB/s) for the pair,
+    before the size-dependent corrections of ncclTopoGetAlgoTime.
+    """
+    n = shape.n_ranks
+    full = graphs.nvls_channels if algo in ("NVLS", "NVLSTree") else graphs.comm_channels
+    channels, threads = runtime_lanes(nbytes, algo, proto, n, full)
+    if algo in ("NVLS", "NVLSTree"):
+        heads = min(shape.ppn, 32)
+        return nvls(op, nbytes, graphs.nvls_channels, heads, shape.n_nodes, nccl_latency,
+                    nccl_bandwidth, consts, tree_variant=(algo == "NVLSTree"),
+                    step=step_us(proto, shape, consts))
+    slowdown = trimmed_slowdown(op, nbytes, algo, proto, shape, graphs, consts)
+    if algo == "Tree":
+        return tree(proto, nbytes, channels, shape.n_nodes, shape.ppn, nccl_latency, nccl_bandwidth,
+                    slowdown, step_us(proto, shape, consts))
+    # Ring and PAT (PAT's per-step pattern is not modelled: NCCL's formula, as a ring)
+    return ring(op, proto, nbytes, n, channels, threads, nccl_latency, nccl_bandwidth, slowdown, consts,
+                step_us(proto, shape, consts))

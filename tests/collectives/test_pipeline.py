@@ -1,0 +1,92 @@
+"""The pipeline model: NCCL's formula where that is exact, the kernel's steps elsewhere."""
+
+import pytest
+
+from embsim.collectives import CollectiveModel, pipeline
+from embsim.collectives import nccl_model as nm
+from embsim.collectives.constants import constants_for
+from embsim.collectives.p2p import op_channels, p2p_channels
+from embsim.topology import load_topology
+
+A100 = tuple(range(8))
+
+
+@pytest.fixture
+def no_sync(monkeypatch):
+    monkeypatch.setattr(pipeline, "step_us", lambda proto, shape, consts: 0.0)
+
+
+def _ring(model, size, proto="Simple", version=None):
+    shape, graphs = model.shape(A100)
+    consts = constants_for(version) if version else model.consts
+    lat = nm.latency("all_reduce", "Ring", proto, shape, graphs, consts)
+    bw = nm.bandwidth("all_reduce", "Ring", proto, shape, graphs, consts)
+    return pipeline.collective_time("all_reduce", "Ring", proto, size, shape, graphs, consts, lat, bw), lat, bw
+
+
+def test_one_loop_without_syncs_is_nccls_formula(no_sync):
+    model = CollectiveModel(load_topology("dgx-a100:1x8"), nccl_version="2.30")
+    size = 24 * 8 * (1 << 21)              # exactly one full loop: 24 channels x 8 ranks x 2 MiB
+    t, lat, bw = _ring(model, size)
+    assert t.loops == 1
+    assert t.time == pytest.approx(lat + size / (1000 * bw))
+
+
+def test_loops_and_syncs_follow_the_chunk():
+    model = CollectiveModel(load_topology("dgx-a100:1x8"), nccl_version="2.30")
+    loop = 24 * 8 * (1 << 21)
+    t, lat, _ = _ring(model, 8 << 30)
+    assert t.loops == -(-(8 << 30) // loop) == 22
+    assert t.n_sync == 22 * 15 * 2          # loops x (2n-1) primitives x 2 slices
+    shape, _ = model.shape(A100)
+    assert t.latency == pytest.approx(lat + t.n_sync * pipeline.step_us("Simple", shape, model.consts))
+
+
+def test_ll128_rounding_only_before_2_20():
+    model = CollectiveModel(load_topology("dgx-a100:1x8"))
+    old, _, _ = _ring(model, 4 << 20, "LL128", "2.19")
+    new, _, _ = _ring(model, 4 << 20, "LL128", "2.20")
+    # 4 MiB over 192 chunks rounded to 19.2 KB grains: 2 grains instead of 1.14
+    assert old.transfer / new.transfer == pytest.approx(2 * 19200 / ((4 << 20) / 192), rel=1e-6)
+
+
+@pytest.mark.parametrize("size,chunk", [(1 << 30, 128 << 10), (512 << 20, 64 << 10), (64 << 20, 64 << 10),
+                                        (32 << 20, 32 << 10), (4 << 20, 16 << 10)])
+def test_nvls_chunk_shrinks_with_size(size, chunk):
+    consts = constants_for("2.18")
+    assert pipeline.nvls_chunk(size, 16 * 8, False, 1, 400.0, consts) == chunk
+
+
+def test_nvls_pays_fill_and_drain():
+    consts = constants_for("2.30")
+    t = pipeline.nvls("all_reduce", 64 << 20, 16, 8, 1, 25.0, 300.0, consts, step=1.7)
+    loop = 16 * 8 * t.chunk
+    assert t.loops == (64 << 20) // loop
+    assert t.latency == pytest.approx(25.0 + 2 * loop / (1000 * 300.0))
+
+
+@pytest.mark.parametrize("size,channels", [(64 << 20, 4), (128 << 20, 8), (256 << 20, 16), (1 << 30, 32)])
+def test_p2p_parts_double_with_size(size, channels):
+    model = CollectiveModel(load_topology("dgx-a100:1x8"))
+    shape, graphs = model.shape(A100)
+    ch = p2p_channels(shape, model.consts, graphs.comm_channels, 1)
+    assert (ch.total, ch.per_peer, ch.chunk) == (32, 32, 512 << 10)
+    assert op_channels(size, ch, 8, False) == channels
+
+
+def test_fitted_sync_is_reproducible():
+    from embsim.collectives.fit_sync import fit
+    assert fit() == {p: pipeline.SYNC_US[p] for p in ("LL", "Simple")}
+
+
+@pytest.mark.parametrize("spec,read", [("dgx-a100:1x8", True), ("dgx-h100:1x8", False), ("dgx-b200:1x8", False),
+                                       ("pcie-rtx3090", False), ("dgx1-v100", False)])
+def test_simple_step_is_nccls_hop_plus_the_read_round_trip(spec, read):
+    topo = load_topology(spec)
+    model = CollectiveModel(topo)
+    shape, _ = model.shape(tuple(range(topo.n_gpus)))
+    assert pipeline.p2p_read(shape) is read
+    hop = model.consts.hw_lat[shape.intra_hw]["Ring"][2] / 2
+    extra = pipeline.SYNC_US["Simple"] if read else 0.0
+    assert pipeline.step_us("Simple", shape, model.consts) == pytest.approx(hop + extra)
+    assert pipeline.step_us("LL", shape, model.consts) == pipeline.SYNC_US["LL"]

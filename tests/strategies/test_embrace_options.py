@@ -1,0 +1,31 @@
+"""EmbRace's sharding and dedup options: bytes by hand from the token statistics."""
+
+import pytest
+
+from embsim.engine.run import SimulationConfig, simulate
+from embsim.errors import InputError
+
+
+def run(**kw):
+    return simulate(SimulationConfig(topology="pcie-rtx3090:4x4", model="lstm-lm1b", strategy="embrace",
+                                     iterations=3, efficiency_baseline=False, **kw))
+
+
+def test_dedup_sends_each_distinct_row_once():
+    plain, dedup = run(), run(strategy_options={"dedup": "on"})
+    a2a = lambda r: {c.name: c.nbytes for c in r.run.comm if c.iteration == 1 and c.op == "alltoall"}
+    note = next(n for n in dedup.notes if "dedup" in n)
+    distinct, read = (float(x.replace(",", "")) for x in (note.split(": ")[1].split(" distinct of ")[0],
+                                                          note.split(" distinct of ")[1].split(" rows")[0]))
+    for name, nbytes in a2a(plain).items():
+        assert a2a(dedup)[name] == pytest.approx(nbytes * distinct / read, rel=1e-3)
+    assert any(c.name == "extra:embrace-dedup:word_embedding" for c in dedup.run.compute)
+    with pytest.raises(InputError, match="dedup"):
+        run(strategy_options={"dedup": "maybe"})
+
+
+def test_hashed_rows_are_far_less_skewed_than_blocks():
+    hashed, blocks = run(strategy_options={"shard": "hashed"}), run(strategy_options={"shard": "rows"})
+    skew = lambda r: float(next(n for n in r.notes if "hottest shard" in n).split("(")[1].split("x")[0])
+    assert 1.0 < skew(hashed) < 2.0 < 8.0 < skew(blocks)
+    assert hashed.step_time < blocks.step_time

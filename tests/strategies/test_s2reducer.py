@@ -1,0 +1,53 @@
+"""S2 Reducer as its authors' code sizes it: hand-computed sketch and bitmap bytes."""
+
+import pytest
+
+from embsim.engine.run import SimulationConfig, simulate
+from embsim.errors import InputError
+from embsim.strategies.s2sketch import (collision_free_fraction, colliders_per_element,
+                                        published_buckets, published_bytes)
+
+
+def test_published_sizes_by_hand():
+    # GNMT's shared table, 32,320 x 1024, sparsity 0.02, rank 0.25: c = int(165,478.4)
+    assert published_buckets(32320, 1024, 0.02, 0.25) == 165478
+    sketch, bitmap = published_bytes(32320, 1024, 0.02, 0.25)
+    assert sketch == 165478 * 4 and bitmap == 32320 * 4
+    # 0.5 % of the table's elements, as the issue states
+    assert sketch / (32320 * 1024 * 4) == pytest.approx(0.005, rel=1e-5)
+
+
+def test_collisions_by_hand():
+    assert collision_free_fraction(1, 10) == 1.0                 # a lone element is exact
+    assert collision_free_fraction(11, 10) == pytest.approx(2.718281828 ** -1)
+    assert colliders_per_element(21, 10) == pytest.approx(2.0)
+
+
+def run(**kw):
+    return simulate(SimulationConfig(iterations=3, efficiency_baseline=False, **kw))
+
+
+def test_two_allreduces_of_the_published_size_plus_the_dense_part():
+    r = run(topology="dgx-h100:2x8", model="gnmt", strategy="s2reducer")
+    ar = run(topology="dgx-h100:2x8", model="gnmt", strategy="allreduce")
+    sketch, bitmap = published_bytes(32320, 1024, 0.02, 0.25)
+    table = 32320 * 1024 * 4
+    # busbw bytes per GPU: 2 (N-1)/N of each AllReduce
+    factor = 2 * 15 / 16
+    saved = ar.comm_bytes_per_gpu["all_reduce"] - r.comm_bytes_per_gpu["all_reduce"]
+    assert saved == pytest.approx(factor * (table - sketch - bitmap), rel=1e-9)
+    sent = {c.name: c.nbytes for c in r.run.comm if c.iteration == 0}
+    assert sent["s2-sketch:source_embedding"] == sketch
+    assert sent["s2-bitmap:source_embedding"] == bitmap
+    assert any("decode exactly" in n for n in r.notes)
+
+
+def test_sparsity_and_rank_are_options():
+    small = run(topology="2x8", model="lstm-lm1b", batch=16, strategy="s2reducer",
+                strategy_options={"sparsity": 0.01, "rank": 0.001})    # the authors' LSTM values
+    big = run(topology="2x8", model="lstm-lm1b", batch=16, strategy="s2reducer")
+    assert small.comm_bytes_per_gpu["all_reduce"] < big.comm_bytes_per_gpu["all_reduce"]
+    with pytest.raises(InputError, match="sparsity"):
+        run(topology="2x8", model="tiny-lm", strategy="s2reducer", strategy_options={"sparsity": 0})
+    with pytest.raises(InputError, match="sizing"):
+        run(topology="2x8", model="tiny-lm", strategy="s2reducer", strategy_options={"sizing": "x"})
