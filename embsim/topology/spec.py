@@ -35,7 +35,7 @@ LIMITS = {
     "latency_us": 1e6, "nvlink_latency_us": 1e6, "pcie_latency_us": 1e6,
     "cpu_latency_us": 1e6, "host_latency_us": 1e6,
     "interference": 100.0,          # compute 101x slower while a collective runs
-    "nics": 64, "gbit": 1e5,
+    "nics": 128, "gbit": 1e5,           # a GB200 NVL72 rack as one node has 72
     "oversubscription": 1000.0,
     "nodes": 16384,                 # nodes in a cluster (and per leaf switch)
     "spines": 4096,
