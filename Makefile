@@ -26,6 +26,7 @@ test: $(VENV)/.dev
 bench: $(VENV)/.core
 	$(BIN)/python benchmarks/nccl_tests_speed.py
 	$(BIN)/python benchmarks/simulate_speed.py
+	$(BIN)/python benchmarks/scale_speed.py
 	$(BIN)/python benchmarks/network_speed.py
 
 clean:

@@ -7,24 +7,54 @@ becomes one line on stderr and exit status 2, never a traceback. Installed as th
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from . import __version__
-from .commands import (calibrate, compare, import_nccl_tests, import_profile, nccl_tests, scale, simulate,
-                       sweep, topology, validate)
 from .errors import InputError
 
+# name -> (module in embsim.commands, the command's one-line help). Commands are imported
+# only when run, so `embsim --help` / `--version` start without numpy, networkx or the
+# simulator; tests/test_cli_startup.py checks this table against the commands themselves.
+COMMANDS = {
+    "calibrate": ("calibrate", "Capture per-layer times, collective sweeps and real training steps into a trace."),
+    "compare": ("compare", "Simulate every strategy x scheduler and rank them by step time."),
+    "import-nccl-tests": ("import_nccl_tests",
+                          "Turn nccl-tests stdout logs into the collective curves of an embsim trace."),
+    "import-profile": ("import_profile", "Turn a Kineto Chrome trace (record_function('fwd:<layer>') or "
+                       "nn.Module ranges) into per-layer forward/backward times of an embsim trace."),
+    "nccl-tests": ("nccl_tests", "Print the table nccl-tests would print, from the simulated collective times."),
+    "scale": ("scale", "Simulate MODEL with STRATEGY at each GPU count and report how it scales."),
+    "simulate": ("simulate", "Simulate data-parallel training steps and say where the time goes."),
+    "sweep": ("sweep", "Run every point of SWEEP_FILE; re-running skips the points already in --out."),
+    "topology": ("topology", "Inspect cluster topologies (presets in topologies/, or your own YAML)."),
+    "validate": ("validate", "Compare simulated nccl-tests curves, training steps or published training throughput with real measurements."),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module only when that command runs."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name: str):
+        if name not in COMMANDS:
+            return None
+        return importlib.import_module(f"embsim.commands.{COMMANDS[name][0]}").command
+
+    def format_commands(self, ctx, formatter) -> None:
+        limit = formatter.width - 6 - max(len(n) for n in COMMANDS)
+        rows = [(name, click.utils.make_default_short_help(help, limit)) for name, (_, help) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="embsim")
 def cli() -> None:
     """Simulate embedding-heavy training on GPU clusters, calibrated by real kernels."""
-
-
-# help lists commands alphabetically, so the order here is only the reading order
-for _module in (topology, nccl_tests, simulate, compare, calibrate, validate, import_profile,
-                import_nccl_tests, sweep, scale):
-    cli.add_command(_module.command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,7 @@ class CompareRow:
     refused: str | None = None               # why the combination was not run
     speedup: float | None = None             # baseline step / this step
     notes: tuple = ()
-    compute_source: str = ""                 # measured (trace) or "compute: roofline estimate"
+    compute_source: str = ""                 # measured (trace) or "compute: kernel model ..."
     n_gpus: int = 0
     busiest_link: tuple | None = None        # (link kind, mean, peak utilisation)
 

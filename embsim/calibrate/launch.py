@@ -218,7 +218,7 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
                   collectives=tuple(result["collectives"]), steps=steps,
                   token_stats=tuple(result["token_stats"]),
                   interference=result.get("interference"), rank_skew=result.get("rank_skew"),
-                  host_topology=host_doc)
+                  compute=result.get("compute"), host_topology=host_doc)
     check_outputs(cfg)          # again: a file may have appeared while we measured
     path = write_trace(out, trace)
     progress(0, f"trace written: {path}")

@@ -18,6 +18,7 @@ import torch.distributed as dist
 from embsim.trace import RankSkew
 
 from .collectives import OPS, max_sweep_bytes, sweep, sweep_sizes
+from .compute import measure_compute
 from .config import CalibrateConfig
 from .instep import InStepSampler
 from .interference import measure_interference
@@ -92,6 +93,8 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
     layers = measure_layers(model, cfg.batches, cfg.seq, tokens, device, cfg.warmup, cfg.reps, say)
     say("optimizer steps")
     optimizer = measure_optimizer(model, cfg.batch, tokens, device, cfg.warmup, cfg.reps)
+    say("kernel table: GEMM grid, stream/gather bandwidth, launch, LSTM step")
+    compute = measure_compute(device, cfg.quick, cfg.warmup, cfg.reps)
     stats = [token_stats(source, table.name, b, world) for b in cfg.batches]
 
     top = max_sweep_bytes(device, world, (1 << 20) if cfg.quick else cfg.max_sweep_bytes)
@@ -154,4 +157,4 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
         return None
     return {"layers": layers, "optimizer": optimizer, "token_stats": stats, "collectives": curves,
             "steps": steps, "device": device, "skipped": skipped, "interference": interference,
-            "rank_skew": skew}
+            "rank_skew": skew, "compute": compute}

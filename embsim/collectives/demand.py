@@ -5,7 +5,10 @@ model.py scales it so that its bottleneck time equals the simulated transfer tim
 Every pattern is linear in S, so callers compute the unit pattern (S = 1) once per
 (op, algo, communicator) and scale it. Routes come from `topology.route`; they are
 gathered into flat numpy arrays so that big patterns (alltoallv at 1024 ranks) are
-aggregated with bincount, never with per-pair Python arithmetic on the bytes.
+aggregated with bincount, never with per-pair Python arithmetic on the bytes; the routes
+themselves are computed in bulk (topology.vroutes). AlltoallRoutes is the pairwise
+all-to-all, kept for arbitrary dense matrices; structured traffic at any scale goes
+through alltoall_demand.AlltoallPattern, which gives the same bytes without N^2 pairs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from embsim.network import Demand
+from embsim.topology.vroutes import route_table
 
 
 @dataclass(frozen=True)
@@ -28,9 +32,8 @@ class RouteSet:
 
     @classmethod
     def of(cls, topology, pairs: Sequence[tuple[int, int]]) -> "RouteSet":
-        routes = [topology.route(a, b) for a, b in pairs]
-        lengths = np.fromiter((len(r) for r in routes), dtype=np.int64, count=len(routes))
-        links = np.fromiter(chain.from_iterable(routes), dtype=np.int64, count=int(lengths.sum()))
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        links, lengths = route_table(topology, pairs[:, 0], pairs[:, 1])
         return cls(links, lengths)
 
     def demand(self, weights: np.ndarray) -> Demand:
@@ -40,10 +43,14 @@ class RouteSet:
 
 def ordered_ranks(topology, ranks: Sequence[int]) -> list[list[int]]:
     """The communicator's ranks grouped by node (nodes in order, local ranks in order)."""
-    by_node: dict[int, list[int]] = {}
-    for r in sorted(ranks):
-        by_node.setdefault(topology.node_of(r), []).append(r)
-    return [by_node[n] for n in sorted(by_node)]
+    r = np.sort(np.asarray(ranks, dtype=np.int64).reshape(-1))
+    if r.size == 0:
+        return []
+    if r[0] < 0 or r[-1] >= topology.n_gpus:
+        raise IndexError(f"rank out of range 0..{topology.n_gpus - 1}")
+    node = r // topology.gpus_per_node
+    cuts = np.flatnonzero(np.diff(node)) + 1
+    return [g.tolist() for g in np.split(r, cuts)]
 
 
 def _ring_edges(groups: list[list[int]], rotations: int) -> list[list[tuple[int, int]]]:
@@ -55,6 +62,18 @@ def _ring_edges(groups: list[list[int]], rotations: int) -> list[list[tuple[int,
     return rings
 
 
+def _ring_pairs(groups: list[list[int]], rotations: int) -> np.ndarray:
+    """_ring_edges as one (pairs, 2) array, without Python per edge when nodes are even."""
+    if len({len(g) for g in groups}) != 1:
+        return np.array(list(chain.from_iterable(_ring_edges(groups, rotations))), dtype=np.int64)
+    G = np.array(groups, dtype=np.int64)
+    out = []
+    for k in range(rotations):
+        order = np.roll(G, -(k % G.shape[1]), axis=1).reshape(-1)
+        out.append(np.stack([order, np.roll(order, -1)], axis=1))
+    return np.concatenate(out)
+
+
 def ring_demand(topology, ranks: Sequence[int], per_edge_bytes: float) -> Demand:
     """Every rank sends `per_edge_bytes` to its ring successor, channels spread over NICs."""
     groups = ordered_ranks(topology, ranks)
@@ -63,7 +82,7 @@ def ring_demand(topology, ranks: Sequence[int], per_edge_bytes: float) -> Demand
     rotations = 1
     if len(groups) > 1:
         rotations = max(1, min(len(topology.rails) or 1, min(len(g) for g in groups)))
-    pairs = list(chain.from_iterable(_ring_edges(groups, rotations)))
+    pairs = _ring_pairs(groups, rotations)
     rs = RouteSet.of(topology, pairs)
     return rs.demand(np.full(len(pairs), per_edge_bytes / rotations))
 
@@ -101,10 +120,17 @@ def nvls_demand(topology, ranks: Sequence[int], nbytes: float, op: str) -> Deman
     groups = ordered_ranks(topology, ranks)
     up, down = [], []
     share = 1.0 if op == "all_reduce" else (len(groups[0]) - 1) / max(1, len(groups[0]))
-    for r in chain.from_iterable(groups):
-        up += topology.gpu_up_links(r, "nvlink")
-        down += topology.gpu_down_links(r, "nvlink")
-    links = np.array(up + down, dtype=np.int64)
+    flat = np.array(list(chain.from_iterable(groups)), dtype=np.int64)
+    node, local = np.divmod(flat, topology.gpus_per_node)
+    for outgoing, acc in ((True, up), (False, down)):
+        # a GPU's NVLink ports are the same template offsets on every node (rank l = node 0)
+        offsets = [topology._device_links(l, outgoing, "nvlink") for l in range(topology.gpus_per_node)]
+        table = np.full((len(offsets), max(1, max(map(len, offsets)))), -1, dtype=np.int64)
+        for l, o in enumerate(offsets):
+            table[l, :len(o)] = o
+        ids = table[local] + (node * topology._per_node)[:, None]
+        acc.append(ids[table[local] >= 0])
+    links = np.concatenate(up + down) if up else np.zeros(0, dtype=np.int64)
     d = Demand(links=links, bytes=np.full(links.size, nbytes * share))
     n = len(groups)
     if n > 1:

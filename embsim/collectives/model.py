@@ -28,8 +28,10 @@ from . import pipeline
 from .busbw import busbw_factor
 from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
-from .p2p import alltoall_time, alltoallv_time, sendrecv_time
+from .alltoall_demand import AlltoallPattern, NotRegular
+from .p2p import alltoall_time, alltoallv_time, p2p_time, sendrecv_time
 from .servers import server_transfer
+from .traffic import Traffic, traffic_p2p_load
 from .shape import CommShape, comm_shape
 
 KERNEL_CONSTS = constants_for(None)
@@ -38,7 +40,7 @@ P2P_OPS = ("alltoall", "sendrecv")
 # All-to-all route tables depend only on the topology's structure (node type, shape) and
 # the communicator, not on the CollectiveModel: at 1024 GPUs they are ~130k routes and
 # ~1 s to build, so compare/sweep/scale runs that rebuild the model share them.
-_A2A_ROUTES: "OrderedDict[tuple, dm.AlltoallRoutes]" = OrderedDict()
+_A2A_ROUTES: "OrderedDict[tuple, object]" = OrderedDict()
 _A2A_ROUTES_MAX = 8
 OPS = nm.NCCL_OPS + P2P_OPS
 
@@ -74,7 +76,7 @@ class CollectiveModel:
         # switch fabric behind the NICs is non-blocking. Demands are scaled to the model on
         # those links only, so an oversubscribed spine that is tighter than the NICs makes
         # the collective slower than the model, as it would in reality.
-        self._fabric = np.array([link.kind == "net" for link in topology.links], dtype=bool)
+        self._fabric = topology.link_kinds == "net"
         self._modelled_capacity = np.where(self._fabric, np.inf, self.capacity)
         self._plans: dict = {}
         self._shapes: dict = {}
@@ -113,12 +115,21 @@ class CollectiveModel:
             return ""
         return note
 
-    def _alltoall_routes(self, ranks: tuple[int, ...]) -> dm.AlltoallRoutes:
+    def _alltoall_routes(self, ranks: tuple[int, ...], pairwise: bool = False):
+        """The communicator's all-to-all structure (AlltoallPattern), or the pairwise
+        route table (AlltoallRoutes) for a dense matrix or an irregular communicator."""
         t = self.topology
-        key = (t.node, t.n_nodes, t.gpus_per_node, ranks)
+        key = (t.node, t.n_nodes, t.gpus_per_node, ranks, pairwise)
         hit = _A2A_ROUTES.get(key)
         if hit is None:
-            hit = _A2A_ROUTES[key] = dm.AlltoallRoutes(t, ranks)
+            if pairwise:
+                hit = dm.AlltoallRoutes(t, ranks)
+            else:
+                try:
+                    hit = AlltoallPattern(t, ranks)
+                except NotRegular:
+                    return self._alltoall_routes(ranks, pairwise=True)
+            _A2A_ROUTES[key] = hit
             if len(_A2A_ROUTES) > _A2A_ROUTES_MAX:
                 _A2A_ROUTES.popitem(last=False)
         else:
@@ -141,7 +152,8 @@ class CollectiveModel:
                 hit = dm.nvls_demand(self.topology, ranks, 1.0, op)
             elif op == "alltoall":
                 routes = self._alltoall_routes(ranks)
-                hit = routes.demand(dm.uniform_alltoall_matrix(n, 1.0))
+                hit = (routes.uniform(1.0 / n) if isinstance(routes, AlltoallPattern)
+                       else routes.demand(dm.uniform_alltoall_matrix(n, 1.0)))
             elif op == "sendrecv":
                 order = sorted(ranks)
                 pairs = [(order[i], order[(i + 1) % n]) for i in range(n)]
@@ -205,40 +217,61 @@ class CollectiveModel:
 
     def plan_servers(self, op: str, matrix, ranks: Sequence[int]) -> CollectivePlan:
         """A parameter-server push or pull (collectives.servers): not NCCL, no tuning."""
-        key = (op, tuple(ranks), np.asarray(matrix, dtype=np.float64).tobytes())
+        structured = isinstance(matrix, Traffic)
+        key = (op, tuple(ranks)) + (matrix.key() if structured else (np.asarray(matrix, dtype=np.float64).tobytes(),))
         hit = self._plans.get(key)
         if hit is None:
             latency, time, demand = server_transfer(self.topology, self.capacity, op, matrix, ranks)
-            hit = self._plans[key] = CollectivePlan(op, int(np.sum(matrix)), len(ranks), "PS", "net",
+            total = matrix.total() if structured else np.sum(matrix)
+            hit = self._plans[key] = CollectivePlan(op, int(total), len(ranks), "PS", "net",
                                                     time, latency, demand, time)
         return hit
 
     def plan_alltoallv(self, matrix, ranks: Sequence[int]) -> CollectivePlan:
-        """All-to-all-v: matrix[i, j] bytes from ranks[i] to ranks[j] (any rank order)."""
+        """All-to-all-v: matrix[i, j] bytes from ranks[i] to ranks[j] (any rank order); a
+        Traffic (outer product) at any scale, or a dense n x n array."""
         ranks = tuple(ranks)
-        m = np.asarray(matrix, dtype=np.float64)
         n = len(ranks)
-        if m.shape != (n, n) or not np.all(np.isfinite(m)) or (m.size and m.min() < 0):
-            raise InputError(f"alltoallv: matrix must be {n}x{n} finite bytes >= 0, got shape {m.shape}")
-        key = ("alltoallv", ranks, m.tobytes())
+        if isinstance(matrix, Traffic):
+            if matrix.shape != (n, n):
+                raise InputError(f"alltoallv: traffic for {matrix.n} ranks, communicator has {n}")
+            key = ("alltoallv", ranks) + matrix.key()
+        else:
+            m = np.asarray(matrix, dtype=np.float64)
+            if m.shape != (n, n) or not np.all(np.isfinite(m)) or (m.size and m.min() < 0):
+                raise InputError(f"alltoallv: matrix must be {n}x{n} finite bytes >= 0, got shape {m.shape}")
+            key = ("alltoallv", ranks, m.tobytes())
         hit = self._plans.get(key)
         if hit is not None:
             return hit
-        total = int(m.sum())
+        total = int(matrix.total()) if isinstance(matrix, Traffic) else int(m.sum())
         if n <= 1 or total == 0:
             plan = CollectivePlan("alltoallv", total, n, "none", "none", 0.0, 0.0, Demand.empty(), 0.0)
         else:
             shape, graphs = self.shape(ranks)
-            # Reorder the matrix into the node-major order the route tables use.
+            # Reorder into the node-major order the route tables use.
             order = np.argsort(np.asarray(ranks))
-            ms = m[np.ix_(order, order)]
             sorted_ranks = np.asarray(ranks)[order]
             node_of = np.array([self.topology.node_of(int(r)) for r in sorted_ranks])
-            t = alltoallv_time(shape, self.consts, ms, node_of, graphs.comm_channels)
-            routes = self._alltoall_routes(tuple(sorted(ranks)))
-            if routes.g * routes.n_nodes != n:
-                raise InputError("alltoallv: every node of the communicator needs the same GPU count")
-            dem = self._scaled(routes.demand(ms), (t.time - t.latency) * 1e-6)
+            if isinstance(matrix, Traffic):
+                tr = matrix.permuted(order)
+                t = p2p_time(shape, self.consts, *traffic_p2p_load(tr, node_of, shape.ppn),
+                             graphs.comm_channels)
+                routes = self._alltoall_routes(tuple(sorted(ranks)))
+                if isinstance(routes, AlltoallPattern):
+                    unit = routes.demand(tr)
+                elif routes.g * routes.n_nodes != n:
+                    raise InputError("alltoallv: every node of the communicator needs the same GPU count")
+                else:
+                    unit = routes.demand(tr.dense())
+            else:
+                ms = m[np.ix_(order, order)]
+                t = alltoallv_time(shape, self.consts, ms, node_of, graphs.comm_channels)
+                routes = self._alltoall_routes(tuple(sorted(ranks)), pairwise=True)
+                if routes.g * routes.n_nodes != n:
+                    raise InputError("alltoallv: every node of the communicator needs the same GPU count")
+                unit = routes.demand(ms)
+            dem = self._scaled(unit, (t.time - t.latency) * 1e-6)
             lat = t.latency * 1e-6 if not dem.is_empty else t.time * 1e-6
             time = t.time * 1e-6 if dem.is_empty else max(t.time * 1e-6, lat + dem.bottleneck_time(self.capacity))
             plan = CollectivePlan("alltoallv", total, n, "P2P", t.proto, time, lat, dem, t.time * 1e-6)

@@ -13,6 +13,9 @@ import numpy as np
 from embsim.errors import InputError
 from embsim.network import Demand
 
+from .server_demand import colocated_transfer
+from .traffic import Traffic
+
 SERVER_OPS = ("ps_push", "ps_pull")
 
 
@@ -22,6 +25,13 @@ def server_transfer(topology, capacity, op: str, matrix, ranks):
     servers = getattr(topology, "servers", None)
     if servers is None:
         raise InputError(f"{op}: the topology has no parameter servers (ps attaches them)")
+    if isinstance(matrix, Traffic):
+        if (servers.placement == "colocated" and tuple(ranks) == tuple(range(topology.n_gpus))
+                and matrix.shape == (len(ranks), servers.count)):
+            # every worker with every server: from the structure, not pair by pair
+            latency, demand = colocated_transfer(topology, op, matrix)
+            return latency, latency + (demand.bottleneck_time(capacity) if not demand.is_empty else 0.0), demand
+        matrix = matrix.dense()
     m = np.asarray(matrix, dtype=np.float64)
     if m.shape != (len(ranks), servers.count):
         raise InputError(f"{op}: matrix must be {len(ranks)} workers x {servers.count} servers, got {m.shape}")

@@ -14,6 +14,7 @@ MAX_ITERATIONS = 1000
 MAX_BATCH = 1_000_000
 MAX_SEQ = 1_000_000
 MAX_SEED = 2 ** 63 - 1
+MAX_ACCUMULATE = 1024            # micro-batches per optimizer step
 
 
 class FiniteFloat(click.ParamType):

@@ -9,7 +9,7 @@ import click
 from ..engine.config import SimulationConfig
 from ..engine.trace_defaults import apply_trace_defaults
 from ..errors import InputError
-from .checks import MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
+from .checks import MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
 
 
 def _options(f):
@@ -19,6 +19,19 @@ def _options(f):
         click.option("--model", default="lstm-lm1b", show_default=True, help="model zoo name or YAML file"),
         click.option("--batch", type=count(1, MAX_BATCH), help="per-GPU batch (default: the model's)"),
         click.option("--seq", type=count(1, MAX_SEQ), help="sequence length (default: the model's)"),
+        click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
+                     help="training precision; bf16/fp16/fp8 = mixed precision (AMP) "
+                          "(default: the model's)"),
+        click.option("--amp", type=click.Choice(["autocast", "o2"]), default="autocast", show_default=True,
+                     help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs) or o2 "
+                          "(16-bit model, apex O2 / model.half())"),
+        click.option("--accumulate", type=count(1, MAX_ACCUMULATE), default=1, show_default=True,
+                     help="gradient accumulation: micro-batches (of --batch) per optimizer step"),
+        click.option("--jitter", help="per-GPU compute-time variation: normal:CV, lognormal:SIGMA, "
+                                      "uniform:HALFWIDTH, seq:WIDTH (padded lengths in a bucket), "
+                                      "bucket:K or shuffle (each GPU's batch of --corpus sentences, "
+                                      "K length buckets or none, padded to its longest), "
+                                      "or trace (the --trace's measured rank skew)"),
         click.option("--iterations", type=int, default=4, show_default=True,
                      help="simulated iterations (the first is warm-up)"),
         click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True),

@@ -22,17 +22,29 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--gpus", default="8,16,32,64,128", show_default=True, help="GPU counts, comma-separated")
 @click.option("--iterations", type=count(2, MAX_ITERATIONS), default=3, show_default=True)
 @click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace")
+@click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
+              help="training precision (default: the model's)")
+@click.option("--amp", type=click.Choice(["autocast", "o2"]), default="autocast", show_default=True,
+              help="mixed-precision style (see embsim simulate --help)")
+@click.option("--accumulate", type=int, default=1, show_default=True, help="micro-batches per optimizer step")
+@click.option("--jitter", help="per-GPU compute variation (see embsim simulate --help)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the curve")
 @click.option("--dask-scheduler", help="address of an existing Dask scheduler")
 @click.option("--workers", type=click.IntRange(min=1), help="local cluster workers")
 @click.option("--out", type=click.Path(file_okay=False), help="keep the sweep results here (resumable)")
 @click.option("--json", "as_json", is_flag=True)
-def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, plot,
-            dask_scheduler, workers, out, as_json):
+def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, dtype, amp, accumulate,
+            jitter, plot, dask_scheduler, workers, out, as_json):
     """Simulate MODEL with STRATEGY at each GPU count and report how it scales."""
     import json
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
-            "iterations": iterations, "trace": trace}
+            "iterations": iterations, "trace": trace, "dtype": dtype, "amp": amp, "accumulate": accumulate,
+            "jitter": jitter}
+    if dtype:      # refuse a precision the GPU lacks before any point runs
+        from ..topology import load_topology
+        from ..workload.gpu_compute import for_gpu
+        from ..workload.precision import precision
+        for_gpu(load_topology(topology).node.gpu).gemm_peak(precision(dtype))
     points = scale_points(topology, parse_gpus(gpus), base)
     check_points(points, "scale")
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,6 +3,7 @@
     embsim validate --nccl-tests LOG|FILE.yaml ... --topology SPEC [--json] [--max-error E]
     embsim validate --nccl-tests              # every packaged validation file
     embsim validate --trace traces/X.yaml [--json] [--max-error E]
+    embsim validate --training [FILE.yaml ...] [--json] [--mean-error E] [--max-error E]   # published throughput
 
 Exit status 1 (for CI) when a curve's mean |error| exceeds --mean-error, when any point's
 |error| exceeds --max-error, or when a strategy of the trace could not be simulated at all
@@ -27,6 +28,8 @@ from .checks import MAX_ITERATIONS, FiniteFloat, count
 @click.option("--nccl-tests", "nccl_tests", is_flag=True,
               help="INPUTS are nccl-tests logs or YAML validation files (none: the packaged ones)")
 @click.option("--trace", type=click.Path(dir_okay=False), help="validate the trace's training steps")
+@click.option("--training", is_flag=True,
+              help="INPUTS are published training-throughput YAML files (none: the packaged ones)")
 @click.option("--topology", help="the system the nccl-tests logs were measured on")
 @click.option("--op", help="collective of the logs, when neither the log nor its name says")
 @click.option("--placement", type=click.Choice(["in-place", "out-of-place", "best"]),
@@ -39,16 +42,21 @@ from .checks import MAX_ITERATIONS, FiniteFloat, count
 @click.option("--max-error", type=FiniteFloat(0, None),
               help="exit 1 when any point's |error| exceeds this (0.15 = 15 %)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of measured vs simulated curves")
-def command(inputs, nccl_tests, trace, topology, op, placement, iterations, as_json, mean_error, max_error,
-            plot):
-    """Compare simulated nccl-tests curves or training steps with real measurements."""
-    if bool(nccl_tests) == bool(trace):
-        raise InputError("validate: give exactly one of --nccl-tests [LOG...] or --trace FILE")
-    if inputs and not nccl_tests:
-        raise InputError(f"validate: {inputs[0]}: positional files are nccl-tests inputs; add --nccl-tests")
+def command(inputs, nccl_tests, trace, training, topology, op, placement, iterations, as_json,
+            mean_error, max_error, plot):
+    """Compare simulated nccl-tests curves, training steps or published training
+    throughput with real measurements."""
+    if bool(nccl_tests) + bool(trace) + bool(training) != 1:
+        raise InputError("validate: give exactly one of --nccl-tests [LOG...], --trace FILE "
+                         "or --training [FILE...]")
+    if inputs and not (nccl_tests or training):
+        raise InputError(f"validate: {inputs[0]}: positional files are nccl-tests or training inputs; "
+                         "add --nccl-tests or --training")
     for flag, bound in (("--mean-error", mean_error), ("--max-error", max_error)):
         if bound is not None and not bound > 0:
             raise InputError(f"{flag} {bound}: must be positive")
+    if training:
+        return _training(list(inputs), iterations, as_json, mean_error, max_error, plot)
     unsimulated = 0
     if nccl_tests:
         curves = collective_errors(list(inputs), topology, placement, op)
@@ -67,8 +75,8 @@ def command(inputs, nccl_tests, trace, topology, op, placement, iterations, as_j
         if rows and unsimulated == len(rows):
             click.echo(f"embsim: error: validate: {trace}: no strategy could be simulated", err=True)
             return 1
+    problem = None
     if mean_error is not None or max_error is not None:
-        problem = None
         if unsimulated:
             problem = f"{unsimulated} strategies could not be simulated"
         for name, s in summaries:
@@ -80,8 +88,30 @@ def command(inputs, nccl_tests, trace, topology, op, placement, iterations, as_j
                 problem = f"{name}: mean |error| {s.mean:.1%} exceeds --mean-error {mean_error:.1%}"
             elif max_error is not None and s.max > max_error:
                 problem = f"{name}: max |error| {s.max:.1%} exceeds --max-error {max_error:.1%}"
-        if problem:
-            # the same one-line form as every other error; exit 1 (a result, not bad input)
-            click.echo(f"embsim: error: validation failed: {problem}", err=True)
-            return 1
+    return _verdict(problem)
+
+
+def _verdict(problem: str | None) -> int:
+    if problem:
+        # the same one-line form as every other error; exit 1 (a result, not bad input)
+        click.echo(f"embsim: error: validation failed: {problem}", err=True)
+        return 1
+    return 0
+
+
+def _training(paths, iterations, as_json, mean_error, max_error, plot) -> int:
+    """Published throughput: headline = mean and max |simulated/measured - 1| over the runs."""
+    from ..validate.training import summary, training_errors, training_json, training_table
+    if plot:
+        raise InputError("--plot is for --nccl-tests curves")
+    runs, pairs = training_errors(paths, iterations=iterations)
+    click.echo(json.dumps(training_json(runs, pairs), indent=2) if as_json else training_table(runs, pairs))
+    s = summary(runs, pairs)
+    mean, worst = s["mean_abs_error"], s["max_abs_error"]
+    if mean_error is not None and (mean is None or mean > mean_error):
+        return _verdict(f"mean |error| {mean if mean is None else f'{mean:.1%}'} exceeds "
+                        f"--mean-error {mean_error:.1%}")
+    if max_error is not None and (worst is None or worst > max_error):
+        return _verdict(f"max |error| {worst if worst is None else f'{worst:.1%}'} exceeds "
+                        f"--max-error {max_error:.1%}")
     return 0

@@ -9,6 +9,8 @@ from ..errors import InputError
 from ..options import option_keys, route
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
+from .accumulate import check_accumulate
+from .jitter import parse_jitter
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,11 @@ class SimulationConfig:
     hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
     efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
     untie_outputs: bool = False                    # tied output projections get their own weight
+    dtype: str | None = None       # training precision (fp32 tf32 bf16 fp16 fp8); None: the model's
+    amp: str = "autocast"          # mixed-precision style: autocast | o2 (workload.precision)
+    accumulate: int = 1            # micro-batches per optimizer step (gradient accumulation)
+    jitter: str | None = None      # per-GPU compute variation, e.g. normal:0.05 (embsim.engine.jitter)
+    model_overrides: dict = field(default_factory=dict)   # tables/layers changes (workload.overrides)
 
     def __post_init__(self):
         if not isinstance(self.iterations, int) or self.iterations < 2:
@@ -45,6 +52,8 @@ class SimulationConfig:
         for key in ("interference", "comm_interference"):
             if (getattr(self, key) or 0) < 0:
                 raise InputError(f"--{key.replace('_', '-')} must be >= 0")
+        check_accumulate(self.accumulate)
+        parse_jitter(self.jitter)
 
 
 def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:

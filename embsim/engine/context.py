@@ -1,11 +1,13 @@
-"""Build a StepContext: per-layer compute times (measured or a labelled roofline
-estimate), optimizer times and the token statistics of every embedding table."""
+"""Build a StepContext: per-layer compute times (measured, or the labelled kernel
+model), optimizer times and the token statistics of every embedding table."""
 
 from __future__ import annotations
 
 from ..plan.context import StepContext, TableTraffic
-from ..workload.roofline import (SOURCE as ROOFLINE, ComputeSpec, layer_time, optimizer_step_time,
-                                 sparse_optimizer_step_time)
+from ..workload.compute import model_times, optimizer_step_time, sparse_optimizer_step_time
+from ..workload.gpu_compute import for_gpu, from_measurement
+from ..workload.roofline import ComputeSpec
+from ..workload import load_model
 from ..workload.tokens import RowTouches, TokenStats
 from .trace_times import trace_layer_times
 
@@ -35,22 +37,32 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
 def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tuple[StepContext, str]:
     """`measured`: the trace's MeasuredInputs (or None); `dense_table_gradient`: the
     strategy's trait; without it a sparse table's lookup backward is the trace's
-    sparse-gradient kernel. A shape beyond what the trace measured is scaled by the
-    roofline model, and the compute source says so (trace_times)."""
-    gpu = ComputeSpec.from_gpu(topo.node.gpu)
-    if measured is not None and measured.has_layer_times:
-        fwd, bwd, extrapolated = trace_layer_times(model, measured.trace, gpu, cfg.model,
-                                                   cfg.untie_outputs,
-                                                   sparse_lookups=not dense_table_gradient)
+    sparse-gradient kernel. Layers come from the trace when it timed them for this model;
+    otherwise from the kernel model, on calibrate's measured kernel table when the trace
+    carries one (it replaces the spec sheet on that device). A shape beyond what the trace
+    measured is scaled by the kernel model, and the compute source says so (trace_times)."""
+    kgpu = for_gpu(topo.node.gpu)
+    if measured is not None and measured.kernel_table is not None:
+        kgpu = from_measurement(topo.node.gpu, measured.kernel_table, measured.source)
+    times = model_times(model, kgpu)      # also refuses a dtype the GPU lacks
+    if measured is not None and measured.covers(model):
+        def at_shape(batch: int, seq: int):    # the same model at a measured shape
+            return load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
+                              dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+        fwd, bwd, extrapolated = trace_layer_times(
+            model, measured.trace, lambda m: model_times(m, kgpu), at_shape,
+            sparse_lookups=not dense_table_gradient)
         source = measured.compute_source + (f"; {extrapolated}" if extrapolated else "")
     else:
-        times = {l.name: layer_time(l, gpu, model.dtype_bytes) for l in model.layers}
+        sparse_lookups = not dense_table_gradient
         fwd = {n: t.fwd_s for n, t in times.items()}
-        bwd = {n: t.bwd_s for n, t in times.items()}
-        source = f"compute: {ROOFLINE} ({topo.node.gpu.model})"
-    # Optimizer steps are always the roofline's: a trace's optimizer timing is per
+        bwd = {n: (t.bwd_sparse_s if sparse_lookups and t.bwd_sparse_s is not None
+                   and not model.dense_gradient(model.layer(n).table) else t.bwd_s)
+               for n, t in times.items()}
+        source = f"compute: {kgpu.label}"
+    # Optimizer steps are always the kernel model's: a trace's optimizer timing is per
     # element and scaled below when present.
-    dense_update = {l.name: optimizer_step_time(l.params, model, gpu).seconds
+    dense_update = {l.name: optimizer_step_time(l.params, model, kgpu)
                     for l in model.layers if l.params > 0}
     per_elem = measured.optimizer_rates() if measured is not None else None
     if per_elem is not None and per_elem.get("dense"):
@@ -60,7 +72,7 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
         table = model.table(model.layer(layer_name).table)
         if per_elem is not None and per_elem.get("sparse-rows"):
             return per_elem["sparse-rows"] * rows * table.dim
-        return sparse_optimizer_step_time(rows, table.dim, model, gpu).seconds
+        return sparse_optimizer_step_time(rows, table.dim, model, kgpu)
 
     if cfg.corpus:
         def stats_for(table):
@@ -73,5 +85,6 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                       layer_fwd=fwd, layer_bwd=bwd, layer_update=dense_update,
                       sparse_update=sparse_update,
                       tables=table_traffic(model, topo.n_gpus, stats_for),
-                      hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB, gpu=gpu)
+                      hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB,
+                      gpu=ComputeSpec.from_gpu(topo.node.gpu))
     return ctx, source

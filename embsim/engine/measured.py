@@ -34,7 +34,7 @@ def check_trace_device(trace, topo) -> None:
         raise InputError(f"--trace {trace.source}: measured on {trace.device!r}, but topology "
                          f"{topo.preset} has {topo.node.gpu.model!r}: its layer times do not transfer "
                          f"(use the trace's own topology {trace.topology or '?'}, or no --trace for a "
-                         "labelled roofline estimate)")
+                         "labelled kernel-model estimate)")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class MeasuredInputs:
     def resolve(cls, trace, topo) -> "MeasuredInputs | None":
         if trace is None:
             return None
-        if trace.layers:
+        if trace.layers or trace.compute is not None:
             check_trace_device(trace, topo)
         own = not trace.topology or TopologySpec.parse(trace.topology).name == topo.preset
         return cls(trace, own)
@@ -56,6 +56,25 @@ class MeasuredInputs:
     def has_layer_times(self) -> bool:
         """False for a network-only trace (import-nccl-tests): collectives, no layer times."""
         return bool(self.trace.layers)
+
+    @property
+    def kernel_table(self):
+        """calibrate's measured kernel table (GEMM grid, bandwidths, launch, LSTM step) of
+        this device, or None."""
+        return self.trace.compute
+
+    @property
+    def source(self) -> str:
+        return self.trace.source or "trace"
+
+    def covers(self, model) -> bool:
+        """Use the trace's layer timings: it has them for this model, or it has no measured
+        kernel table to fall back on (then a missing layer is an error in layer_times)."""
+        if not self.has_layer_times:
+            return False
+        if self.kernel_table is None:
+            return True
+        return all(l.name in self.trace.layers for l in model.layers)
 
     @property
     def compute_source(self) -> str:

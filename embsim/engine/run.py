@@ -21,9 +21,11 @@ from ..topology import Topology, load_topology
 from ..trace import load_trace
 from ..workload import load_model
 from .build import build_step_plan
+from .accumulate import accumulate, check_accumulate
 from .classes import rank_classes
 from .config import SimulationConfig
 from .context import step_context
+from .jitter import jitter_factors, with_jitter
 from .measured import MeasuredInputs
 from .metrics import step_metrics
 from .result import ClusterShape, SimulationResult
@@ -38,7 +40,8 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     topo = load_topology(cfg.topology)
     if cfg.hardware:
         topo = topo.with_overrides(**cfg.hardware)
-    model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs)
+    model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
+                       dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
     if trace is None and cfg.trace:
         trace = load_trace(cfg.trace)
     return _simulate(cfg, topo, model, trace)
@@ -53,13 +56,15 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     topo = strategy.topology(topo)     # e.g. parameter-server machines attached
     measured = MeasuredInputs.resolve(trace, topo)
     ctx, compute_source = step_context(model, topo, measured, cfg, strategy.dense_table_gradient)
+    ctx = accumulate(ctx, cfg.accumulate)
     splan = strategy.plan(ctx)
     if topo.n_gpus == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training
         # (sparse embedding updates where the table allows them) and steps alike.
         splan = replace(splan, sync=(), extra=(), update_time=single_gpu_update_time(ctx))
     plan = build_step_plan(ctx, splan, strategy, scheduler)
-    classes = rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler)
+    classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler),
+                          _jitter(cfg, topo, model, measured))
     curves = measured.collective_curves() if measured is not None else None
     if curves:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"
@@ -71,12 +76,12 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                     lambda env: Network(env, topo.capacity), ranks,
                     iterations=cfg.iterations, **resolved_interference(cfg, measured, topo))
     run = engine.run()
-    kinds = {kind: topo.link_ids_of_kind(kind) for kind in dict.fromkeys(l.kind for l in topo.links)}
+    kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
     # a PS push/pull's size is what one worker sends or receives
     metrics = step_metrics(run, lambda r: r.nbytes * (1.0 if r.op in SERVER_OPS else busbw_factor(r.op, topo.n_gpus)),
                            kinds, topo.capacity)
 
-    samples_per_s = topo.n_gpus * model.batch / metrics.step_time
+    samples_per_s = topo.n_gpus * model.batch * cfg.accumulate / metrics.step_time
     efficiency = None
     if cfg.efficiency_baseline and topo.n_gpus > 1:
         # the same node type with one GPU (no communication)
@@ -89,6 +94,26 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         memory=splan.memory, hbm_bytes=ctx.hbm_bytes, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
         scaling_efficiency=efficiency, notes=plan.notes, run=run)
+
+
+def _jitter(cfg: SimulationConfig, topo: Topology, model, measured):
+    """Per-rank compute factors of --jitter (ones without it)."""
+    if not cfg.jitter:
+        return jitter_factors(None, topo.n_gpus, cfg.seed)
+    from ..workload.compute import model_times
+    from ..workload.gpu_compute import for_gpu
+    gpu = for_gpu(topo.node.gpu)
+
+    def compute_at_seq(seq: int) -> float:
+        m = load_model(cfg.model, batch=model.batch, seq=seq, untie_outputs=cfg.untie_outputs,
+                       dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+        return sum(t.fwd_s + t.bwd_s for t in model_times(m, gpu).values())
+
+    skew = measured.trace.rank_skew if measured is not None else None
+    return jitter_factors(cfg.jitter, topo.n_gpus, cfg.seed, seq=model.seq,
+                          compute_at_seq=compute_at_seq, corpus=cfg.corpus, batch=model.batch,
+                          micro_batches=cfg.accumulate,
+                          trace_skew=skew.factor if skew is not None else None)
 
 
 def single_gpu_update_time(ctx) -> dict:

@@ -26,6 +26,11 @@ def print_topology_summary(s: dict) -> None:
         console.print(f"Network {net['kind']}  oversubscription {net['oversubscription']:g}  "
                       f"{net['rails']} rails  {net['leaves']} leaves ({net['nodes_per_leaf']} nodes each)  "
                       f"{net['spines']} spines  switch {net['switch_latency_us']:g} µs")
+        per_tier = ", ".join(f"{n} {tier}" for tier, n in net["switches"].items())
+        ports = f"{net['radix']}-port switches" if net["radix"] else "logical switches (no radix given)"
+        console.print(f"Tiers   {net['tiers']}: {per_tier} ({ports}"
+                      + (f"; {net['pods']} pods, spine oversubscription {net['spine_oversubscription']:g}"
+                         if net["tiers"] == 3 else "") + ")")
     else:
         console.print("Network none (one node)")
     if s["overrides"]:

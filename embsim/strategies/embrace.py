@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..collectives.traffic import Traffic
 from ..plan.names import bwd_name, extra_name, fwd_name
 from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
@@ -139,8 +140,8 @@ class EmbRaceStrategy(Strategy):
                 fwd_matrix = bwd_matrix = None
                 if shares is not None:
                     # shard j sends rank i the vectors of rank i's lookups that j owns
-                    fwd_matrix = np.outer(shares, np.ones(n)) * nbytes
-                    bwd_matrix = fwd_matrix.T.copy()
+                    fwd_matrix = Traffic.from_senders(shares * nbytes)
+                    bwd_matrix = fwd_matrix.T
                 sync.append(SyncTensor(name=f"embrace-fwd:{user.name}", layer=user.name, op="alltoall",
                                        nbytes=nbytes, category="embedding", ready_after=produced,
                                        needed_by=consumer, matrix=fwd_matrix))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..collectives.traffic import Traffic
 from ..errors import InputError
 from ..options import positive_number
 from ..plan.traits import Payload
@@ -43,9 +44,10 @@ from .common import dense_table_notes, replicated_sync, replicated_update_time, 
 BYTEPS_PARTITION_PARAMS = 4_096_000 // 4   # BYTEPS_PARTITION_BYTES default, fp32
 
 
-def server_matrix(n_workers: int, per_worker_bytes: float, shares: np.ndarray) -> np.ndarray:
-    """workers x servers bytes: every worker sends each server its share of the rows."""
-    return np.outer(np.full(n_workers, per_worker_bytes), shares)
+def server_matrix(n_workers: int, per_worker_bytes: float, shares: np.ndarray) -> Traffic:
+    """workers x servers bytes: every worker sends each server its share of the rows
+    (kept as its two factors: at 16,384 workers the dense matrix would not fit)."""
+    return Traffic(np.ones(n_workers), per_worker_bytes * np.asarray(shares, dtype=np.float64))
 
 
 @dataclass(frozen=True)

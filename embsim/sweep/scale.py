@@ -17,7 +17,7 @@ class ScalePoint:
     samples_per_s: float | None
     efficiency: float | None       # throughput per GPU relative to the smallest run
     error: str | None
-    compute_source: str = ""       # measured (trace) or "compute: roofline estimate"
+    compute_source: str = ""       # measured (trace) or "compute: kernel model ..."
 
 
 def parse_gpus(text: str) -> list[int]:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from .spec import NodeType
 
 GB = 1e9   # GB/s in the YAML are 1e9 bytes/s per direction
@@ -47,7 +45,8 @@ class NodeTemplate:
             self.offset[(a, b)] = len(self.links)
             self.links.append((a, b, kind, gbps * GB, latency_us * US))
 
-    def graph(self) -> nx.DiGraph:
+    def graph(self):
+        import networkx as nx   # only for meshes without a PCIe description (start-up time)
         g = nx.DiGraph()
         g.add_nodes_from(self.vertices)
         g.add_edges_from((u, v) for u, v, *_ in self.links)
@@ -141,53 +140,127 @@ def local_gpu_path(node: NodeType, t: NodeTemplate, a: int, b: int) -> list[str]
     if t.parent:
         return tree_path(t, u, v)
     # NVLink-only mesh without a PCIe description: hop over NVLink peers.
+    import networkx as nx
     return nx.shortest_path(t.graph(), u, v)
 
 
+def _components(vertices: list[str], edges: list[tuple[str, str]]) -> list[list[str]]:
+    """Strongly connected components (Kosaraju; node templates are tiny)."""
+    out_edges: dict[str, list[str]] = {v: [] for v in vertices}
+    in_edges: dict[str, list[str]] = {v: [] for v in vertices}
+    for u, v in edges:
+        out_edges[u].append(v)
+        in_edges[v].append(u)
+    order, seen = [], set()
+    for root in vertices:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(out_edges[root]))]
+        while stack:
+            v, it = stack[-1]
+            nxt = next((w for w in it if w not in seen), None)
+            if nxt is None:
+                order.append(v)
+                stack.pop()
+            else:
+                seen.add(nxt)
+                stack.append((nxt, iter(out_edges[nxt])))
+    comps, assigned = [], set()
+    for root in reversed(order):
+        if root in assigned:
+            continue
+        comp, todo = [], [root]
+        assigned.add(root)
+        while todo:
+            v = todo.pop()
+            comp.append(v)
+            for w in in_edges[v]:
+                if w not in assigned:
+                    assigned.add(w)
+                    todo.append(w)
+        comps.append(comp)
+    return comps
+
+
 def disconnected_pair(t: NodeTemplate) -> tuple[str, str] | None:
-    g = t.graph()
-    if nx.is_strongly_connected(g):
+    """Two vertices of the template that cannot reach each other, or None if it is one
+    strongly connected graph (the first vertices of the two first components, sorted)."""
+    comps = _components(list(t.vertices), [(u, v) for u, v, *_ in t.links])
+    if len(comps) <= 1:
         return None
-    components = sorted((sorted(c) for c in nx.strongly_connected_components(g)), key=lambda c: c[0])
+    components = sorted((sorted(c) for c in comps), key=lambda c: c[0])
     return components[0][0], components[1][0]
 
 
 @dataclass
 class NetworkLayout:
-    """Where each NIC plugs in: leaf switch per (node group, rail) and the spine layer."""
+    """Where each NIC plugs in: leaf switch per (node group, rail), the spine layer above
+    the leaves and, where the leaves outnumber a spine switch's ports, a core layer above
+    pods of leaves (a three-tier fat tree)."""
 
     n_nodes: int
     rails: tuple[int, ...]       # NIC indices in use, rail r = rails.index(nic)
     rail_optimised: bool
     nodes_per_leaf: int
-    n_spines: int
+    n_spines: int                # logical spines (per pod with three tiers)
+    radix: int | None = None     # ports per switch; None: any number of leaves per spine
 
     @property
     def n_groups(self) -> int:
         return math.ceil(self.n_nodes / self.nodes_per_leaf)
 
     @property
+    def leaves_per_group(self) -> int:
+        return len(self.rails) if self.rail_optimised else 1
+
+    @property
     def n_leaves(self) -> int:
-        return self.n_groups * (len(self.rails) if self.rail_optimised else 1)
+        return self.n_groups * self.leaves_per_group
+
+    @property
+    def tiers(self) -> int:
+        """Switch tiers: 1 (one leaf per rail), 2 (leaf-spine) or 3 (leaf-spine-core)."""
+        if self.n_leaves <= 1:
+            return 1
+        return 3 if self.radix is not None and self.n_leaves > self.radix else 2
+
+    @property
+    def groups_per_pod(self) -> int:
+        """Node groups whose leaves share one pod's spines (three tiers; else all groups)."""
+        if self.tiers < 3:
+            return self.n_groups
+        return max(1, (self.radix // 2) // self.leaves_per_group)
+
+    @property
+    def n_pods(self) -> int:
+        return math.ceil(self.n_groups / self.groups_per_pod)
 
     def leaf_of(self, node: int, rail: int) -> int:
         group = node // self.nodes_per_leaf
         return group * len(self.rails) + rail if self.rail_optimised else group
 
+    def pod_of_leaf(self, leaf: int) -> int:
+        return (leaf // self.leaves_per_group) // self.groups_per_pod
+
     def spine_for(self, src_node: int, dst_node: int) -> int:
         # Deterministic ECMP: spread node pairs over spines.
         return (src_node + dst_node) % self.n_spines
+
+    def spine_name(self, pod: int, spine: int) -> str:
+        return f"spine{spine}" if self.tiers < 3 else f"spine{pod}.{spine}"
 
 
 def network_layout(node: NodeType, n_nodes: int, rails: tuple[int, ...]) -> NetworkLayout:
     net = node.network
     npl = min(net.nodes_per_leaf or n_nodes, n_nodes)
     return NetworkLayout(n_nodes=n_nodes, rails=rails, rail_optimised=net.kind == "rail-fat-tree",
-                         nodes_per_leaf=npl, n_spines=net.spines)
+                         nodes_per_leaf=npl, n_spines=net.spines, radix=net.radix)
 
 
 def network_links(node: NodeType, layout: NetworkLayout):
-    """(src, dst, kind, bytes/s, s) for NIC<->leaf and leaf<->spine, in a fixed order."""
+    """(src, dst, kind, bytes/s, s) for NIC<->leaf, leaf<->spine and spine<->core, in a
+    fixed order (NetworkIds turns positions in it into link ids)."""
     nic_bw = node.nics.gbit * 1e9 / 8
     nic_lat, sw_lat = node.nics.latency_us * US, node.network.switch_latency_us * US
     out, ports = [], [0] * layout.n_leaves
@@ -199,10 +272,41 @@ def network_links(node: NodeType, layout: NetworkLayout):
             out.append((f"n{n}.nic{k}", f"leaf{leaf}", "nic", nic_bw, nic_lat / 2 + sw_lat))
             out.append((f"leaf{leaf}", f"n{n}.nic{k}", "nic", nic_bw, nic_lat / 2))
     if layout.n_leaves > 1:
+        pod_up = [0.0] * layout.n_pods
         for leaf in range(layout.n_leaves):
             # Total uplink = total downlink / oversubscription, split evenly over the spines.
             up = ports[leaf] * nic_bw / node.network.oversubscription / layout.n_spines
+            pod = layout.pod_of_leaf(leaf)
+            pod_up[pod] += up
             for s in range(layout.n_spines):
-                out.append((f"leaf{leaf}", f"spine{s}", "net", up, sw_lat))
-                out.append((f"spine{s}", f"leaf{leaf}", "net", up, sw_lat))
+                spine = layout.spine_name(pod, s)
+                out.append((f"leaf{leaf}", spine, "net", up, sw_lat))
+                out.append((spine, f"leaf{leaf}", "net", up, sw_lat))
+        if layout.tiers == 3:
+            # Each pod spine's core uplink = its leaves' uplinks / the spine tier's oversubscription.
+            for pod in range(layout.n_pods):
+                up = pod_up[pod] / node.network.spine_oversubscription
+                for s in range(layout.n_spines):
+                    out.append((layout.spine_name(pod, s), "core", "net", up, sw_lat))
+                    out.append(("core", layout.spine_name(pod, s), "net", up, sw_lat))
     return out
+
+
+def switch_counts(node: NodeType, layout: NetworkLayout) -> dict:
+    """Physical switches per tier that the spec implies (radix-port switches, full
+    bisection divided by each tier's oversubscription); logical counts without a radix."""
+    net = node.network
+    leaves = layout.n_leaves
+    if layout.tiers == 1 or layout.n_leaves <= 1:
+        return {"leaf": leaves}
+    if net.radix is None:
+        out = {"leaf": leaves, "spine": layout.n_spines}
+        return out
+    radix = net.radix
+    down = layout.nodes_per_leaf * (1 if layout.rail_optimised else len(layout.rails))
+    leaf_up = math.ceil(down / net.oversubscription)
+    if layout.tiers == 2:
+        return {"leaf": leaves, "spine": math.ceil(leaves * leaf_up / radix)}
+    spines = math.ceil(leaves * leaf_up / (radix // 2))   # half a pod spine's ports face down
+    core = math.ceil(spines * (radix // 2) / net.spine_oversubscription / radix)
+    return {"leaf": leaves, "spine": spines, "core": core}

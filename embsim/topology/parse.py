@@ -80,7 +80,7 @@ def node_type_from_doc(doc: YamlDoc) -> NodeType:
 def _gpu(doc: YamlDoc, m) -> GpuSpec:
     p = ("gpu",)
     keys = ["model", "arch", "count", "bf16_tflops", "hbm_gb", "hbm_gbps"]
-    check_mapping(doc, p, m, required=keys, optional=["fp32_tflops"])
+    check_mapping(doc, p, m, required=keys, optional=["fp32_tflops", *_COMPUTE_KEYS, "tensor_tflops"])
     arch = get(doc, p, m, "arch", int, hi=LIMITS["arch"])
     if arch < 0:
         raise doc.error(p + ("arch",), f"must be >= 0 (0 means a CPU device), got {arch}")
@@ -91,7 +91,26 @@ def _gpu(doc: YamlDoc, m) -> GpuSpec:
     return GpuSpec(model=get(doc, p, m, "model", str), arch=arch,
                    count=num("count", int), bf16_tflops=num("bf16_tflops"),
                    hbm_gb=num("hbm_gb"), hbm_gbps=num("hbm_gbps"),
-                   fp32_tflops=num("fp32_tflops", default=None))
+                   fp32_tflops=num("fp32_tflops", default=None),
+                   tensor_tflops=_tensor_tflops(doc, m.get("tensor_tflops")),
+                   **{k: get(doc, p, m, k, t, default=None, positive=True, hi=LIMITS.get(k))
+                      for k, t in _COMPUTE_KEYS.items()})
+
+
+# optional gpu: keys of the compute model (embsim.workload.gpu_compute) and their types
+_COMPUTE_KEYS = {"sms": int, "gemm_fraction": float, "hbm_fraction": float,
+                 "l2_bytes_per_clk": float, "clock_mhz": float}
+TENSOR_DTYPES = ("tf32", "bf16", "fp16", "fp8")
+
+
+def _tensor_tflops(doc: YamlDoc, m) -> tuple[tuple[str, float], ...]:
+    """gpu.tensor_tflops: {dtype: dense TFLOPS}; a dtype left out is one the GPU lacks."""
+    if m is None:
+        return ()
+    p = ("gpu", "tensor_tflops")
+    check_mapping(doc, p, m, required=[], optional=list(TENSOR_DTYPES))
+    return tuple((k, get(doc, p, m, k, float, positive=True, hi=LIMITS["bf16_tflops"]))
+                 for k in TENSOR_DTYPES if k in m)
 
 
 def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
@@ -234,7 +253,8 @@ def _nic_gpus(doc: YamlDoc, value, count: int, n_gpus: int):
 def _network(doc: YamlDoc, m) -> NetworkSpec:
     p = ("network",)
     check_mapping(doc, p, m, required=["switch_latency_us"],
-                  optional=["kind", "oversubscription", "nodes_per_leaf", "spines"])
+                  optional=["kind", "oversubscription", "nodes_per_leaf", "spines", "radix",
+                            "spine_oversubscription"])
     kind = get(doc, p, m, "kind", str, default="rail-fat-tree")
     if kind not in NETWORK_KINDS:
         raise doc.error(p + ("kind",), f"unknown network kind {kind!r} (one of {', '.join(NETWORK_KINDS)})")
@@ -248,7 +268,11 @@ def _network(doc: YamlDoc, m) -> NetworkSpec:
                        nodes_per_leaf=get(doc, p, m, "nodes_per_leaf", int, default=None,
                                           positive=True, hi=LIMITS["nodes"]),
                        spines=get(doc, p, m, "spines", int, default=1, positive=True,
-                                  hi=LIMITS["spines"]))
+                                  hi=LIMITS["spines"]),
+                       radix=get(doc, p, m, "radix", int, default=None, positive=True,
+                                 hi=LIMITS["radix"]),
+                       spine_oversubscription=get(doc, p, m, "spine_oversubscription", float, default=1.0,
+                                                  positive=True, hi=LIMITS["oversubscription"]))
 
 
 def _servers(doc: YamlDoc, m) -> ServerSpec:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-import numpy as np
 
 from .build import GB, US, Link, tree_path
 from .spec import ServerSpec, TopologyError
@@ -31,6 +30,21 @@ class ServerFabric:
     spec: ServerSpec
     push_routes: dict              # (rank, server) -> link ids
     pull_routes: dict              # (server, rank) -> link ids
+    cpu_base: int = -1             # colocated: link id of server 0's ps-cpu link (server s: + s)
+    root: str = ""                 # colocated: the template vertex the server process sits on
+
+
+class LazyRoutes(dict):
+    """A route table filled on first use: colocated servers on 2,048 nodes would be 33
+    million routes, while a structured transfer (collectives.server_demand) needs none."""
+
+    def __init__(self, make):
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key):
+        route = self[key] = self._make(*key)
+        return route
 
 
 def with_servers(topo, placement: str, spec: ServerSpec | None = None):
@@ -41,10 +55,8 @@ def with_servers(topo, placement: str, spec: ServerSpec | None = None):
     spec = spec or topo.node.servers or ServerSpec()
     out = copy.copy(topo)
     out.links, out._routes = list(topo.links), dict(topo._routes)
-    out.__dict__.pop("_kind_ids", None)
     extra = _colocated(out, spec) if placement == "colocated" else _dedicated(out, spec)
-    out.links += [Link(len(out.links) + i, *l) for i, l in enumerate(extra.pop("links"))]
-    out.capacity = np.array([l.bandwidth for l in out.links], dtype=float)
+    out.append_links(extra.pop("links"))
     out.servers = ServerFabric(placement, spec=spec, **extra)
     return out
 
@@ -67,22 +79,28 @@ def _tree(topo, node: int, a: str, b: str) -> tuple[int, ...]:
 def _colocated(topo, spec: ServerSpec) -> dict:
     t, base = topo._template, len(topo.links)
     root = _root(t)
-    cpu = {s: base + s for s in range(topo.n_nodes)}
     links = [(f"n{s}.{root}", f"n{s}.ps", "ps-cpu", spec.sum_gbps * GB, 0.0) for s in range(topo.n_nodes)]
-    push, pull = {}, {}
-    for r in range(topo.n_gpus):
+
+    def push(r, s):
         a, la = divmod(r, topo.gpus_per_node)
-        for s in range(topo.n_nodes):
-            if s == a:
-                up, down = _tree(topo, a, f"gpu{la}", root), _tree(topo, a, root, f"gpu{la}")
-            else:
-                k = topo._nic_of_local[la]
-                up = (topo._on_node(a, ("gpu", la, "nic", k)) + topo._network(a, k, s, k)
-                      + _tree(topo, s, f"nic{k}", root))
-                down = (_tree(topo, s, root, f"nic{k}") + topo._network(s, k, a, k)
-                        + topo._on_node(a, ("nic", k, "gpu", la)))
-            push[(r, s)], pull[(s, r)] = up + (cpu[s],), down
-    return {"count": topo.n_nodes, "push_routes": push, "pull_routes": pull, "links": links}
+        if s == a:
+            up = _tree(topo, a, f"gpu{la}", root)
+        else:
+            k = topo._nic_of_local[la]
+            up = (topo._on_node(a, ("gpu", la, "nic", k)) + topo._network(a, k, s, k)
+                  + _tree(topo, s, f"nic{k}", root))
+        return up + (base + s,)
+
+    def pull(s, r):
+        a, la = divmod(r, topo.gpus_per_node)
+        if s == a:
+            return _tree(topo, a, root, f"gpu{la}")
+        k = topo._nic_of_local[la]
+        return (_tree(topo, s, root, f"nic{k}") + topo._network(s, k, a, k)
+                + topo._on_node(a, ("nic", k, "gpu", la)))
+
+    return {"count": topo.n_nodes, "push_routes": LazyRoutes(push), "pull_routes": LazyRoutes(pull),
+            "links": links, "cpu_base": base, "root": root}
 
 
 def _dedicated(topo, spec: ServerSpec) -> dict:
@@ -108,10 +126,7 @@ def _dedicated(topo, spec: ServerSpec) -> dict:
         add(f"ps{s}.nic", f"ps{s}.cpu", "ps-cpu", spec.sum_gbps * GB, 0.0)
 
     def fabric(leaf_a: str, leaf_b: str, a: int) -> tuple[int, ...]:
-        if leaf_a == leaf_b:
-            return ()
-        spine = f"spine{lay.spine_for(a, 0)}"
-        return idx[(leaf_a, spine)], idx[(spine, leaf_b)]
+        return topo.leaf_to_leaf(int(leaf_a[4:]), int(leaf_b[4:]), lay.spine_for(a, 0))
 
     push, pull = {}, {}
     for r in range(topo.n_gpus):

@@ -38,7 +38,9 @@ LIMITS = {
     "nics": 128, "gbit": 1e5,           # a GB200 NVL72 rack as one node has 72
     "oversubscription": 1000.0,
     "nodes": 16384,                 # nodes in a cluster (and per leaf switch)
-    "spines": 4096,
+    "spines": 4096, "radix": 1024,
+    "sms": 1000, "gemm_fraction": 1.0, "hbm_fraction": 1.0,   # fractions of a peak
+    "l2_bytes_per_clk": 1e6, "clock_mhz": 1e5,
     "gpus": 131072,                 # GPUs in a cluster
 }
 
@@ -52,6 +54,14 @@ class GpuSpec:
     hbm_gb: float              # device memory (host RAM for a CPU device)
     hbm_gbps: float            # device memory bandwidth, GB/s
     fp32_tflops: float | None = None  # non-tensor FP32 peak (PyTorch fp32 matmuls, TF32 off); None: unknown
+    # Compute-model properties (embsim.workload.gpu_compute); None/empty: not published
+    # for this GPU, and every output says so.
+    tensor_tflops: tuple[tuple[str, float], ...] = ()  # dense tensor-core peak per dtype (FP32 accumulate)
+    sms: int | None = None             # streaming multiprocessors (GEMM tile waves)
+    gemm_fraction: float | None = None  # measured large-GEMM TFLOPS / peak
+    hbm_fraction: float | None = None   # measured streaming bandwidth / hbm_gbps
+    l2_bytes_per_clk: float | None = None  # L2 -> SM bandwidth (GEMM tile operand feed)
+    clock_mhz: float | None = None      # boost clock the peaks are quoted at
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,11 @@ class NetworkSpec:
     switch_latency_us: float = 0.0              # one switch traversal
     nodes_per_leaf: int | None = None           # None: one leaf (per rail) holds every node
     spines: int = 1                             # 1: one logical spine = ideal ECMP over the spine layer
+    # Ports per switch. None: the spine layer takes any number of leaves (two tiers at any
+    # size). Given: a spine switch reaches at most `radix` leaves, so a cluster with more
+    # leaves gets a third (core) tier over pods of radix/2 leaves, as a fat tree does.
+    radix: int | None = None
+    spine_oversubscription: float = 1.0         # spine downlink / core uplink (third tier only)
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict
 
+from .build import switch_counts
+
 
 def link_classes(topo) -> list[dict]:
     """Links grouped by (kind, bandwidth, latency), in order of first appearance."""
     counts: Counter = Counter()
     order: list[tuple] = []
-    for l in topo.links:
-        key = (l.kind, round(l.bandwidth / 1e9, 6), round(l.latency * 1e6, 6))
+    kinds, bandwidth, latency = topo._columns
+    for kind, bw, lat in zip(kinds, bandwidth, latency):
+        key = (kind, round(bw / 1e9, 6), round(lat * 1e6, 6))
         if key not in counts:
             order.append(key)
         counts[key] += 1
@@ -27,14 +30,19 @@ def topology_summary(topo) -> dict:
     fabric = {k: v for k, v in asdict(node.fabric).items() if v not in (None, ())}
     if "nvlink_pairs" in fabric:
         fabric["nvlink_pairs"] = [list(p) for p in fabric["nvlink_pairs"]]
-    vertex_types = Counter(data["type"] for _, data in topo.graph.nodes(data=True))
+    vertex_types = Counter({t: n * topo.n_nodes for t, n in Counter(topo._template.vertices.values()).items()})
+    vertex_types.update(kind for _, kind in topo.switches())
     lay = topo._layout
     network = None
     if lay is not None:
         network = {"kind": node.network.kind, "oversubscription": node.network.oversubscription,
                    "switch_latency_us": node.network.switch_latency_us, "rails": len(lay.rails),
                    "nodes_per_leaf": lay.nodes_per_leaf, "leaves": lay.n_leaves,
-                   "spines": lay.n_spines if lay.n_leaves > 1 else 0}
+                   "spines": lay.n_spines if lay.n_leaves > 1 else 0,
+                   "tiers": lay.tiers, "radix": node.network.radix,
+                   "spine_oversubscription": node.network.spine_oversubscription,
+                   "pods": lay.n_pods if lay.tiers == 3 else None,
+                   "switches": switch_counts(node, lay)}
     nic_gbps = node.nics.gbit / 8
     return {
         "preset": topo.preset,
@@ -52,9 +60,9 @@ def topology_summary(topo) -> dict:
         "links": link_classes(topo),
         "overrides": topo.overrides,
         "totals": {
-            "vertices": topo.graph.number_of_nodes(),
+            "vertices": sum(vertex_types.values()),
             "vertex_types": dict(sorted(vertex_types.items())),
-            "links": len(topo.links),
+            "links": topo.n_links,
             "peak_bf16_pflops": round(topo.n_gpus * node.gpu.bf16_tflops / 1000, 6),
             "memory_gb": round(topo.n_gpus * node.gpu.hbm_gb, 6),
             "injection_gbps_per_node": round(len(topo._template.nics) * nic_gbps, 6) if lay else 0.0,

@@ -12,11 +12,8 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 
-import networkx as nx
-import numpy as np
-
-from .build import (Link, NodeTemplate, local_gpu_path, network_layout, network_links,
-                    node_template, tree_path)
+from .build import (Link, NodeTemplate, disconnected_pair, local_gpu_path, network_layout,
+                    network_links, node_template, tree_path)
 from .spec import NodeType, TopologyError
 
 
@@ -49,39 +46,95 @@ class Topology:
 
     # ----------------------------------------------------------------- building
     def _build_links(self) -> None:
+        # Per-link columns are tiled from the node template; the Link objects with vertex
+        # names are made only when asked for (`links`), since at thousands of nodes they
+        # are most of a Topology's build time and memory.
         t = self._template
         per_node = len(t.links)
-        links: list[Link] = []
-        for n in range(self.n_nodes):
-            for u, v, kind, bw, lat in t.links:
-                links.append(Link(len(links), f"n{n}.{u}", f"n{n}.{v}", kind, bw, lat))
-        self._net_base = len(links)
-        self._net_index: dict[tuple[str, str], int] = {}
-        if self._layout is not None:
-            for u, v, kind, bw, lat in network_links(self.node, self._layout):
-                self._net_index[(u, v)] = len(links)
-                links.append(Link(len(links), u, v, kind, bw, lat))
         self._per_node = per_node
-        self.links: list[Link] = links
-        self.capacity: np.ndarray = np.array([l.bandwidth for l in links], dtype=float)
+        self._net_base = per_node * self.n_nodes
+        net = network_links(self.node, self._layout) if self._layout is not None else []
+        self._net_links = net
+        self._net_index: dict[tuple[str, str], int] = {
+            (u, v): self._net_base + i for i, (u, v, *_) in enumerate(net)}
+        # per-link columns as lists (kind, bytes/s, s); numpy arrays are made on first use
+        # so that `topology show` starts without importing numpy
+        self._columns = tuple([l[k] for l in t.links] * self.n_nodes + [l[k] for l in net] for k in (2, 3, 4))
+        self.n_links = len(self._columns[0])
 
-        g = nx.DiGraph()
+    @cached_property
+    def capacity(self):
+        """Bytes/s of every link, indexed by link id (numpy float64)."""
+        import numpy as np
+        return np.array(self._columns[1], dtype=np.float64)
+
+    @cached_property
+    def link_kinds(self):
+        """Kind of every link ("nvlink", "pcie", "cpu", "host", "nic", "net"), numpy str array."""
+        import numpy as np
+        return np.array(self._columns[0], dtype=str)
+
+    @cached_property
+    def link_latency(self):
+        """Seconds per traversal of every link (numpy float64)."""
+        import numpy as np
+        return np.array(self._columns[2], dtype=np.float64)
+
+    def append_links(self, extra) -> None:
+        """Add links (src, dst, kind, bytes/s, s) after the existing ones (ids keep their
+        meaning), e.g. parameter servers' (topology.servers); per-link arrays follow."""
+        extra = list(extra)
+        links = self.links
+        links += [Link(len(links) + i, *l) for i, l in enumerate(extra)]
+        self._columns = tuple(col + [l[k] for l in extra] for col, k in zip(self._columns, (2, 3, 4)))
+        self.n_links = len(self._columns[0])
+        for name in ("capacity", "link_kinds", "link_latency", "_kind_ids", "graph"):
+            self.__dict__.pop(name, None)
+
+    @cached_property
+    def links(self) -> list[Link]:
+        """Every directed link as a Link (id, vertex names, kind, bytes/s, s)."""
+        out: list[Link] = []
+        for n in range(self.n_nodes):
+            for u, v, kind, bw, lat in self._template.links:
+                out.append(Link(len(out), f"n{n}.{u}", f"n{n}.{v}", kind, bw, lat))
+        for u, v, kind, bw, lat in self._net_links:
+            out.append(Link(len(out), u, v, kind, bw, lat))
+        return out
+
+    @cached_property
+    def graph(self):
+        """The whole cluster as a networkx graph (built on first use: simulations never
+        need it, and at thousands of nodes it is the slowest part of a Topology)."""
+        import networkx as nx   # imported here: nothing on a simulation's path needs it
+        t, g = self._template, nx.DiGraph()
         for n in range(self.n_nodes):
             g.add_nodes_from((f"n{n}.{v}", {"type": vt, "node": n}) for v, vt in t.vertices.items())
-        if self._layout is not None:
-            g.add_nodes_from((f"leaf{i}", {"type": "leaf"}) for i in range(self._layout.n_leaves))
-            if self._layout.n_leaves > 1:
-                g.add_nodes_from((f"spine{s}", {"type": "spine"}) for s in range(self._layout.n_spines))
+        g.add_nodes_from((v, {"type": kind}) for v, kind in self.switches())
         g.add_edges_from((l.src, l.dst, {"id": l.id, "kind": l.kind, "bandwidth": l.bandwidth,
-                                         "latency": l.latency}) for l in links)
-        self.graph: nx.DiGraph = g
+                                         "latency": l.latency}) for l in self.links)
+        return g
+
+    def switches(self) -> list[tuple[str, str]]:
+        """(name, tier) of every network switch vertex: leaf, spine, core."""
+        lay = self._layout
+        if lay is None:
+            return []
+        out = [(f"leaf{i}", "leaf") for i in range(lay.n_leaves)]
+        if lay.tiers >= 2:
+            out += [(lay.spine_name(p, s), "spine") for p in range(lay.n_pods) for s in range(lay.n_spines)]
+        if lay.tiers == 3:
+            out.append(("core", "core"))
+        return out
 
     def _check_connected(self) -> None:
-        if nx.is_strongly_connected(self.graph):
+        # Every node is a copy of one template and the network joins every NIC to a leaf
+        # and every leaf to the spines, so the cluster is connected iff the template is.
+        pair = disconnected_pair(self._template)
+        if pair is None:
             return
-        parts = sorted((sorted(c) for c in nx.strongly_connected_components(self.graph)), key=lambda c: c[0])
         raise TopologyError(f"{self.node.source or self.node.name}: graph is disconnected: "
-                            f"{parts[0][0]} cannot reach {parts[1][0]} (check fabric.nvlink_pairs / pcie_*)")
+                            f"n0.{pair[0]} cannot reach n0.{pair[1]} (check fabric.nvlink_pairs / pcie_*)")
 
     # ------------------------------------------------------------------ ranks
     def rank(self, node: int, local: int) -> int:
@@ -136,17 +189,32 @@ class Topology:
         return path
 
     def _inter_node(self, a: int, la: int, b: int, lb: int) -> tuple[int, ...]:
+        head, src_nic, rail_nic, tail = self.remote_template(la, lb)
+        base_a, base_b = a * self._per_node, b * self._per_node
+        return (tuple(base_a + o for o in head) + self._network(a, src_nic, b, rail_nic)
+                + tuple(base_b + o for o in tail))
+
+    def remote_template(self, la: int, lb: int) -> tuple[tuple[int, ...], int, int, tuple[int, ...]]:
+        """How local GPU la reaches local GPU lb of another node, the same for every pair of
+        nodes: (link offsets on the source node, source NIC, destination NIC = the
+        destination's rail, link offsets on the destination node)."""
+        key = ("remote", la, lb)
+        hit = self._local_paths.get(key)
+        if hit is not None:
+            return hit
         rail_nic = self._nic_of_local[lb]           # the destination's rail
         # The source itself if that NIC serves it, else the rail's first local GPU.
         proxy = la if la in self.node.nics.gpus[rail_nic] else self._proxy_of_nic[rail_nic]
         if self.node.fabric.has_nvlink and self._nvlink_only(la, proxy):
             # PXN: NVLink to the rail-aligned GPU, out of its NIC, same rail end to end.
             src_nic = rail_nic
-            head = self._on_node(a, ("gpu", la, "gpu", proxy)) + self._on_node(a, ("gpu", proxy, "nic", src_nic))
+            head = self._local(("gpu", la, "gpu", proxy)) + self._local(("gpu", proxy, "nic", src_nic))
         else:
             src_nic = self._nic_of_local[la]
-            head = self._on_node(a, ("gpu", la, "nic", src_nic))
-        return head + self._network(a, src_nic, b, rail_nic) + self._on_node(b, ("nic", rail_nic, "gpu", lb))
+            head = self._local(("gpu", la, "nic", src_nic))
+        hit = (head, src_nic, rail_nic, self._local(("nic", rail_nic, "gpu", lb)))
+        self._local_paths[key] = hit
+        return hit
 
     def _nvlink_only(self, la: int, lb: int) -> bool:
         if la == lb:
@@ -176,12 +244,23 @@ class Topology:
     def _network(self, a: int, nic_a: int, b: int, nic_b: int) -> tuple[int, ...]:
         lay, idx = self._layout, self._net_index
         ra, rb = self._rails.index(nic_a), self._rails.index(nic_b)
-        la, lb = f"leaf{lay.leaf_of(a, ra)}", f"leaf{lay.leaf_of(b, rb)}"
+        leaf_a, leaf_b = lay.leaf_of(a, ra), lay.leaf_of(b, rb)
         src, dst = f"n{a}.nic{nic_a}", f"n{b}.nic{nic_b}"
-        if la == lb:
-            return idx[(src, la)], idx[(la, dst)]
-        spine = f"spine{lay.spine_for(a, b)}"
-        return idx[(src, la)], idx[(la, spine)], idx[(spine, lb)], idx[(lb, dst)]
+        return ((idx[(src, f"leaf{leaf_a}")],) + self.leaf_to_leaf(leaf_a, leaf_b, lay.spine_for(a, b))
+                + (idx[(f"leaf{leaf_b}", dst)],))
+
+    def leaf_to_leaf(self, leaf_a: int, leaf_b: int, spine: int) -> tuple[int, ...]:
+        """Switch links from leaf a to leaf b through spine index `spine` (and the core
+        when their pods differ); () for the same leaf."""
+        if leaf_a == leaf_b:
+            return ()
+        lay, idx = self._layout, self._net_index
+        la, lb = f"leaf{leaf_a}", f"leaf{leaf_b}"
+        pa, pb = lay.pod_of_leaf(leaf_a), lay.pod_of_leaf(leaf_b)
+        sa, sb = lay.spine_name(pa, spine), lay.spine_name(pb, spine)
+        if pa == pb:
+            return idx[(la, sa)], idx[(sa, lb)]
+        return idx[(la, sa)], idx[(sa, "core")], idx[("core", sb)], idx[(sb, lb)]
 
     # ------------------------------------------------------- helpers for layers
     def gpu_up_links(self, rank: int, kind: str | None = None) -> tuple[int, ...]:
@@ -220,18 +299,23 @@ class Topology:
         return self._rails
 
     @cached_property
-    def _kind_ids(self) -> dict[str, np.ndarray]:
-        kinds = sorted({l.kind for l in self.links})
-        arr = np.array([l.kind for l in self.links])
-        return {k: np.flatnonzero(arr == k) for k in kinds}
+    def _kind_ids(self) -> dict:
+        import numpy as np
+        kinds = sorted(set(self.link_kinds.tolist()))
+        return {k: np.flatnonzero(self.link_kinds == k) for k in kinds}
 
-    def link_ids_of_kind(self, kind: str) -> np.ndarray:
-        """Ids (ascending) of every link of one kind; empty if there is none."""
+    def link_kinds_in_order(self) -> list[str]:
+        """Kinds of link present, in order of first appearance."""
+        return list(dict.fromkeys(self._columns[0]))
+
+    def link_ids_of_kind(self, kind: str):
+        """Ids (ascending, numpy int64) of every link of one kind; empty if there is none."""
+        import numpy as np
         return self._kind_ids.get(kind, np.zeros(0, dtype=np.int64))
 
     def route_latency(self, src: int, dst: int) -> float:
         """Sum of link latencies along route(src, dst), seconds."""
-        return float(sum(self.links[i].latency for i in self.route(src, dst)))
+        return float(sum(self._columns[2][i] for i in self.route(src, dst)))
 
     # ------------------------------------------------------------- what-ifs
     def with_overrides(self, nic_gbit: float | None = None, nvlink_gbps: float | None = None,
@@ -267,4 +351,4 @@ class Topology:
         return topology_summary(self)
 
     def __repr__(self) -> str:
-        return f"Topology({self.preset}:{self.n_nodes}x{self.gpus_per_node}, {len(self.links)} links)"
+        return f"Topology({self.preset}:{self.n_nodes}x{self.gpus_per_node}, {self.n_links} links)"

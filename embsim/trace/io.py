@@ -15,6 +15,7 @@ import yaml
 from ..atomic import atomic_write_text
 from ..errors import InputError
 from ..yamlio import YamlDoc, check_mapping, check_type, get, parse_yaml, read_text
+from .compute import compute_to_dict, parse_compute
 from .schema import (SCHEMA_VERSION, TRACE_KIND, CollectiveCurve, InterferenceMeasurement,
                      LayerPoint, LayerTiming, OptimizerTiming, RankSkew, Provenance, StepSamples, TokenStatsRecord, Trace)
 
@@ -28,7 +29,7 @@ COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "bro
 SCOPES = ("all", "intra-node", "inter-node")
 TOP_KEYS = ("kind", "schema_version", "device", "model", "seq", "topology", "provenance",
             "layers", "optimizer", "collectives", "steps", "token_stats", "end_of_trace")
-OPTIONAL_TOP_KEYS = ("interference", "rank_skew", "host_topology")
+OPTIONAL_TOP_KEYS = ("interference", "rank_skew", "compute", "host_topology")
 
 
 def load_trace(path: str | Path) -> Trace:
@@ -83,6 +84,8 @@ def _build(doc: YamlDoc) -> Trace:
                       if data.get("interference") is not None else None),
         rank_skew=(_rank_skew(doc, ("rank_skew",), data["rank_skew"])
                    if data.get("rank_skew") is not None else None),
+        compute=(parse_compute(doc, ("compute",), data["compute"])
+                 if data.get("compute") is not None else None),
         host_topology=_host_topology(doc),
         source=doc.source,
     )
@@ -327,6 +330,8 @@ def trace_to_dict(trace: Trace) -> dict:
         out["rank_skew"] = {"batch": k.batch, "rank0_us": _us(k.rank0_s),
                             "slowest_us": _us(k.slowest_s), "reps": k.reps,
                             "factor": round(k.factor, 4)}
+    if trace.compute is not None:
+        out["compute"] = compute_to_dict(trace.compute)
     out["end_of_trace"] = True
     return out
 

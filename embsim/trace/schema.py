@@ -8,6 +8,7 @@ seconds and all sizes bytes inside; the YAML stores microseconds (see trace/io.p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -213,6 +214,7 @@ class Trace:
     token_stats: tuple[TokenStatsRecord, ...]
     interference: InterferenceMeasurement | None = None
     rank_skew: RankSkew | None = None
+    compute: Any = None            # embsim.trace.compute.ComputeMeasurement, if measured
     # the measured machine as a topology document (topologies/*.yaml dialect), embedded so
     # that the trace never depends on a file a later calibration rewrites; None: named only
     host_topology: dict | None = field(default=None, compare=False)

@@ -14,6 +14,7 @@ from ..errors import InputError
 from .collectives import collective_errors
 from .report import collective_summary, collective_table, plot_collectives, step_summary, step_table
 from .steps import step_errors
+from .training import training_section
 
 
 MODEL_NOTES = (
@@ -113,6 +114,7 @@ def build(traces_dir: Path, out: Path) -> str:
         parts += [f"### {t.name}", "", step_table(rows, markdown=True), "",
                   f"|error|: mean **{step_summary(rows).mean:.1%}**, "
                   f"max **{step_summary(rows).max:.1%}** (target 10 %)", ""]
+    parts += training_section()
     text = "\n".join(parts) + "\n"
     atomic_write_text(out, text)
     return text

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from .build import build_model
+from .overrides import apply_overrides
 from .model import DTYPE_BYTES, EmbeddingTable, Layer, Model, Optimizer
 from .spec import LIMITS as SPEC_LIMITS, ModelSpec, load_model_spec
 from .tokens import TokenStats, expected_overlap, expected_unique, sample_batches
@@ -50,11 +51,15 @@ def load_spec(name_or_path: str) -> ModelSpec:
 
 
 def load_model(name_or_path: str, batch: int | None = None, seq: int | None = None,
-               untie_outputs: bool = False) -> Model:
+               untie_outputs: bool = False, dtype: str | None = None,
+               overrides: dict | None = None, amp: str = "autocast") -> Model:
     """Build a model at per-GPU `batch` and sequence length `seq` (zoo defaults if None).
     `untie_outputs`: a tied output projection gets its own vocab x dim weight (dense
-    gradient) and no longer shares the table, whose gradient becomes sparse."""
-    spec = load_spec(name_or_path)
+    gradient) and no longer shares the table, whose gradient becomes sparse.
+    `dtype`: training precision (fp32, tf32, bf16, fp16, fp8; default the zoo file's).
+    `overrides`: table/layer changes (embsim.workload.overrides); `amp`: mixed-precision
+    style, autocast or o2 (embsim.workload.precision)."""
+    spec = apply_overrides(load_spec(name_or_path), overrides)
     for flag, value in (("batch", batch), ("seq", seq)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                   or value <= 0):
@@ -65,4 +70,5 @@ def load_model(name_or_path: str, batch: int | None = None, seq: int | None = No
     if tokens > SPEC_LIMITS["tokens"]:
         raise InputError(f"batch x seq: {tokens:,} tokens per GPU, more than the "
                          f"{SPEC_LIMITS['tokens']:,} embsim samples per step")
-    return build_model(spec, batch or spec.batch, seq or spec.seq, untie_outputs=bool(untie_outputs))
+    return build_model(spec, batch or spec.batch, seq or spec.seq,
+                       untie_outputs=bool(untie_outputs), dtype=dtype, amp=amp)

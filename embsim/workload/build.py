@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from . import costs, costs_blocks
+from . import costs, costs_blocks, kernels_layers
 from .costs import LayerCost, Shape
 from .model import (DTYPE_BYTES, OPTIMIZER_STATE_TENSORS, EmbeddingTable, Layer, Model,
                     Optimizer)
+from .precision import op_bytes, precision
 from .spec import ModelSpec
 
 FP32 = 4
@@ -55,6 +56,24 @@ def _cost(kind: str, p: dict, sh: Shape, tables: dict, owns: bool) -> LayerCost:
     raise AssertionError(f"layer kind {kind!r} passed validation but has no cost rule")
 
 
+def _kernels(kind: str, p: dict, sh: Shape, tables: dict) -> kernels_layers.LayerKernels:
+    """The layer's kernel lists, with the table sizes its kind needs resolved."""
+    kw = {}
+    if kind == "embedding":
+        t = tables[p["table"]]
+        p = {**p, "lookups": _lookups(p, sh.seq)}
+        kw = {"vocab": t.vocab, "dim": t.dim}
+    elif kind == "output_projection":
+        vocab = tables[p["tied"]].vocab if "tied" in p else p["vocab"]
+        samples = p.get("samples")
+        kw = {"cols": min(vocab, samples + sh.tokens) if samples else vocab}
+    elif kind == "softmax_loss":
+        classes = p["classes"]
+        classes = tables[classes].vocab if isinstance(classes, str) else classes
+        kw = {"classes": min(classes, p["samples"] + 1) if "samples" in p else classes}
+    return kernels_layers.layer_kernels(kind, p, sh, **kw)
+
+
 def untied(p: dict, tables: dict) -> dict:
     """A tied output projection's shape keys as an untied one: its own vocab x dim weight
     (dense gradient), the table no longer shared."""
@@ -63,16 +82,22 @@ def untied(p: dict, tables: dict) -> dict:
     return q
 
 
-def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = False) -> Model:
+def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = False,
+                dtype: str | None = None, amp: str = "autocast") -> Model:
     """`untie_outputs`: build every tied output projection untied (as calibrate's real
-    training steps run it), so its table's gradient is the lookups' sparse one."""
-    d = DTYPE_BYTES[spec.dtype]
-    sh = Shape(batch, seq, d)
+    training steps run it), so its table's gradient is the lookups' sparse one.
+    `dtype`: the training precision (--dtype), default the zoo file's; `amp`: the
+    mixed-precision style (embsim.workload.precision)."""
+    dtype = dtype or spec.dtype
+    precision(dtype)                      # one-line error for an unknown name
+    d = DTYPE_BYTES[dtype]
+    sh = Shape(batch, seq, d, op_bytes(d, amp))
     tables = {t.name: t for t in spec.tables}
     owned: set[str] = set()
     layers: list[Layer] = []
     lookups = {name: 0 for name in tables}
     tied_to: dict[str, str] = {}
+    kernel_cache: dict = {}       # repeats of one layer share their kernel lists
     sampled: dict[str, int] = {}
     for ls in spec.layers:
         for i in range(ls.repeat):
@@ -92,7 +117,10 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
                     sampled[table] = p["samples"]
             c = _cost(ls.kind, p, sh, tables, owns)
             # a Layer is its cost plus where it sits in the model
-            layers.append(Layer(name=name, kind=ls.kind, table=table, **asdict(c)))
+            if ls.name not in kernel_cache:
+                kernel_cache[ls.name] = _kernels(ls.kind, p, sh, tables)
+            layers.append(Layer(name=name, kind=ls.kind, table=table, **asdict(c),
+                                kernels=kernel_cache[ls.name]))
     emb_tables = tuple(
         EmbeddingTable(name=t.name, vocab=t.vocab, dim=t.dim, lookups_per_sample=lookups[t.name],
                        tied_to=tied_to.get(t.name), input=t.input,
@@ -101,6 +129,6 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     embedding = sum(t.params for t in emb_tables)
     return Model(
         name=spec.name, layers=tuple(layers), tables=emb_tables, batch=batch, seq=seq,
-        dtype_bytes=d, optimizer=optimizer_for(spec.optimizer, spec.dtype), params=params,
+        dtype_bytes=d, optimizer=optimizer_for(spec.optimizer, dtype), params=params,
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
-        dtype=spec.dtype, published=dict(spec.published), description=spec.description)
+        dtype=dtype, published=dict(spec.published), description=spec.description)

@@ -28,6 +28,7 @@ class Shape:
     batch: int
     seq: int
     dtype_bytes: int
+    op_bytes: int = 4       # output bytes of softmax/LayerNorm kernels (mixed precision style)
 
     @property
     def tokens(self) -> int:
@@ -59,7 +60,14 @@ def dense_cost(params: int, fwd_flops: int, act_traffic: int, saved: int, d: int
 
 
 def tokens_for(p: dict, sh: Shape) -> int:
-    return sh.batch if p.get("per", "token") == "sample" else sh.tokens
+    """Rows a per-token or per-sample layer works on. `token_fraction`: a head applied only
+    to that fraction of the tokens, gathered first (BERT's MLM head on the masked
+    positions: Devlin et al. 2019 sec. 3.1 mask 15 %; google-research/bert and NVIDIA
+    DeepLearningExamples gather those positions before the head)."""
+    if p.get("per", "token") == "sample":
+        return sh.batch
+    frac = p.get("token_fraction")
+    return sh.tokens if frac is None else max(1, int(round(sh.tokens * frac)))
 
 
 def linear_cost(p: dict, sh: Shape) -> LayerCost:
@@ -111,7 +119,7 @@ def output_projection_cost(p: dict, sh: Shape, vocab: int, tied: bool) -> LayerC
     """Hidden -> vocabulary logits. With `samples` (sampled softmax, Jozefowicz et al.
     2016) only the sampled candidates plus each token's target are scored, so the
     weight gradient touches those rows only and is sparse."""
-    n, d, dim = sh.tokens, sh.dtype_bytes, p["dim"]
+    n, d, dim = tokens_for(p, sh), sh.dtype_bytes, p["dim"]
     bias = p.get("bias", False)
     samples = p.get("samples")
     cols = min(vocab, samples + n) if samples else vocab

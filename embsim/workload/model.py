@@ -7,13 +7,14 @@ A Model is a model-zoo file evaluated at one (batch, seq): every number in it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 # int64 row indices, as PyTorch nn.Embedding takes them (a sparse gradient's index)
 INDEX_BYTES = 8
 
-# Bytes per element of each training dtype a zoo file may name.
-DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
+# Bytes per stored element of each training dtype a zoo file or --dtype may name
+# (embsim.workload.precision: fp8 keeps tensors in 16-bit between its FP8 GEMMs).
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 2}
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,9 @@ class Layer:
     activation_bytes: int
     fwd_kernels: int = 1
     bwd_kernels: int = 2
+    # the kernels themselves (embsim.workload.kernels_layers.LayerKernels), for the
+    # kernel compute model; shared by a layer's repeats
+    kernels: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

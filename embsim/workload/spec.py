@@ -31,16 +31,18 @@ LIMITS = {"vocab": 100_000_000, "dim": 1_000_000, "layer_int": 1_000_000_000, "r
           "batch": 1_000_000, "seq": 1_000_000, "tokens": 1 << 24}
 
 COMMON_LAYER_KEYS = ("name", "kind", "repeat", "note")
-BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropout")
+BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropout",
+              "fused_elementwise")
 
 # kind -> {key: (type, required)}; "seq" is accepted where an int may be per sequence.
-INT, BOOL, STR, SEQ_OR_INT = int, bool, str, (int, str)
+INT, BOOL, STR, SEQ_OR_INT, FRACTION = int, bool, str, (int, str), (int, float)
+HEAD_KEYS = {"token_fraction": (FRACTION, False)}   # a head on a fraction of the tokens
 LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False)},
     "positional_embedding": {"rows": (INT, True), "dim": (INT, True), "learned": (BOOL, False)},
     "linear": {"in": (INT, True), "out": (INT, True), "bias": (BOOL, False),
-               "activation": (STR, False), "per": (STR, False)},
-    "layernorm": {"dim": (INT, True), "norm": (STR, False), "per": (STR, False)},
+               "activation": (STR, False), "per": (STR, False), **HEAD_KEYS},
+    "layernorm": {"dim": (INT, True), "norm": (STR, False), "per": (STR, False), **HEAD_KEYS},
     "lstm": {"in": (INT, True), "hidden": (INT, True), "proj": (INT, False),
              "bidirectional": (BOOL, False), "bias": (STR, False)},
     "additive_attention": {"query": (INT, True), "key": (INT, True), "units": (INT, True),
@@ -49,8 +51,9 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
                             **{k: ((INT if k == "kv_heads" else STR if k in ("ffn_kind", "norm")
                                     else BOOL), False) for k in BLOCK_KEYS}},
     "output_projection": {"dim": (INT, True), "tied": (STR, False), "vocab": (INT, False),
-                          "bias": (BOOL, False), "samples": (INT, False)},
-    "softmax_loss": {"classes": (SEQ_OR_INT, True), "samples": (INT, False), "per": (STR, False)},
+                          "bias": (BOOL, False), "samples": (INT, False), **HEAD_KEYS},
+    "softmax_loss": {"classes": (SEQ_OR_INT, True), "samples": (INT, False), "per": (STR, False),
+                     **HEAD_KEYS},
     "fm_interaction": {"fields": (INT, True), "dim": (INT, True)},
 }
 LAYER_SCHEMA["transformer_decoder"] = {**LAYER_SCHEMA["transformer_encoder"],
@@ -147,6 +150,8 @@ def _parse_layer(doc: YamlDoc, path: tuple, raw: Any) -> LayerSpec:
         _positive(doc, path + (key,), value)
         if isinstance(value, int) and not isinstance(value, bool) and value > LIMITS["layer_int"]:
             raise doc.error(path + (key,), f"must be <= {LIMITS['layer_int']:,}, got {value:,}")
+        if key == "token_fraction" and not 0 < value <= 1:
+            raise doc.error(path + (key,), f"must be in (0, 1], got {value!r}")
         if key in ENUMS and not (key == "bias" and kind != "lstm"):
             _enum(doc, path + (key,), value, ENUMS[key])
         params[key] = value

@@ -16,7 +16,7 @@ def test_json_has_the_documented_keys(capsys):
     out = json.loads(capsys.readouterr().out)
     assert KEYS <= set(out)
     assert out["topology"] == {"preset": "dgx-h100", "nodes": 2, "gpus_per_node": 8, "gpus": 16}
-    assert out["compute_source"].startswith("compute: roofline estimate")
+    assert out["compute_source"].startswith("compute: kernel model")
     assert out["step_time_ms"] > 0 and out["memory_per_gpu_bytes"] > 0
 
 
@@ -25,7 +25,7 @@ def test_human_table_and_chrome_trace(tmp_path, capsys):
     assert cli.main(["simulate", "--topology", "2x8", "--model", "tiny-lm", "--iterations", "3",
                      "--chrome-trace", str(path)]) == 0
     out = capsys.readouterr().out
-    for words in ("step time", "exposed communication", "memory per GPU", "roofline estimate"):
+    for words in ("step time", "exposed communication", "memory per GPU", "kernel model"):
         assert words in out
     trace = json.loads(path.read_text())
     assert any(e["ph"] == "X" for e in trace["traceEvents"])

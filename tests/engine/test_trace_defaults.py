@@ -31,22 +31,28 @@ def test_beyond_the_measured_range_is_said(capsys):
 
 
 def test_scaling_follows_the_kernel_model_not_a_line():
-    """Beyond the range the measured time is multiplied by the roofline's own ratio."""
+    """Beyond the range the measured time is multiplied by the kernel model's own ratio."""
     from embsim.engine.trace_times import trace_layer_times
     from embsim.topology import load_topology
     from embsim.workload import load_model
-    from embsim.workload.roofline import ComputeSpec, layer_time
+    from embsim.workload.compute import model_times
+    from embsim.workload.gpu_compute import for_gpu
     trace = load_trace(ROOT / "traces" / "cpu-gloo-tiny-lm.yaml")
-    gpu = ComputeSpec.from_gpu(load_topology("local-cpu").node.gpu)
-    big = load_model("tiny-lm", batch=64, seq=trace.seq)
-    ref = load_model("tiny-lm", batch=16, seq=trace.seq)
-    fwd, _, note = trace_layer_times(big, trace, gpu, "tiny-lm", False)
+    kgpu = for_gpu(load_topology("local-cpu").node.gpu)
+
+    def kernel(m):
+        return model_times(m, kgpu)
+
+    def at_shape(batch, seq):
+        return load_model("tiny-lm", batch=batch, seq=seq)
+    big = at_shape(64, trace.seq)
+    fwd, _, note = trace_layer_times(big, trace, kernel, at_shape)
     layer = "decoder"
     measured = trace.interp(layer, 16)[0]
-    ratio = layer_time(big.layer(layer), gpu, 4).fwd_s / layer_time(ref.layer(layer), gpu, 4).fwd_s
+    ratio = kernel(big)[layer].fwd_s / kernel(at_shape(16, trace.seq))[layer].fwd_s
     assert fwd[layer] == pytest.approx(measured * ratio) and "extrapolated" in note
-    inside, _, none = trace_layer_times(load_model("tiny-lm", batch=12, seq=trace.seq), trace, gpu,
-                                        "tiny-lm", False)
+    assert ratio > 1.5                        # 4x the batch: the kernel model scales it
+    inside, _, none = trace_layer_times(at_shape(12, trace.seq), trace, kernel, at_shape)
     assert none is None and inside[layer] == pytest.approx(trace.interp(layer, 12)[0])
 
 

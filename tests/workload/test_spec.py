@@ -42,11 +42,12 @@ def test_good_file_loads(tmp_path):
     ("in: 16, out: 16}", "in: 16, out: 16, widht: 3}", "layers.1.widht", 12),     # unknown layer key
     ("kind: linear", "kind: conv2d", "layers.1.kind", 12),                         # unknown kind
     ("table: word}", "table: words}", "layers.0.table", 11),                       # dangling table
-    ("dtype: fp32", "dtype: fp8", "defaults.dtype", 6),                            # bad enum
+    ("dtype: fp32", "dtype: fp4", "defaults.dtype", 6),                            # bad enum
     ("batch: 2", "batch: -2", "defaults.batch", 4),                                # not positive
     ("in: 16,", "in: sixteen,", "layers.1.in", 12),                                # wrong type
     ("out, kind: output_projection, dim: 16", "out, kind: output_projection, dim: 32",
      "layers.2.dim", 13),                                                          # tied dim mismatch
+    ("classes: word}", "classes: word, token_fraction: 0}", "layers.3.token_fraction", 14),  # out of (0, 1]
 ])
 def test_bad_file_names_file_key_and_line(tmp_path, old, new, key, line):
     assert old in GOOD
@@ -77,3 +78,9 @@ def test_hashed_field_vocabulary(tmp_path):
                         "{name: word, fields: [10, 500, 70], hash_buckets: 60, dim: 16, input: f}")
     m = load_model(write(tmp_path, text))
     assert m.table("word").vocab == 10 + 60 + 60
+
+
+def test_token_fraction_scales_the_head_rows(tmp_path):
+    half = GOOD.replace("dim: 16, tied: word}", "dim: 16, tied: word, token_fraction: 0.5}")
+    full, masked = load_model(write(tmp_path, GOOD)), load_model(write(tmp_path, half))
+    assert masked.layer("out").fwd_flops == full.layer("out").fwd_flops // 2

@@ -1,0 +1,158 @@
+"""Per-GPU compute-time variation, so synchronous data parallelism waits for its slowest GPU.
+
+`--jitter` forms (each GPU's compute is multiplied by its factor):
+    normal:CV         factor ~ Normal(1, CV)
+    lognormal:SIGMA   factor ~ LogNormal with mean 1 and log-sd SIGMA
+    uniform:H         factor ~ Uniform(1 - H, 1 + H)
+    seq:W             each GPU's padded sequence length ~ Uniform(seq - W/2, seq + W/2)
+                      (bucketed translation batches); its factor is the compute model's
+                      time at that length over the time at --seq
+    trace             the --trace's measured rank skew: its slowest rank, slower by the
+                      measured factor
+    bucket:K          sentence lengths from --corpus (tokens per line of a pre-tokenized
+                      file), batched as DeepLearningExamples GNMT's BucketingSampler does:
+                      K equal-width length buckets, every step's global batch from one
+                      bucket (chosen in proportion to its sentences), each GPU's --batch
+                      sentences padded to its own longest
+    shuffle           lengths from --corpus, each GPU's batch drawn from the whole corpus
+                      and padded to its longest (no bucketing)
+Deterministic: GPU i of N gets the distribution's expected i-th order statistic (Blom's
+(i + 1 - 0.375) / (N + 0.25) quantile), assigned to ranks in a permutation drawn from
+--seed; so N GPUs wait for the expected slowest of N, and one GPU runs at the median.
+The corpus forms take the expected order statistics of the GPUs' step times over
+LENGTH_STEPS simulated steps drawn with --seed, relative to the time at --seq (so --seq is
+the real mean length a throughput counts, and padding shows up as a factor above 1).
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Callable
+
+import numpy as np
+
+from ..errors import InputError
+from .simulation import RankClass
+
+FORMS = ("normal", "lognormal", "uniform", "seq", "bucket", "trace", "shuffle")
+VALUELESS = ("trace", "shuffle")
+CORPUS_FORMS = ("bucket", "shuffle")
+MIN_FACTOR = 0.1
+LENGTH_STEPS = 256
+
+
+def parse_jitter(text: str | None) -> tuple[str, float] | None:
+    if not text:
+        return None
+    kind, _, value = text.partition(":")
+    if kind not in FORMS:
+        raise InputError(f"--jitter {text!r}: form must be one of "
+                         f"{', '.join(f + ':X' for f in FORMS if f not in VALUELESS)}, trace or shuffle")
+    if kind in VALUELESS:
+        if value:
+            raise InputError(f"--jitter {text!r}: {kind!r} takes no value")
+        return kind, 0.0
+    try:
+        x = float(value)
+    except ValueError:
+        raise InputError(f"--jitter {text!r}: expected {kind}:NUMBER") from None
+    if kind == "bucket":
+        if not (x >= 1 and x == int(x)):
+            raise InputError(f"--jitter {text!r}: the bucket count must be an integer >= 1")
+        return kind, x
+    if not (x >= 0 and math.isfinite(x)) or (kind == "uniform" and x >= 1):
+        raise InputError(f"--jitter {text!r}: the spread must be >= 0{' and < 1' if kind == 'uniform' else ''}")
+    return kind, x
+
+
+def quantiles(n: int) -> np.ndarray:
+    """Expected order statistics' quantiles of n draws (Blom 1958)."""
+    return (np.arange(n) + 1 - 0.375) / (n + 0.25)
+
+
+def corpus_lengths(path: str | None) -> np.ndarray:
+    """Tokens per non-empty line of a pre-tokenized corpus (e.g. BPE output)."""
+    if not path:
+        raise InputError("--jitter bucket:K / shuffle: needs --corpus (one tokenized sentence per line)")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lengths = [len(line.split()) for line in f if line.strip()]
+    except OSError as exc:
+        raise InputError(f"--corpus {path}: cannot read: {exc}") from None
+    if not lengths:
+        raise InputError(f"--corpus {path}: no sentences")
+    return np.asarray(lengths, dtype=np.int64)
+
+
+def batch_lengths(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, batch: int,
+                  rng: np.random.Generator, steps: int) -> np.ndarray:
+    """(steps, n_gpus) padded lengths: each GPU's batch padded to its longest sentence."""
+    if kind == "bucket":
+        width = -(-int(lengths.max()) // buckets)            # ceil(max / K), as the sampler
+        ids = np.minimum(lengths // width, buckets - 1)
+        pools = [lengths[ids == b] for b in range(buckets)]
+        pools = [p for p in pools if len(p)]
+        weights = np.array([len(p) for p in pools], dtype=float)
+        chosen = rng.choice(len(pools), size=steps, p=weights / weights.sum())
+        return np.array([rng.choice(pools[b], size=(n_gpus, batch)).max(axis=1) for b in chosen])
+    return rng.choice(lengths, size=(steps, n_gpus, batch)).max(axis=2)
+
+
+def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = None,
+                   compute_at_seq: Callable[[int], float] | None = None,
+                   trace_skew: float | None = None, corpus: str | None = None,
+                   batch: int | None = None, micro_batches: int = 1) -> np.ndarray:
+    """Per-rank compute factors (ones without jitter)."""
+    spec = parse_jitter(text)
+    if spec is None or n_gpus < 1:
+        return np.ones(n_gpus)
+    kind, x = spec
+    if kind in CORPUS_FORMS:
+        if seq is None or compute_at_seq is None or batch is None:
+            raise InputError(f"--jitter {text}: needs the model's batch and sequence length")
+        rng = np.random.default_rng(seed)
+        padded = batch_lengths(kind, int(x), corpus_lengths(corpus), n_gpus, batch, rng,
+                               LENGTH_STEPS * micro_batches)
+        cache = {int(L): compute_at_seq(int(L)) for L in np.unique(padded)}
+        # a GPU's optimizer step is its micro-batches (--accumulate) back to back
+        times = np.vectorize(cache.__getitem__)(padded).reshape(LENGTH_STEPS, micro_batches, n_gpus).mean(axis=1)
+        # expected order statistics of the GPUs' step times, relative to the time at --seq
+        f = np.sort(times, axis=1).mean(axis=0) / compute_at_seq(seq)
+        return f[rng.permutation(n_gpus)]
+    if kind == "trace":
+        out = np.ones(n_gpus)
+        if trace_skew is None:
+            raise InputError("--jitter trace: needs a --trace with a measured rank skew")
+        if n_gpus > 1:
+            out[-1] = trace_skew
+        return out
+    q = quantiles(n_gpus)
+    if kind == "normal":
+        f = np.array([1 + x * NormalDist().inv_cdf(p) for p in q])
+    elif kind == "lognormal":
+        f = np.array([math.exp(x * NormalDist().inv_cdf(p) - x * x / 2) for p in q])
+    elif kind == "uniform":
+        f = 1 + x * (2 * q - 1)
+    else:                                # seq: padded length per GPU
+        if seq is None or compute_at_seq is None:
+            raise InputError("--jitter seq: needs the model's sequence length")
+        base = compute_at_seq(seq)
+        lengths = [max(1, int(round(seq + x * (p - 0.5)))) for p in q]
+        f = np.array([compute_at_seq(s) / base for s in lengths])
+    f = np.maximum(f, MIN_FACTOR)
+    perm = np.random.default_rng(seed).permutation(n_gpus)
+    return f[perm]
+
+
+def with_jitter(classes: tuple[RankClass, ...], factors: np.ndarray) -> tuple[RankClass, ...]:
+    """Split the rank classes so every rank's slowdown includes its jitter factor; ranks
+    with equal slowdowns stay one class (the engine simulates one stream per class)."""
+    if np.all(factors == 1.0):
+        return classes
+    groups: dict[float, list[int]] = {}
+    for c in classes:
+        for r in c.ranks:
+            groups.setdefault(float(c.slowdown * factors[r]), []).append(r)
+    return tuple(RankClass(f"jitter-{i}" if s != 1.0 else "all", tuple(sorted(ranks)), s)
+                 for i, (s, ranks) in enumerate(sorted(groups.items())))

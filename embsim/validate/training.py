@@ -1,0 +1,230 @@
+"""Published training throughput vs the simulation (`embsim validate --training`).
+
+Reads the validation_data/training dialect: `embsim_defaults:` and `runs:`, each run with
+its measured `value`, `gpus` and an `embsim:` block (merged over the defaults) saying how
+to simulate it: topology, model, batch, seq, dtype, amp, accumulate, jitter, tables/layers
+overrides, options (strategy/scheduler parameters, as --option), metric (samples_per_s |
+tokens_per_s), scale (a factor on the simulated
+metric, e.g. 2 for source + target tokens). `scaling_base:` names the run a multi-GPU
+run scales from; runs with `not_simulated:` are listed, not simulated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.config import with_options
+from ..engine.run import SimulationConfig, simulate
+from ..errors import InputError
+from ..yamlio import YamlDoc, check_mapping, get, load_yaml
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
+EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
+               "accumulate": int, "jitter": str, "tables": dict, "layers": dict,
+               "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
+               "options": dict}
+METRICS = ("samples_per_s", "tokens_per_s")
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    file: str
+    id: str
+    system: str
+    gpus: int
+    measured: float
+    unit: str
+    simulated: float | None
+    compute_source: str = ""
+    scaling_base: str | None = None
+    skipped: str | None = None        # why it was not simulated
+
+    @property
+    def error(self) -> float | None:
+        return None if self.simulated is None else self.simulated / self.measured - 1.0
+
+
+@dataclass(frozen=True)
+class ScalingPair:
+    file: str
+    run: str
+    base: str
+    gpus: int
+    measured: float
+    simulated: float
+
+    @property
+    def difference(self) -> float:
+        return self.simulated - self.measured
+
+
+def default_files() -> list[str]:
+    return sorted(str(p) for p in DATA_DIR.glob("*.yaml"))
+
+
+def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[SimulationConfig, str, float]:
+    path = ("runs", i, "embsim")
+    for key, value in merged.items():
+        if key not in EMBSIM_KEYS:
+            raise doc.error(path + (key,), f"unknown key (known: {', '.join(EMBSIM_KEYS)})")
+        get(doc, path, merged, key, EMBSIM_KEYS[key])
+    for key in ("topology", "model"):
+        if key not in merged:
+            raise doc.error(path, f"missing {key!r} (in the run's embsim: or embsim_defaults:)")
+    metric = merged.get("metric", "samples_per_s")
+    if metric not in METRICS:
+        raise doc.error(path + ("metric",), f"must be one of {', '.join(METRICS)}, got {metric!r}")
+    overrides = {k: merged[k] for k in ("tables", "layers") if k in merged}
+    cfg = SimulationConfig(topology=merged["topology"], model=merged["model"],
+                           batch=merged.get("batch"), seq=merged.get("seq"),
+                           dtype=merged.get("dtype"), amp=merged.get("amp", "autocast"),
+                           accumulate=merged.get("accumulate", 1),
+                           jitter=merged.get("jitter"), strategy=merged.get("strategy", "allreduce"),
+                           scheduler=merged.get("scheduler", "fifo"),
+                           model_overrides=overrides, iterations=iterations,
+                           efficiency_baseline=False)
+    if merged.get("options"):
+        cfg = with_options(cfg, dict(merged["options"]))
+    return cfg, metric, float(merged.get("scale", 1))
+
+
+def file_runs(path: str, iterations: int = 4) -> tuple[list[TrainingRun], list[ScalingPair]]:
+    doc = load_yaml(path)
+    top = check_mapping(doc, (), doc.data, ["runs"], ["note", "source", "model_config", "embsim_defaults"])
+    defaults = top.get("embsim_defaults") or {}
+    name = Path(path).stem
+    runs: list[TrainingRun] = []
+    for i, raw in enumerate(top["runs"]):
+        rid = get(doc, ("runs", i), raw, "id", str)
+        gpus = get(doc, ("runs", i), raw, "gpus", int, positive=True)
+        value = get(doc, ("runs", i), raw, "value", (int, float), positive=True)
+        common = dict(file=name, id=rid, system=str(raw.get("system", "")), gpus=gpus,
+                      measured=float(value), unit=str(raw.get("unit", "")),
+                      scaling_base=raw.get("scaling_base"))
+        if "not_simulated" in raw:
+            runs.append(TrainingRun(**common, simulated=None, skipped=str(raw["not_simulated"])))
+            continue
+        if "embsim" not in raw:
+            raise doc.error(("runs", i), "needs an embsim: block (or not_simulated: WHY)")
+        merged = {**defaults, **raw["embsim"]}
+        cfg, metric, scale = _config(doc, i, merged, iterations)
+        try:
+            result = simulate(cfg)
+        except InputError as exc:
+            raise InputError(f"{path}: run {rid}: {exc}") from None
+        if result.n_gpus != gpus:
+            raise doc.error(("runs", i, "gpus"), f"is {gpus} but topology {cfg.topology} has {result.n_gpus}")
+        runs.append(TrainingRun(**common, simulated=getattr(result, metric) * scale,
+                                compute_source=result.compute_source))
+    by_id = {r.id: r for r in runs}
+    pairs = []
+    for r in runs:
+        if r.scaling_base is None or r.simulated is None:
+            continue
+        base = by_id.get(r.scaling_base)
+        if base is None:
+            raise InputError(f"{path}: run {r.id}: scaling_base {r.scaling_base!r} is no run id")
+        if base.simulated is None:
+            continue
+        k = r.gpus / base.gpus
+        pairs.append(ScalingPair(name, r.id, base.id, r.gpus, r.measured / (k * base.measured),
+                                 r.simulated / (k * base.simulated)))
+    return runs, pairs
+
+
+def training_errors(paths: list[str], iterations: int = 4) -> tuple[list[TrainingRun], list[ScalingPair]]:
+    runs, pairs = [], []
+    for p in paths or default_files():
+        if not Path(p).is_file():
+            raise InputError(f"--training {p}: no such file")
+        r, s = file_runs(p, iterations)
+        runs += r
+        pairs += s
+    return runs, pairs
+
+
+def summary(runs: list[TrainingRun], pairs: list[ScalingPair]) -> dict:
+    errs = [abs(r.error) for r in runs if r.error is not None]
+    diffs = [abs(p.difference) for p in pairs]
+    return {"simulated_runs": len(errs), "mean_abs_error": sum(errs) / len(errs) if errs else None,
+            "max_abs_error": max(errs) if errs else None,
+            "pairs": len(diffs), "max_scaling_difference": max(diffs) if diffs else None,
+            "skipped": sum(r.skipped is not None for r in runs)}
+
+
+def training_table(runs: list[TrainingRun], pairs: list[ScalingPair], markdown: bool = False) -> str:
+    s = summary(runs, pairs)
+    lines = ["| file | run | GPUs | measured | simulated | error |", "|---|---|---:|---:|---:|---:|"]
+    for r in runs:
+        if r.skipped:
+            continue
+        lines.append(f"| {r.file} | {r.id} | {r.gpus} | {r.measured:,.0f} {r.unit} | "
+                     f"{r.simulated:,.0f} | {r.error:+.1%} |")
+    lines += ["", "| file | run | vs | measured scaling eff. | simulated | difference |",
+              "|---|---|---|---:|---:|---:|"]
+    for p in pairs:
+        lines.append(f"| {p.file} | {p.run} | {p.base} | {p.measured:.3f} | {p.simulated:.3f} | "
+                     f"{p.difference:+.3f} |")
+    sources = sorted({r.compute_source for r in runs if r.compute_source})
+    skipped = [r for r in runs if r.skipped]
+    lines += ["", f"mean |error| **{s['mean_abs_error']:.1%}**, max |error| **{s['max_abs_error']:.1%}** "
+              f"over {s['simulated_runs']} runs; scaling efficiency max |difference| "
+              f"**{s['max_scaling_difference'] if s['max_scaling_difference'] is not None else float('nan'):.3f}** "
+              f"over {s['pairs']} pairs"]
+    if skipped:
+        lines.append(f"not simulated: {len(skipped)} runs ({'; '.join(sorted({r.skipped for r in skipped}))})")
+    lines += [f"compute times: {src}" for src in sources]
+    text = "\n".join(lines)
+    if not markdown:
+        text = text.replace("**", "")
+    return text
+
+
+def training_json(runs: list[TrainingRun], pairs: list[ScalingPair]) -> dict:
+    return {"runs": [{"file": r.file, "id": r.id, "system": r.system, "gpus": r.gpus,
+                      "measured": r.measured, "unit": r.unit, "simulated": r.simulated,
+                      "error": r.error, "compute_source": r.compute_source, "skipped": r.skipped}
+                     for r in runs],
+            "scaling": [{"file": p.file, "run": p.run, "base": p.base, "measured": p.measured,
+                         "simulated": p.simulated, "difference": p.difference} for p in pairs],
+            **summary(runs, pairs)}
+
+
+def training_section() -> list[str]:
+    """docs/validation.md's section on published training throughput."""
+    runs, pairs = training_errors([])
+    return [
+        "## Published training throughput (embsim/validation_data/training)",
+        "",
+        "`embsim validate --training`: NVIDIA DeepLearningExamples throughput tables (DGX A100),",
+        "each run simulated as its file's `embsim:` block says (topology, model, batch, seq, dtype,",
+        "accumulate, table overrides). Compute from the kernel model on the preset's spec-sheet",
+        "peaks and published GEMM/HBM measurements; nothing is fitted to these runs. error =",
+        "simulated/measured throughput − 1; headline: mean and max |error|; scaling efficiency =",
+        "per-GPU throughput over the base run's.",
+        "",
+        training_table(runs, pairs, markdown=True),
+        "",
+        "Known gaps (each file's `note:` has the evidence):",
+        "- BERT: the files model what run_pretraining.py executes: the MLM head on the masked",
+        "  positions only (token_fraction 0.15) and nvFuser-fused elementwise chains",
+        "  (fused_elementwise). With both, seq 128 comes out 22-36 % fast: the encoder's GEMMs",
+        "  run at the large-GEMM cuBLASLt fraction (0.822 of peak), which these runs do not",
+        "  reach (they imply ~44 % of FP16 peak end to end). Seq 512 comes out 21-29 % slow:",
+        "  LDDL bins phase-2 samples to multiples of 64 tokens and Wikipedia has > 50 % padding",
+        "  at 512 (Krell, Kosec et al. 2021, arXiv 2107.02027), but no published length",
+        "  histogram is in the project, so every sample is simulated at 512.",
+        "- Transformer: measured = real (non-pad) target tokens; simulated = the 10,240-token",
+        "  --max-tokens batch, so the mapping flatters embsim by the unknown padding fraction.",
+        "- GNMT and Transformer scaling efficiency: measured 0.73-0.88 from 1 to 4-8 GPUs,",
+        "  simulated 0.97-0.99. Gradient all-reduce is simulated (overlapped apex/torch DDP",
+        "  buckets: < 1 ms exposed for GNMT on 8 GPUs). GNMT's BucketingSampler (5 buckets of",
+        "  10 tokens, each global batch from one bucket) gives every GPU nearly the same padded",
+        "  length, so per-GPU length variation cannot explain the loss; the trainer's per-step",
+        "  host syncs (loss.item(), torch.cuda.synchronize(), the FP16 grad-norm check) are not",
+        "  modelled. No measured per-GPU variation exists for these runs: no --jitter applied.",
+        "- GNMT/Transformer ran on A100 40GB (1.555 TB/s); the dgx-a100 preset is the 80GB part.",
+        "- RNN timesteps carry the DeepBench-V100-fitted per-step overhead (no A100 data).",
+        "",
+    ]

@@ -1,0 +1,113 @@
+"""Build the kernel model's GpuCompute for a GPU: from a topology's gpu: section
+(spec-sheet peaks and published measurements, each cited in the preset) or from a
+calibration trace's measured table (calibrate's compute: section).
+
+    gpu = for_gpu(topology.node.gpu)
+    gpu = from_measurement(topology.node.gpu, trace.compute, "traces/x.yaml")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .gpu_props import (A100_TILE_SIDE_FULL, DEFAULT_GEMM_FRACTION, DEFAULT_HBM_FRACTION,
+                        DEFAULT_KERNEL_GAP_S, GpuCompute)
+from .recurrent_fit import RECURRENT_STEP_S
+
+__all__ = ["GpuCompute", "for_gpu", "from_measurement", "measured_step_overhead"]
+
+
+def for_gpu(gpu: Any) -> GpuCompute:
+    """From a topology GpuSpec (or any object with its fields)."""
+    gaps = []
+    peak16 = float(gpu.bf16_tflops) * 1e12
+    rates = {k: float(v) * 1e12 for k, v in (getattr(gpu, "tensor_tflops", ()) or ())}
+    is_cpu = getattr(gpu, "arch", 1) == 0
+    fp32 = getattr(gpu, "fp32_tflops", None)
+    if is_cpu:
+        # a CPU has no tensor cores: every dtype at its measured matmul rate
+        rate = float(fp32 or gpu.bf16_tflops) * 1e12
+        rates = {k: rate for k in ("fp32", "tf32", "bf16", "fp16")}
+    else:
+        if not rates:
+            gaps.append("per-dtype tensor rates (bf16_tflops used for 16-bit)")
+            rates = {"bf16": peak16, "fp16": peak16}
+        if fp32:
+            rates["fp32"] = float(fp32) * 1e12
+        else:
+            gaps.append("fp32 CUDA-core rate (1/16 of bf16 used)")
+            rates["fp32"] = peak16 / 16
+    sms = getattr(gpu, "sms", None)
+    if sms is None and not is_cpu:
+        gaps.append("SM count (no wave quantisation)")
+    gemm_fraction = getattr(gpu, "gemm_fraction", None)
+    if gemm_fraction is None:
+        gaps.append(f"measured GEMM efficiency ({DEFAULT_GEMM_FRACTION} used)")
+        gemm_fraction = DEFAULT_GEMM_FRACTION
+    hbm_fraction = getattr(gpu, "hbm_fraction", None)
+    if hbm_fraction is None:
+        gaps.append(f"measured memory bandwidth ({DEFAULT_HBM_FRACTION} of peak used)")
+        hbm_fraction = DEFAULT_HBM_FRACTION
+    tile_side = {}
+    l2, clock = getattr(gpu, "l2_bytes_per_clk", None), getattr(gpu, "clock_mhz", None)
+    for key, rate in rates.items():
+        if sms and l2 and clock:
+            per_sm_flops_per_clk = rate / (sms * clock * 1e6)
+            tile_side[key] = 2 * per_sm_flops_per_clk / (l2 / sms) * _elem_scale(key)
+        else:
+            tile_side[key] = A100_TILE_SIDE_FULL if key != "fp32" else 0.0
+    if not is_cpu and not (l2 and clock):
+        gaps.append("L2 bandwidth (A100's tile-intensity threshold used)")
+    if not is_cpu:
+        gaps.append(f"LSTM step (DeepBench V100 fit, {RECURRENT_STEP_S * 1e6:.0f} µs/step used)")
+    return GpuCompute(name=gpu.model, rates=rates, hbm_bps=float(gpu.hbm_gbps) * 1e9, sms=sms,
+               gemm_fraction=float(gemm_fraction), hbm_fraction=float(hbm_fraction),
+               tile_side_full=tile_side, gaps=tuple(gaps), synchronous=is_cpu,
+               kernel_gap_s=0.0 if is_cpu else DEFAULT_KERNEL_GAP_S,
+               recurrent_step_s=0.0 if is_cpu else RECURRENT_STEP_S)
+
+
+
+def _elem_scale(key: str) -> float:
+    """Operand bytes per element relative to 16-bit: the tile-intensity threshold is in
+    elements, and a 4-byte TF32/FP32 operand costs twice the L2 bytes of a 16-bit one."""
+    return {"fp32": 2.0, "tf32": 2.0, "fp8": 0.5}.get(key, 1.0)
+
+
+def from_measurement(gpu: Any, compute: Any, trace_name: str) -> GpuCompute:
+    """The kernel model on the device a trace measured: its GEMM table, streaming and
+    gather bandwidth and launch overhead replace the spec-derived figures."""
+    from dataclasses import replace
+    from .gemm_table import GemmTable
+    base = for_gpu(gpu)
+    table = GemmTable.from_points(compute.gemm)
+    gaps = tuple(g for g in base.gaps if not g.startswith(("measured GEMM", "measured memory",
+                                                           "SM count", "L2 bandwidth", "LSTM step")))
+    if compute.lstm is None and base.recurrent_step_s:
+        gaps += tuple(g for g in base.gaps if g.startswith("LSTM step"))
+    measured = GpuCompute(
+        name=base.name, rates=base.rates, hbm_bps=compute.stream_gbps * 1e9, sms=base.sms,
+        gemm_fraction=1.0, hbm_fraction=1.0, tile_side_full=base.tile_side_full,
+        op_dispatch_s=compute.launch_s, launch_s=compute.launch_s,
+        kernel_gap_s=base.kernel_gap_s, synchronous=base.synchronous,
+        gather_fraction=compute.gather_gbps / compute.stream_gbps, gaps=gaps,
+        basis=f"measured: {trace_name} (GEMM {'/'.join(table.dtypes())})", gemm_table=table,
+        recurrent_step_s=base.recurrent_step_s)
+    if compute.lstm is not None:
+        measured = replace(measured, recurrent_step_s=measured_step_overhead(measured, compute.lstm))
+    return measured
+
+
+def measured_step_overhead(gpu: GpuCompute, lstm: Any) -> float:
+    """Per-timestep overhead on this device: the measured LSTM layer's time per step
+    minus the kernel model's (GEMMs and gates, no overhead), at least 0."""
+    from .costs import Shape
+    from .kernel_time import kernels_time
+    from .kernels_layers import lstm as lstm_kernels
+    from .precision import precision
+    from dataclasses import replace
+    bare = replace(gpu, recurrent_step_s=0.0)
+    k = lstm_kernels({"in": lstm.hidden, "hidden": lstm.hidden}, Shape(lstm.batch, lstm.steps, 4))
+    p = precision("fp32")
+    model = kernels_time(k.fwd, bare, p, 4) + kernels_time(k.bwd, bare, p, 4)
+    return max(0.0, lstm.fwd_s + lstm.bwd_s - model / lstm.steps)

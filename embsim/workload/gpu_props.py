@@ -1,0 +1,71 @@
+"""What the kernel compute model knows about one GPU, and where each number came from
+(the data; embsim.workload.gpu_compute builds it from a topology or a trace).
+
+A property with no data falls back to a stated default, and `gaps` names it so every
+output can say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from .precision import Precision
+
+# Defaults where a GPU has no published figure (named in `gaps` when used):
+# - large-GEMM fraction of peak: cuBLASLt on A100 reaches 0.82 (the dgx-a100 preset's
+#   measurement); the lowest measured fraction among the presets (GB200 FP8, 0.58) and
+#   the highest bound it.  0.7 ~ the H100/H200 measurements.
+# - streaming fraction of HBM bandwidth: 0.84-0.91 measured on A100/H100/H200; 0.85.
+DEFAULT_GEMM_FRACTION = 0.7
+DEFAULT_HBM_FRACTION = 0.85
+# Per-kernel costs. Host: eager PyTorch dispatches an op in ~5-10 µs of CPU time
+# (PyTorch performance tuning guide: "CUDA graphs ... eliminate CPU launch overhead";
+# the simulator's long-standing 5 µs); a library-internal launch (cuDNN's per-timestep
+# kernels) costs the CUDA launch alone. GPU: a dependent kernel cannot start before its
+# predecessor drains, ~1-2 µs of idle SMs between back-to-back kernels.
+# calibrate measures these on the device it runs on (trace compute.launch_s).
+DEFAULT_OP_DISPATCH_S = 5e-6
+DEFAULT_LAUNCH_S = 2.5e-6
+DEFAULT_KERNEL_GAP_S = 1.5e-6
+# An SM's share of L2 bandwidth feeds a GEMM tile's operands; a tile whose arithmetic
+# intensity falls short of peak/L2-share runs below peak. Without an L2 figure, the
+# A100's ratio (5120 B/clk for 108 SMs at 2048 FP16 FLOP/clk/SM) is used: a GEMM tile
+# needs a harmonic-mean side of ~87 elements to run at full rate.
+A100_TILE_SIDE_FULL = 2 * 2048 / (5120 / 108)
+
+
+@dataclass(frozen=True)
+class GpuCompute:
+    name: str
+    rates: dict                     # gemm_rate key ("fp32", "tf32", ...) -> peak FLOP/s
+    hbm_bps: float                  # peak device-memory bandwidth, B/s
+    sms: int | None
+    gemm_fraction: float
+    hbm_fraction: float
+    tile_side_full: dict            # gemm_rate key -> tile harmonic side for full rate
+    op_dispatch_s: float = DEFAULT_OP_DISPATCH_S
+    launch_s: float = DEFAULT_LAUNCH_S
+    kernel_gap_s: float = DEFAULT_KERNEL_GAP_S
+    gather_fraction: float | None = None   # random-row gather bandwidth / peak, if measured
+    gaps: tuple[str, ...] = ()      # properties without data for this GPU (defaults used)
+    basis: str = "spec"             # "spec" or "measured: <trace>"
+    gemm_table: Any = field(default=None, compare=False)   # measured GEMM table, if any
+    synchronous: bool = False       # a CPU device: the host runs the kernels, times add up
+    recurrent_step_s: float = 0.0   # fixed cost of one RNN timestep, forward + backward
+
+    def gemm_peak(self, prec: Precision) -> float:
+        try:
+            return self.rates[prec.gemm_rate]
+        except KeyError:
+            have = ", ".join(k for k in self.rates) or "none"
+            raise InputError(f"--dtype {prec.name}: {self.name} has no {prec.gemm_rate} "
+                             f"tensor-core rate (it has: {have})") from None
+
+    @property
+    def label(self) -> str:
+        text = f"kernel model, {self.name} {self.basis}"
+        if self.gaps:
+            text += f" (no data for {self.name}: {', '.join(self.gaps)}; defaults used)"
+        return text

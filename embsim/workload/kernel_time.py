@@ -1,0 +1,117 @@
+"""The kernel compute model: seconds for each kernel class, a pure function of the
+kernel's shape and the GPU (embsim.workload.gpu_compute.GpuCompute).
+
+- GEMM: the product is cut into output tiles, one per thread block, run in waves over
+  the SMs (NVIDIA "Matrix Multiplication Background User's Guide": tile and wave
+  quantisation). cuBLAS picks a tile shape and a split-K factor per shape; we take the
+  fastest of the usual candidates. A tile's operands come through L2: a small tile has
+  too little reuse to feed the tensor cores (efficiency = tile harmonic side / the GPU's
+  full-rate side, at most 1). Large shapes run at the GPU's measured fraction of peak.
+  A GEMM is never faster than streaming its operands through HBM.
+- stream (memory-bound) kernels: bytes / (achievable HBM bandwidth).
+- gather / scatter: random rows, each rounded up to whole 32-byte DRAM sectors; the
+  scatter-add reads the gradient row and reads + writes the table row.
+- recurrent timesteps: a fixed per-step overhead of library RNN kernels, fitted on
+  published recurrent benchmarks (embsim.workload.recurrent_fit) or measured by calibrate;
+- every kernel: a GPU-side gap before the next dependent kernel can start; on the host
+  each framework op costs a dispatch and each library-internal launch a CUDA launch.
+  A layer takes the longer of its GPU time and its host time (the GPU starves when the
+  CPU cannot launch fast enough).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .gpu_props import GpuCompute
+from .kernels import Kernel
+from .precision import Precision
+
+# cuBLAS/CUTLASS thread-block tiles on Ampere/Hopper (the guide above lists 256x128,
+# 128x256, 128x128, 128x64, 64x128, 64x64, largest first).
+TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
+SPLIT_K = (1, 2, 3, 4, 6, 8, 16)
+MIN_SPLIT_DEPTH = 128      # split-K leaves each block at least this much of k
+SECTOR = 32                # DRAM access granularity, bytes
+PARTIAL_BYTES = 4          # split-K partial sums are FP32
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    gpu_s: float
+    host_s: float
+
+    @property
+    def seconds(self) -> float:
+        return max(self.gpu_s, self.host_s)
+
+
+def gemm_compute_s(m: int, n: int, k: int, batch: int, rate: float, gpu: GpuCompute,
+                   side_full: float) -> float:
+    """Tensor/CUDA-core time of one (batched) GEMM at `rate` achievable FLOP/s."""
+    if not gpu.sms:
+        return 2.0 * m * n * k * batch / rate
+    per_sm = rate / gpu.sms
+    best = math.inf
+    for tm, tn in TILES:
+        eff = min(1.0, (2 * tm * tn / (tm + tn)) / side_full) if side_full > 0 else 1.0
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
+        for split in SPLIT_K:
+            if split > 1 and k / split < MIN_SPLIT_DEPTH:
+                break
+            waves = math.ceil(tiles * split / gpu.sms)
+            t = waves * 2.0 * tm * tn * math.ceil(k / split) / (per_sm * eff)
+            if split > 1:     # write and reduce the FP32 partial products
+                t += 2.0 * m * n * batch * split * PARTIAL_BYTES / (gpu.hbm_bps * gpu.hbm_fraction)
+            best = min(best, t)
+    return best
+
+
+def gemm_s(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -> float:
+    """One launch of a GEMM kernel (all of its `batch` products)."""
+    table = gpu.gemm_table
+    if table is not None:
+        rate = table.rate(prec.gemm_rate, kr.m, kr.n, kr.k, kr.batch)
+        compute = 2.0 * kr.m * kr.n * kr.k * kr.batch / rate
+    else:
+        rate = gpu.gemm_peak(prec) * gpu.gemm_fraction
+        compute = gemm_compute_s(kr.m, kr.n, kr.k, kr.batch, rate, gpu,
+                                 gpu.tile_side_full.get(prec.gemm_rate, 0.0))
+    io = (kr.m * kr.k + kr.k * kr.n + kr.m * kr.n) * kr.batch * elem_bytes
+    return max(compute, io / (gpu.hbm_bps * gpu.hbm_fraction))
+
+
+def _rows_bytes(rows: float, row_bytes: int) -> float:
+    return rows * math.ceil(row_bytes / SECTOR) * SECTOR
+
+
+def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -> KernelTime:
+    """All `count` launches of one kernel."""
+    bw = gpu.hbm_bps * gpu.hbm_fraction
+    if kr.kind == "gemm":
+        one = gemm_s(kr, gpu, prec, elem_bytes)
+    elif kr.kind == "stream":
+        one = kr.nbytes / bw
+    elif kr.kind in ("gather", "scatter"):
+        gbw = gpu.hbm_bps * (gpu.gather_fraction or gpu.hbm_fraction)
+        passes = 2 if kr.kind == "gather" else 3      # gather: read + write; scatter-add: r + r/w
+        one = passes * _rows_bytes(kr.rows, kr.row_bytes) / gbw
+    else:
+        raise AssertionError(f"unknown kernel kind {kr.kind!r}")
+    if kr.recurrent:       # half the per-timestep overhead forward, half backward
+        one += gpu.recurrent_step_s / 2
+    gpu_s = kr.count * (one + gpu.kernel_gap_s)
+    host_s = kr.ops * gpu.op_dispatch_s + max(0, kr.count - kr.ops) * gpu.launch_s
+    return KernelTime(gpu_s, host_s)
+
+
+def kernels_time(kernels, gpu: GpuCompute, prec: Precision, elem_bytes: int) -> float:
+    """Seconds for a list of kernels run in order on one stream: the longer of the GPU's
+    busy time and the host's launch time (their sum on a CPU device, which does both)."""
+    gpu_s = host_s = 0.0
+    for kr in kernels:
+        t = kernel_time(kr, gpu, prec, elem_bytes)
+        gpu_s += t.gpu_s
+        host_s += t.host_s
+    return gpu_s + host_s if gpu.synchronous else max(gpu_s, host_s)

@@ -1,0 +1,115 @@
+"""The GPU kernels one layer launches: the kernel compute model's input.
+
+A layer's forward and backward are lists of Kernel records, each a pure function of the
+layer's shapes, the batch, the sequence length and the stored element size. Classes:
+- gemm: an (m x k) @ (k x n) product, `batch` independent ones in one launch (batched
+  attention products; the two directions of a bidirectional LSTM step);
+- stream: a memory-bound kernel (elementwise, norm, softmax, dropout, reductions)
+  moving `nbytes` through HBM;
+- gather / scatter: `rows` random row accesses of `row_bytes` each (embedding lookup,
+  its gradient's scatter-add).
+`count` repeats a kernel back to back (an LSTM's per-timestep kernels); `ops` is how
+many of those launches go through the framework's Python dispatcher (0 for kernels a
+library such as cuDNN launches internally, e.g. per timestep).
+
+Backward of Y = X W (X: m x k, W: k x n): dX = dY W^T -> gemm(m, k, n);
+dW = X^T dY -> gemm(k, n, m).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import INDEX_BYTES
+
+MASK_BYTES = 1       # dropout keeps a 1-byte mask per element
+# Mixed precision as torch.autocast runs it: softmax, log-softmax, LayerNorm and losses
+# are FP32 ops (autocast's float32 list): they write FP32 outputs (f = 4 bytes), and a
+# cast back to 16-bit feeds the next GEMM (and the reverse in backward). With a 16-bit
+# model (apex O2, model.half()) they compute in FP32 inside but read and write 16-bit
+# (f = e); only the loss's log-softmax is upcast (frameworks do .float() on the logits).
+FP32 = 4
+
+
+def fp32_cast(name: str, elems: float, e: int, f: int = FP32) -> list:
+    """The cast of an f-byte op output back to the model's e-byte dtype (none if equal)."""
+    return [stream(f"{name}.cast", elems * (f + e))] if e < f else []
+
+
+@dataclass(frozen=True)
+class Kernel:
+    kind: str                 # "gemm" | "stream" | "gather" | "scatter"
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    batch: int = 1
+    nbytes: float = 0.0       # stream: HBM bytes read + written
+    rows: float = 0.0         # gather/scatter: random rows accessed
+    row_bytes: int = 0        # gather/scatter: bytes per row
+    count: int = 1            # back-to-back repetitions (timesteps)
+    ops: int = 1              # framework (Python) dispatches for all `count` launches
+    name: str = ""
+    recurrent: bool = False   # an RNN timestep's gate kernel: pays the per-step overhead
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k * self.batch * self.count if self.kind == "gemm" else 0.0
+
+
+def gemm(name: str, m: int, n: int, k: int, batch: int = 1, count: int = 1, ops: int | None = None) -> Kernel:
+    return Kernel("gemm", m=m, n=n, k=k, batch=batch, count=count,
+                  ops=count if ops is None else ops, name=name)
+
+
+def stream(name: str, nbytes: float, count: int = 1, ops: int | None = None,
+           recurrent: bool = False) -> Kernel:
+    return Kernel("stream", nbytes=float(nbytes), count=count,
+                  ops=count if ops is None else ops, name=name, recurrent=recurrent)
+
+
+def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = True,
+                   act: bool = False) -> tuple[list, list]:
+    """nn.Linear (bias folded into the GEMM epilogue) and an optional activation."""
+    fwd = [gemm(f"{name}.gemm", n, fout, fin)]
+    bwd = [gemm(f"{name}.dgrad", n, fin, fout), gemm(f"{name}.wgrad", fin, fout, n)]
+    if act:
+        fwd.append(stream(f"{name}.act", 2 * n * fout * e))
+        bwd.insert(0, stream(f"{name}.act_bwd", 3 * n * fout * e))
+    if bias:
+        bwd.append(stream(f"{name}.bias_grad", n * fout * e))
+    return fwd, bwd
+
+
+def norm_fwd_bwd(name: str, n: int, dim: int, e: int, f: int = FP32) -> tuple[list, list]:
+    """LayerNorm/RMSNorm (an FP32 op under AMP): read x, write y (+ per-row FP32
+    statistics), cast y back; backward reads x and the FP32 dy, writes dx, then reduces
+    the scale/shift gradients."""
+    elems = n * dim
+    fwd = [stream(f"{name}", elems * (e + f) + 8 * n)] + fp32_cast(name, elems, e, f)
+    bwd = (fp32_cast(f"{name}.bwd", elems, e, f)
+           + [stream(f"{name}.bwd", elems * (f + 2 * e) + 8 * n), stream(f"{name}.param_grad", elems * e)])
+    return fwd, bwd
+
+
+def dropout_residual(name: str, n: int, dim: int, e: int, dropout: bool) -> tuple[list, list]:
+    """Dropout on a sublayer output, then the residual add."""
+    fwd, bwd = [stream(f"{name}.residual", 3 * n * dim * e)], []
+    if dropout:
+        fwd.insert(0, stream(f"{name}.dropout", n * dim * (2 * e + MASK_BYTES)))
+        bwd.append(stream(f"{name}.dropout_bwd", n * dim * (2 * e + MASK_BYTES)))
+    return fwd, bwd
+
+
+def embedding_kernels(name: str, rows: int, dim: int, vocab: int, e: int) -> tuple[list, list, list]:
+    """(forward, dense-gradient backward, sparse-gradient backward).
+    Forward gathers one row per lookup. The dense gradient (PyTorch's default
+    embedding_dense_backward) zero-fills a vocab x dim buffer, sorts the indices and
+    scatter-adds one row per lookup; the sparse one (sparse=True) keeps the output
+    gradient as the values and copies the indices."""
+    fwd = [Kernel("gather", rows=rows, row_bytes=dim * e, name=f"{name}.gather"),
+           stream(f"{name}.write", rows * dim * e + rows * INDEX_BYTES, ops=0)]
+    dense = [stream(f"{name}.zero_grad", vocab * dim * e),
+             stream(f"{name}.sort_indices", 4 * 2 * rows * INDEX_BYTES),   # radix passes over (key, value)
+             Kernel("scatter", rows=rows, row_bytes=dim * e, name=f"{name}.scatter_add")]
+    sparse = [stream(f"{name}.sparse_grad", 2 * rows * INDEX_BYTES)]
+    return fwd, dense, sparse

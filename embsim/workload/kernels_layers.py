@@ -1,0 +1,228 @@
+"""Kernel lists of every layer kind of the zoo dialect (see embsim.workload.kernels).
+
+The same shapes as the FLOP/byte rules of costs.py and costs_blocks.py, split into the
+kernels PyTorch (eager, cuBLAS, cuDNN) launches for them, so the kernel model can time
+each by its own shape. Returns (forward, backward) lists; an embedding layer also has a
+sparse-gradient backward (LayerKernels.bwd_sparse).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .costs import Shape, tokens_for
+from .kernels import (FP32, MASK_BYTES, Kernel, dropout_residual, embedding_kernels, fp32_cast,
+                      gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
+
+
+@dataclass(frozen=True)
+class LayerKernels:
+    fwd: tuple[Kernel, ...]
+    bwd: tuple[Kernel, ...]
+    bwd_sparse: tuple[Kernel, ...] = ()     # embedding: the sparse-gradient variant
+
+
+def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
+               dropout: bool, opb: int = FP32, fused: bool = False) -> tuple[list, list]:
+    """Multi-head attention of s queries over s keys: QKV projection, the core, output
+    projection. Unfused, the (b*a, s, s) scores go through HBM: scale+mask, softmax,
+    dropout; fused (flash attention, Dao et al. 2022) they stay on chip and backward
+    recomputes them (5 products instead of 4)."""
+    n, hd = b * s, h // a
+    fwd, bwd = [], []
+    f, g = linear_fwd_bwd(f"{name}.qkv", n, h, h + 2 * kv, e)
+    fwd += f
+    scores = b * a * s * s
+    if flash:
+        fwd.append(gemm(f"{name}.flash", s, s, hd, batch=2 * b * a, ops=1))
+        bwd_core = [gemm(f"{name}.flash_bwd", s, s, hd, batch=5 * b * a, ops=1)]
+    elif fused:
+        # one generated kernel (TorchScript/nvFuser) for scale + mask + softmax + dropout:
+        # reads the scores, writes the saved probabilities, the dropped ones and the mask;
+        # backward reads the gradient, mask and probabilities and writes dscores once
+        drop = (e + 1) if dropout else 0
+        fwd += [gemm(f"{name}.scores", s, s, hd, batch=b * a),
+                stream(f"{name}.softmax_fused", scores * (e + opb + drop)),
+                gemm(f"{name}.context", s, hd, s, batch=b * a)]
+        bwd_core = [gemm(f"{name}.context_dgrad", s, s, hd, batch=b * a),
+                    gemm(f"{name}.context_vgrad", s, hd, s, batch=b * a),
+                    stream(f"{name}.softmax_fused_bwd", scores * (2 * e + opb + (1 if dropout else 0))),
+                    gemm(f"{name}.scores_qgrad", s, hd, s, batch=b * a),
+                    gemm(f"{name}.scores_kgrad", s, hd, s, batch=b * a)]
+    else:
+        # softmax is an FP32 op under AMP: its output, the dropout on it and the cast
+        # back for the context GEMM move 4-byte elements
+        fwd += [gemm(f"{name}.scores", s, s, hd, batch=b * a),
+                stream(f"{name}.scale_mask", 2 * scores * e),
+                stream(f"{name}.softmax", scores * (e + opb))]
+        if dropout:
+            fwd.append(stream(f"{name}.attn_dropout", scores * (2 * opb + 1)))
+        fwd += fp32_cast(f"{name}.probs", scores, e, opb)
+        fwd.append(gemm(f"{name}.context", s, hd, s, batch=b * a))
+        bwd_core = [gemm(f"{name}.context_dgrad", s, s, hd, batch=b * a),
+                    gemm(f"{name}.context_vgrad", s, hd, s, batch=b * a)]
+        bwd_core += fp32_cast(f"{name}.probs_bwd", scores, e, opb)
+        if dropout:
+            bwd_core.append(stream(f"{name}.attn_dropout_bwd", scores * (2 * opb + 1)))
+        bwd_core += [stream(f"{name}.softmax_bwd", scores * (2 * opb + e)),
+                     stream(f"{name}.scale_bwd", 2 * scores * e),
+                     gemm(f"{name}.scores_qgrad", s, hd, s, batch=b * a),
+                     gemm(f"{name}.scores_kgrad", s, hd, s, batch=b * a)]
+    # head split/merge copies (transpose + contiguous) around the core
+    fwd.append(stream(f"{name}.heads_copy", 2 * n * h * e))
+    f2, g2 = linear_fwd_bwd(f"{name}.out", n, h, h, e)
+    fwd += f2
+    bwd += g2 + [stream(f"{name}.heads_copy_bwd", 2 * n * h * e)] + bwd_core + g
+    return fwd, bwd
+
+
+def transformer_block(p: dict, sh: Shape, cross: bool) -> LayerKernels:
+    b, s, e = sh.batch, sh.seq, sh.dtype_bytes
+    n = b * s
+    h, a, f = p["dim"], p["heads"], p["ffn"]
+    kv = p.get("kv_heads", a) * (h // a)
+    flash, dropout = p.get("flash_attention", False), p.get("dropout", True)
+    fused = p.get("fused_elementwise", False)
+    swiglu = p.get("ffn_kind", "gelu") == "swiglu"
+    add_norm = _fused_add_norm if fused else _add_norm
+    fwd, bwd = [], []
+    for i in range(2 if cross else 1):
+        tag = "cross" if i else "self"
+        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, flash, dropout, sh.op_bytes, fused)
+        fn, bn = add_norm(f"{tag}_attn", n, h, e, dropout, sh.op_bytes)
+        fwd += fa + fn
+        bwd = bn + ba + bwd
+    # FFN: up (and gate) GEMM(s), activation (bias fused), down GEMM
+    up_f, up_b = linear_fwd_bwd("ffn.up", n, h, (2 if swiglu else 1) * f, e)
+    act_f = [stream("ffn.act", (3 if swiglu else 2) * n * f * e)]
+    act_b = [stream("ffn.act_bwd", (5 if swiglu else 3) * n * f * e)]
+    dn_f, dn_b = linear_fwd_bwd("ffn.down", n, f, h, e)
+    fn, bn = add_norm("ffn", n, h, e, dropout, sh.op_bytes)
+    fwd += up_f + act_f + dn_f + fn
+    bwd = bn + dn_b + act_b + up_b + bwd
+    return LayerKernels(tuple(fwd), tuple(bwd))
+
+
+def _add_norm(name: str, n: int, h: int, e: int, dropout: bool, opb: int) -> tuple[list, list]:
+    """Eager PyTorch: dropout, residual add and LayerNorm as separate kernels."""
+    fr, br = dropout_residual(name, n, h, e, dropout)
+    fn, bn = norm_fwd_bwd(f"{name}.norm", n, h, e, opb)
+    return fr + fn, bn + br
+
+
+def _fused_add_norm(name: str, n: int, h: int, e: int, dropout: bool, opb: int) -> tuple[list, list]:
+    """Dropout + residual add + LayerNorm as one generated kernel (TorchScript/nvFuser,
+    or apex's fused LayerNorm fed by a fused bias-dropout-add): forward reads the
+    sublayer output and the residual, writes the mask, the saved sum and the normed
+    output (+ FP32 row statistics); backward reads the sum, the output gradient and the
+    mask, writes the input gradient (to both branches: one tensor), then reduces the
+    scale/shift gradients."""
+    elems = n * h
+    mask = MASK_BYTES if dropout else 0
+    fwd = [stream(f"{name}.add_norm_fused", elems * (2 * e + mask + e + opb) + 8 * n)]
+    bwd = [stream(f"{name}.add_norm_fused_bwd", elems * (e + opb + mask + e) + 8 * n),
+           stream(f"{name}.norm.param_grad", elems * e)]
+    return fwd, bwd
+
+
+def lstm(p: dict, sh: Shape) -> LayerKernels:
+    """cuDNN LSTM (one call per layer): the input GEMM for all timesteps at once, then per
+    timestep the recurrent GEMM and the fused gate kernel, launched by cuDNN itself. The
+    two directions of a bidirectional layer run their steps side by side (batch 2).
+    Backward walks the steps in reverse (gate backward, recurrent dgrad GEMM), then the
+    input dgrad and both weight gradients as whole-sequence GEMMs."""
+    b, s, e = sh.batch, sh.seq, sh.dtype_bytes
+    n = b * s
+    fin, hd = p["in"], p["hidden"]
+    proj = p.get("proj")
+    r = proj or hd
+    dirs = 2 if p.get("bidirectional", False) else 1
+    g4 = 4 * hd
+    gate_bytes = b * (g4 * e + 2 * g4 * e + 3 * hd * e) * dirs   # read both gate halves, write c, h
+    fwd = [gemm("lstm.input", n, dirs * g4, fin),
+           gemm("lstm.recurrent", b, g4, r, batch=dirs, count=s, ops=0),
+           stream("lstm.gates", gate_bytes, count=s, ops=0, recurrent=True)]
+    bwd = [stream("lstm.gates_bwd", gate_bytes + b * g4 * e * dirs, count=s, ops=0, recurrent=True),
+           gemm("lstm.recurrent_dgrad", b, r, g4, batch=dirs, count=s, ops=0)]
+    if proj:
+        fwd.append(gemm("lstm.proj", b, r, hd, batch=dirs, count=s, ops=0))
+        bwd.append(gemm("lstm.proj_dgrad", b, hd, r, batch=dirs, count=s, ops=0))
+        bwd.append(gemm("lstm.proj_wgrad", hd, r, n, batch=dirs))
+    bwd += [gemm("lstm.input_dgrad", n, fin, dirs * g4),
+            gemm("lstm.input_wgrad", fin, g4, n, batch=dirs),
+            gemm("lstm.recurrent_wgrad", r, g4, n, batch=dirs)]
+    return LayerKernels(tuple(fwd), tuple(bwd))
+
+
+def additive_attention(p: dict, sh: Shape) -> LayerKernels:
+    """Bahdanau attention of every decoder step over the encoder states, batched over
+    steps (teacher forcing): key/query projections, the (b, t, s, units) tanh(q + k)
+    tensor, the score vector product, softmax, and the context bmm."""
+    b, s, e, f = sh.batch, sh.seq, sh.dtype_bytes, sh.op_bytes
+    n = b * s
+    q, k, u = p["query"], p["key"], p["units"]
+    pairs = b * s * s
+    fq, bq = linear_fwd_bwd("attn.query", n, q, u, e, bias=False)
+    fk, bk = linear_fwd_bwd("attn.key", n, k, u, e, bias=False)
+    fwd = (fq + fk + [stream("attn.add_tanh", pairs * u * e + 2 * n * u * e),
+                      stream("attn.score_dot", pairs * u * e + pairs * e),
+                      stream("attn.softmax", pairs * (e + f))]
+           + fp32_cast("attn.probs", pairs, e, f) + [gemm("attn.context", s, k, s, batch=b)])
+    bwd = [gemm("attn.context_dgrad", s, s, k, batch=b), gemm("attn.context_vgrad", s, k, s, batch=b),
+           *fp32_cast("attn.probs_bwd", pairs, e, f),
+           stream("attn.softmax_bwd", pairs * (2 * f + e)),
+           stream("attn.score_dot_bwd", 2 * pairs * u * e + pairs * e),
+           stream("attn.add_tanh_bwd", 3 * pairs * u * e)] + bq + bk
+    return LayerKernels(tuple(fwd), tuple(bwd))
+
+
+def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: int | None = None,
+                  cols: int | None = None, classes: int | None = None) -> LayerKernels:
+    """Kernels of one layer. `vocab`/`dim`: the table of an embedding layer; `cols`: the
+    scored columns of an output projection; `classes`: a softmax's classes."""
+    e = sh.dtype_bytes
+    if kind == "embedding":
+        rows = sh.batch * p["lookups"]
+        f, dense, sparse = embedding_kernels("embedding", rows, dim, vocab, e)
+        return LayerKernels(tuple(f), tuple(dense), tuple(sparse))
+    if kind == "linear":
+        f, b = linear_fwd_bwd("linear", tokens_for(p, sh), p["in"], p["out"], e,
+                              p.get("bias", True), p.get("activation", "none") != "none")
+        return LayerKernels(tuple(f), tuple(b))
+    if kind == "layernorm":
+        f, b = norm_fwd_bwd("norm", tokens_for(p, sh), p["dim"], e, sh.op_bytes)
+        return LayerKernels(tuple(f), tuple(b))
+    if kind == "positional_embedding":
+        n, d = sh.tokens, p["dim"]
+        bwd = [stream("pos.grad", 2 * n * d * e)] if p.get("learned", True) else []
+        return LayerKernels((stream("pos.add", 3 * n * d * e),), tuple(bwd))
+    if kind == "output_projection":
+        f, b = linear_fwd_bwd("logits", tokens_for(p, sh), p["dim"], cols, e, p.get("bias", False))
+        if p.get("samples"):
+            f.insert(0, Kernel("gather", rows=cols, row_bytes=p["dim"] * e, name="logits.sample_rows"))
+        return LayerKernels(tuple(f), tuple(b))
+    if kind == "softmax_loss":
+        # log-softmax + NLL, FP32 ops under AMP: the logits are cast up, the gradient
+        # (softmax - target) is written in FP32 and cast back down
+        elems = tokens_for(p, sh) * classes
+        return LayerKernels(tuple(fp32_cast("loss.logits", elems, e)
+                                  + [stream("loss.log_softmax", 2 * elems * FP32),
+                                     stream("loss.nll", elems * FP32)]),
+                            tuple([stream("loss.grad", 3 * elems * FP32)]
+                                  + fp32_cast("loss.grad", elems, e)))
+    if kind == "fm_interaction":
+        b, f, k = sh.batch, p["fields"], p["dim"]
+        t = b * (f * k + f + 1) * e
+        return LayerKernels((stream("fm.sum_square", t), stream("fm.first_order", b * f * e),
+                             stream("fm.combine", 4 * b * k * e)),
+                            (stream("fm.bwd", 2 * t), stream("fm.bwd_first", 2 * b * f * e),
+                             stream("fm.bwd_combine", 4 * b * k * e)))
+    if kind == "lstm":
+        return lstm(p, sh)
+    if kind == "additive_attention":
+        return additive_attention(p, sh)
+    if kind == "transformer_encoder":
+        return transformer_block(p, sh, cross=False)
+    if kind == "transformer_decoder":
+        return transformer_block(p, sh, cross=p.get("cross_attention", False))
+    raise AssertionError(f"layer kind {kind!r} has no kernel rule")

@@ -1,0 +1,62 @@
+"""Change a zoo model's table sizes or layer keys without copying its file, as a
+published run's configuration differs from the paper's (e.g. a vocabulary padded to a
+multiple of 8).
+
+    overrides = {"tables": {"word": {"vocab": 30528}},
+                 "layers": {"encoder": {"flash_attention": True}}}
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping
+
+from ..errors import InputError
+from .spec import LAYER_SCHEMA, ModelSpec
+
+TABLE_KEYS = {"vocab": int, "dim": int}
+
+
+def _check(value, kind, where: str):
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise InputError(f"{where}: must be {kind.__name__ if isinstance(kind, type) else kind}, got {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+        raise InputError(f"{where}: must be positive, got {value}")
+
+
+def apply_overrides(spec: ModelSpec, overrides: Mapping | None, where: str = "overrides") -> ModelSpec:
+    if not overrides:
+        return spec
+    unknown = set(overrides) - {"tables", "layers"}
+    if unknown:
+        raise InputError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: tables, layers)")
+    tables = {t.name: t for t in spec.tables}
+    for name, keys in (overrides.get("tables") or {}).items():
+        if name not in tables:
+            raise InputError(f"{where}.tables.{name}: {spec.name} has no such table "
+                             f"(tables: {', '.join(tables) or 'none'})")
+        for key, value in keys.items():
+            if key not in TABLE_KEYS:
+                raise InputError(f"{where}.tables.{name}.{key}: only {', '.join(TABLE_KEYS)} can change")
+            _check(value, TABLE_KEYS[key], f"{where}.tables.{name}.{key}")
+        tables[name] = replace(tables[name], **keys)
+    layers = {l.name: l for l in spec.layers}
+    for name, keys in (overrides.get("layers") or {}).items():
+        if name not in layers:
+            raise InputError(f"{where}.layers.{name}: {spec.name} has no such layer")
+        layer = layers[name]
+        schema = LAYER_SCHEMA[layer.kind]
+        params = dict(layer.params)
+        for key, value in keys.items():
+            if key == "repeat":
+                _check(value, int, f"{where}.layers.{name}.repeat")
+                layer = replace(layer, repeat=value)
+                continue
+            if key not in schema:
+                raise InputError(f"{where}.layers.{name}.{key}: not a key of a {layer.kind} layer")
+            _check(value, schema[key][0], f"{where}.layers.{name}.{key}")
+            if key == "token_fraction" and not 0 < value <= 1:
+                raise InputError(f"{where}.layers.{name}.{key}: must be in (0, 1], got {value!r}")
+            params[key] = value
+        layers[name] = replace(layer, params=params)
+    return replace(spec, tables=tuple(tables.values()), layers=tuple(layers.values()))

@@ -1,0 +1,69 @@
+"""Training precision as users run it: what --dtype means for every kernel and byte.
+
+fp32: everything in FP32; GEMMs on CUDA cores (PyTorch >= 1.12 default, TF32 off).
+tf32: FP32 storage; GEMMs on tensor cores at the TF32 rate (torch allow_tf32 / the
+      NVIDIA containers' default, as DeepLearningExamples' "TF32" rows run).
+bf16, fp16: automatic mixed precision (Micikevicius et al. 2018, "Mixed Precision
+      Training"): GEMMs and attention products in 16-bit on tensor cores, weights,
+      activations and gradients stored in 16-bit, reductions (softmax, LayerNorm
+      statistics, the loss) accumulated in FP32 inside their kernels, an FP32 master copy
+      of the weights and FP32 optimizer state.
+fp8:  as bf16, with the GEMMs at the FP8 tensor rate (Transformer Engine keeps the
+      tensors between kernels in 16-bit; only GEMM inputs are cast to FP8).
+
+Two mixed-precision styles (--amp): "autocast" (torch.cuda.amp, the default): softmax,
+LayerNorm and the loss are FP32 ops with FP32 outputs cast back to 16-bit; "o2" (apex
+O2, model.half() with FP32 master weights, as NVIDIA DeepLearningExamples run): those
+kernels read and write 16-bit (FP32 math inside), and only the loss is upcast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+FP32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class Precision:
+    name: str
+    gemm_rate: str          # "fp32" = CUDA-core FP32, else a gpu.tensor_tflops key
+    storage_bytes: int      # weights, activations and gradients as the model holds them
+
+    @property
+    def mixed(self) -> bool:
+        """AMP: a 16-bit model with FP32 master weights."""
+        return self.storage_bytes < FP32_BYTES
+
+    @property
+    def master_bytes(self) -> int:
+        return FP32_BYTES if self.mixed else 0
+
+
+PRECISIONS = {
+    "fp32": Precision("fp32", "fp32", 4),
+    "tf32": Precision("tf32", "tf32", 4),
+    "bf16": Precision("bf16", "bf16", 2),
+    "fp16": Precision("fp16", "fp16", 2),
+    "fp8": Precision("fp8", "fp8", 2),
+}
+DTYPES = tuple(PRECISIONS)
+
+
+AMP_STYLES = ("autocast", "o2")
+
+
+def op_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
+    """Output bytes of softmax/LayerNorm kernels: FP32 under autocast, else the model's."""
+    if amp not in AMP_STYLES:
+        raise InputError(f"--amp {amp!r}: must be one of {', '.join(AMP_STYLES)}")
+    return FP32_BYTES if amp == "autocast" else dtype_bytes
+
+
+def precision(name: str, flag: str = "--dtype") -> Precision:
+    try:
+        return PRECISIONS[name]
+    except KeyError:
+        raise InputError(f"{flag} {name!r}: must be one of {', '.join(DTYPES)}") from None

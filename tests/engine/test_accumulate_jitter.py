@@ -1,0 +1,96 @@
+"""--accumulate and --jitter through the whole simulation."""
+
+import json
+
+import pytest
+
+from embsim import cli
+from embsim.engine.jitter import jitter_factors, parse_jitter, quantiles
+from embsim.engine.run import SimulationConfig, simulate
+from embsim.errors import InputError
+
+BASE = dict(topology="dgx-a100:1x8", model="bert-base", batch=16, seq=128, dtype="fp16", iterations=3)
+
+
+def test_accumulation_amortises_the_synchronisation():
+    one = simulate(SimulationConfig(**BASE))
+    four = simulate(SimulationConfig(**BASE, accumulate=4))
+    assert four.step_time > 3 * one.step_time
+    assert four.samples_per_s >= one.samples_per_s
+    assert four.memory == one.memory               # activations of one micro-batch
+
+
+def test_jitter_waits_for_the_slowest_gpu():
+    plain = simulate(SimulationConfig(**BASE))
+    jit = simulate(SimulationConfig(**BASE, jitter="normal:0.1"))
+    assert jit.scaling_efficiency < plain.scaling_efficiency - 0.05
+    again = simulate(SimulationConfig(**BASE, jitter="normal:0.1"))
+    assert again.step_time == jit.step_time
+
+
+def test_jitter_factors_are_order_statistics():
+    f = jitter_factors("uniform:0.2", 8, seed=3)
+    assert sorted(f) == pytest.approx(list(1 + 0.2 * (2 * quantiles(8) - 1)))
+    assert list(jitter_factors("normal:0.1", 1, seed=0)) == [1.0]      # one GPU: the median
+    assert not (jitter_factors("normal:0.1", 8, 0) == jitter_factors("normal:0.1", 8, 1)).all()
+
+
+def test_seq_jitter_uses_the_compute_model():
+    f = jitter_factors("seq:10", 4, 0, seq=24, compute_at_seq=lambda s: float(s))
+    assert sorted(f) == pytest.approx([s / 24 for s in (20, 23, 25, 28)], abs=0.05)
+
+
+@pytest.mark.parametrize("text", ["gauss:1", "normal", "normal:x", "uniform:1.5", "trace:2"])
+def test_bad_jitter_is_one_line(text):
+    with pytest.raises(InputError, match="--jitter"):
+        parse_jitter(text)
+
+
+def test_cli_flags_and_exit_status(capsys):
+    assert cli.main(["simulate", "--topology", "dgx-a100:1x1", "--model", "tiny-lm", "--dtype", "fp8",
+                     "--iterations", "2"]) == 2
+    assert "fp8" in capsys.readouterr().err
+    assert cli.main(["simulate", "--topology", "dgx-a100:1x1", "--model", "tiny-lm", "--accumulate", "0",
+                     "--iterations", "2"]) == 2
+    assert cli.main(["simulate", "--topology", "dgx-h100:1x2", "--model", "tiny-lm", "--dtype", "fp8",
+                     "--accumulate", "2", "--jitter", "lognormal:0.05", "--iterations", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["compute_source"].startswith("compute: kernel model, H100")
+
+
+def _corpus(tmp_path, lengths):
+    path = tmp_path / "corpus.txt"
+    path.write_text("".join(" ".join(f"w{i % 7}" for i in range(n)) + "\n" for n in lengths))
+    return str(path)
+
+
+def test_corpus_batches_pad_to_their_longest_sentence(tmp_path):
+    # time linear in length: the factor is the expected padded length over --seq
+    lengths = [5] * 50 + [45] * 50
+    corpus = _corpus(tmp_path, lengths)
+    one = jitter_factors("shuffle", 1, 0, seq=25, compute_at_seq=float, corpus=corpus, batch=1)
+    assert one[0] == pytest.approx(1.0, abs=0.15)              # batch of 1: no padding
+    big = jitter_factors("shuffle", 1, 0, seq=25, compute_at_seq=float, corpus=corpus, batch=64)
+    assert big[0] == pytest.approx(45 / 25)                    # a long sentence in every batch
+    # buckets keep short sentences together: padding only within a bucket
+    bucketed = jitter_factors("bucket:5", 1, 0, seq=25, compute_at_seq=float, corpus=corpus, batch=64)
+    assert bucketed[0] == pytest.approx(1.0, abs=0.15)
+
+
+def test_corpus_jitter_slowest_of_n_and_deterministic(tmp_path):
+    corpus = _corpus(tmp_path, list(range(1, 51)))
+    kw = dict(seq=25, compute_at_seq=float, corpus=corpus, batch=4)
+    f8 = jitter_factors("shuffle", 8, 3, **kw)
+    assert f8.max() > jitter_factors("shuffle", 1, 3, **kw)[0]
+    assert list(f8) == list(jitter_factors("shuffle", 8, 3, **kw))
+    acc = jitter_factors("shuffle", 8, 3, micro_batches=16, **kw)
+    assert acc.max() - acc.min() < f8.max() - f8.min()         # accumulation averages lengths out
+
+
+def test_corpus_jitter_needs_a_corpus():
+    with pytest.raises(InputError, match="--corpus"):
+        jitter_factors("bucket:5", 4, 0, seq=25, compute_at_seq=float, batch=4)
+    with pytest.raises(InputError, match="bucket count"):
+        parse_jitter("bucket:0")
+    with pytest.raises(InputError, match="takes no value"):
+        parse_jitter("shuffle:3")

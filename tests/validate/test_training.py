@@ -1,0 +1,80 @@
+"""`embsim validate --training`: published throughput vs the simulation."""
+
+import pytest
+
+from embsim import cli
+from embsim.errors import InputError
+from embsim.validate.training import default_files, file_runs, summary, training_errors
+
+
+@pytest.fixture(scope="module")
+def packaged():
+    return training_errors([])
+
+
+def test_packaged_files_all_simulate(packaged):
+    runs, pairs = packaged
+    assert len(default_files()) >= 3
+    simulated = [r for r in runs if r.skipped is None]
+    assert len(simulated) == 56            # the DGX-1 V100 rows too, since the dgx1-v100 preset
+    assert all(r.simulated > 0 and "kernel model" in r.compute_source for r in simulated)
+    assert not [r for r in runs if r.skipped]
+    assert len(pairs) == 40
+    v100 = [r for r in simulated if r.id.startswith("v100")]
+    assert len(v100) == 12 and all("V100" in r.compute_source for r in v100)
+
+
+def test_summary_is_mean_and_max_of_abs_error(packaged):
+    runs, pairs = packaged
+    errs = [abs(r.simulated / r.measured - 1) for r in runs if r.skipped is None]
+    s = summary(runs, pairs)
+    assert s["mean_abs_error"] == pytest.approx(sum(errs) / len(errs))
+    assert s["max_abs_error"] == pytest.approx(max(errs))
+    from embsim.validate.training import training_json
+    j = training_json(runs, pairs)
+    assert len(j["runs"]) == len(runs) and j["simulated_runs"] == len(errs)
+
+
+def test_scaling_pairs_compare_per_gpu_throughput(packaged):
+    runs, pairs = packaged
+    by = {(r.file, r.id): r for r in runs}
+    p = pairs[0]
+    run, base = by[(p.file, p.run)], by[(p.file, p.base)]
+    k = run.gpus / base.gpus
+    assert p.measured == pytest.approx(run.measured / (k * base.measured))
+    assert p.simulated == pytest.approx(run.simulated / (k * base.simulated))
+
+
+def test_bad_file_names_file_and_key(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("runs:\n  - {id: a, gpus: 1, value: 10, embsim: {topology: 'dgx-a100:1x1', "
+                    "model: tiny-lm, colour: red}}\n")
+    with pytest.raises(InputError, match=r"bad.yaml: runs.0.embsim.colour"):
+        file_runs(str(path))
+
+
+def test_cli(capsys, tmp_path):
+    assert cli.main(["validate", "--training", str(tmp_path / "none.yaml")]) == 2
+    path = tmp_path / "one.yaml"
+    path.write_text("embsim_defaults: {model: tiny-lm, metric: samples_per_s}\n"
+                    "runs:\n  - {id: a, gpus: 1, value: 1.0e+9, embsim: {topology: 'dgx-a100:1x1', dtype: bf16}}\n"
+                    "  - {id: b, gpus: 2, value: 2.0e+9, scaling_base: a, embsim: {topology: 'dgx-a100:1x2'}}\n")
+    assert cli.main(["validate", "--training", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "mean |error|" in out and "kernel model, A100" in out
+    assert cli.main(["validate", "--training", str(path), "--max-error", "0.01"]) == 1
+
+
+def test_options_reach_the_scheduler(tmp_path):
+    path = tmp_path / "opt.yaml"
+    text = ("embsim_defaults: {model: bert-base, dtype: fp16, batch: 8}\n"
+            "runs:\n  - {id: a, gpus: 8, value: 1000, embsim: {topology: 'dgx-a100:1x8'}}\n"
+            "  - {id: b, gpus: 8, value: 1000, embsim: {topology: 'dgx-a100:1x8', "
+            "options: {bucket_bytes: 1.0e+12, first_bucket_bytes: 1.0e+12}}}\n")
+    path.write_text(text)
+    runs, _ = file_runs(str(path))
+    overlapped, one_bucket = runs
+    assert one_bucket.simulated < overlapped.simulated      # no overlap with backward
+    path.write_text(text.replace("bucket_bytes: 1.0e+12, first_", "colour: 1, first_"))
+    with pytest.raises(InputError, match="colour"):
+        file_runs(str(path))

@@ -1,0 +1,197 @@
+"""The kernel compute model: each kernel class a pure function of shape and GPU."""
+
+import pytest
+
+from embsim.errors import InputError
+from embsim.topology import load_topology
+from embsim.workload import load_model
+from embsim.workload.compute import model_times
+from embsim.workload.gpu_compute import for_gpu
+from embsim.workload.kernel_time import kernel_time
+from embsim.workload.kernels import gemm, stream
+from embsim.workload.precision import precision
+
+
+def gpu(preset):
+    return for_gpu(load_topology(preset).node.gpu)
+
+
+A100, H100, B200, RTX = gpu("dgx-a100"), gpu("dgx-h100"), gpu("dgx-b200"), gpu("pcie-rtx3090")
+FP16, TF32, FP32 = precision("fp16"), precision("tf32"), precision("fp32")
+
+
+def tflops(g, shape, prec=FP16, batch=1):
+    k = gemm("x", *shape, batch=batch)
+    return k.flops / kernel_time(k, g, prec, prec.storage_bytes).gpu_s / 1e12
+
+
+def test_large_gemm_runs_at_the_measured_fraction_of_peak():
+    # the preset's measurement: 256.5 TFLOPS FP16 at 16384^3
+    assert tflops(A100, (16384, 16384, 16384)) == pytest.approx(256.5, rel=0.01)
+    assert tflops(A100, (16384, 16384, 16384), TF32) == pytest.approx(256.5 / 2, rel=0.01)
+    assert tflops(A100, (8192, 8192, 8192), FP32) <= 19.5
+
+
+def test_small_dimensions_and_wave_quantisation_cost_efficiency():
+    big = tflops(A100, (8192, 4096, 1024))
+    lstm_step = tflops(A100, (128, 4096, 1024))       # batch-128 recurrent GEMM
+    assert lstm_step < 0.7 * big
+    # one more row than fills whole tiles and waves: lower throughput for no less work
+    # (cuBLAS-like choice of tile and split-K softens it, so a few per cent)
+    assert tflops(A100, (108 * 256 + 1, 128, 4096)) < 0.98 * tflops(A100, (108 * 256, 128, 4096))
+
+
+def test_gemm_time_is_monotone_in_size():
+    times = [kernel_time(gemm("x", m, 1024, 1024), A100, FP16, 2).gpu_s for m in (64, 512, 4096, 32768)]
+    assert times == sorted(times)
+
+
+def test_tiny_gemm_is_bound_by_memory_or_launch_not_flops():
+    k = gemm("x", 1, 1024, 1024)
+    t = kernel_time(k, A100, FP16, 2)
+    assert t.gpu_s >= 1024 * 1024 * 2 / A100.hbm_bps      # at least the weights' read
+
+
+def test_precision_rates_per_gpu():
+    assert A100.rates["tf32"] == 156e12 and A100.rates["fp16"] == 312e12
+    assert H100.rates["fp8"] == pytest.approx(2 * H100.rates["bf16"], rel=1e-3)
+    # GeForce: FP16 with FP32 accumulate (what AMP uses) at half the FP16-accumulate 142
+    assert RTX.rates["fp16"] == 71e12
+    with pytest.raises(InputError, match="fp8"):
+        A100.gemm_peak(precision("fp8"))
+    with pytest.raises(InputError, match="--dtype"):
+        precision("fp4")
+
+
+def test_stream_kernel_at_achievable_bandwidth():
+    t = kernel_time(stream("x", 1e9), A100, FP16, 2).gpu_s
+    assert t == pytest.approx(1e9 / (2000e9 * 0.84) + A100.kernel_gap_s)
+
+
+def test_missing_data_is_named_in_the_label():
+    assert "GEMM efficiency" not in A100.label and "memory bandwidth" not in A100.label
+    assert "LSTM step (DeepBench V100 fit" in A100.label        # no A100 recurrent data
+    assert "no data for B200" in B200.label and "memory bandwidth" in B200.label
+    assert "spec" in A100.label
+
+
+def test_lstm_is_sequential_steps():
+    t = [sum(x.fwd_s + x.bwd_s for x in model_times(load_model("gnmt", batch=128, seq=s, dtype="fp16"),
+                                                     A100).values()) for s in (12, 24, 48)]
+    assert t[0] < t[1] < t[2]
+    layer = load_model("gnmt", batch=128, seq=24).layer("encoder_1")
+    assert any(k.count == 24 and k.ops == 0 for k in layer.kernels.fwd)   # cuDNN per-step kernels
+
+
+def test_flash_attention_beats_unfused_at_long_sequences():
+    from embsim.workload.overrides import apply_overrides
+    from embsim.workload import load_spec
+    from embsim.workload.build import build_model
+    spec = load_spec("bert-large")
+    flash = build_model(apply_overrides(spec, {"layers": {"encoder": {"flash_attention": True}}}),
+                        8, 2048, dtype="bf16")
+    plain = build_model(spec, 8, 2048, dtype="bf16")
+    ft, pt = model_times(flash, H100)["encoder.0"], model_times(plain, H100)["encoder.0"]
+    assert ft.fwd_s + ft.bwd_s < 0.8 * (pt.fwd_s + pt.bwd_s)
+
+
+def test_embedding_dense_gradient_grows_with_vocab_sparse_does_not():
+    from embsim.workload.overrides import apply_overrides
+    from embsim.workload import load_spec
+    from embsim.workload.build import build_model
+    spec = load_spec("lstm-lm1b")
+    table = spec.tables[0].name
+    small = build_model(spec, 32, 20)
+    big = build_model(apply_overrides(spec, {"tables": {table: {"vocab": 4 * spec.tables[0].vocab}}}), 32, 20)
+    name = next(l.name for l in small.layers if l.kind == "embedding")
+    ts, tb = model_times(small, A100)[name], model_times(big, A100)[name]
+    assert tb.bwd_s > 2 * ts.bwd_s
+    assert tb.bwd_sparse_s == pytest.approx(ts.bwd_sparse_s)
+    assert ts.bwd_sparse_s < ts.bwd_s
+
+
+def test_amp_keeps_fp32_master_weights_and_halves_activations():
+    fp32, amp = load_model("bert-base", dtype="fp32"), load_model("bert-base", dtype="bf16")
+    assert fp32.optimizer.master_bytes_per_param == 0 and amp.optimizer.master_bytes_per_param == 4
+    assert amp.optimizer.state_bytes_per_param == fp32.optimizer.state_bytes_per_param == 8
+    assert sum(l.activation_bytes for l in amp.layers) < 0.6 * sum(l.activation_bytes for l in fp32.layers)
+
+
+def test_amp_and_tf32_are_faster_than_fp32_on_a100():
+    t = {d: sum(x.fwd_s + x.bwd_s for x in model_times(load_model("bert-large", batch=32, dtype=d), A100).values())
+         for d in ("fp32", "tf32", "fp16")}
+    assert t["fp16"] < t["tf32"] < t["fp32"]
+    assert t["fp32"] / t["tf32"] > 3          # 19.5 vs 156 TFLOPS, less where memory-bound
+
+
+def test_same_inputs_same_times():
+    a = model_times(load_model("transformer-wmt", dtype="fp16"), A100)
+    b = model_times(load_model("transformer-wmt", dtype="fp16"), A100)
+    assert a == b
+
+
+def test_recurrent_step_overhead_is_fitted_on_deepbench_only():
+    from embsim.workload.recurrent_fit import RECURRENT_STEP_S, step_excess_s
+    excess = step_excess_s()
+    assert len(excess) == 4 and min(excess) > 0          # cuDNN is slower than GEMM + gates
+    assert RECURRENT_STEP_S == sorted(excess)[1] / 2 + sorted(excess)[2] / 2
+    assert A100.recurrent_step_s == RECURRENT_STEP_S
+    layer = load_model("gnmt", batch=128, seq=24, dtype="fp16").layer("encoder_1")
+    from embsim.workload.compute import layer_time
+    from dataclasses import replace
+    with_step = layer_time(layer, load_model("gnmt", batch=128, seq=24, dtype="fp16"), A100)
+    without = layer_time(layer, load_model("gnmt", batch=128, seq=24, dtype="fp16"),
+                         replace(A100, recurrent_step_s=0.0))
+    assert (with_step.fwd_s + with_step.bwd_s) - (without.fwd_s + without.bwd_s) == \
+        pytest.approx(24 * RECURRENT_STEP_S, rel=1e-6)
+
+
+def test_amp_styles_differ_only_in_16_bit():
+    def total(dtype, amp):
+        m = load_model("transformer-wmt", batch=16, seq=128, dtype=dtype, amp=amp)
+        return sum(t.fwd_s + t.bwd_s for t in model_times(m, A100).values())
+    assert total("fp16", "o2") < total("fp16", "autocast")       # FP32 softmax/LN outputs cost
+    assert total("tf32", "o2") == total("tf32", "autocast")
+    with pytest.raises(InputError, match="--amp"):
+        load_model("tiny-lm", dtype="fp16", amp="o3")
+
+
+MLM_HEAD = ("mlm_transform", "mlm_norm", "mlm_output", "mlm_loss")
+
+
+def _bert(**layers):
+    return load_model("bert-large", batch=32, seq=512, dtype="fp16", amp="o2",
+                      overrides={"layers": layers} if layers else None)
+
+
+def test_token_fraction_runs_the_head_on_the_masked_tokens_only():
+    full = model_times(_bert(), A100)
+    masked = model_times(_bert(**{n: {"token_fraction": 0.15} for n in MLM_HEAD}), A100)
+    for name in MLM_HEAD:
+        ratio = (masked[name].fwd_s + masked[name].bwd_s) / (full[name].fwd_s + full[name].bwd_s)
+        assert ratio < 0.3, name            # ~15 % of the work, plus fixed launch costs
+    assert masked["encoder.0"] == full["encoder.0"]
+    m = _bert(mlm_output={"token_fraction": 0.15})
+    assert m.params == _bert().params       # same weights, fewer rows
+
+
+def test_token_fraction_is_checked():
+    with pytest.raises(InputError, match="token_fraction"):
+        _bert(mlm_loss={"token_fraction": 1.5})
+    with pytest.raises(InputError, match="token_fraction"):
+        _bert(encoder={"token_fraction": 0.5})      # not a key of a transformer block
+
+
+def test_fused_elementwise_moves_fewer_bytes_same_gemms():
+    eager, fused = _bert(), _bert(encoder={"fused_elementwise": True})
+    le, lf = eager.layer("encoder.0").kernels, fused.layer("encoder.0").kernels
+
+    def total(ks, kind, field):
+        return sum(getattr(k, field) * k.count for k in ks if k.kind == kind)
+
+    for part in ("fwd", "bwd"):
+        assert total(getattr(lf, part), "gemm", "flops") == total(getattr(le, part), "gemm", "flops")
+        assert total(getattr(lf, part), "stream", "nbytes") < 0.8 * total(getattr(le, part), "stream", "nbytes")
+        assert len(getattr(lf, part)) < len(getattr(le, part))
+    te, tf = model_times(eager, A100)["encoder.0"], model_times(fused, A100)["encoder.0"]
+    assert tf.fwd_s < te.fwd_s and tf.bwd_s < te.bwd_s
