@@ -356,18 +356,45 @@ def test_fuzz_sweep_files(tmp_path_factory):
     case()
 
 
-FLAG_VALUES = st.sampled_from(["nan", "inf", "-inf", "0", "-1", "1e300", "1e30", "abc", "",
-                               "1.5", "2", "3", "1000000", "gpu:0:nan", "gpu:0:0", "node:9:2",
-                               "gpu:1:2", "Ring", "^NVLS", "bogus"])
-FLAGS = ["--batch", "--seq", "--iterations", "--seed", "--interference", "--comm-interference",
-         "--zipf", "--straggler", "--nccl-algo", "--nccl-proto", "--topology"]
-OPTION_KEYS = ["bucket_bytes", "partition_bytes", "credit", "shard", "sketch_ratio", "bogus"]
+NASTY_FLAG = ["nan", "inf", "-inf", "0", "-1", "1e300", "1e30", "abc", "", "1.5"]
+# per flag: values a user might mean, then the nasty ones (so deep paths are reached too)
+FLAG_CHOICES = {
+    "--batch": ["1", "3", "64", "1000000", "2000000"],
+    "--seq": ["1", "7", "512", "1000000"],
+    "--iterations": ["2", "3", "1000", "1001"],
+    "--seed": ["0", "7", str(2 ** 63)],
+    "--interference": ["0", "0.3", "100", "101"],
+    "--comm-interference": ["0", "1.5", "100"],
+    "--zipf": ["0", "0.5", "1.05", "2", "10", "11"],
+    "--straggler": ["gpu:0:2", "gpu:1:0.5", "node:0:3", "gpu:0:nan", "gpu:0:0", "node:9:2",
+                    "gpu:5:2", "gpu:0:1e7"],
+    "--nccl-algo": ["Ring", "Tree", "^NVLS", "Ring,Tree", "bogus"],
+    "--nccl-proto": ["Simple", "LL", "^LL128", "bogus"],
+    "--topology": ["1x1", "1x2", "2x2", "dgx-a100:1x2", "local-cpu", "pcie-rtx3090:1x2", "99999x8"],
+    "--jitter": ["normal:0.1", "lognormal:0.2", "uniform:0.2", "seq:8", "bucket:4", "shuffle",
+                 "trace", "normal:nan", "lognormal:inf", "uniform:-1", "seq:1e300", "bucket:0"],
+    "--accumulate": ["1", "2", "8", "1024", "1025"],
+    "--dtype": ["fp32", "tf32", "bf16", "fp16", "fp8"],
+}
+FLAGS = sorted(FLAG_CHOICES)
+OPTION_VALUES = ["1", "4e6", "64e6", "rows", "cols", "off", "on", "nan", "inf", "0", "-1", "1e300",
+                 "abc", "3", "100"]
+OPTION_KEYS = ["bucket_bytes", "partition_bytes", "credit_bytes", "shard", "depth", "width_factor",
+               "reorder", "sizing", "bogus"]
+
+
+@st.composite
+def flag_value(draw):
+    flag = draw(st.sampled_from(FLAGS))
+    values = FLAG_CHOICES[flag]
+    return flag, draw(st.sampled_from(values) if draw(st.integers(0, 3)) else st.sampled_from(NASTY_FLAG))
 
 
 def test_fuzz_simulate_flags():
     @SETTINGS
-    @given(flags=st.lists(st.tuples(st.sampled_from(FLAGS), FLAG_VALUES), min_size=1, max_size=2),
-           options=st.lists(st.tuples(st.sampled_from(OPTION_KEYS), FLAG_VALUES), max_size=2),
+    @given(flags=st.lists(flag_value(), min_size=1, max_size=3),
+           options=st.lists(st.tuples(st.sampled_from(OPTION_KEYS), st.sampled_from(OPTION_VALUES)),
+                            max_size=2),
            strategy=st.sampled_from(["allreduce", "allgather", "ps", "s2reducer", "embrace"]),
            scheduler=st.sampled_from(["fifo", "priority", "embrace-2d"]))
     def case(flags, options, strategy, scheduler):
@@ -379,6 +406,9 @@ def test_fuzz_simulate_flags():
             args += ["--option", f"{key}={value}"]
         run_cli(args)
     case()
+
+
+FLAG_VALUES = st.sampled_from(NASTY_FLAG + ["2", "3", "1000000"])
 
 
 def test_fuzz_nccl_tests_flags():
