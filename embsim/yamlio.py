@@ -59,6 +59,9 @@ MAX_NODES = 500_000
 # No embsim number (bytes, GB/s, microseconds, counts) comes near this; a value beyond
 # it is a typo or an attack, and it would overflow or exhaust memory further down.
 MAX_NUMBER = 1e15
+# A positive size, rate or count below this (1e-300 GB/s, ...) is a typo too, and
+# dividing by it overflows.
+MIN_POSITIVE = 1e-6
 
 _SCALARS = yaml.constructor.SafeConstructor()
 
@@ -244,6 +247,9 @@ def get(doc: YamlDoc, path: tuple, mapping: Mapping, key: str, kind: type | tupl
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if positive and value <= 0:
             raise doc.error(path + (key,), f"must be positive, got {value}")
+        if positive and value < MIN_POSITIVE:
+            raise doc.error(path + (key,), f"must be positive and at least {MIN_POSITIVE:g}, "
+                                           f"got {value:g}")
         problem = check_number(value, lo, hi)
         if problem:
             raise doc.error(path + (key,), problem)

@@ -20,6 +20,7 @@ import math
 import os
 import signal
 import contextlib
+import warnings
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,10 @@ def run_cli(args: list[str], allowed=(0, 2)) -> tuple[int, str]:
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, CASE_LIMIT_S)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        # an accepted input must not overflow or divide by zero on the way either
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
             rc = main(args)
     except Hang:
         pytest.fail(f"hang: embsim {' '.join(args)} ran past {CASE_LIMIT_S} s")
