@@ -23,8 +23,17 @@ MODELS = ("lstm-lm1b", "gnmt")
 ITERATIONS = 4
 START, END = "<!-- mechanisms:start -->", "<!-- mechanisms:end -->"
 TRACE = "docs/results/embrace-2d{}_lstm-lm1b_pcie-rtx3090.trace.json"
+# A credit of one default block (32 MB instead of 64): the credit binds, so the queue, not
+# arrival, decides which block goes next whenever a 32 MB block is in flight.
+CREDIT32 = 8_000_000 * 4
+CREDIT32_OPTIONS = {"priority.credit_bytes": CREDIT32, "embrace-2d.credit_bytes": CREDIT32}
 OVERLAP_RUNS = (("fifo", "fifo", {}), ("embrace-2d", "embrace-2d", {}),
-                ("embrace-2d, reorder off", "embrace-2d", {"reorder": "off"}))
+                ("embrace-2d, reorder off", "embrace-2d", {"reorder": "off"}),
+                ("embrace-2d, 32 MB credit", "embrace-2d", {"credit_bytes": CREDIT32}),
+                ("embrace-2d, reorder off, 32 MB credit", "embrace-2d",
+                 {"reorder": "off", "credit_bytes": CREDIT32}))
+TRACED = {"embrace-2d": "", "embrace-2d, reorder off": "_reorder-off",
+          "embrace-2d, reorder off, 32 MB credit": "_reorder-off_credit32"}
 
 
 def cfg(topology, model, **kw):
@@ -117,6 +126,19 @@ def render(data: dict) -> str:
                          f"of {ov['deferred_blocks']} |")
         lines.append("")
         lines += [f"- slower than fifo: {b}" for b in d["bottlenecks"]] + [""]
+    keys = list(data["ablation_credit32"])
+    lines += ["#### 2D ablation with a 32 MB credit (one default block; priority and embrace-2d)", "",
+              "step (ms); in brackets the difference from fifo", "",
+              "| run | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
+    labels = [r["run"] for r in data["ablation_credit32"][keys[0]]["rows"]]
+    for i, label in enumerate(labels):
+        cells = [data["ablation_credit32"][k]["rows"][i] for k in keys]
+        lines.append(f"| {label} | " + " | ".join(f"{c['step_time_ms']:.2f} ({c['vs_fifo_ms']:+.2f})"
+                                                   for c in cells) + " |")
+    lines.append("")
+    for k in keys:
+        lines += [f"- slower than fifo ({k}): {b}" for b in data["ablation_credit32"][k]["bottlenecks"]]
+    lines.append("")
     lines += ["#### S2 Reducer: embedding-gradient bytes per GPU per step (busbw convention)", "",
               "| model, cluster | allreduce (dense table) MB | allgather MB | s2reducer MB | less than allgather "
               "| less than allreduce | step s2reducer / allgather / allreduce (ms) | other elements in each decoded value |",
@@ -141,18 +163,18 @@ def render(data: dict) -> str:
 
 
 def main() -> None:
-    data = {"ablation": {}, "overlap": {}, "s2reducer": {}, "ps": {}}
+    data = {"ablation": {}, "ablation_credit32": {}, "overlap": {}, "s2reducer": {}, "ps": {}}
     for topology in CLUSTERS:
         for model in MODELS:
             key = f"{model}, {topology}"
             data["ablation"][key] = ablation(cfg(topology, model), "embrace").as_json()
+            data["ablation_credit32"][key] = ablation(cfg(topology, model), "embrace", CREDIT32_OPTIONS).as_json()
             data["overlap"][key] = {}
             for label, sched, opts in OVERLAP_RUNS:
                 r = simulate(cfg(topology, model, strategy="embrace", scheduler=sched, scheduler_options=opts))
                 data["overlap"][key][label] = overlap_with_next_forward(r.run, ITERATIONS - 2)
-                if sched == "embrace-2d" and topology == CLUSTERS[0] and model == MODELS[0]:
-                    suffix = "" if not opts else "_reorder-off"
-                    write_chrome_trace(TRACE.format(suffix), r.run, r.n_gpus, r.cluster.gpus_per_node)
+                if label in TRACED and topology == CLUSTERS[0] and model == MODELS[0]:
+                    write_chrome_trace(TRACE.format(TRACED[label]), r.run, r.n_gpus, r.cluster.gpus_per_node)
             data["s2reducer"][key] = s2_bytes(topology, model)
             data["ps"][key] = ps_vs_embrace(topology, model)
     atomic_write_text("docs/results/mechanisms.json", json.dumps(data, indent=2) + "\n")

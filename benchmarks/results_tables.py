@@ -34,6 +34,9 @@ def table(model: str, cluster: str, data: dict) -> str:
                      f"{r['memory_per_gpu_bytes'] / 1e9:.2f} | {'yes' if r['fits_in_memory'] else '**no**'} |")
     if refused:
         lines += ["", f"Refused: {', '.join(refused)} (no row-level split to defer)."]
+    slower = data.get("slower_than_fifo", [])
+    if slower:
+        lines += [""] + [f"- slower than fifo: {line}" for line in slower]
     lines += ["", f"![{model} on {cluster}](results/{model}_{cluster}.png)", ""]
     return "\n".join(lines)
 

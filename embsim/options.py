@@ -60,3 +60,27 @@ def positive_number(value: Any, key: str, minimum: float = 0.0) -> float:
         raise InputError(f"--option {key}={value!r}: must be {low}"
                          f"{'..' if minimum > 0 else ' up to '}{MAX_OPTION_VALUE:g}")
     return float(value)
+
+
+class Configurable:
+    """A registry component (strategy, scheduler) whose --option keys are the fields of
+    its `Options` dataclass. Subclasses never take constructor keywords: those swallowed
+    typos and reached every component."""
+
+    Options: type = NoOptions
+    component_kind = "component"     # the word used in messages: "strategy", "scheduler"
+
+    def __init__(self, options=None):
+        self.options = options if options is not None else self.Options()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            raise TypeError(f"{cls.__name__}: declare {cls.component_kind} options as an "
+                            f"Options dataclass, not as __init__ keywords")
+
+    @classmethod
+    def from_options(cls, given: Mapping[str, Any]):
+        """The component with `given` --option values, unknown keys refused."""
+        return cls(build_options(cls.Options, given, f"{cls.component_kind} {cls.name}"))
+

@@ -82,6 +82,9 @@ class NcclConstants:
     nvlstree_ratio_old: bool = False    # 2.18: NVLSTree algBw 0.70 nNodes/(2(nNodes-1)), later 5/6
     ll128_chunk_rounding: bool = False  # <= 2.19: runRing rounds LL128 chunks to nthreads x 30 B
     nvls_small_chunk_multinode: bool = True  # 32 KiB NVLS chunks on slow multi-node NVLS
+    nvls_host_split: bool = True        # 2.20+: one node's NVLS work is split over all channels
+    p2p_max_channels_4x: bool = False   # <= 2.19: one node splits a peer's op over at most
+                                        # 4 x p2pnChannels / nRanks channels (enqueue.cc)
     ring_plateau_sm80: float = 1.4      # Ring/Simple multi-node latency x, "plateau effect"
     ring_plateau_volta: float = 1.9
 
@@ -141,8 +144,13 @@ NCCL_2_21 = replace(NCCL_2_22, version="2.21")
 NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, hw_lat=MappingProxyType({
     **_HW_222, "NVLINK": _lat((.6, 1.25, 28), (.6, 1.9, 3.4), (0, 0, 23), (0, 0, 23), (0, 0, 0))}))
 # 2.19: SM90 NVLink 20.0 and runRing's LL128 chunk rounding (gone in 2.20).
+# Up to 2.19 the NVLS kernel lays a loop out as channel-sized blocks of nHeads x chunk
+# (all_reduce.h: offset = bid*nHeads*chunkSize), so a message under one loop runs on
+# ceil(size / (nHeads x chunk)) channels; 2.20 splits a node's work over every channel
+# on the host (args->oneNode, workCount). Up to 2.19 scheduleP2pTasksToPlan also capped a peer's parts on one node ("avoid
+# overloading channels with 8+ operations as we lose the sync warp").
 NCCL_2_19 = replace(NCCL_2_20, version="2.19", nvlink_per_link=_NVL_2_19, ll128_chunk_rounding=True,
-                    nvls_small_chunk_multinode=True)
+                    nvls_small_chunk_multinode=True, p2p_max_channels_4x=True, nvls_host_split=False)
 # 2.18 (the Azure validation curves used 2.18.5): NVLS latency is its base 23 µs (+ NET),
 # Tree Simple hwLat 4 / 6 / 14, the older NVLSTree ratio, no 32 KiB multi-node NVLS chunks.
 NCCL_2_18 = replace(

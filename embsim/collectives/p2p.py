@@ -79,17 +79,25 @@ def p2p_channels(shape: CommShape, consts: NcclConstants, comm_channels: int, pe
     return P2PChannels(total, per, chunk)
 
 
-def op_channels(nbytes: float, ch: P2PChannels, n_ranks: int, multi_node: bool) -> int:
-    """Channels one send (or recv) of `nbytes` is split over (enqueue.cc addP2pToPlan)."""
-    ch_min = ch.per_peer
+def op_channels(nbytes: float, ch: P2PChannels, n_ranks: int, multi_node: bool,
+                max_channels_4x: bool = False) -> int:
+    """Channels one send (or recv) of `nbytes` is split over (enqueue.cc addP2pToPlan).
+
+    Up to 2.19 a single node also caps the split at 4 x p2pnChannels / nRanks channels
+    (scheduleP2pTasksToPlan: nChannelsMax halves while nChannelsMax*nRanks > 4*p2pnChannels).
+    """
+    ch_min = ch_max = ch.per_peer
     while ch_min * n_ranks > ch.total and ch_min > 1:
         ch_min //= 2
+    if max_channels_4x and not multi_node:
+        while ch_max * n_ranks > 4 * ch.total and ch_max > 1:
+            ch_max //= 2
     step = ch.chunk
     min_part = step // 2 if multi_node else step // 8
     max_part = step if multi_node else step * 32
     nch = max(1, min(ch_min, math.ceil(nbytes / min_part)))
     part = max(min_part, math.ceil(nbytes / nch))
-    while part > max_part and nch <= ch.per_peer // 2:
+    while part > max_part and nch <= ch_max // 2:
         nch *= 2
         part = math.ceil(nbytes / nch)
     return nch
@@ -118,7 +126,7 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
     """Time of a p2p group given per-GPU bytes per link class (µs, NCCL units)."""
     ch = p2p_channels(shape, consts, channels, peers)
     multi = shape.n_nodes > 1
-    nch = op_channels(bytes_per_peer, ch, shape.n_ranks, multi)
+    nch = op_channels(bytes_per_peer, ch, shape.n_ranks, multi, consts.p2p_max_channels_4x)
     if proto is None:
         proto = "LL" if bytes_per_peer <= nch * P2P_LL_THRESHOLD else "Simple"
     if proto == "LL128":          # p2p has no LL128 path; NCCL falls back to Simple

@@ -212,10 +212,15 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     rest = nbytes - (loops - 1) * loop
     sync = step
     full = loop / (1000.0 * bandwidth)
-    last = rest / (1000.0 * bandwidth)
+    if consts.nvls_host_split and nn == 1:
+        last = rest / (1000.0 * bandwidth)      # 2.20+: one node's work spread over every channel
+    else:
+        # the kernel's layout: channel c takes bytes [c, c+1) x heads x chunk of a loop, so a
+        # partial loop waits on its busiest channel, at one channel's share of the bandwidth
+        last = min(rest, heads * chunk) * channels / (1000.0 * bandwidth)
     stages = 2 + (2 * int(math.ceil(math.log2(nn))) if (tree_variant and nn > 1) else 0)
     first = full if loops > 1 else last
-    transfer = nbytes / (1000.0 * bandwidth)
+    transfer = (loops - 1) * full + last
     idle = (loops - 1) * max(0.0, sync - full) + max(0.0, sync - last) + stages * max(first, sync)
     return PipelineTime(latency + idle, transfer, loops + stages, loops, chunk)
 

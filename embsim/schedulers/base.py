@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..options import NoOptions, build_options
+from ..options import Configurable
 from ..plan.ops import CommOp, StrategyPlan, SyncTensor
 from ..registry import Registry
 
@@ -20,31 +20,14 @@ class ChannelRule:
     credit: float | None = None
 
 
-class Scheduler:
+class Scheduler(Configurable):
     name = "?"
     description = ""
     # True: each layer's optimizer update runs as soon as its gradients are synchronised,
     # interleaved with the next forward (P3 / ByteScheduler). False: PyTorch DDP, where
     # optimizer.step() waits for every gradient of the iteration.
     per_layer_update = False
-    # its --option keys: a frozen dataclass (see embsim.options)
-    Options: type = NoOptions
-
-    def __init__(self, options=None):
-        self.options = options if options is not None else self.Options()
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        # options are the Options dataclass's fields, never constructor keywords (which
-        # swallowed typos and reached every component)
-        if "__init__" in cls.__dict__:
-            raise TypeError(f"{cls.__name__}: declare scheduler options as an Options dataclass, "
-                            f"not as __init__ keywords")
-
-    @classmethod
-    def from_options(cls, given: dict) -> "Scheduler":
-        """The scheduler with `given` --option values, unknown keys refused."""
-        return cls(build_options(cls.Options, given, f"scheduler {cls.name}"))
+    component_kind = "scheduler"   # --option keys: an Options dataclass (embsim.options)
 
     def build(self, tensors: Sequence[SyncTensor], ctx) -> tuple[CommOp, ...]:  # pragma: no cover
         raise NotImplementedError

@@ -4,14 +4,14 @@ extra compute it adds, and how much memory it needs per GPU."""
 
 from __future__ import annotations
 
-from ..options import NoOptions, build_options
+from ..options import Configurable
 from ..plan.context import StepContext
 from ..plan.ops import StrategyPlan
 from ..plan.traits import Payload
 from ..registry import Registry
 
 
-class Strategy:
+class Strategy(Configurable):
     """Base class; subclasses register themselves in STRATEGIES and declare their traits."""
 
     name = "?"
@@ -22,24 +22,7 @@ class Strategy:
     dense_table_gradient = False
     # what its embedding sync tensors carry (what a scheduler such as embrace-2d may split)
     embedding_payload = Payload.NONE
-    # its --option keys: a frozen dataclass (see embsim.options)
-    Options: type = NoOptions
-
-    def __init__(self, options=None):
-        self.options = options if options is not None else self.Options()
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        # options are the Options dataclass's fields, never constructor keywords (which
-        # swallowed typos and reached every component)
-        if "__init__" in cls.__dict__:
-            raise TypeError(f"{cls.__name__}: declare strategy options as an Options dataclass, "
-                            f"not as __init__ keywords")
-
-    @classmethod
-    def from_options(cls, given: dict) -> "Strategy":
-        """The strategy with `given` --option values, unknown keys refused."""
-        return cls(build_options(cls.Options, given, f"strategy {cls.name}"))
+    component_kind = "strategy"   # --option keys: an Options dataclass (embsim.options)
 
     def topology(self, topo):
         """The topology this strategy runs on: `topo`, or a copy with machines the

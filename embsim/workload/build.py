@@ -14,9 +14,11 @@ from .spec import ModelSpec
 FP32 = 4
 
 
-def optimizer_for(name: str, dtype: str) -> Optimizer:
+def optimizer_for(name: str, dtype: str, implementation: str = "fused",
+                  clip_grad_norm: bool = False) -> Optimizer:
     master = FP32 if DTYPE_BYTES[dtype] < FP32 else 0
-    return Optimizer(name, OPTIMIZER_STATE_TENSORS[name] * FP32, master)
+    return Optimizer(name, OPTIMIZER_STATE_TENSORS[name] * FP32, master,
+                     implementation, clip_grad_norm)
 
 
 def _lookups(p: dict, seq: int) -> int:
@@ -129,6 +131,7 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     embedding = sum(t.params for t in emb_tables)
     return Model(
         name=spec.name, layers=tuple(layers), tables=emb_tables, batch=batch, seq=seq,
-        dtype_bytes=d, optimizer=optimizer_for(spec.optimizer, dtype), params=params,
+        dtype_bytes=d, optimizer=optimizer_for(spec.optimizer, dtype, spec.optimizer_implementation,
+                                               spec.clip_grad_norm), params=params,
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
         dtype=dtype, published=dict(spec.published), description=spec.description)

@@ -47,20 +47,64 @@ def model_times(model: Model, gpu: GpuCompute) -> dict[str, LayerTime]:
 
 
 def optimizer_bytes_per_element(dtype_bytes: int, state_bytes: int, master_bytes: int) -> int:
-    """Read param + grad, read+write state and master copy, write param; with mixed
+    """Fused: read param + grad, read+write state and master copy, write param; with mixed
     precision the loss-scale unscale/overflow check reads the gradient once more."""
     unscale = dtype_bytes if master_bytes else 0
     return 3 * dtype_bytes + 2 * state_bytes + 2 * master_bytes + unscale
 
 
+FP32 = 4
+# torch.optim's per-tensor step in PyTorch 1.x (torch/optim/adam.py etc., the default
+# before foreach): each arithmetic op is its own elementwise kernel over one parameter
+# tensor. Per kernel: (op, passes over param/grad-width data, passes over fp32 state),
+# a pass being one read or one write of the tensor. Adam: m.mul_, m.add_(g), v.mul_,
+# v.addcmul_(g, g), v.sqrt(), / sqrt(bias_correction2), .add_(eps), p.addcdiv_(m, denom).
+PER_TENSOR_KERNELS = {
+    "adam": (("exp_avg.mul_", 0, 2), ("exp_avg.add_", 1, 2), ("exp_avg_sq.mul_", 0, 2),
+             ("exp_avg_sq.addcmul_", 1, 2), ("sqrt", 0, 2), ("div", 0, 2), ("add_eps", 0, 2),
+             ("param.addcdiv_", 2, 2)),
+    "sgd": (("param.add_", 3, 0),),
+    "sgd-momentum": (("buf.mul_", 0, 2), ("buf.add_", 1, 2), ("param.add_", 2, 1)),
+    "adagrad": (("sum.addcmul_", 1, 2), ("sqrt", 0, 2), ("add_eps", 0, 2),
+                ("param.addcdiv_", 3, 1)),
+}
+PER_TENSOR_KERNELS["adamw"] = (("param.mul_", 2, 0),) + PER_TENSOR_KERNELS["adam"]
+TENSORS_PER_LAYER = 2      # weight and bias: the per-tensor launches of one layer's update
+
+
+def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
+                      index_bytes: float = 0) -> list:
+    """The optimizer step's kernels for `elements` parameters (embsim.workload.model.Optimizer).
+    fused: one multi-tensor kernel (apex FusedAdam/FusedLAMB, torch foreach/fused).
+    per-tensor: torch.optim's for-loop; with mixed precision apex amp O2 first unscales
+    the 16-bit gradients into the fp32 master gradients and after the step copies the
+    master weights back into the model (one multi-tensor kernel each).
+    clip_grad_norm: one norm kernel per tensor over the gradients the optimizer reads."""
+    opt, d = model.optimizer, model.dtype_bytes
+    grad_w = FP32 if opt.master_bytes_per_param else d
+    if opt.implementation == "fused":
+        nbytes = elements * optimizer_bytes_per_element(
+            d, opt.state_bytes_per_param, opt.master_bytes_per_param) + index_bytes
+        out = [stream("optimizer", nbytes, count=kernels)]
+    else:
+        n = TENSORS_PER_LAYER * kernels
+        out = [stream(f"optimizer.{op}", elements * (pw * grad_w + sw * FP32) / n, count=n)
+               for op, pw, sw in PER_TENSOR_KERNELS[opt.name]]
+        if index_bytes:
+            out.append(stream("optimizer.indices", index_bytes))
+        if opt.master_bytes_per_param:
+            out += [stream("unscale_to_master", elements * (d + FP32)),
+                    stream("master_to_model", elements * (FP32 + d))]
+    if opt.clip_grad_norm:
+        n = TENSORS_PER_LAYER * kernels
+        out.append(stream("clip_grad_norm", elements * grad_w / n, count=n))
+    return out
+
+
 def optimizer_step_time(elements: float, model: Model, gpu: GpuCompute, kernels: int = 1,
                         index_bytes: float = 0) -> float:
-    """Update `elements` parameters with a fused multi-tensor kernel (torch foreach/fused,
-    apex FusedAdam/FusedLAMB): memory-bound."""
-    opt = model.optimizer
-    nbytes = elements * optimizer_bytes_per_element(
-        model.dtype_bytes, opt.state_bytes_per_param, opt.master_bytes_per_param) + index_bytes
-    return kernels_time([stream("optimizer", nbytes, count=kernels)], gpu,
+    """Update `elements` parameters (memory-bound kernels, optimizer_kernels)."""
+    return kernels_time(optimizer_kernels(elements, model, kernels, index_bytes), gpu,
                         precision(model.dtype), model.dtype_bytes)
 
 

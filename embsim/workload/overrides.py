@@ -3,7 +3,8 @@ published run's configuration differs from the paper's (e.g. a vocabulary padded
 multiple of 8).
 
     overrides = {"tables": {"word": {"vocab": 30528}},
-                 "layers": {"encoder": {"flash_attention": True}}}
+                 "layers": {"encoder": {"flash_attention": True}},
+                 "optimizer": {"implementation": "per-tensor", "clip_grad_norm": True}}
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from dataclasses import replace
 from typing import Mapping
 
 from ..errors import InputError
+from .model import OPTIMIZER_IMPLEMENTATIONS
 from .spec import LAYER_SCHEMA, ModelSpec
 
 TABLE_KEYS = {"vocab": int, "dim": int}
+OPTIMIZER_KEYS = {"implementation": str, "clip_grad_norm": bool}
 
 
 def _check(value, kind, where: str):
@@ -27,9 +30,10 @@ def _check(value, kind, where: str):
 def apply_overrides(spec: ModelSpec, overrides: Mapping | None, where: str = "overrides") -> ModelSpec:
     if not overrides:
         return spec
-    unknown = set(overrides) - {"tables", "layers"}
+    unknown = set(overrides) - {"tables", "layers", "optimizer"}
     if unknown:
-        raise InputError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: tables, layers)")
+        raise InputError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: tables, layers, optimizer)")
+    spec = _optimizer(spec, overrides.get("optimizer"), f"{where}.optimizer")
     tables = {t.name: t for t in spec.tables}
     for name, keys in (overrides.get("tables") or {}).items():
         if name not in tables:
@@ -60,3 +64,20 @@ def apply_overrides(spec: ModelSpec, overrides: Mapping | None, where: str = "ov
             params[key] = value
         layers[name] = replace(layer, params=params)
     return replace(spec, tables=tuple(tables.values()), layers=tuple(layers.values()))
+
+
+def _optimizer(spec: ModelSpec, keys: Mapping | None, where: str) -> ModelSpec:
+    if not keys:
+        return spec
+    if not isinstance(keys, Mapping):
+        raise InputError(f"{where}: must be a mapping, got {keys!r}")
+    for key, value in keys.items():
+        if key not in OPTIMIZER_KEYS:
+            raise InputError(f"{where}.{key}: unknown key (known: {', '.join(OPTIMIZER_KEYS)})")
+        _check(value, OPTIMIZER_KEYS[key], f"{where}.{key}")
+    impl = keys.get("implementation", spec.optimizer_implementation)
+    if impl not in OPTIMIZER_IMPLEMENTATIONS:
+        raise InputError(f"{where}.implementation: must be one of "
+                         f"{', '.join(OPTIMIZER_IMPLEMENTATIONS)}, got {impl!r}")
+    return replace(spec, optimizer_implementation=impl,
+                   clip_grad_norm=keys.get("clip_grad_norm", spec.clip_grad_norm))

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import statistics
 
-from .gpu_props import GpuCompute
 from .kernel_time import kernels_time
 from .kernels import gemm, stream
+from .gemm_fit import V100
 from .precision import precision
 
 SOURCE = "DeepBench V100 recurrent results (baidu-research/DeepBench README)"
@@ -29,15 +29,9 @@ DEEPBENCH_V100 = (
     (2816, 32, 1500, "gru", 3, 380.04),
 )
 
-# Tesla V100 SXM2 spec (hardware.md §4.3: 125 FP16 tensor TFLOPS, HBM2 900 GB/s; FP32
-# 15.7 TFLOPS and 80 SMs at 1530 MHz, NVIDIA Volta whitepaper), so 1024 FP16 FLOP/clk/SM;
-# L2 2048 B/clk (NVIDIA A100 whitepaper's V100 comparison). No measured GEMM/HBM
-# efficiency for V100: the model's defaults.
-V100 = GpuCompute(name="V100-SXM2", rates={"fp16": 125e12, "fp32": 15.7e12}, hbm_bps=900e9,
-                  sms=80, gemm_fraction=0.7, hbm_fraction=0.85,
-                  tile_side_full={"fp16": 2 * 1024 / (2048 / 80), "fp32": 0.0})
-
-
+# The V100 as the kernel model times it: spec-sheet peaks and the large-GEMM fraction and
+# per-tile overhead fitted on DeepBench's V100 GEMM results (embsim.workload.gemm_fit);
+# no measured HBM efficiency for V100: the model's default.
 def recurrent_kernels(hidden: int, batch: int, steps: int, gates: int, e: int = 2):
     """One unidirectional layer (input size = hidden, as DeepBench runs it)."""
     g = gates * hidden

@@ -93,6 +93,10 @@ class ModelSpec:
     tables: tuple[TableSpec, ...]
     layers: tuple[LayerSpec, ...]
     path: str
+    # how the run's code steps the optimizer (embsim.workload.model.Optimizer); a run
+    # override (embsim.workload.overrides "optimizer") sets them
+    optimizer_implementation: str = "fused"
+    clip_grad_norm: bool = False
 
 
 def _enum(doc: YamlDoc, path: tuple, value: str, allowed: tuple) -> str:

@@ -86,11 +86,21 @@ def test_large_rank_count_is_fast():
 # 5 % / 15 %; the curves above it are the gaps docs/validation.md names.
 CURVE_BOUNDS = {
     "azure-nd-a100-v4-allreduce": (0.065, 0.31),      # A100 LL128 at 8-16 MiB
-    "azure-nd-h100-v5-allreduce": (0.045, 0.11),
-    "azure-nd-h200-v5-allreduce": (0.10, 0.30),       # -g 8 host floor below 1 MiB
-    "azure-nd-gb200-v6-allreduce": (0.09, 0.165),     # LL/LL128 -> Simple switch at 4-16 MiB
+    "azure-nd-h100-v5-allreduce": (0.055, 0.185),     # 2.18 NVLS on one channel at 64 KiB
+    "azure-nd-h200-v5-allreduce": (0.05, 0.12),
+    "azure-nd-gb200-v6-allreduce": (0.07, 0.155),     # LL/LL128 -> Simple switch at 4-16 MiB
     "coreweave-gb200-nvl72-allreduce": (0.125, 0.245),  # B200 NVLS saturation
     "stas00-8xa100-allreduce": (0.175, 0.52),         # 0.5-4 MiB, unexplained
+    # Held-out curves, added after the model was built and not used to tune it: bounds at
+    # the level it reaches there, so that the gaps stay visible and cannot grow unnoticed.
+    "aws-p5-2node-allreduce": (0.41, 0.725),          # 2 nodes over EFA: Tree 1-16 MiB, Ring cap
+    "gcp-a3-mega-2node-allreduce": (0.405, 0.83),     # 2 nodes over TCPXO: 0.1-16 MiB 2-5x fast
+    "coreweave-gb200-2rack-allreduce": (0.26, 0.35),  # 2 NVL72 racks: NVLS over IB 17-35 % fast
+    "gcp-a3-mega-2node-allgather": (0.27, 0.775),     # TCPXO: 8-64 MiB 1.4-4x fast, >= 512 MiB within 5 %
+    "gcp-a3-mega-2node-allgather-b": (0.11, 0.46),    # second run (LL128 env profile): 8-32 MiB fast
+    "gcp-a4-2node-allreduce": (0.43, 0.84),           # 2-node B200: >= 128 MiB 45-84 % slow (NVLSTree cap)
+    "lambda-b200-2node-allreduce": (0.36, 0.90),      # 2-node B200: >= 64 MiB 29-90 % slow
+    "nebius-h100-2node-allreduce": (0.175, 0.37),     # 2-node H100 over IB
 }
 # Large-message single points: within 10 %, except the NVSwitch p2p points (12-14 %).
 POINT_BOUNDS = {"single-points[3]": 0.12, "single-points[4]": 0.135, "single-points[6]": 0.135}

@@ -90,3 +90,25 @@ def test_simple_step_is_nccls_hop_plus_the_read_round_trip(spec, read):
     extra = pipeline.SYNC_US["Simple"] if read else 0.0
     assert pipeline.step_us("Simple", shape, model.consts) == pytest.approx(hop + extra)
     assert pipeline.step_us("LL", shape, model.consts) == pipeline.SYNC_US["LL"]
+
+
+@pytest.mark.parametrize("size,channels", [(128 << 20, 8), (256 << 20, 16), (1 << 30, 16)])
+def test_p2p_parts_capped_up_to_2_19(size, channels):
+    # 2.18/2.19 scheduleP2pTasksToPlan: nChannelsMax halves while nChannelsMax*nRanks > 4*p2pnChannels
+    model = CollectiveModel(load_topology("dgx-a100:1x8"), nccl_version="2.18")
+    assert model.consts.p2p_max_channels_4x
+    shape, graphs = model.shape(A100)
+    ch = p2p_channels(shape, model.consts, graphs.comm_channels, 1)
+    assert op_channels(size, ch, 8, False, max_channels_4x=True) == channels
+    assert op_channels(size, ch, 8, True, max_channels_4x=True) <= ch.per_peer
+
+
+def test_nvls_partial_loop_up_to_2_19_runs_on_few_channels():
+    # 2.18/2.19 lay a loop out as channel blocks of nHeads x chunk: 128 KiB fits one
+    # channel's block and waits on that channel alone; 2.20 spreads it over every channel.
+    old, new = constants_for("2.18"), constants_for("2.20")
+    assert not old.nvls_host_split and new.nvls_host_split
+    t_old = pipeline.nvls("all_reduce", 128 << 10, 16, 8, 1, 23.0, 300.0, old)
+    t_new = pipeline.nvls("all_reduce", 128 << 10, 16, 8, 1, 23.0, 300.0, new)
+    assert t_old.chunk == t_new.chunk == 16 << 10
+    assert t_old.transfer == pytest.approx(16 * t_new.transfer)

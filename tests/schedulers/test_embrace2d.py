@@ -10,7 +10,7 @@ from embsim.engine.run import SimulationConfig, simulate
 from embsim.errors import InputError
 from embsim.plan.names import OpId, bwd_input_name, fwd_name, update_name
 from embsim.schedulers import SCHEDULERS
-from embsim.schedulers.embrace2d import reordered, split_layers, stream_positions
+from embsim.schedulers.embrace2d import EmbRace2DOptions, reordered, split_layers, stream_positions
 from embsim.strategies import STRATEGIES
 from embsim.topology import load_topology
 from embsim.workload import load_model
@@ -102,9 +102,11 @@ def test_deferred_rows_are_applied_after_the_next_lookup_and_do_not_block_it():
 def test_a_deferred_block_starts_after_the_next_forwards_lookup():
     # Without reordering, the embedding's gradient AlltoAll is ready at the end of
     # backward, behind the dense AllReduces. Its deferred block is ranked after everything
-    # the next forward needs, so although it is ready before the next lookup's AlltoAll,
+    # the next forward needs, so when the credit binds (16 MB: one 32 MB block in flight,
+    # as on a single NCCL stream), although it is ready before the next lookup's AlltoAll,
     # it starts after it, and runs while the next forward computes.
-    r = run(topology="pcie-rtx3090:4x4", model="lstm-lm1b", scheduler_options={"reorder": "off"})
+    r = run(topology="pcie-rtx3090:4x4", model="lstm-lm1b",
+            scheduler_options={"reorder": "off", "credit_bytes": 16e6})
     cls = r.run.classes[0].name
     for k in (1, 2):
         block = next(c for c in r.run.comm if c.iteration == k and c.name == "embrace-bwd:word_embedding#deferred")
@@ -113,6 +115,16 @@ def test_a_deferred_block_starts_after_the_next_forwards_lookup():
         assert block.ready < lookup.ready
         assert block.start >= lookup.start
         assert min(c.start for c in fwd) < block.start < max(c.end for c in fwd)
+
+
+def test_a_roomy_credit_admits_the_deferred_block_at_once():
+    # Priority decides only what waits for credit: at the default 64 MB credit nothing
+    # waits, so the deferred block goes as soon as it is ready, before the next lookup is.
+    r = run(topology="pcie-rtx3090:4x4", model="lstm-lm1b", scheduler_options={"reorder": "off"})
+    for k in (1, 2):
+        block = next(c for c in r.run.comm if c.iteration == k and c.name == "embrace-bwd:word_embedding#deferred")
+        lookup = next(c for c in r.run.comm if c.iteration == k + 1 and c.name == "embrace-fwd:word_embedding")
+        assert block.start < lookup.ready
 
 
 def test_prefetched_ids_are_exchanged_an_iteration_ahead():
@@ -134,7 +146,7 @@ def test_credit_bounds_bytes_in_flight_and_switches_are_checked():
     for _, delta in events:
         inflight += delta
         peak = max(peak, inflight)
-    assert peak <= max(16e6, largest) + 1e-6
+    assert peak <= max(EmbRace2DOptions().credit_bytes, largest) + 1e-6
     with pytest.raises(InputError, match="reorder"):
         run(topology="1x4", model="lstm-lm1b", batch=8, scheduler_options={"reorder": "maybe"})
 
@@ -144,6 +156,15 @@ def test_every_part_contributes_on_lstm_lm1b():
     fifo = simulate(SimulationConfig(topology="pcie-rtx3090:4x4", model="lstm-lm1b", strategy="embrace",
                                      iterations=4, efficiency_baseline=False)).step_time
     assert full < fifo
-    for part in ("reorder", "defer", "prefetch", "cross_iteration"):
+    for part in ("reorder", "defer", "prefetch"):
         assert run(topology="pcie-rtx3090:4x4", model="lstm-lm1b",
                    scheduler_options={part: "off"}).step_time > full, part
+    # The cross-iteration queue only orders what waits for credit. At the default 64 MB
+    # credit nothing on this run waits long enough for the order to matter (it neither
+    # helps nor hurts); with one 32 MB block in flight (16 MB credit) it does.
+    assert run(topology="pcie-rtx3090:4x4", model="lstm-lm1b",
+               scheduler_options={"cross_iteration": "off"}).step_time >= full
+    tight = {"credit_bytes": 16e6}
+    assert (run(topology="pcie-rtx3090:4x4", model="lstm-lm1b",
+                scheduler_options={**tight, "cross_iteration": "off"}).step_time
+            > run(topology="pcie-rtx3090:4x4", model="lstm-lm1b", scheduler_options=tight).step_time)

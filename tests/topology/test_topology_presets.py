@@ -7,11 +7,12 @@ import embsim
 from embsim.topology import list_presets, load_topology
 
 PRESET_DIR = Path(embsim.__file__).parent.parent / "topologies"
-PRESETS = ["dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "pcie-rtx3090"]
+PRESETS = ["dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h200", "dgx-b200", "pcie-rtx3090"]
 
 # Published per-direction figures (docs/sources/hardware.md): NVLink per GPU, NIC line rate in GB/s.
 EXPECTED = {
     "dgx-a100": dict(arch=80, nvlink=300, nic=25, pcie=31),
+    "dgx-a100-40gb": dict(arch=80, nvlink=300, nic=25, pcie=31),
     "dgx-h100": dict(arch=90, nvlink=450, nic=50, pcie=63),
     "dgx-h200": dict(arch=90, nvlink=450, nic=50, pcie=63),
     "dgx-b200": dict(arch=100, nvlink=900, nic=50, pcie=63),
@@ -50,3 +51,9 @@ def test_preset_file_name_matches_and_every_number_cites_a_source(name):
     for line in text.splitlines():
         if re.match(r"^\s+\w+(_gbps|_us|gbit|_tflops|hbm_gb|nvswitches|switches|sockets)\s*:\s*[\d.]+", line):
             assert "#" in line, f"{name}: no source comment on: {line.strip()}"
+
+
+def test_a100_40gb_differs_from_the_80gb_part_only_in_memory():
+    small, big = load_topology("dgx-a100-40gb").node.gpu, load_topology("dgx-a100").node.gpu
+    assert (small.hbm_gb, small.hbm_gbps, big.hbm_gb, big.hbm_gbps) == (40, 1555, 80, 2000)
+    assert (small.tensor_tflops, small.gemm_fraction, small.sms) == (big.tensor_tflops, big.gemm_fraction, big.sms)

@@ -1,0 +1,55 @@
+"""The optimizer step's kernels: fused multi-tensor vs torch.optim's per-tensor loop,
+apex O2 master-weight copies and clip_grad_norm_, as memory-bound passes."""
+
+import pytest
+
+from embsim.errors import InputError
+from embsim.topology import load_topology
+from embsim.workload import load_model
+from embsim.workload.compute import optimizer_kernels, optimizer_step_time
+from embsim.workload.gpu_compute import for_gpu
+
+GNMT = "gnmt"
+
+
+def _bytes(model, elements=1e6):
+    return sum(k.nbytes * k.count for k in optimizer_kernels(elements, model))
+
+
+def _model(dtype, **opt):
+    return load_model(GNMT, dtype=dtype, amp="o2", overrides={"optimizer": opt} if opt else None)
+
+
+def test_fused_adam_bytes_are_the_single_pass_formula():
+    assert _bytes(_model("fp32")) == pytest.approx(1e6 * (3 * 4 + 2 * 8))
+    assert _bytes(_model("fp16")) == pytest.approx(1e6 * (3 * 2 + 2 * 8 + 2 * 4 + 2))
+
+
+def test_per_tensor_adam_is_eight_passes_of_its_ops():
+    # m.mul_ 8 + m.add_ 12 + v.mul_ 8 + v.addcmul_ 12 + sqrt 8 + div 8 + add 8 + addcdiv_ 16
+    assert _bytes(_model("fp32", implementation="per-tensor")) == pytest.approx(80e6)
+    # apex O2: Adam on the fp32 master, plus unscale into it and the copy back (6 + 6 B)
+    assert _bytes(_model("fp16", implementation="per-tensor")) == pytest.approx(92e6)
+    kinds = {k.name for k in optimizer_kernels(1e6, _model("fp16", implementation="per-tensor"))}
+    assert {"unscale_to_master", "master_to_model", "optimizer.param.addcdiv_"} <= kinds
+
+
+def test_clip_grad_norm_reads_the_gradients_once_more():
+    base = _bytes(_model("fp32", implementation="per-tensor"))
+    clipped = _bytes(_model("fp32", implementation="per-tensor", clip_grad_norm=True))
+    assert clipped - base == pytest.approx(4e6)
+
+
+def test_per_tensor_is_slower_on_a_gpu():
+    gpu = for_gpu(load_topology("dgx-a100:1x1").node.gpu)
+    fused = optimizer_step_time(160e6, _model("fp16"), gpu)
+    loop = optimizer_step_time(160e6, _model("fp16", implementation="per-tensor"), gpu)
+    assert loop > 2.5 * fused
+
+
+@pytest.mark.parametrize("bad, match", [({"implementation": "magic"}, "implementation"),
+                                         ({"clip_grad_norm": 1}, "clip_grad_norm"),
+                                         ({"lr": 1}, "unknown key")])
+def test_bad_optimizer_override_is_one_line(bad, match):
+    with pytest.raises(InputError, match=match):
+        load_model(GNMT, overrides={"optimizer": bad})
