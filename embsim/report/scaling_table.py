@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .units import compute_source_text
+
 
 def scaling_table(curve, title: str) -> str:
     # per-GPU throughput against the smallest run: not simulate's "vs N x one GPU"
@@ -14,5 +16,5 @@ def scaling_table(curve, title: str) -> str:
             lines.append(f"{c.gpus:6d} {c.topology:>20} {c.step_time_s * 1e3:10.3f} "
                          f"{c.samples_per_s:12.1f} {c.efficiency:12.3f}")
     for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
-        lines.append(f"compute times: {source.removeprefix('compute: ')}")
+        lines.append(f"compute times: {compute_source_text(source)}")
     return "\n".join(lines)
