@@ -10,8 +10,9 @@ repository root:
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
+
+from docblock import replace_marked_block
 
 from embsim.ablation import ablation
 from embsim.atomic import atomic_write_text
@@ -178,14 +179,7 @@ def main() -> None:
             data["s2reducer"][key] = s2_bytes(topology, model)
             data["ps"][key] = ps_vs_embrace(topology, model)
     atomic_write_text("docs/results/mechanisms.json", json.dumps(data, indent=2) + "\n")
-    page = Path("docs/results.md")
-    text = page.read_text()
-    block = f"{START}\n\n" + render(data) + f"\n{END}"
-    if START in text:
-        text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-    else:
-        text += "\n" + block + "\n"
-    atomic_write_text(page, text)
+    replace_marked_block(Path("docs/results.md"), START, END, render(data))
 
 
 if __name__ == "__main__":

@@ -8,10 +8,9 @@ so the page's tables are always what the commands printed. Run from the reposito
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
-from embsim.atomic import atomic_write_text
+from docblock import replace_marked_block
 
 MODELS = ("lstm-lm1b", "gnmt", "transformer-wmt", "bert-base")
 CLUSTERS = ("pcie-rtx3090", "dgx-h100")
@@ -42,16 +41,9 @@ def table(model: str, cluster: str, data: dict) -> str:
 
 
 def main() -> None:
-    page = Path("docs/results.md")
     parts = [table(m, c, json.loads(Path(f"docs/results/{m}_{c}.json").read_text()))
              for c in CLUSTERS for m in MODELS]
-    text = page.read_text()
-    block = f"{START}\n\n" + "\n".join(parts) + f"\n{END}"
-    if START in text:
-        text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S)
-    else:
-        text += "\n" + block + "\n"
-    atomic_write_text(page, text)
+    replace_marked_block(Path("docs/results.md"), START, END, "\n".join(parts))
 
 
 if __name__ == "__main__":

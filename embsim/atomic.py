@@ -1,21 +1,56 @@
 """Atomic file writes: a reader never sees a half-written file, and an interrupted
-write leaves what was on disk before untouched."""
+write leaves what was on disk before untouched.
+
+The temporary file is `.NAME.<pid>.<random>.tmp` beside the target. A writer killed
+with SIGKILL cannot remove it, so every write first removes the temporaries of the same
+target whose process is gone. A path that cannot be written is bad input (one line).
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
+
+from .errors import InputError
+from .lifetime import pid_alive
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def clean_stale_temporaries(path: Path) -> int:
+    """Remove `.NAME.<pid>.*.tmp` left beside `path` by writers that died; returns how many."""
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[^.]+\.tmp$")
+    removed = 0
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return 0
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m and not pid_alive(int(m.group(1))):
+            try:
+                os.unlink(entry.path)
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a directory")
+        clean_stale_temporaries(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
+                                   dir=path.parent)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
         # mkstemp creates 0600; give the file the mode an ordinary open() would
         umask = os.umask(0)
@@ -26,10 +61,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
         raise
     return path

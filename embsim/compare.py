@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from .engine.config import with_options
 from .engine.run import SimulationConfig, simulate
 from .errors import InputError
+from .lifetime import die_with_parent
 from .options import build_options, route
 from .schedulers import SCHEDULERS
 from .strategies import STRATEGIES
@@ -141,7 +142,7 @@ def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
     if workers == 1:
         done = [run_one(c) for c in todo]
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent) as pool:
             done = list(pool.map(run_one, todo))
     by_combo = {(r.strategy, r.scheduler): r for r in done}
     baseline = by_combo[BASELINE]

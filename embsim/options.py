@@ -48,9 +48,17 @@ def route(given: Mapping[str, Any], components: Mapping[str, type]) -> dict[str,
     return out
 
 
-def positive_number(value: Any, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise InputError(f"--option {key}={value!r}: must be a positive number")
+# No option counts or sizes anything near this; beyond it a value is a typo (or inf).
+MAX_OPTION_VALUE = 1e15
+
+
+def positive_number(value: Any, key: str, minimum: float = 0.0) -> float:
+    """A finite number > 0 (and >= minimum), at most MAX_OPTION_VALUE."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not 0 < value <= MAX_OPTION_VALUE or value < minimum):
+        low = f"{minimum:g}" if minimum > 0 else "a positive number"
+        raise InputError(f"--option {key}={value!r}: must be {low}"
+                         f"{'..' if minimum > 0 else ' up to '}{MAX_OPTION_VALUE:g}")
     return float(value)
 
 

@@ -7,6 +7,8 @@ file, the key path and the line number.
 
 from __future__ import annotations
 
+import math
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -40,19 +42,85 @@ class YamlDoc:
     def error(self, path: tuple, message: str) -> InputError:
         return InputError(f"{self.where(path)}: {message}")
 
+    def sub(self, key) -> "YamlDoc":
+        """The document under top-level `key`, as a document of its own (same lines; errors
+        read "file: key: inner.path (line N)")."""
+        n = 1
+        lines = {path[n:]: line for path, line in self.lines.items() if path[:n] == (key,)}
+        return YamlDoc(data=self.data[key], source=f"{self.source}: {key}", lines=lines)
 
-def _convert(node: yaml.Node, path: tuple, lines: dict) -> Any:
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        out = {}
+
+# Limits that keep a hostile or broken file from exhausting memory or time: a file
+# larger than any real topology/trace/sweep, nesting deeper than any embsim dialect
+# uses, or aliases that expand into more nodes than the file could hold written out.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_NODES = 500_000
+# No embsim number (bytes, GB/s, microseconds, counts) comes near this; a value beyond
+# it is a typo or an attack, and it would overflow or exhaust memory further down.
+MAX_NUMBER = 1e15
+# A positive size, rate or count below this (1e-300 GB/s, ...) is a typo too, and
+# dividing by it overflows.
+MIN_POSITIVE = 1e-6
+
+_SCALARS = yaml.constructor.SafeConstructor()
+
+
+class _Converter:
+    """yaml node graph -> plain data, refusing what embsim's dialects never use."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.lines: dict[tuple, int] = {}
+        self.nodes = 0
+        self.active: set[int] = set()       # ids of the collections being converted (cycles)
+
+    def fail(self, node: yaml.Node, message: str) -> InputError:
+        return InputError(f"{self.source} (line {node.start_mark.line + 1}): {message}")
+
+    def convert(self, node: yaml.Node, path: tuple) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self.fail(node, f"more than {MAX_NODES:,} values (an alias bomb?)")
+        if len(path) > MAX_DEPTH:
+            raise self.fail(node, f"nested more than {MAX_DEPTH} levels deep")
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node)
+        if id(node) in self.active:
+            raise self.fail(node, "recursive alias (a value that contains itself)")
+        self.active.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self.mapping(node, path)
+            return [self.convert(item, path + (i,)) for i, item in enumerate(node.value)]
+        finally:
+            self.active.discard(id(node))
+
+    def scalar(self, node: yaml.ScalarNode) -> Any:
+        try:
+            return _SCALARS.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, OverflowError) as exc:
+            raise self.fail(node, f"bad value {node.value!r}: {str(exc).splitlines()[0]}") from None
+
+    def mapping(self, node: yaml.MappingNode, path: tuple) -> dict:
+        out: dict = {}
+        first_line: dict = {}
         for key_node, value_node in node.value:
-            key = yaml.safe_load(yaml.serialize(key_node))
-            lines[path + (key,)] = key_node.start_mark.line + 1
-            out[key] = _convert(value_node, path + (key,), lines)
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise self.fail(key_node, "merge keys (<<) are not supported; write the keys out")
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self.fail(key_node, "a key must be a plain value, not a list or mapping")
+            key = self.scalar(key_node)
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                where = ".".join(str(p) for p in path + (key,))
+                raise InputError(f"{self.source}: {where}: key given twice "
+                                 f"(lines {first_line[key]} and {line})")
+            first_line[key] = line
+            self.lines[path + (key,)] = line
+            out[key] = self.convert(value_node, path + (key,))
         return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, path + (i,), lines) for i, item in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
 
 
 def parse_yaml(text: str, source: str) -> YamlDoc:
@@ -63,20 +131,47 @@ def parse_yaml(text: str, source: str) -> YamlDoc:
         where = f" (line {mark.line + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"{source}{where}: not valid YAML: {problem}") from None
-    lines: dict[tuple, int] = {}
-    data = _convert(node, (), lines) if node is not None else None
-    return YamlDoc(data=data, source=source, lines=lines)
+    except RecursionError:
+        raise InputError(f"{source}: not valid YAML: nested too deeply") from None
+    converter = _Converter(source)
+    data = converter.convert(node, ()) if node is not None else None
+    if data is None:
+        raise InputError(f"{source}: empty document (no keys)")
+    return YamlDoc(data=data, source=source, lines=converter.lines)
 
 
-def read_text(path: str | Path, what: str = "file", error: type = InputError) -> str:
-    """A user's text file, or one line naming it (`what`: "file", "trace file", ...)."""
+def check_regular_file(path: str | Path, what: str = "file", error: type = InputError,
+                       max_bytes: int = MAX_FILE_BYTES) -> Path:
+    """`path` if it is a regular file of at most max_bytes, else one line naming it.
+    Opening a named pipe or a device would block or never end."""
     path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise error(f"{path}: no such {what}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise error(f"{path}: cannot read {what}: {kind}")
+    if info.st_size > max_bytes:
+        raise error(f"{path}: {what} too large ({info.st_size:,} bytes; at most {max_bytes:,})")
+    return path
+
+
+def read_text(path: str | Path, what: str = "file", error: type = InputError,
+              max_bytes: int = MAX_FILE_BYTES) -> str:
+    """A user's UTF-8 text file (regular files only), or one line naming it
+    (`what`: "file", "trace file", ...)."""
+    path = check_regular_file(path, what, error, max_bytes)
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise error(f"{path}: no such {what}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: cannot read {what}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: cannot read {what}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
 
 
 def load_yaml(path: str | Path) -> YamlDoc:
@@ -103,8 +198,23 @@ def check_mapping(doc: YamlDoc, path: tuple, value: Any, required: Iterable[str]
     return value
 
 
+def check_number(value: float, lo: float | None = None, hi: float | None = None,
+                 lo_open: bool = False) -> str | None:
+    """Why a number is unusable (not finite, beyond MAX_NUMBER or outside [lo, hi]), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value}"
+    if abs(value) > MAX_NUMBER:
+        return f"must be at most {MAX_NUMBER:g} in size, got {value:g}"
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        return f"must be {'>' if lo_open else '>='} {lo:g}, got {value:g}"
+    if hi is not None and value > hi:
+        return f"must be <= {hi:g}, got {value:g}"
+    return None
+
+
 def check_type(doc: YamlDoc, path: tuple, value: Any, kind: type | tuple) -> Any:
-    """Type check with YAML's usual leniency: an int is a valid float; bool is not an int."""
+    """Type check with YAML's usual leniency: an int is a valid float; bool is not an int.
+    Numbers must also be finite and of a sane size (check_number)."""
     kinds = kind if isinstance(kind, tuple) else (kind,)
     ok = False
     for k in kinds:
@@ -117,17 +227,30 @@ def check_type(doc: YamlDoc, path: tuple, value: Any, kind: type | tuple) -> Any
     if not ok:
         want = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
         raise doc.error(path, f"must be {want}, got {type(value).__name__} {value!r}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        problem = check_number(value)
+        if problem:
+            raise doc.error(path, problem)
     return float(value) if kinds == (float,) else value
 
 
 def get(doc: YamlDoc, path: tuple, mapping: Mapping, key: str, kind: type | tuple,
-        default: Any = ..., positive: bool = False) -> Any:
-    """Fetch mapping[key] with a type check; `...` as default means required."""
+        default: Any = ..., positive: bool = False, lo: float | None = None,
+        hi: float | None = None) -> Any:
+    """Fetch mapping[key] with a type check; `...` as default means required.
+    positive: > 0; lo/hi: an inclusive physical range."""
     if key not in mapping:
         if default is ...:
             raise doc.error(path, f"missing required key '{key}'")
         return default
     value = check_type(doc, path + (key,), mapping[key], kind)
-    if positive and isinstance(value, (int, float)) and value <= 0:
-        raise doc.error(path + (key,), f"must be positive, got {value}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if positive and value <= 0:
+            raise doc.error(path + (key,), f"must be positive, got {value}")
+        if positive and value < MIN_POSITIVE:
+            raise doc.error(path + (key,), f"must be positive and at least {MIN_POSITIVE:g}, "
+                                           f"got {value:g}")
+        problem = check_number(value, lo, hi)
+        if problem:
+            raise doc.error(path + (key,), problem)
     return value

@@ -21,9 +21,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "embsim"
 
 # Bottom to top. A subpackage (or top-level module) may import its own floor and below.
 FLOORS = [
-    # base: errors, atomic writes, YAML, registries, typed component options, curve interpolation
+    # base: errors, atomic writes, YAML, registries, typed component options, curve
+    # interpolation, child-process lifetime
     {"embsim", "embsim.errors", "embsim.atomic", "embsim.registry", "embsim.options", "embsim.yamlio",
-     "embsim.curves"},
+     "embsim.curves", "embsim.lifetime"},
     # inputs: what is simulated, and the measured traces
     {"embsim.topology", "embsim.workload", "embsim.trace", "embsim.network"},
     # collective cost model, trace importers, real-kernel calibration (torch)

@@ -15,7 +15,9 @@ class CalibrateConfig:
     quick: bool = False
     corpus: str | None = None
     out: str = "traces/local.yaml"
-    topology_out: str | None = None    # default: topologies/local-cpu.yaml on CPU
+    # the measured machine is embedded in the trace; this also writes it as a file
+    topology_out: str | None = None
+    force: bool = False            # overwrite an existing --out / --topology-out
     command: str = ""
     seed: int = 0
     max_sweep_bytes: int = 64 << 20

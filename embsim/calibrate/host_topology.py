@@ -20,6 +20,7 @@ import yaml
 
 from embsim.atomic import atomic_write_text
 from embsim.collectives.busbw import busbw_factor
+from embsim.errors import InputError
 from embsim.trace import CollectiveCurve
 
 LARGE_BYTES = 1 << 20      # at and above: bandwidth regime
@@ -49,7 +50,13 @@ def fit_links(curves: list[CollectiveCurve]) -> tuple[float, float]:
     t = np.array([r[2] for r in rows_large], dtype=float)
     w = 1.0 / t                              # relative error: every size counts alike
     (_, inv_bw), *_ = np.linalg.lstsq(a * w[:, None], t * w, rcond=None)
-    inv_bw = max(float(inv_bw), 1e-13)
+    inv_bw = float(inv_bw)
+    if not np.isfinite(inv_bw) or inv_bw <= 0:
+        # time not growing with size: the sweep measured noise (a loaded machine, a sweep
+        # too short); a bandwidth made up from it would be written as if measured
+        raise InputError(f"calibrate: the link fit is unusable (time per byte {inv_bw:.3g} s "
+                         f"over {len(rows_large)} points: time does not grow with size); "
+                         f"re-run on a quieter machine or with a larger --max-bytes")
     small = rows_small or rows_large
     steps = np.array([r[0] for r in small], dtype=float)
     resid = np.array([r[2] - r[1] * inv_bw for r in small], dtype=float)
@@ -78,9 +85,10 @@ def measure_device(device: torch.device) -> tuple[float, float]:
     return tflops, gbps
 
 
-def write_host_topology(path: str | Path, name: str, cpu_model: str, ranks: int, mem_gb: float,
-                        tflops: float, mem_gbps: float, bandwidth: float, latency: float,
-                        trace_name: str, interference: tuple[float, float] | None = None) -> Path:
+def host_topology_doc(name: str, cpu_model: str, ranks: int, mem_gb: float, tflops: float,
+                      mem_gbps: float, bandwidth: float, latency: float, trace_name: str,
+                      interference: tuple[float, float] | None = None) -> dict:
+    """The calibrated host as a topology document (embedded in the trace, or a file)."""
     doc = {
         "name": name,
         "description": (f"The calibrated CPU host ({cpu_model}): {ranks} gloo ranks, one thread "
@@ -101,5 +109,9 @@ def write_host_topology(path: str | Path, name: str, cpu_model: str, ranks: int,
         # measured: a layer timed alone and beside a running all_reduce (calibrate/interference.py)
         doc["fabric"]["interference"] = round(interference[0], 4)
         doc["fabric"]["comm_interference"] = round(interference[1], 4)
+    return doc
+
+
+def write_host_topology(path: str | Path, doc: dict) -> Path:
     header = "# Written by `embsim calibrate`: the machine that was measured, not a preset.\n"
     return atomic_write_text(path, header + yaml.safe_dump(doc, sort_keys=False, width=100))

@@ -1,8 +1,11 @@
 """Start the ranks (torch.multiprocessing locally, or the ranks torchrun made), run the
-worker, and write the trace and host topology atomically, only if every rank succeeded.
+worker, and write the trace atomically, only if every rank succeeded.
 
-A failing rank makes torch.multiprocessing stop the others; Ctrl-C terminates them all.
-Nothing is written until the end, and then by rename, so the old trace stays intact.
+A failing rank makes torch.multiprocessing stop the others; Ctrl-C terminates them all,
+and a killed parent takes its ranks with it (die_with_parent). Nothing is written until
+the end, and then by rename. The measured machine is embedded in the trace (one file, one
+rename: never a new topology beside an old trace), named after host and date so that it
+cannot collide with a preset; an existing file is never overwritten without --force.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ import datetime
 import os
 import pickle
 import platform
+import re
 import socket
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -21,13 +24,26 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from embsim.errors import InputError
+from embsim.lifetime import die_with_parent, temp_dir
 from embsim.trace import SCHEMA_VERSION, Provenance, StepSamples, Trace, write_trace
 
 from .config import CalibrateConfig
-from .host_topology import fit_links, measure_device, write_host_topology
+from .host_topology import fit_links, host_topology_doc, measure_device, write_host_topology
 from .worker import progress, run_rank
 
-DEFAULT_CPU_TOPOLOGY = "topologies/local-cpu.yaml"
+
+def check_outputs(cfg: CalibrateConfig) -> None:
+    """Refuse, before anything is measured, to overwrite a file without --force."""
+    for flag, path in (("--out", cfg.out), ("--topology-out", cfg.topology_out)):
+        if path and not cfg.force and (Path(path).exists() or Path(path).is_symlink()):
+            raise InputError(f"{flag} {path}: exists; calibrate never overwrites a trace or "
+                             f"topology unasked (choose another name, or add --force)")
+
+
+def host_name(stamp: str) -> str:
+    """The calibrated host's topology name: host, device kind and UTC date-time."""
+    host = re.sub(r"[^A-Za-z0-9]+", "-", socket.gethostname()).strip("-").lower() or "host"
+    return f"calibrated-{host}-cpu-{stamp}"
 
 
 def resolve_backend(requested: str) -> str:
@@ -52,6 +68,7 @@ def _free_port() -> int:
 
 
 def _spawned(rank, cfg, world, port, backend, result_dir):
+    die_with_parent()
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
     result = run_rank(cfg, rank, world, rank, world, backend)
@@ -69,6 +86,7 @@ def under_torchrun() -> bool:
 
 
 def run_calibration(cfg: CalibrateConfig) -> Path | None:
+    check_outputs(cfg)
     backend = resolve_backend(cfg.backend)
     loadavg = os.getloadavg()
     if under_torchrun():
@@ -86,7 +104,7 @@ def run_calibration(cfg: CalibrateConfig) -> Path | None:
             return None
         return finish(cfg, result, backend, world, world // local_size, loadavg)
     world = cfg.world
-    with tempfile.TemporaryDirectory(prefix="embsim-calibrate-") as tmp:
+    with temp_dir("embsim-calibrate-") as tmp:
         ctx = mp.start_processes(_spawned, args=(cfg, world, _free_port(), backend, tmp),
                                  nprocs=world, join=False, start_method="spawn")
         try:
@@ -134,18 +152,19 @@ def _driver() -> str | None:
         return None
 
 
-def select_gpu_topology(device_name: str, directory: str | Path = "topologies") -> str:
-    """The preset whose GPU model names this device ("NVIDIA H200" -> dgx-h200.yaml), or ""."""
+def select_gpu_topology(device_name: str) -> str:
+    """The preset whose GPU model names this device ("NVIDIA H200" -> dgx-h200), or ""."""
+    from embsim.topology import find_preset, list_presets
     from embsim.topology.parse import load_node_type
     words = device_name.upper().replace("NVIDIA", "").replace("-", " ").split()
-    for path in sorted(Path(directory).glob("*.yaml")):
+    for name in list_presets():
         try:
-            node = load_node_type(path)
+            node = load_node_type(find_preset(name))
         except InputError:
             continue
         family = node.gpu.model.upper().split("-")[0]
         if node.gpu.arch and family in words:
-            return path.name
+            return name
     return ""
 
 
@@ -153,27 +172,37 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
            loadavg) -> Path:
     device: torch.device = result["device"]
     out = Path(cfg.out)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    host_doc = None
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
-        topology = Path(cfg.topology_out).name if cfg.topology_out else select_gpu_topology(name)
+        topology = select_gpu_topology(name)
         v = torch.cuda.nccl.version()
         backend_version = "NCCL " + (".".join(map(str, v)) if isinstance(v, tuple) else str(v))
     else:
         name = "cpu"
-        topo_path = Path(cfg.topology_out or DEFAULT_CPU_TOPOLOGY)
-        bandwidth, latency = fit_links([c for c in result["collectives"] if c.scope == "all"])
-        tflops, gbps = measure_device(device)
-        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-        progress(0, f"host links fitted: {bandwidth / 1e9:.3f} GB/s, {latency * 1e6:.1f} us per step")
-        f = result.get("interference")
-        write_host_topology(topo_path, topo_path.stem, _cpu_model(), world, mem_gb, tflops, gbps,
-                            bandwidth, latency, out.name,
-                            interference=None if f is None else (f.compute_factor, f.comm_factor))
-        topology = topo_path.name
         backend_version = f"gloo (torch {torch.__version__})"
+        try:
+            bandwidth, latency = fit_links([c for c in result["collectives"] if c.scope == "all"])
+        except InputError as exc:
+            # the layer times, steps and measured curves still stand; only the host's
+            # link model could not be fitted, so no host topology is made up from noise
+            bandwidth = None
+            topology = ""
+            progress(0, f"{exc}; the trace is written without a host topology "
+                        f"(simulate it with --topology)")
+        if bandwidth is not None:
+            tflops, gbps = measure_device(device)
+            mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+            progress(0, f"host links fitted: {bandwidth / 1e9:.3f} GB/s, {latency * 1e6:.1f} us per step")
+            f = result.get("interference")
+            topology = host_name(now.strftime("%Y%m%dT%H%M%SZ"))
+            host_doc = host_topology_doc(topology, _cpu_model(), world, mem_gb, tflops, gbps,
+                                         bandwidth, latency, out.name,
+                                         interference=None if f is None else (f.compute_factor, f.comm_factor))
     prov = Provenance(
         host=socket.gethostname(),
-        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        date=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         command=cfg.command, world=world, backend=backend, backend_version=backend_version,
         torch=str(torch.__version__), python=platform.python_version(), devices=_devices(device),
         driver=_driver(), cuda=torch.version.cuda,
@@ -189,7 +218,11 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
                   collectives=tuple(result["collectives"]), steps=steps,
                   token_stats=tuple(result["token_stats"]),
                   interference=result.get("interference"), rank_skew=result.get("rank_skew"),
-                  compute=result.get("compute"))
+                  compute=result.get("compute"), host_topology=host_doc)
+    check_outputs(cfg)          # again: a file may have appeared while we measured
     path = write_trace(out, trace)
     progress(0, f"trace written: {path}")
+    if cfg.topology_out and host_doc is not None:
+        # a copy of what the trace embeds, for `--topology FILE`; the trace does not need it
+        progress(0, f"host topology written: {write_host_topology(cfg.topology_out, host_doc)}")
     return path

@@ -1,7 +1,7 @@
 """The token batches calibrate feeds, and the embedding-gradient sparsity they imply.
 
 Zipf(s) by default (word frequencies follow Zipf's law with s near 1, see
-reference/workloads.md); `--corpus FILE` tokenises a real text by words instead, ids
+docs/sources/workloads.md); `--corpus FILE` tokenises a real text by words instead, ids
 ranked by frequency so the vocabulary cut keeps the most frequent words. Both come from
 the simulator's token statistics, so a trace and a simulation see the same tokens.
 """

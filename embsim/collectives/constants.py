@@ -1,8 +1,8 @@
 """NCCL's tuning constants as data, one table per NCCL version.
 
 Every number here is read from NVIDIA/nccl `src/graph/tuning.cc`, `src/graph/topo.h`,
-`src/graph/search.cc` and `src/include/device.h` (see docs/../shared/reference/
-nccl-cost-model.md §1.3, §1.7, §1.8 for the line numbers and the tag diffs).
+`src/graph/search.cc` and `src/include/device.h` (see
+docs/sources/nccl-cost-model.md §1.3, §1.7, §1.8 for the line numbers and the tag diffs).
 Latencies are in µs and bandwidths in GB/s (1e9 B/s): NCCL's own units, so that the
 model in nccl_model.py reads like NCCL's and can be checked against its logs.
 """

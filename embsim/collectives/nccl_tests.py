@@ -9,6 +9,7 @@ launch cost is refuted by the data, and NCCL's latency already bounds small ops.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass
 
@@ -17,6 +18,8 @@ from embsim.errors import InputError
 from .busbw import OPS, algbw_busbw, datatype_size, size_convention
 from .model import CollectiveModel
 
+MAX_BYTES = 1 << 40          # -b/-e beyond 1 TiB is no message size a GPU holds
+MAX_SIZES = 10_000           # rows in one sweep (-f 1.0000001 would ask for billions)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -26,7 +29,10 @@ def parse_size(text, flag: str = "size") -> int:
     m = _SIZE.match(str(text))
     if not m:
         raise InputError(f"{flag} {text!r}: not a size (use bytes or a K/M/G suffix, e.g. 128M)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not value <= MAX_BYTES:
+        raise InputError(f"{flag} {text!r}: at most 1T (a single collective of 1 TiB)")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -46,8 +52,17 @@ class Row:
 def sweep_sizes(minbytes: int, maxbytes: int, stepfactor: float) -> list[int]:
     if minbytes < 1 or maxbytes < minbytes:
         raise InputError(f"sizes: need 1 <= minbytes <= maxbytes, got {minbytes}..{maxbytes}")
-    if stepfactor <= 1:
-        raise InputError(f"--stepfactor {stepfactor}: must be > 1")
+    if not (math.isfinite(stepfactor) and 1 < stepfactor <= MAX_BYTES):
+        raise InputError(f"--stepfactor {stepfactor}: must be a number > 1 and at most {MAX_BYTES}")
+    # Sizes grow by at least one byte a step, so count them before making them.
+    n, s = 0, minbytes
+    while s <= maxbytes:
+        n += 1
+        if n > MAX_SIZES:
+            raise InputError(f"--stepfactor {stepfactor}: more than {MAX_SIZES} sizes from "
+                             f"{minbytes} to {maxbytes}; use a larger factor")
+        nxt = int(s * stepfactor)
+        s = nxt if nxt > s else s + 1
     out, s = [], minbytes
     while s <= maxbytes:
         out.append(int(s))

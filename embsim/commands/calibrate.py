@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
+import importlib.util
+import re
 import shlex
+import socket
 import sys
 
 import click
+
+from ..errors import InputError
 
 
 @click.command("calibrate")
@@ -18,24 +24,34 @@ import click
 @click.option("--quick", is_flag=True, help="Few repetitions and a short sweep (tests, smoke runs).")
 @click.option("--corpus", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Real text (tokenised by words) instead of Zipf token batches.")
-@click.option("--out", default=None, help="Trace file (default traces/<device>-<backend>-<model>.yaml).")
+@click.option("--out", default=None,
+              help="Trace file (default traces/<device>-<backend>-<model>-<host>-<UTC time>.yaml).")
 @click.option("--topology-out", default=None,
-              help="Where the fitted host topology goes (CPU; default topologies/local-cpu.yaml).")
+              help="Also write the fitted host topology here (CPU; the trace embeds it anyway).")
+@click.option("--force", is_flag=True, help="Overwrite an existing --out / --topology-out.")
 @click.option("--max-bytes", type=click.IntRange(min=1024), default=64 << 20, show_default=True,
               help="Largest collective size, further bounded by free memory.")
-def command(backend, world, model, batch, seq, quick, corpus, out, topology_out, max_bytes):
+def command(backend, world, model, batch, seq, quick, corpus, out, topology_out, force, max_bytes):
     """Capture per-layer times, collective sweeps and real training steps into a trace."""
     # only this command needs torch (through embsim.calibrate); the simulator never imports it
+    if importlib.util.find_spec("torch") is None:
+        raise InputError("calibrate runs real PyTorch kernels and needs torch: "
+                         "pip install 'embsim[calibrate]'")
     from ..calibrate.config import CalibrateConfig
     from ..calibrate.launch import default_world, resolve_backend, run_calibration
 
     chosen = resolve_backend(backend)
     if world is None:
         world = default_world(chosen)
-    out = out or f"traces/{'gpu' if chosen == 'nccl' else 'cpu'}-{chosen}-{model}.yaml"
+    if out is None:
+        # a new name per run: a calibration never replaces a shipped or earlier trace
+        host = re.sub(r"[^A-Za-z0-9]+", "-", socket.gethostname()).strip("-").lower() or "host"
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        out = f"traces/{'gpu' if chosen == 'nccl' else 'cpu'}-{chosen}-{model}-{host}-{stamp}.yaml"
     argv = sys.argv[1:] if sys.argv[1:2] == ["calibrate"] else ["calibrate"] + sys.argv[1:]
     cfg = CalibrateConfig(model=model, batch=batch, seq=seq, world=world, backend=chosen,
                           quick=quick, corpus=corpus, out=out, topology_out=topology_out,
+                          force=force,
                           command=" ".join(shlex.quote(a) for a in ["embsim"] + argv),
                           max_sweep_bytes=max_bytes)
     path = run_calibration(cfg)

@@ -11,7 +11,7 @@ from rich.table import Table
 from ..ablation import ablation as run_ablation
 from ..compare import compare, losses_to_fifo, parse_names
 from ..errors import InputError
-from ..report.units import human_time
+from ..report.units import compute_source_text, human_time
 from ..report.compare_table import print_matrix
 from ..report.result_json import compare_json
 from ..schedulers import SCHEDULERS
@@ -51,11 +51,15 @@ def command(strategies, schedulers, workers, plot, as_json, ablation, **options)
         from ..report.plots import compare_bar_chart
         compare_bar_chart(result, plot)
     if as_json:
+        if plot:
+            click.echo(f"wrote {plot} (bar chart)", err=True)   # stdout stays one JSON document
         # a scheduler slower than fifo names its bottleneck in the JSON as on the terminal
         click.echo(json.dumps({**compare_json(result), "slower_than_fifo": losses_to_fifo(result.rows)},
                               indent=2))
     else:
         print_matrix(result)
+        if plot:
+            click.echo(f"wrote {plot} (bar chart)")
         for line in losses_to_fifo(result.rows):
             click.echo(f"slower: {line}")
 
@@ -72,6 +76,6 @@ def print_ablation(result, console: Console | None = None) -> None:
         t.add_row(label, human_time(r.step_time), human_time(r.exposed_comm),
                   f"{(r.step_time - full.step_time) * 1e3:+.2f} ms", f"{(r.step_time - fifo.step_time) * 1e3:+.2f} ms")
     console.print(t)
-    console.print(f"compute times: {full.compute_source}")
+    console.print(f"compute times: {compute_source_text(full.compute_source)}")
     for line in result.bottlenecks():
         console.print(f"slower than fifo: {line}")

@@ -10,6 +10,8 @@ import click
 from ..imports import load_profile, trace_from_profile
 from ..trace import write_trace
 from ..workload import load_model
+from ..topology import load_topology
+from .checks import MAX_BATCH, MAX_SEQ, count
 from .options import split_pairs
 
 
@@ -21,17 +23,20 @@ def _renames(items) -> dict:
 @click.argument("profile", type=click.Path(dir_okay=False))
 @click.option("--model", required=True, help="zoo model whose layers the profile's ranges name")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="trace file to write")
-@click.option("--batch", type=int, help="per-GPU batch the profile ran (default: the model's)")
-@click.option("--seq", type=int, help="sequence length the profile ran (default: the model's)")
-@click.option("--topology", default="", help="topology (preset or file) of the profiled machine")
+@click.option("--batch", type=count(1, MAX_BATCH), help="per-GPU batch the profile ran (default: the model's)")
+@click.option("--seq", type=count(1, MAX_SEQ), help="sequence length the profile ran (default: the model's)")
+@click.option("--topology", required=True,
+              help="the profiled machine (preset or file): the trace's layer times apply to its GPU")
 @click.option("--rename", multiple=True, help="RANGE=LAYER, e.g. Embedding_0=embed (repeatable)")
 def command(profile, model, out, batch, seq, topology, rename):
     """Turn a Kineto Chrome trace (record_function('fwd:<layer>') or nn.Module ranges)
     into per-layer forward/backward times of an embsim trace."""
     m = load_model(model, batch=batch, seq=seq)
+    topo = load_topology(topology)           # a name that resolves, or one line now
+    name = topology if topology.endswith((".yaml", ".yml")) else topo.preset
     layers = load_profile(profile, _renames(rename))
     cmd = "embsim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    trace = trace_from_profile(layers, m, batch=m.batch, seq=m.seq, topology=topology, command=cmd)
+    trace = trace_from_profile(layers, m, batch=m.batch, seq=m.seq, topology=name, command=cmd)
     write_trace(out, trace)
     click.echo(f"wrote {out}: {len(trace.layers)} layers of {m.name} at batch {m.batch} "
                f"({layers.timing} time, {layers.device})")

@@ -40,6 +40,8 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
         gpus = int(ngpus)
     except ValueError:
         raise InputError(f"--ngpus {ngpus!r}: not an integer") from None
+    if not 1 <= gpus <= 64:
+        raise InputError(f"--ngpus {ngpus!r}: GPUs driven by one process must be 1..64")
     sizes = nt.sweep_sizes(nt.parse_size(minbytes, "--minbytes"), nt.parse_size(maxbytes, "--maxbytes"), factor)
     topo = load_topology(topology_spec)
     model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl_version)

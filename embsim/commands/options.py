@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 
 import click
 
 from ..engine.config import SimulationConfig
+from ..engine.trace_defaults import apply_trace_defaults
 from ..errors import InputError
+from .checks import MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
 
 
 def _options(f):
@@ -14,15 +17,15 @@ def _options(f):
         click.option("--topology", default="16x8", show_default=True,
                      help="NxG, PRESET:NxG, PRESET or a topology YAML file"),
         click.option("--model", default="lstm-lm1b", show_default=True, help="model zoo name or YAML file"),
-        click.option("--batch", type=int, help="per-GPU batch (default: the model's)"),
-        click.option("--seq", type=int, help="sequence length (default: the model's)"),
+        click.option("--batch", type=count(1, MAX_BATCH), help="per-GPU batch (default: the model's)"),
+        click.option("--seq", type=count(1, MAX_SEQ), help="sequence length (default: the model's)"),
         click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
                      help="training precision; bf16/fp16/fp8 = mixed precision (AMP) "
                           "(default: the model's)"),
         click.option("--amp", type=click.Choice(["autocast", "o2"]), default="autocast", show_default=True,
                      help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs) or o2 "
                           "(16-bit model, apex O2 / model.half())"),
-        click.option("--accumulate", type=int, default=1, show_default=True,
+        click.option("--accumulate", type=count(1, MAX_ACCUMULATE), default=1, show_default=True,
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step"),
         click.option("--jitter", help="per-GPU compute-time variation: normal:CV, lognormal:SIGMA, "
                                       "uniform:HALFWIDTH, seq:WIDTH (padded lengths in a bucket), "
@@ -31,18 +34,18 @@ def _options(f):
                                       "or trace (the --trace's measured rank skew)"),
         click.option("--iterations", type=int, default=4, show_default=True,
                      help="simulated iterations (the first is warm-up)"),
-        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True),
         click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace (traces/*.yaml)"),
         click.option("--straggler", help="gpu:RANK:FACTOR or node:NODE:FACTOR (compute slowdown)"),
-        click.option("--interference", type=float, default=None,
-                     help="compute slowdown while collectives run (0.1 = 10 %% slower); default: "
+        click.option("--interference", type=FiniteFloat(0, 100), default=None,
+                     help="compute slowdown while collectives run (0.1 = 10 % slower); default: "
                           "the trace's or topology's measured fabric.interference, else 0"),
-        click.option("--comm-interference", type=float, default=None,
+        click.option("--comm-interference", type=FiniteFloat(0, 100), default=None,
                      help="collective slowdown while compute runs; default: the trace's or "
                           "topology's measured fabric.comm_interference, else 0"),
         click.option("--untie-outputs", is_flag=True, default=False,
                      help="give tied output projections their own weight (as calibrate's real steps)"),
-        click.option("--zipf", "zipf_s", type=float, default=1.05, show_default=True,
+        click.option("--zipf", "zipf_s", type=FiniteFloat(0, 10), default=1.05, show_default=True,
                      help="Zipf exponent of the token distribution"),
         click.option("--corpus", type=click.Path(dir_okay=False), help="real text file for token statistics"),
         click.option("--nccl-algo", help="NCCL_ALGO-style override, e.g. Ring or ^NVLS"),
@@ -79,6 +82,8 @@ def parse_kv(items) -> dict:
                 break
             except ValueError:
                 continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"--option {key}={value}: not a finite number")
         out[key.replace("-", "_")] = value
     return out
 
@@ -89,4 +94,17 @@ def config_from_options(options: dict, **fixed) -> tuple[SimulationConfig, dict]
     across a compare matrix."""
     options = dict(options)
     extra = parse_kv(options.pop("extra", ()))
-    return SimulationConfig(**options, **fixed), extra
+    if options.get("iterations") is not None and not 2 <= options["iterations"] <= MAX_ITERATIONS:
+        raise InputError(f"--iterations {options['iterations']}: need 2..{MAX_ITERATIONS} "
+                         f"(the first is warm-up)")
+    return apply_trace_defaults(SimulationConfig(**options, **fixed), explicit_flags()), extra
+
+
+def explicit_flags() -> set[str]:
+    """Parameters the user gave (command line or environment), not click's defaults."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return set()
+    return {name for name in ctx.params
+            if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT,
+                                                      click.core.ParameterSource.DEFAULT_MAP)}

@@ -7,6 +7,8 @@ import tempfile
 import click
 
 from ..report.scaling_table import scaling_table
+from ..sweep.check import check_points
+from .checks import MAX_ITERATIONS, count
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
 
@@ -18,7 +20,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--topology", default="dgx-h100", show_default=True,
               help="preset (or file) whose nodes are replicated")
 @click.option("--gpus", default="8,16,32,64,128", show_default=True, help="GPU counts, comma-separated")
-@click.option("--iterations", type=int, default=3, show_default=True)
+@click.option("--iterations", type=count(2, MAX_ITERATIONS), default=3, show_default=True)
 @click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace")
 @click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
               help="training precision (default: the model's)")
@@ -44,6 +46,7 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
         from ..workload.precision import precision
         for_gpu(load_topology(topology).node.gpu).gemm_peak(precision(dtype))
     points = scale_points(topology, parse_gpus(gpus), base)
+    check_points(points, "scale")
     with tempfile.TemporaryDirectory() as tmp:
         folder = out or tmp
         run_sweep(points, folder, scheduler=dask_scheduler, workers=workers, progress=not as_json)
@@ -53,6 +56,9 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
                                "points": [c.__dict__ for c in curve]}, indent=2))
     else:
         click.echo(scaling_table(curve, f"{model} / {strategy} / {comm_scheduler} on {topology}"))
+    if not any(c.error is None for c in curve):
+        click.echo("embsim: error: scale: no GPU count succeeded", err=True)
+        return 1
     if plot:
         sources = "; ".join(dict.fromkeys(c.compute_source for c in curve if c.compute_source))
         plot_scaling(curve, plot, f"{model} / {strategy} / {comm_scheduler}" + (f"\n{sources}" if sources else ""))

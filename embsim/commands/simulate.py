@@ -31,3 +31,7 @@ def command(strategy, scheduler, as_json, chrome_trace, **options):
         click.echo(json.dumps(simulation_json(result), indent=2))
     else:
         print_summary(result)
+    if chrome_trace:
+        # stderr under --json, so that stdout stays one JSON document
+        click.echo(f"wrote {chrome_trace} (Chrome/Perfetto trace: open in ui.perfetto.dev)",
+                   err=as_json)

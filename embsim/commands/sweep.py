@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..sweep import load_sweep, run_sweep
+from ..sweep.check import check_points
 
 
 @click.command("sweep")
@@ -18,8 +19,14 @@ from ..sweep import load_sweep, run_sweep
 def command(sweep_file, scheduler, workers, out, threads, no_progress):
     """Run every point of SWEEP_FILE; re-running skips the points already in --out."""
     spec = load_sweep(sweep_file)
+    check_points(list(spec.points), f"{sweep_file}:")
     out = out or f"sweeps/{spec.name}"
     summary = run_sweep(list(spec.points), out, scheduler=scheduler, workers=workers,
                         processes=not threads, progress=not no_progress)
     click.echo(f"{spec.name}: {summary.total} points, {summary.skipped} already done, "
                f"{summary.ran} run, {summary.failed} failed -> {out}/results.csv, results.jsonl")
+    if summary.ok == 0:
+        click.echo(f"embsim: error: sweep {spec.name}: no point succeeded "
+                   f"(errors in {out}/results.jsonl)", err=True)
+        return 1
+    return 0

@@ -7,7 +7,7 @@ import json
 import click
 
 from ..report.topology_summary import print_topology_summary
-from ..topology import list_presets, load_topology, preset_dirs
+from ..topology import TopologyError, list_presets, load_topology, preset_dirs
 
 
 @click.group("topology")
@@ -20,7 +20,14 @@ def command() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def show(spec: str, as_json: bool) -> None:
     """Summarise SPEC: NxG, PRESET, PRESET:NxG, file.yaml or file.yaml:NxG."""
-    summary = load_topology(spec).summary()
+    try:
+        summary = load_topology(spec).summary()
+    except TopologyError as exc:
+        # the value came as an argument here, not as --topology
+        text = str(exc)
+        if text.startswith("--topology "):
+            text = "topology show " + text[len("--topology "):]
+        raise TopologyError(text) from None
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -34,7 +41,7 @@ def list_cmd() -> None:
     width = max((len(n) for n in names), default=0)
     for name in names:
         click.echo(f"{name:<{width}}  {_description(name)}")
-    click.echo(f"# search path: {', '.join(str(d) for d in preset_dirs())}", err=True)
+    click.echo(f"# looked up in this order: {', '.join(str(d) for d in preset_dirs())}", err=True)
 
 
 def _description(name: str) -> str:

@@ -20,10 +20,7 @@ import click
 from ..errors import InputError
 from ..validate import (collective_errors, collective_json, collective_summary, collective_table,
                         plot_collectives, step_errors, step_json, step_summary, step_table)
-
-
-class ValidationFailed(click.ClickException):
-    exit_code = 1
+from .checks import MAX_ITERATIONS, FiniteFloat, count
 
 
 @click.command("validate")
@@ -37,11 +34,13 @@ class ValidationFailed(click.ClickException):
 @click.option("--op", help="collective of the logs, when neither the log nor its name says")
 @click.option("--placement", type=click.Choice(["in-place", "out-of-place", "best"]),
               default="in-place", show_default=True)
-@click.option("--iterations", type=int, default=4, show_default=True, help="simulated steps (--trace)")
+@click.option("--iterations", type=count(2, MAX_ITERATIONS), default=4, show_default=True,
+              help="simulated steps (--trace)")
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--mean-error", type=float,
-              help="exit 1 when a curve's mean |error| exceeds this (0.05 = 5 %%)")
-@click.option("--max-error", type=float, help="exit 1 when any point's |error| exceeds this (0.15 = 15 %%)")
+@click.option("--mean-error", type=FiniteFloat(0, None),
+              help="exit 1 when a curve's mean |error| exceeds this (0.05 = 5 %)")
+@click.option("--max-error", type=FiniteFloat(0, None),
+              help="exit 1 when any point's |error| exceeds this (0.15 = 15 %)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of measured vs simulated curves")
 def command(inputs, nccl_tests, trace, training, topology, op, placement, iterations, as_json,
             mean_error, max_error, plot):
@@ -57,8 +56,7 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
         if bound is not None and not bound > 0:
             raise InputError(f"{flag} {bound}: must be positive")
     if training:
-        _training(list(inputs), iterations, as_json, mean_error, max_error, plot)
-        return
+        return _training(list(inputs), iterations, as_json, mean_error, max_error, plot)
     unsimulated = 0
     if nccl_tests:
         curves = collective_errors(list(inputs), topology, placement, op)
@@ -74,22 +72,34 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
         unsimulated = sum(r.simulated_s is None for r in rows)
         summaries = [(str(trace), step_summary(rows))]
         click.echo(json.dumps(step_json(rows), indent=2) if as_json else step_table(rows))
+        if rows and unsimulated == len(rows):
+            click.echo(f"embsim: error: validate: {trace}: no strategy could be simulated", err=True)
+            return 1
+    problem = None
     if mean_error is not None or max_error is not None:
         if unsimulated:
-            raise ValidationFailed(f"validation failed: {unsimulated} strategies could not be simulated")
+            problem = f"{unsimulated} strategies could not be simulated"
         for name, s in summaries:
+            if problem:
+                break
             if s.n == 0 or math.isnan(s.mean):
-                raise ValidationFailed(f"validation failed: {name}: no points to compare")
-            if mean_error is not None and s.mean > mean_error:
-                # A ClickException exits 1 through cli.main (click's Exit code would be dropped).
-                raise ValidationFailed(f"validation failed: {name}: mean |error| {s.mean:.1%} "
-                                       f"exceeds --mean-error {mean_error:.1%}")
-            if max_error is not None and s.max > max_error:
-                raise ValidationFailed(f"validation failed: {name}: max |error| {s.max:.1%} "
-                                       f"exceeds --max-error {max_error:.1%}")
+                problem = f"{name}: no points to compare"
+            elif mean_error is not None and s.mean > mean_error:
+                problem = f"{name}: mean |error| {s.mean:.1%} exceeds --mean-error {mean_error:.1%}"
+            elif max_error is not None and s.max > max_error:
+                problem = f"{name}: max |error| {s.max:.1%} exceeds --max-error {max_error:.1%}"
+    return _verdict(problem)
 
 
-def _training(paths, iterations, as_json, mean_error, max_error, plot) -> None:
+def _verdict(problem: str | None) -> int:
+    if problem:
+        # the same one-line form as every other error; exit 1 (a result, not bad input)
+        click.echo(f"embsim: error: validation failed: {problem}", err=True)
+        return 1
+    return 0
+
+
+def _training(paths, iterations, as_json, mean_error, max_error, plot) -> int:
     """Published throughput: headline = mean and max |simulated/measured - 1| over the runs."""
     from ..validate.training import summary, training_errors, training_json, training_table
     if plot:
@@ -99,6 +109,9 @@ def _training(paths, iterations, as_json, mean_error, max_error, plot) -> None:
     s = summary(runs, pairs)
     mean, worst = s["mean_abs_error"], s["max_abs_error"]
     if mean_error is not None and (mean is None or mean > mean_error):
-        raise ValidationFailed(f"validation failed: mean |error| {mean:.1%} exceeds --mean-error {mean_error:.1%}")
+        return _verdict(f"mean |error| {mean if mean is None else f'{mean:.1%}'} exceeds "
+                        f"--mean-error {mean_error:.1%}")
     if max_error is not None and (worst is None or worst > max_error):
-        raise ValidationFailed(f"validation failed: max |error| {worst:.1%} exceeds --max-error {max_error:.1%}")
+        return _verdict(f"max |error| {worst if worst is None else f'{worst:.1%}'} exceeds "
+                        f"--max-error {max_error:.1%}")
+    return 0

@@ -8,6 +8,8 @@ straggler, jitter, mixed GPU models) becomes as many classes as there are distin
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import InputError
@@ -27,8 +29,8 @@ def parse_straggler(text: str | None, n_gpus: int, gpus_per_node: int) -> tuple[
     limit = n_gpus if parts[0] == "gpu" else n_gpus // gpus_per_node
     if not 0 <= index < limit:
         raise InputError(f"--straggler {text!r}: {parts[0]} {index} out of range 0..{limit - 1}")
-    if factor <= 0:
-        raise InputError(f"--straggler {text!r}: factor must be positive")
+    if not math.isfinite(factor) or not 0 < factor <= 1e6:
+        raise InputError(f"--straggler {text!r}: factor must be a finite number in (0, 1e6]")
     return parts[0], index, factor
 
 

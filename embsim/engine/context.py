@@ -7,7 +7,9 @@ from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import model_times, optimizer_step_time, sparse_optimizer_step_time
 from ..workload.gpu_compute import for_gpu, from_measurement
 from ..workload.roofline import ComputeSpec
+from ..workload import load_model
 from ..workload.tokens import RowTouches, TokenStats
+from .trace_times import trace_layer_times
 
 GiB = 1 << 30
 
@@ -37,14 +39,20 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     strategy's trait; without it a sparse table's lookup backward is the trace's
     sparse-gradient kernel. Layers come from the trace when it timed them for this model;
     otherwise from the kernel model, on calibrate's measured kernel table when the trace
-    carries one (it replaces the spec sheet on that device)."""
+    carries one (it replaces the spec sheet on that device). A shape beyond what the trace
+    measured is scaled by the kernel model, and the compute source says so (trace_times)."""
     kgpu = for_gpu(topo.node.gpu)
     if measured is not None and measured.kernel_table is not None:
         kgpu = from_measurement(topo.node.gpu, measured.kernel_table, measured.source)
     times = model_times(model, kgpu)      # also refuses a dtype the GPU lacks
     if measured is not None and measured.covers(model):
-        fwd, bwd = measured.layer_times(model, sparse_lookups=not dense_table_gradient)
-        source = measured.compute_source
+        def at_shape(batch: int, seq: int):    # the same model at a measured shape
+            return load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
+                              dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+        fwd, bwd, extrapolated = trace_layer_times(
+            model, measured.trace, lambda m: model_times(m, kgpu), at_shape,
+            sparse_lookups=not dense_table_gradient)
+        source = measured.compute_source + (f"; {extrapolated}" if extrapolated else "")
     else:
         sparse_lookups = not dense_table_gradient
         fwd = {n: t.fwd_s for n, t in times.items()}

@@ -3,7 +3,7 @@ report/'s business."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..plan.timeline import EngineRun
 from ..workload.memory import MemoryBreakdown
@@ -18,6 +18,9 @@ class ClusterShape:
     preset: str
     nodes: int
     gpus_per_node: int
+    # the file the preset name resolved to: shown in the text summary; machine-specific,
+    # so kept out of the JSON (report/result_json.py) to keep results comparable
+    file: str = field(default="", compare=False)
 
     @property
     def gpus(self) -> int:
@@ -25,7 +28,7 @@ class ClusterShape:
 
     @classmethod
     def of(cls, topo) -> "ClusterShape":
-        return cls(topo.preset, topo.n_nodes, topo.gpus_per_node)
+        return cls(topo.preset, topo.n_nodes, topo.gpus_per_node, topo.node.source)
 
 
 @dataclass

@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..yamlio import MAX_NUMBER, read_text
+
+# A real Kineto trace of a few steps is tens to hundreds of MB; beyond this it is not one.
+MAX_PROFILE_BYTES = 1 << 30
+MAX_WORLD = 1 << 20
 
 FWD_PREFIX, BWD_PREFIX, MODULE_PREFIX = "fwd:", "bwd:", "nn.Module: "
 BACKWARD_NODE = "autograd::engine::evaluate_function: "
@@ -77,11 +83,18 @@ def _events(data: dict, source: str) -> list[Event]:
         if not isinstance(e, dict) or e.get("ph") != "X" or "dur" not in e:
             continue
         args = e.get("args") or {}
+        if not isinstance(args, dict):
+            raise ProfileError(f"{source}: event {str(e.get('name'))[:80]!r}: 'args' must be an "
+                               f"object, got {type(args).__name__}")
         try:
-            start = float(e["ts"]) * 1e-6      # Chrome-trace times are microseconds
-            end = start + float(e["dur"]) * 1e-6
-        except (KeyError, TypeError, ValueError):
-            raise ProfileError(f"{source}: event {e.get('name')!r} has no numeric ts/dur") from None
+            ts, dur = float(e["ts"]), float(e["dur"])
+        except (KeyError, TypeError, ValueError, OverflowError):
+            raise ProfileError(f"{source}: event {str(e.get('name'))[:80]!r} has no numeric ts/dur") from None
+        if not (math.isfinite(ts) and math.isfinite(dur)) or dur < 0 or abs(ts) > MAX_NUMBER:
+            raise ProfileError(f"{source}: event {str(e.get('name'))[:80]!r}: ts {ts} / dur {dur} "
+                               f"must be finite, dur >= 0")
+        start = ts * 1e-6      # Chrome-trace times are microseconds
+        end = start + dur * 1e-6
         seq = args.get("Sequence number")
         corr = args.get("correlation")
         out.append(Event(name=str(e.get("name", "")), cat=str(e.get("cat", "")), tid=e.get("tid"),
@@ -185,23 +198,33 @@ def profile_layers(data: dict, source: str, rename: dict[str, str] | None = None
     if unknown:
         raise ProfileError(f"{source}: --rename names {', '.join(sorted(unknown))} not found among "
                            f"the profile's layers ({', '.join(forward)})")
-    props = data.get("deviceProperties") or [] if isinstance(data, dict) else []
-    device = props[0].get("name", "gpu") if props and index.on_gpu else "cpu"
+    top = data if isinstance(data, dict) else {}
+    props = top.get("deviceProperties") or []
+    if not isinstance(props, list) or not all(isinstance(p, dict) for p in props):
+        raise ProfileError(f"{source}: 'deviceProperties' must be a list of objects")
+    device = str(props[0].get("name", "gpu")) if props and index.on_gpu else "cpu"
+    distributed = top.get("distributedInfo") or {}
+    if not isinstance(distributed, dict):
+        raise ProfileError(f"{source}: 'distributedInfo' must be an object, got "
+                           f"{type(distributed).__name__}")
+    world = distributed.get("world_size", 1)
+    if world is not None and (isinstance(world, bool) or not isinstance(world, int)
+                              or not 1 <= world <= MAX_WORLD):
+        raise ProfileError(f"{source}: distributedInfo.world_size must be an integer "
+                           f"1..{MAX_WORLD}, got {world!r}")
     return ProfileLayers(source=source, timing="gpu-kernels" if index.on_gpu else "cpu",
-                         layers=layers, device=device,
-                         host=str(data.get("host_name", "")) if isinstance(data, dict) else "",
-                         distributed=dict(data.get("distributedInfo") or {}) if isinstance(data, dict) else {})
+                         layers=layers, device=device, host=str(top.get("host_name", "")),
+                         distributed=dict(distributed))
 
 
 def load_profile(path: str | Path, rename: dict[str, str] | None = None) -> ProfileLayers:
     path = Path(path)
+    text = read_text(path, "profile", ProfileError, max_bytes=MAX_PROFILE_BYTES)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"{path}: cannot read: {exc}") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ProfileError(f"{path} (line {exc.lineno}): not valid JSON: {exc.msg} "
                            f"(truncated profile?)") from None
+    except RecursionError:
+        raise ProfileError(f"{path}: not a Chrome trace (JSON nested too deeply)") from None
     return profile_layers(data, str(path), rename)

@@ -16,12 +16,16 @@ A log is accepted only whole: a run whose table is not closed by the footer is r
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..collectives.busbw import DATATYPES, busbw_factor
 from ..errors import InputError
+from ..yamlio import MAX_NUMBER, check_regular_file
+
+MAX_LOG_BYTES = 256 * 1024 * 1024
 
 
 class NcclTestsLogError(InputError):
@@ -160,9 +164,12 @@ def _number(token: str, what: str, where: str) -> float | None:
     if token.upper() == "N/A":
         return None
     try:
-        return float(token)
+        value = float(token)
     except ValueError:
         raise NcclTestsLogError(f"{where}: {what} {token!r} is not a number") from None
+    if not math.isfinite(value) or abs(value) > MAX_NUMBER:
+        raise NcclTestsLogError(f"{where}: {what} {token!r} must be a finite number")
+    return value
 
 
 def _measurement(values: dict, where: str) -> Measurement | None:
@@ -206,6 +213,10 @@ def _row(tokens: list[str], columns: list[str], where: str, line: int) -> NcclTe
         size, count = int(values["size"]), int(values["count"])
     except ValueError:
         raise NcclTestsLogError(f"{where}: size/count must be integers") from None
+    if not (0 < size <= MAX_NUMBER and 0 < count <= MAX_NUMBER):
+        # nccl-tests never prints a zero-byte row; one would divide by zero downstream
+        raise NcclTestsLogError(f"{where}: size {size} and count {count} must be positive "
+                                f"(at most {MAX_NUMBER:g})")
     dtype = values.get("type", "float")
     dtype = _TYPE_ALIASES.get(dtype, dtype)
     if dtype not in DATATYPES:
@@ -379,10 +390,9 @@ def _remember_versions(text_line: str, run: _Partial) -> None:
 
 def load_nccl_tests_log(path: str | Path, op: str | None = None) -> list[NcclTestsRun]:
     path = Path(path)
+    check_regular_file(path, "nccl-tests log", NcclTestsLogError, max_bytes=MAX_LOG_BYTES)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise NcclTestsLogError(f"{path}: no such file") from None
     except OSError as exc:
-        raise NcclTestsLogError(f"{path}: cannot read: {exc}") from None
+        raise NcclTestsLogError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return parse_nccl_tests_log(text, str(path), op=op)

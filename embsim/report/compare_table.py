@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from .units import human_bytes, human_time
+from .units import compute_source_text, human_bytes, human_time
 
 
 def print_matrix(result, console: Console | None = None) -> None:
@@ -21,7 +21,7 @@ def print_matrix(result, console: Console | None = None) -> None:
                   human_time(r.exposed_comm), human_bytes(r.comm_bytes_per_gpu),
                   human_bytes(r.memory_per_gpu), "yes" if r.fits_in_memory else "[red]NO[/red]")
     console.print(t)
-    console.print(f"compute times: {result.compute_source}")
+    console.print(f"compute times: {compute_source_text(result.compute_source)}")
     for r in result.rows:
         if r.refused is not None:
             console.print(f"refused: {r.label}: {r.refused}")

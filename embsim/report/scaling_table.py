@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from .units import compute_source_text
+
 
 def scaling_table(curve, title: str) -> str:
-    lines = [title, f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} {'efficiency':>10}"]
+    # per-GPU throughput against the smallest run: not simulate's "vs N x one GPU"
+    smallest = f"vs {curve[0].gpus} GPUs" if curve else "vs smallest"
+    lines = [title, f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} {smallest:>12}"]
     for c in curve:
         if c.error:
             lines.append(f"{c.gpus:6d} {c.topology:>20} failed: {c.error}")
         else:
             lines.append(f"{c.gpus:6d} {c.topology:>20} {c.step_time_s * 1e3:10.3f} "
-                         f"{c.samples_per_s:12.1f} {c.efficiency:10.3f}")
+                         f"{c.samples_per_s:12.1f} {c.efficiency:12.3f}")
     for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
-        lines.append(f"compute times: {source}")
+        lines.append(f"compute times: {compute_source_text(source)}")
     return "\n".join(lines)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from .units import human_bytes, human_time
+from .units import compute_source_text, human_bytes, human_time
 
 
 def print_summary(result, console: Console | None = None) -> None:
@@ -16,6 +16,8 @@ def print_summary(result, console: Console | None = None) -> None:
     t = Table(title=title, show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value")
+    if topo.file:
+        t.add_row("topology file", topo.file)
     t.add_row("step time", human_time(result.step_time))
     t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s")
     if result.scaling_efficiency is not None:
@@ -34,7 +36,7 @@ def print_summary(result, console: Console | None = None) -> None:
               f"(params {human_bytes(mem['params'])}, grads {human_bytes(mem['grads'])}, "
               f"optimizer {human_bytes(mem['optimizer_state'] + mem['master_weights'])}, "
               f"activations {human_bytes(mem['activations'])})")
-    t.add_row("compute times", result.compute_source)
+    t.add_row("compute times", compute_source_text(result.compute_source))
     t.add_row("simulated", f"{result.events:,} events in {result.wall_s:.2f} s wall")
     console.print(t)
     if not result.fits_in_memory:

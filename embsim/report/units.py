@@ -14,3 +14,10 @@ def human_time(seconds: float) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.2f} ms"
     return f"{seconds * 1e6:.1f} µs"
+
+
+def compute_source_text(source: str) -> str:
+    """A run's compute source after a "compute times" label ("kernel model, H100 spec",
+    "measured: trace X"), without the "compute: " prefix the label already says."""
+    return source.removeprefix("compute: ")
+

@@ -6,7 +6,7 @@ partition goes next, so a newly ready input-side tensor overtakes the remaining
 partitions of an output-side one. Optimizer updates run per layer, interleaved with the
 next forward (the next forward of layer i waits only for layer i's partitions).
 
-Defaults (reference/workloads.md): ByteScheduler's values suggested for an AllReduce
+Defaults (docs/sources/workloads.md): ByteScheduler's values suggested for an AllReduce
 backend, which NCCL is — partitions of 8,000,000 parameters = 32 MB in fp32 and a credit
 of 16,000,000 parameters = 64 MB. (Its parameter-server defaults, 1M and 4M parameters,
 are `--option partition_bytes=4e6 --option credit_bytes=16e6`: on NCCL each 4 MB piece
@@ -24,6 +24,7 @@ from ..options import positive_number
 from .base import SCHEDULERS, ChannelRule, Scheduler
 
 FP32 = 4
+MIN_PARTITION_BYTES = 64 * 1024
 CHANNEL = "nccl"   # one queue: the scheduler, not separate streams, decides the order
 
 
@@ -48,7 +49,9 @@ class PriorityOptions:
 
     def __post_init__(self):
         for key in ("partition_bytes", "credit_bytes"):
-            object.__setattr__(self, key, positive_number(getattr(self, key), key))
+            # below 64 KiB a gradient would be cut into millions of collectives
+            object.__setattr__(self, key, positive_number(getattr(self, key), key,
+                                                          minimum=MIN_PARTITION_BYTES))
 
 
 @SCHEDULERS.register("priority")

@@ -51,8 +51,11 @@ class S2ReducerOptions:
             raise InputError(f"--option sizing={self.sizing!r}: expected one of {', '.join(SIZINGS)}")
         for key in ("sparsity", "rank", "width_factor"):
             object.__setattr__(self, key, positive_number(getattr(self, key), key))
-        if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1:
-            raise InputError(f"--option depth={self.depth!r}: must be an integer >= 1")
+        # the sketch's row count sums over binomial terms; 64 rows is far beyond any use
+        if isinstance(self.depth, bool) or not isinstance(self.depth, int) or not 1 <= self.depth <= 64:
+            raise InputError(f"--option depth={self.depth!r}: must be an integer 1..64")
+        if self.width_factor > 1000:
+            raise InputError(f"--option width_factor={self.width_factor!r}: must be in (0, 1000]")
 
 
 @STRATEGIES.register("s2reducer")

@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 
 from ..atomic import atomic_write_text
 from ..errors import InputError
+from ..yamlio import check_regular_file
 from .spec import HARDWARE_KEYS, SweepPoint
 
 JSONL, CSV = "results.jsonl", "results.csv"
@@ -69,19 +70,55 @@ def read_results(out_dir: Path) -> dict[str, dict]:
     """hash -> the latest row recorded for it (a retried point's new row wins)."""
     path = Path(out_dir) / JSONL
     rows: dict[str, dict] = {}
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return rows
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    check_regular_file(path, "sweep results file", max_bytes=1 << 30)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read sweep results file: {exc.strerror or exc}") from None
+    for line in data.split(b"\n"):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            # The last line of a sweep killed mid-write; its point simply runs again.
+            row = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            # A line torn by a kill, or damaged: its point simply runs again.
             continue
-        if isinstance(row, dict) and "hash" in row:
+        if (isinstance(row, dict) and isinstance(row.get("hash"), str)
+                and row.get("status") in ("ok", "error")
+                and (row["status"] != "ok" or isinstance(row.get("result"), dict))):
             rows[row["hash"]] = row
     return rows
+
+
+def repair_tail(path: Path) -> None:
+    """Cut a torn last line (a sweep killed mid-write) so that the next row appended
+    starts on a line of its own instead of being glued onto the fragment."""
+    try:
+        with open(path, "rb+") as f:
+            size = f.seek(0, 2)
+            if size == 0:
+                return
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+            # find the last newline: everything after it is the torn fragment
+            pos = size
+            while pos > 0:
+                step = min(pos, 1 << 16)
+                f.seek(pos - step)
+                chunk = f.read(step)
+                cut = chunk.rfind(b"\n")
+                if cut >= 0:
+                    f.truncate(pos - step + cut + 1)
+                    return
+                pos -= step
+            f.truncate(0)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(f"{path}: cannot repair sweep results file: {exc.strerror or exc}") from None
 
 
 def _csv_text(points: Iterable[SweepPoint], rows: dict[str, dict]) -> str:
@@ -130,8 +167,12 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
               workers: int | None = None, processes: bool = True, progress: bool = True,
               point_fn: Callable[[dict], dict] = simulate_point) -> SweepSummary:
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out_dir}: cannot create the results folder: {exc.strerror or exc}") from None
     done = read_results(out_dir)
+    repair_tail(out_dir / JSONL)
     todo = [p for p in points if done.get(p.hash, {}).get("status") != "ok"]
     failed = 0
     if todo:

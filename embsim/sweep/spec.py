@@ -23,12 +23,14 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.run import SimulationConfig
 from ..yamlio import YamlDoc, check_mapping, check_type, load_yaml, parse_yaml
 
+MAX_POINTS = 100_000
 HARDWARE_KEYS = ("nic_gbit", "nvlink_gbps", "oversubscription")
 CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(SimulationConfig))
 _NUMBER = (int, float)
@@ -66,16 +68,30 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def safe_name(name: str) -> str:
+    """A sweep name as one file name: the default results folder is sweeps/NAME, and a
+    name such as ../../x must not put it anywhere else."""
+    cleaned = re.sub(r"[^A-Za-z0-9._+-]+", "-", name).strip(".-")[:100]
+    return cleaned or "sweep"
+
+
 def _value(doc: YamlDoc, path: tuple, key: str, value):
     kind = _FIELD_TYPES.get(key)
     if kind is None:
         return value
     if key == "hardware":
         check_mapping(doc, path, value, (), HARDWARE_KEYS)
-        return {k: check_type(doc, path + (k,), v, float) for k, v in value.items()}
+        return {k: _hardware(doc, path + (k,), v) for k, v in value.items()}
     if value is None and key not in ("topology", "model", "strategy", "scheduler", "iterations"):
         return None
     return check_type(doc, path, value, kind)
+
+
+def _hardware(doc: YamlDoc, path: tuple, value) -> float:
+    value = check_type(doc, path, value, float)
+    if value <= 0:
+        raise doc.error(path, f"a bandwidth or ratio must be positive, got {value:g}")
+    return value
 
 
 def _grid_axes(doc: YamlDoc, grid) -> list[tuple[tuple, list]]:
@@ -91,7 +107,7 @@ def _grid_axes(doc: YamlDoc, grid) -> list[tuple[tuple, list]]:
                 if not items:
                     raise doc.error(path + (hw,), "needs at least one value")
                 axes.append((("hardware", hw),
-                             [check_type(doc, path + (hw, i), v, float) for i, v in enumerate(items)]))
+                             [_hardware(doc, path + (hw, i), v) for i, v in enumerate(items)]))
             continue
         items = check_type(doc, path, values, list)
         if not items:
@@ -103,11 +119,16 @@ def _grid_axes(doc: YamlDoc, grid) -> list[tuple[tuple, list]]:
 def parse_sweep(doc: YamlDoc) -> SweepSpec:
     data = doc.data
     check_mapping(doc, (), data, ("grid",), ("name", "base"))
-    name = check_type(doc, ("name",), data.get("name", Path(doc.source).stem), str)
+    name = safe_name(check_type(doc, ("name",), data.get("name", Path(doc.source).stem), str))
     base = data.get("base") or {}
     check_mapping(doc, ("base",), base, (), CONFIG_FIELDS)
     fixed = {key: _value(doc, ("base", key), key, v) for key, v in base.items()}
     axes = _grid_axes(doc, data["grid"])
+    total = 1
+    for _, values in axes:
+        total *= len(values)
+    if total > MAX_POINTS:
+        raise doc.error(("grid",), f"{total:,} points, more than {MAX_POINTS:,}; split the sweep")
     points, seen = [], {}
     for combo in itertools.product(*(values for _, values in axes)):
         config = json.loads(json.dumps(fixed))           # deep copy, JSON-able

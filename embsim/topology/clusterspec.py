@@ -17,7 +17,7 @@ from pathlib import Path
 import embsim
 
 from .parse import load_node_type
-from .spec import NodeType, TopologyError
+from .spec import LIMITS, NodeType, TopologyError
 from .topology import Topology
 
 DEFAULT_PRESET = "dgx-h100"
@@ -65,11 +65,14 @@ def _looks_like_path(text: str) -> bool:
 
 def _shape(spec: str, text: str) -> tuple[int, int]:
     m = _SHAPE.match(text)
-    if not m:
+    if not m or len(text) > 16:
         raise TopologyError(f"--topology {spec!r}: {text!r} is not NxG (nodes x GPUs per node, e.g. 16x8)")
     n, g = int(m.group(1)), int(m.group(2))
     if n < 1 or g < 1:
         raise TopologyError(f"--topology {spec!r}: nodes and GPUs per node must be >= 1, got {n}x{g}")
+    if n > LIMITS["nodes"] or n * g > LIMITS["gpus"]:
+        raise TopologyError(f"--topology {spec!r}: at most {LIMITS['nodes']} nodes and "
+                            f"{LIMITS['gpus']} GPUs, got {n}x{g}")
     return n, g
 
 

@@ -1,4 +1,4 @@
-"""NCCL's path classes between GPUs (reference/nccl-cost-model.md §1.7). NCCL's view of
+"""NCCL's path classes between GPUs (docs/sources/nccl-cost-model.md §1.7). NCCL's view of
 link bandwidths (per-link constants by arch, PCIe width x speed, NIC speed / 8000) lives
 with the cost model that uses it: embsim.collectives.shape."""
 

@@ -12,7 +12,7 @@ from embsim.errors import InputError
 from embsim.yamlio import YamlDoc, check_mapping, get, load_yaml, parse_yaml
 
 from .build import disconnected_pair, node_template
-from .spec import (CPU_VENDORS, FABRIC_KINDS, NETWORK_KINDS, FabricSpec, GpuSpec,
+from .spec import (CPU_VENDORS, FABRIC_KINDS, LIMITS, NETWORK_KINDS, FabricSpec, GpuSpec,
                    NetworkSpec, NicSpec, NodeType, ServerSpec, TopologyError)
 
 _NVLINK_KEYS = ["nvlink_links_per_gpu", "nvlink_gbps", "nvlink_latency_us"]
@@ -22,10 +22,20 @@ _SOCKET_LINK_KEYS = ["cpu_link_gbps", "cpu_latency_us"]
 _HOST_KEYS = ["host_gbps", "host_latency_us"]
 
 
+TRACE_KIND = "embsim-trace"      # trace/io.py's; a trace may embed its machine
+EMBEDDED_KEY = "host_topology"
+
+
 def load_node_type(path: str | Path) -> NodeType:
-    """Parse a topology file from disk."""
+    """Parse a topology file from disk, or the machine embedded in a calibration trace."""
     try:
-        return node_type_from_doc(load_yaml(path))
+        doc = load_yaml(path)
+        if isinstance(doc.data, dict) and doc.data.get("kind") == TRACE_KIND:
+            if not isinstance(doc.data.get(EMBEDDED_KEY), dict):
+                raise TopologyError(f"{path}: a trace without an embedded topology "
+                                    f"({EMBEDDED_KEY}); give the topology it names instead")
+            doc = doc.sub(EMBEDDED_KEY)
+        return node_type_from_doc(doc)
     except TopologyError:
         raise
     except InputError as exc:  # yamlio raises the base class; keep one error type
@@ -71,17 +81,19 @@ def _gpu(doc: YamlDoc, m) -> GpuSpec:
     p = ("gpu",)
     keys = ["model", "arch", "count", "bf16_tflops", "hbm_gb", "hbm_gbps"]
     check_mapping(doc, p, m, required=keys, optional=["fp32_tflops", *_COMPUTE_KEYS, "tensor_tflops"])
-    arch = get(doc, p, m, "arch", int)
+    arch = get(doc, p, m, "arch", int, hi=LIMITS["arch"])
     if arch < 0:
         raise doc.error(p + ("arch",), f"must be >= 0 (0 means a CPU device), got {arch}")
+
+    def num(key, kind=float, **kw):
+        return get(doc, p, m, key, kind, positive=True, hi=LIMITS[key], **kw)
+
     return GpuSpec(model=get(doc, p, m, "model", str), arch=arch,
-                   count=get(doc, p, m, "count", int, positive=True),
-                   bf16_tflops=get(doc, p, m, "bf16_tflops", float, positive=True),
-                   hbm_gb=get(doc, p, m, "hbm_gb", float, positive=True),
-                   hbm_gbps=get(doc, p, m, "hbm_gbps", float, positive=True),
-                   fp32_tflops=get(doc, p, m, "fp32_tflops", float, default=None, positive=True),
+                   count=num("count", int), bf16_tflops=num("bf16_tflops"),
+                   hbm_gb=num("hbm_gb"), hbm_gbps=num("hbm_gbps"),
+                   fp32_tflops=num("fp32_tflops", default=None),
                    tensor_tflops=_tensor_tflops(doc, m.get("tensor_tflops")),
-                   **{k: get(doc, p, m, k, t, default=None, positive=True)
+                   **{k: get(doc, p, m, k, t, default=None, positive=True, hi=LIMITS.get(k))
                       for k, t in _COMPUTE_KEYS.items()})
 
 
@@ -97,7 +109,8 @@ def _tensor_tflops(doc: YamlDoc, m) -> tuple[tuple[str, float], ...]:
         return ()
     p = ("gpu", "tensor_tflops")
     check_mapping(doc, p, m, required=[], optional=list(TENSOR_DTYPES))
-    return tuple((k, get(doc, p, m, k, float, positive=True)) for k in TENSOR_DTYPES if k in m)
+    return tuple((k, get(doc, p, m, k, float, positive=True, hi=LIMITS["bf16_tflops"]))
+                 for k in TENSOR_DTYPES if k in m)
 
 
 def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
@@ -125,12 +138,12 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
                         "a CPU device (arch 0) goes with fabric kind host, and only it")
 
     def num(key, kind_=float, positive=True):
-        return get(doc, p, m, key, kind_, default=None, positive=positive)
+        return get(doc, p, m, key, kind_, default=None, positive=positive, hi=LIMITS.get(key))
 
     fields = dict(kind=kind)
     for key in ("interference", "comm_interference"):
         if key in m:
-            fields[key] = get(doc, p, m, key, float)
+            fields[key] = get(doc, p, m, key, float, hi=LIMITS["interference"])
             if fields[key] < 0:
                 raise doc.error(p + (key,), f"must be >= 0, got {fields[key]}")
     if kind == "host":
@@ -151,7 +164,7 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
         gen = num("pcie_gen", int)
         if not 1 <= gen <= 6:
             raise doc.error(p + ("pcie_gen",), f"must be 1..6, got {gen}")
-        switches = get(doc, p, m, "pcie_switches", int)
+        switches = get(doc, p, m, "pcie_switches", int, hi=LIMITS["pcie_switches"])
         if switches < 0:
             raise doc.error(p + ("pcie_switches",), f"must be >= 0, got {switches}")
         if sockets > 1:
@@ -199,7 +212,7 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     p = ("nics",)
     if not isinstance(m, dict):
         raise doc.error(p, "must be a mapping")
-    count = get(doc, p, m, "count", int)
+    count = get(doc, p, m, "count", int, hi=LIMITS["nics"])
     if count < 0:
         raise doc.error(p + ("count",), f"must be >= 0, got {count}")
     if count == 0:
@@ -208,7 +221,7 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus", "nccl_latency_us"])
     if not fabric.has_pcie and fabric.kind != "host":
         raise doc.error(p + ("count",), "NICs attach to the PCIe tree: the fabric needs its pcie_* keys")
-    latency = get(doc, p, m, "latency_us", float)
+    latency = get(doc, p, m, "latency_us", float, hi=LIMITS["latency_us"])
     if latency < 0:
         raise doc.error(p + ("latency_us",), f"must be >= 0, got {latency}")
     if "gpus" in m:
@@ -216,10 +229,11 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     else:  # even split, in order: NIC k serves a contiguous block of GPUs
         gpus = tuple(tuple(g for g in range(gpu.count) if g * count // gpu.count == k)
                      or (k * gpu.count // count,) for k in range(count))
-    reported = get(doc, p, m, "nccl_latency_us", float) if "nccl_latency_us" in m else 0.0
+    reported = (get(doc, p, m, "nccl_latency_us", float, hi=LIMITS["latency_us"])
+                if "nccl_latency_us" in m else 0.0)
     if reported < 0:
         raise doc.error(p + ("nccl_latency_us",), f"must be >= 0, got {reported}")
-    return NicSpec(count=count, gbit=get(doc, p, m, "gbit", float, positive=True),
+    return NicSpec(count=count, gbit=get(doc, p, m, "gbit", float, positive=True, hi=LIMITS["gbit"]),
                    latency_us=latency, gpus=gpus, nccl_latency_us=reported)
 
 
@@ -248,24 +262,33 @@ def _network(doc: YamlDoc, m) -> NetworkSpec:
     kind = get(doc, p, m, "kind", str, default="rail-fat-tree")
     if kind not in NETWORK_KINDS:
         raise doc.error(p + ("kind",), f"unknown network kind {kind!r} (one of {', '.join(NETWORK_KINDS)})")
-    latency = get(doc, p, m, "switch_latency_us", float)
+    latency = get(doc, p, m, "switch_latency_us", float, hi=LIMITS["latency_us"])
     if latency < 0:
         raise doc.error(p + ("switch_latency_us",), f"must be >= 0, got {latency}")
     return NetworkSpec(kind=kind,
-                       oversubscription=get(doc, p, m, "oversubscription", float, default=1.0, positive=True),
+                       oversubscription=get(doc, p, m, "oversubscription", float, default=1.0,
+                                            positive=True, hi=LIMITS["oversubscription"]),
                        switch_latency_us=latency,
-                       nodes_per_leaf=get(doc, p, m, "nodes_per_leaf", int, default=None, positive=True),
-                       spines=get(doc, p, m, "spines", int, default=1, positive=True),
-                       radix=get(doc, p, m, "radix", int, default=None, positive=True),
+                       nodes_per_leaf=get(doc, p, m, "nodes_per_leaf", int, default=None,
+                                          positive=True, hi=LIMITS["nodes"]),
+                       spines=get(doc, p, m, "spines", int, default=1, positive=True,
+                                  hi=LIMITS["spines"]),
+                       radix=get(doc, p, m, "radix", int, default=None, positive=True,
+                                 hi=LIMITS["radix"]),
                        spine_oversubscription=get(doc, p, m, "spine_oversubscription", float, default=1.0,
-                                                  positive=True))
+                                                  positive=True, hi=LIMITS["oversubscription"]))
 
 
 def _servers(doc: YamlDoc, m) -> ServerSpec:
     p = ("parameter_servers",)
     check_mapping(doc, p, m, required=[], optional=["nodes", "nics", "nic_gbit", "latency_us", "sum_gbps"])
-    return ServerSpec(nodes=get(doc, p, m, "nodes", int, default=None, positive=True),
-                      nics=get(doc, p, m, "nics", int, default=1, positive=True),
-                      nic_gbit=get(doc, p, m, "nic_gbit", float, default=None, positive=True),
-                      latency_us=get(doc, p, m, "latency_us", float, default=None),
-                      sum_gbps=get(doc, p, m, "sum_gbps", float, default=20.0, positive=True))
+    latency = get(doc, p, m, "latency_us", float, default=None, hi=LIMITS["latency_us"])
+    if latency is not None and latency < 0:
+        raise doc.error(p + ("latency_us",), f"must be >= 0, got {latency}")
+    return ServerSpec(nodes=get(doc, p, m, "nodes", int, default=None, positive=True, hi=LIMITS["nodes"]),
+                      nics=get(doc, p, m, "nics", int, default=1, positive=True, hi=LIMITS["nics"]),
+                      nic_gbit=get(doc, p, m, "nic_gbit", float, default=None, positive=True,
+                                   hi=LIMITS["gbit"]),
+                      latency_us=latency,
+                      sum_gbps=get(doc, p, m, "sum_gbps", float, default=20.0, positive=True,
+                                   hi=LIMITS["host_gbps"]))

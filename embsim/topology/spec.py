@@ -20,6 +20,30 @@ NVLINK_FABRICS = ("nvswitch", "nvlink-mesh", "nvlink-bridge")
 CPU_VENDORS = ("intel", "amd", "arm")
 NETWORK_KINDS = ("rail-fat-tree", "fat-tree")
 
+# Upper bounds of what a node-type file may say, each well beyond any machine built or
+# announced (a B200 is 2.25 PFLOPS bf16 dense, 8 TB/s HBM; NVLink 5 is 900 GB/s per
+# direction; an 800 Gb/s NIC; a 64-port switch layer). A larger value is a typo in units
+# (GB vs bytes) and would only make the simulator run for ever or exhaust memory.
+LIMITS = {
+    "arch": 1000,                   # compute capability x10
+    "count": 128,                   # GPUs per node
+    "bf16_tflops": 1e5, "fp32_tflops": 1e5,
+    "hbm_gb": 1e5, "hbm_gbps": 1e6,  # a CPU device's hbm_* is host RAM
+    "nvswitches": 64, "nvlink_links_per_gpu": 64, "nvlink_gbps": 1e5,
+    "pcie_lanes": 64, "pcie_gbps": 1e4, "pcie_switches": 64,
+    "cpu_sockets": 16, "cpu_link_gbps": 1e4, "host_gbps": 1e5,
+    "latency_us": 1e6, "nvlink_latency_us": 1e6, "pcie_latency_us": 1e6,
+    "cpu_latency_us": 1e6, "host_latency_us": 1e6,
+    "interference": 100.0,          # compute 101x slower while a collective runs
+    "nics": 128, "gbit": 1e5,           # a GB200 NVL72 rack as one node has 72
+    "oversubscription": 1000.0,
+    "nodes": 16384,                 # nodes in a cluster (and per leaf switch)
+    "spines": 4096, "radix": 1024,
+    "sms": 1000, "gemm_fraction": 1.0, "hbm_fraction": 1.0,   # fractions of a peak
+    "l2_bytes_per_clk": 1e6, "clock_mhz": 1e5,
+    "gpus": 131072,                 # GPUs in a cluster
+}
+
 
 @dataclass(frozen=True)
 class GpuSpec:

@@ -29,7 +29,7 @@ COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "bro
 SCOPES = ("all", "intra-node", "inter-node")
 TOP_KEYS = ("kind", "schema_version", "device", "model", "seq", "topology", "provenance",
             "layers", "optimizer", "collectives", "steps", "token_stats", "end_of_trace")
-OPTIONAL_TOP_KEYS = ("interference", "rank_skew", "compute")
+OPTIONAL_TOP_KEYS = ("interference", "rank_skew", "compute", "host_topology")
 
 
 def load_trace(path: str | Path) -> Trace:
@@ -58,7 +58,7 @@ def _build(doc: YamlDoc) -> Trace:
     if not isinstance(data, dict) or data.get("kind") != TRACE_KIND:
         raise TraceError(f"{doc.source}: not an embsim trace (expected 'kind: {TRACE_KIND}')")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if type(version) is not int or version != SCHEMA_VERSION:   # `true` == 1 in Python
         raise TraceError(f"{doc.where(('schema_version',))}: unknown trace schema version "
                          f"{version!r} (this embsim reads version {SCHEMA_VERSION}); "
                          f"re-run `embsim calibrate` or upgrade embsim")
@@ -86,9 +86,19 @@ def _build(doc: YamlDoc) -> Trace:
                    if data.get("rank_skew") is not None else None),
         compute=(parse_compute(doc, ("compute",), data["compute"])
                  if data.get("compute") is not None else None),
+        host_topology=_host_topology(doc),
         source=doc.source,
     )
     return trace
+
+
+def _host_topology(doc: YamlDoc) -> dict | None:
+    """The embedded machine, checked as a topology file would be."""
+    if doc.data.get("host_topology") is None:
+        return None
+    from ..topology.parse import node_type_from_doc
+    node_type_from_doc(doc.sub("host_topology"))
+    return doc.data["host_topology"]
 
 
 def _list(doc: YamlDoc, path: tuple, value: Any) -> list:
@@ -244,7 +254,7 @@ def _interference(doc: YamlDoc, p: tuple, m: Any) -> InterferenceMeasurement:
         both_s=_time(doc, p, m, "both_us"), reps=get(doc, p, m, "reps", int, positive=True),
         comm_overlapped_s=(_time(doc, p, m, "comm_overlapped_us")
                            if m.get("comm_overlapped_us") is not None else None))
-    for key, value in (("alone_us", rec.alone_s), ("comm_us", rec.comm_s)):
+    for key, value in (("alone_us", rec.alone_s), ("comm_us", rec.comm_s), ("both_us", rec.both_s)):
         if value <= 0:
             raise doc.error(p + (key,), "must be positive")
     return rec
@@ -313,6 +323,8 @@ def trace_to_dict(trace: Trace) -> dict:
                                "reps": f.reps, "factor": round(f.factor, 4)}
         if f.comm_overlapped_s is not None:
             out["interference"]["comm_overlapped_us"] = _us(f.comm_overlapped_s)
+    if trace.host_topology is not None:
+        out["host_topology"] = trace.host_topology
     k = trace.rank_skew
     if k is not None:
         out["rank_skew"] = {"batch": k.batch, "rank0_us": _us(k.rank0_s),

@@ -215,6 +215,9 @@ class Trace:
     interference: InterferenceMeasurement | None = None
     rank_skew: RankSkew | None = None
     compute: Any = None            # embsim.trace.compute.ComputeMeasurement, if measured
+    # the measured machine as a topology document (topologies/*.yaml dialect), embedded so
+    # that the trace never depends on a file a later calibration rewrites; None: named only
+    host_topology: dict | None = field(default=None, compare=False)
     source: str = field(default="", compare=False)   # file it was loaded from
 
     @property

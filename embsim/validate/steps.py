@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..engine.measured import MeasuredInputs
 from ..engine.run import SimulationConfig, simulate
+from ..engine.trace_defaults import trace_topology
 from ..errors import InputError
-from ..topology import TopologySpec, load_topology
 from ..trace import load_trace
 
 
@@ -27,21 +27,6 @@ class StepError:
         return None if self.simulated_s is None else self.simulated_s / self.measured_s - 1.0
 
 
-def trace_topology(trace_path: Path, name: str, world: int) -> str:
-    """The trace's topology (a file name as calibrate writes it, or a preset) for `world` ranks."""
-    if not name:
-        raise InputError(f"{trace_path}: the trace names no topology")
-    candidates = [Path(name), Path("topologies") / name, trace_path.parent / name,
-                  trace_path.parent.parent / "topologies" / name]
-    for c in candidates:
-        if c.is_file():
-            return str(TopologySpec(str(c)).with_shape(1, world))
-    try:
-        load_topology(name)
-    except InputError:
-        raise InputError(f"{trace_path}: topology {name!r} not found (looked in "
-                         f"{', '.join(str(c.parent) for c in candidates)})") from None
-    return str(TopologySpec.parse(name).with_shape(1, world))
 
 
 def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
@@ -53,7 +38,7 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
     for s in trace.steps.values():
         # simulate the model the steps ran (calibrate unties a tied output projection);
         # interference defaults to the trace's own measurement
-        cfg = SimulationConfig(topology=trace_topology(trace_path, trace.topology, s.world),
+        cfg = SimulationConfig(topology=trace_topology(trace, trace_path, s.world),
                                model=trace.model, batch=s.batch, seq=s.seq, strategy=s.strategy,
                                trace=str(trace_path), iterations=iterations,
                                efficiency_baseline=False, untie_outputs=s.untied_outputs,

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..engine.config import with_options
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
+from ..report.units import compute_source_text
 from ..yamlio import YamlDoc, check_mapping, get, load_yaml
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
@@ -174,7 +175,7 @@ def training_table(runs: list[TrainingRun], pairs: list[ScalingPair], markdown: 
               f"over {s['pairs']} pairs"]
     if skipped:
         lines.append(f"not simulated: {len(skipped)} runs ({'; '.join(sorted({r.skipped for r in skipped}))})")
-    lines += [f"compute times: {src}" for src in sources]
+    lines += [f"compute times: {compute_source_text(src)}" for src in sources]
     text = "\n".join(lines)
     if not markdown:
         text = text.replace("**", "")

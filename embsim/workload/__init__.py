@@ -15,7 +15,7 @@ from ..errors import InputError
 from .build import build_model
 from .overrides import apply_overrides
 from .model import DTYPE_BYTES, EmbeddingTable, Layer, Model, Optimizer
-from .spec import ModelSpec, load_model_spec
+from .spec import LIMITS as SPEC_LIMITS, ModelSpec, load_model_spec
 from .tokens import TokenStats, expected_overlap, expected_unique, sample_batches
 
 ZOO_DIR = Path(__file__).resolve().parent / "zoo"
@@ -64,5 +64,11 @@ def load_model(name_or_path: str, batch: int | None = None, seq: int | None = No
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                   or value <= 0):
             raise InputError(f"{flag}: must be a positive integer, got {value!r}")
+        if value is not None and value > SPEC_LIMITS[flag]:
+            raise InputError(f"{flag}: at most {SPEC_LIMITS[flag]:,}, got {value:,}")
+    tokens = (batch or spec.batch) * (seq or spec.seq)
+    if tokens > SPEC_LIMITS["tokens"]:
+        raise InputError(f"batch x seq: {tokens:,} tokens per GPU, more than the "
+                         f"{SPEC_LIMITS['tokens']:,} embsim samples per step")
     return build_model(spec, batch or spec.batch, seq or spec.seq,
                        untie_outputs=bool(untie_outputs), dtype=dtype, amp=amp)

@@ -24,6 +24,12 @@ from typing import Any
 from ..yamlio import YamlDoc, check_mapping, check_type, get, load_yaml
 from .model import DTYPE_BYTES, OPTIMIZER_STATE_TENSORS
 
+# Bounds that keep a model file within memory and time: token statistics hold one float
+# per vocabulary row (1e8 rows = 800 MB), a batch samples batch x seq tokens per GPU, and
+# `repeat` unrolls into that many layers. The largest zoo model is far inside each.
+LIMITS = {"vocab": 100_000_000, "dim": 1_000_000, "layer_int": 1_000_000_000, "repeat": 1000,
+          "batch": 1_000_000, "seq": 1_000_000, "tokens": 1 << 24}
+
 COMMON_LAYER_KEYS = ("name", "kind", "repeat", "note")
 BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropout",
               "fused_elementwise")
@@ -108,11 +114,11 @@ def _parse_table(doc: YamlDoc, path: tuple, raw: Any) -> TableSpec:
     check_mapping(doc, path, raw, ["name", "dim", "input"],
                   ["vocab", "fields", "hash_buckets", "note"])
     name = get(doc, path, raw, "name", str)
-    dim = get(doc, path, raw, "dim", int, positive=True)
+    dim = get(doc, path, raw, "dim", int, positive=True, hi=LIMITS["dim"])
     if ("vocab" in raw) == ("fields" in raw):
         raise doc.error(path, "give exactly one of 'vocab' or 'fields' (per-field cardinalities)")
     if "vocab" in raw:
-        vocab = get(doc, path, raw, "vocab", int, positive=True)
+        vocab = get(doc, path, raw, "vocab", int, positive=True, hi=LIMITS["vocab"])
     else:
         # one table holding every categorical field, each hashed to at most hash_buckets rows
         fields = check_type(doc, path + ("fields",), raw["fields"], list)
@@ -122,6 +128,9 @@ def _parse_table(doc: YamlDoc, path: tuple, raw: Any) -> TableSpec:
             check_type(doc, path + ("fields", i), c, int)
             _positive(doc, path + ("fields", i), c)
             vocab += min(c, cap) if cap else c
+        if vocab > LIMITS["vocab"]:
+            raise doc.error(path + ("fields",), f"{vocab:,} rows in all, more than the "
+                            f"{LIMITS['vocab']:,} embsim can sample token statistics for")
     return TableSpec(name, vocab, dim, get(doc, path, raw, "input", str))
 
 
@@ -143,12 +152,14 @@ def _parse_layer(doc: YamlDoc, path: tuple, raw: Any) -> LayerSpec:
         if isinstance(value, str) and kind_type == SEQ_OR_INT and key == "lookups" and value != "seq":
             raise doc.error(path + (key,), f"must be an integer or 'seq', got {value!r}")
         _positive(doc, path + (key,), value)
+        if isinstance(value, int) and not isinstance(value, bool) and value > LIMITS["layer_int"]:
+            raise doc.error(path + (key,), f"must be <= {LIMITS['layer_int']:,}, got {value:,}")
         if key == "token_fraction" and not 0 < value <= 1:
             raise doc.error(path + (key,), f"must be in (0, 1], got {value!r}")
         if key in ENUMS and not (key == "bias" and kind != "lstm"):
             _enum(doc, path + (key,), value, ENUMS[key])
         params[key] = value
-    repeat = get(doc, path, raw, "repeat", int, default=1, positive=True)
+    repeat = get(doc, path, raw, "repeat", int, default=1, positive=True, hi=LIMITS["repeat"])
     return LayerSpec(get(doc, path, raw, "name", str), kind, repeat, params)
 
 
@@ -209,8 +220,8 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
     return ModelSpec(
         name=get(doc, (), top, "name", str), description=get(doc, (), top, "description", str, ""),
         source=get(doc, (), top, "source", str), published=published,
-        batch=get(doc, ("defaults",), d, "batch", int, positive=True),
-        seq=get(doc, ("defaults",), d, "seq", int, positive=True),
+        batch=get(doc, ("defaults",), d, "batch", int, positive=True, hi=LIMITS["batch"]),
+        seq=get(doc, ("defaults",), d, "seq", int, positive=True, hi=LIMITS["seq"]),
         dtype=dtype, optimizer=optimizer, tables=tuple(tables), layers=tuple(layers),
         path=doc.source)
 

@@ -3,7 +3,7 @@
 Tokens are drawn independently from a unigram distribution p over the vocabulary
 (row v = the v-th most frequent word, as frequency-sorted vocabularies are laid out):
 either Zipf(s), p_v ∝ (v+1)^-s — natural-language word frequencies follow Zipf's law with
-s ≈ 1.0–1.1 (reference/workloads.md), default 1.05 — or the empirical unigram frequencies
+s ≈ 1.0–1.1 (docs/sources/workloads.md), default 1.05 — or the empirical unigram frequencies
 of a real text file. For T tokens, exactly,
 
     E[unique rows] = sum_v 1 - (1 - p_v)^T       (computed as -expm1(T * log1p(-p_v)))
@@ -38,6 +38,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..yamlio import check_regular_file
+
+MAX_CORPUS_BYTES = 1 << 30      # read whole into memory: a larger file is refused, not swapped
 
 DEFAULT_ZIPF_S = 1.05
 WORD = re.compile(r"[^\W\d_]+")     # runs of letters (any script); everything else splits
@@ -80,7 +83,7 @@ class TokenStats:
         touched (probability 0); with fewer rows than distinct words, the vocab-1 most
         frequent words keep their rows and the rest share an <unk> row, as a word-level
         vocabulary does."""
-        path = Path(path)
+        path = check_regular_file(path, "corpus", max_bytes=MAX_CORPUS_BYTES)   # no pipes
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:

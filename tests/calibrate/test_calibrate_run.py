@@ -58,14 +58,60 @@ def test_quick_trace_is_complete(quick_trace):
     assert ts.ranks == 2 and max(ts.unique_per_rank) <= ts.union <= sum(ts.unique_per_rank)
 
 
-def test_host_topology_written_and_loadable(quick_trace):
+def test_host_topology_embedded_written_and_loadable(quick_trace):
     trace, d = quick_trace
-    assert trace.topology == "local-cpu.yaml"
-    node = load_node_type(d / "local-cpu.yaml")
+    if trace.host_topology is None:
+        # a quick sweep on a loaded machine can leave no usable link fit: then nothing
+        # about the host is made up (tests/trace/test_embedded_topology.py covers embedding)
+        assert trace.topology == "" and not (d / "local-cpu.yaml").exists()
+        return
+    assert trace.topology.startswith("calibrated-") and "-cpu-" in trace.topology
+    assert trace.host_topology is not None and trace.host_topology["name"] == trace.topology
+    node = load_node_type(d / "local-cpu.yaml")            # the --topology-out copy
+    embedded = load_node_type(d / "t.yaml")                # the trace as a topology file
+    assert (node.gpu, node.fabric, node.nics) == (embedded.gpu, embedded.fabric, embedded.nics)
     assert node.fabric.kind == "host" and node.gpu.count == 2
     assert node.fabric.host_gbps > 0 and node.fabric.host_latency_us >= 0
     assert node.fabric.interference == pytest.approx(trace.interference.compute_factor, abs=1e-4)
     assert node.fabric.comm_interference == pytest.approx(trace.interference.comm_factor, abs=1e-4)
+
+
+def test_the_trace_alone_is_a_starting_point(quick_trace, capsys):
+    """No other flag: the trace's model, embedded machine, batch and seq."""
+    from embsim.cli import main
+    trace, d = quick_trace
+    args = ["simulate", "--trace", str(d / "t.yaml"), "--json"]
+    if trace.host_topology is None:              # no usable link fit (see above)
+        assert main(args) == 2
+        assert "give --topology" in capsys.readouterr().err
+        args += ["--topology", "local-cpu"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "extrapolated" not in out and (trace.host_topology is None or '"preset": "calibrated-' in out)
+
+
+def test_existing_outputs_are_never_overwritten_unasked(tmp_path):
+    out = tmp_path / "t.yaml"
+    out.write_text("old trace\n")
+    cfg = CalibrateConfig(world=2, backend="gloo", quick=True, out=str(out))
+    with pytest.raises(InputError, match="exists.*--force"):
+        run_calibration(cfg)
+    topo = tmp_path / "topo.yaml"
+    topo.write_text("old topology\n")
+    cfg = CalibrateConfig(world=2, backend="gloo", quick=True, out=str(tmp_path / "new.yaml"),
+                          topology_out=str(topo))
+    with pytest.raises(InputError, match="--topology-out .*exists"):
+        run_calibration(cfg)
+    assert out.read_text() == "old trace\n" and topo.read_text() == "old topology\n"
+
+
+def test_without_torch_one_line_exit_2():
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from embsim.cli import main; sys.exit(main(['calibrate', '--quick']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("embsim: error: calibrate runs real PyTorch kernels and needs "
+                                   "torch: pip install 'embsim[calibrate]'")
 
 
 def test_failing_rank_leaves_old_trace(tmp_path):
@@ -74,7 +120,7 @@ def test_failing_rank_leaves_old_trace(tmp_path):
     corpus = tmp_path / "short.txt"
     corpus.write_text("too few words\n")             # every rank raises reading it
     cfg = CalibrateConfig(batch=2, seq=16, world=2, backend="gloo", quick=True, corpus=str(corpus),
-                          out=str(out), topology_out=str(tmp_path / "topo.yaml"))
+                          out=str(out), topology_out=str(tmp_path / "topo.yaml"), force=True)
     with pytest.raises(InputError, match="calibration failed on rank"):
         run_calibration(cfg)
     assert out.read_text() == "old trace\n"
@@ -88,7 +134,8 @@ def test_sigint_leaves_old_trace(tmp_path):
             "command.main(sys.argv[1:])")
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "--backend", "gloo", "--world", "2", "--batch", "4",
-         "--seq", "16", "--out", str(out), "--topology-out", str(tmp_path / "topo.yaml")],
+         "--seq", "16", "--out", str(out), "--topology-out", str(tmp_path / "topo.yaml"),
+         "--force"],
         cwd=ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True)
     # Wait until the ranks are measuring, then interrupt the whole group as Ctrl-C does.
     deadline = time.time() + 60

@@ -77,3 +77,12 @@ def test_zoo_names_match_the_simulators():
     shape = model_spec("bert-base")
     built = load_model("bert-base", batch=2, seq=16)
     assert [l.name for l in shape.layers] == [l.name for l in built.layers]
+
+
+def test_link_fit_refuses_a_slope_that_is_not_a_bandwidth():
+    """Times that do not grow with size (noise) must not become a made-up bandwidth."""
+    sizes = tuple(1 << k for k in range(10, 24, 2))
+    flat = CollectiveCurve("all_reduce", 2, "all", sizes, tuple(1e-3 - 1e-12 * s for s in sizes),
+                           tuple(0.0 for _ in sizes))
+    with pytest.raises(InputError, match="link fit is unusable"):
+        fit_links([flat])

@@ -42,7 +42,8 @@ def test_cli_json_and_plot(tmp_path):
                                        "--strategies", "allreduce,allgather", "--schedulers", "fifo,priority",
                                        "--json", "--plot", str(png)])
     assert out.exit_code == 0, out.output
-    doc = json.loads(out.output)
+    doc = json.loads(out.stdout)          # "wrote m.png" goes to stderr under --json
+    assert f"wrote {png}" in out.stderr
     assert doc["baseline"] == "allreduce/fifo"
     assert len(doc["rows"]) == 4
     assert all(FIELDS <= set(r) for r in doc["rows"])

@@ -29,3 +29,16 @@ def test_import_nccl_tests_bad_log_exits_2(tmp_path, capsys):
     rc = main(["import-nccl-tests", str(FIXTURES / "truncated.log"), "--out", str(tmp_path / "x.yaml")])
     assert rc == 2 and "truncated" in capsys.readouterr().err
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_import_profile_requires_the_profiled_machine(tmp_path, capsys):
+    from embsim.cli import main
+    profile = tmp_path / "p.json"
+    profile.write_text('{"traceEvents": []}')
+    assert main(["import-profile", str(profile), "--model", "tiny-lm",
+                 "--out", str(tmp_path / "t.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--topology" in err
+    assert main(["import-profile", str(profile), "--model", "tiny-lm", "--topology", "nope",
+                 "--out", str(tmp_path / "t.yaml")]) == 2
+    assert not (tmp_path / "t.yaml").exists()

@@ -69,12 +69,71 @@ def test_sweep_on_local_cluster_with_failure_and_resume(tmp_path):
     assert len(read_results(tmp_path)) == 8
 
 
+def test_resume_after_a_torn_last_line_keeps_every_finished_point(tmp_path):
+    points = list(sweep_from_text(SWEEP).points)[:2]
+    run_sweep(points[:1], tmp_path, workers=1, processes=False, progress=False)
+    with open(tmp_path / "results.jsonl", "ab") as f:
+        f.write(b'{"hash": "torn", "status": "o')           # killed mid-write
+    summary = run_sweep(points, tmp_path, workers=1, processes=False, progress=False)
+    assert (summary.skipped, summary.ran) == (1, 1)
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["hash"] for line in lines)
+    assert set(read_results(tmp_path)) == {p.hash for p in points}
+    with open(tmp_path / "results.csv") as f:
+        assert len(list(csv.DictReader(f))) == 2
+
+
+@pytest.mark.parametrize("damage", [b"\xff\xfe not utf-8\n", b"[1, 2]\n", b'{"hash": 3}\n',
+                                    b'{"hash": "x", "status": "ok", "result": 5}\n'])
+def test_damaged_results_rows_are_skipped(tmp_path, damage):
+    (tmp_path / "results.jsonl").write_bytes(damage)
+    assert read_results(tmp_path) == {}
+
+
+def test_results_file_that_is_a_directory_is_one_line(tmp_path):
+    (tmp_path / "results.jsonl").mkdir()
+    with pytest.raises(InputError, match="not a regular file|a directory"):
+        read_results(tmp_path)
+
+
+def test_sweep_name_cannot_escape_the_sweeps_folder():
+    spec = sweep_from_text("name: ../../../escaped\ngrid: {strategy: [allreduce]}\n")
+    assert spec.name == "escaped" and "/" not in spec.name
+
+
+def test_bad_grid_value_is_refused_before_anything_runs(tmp_path, capsys):
+    from embsim.cli import main
+    path = tmp_path / "s.yaml"
+    path.write_text(SWEEP)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no-such-strategy" in err and "point 2" in err
+    assert not (tmp_path / "o").exists()
+    assert main(["scale", "--model", "tiny-lm", "--strategy", "nosuch", "--gpus", "1,2"]) == 2
+    assert main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "1,2",
+                 "--iterations", "0"]) == 2
+
+
+def test_sweep_where_nothing_succeeds_exits_non_zero(tmp_path, capsys, monkeypatch):
+    import embsim.engine.run as run
+    from embsim.cli import main
+
+    def broken(cfg):
+        raise RuntimeError("simulated crash")
+    monkeypatch.setattr(run, "simulate", broken)
+    path = tmp_path / "s.yaml"
+    path.write_text("base: {model: tiny-lm, iterations: 2}\ngrid: {topology: [dgx-h100:1x2]}\n")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 1
+    assert "no point succeeded" in capsys.readouterr().err
+
+
 def test_sweep_command_and_scale(tmp_path, capsys):
     from embsim.cli import main
     path = tmp_path / "s.yaml"
     path.write_text(SWEEP)
+    path.write_text(SWEEP.replace(", no-such-strategy", ", allgather"))
     assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 0
-    assert "8 points, 0 already done, 8 run, 4 failed" in capsys.readouterr().out
+    assert "8 points, 0 already done, 8 run, 0 failed" in capsys.readouterr().out
     rc = main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "1,2,4",
                "--iterations", "2", "--json", "--plot", str(tmp_path / "scale.png")])
     assert rc == 0

@@ -9,7 +9,7 @@ from embsim.topology import list_presets, load_topology
 PRESET_DIR = Path(embsim.__file__).parent.parent / "topologies"
 PRESETS = ["dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h200", "dgx-b200", "pcie-rtx3090"]
 
-# Published per-direction figures (reference/hardware.md): NVLink per GPU, NIC line rate in GB/s.
+# Published per-direction figures (docs/sources/hardware.md): NVLink per GPU, NIC line rate in GB/s.
 EXPECTED = {
     "dgx-a100": dict(arch=80, nvlink=300, nic=25, pcie=31),
     "dgx-a100-40gb": dict(arch=80, nvlink=300, nic=25, pcie=31),

@@ -50,7 +50,7 @@ def test_densification_grows_with_gpu_count_and_saturates():
     curve = stats.densification(ks, bert.tokens_per_gpu)
     assert np.all(np.diff(curve) > 0) and curve[-1] < 1
     assert np.all(np.diff(np.diff(curve) / np.diff(ks)) < 0)    # concave: less new per GPU
-    # Zen (reference/workloads.md): BERT 1.06 % on one GPU -> 40.8 % over 128 GPUs.
+    # Zen (docs/sources/workloads.md): BERT 1.06 % on one GPU -> 40.8 % over 128 GPUs.
     # What our Zipf(1.05) gives, not tuned to match: with BERT's 32 x 128 = 4096 tokens per
     # GPU, 5.2 % -> 89 %. At the 582 tokens per GPU for which one GPU touches 1.06 %
     # (about the 15 % of tokens that masked-LM predicts), 128 GPUs reach 39.7 %.
@@ -106,7 +106,7 @@ def test_bad_corpus(tmp_path):
     empty.write_text("123 456 ...")
     with pytest.raises(InputError, match="no words"):
         TokenStats.from_corpus(empty)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="no such corpus"):
         TokenStats.from_corpus(tmp_path / "missing.txt")
     with pytest.raises(InputError, match="contiguous"):
         sample_batches(TokenStats.zipf(10), 1, 4, seed=0, contiguous=True)

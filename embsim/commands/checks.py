@@ -1,0 +1,47 @@
+"""Click parameter types that refuse nonsense numbers at the flag: not finite, out of a
+stated range, or not a whole number where a count is meant. One line, exit 2, via
+click's usage errors (embsim.cli prints them on one line)."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+# Upper bounds of counts given on the command line; beyond them a run would take hours
+# or exhaust memory before saying anything.
+MAX_ITERATIONS = 1000
+MAX_BATCH = 1_000_000
+MAX_SEQ = 1_000_000
+MAX_SEED = 2 ** 63 - 1
+MAX_ACCUMULATE = 1024            # micro-batches per optimizer step
+
+
+class FiniteFloat(click.ParamType):
+    """A finite float within [lo, hi] (either end optional)."""
+
+    name = "number"
+
+    def __init__(self, lo: float | None = None, hi: float | None = None):
+        self.lo, self.hi = lo, hi
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float) and math.isfinite(value):
+            number = value
+        else:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if (self.lo is not None and number < self.lo) or (self.hi is not None and number > self.hi):
+            lo = "" if self.lo is None else f"{self.lo:g}"
+            hi = "" if self.hi is None else f"{self.hi:g}"
+            self.fail(f"{value!r} is not in the range {lo}..{hi}", param, ctx)
+        return number
+
+
+def count(lo: int, hi: int) -> click.IntRange:
+    """A whole number lo..hi."""
+    return click.IntRange(min=lo, max=hi)

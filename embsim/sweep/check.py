@@ -1,0 +1,57 @@
+"""Check every point of a grid before any runs: a typo in one value (a strategy name, a
+model, an iteration count) is one line and exit 2 up front, not a failed row per point
+after the whole sweep ran."""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import InputError
+from .spec import SweepPoint
+
+MAX_ITERATIONS = 1000          # as the --iterations flag (embsim.commands.checks)
+
+
+def check_config(cfg, seen: set) -> None:
+    """What simulate() would refuse before it starts simulating. `seen` caches the
+    (kind, value) pairs already checked."""
+    from ..schedulers import SCHEDULERS
+    from ..strategies import STRATEGIES
+    from ..topology import load_topology
+    from ..trace import load_trace
+    from ..workload import load_model
+
+    if not isinstance(cfg.iterations, int) or not 2 <= cfg.iterations <= MAX_ITERATIONS:
+        raise InputError(f"iterations {cfg.iterations!r}: need an integer 2..{MAX_ITERATIONS} "
+                         f"(the first is warm-up)")
+    for key in ("interference", "comm_interference", "zipf_s"):
+        value = getattr(cfg, key)
+        if value is not None and (not math.isfinite(value) or value < 0):
+            raise InputError(f"{key} {value!r}: must be a finite number >= 0")
+    checks = [("strategy", (cfg.strategy, repr(cfg.strategy_options)),
+               lambda: STRATEGIES.get(cfg.strategy).from_options(cfg.strategy_options)),
+              ("scheduler", (cfg.scheduler, repr(cfg.scheduler_options)),
+               lambda: SCHEDULERS.get(cfg.scheduler).from_options(cfg.scheduler_options)),
+              ("topology", (cfg.topology, tuple(sorted(cfg.hardware.items()))),
+               lambda: load_topology(cfg.topology).with_overrides(**cfg.hardware)
+               if cfg.hardware else load_topology(cfg.topology)),
+              ("model", (cfg.model, cfg.batch, cfg.seq, cfg.untie_outputs),
+               lambda: load_model(cfg.model, batch=cfg.batch, seq=cfg.seq,
+                                  untie_outputs=cfg.untie_outputs)),
+              ("trace", cfg.trace, lambda: cfg.trace and load_trace(cfg.trace))]
+    for kind, value, load in checks:
+        key = (kind, repr(value))
+        if key not in seen:
+            load()
+            seen.add(key)
+
+
+def check_points(points: list[SweepPoint], what: str = "sweep") -> None:
+    """Raise InputError naming the first point whose configuration cannot run."""
+    from ..engine.config import SimulationConfig
+    seen: set = set()
+    for p in points:
+        try:
+            check_config(SimulationConfig(**p.config), seen)
+        except (InputError, TypeError) as exc:
+            raise InputError(f"{what} point {p.index}: {exc}") from None
