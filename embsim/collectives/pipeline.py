@@ -36,6 +36,7 @@ from types import MappingProxyType
 
 from .channels import runtime_lanes
 from .multinode import nvlstree_stage_bw
+from .nccl_model import net_overhead_us
 from .constants import NcclConstants
 from .trimming import trimmed_slowdown
 
@@ -281,8 +282,14 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
     slowdown = trimmed_slowdown(op, nbytes, algo, proto, shape, graphs, consts)
     if algo == "Tree":
         net_rate = shape.nic_path_bw * max(1, shape.nics_per_node) / full if shape.n_nodes > 1 else 0.0
+        step = step_us(proto, shape, consts)
+        if shape.n_nodes > 1:
+            # a step through the network is launched by the proxy: NCCL charges its Ring steps
+            # max(hop latency, netOverhead) (tuning.cc getNetOverhead: 1 µs, 2 on AMD, x3 for
+            # Simple); the tree's chunk steps up and down cross the same proxy
+            step = max(step, net_overhead_us(shape) * (3 if proto == "Simple" else 1))
         return tree(proto, nbytes, channels, shape.n_nodes, shape.ppn, nccl_latency, nccl_bandwidth,
-                    slowdown, step_us(proto, shape, consts), net_rate)
+                    slowdown, step, net_rate)
     # Ring and PAT (PAT's per-step pattern is not modelled: NCCL's formula, as a ring)
     return ring(op, proto, nbytes, n, channels, threads, nccl_latency, nccl_bandwidth, slowdown, consts,
                 step_us(proto, shape, consts))
