@@ -88,12 +88,15 @@ def default_enabled(op: str, shape: CommShape, graphs: Graphs, consts: NcclConst
     nvls_ok = graphs.nvls is not None and graphs.nvls.n_channels >= 2
     if op == "all_reduce":
         algos.append("Tree")
-        # NVLS across nodes needs CollNet (IB SHARP), which no topology here has: without it
-        # NCCL disables NVLS on several nodes and keeps NVLSTree (NVLS inside a node, a tree
-        # over the NICs) -- tuning.cc "Disable ... Collnet+NVLS if collnet is not supported"
-        # (v2.18.5 ~266, v2.26.2 ~414, v2.29.7 ~469).
+        # NVLS across nodes needs CollNet (IB SHARP, `network.sharp`): without it NCCL
+        # disables NVLS on several nodes and keeps NVLSTree (NVLS inside a node, a tree over
+        # the NICs) -- tuning.cc "Disable ... Collnet+NVLS if collnet is not supported"
+        # (v2.18.5 ~266, v2.26.2 ~414, v2.29.7 ~469). CollNetDirect/Chain are not modelled.
         if nvls_ok:
-            algos.append("NVLS" if shape.n_nodes == 1 else "NVLSTree")
+            if shape.n_nodes == 1 or shape.collnet:
+                algos.append("NVLS")
+            if shape.n_nodes > 1:
+                algos.append("NVLSTree")
     elif op in ("all_gather", "reduce_scatter"):
         if consts.has_pat and shape.n_nodes == shape.n_ranks and shape.n_ranks > 1 and shape.arch >= 60:
             algos.append("PAT")

@@ -31,6 +31,7 @@ class CommShape:
     cpu_vendor: str = "intel"
     nic_latency_us: float = 0.0   # what NCCL's tuner adds per inter-node hop (plugin-reported)
     net_hop_us: float = 0.0       # what an inter-node hop costs beyond NCCL's hwLat[NET] (the file)
+    collnet: bool = False         # CollNet (IB SHARP) available: NVLS may span nodes
     # The topology file's fabric bandwidth over the one NCCL's constants stand for (its
     # per-link constant is an achieved rate for the *spec* link of that arch): 1 when the
     # file describes the hardware NCCL knows; else NCCL still chooses on its own view
@@ -188,5 +189,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         cpu_vendor=(fab.cpu_vendor or "intel"),
         nic_latency_us=float(node.nics.nccl_latency_us) if n_nodes > 1 else 0.0,
         net_hop_us=(float(node.nics.latency_us) + float(node.network.switch_latency_us)) if n_nodes > 1 else 0.0,
+        collnet=bool(node.network.sharp) and n_nodes > 1,
         fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
         if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])

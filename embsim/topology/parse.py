@@ -258,7 +258,7 @@ def _network(doc: YamlDoc, m) -> NetworkSpec:
     p = ("network",)
     check_mapping(doc, p, m, required=["switch_latency_us"],
                   optional=["kind", "oversubscription", "nodes_per_leaf", "spines", "radix",
-                            "spine_oversubscription"])
+                            "spine_oversubscription", "sharp"])
     kind = get(doc, p, m, "kind", str, default="rail-fat-tree")
     if kind not in NETWORK_KINDS:
         raise doc.error(p + ("kind",), f"unknown network kind {kind!r} (one of {', '.join(NETWORK_KINDS)})")
@@ -276,7 +276,8 @@ def _network(doc: YamlDoc, m) -> NetworkSpec:
                        radix=get(doc, p, m, "radix", int, default=None, positive=True,
                                  hi=LIMITS["radix"]),
                        spine_oversubscription=get(doc, p, m, "spine_oversubscription", float, default=1.0,
-                                                  positive=True, hi=LIMITS["oversubscription"]))
+                                                  positive=True, hi=LIMITS["oversubscription"]),
+                       sharp=get(doc, p, m, "sharp", bool, default=False))
 
 
 def _servers(doc: YamlDoc, m) -> ServerSpec:

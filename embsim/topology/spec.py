@@ -130,6 +130,9 @@ class NetworkSpec:
     # leaves gets a third (core) tier over pods of radix/2 leaves, as a fat tree does.
     radix: int | None = None
     spine_oversubscription: float = 1.0         # spine downlink / core uplink (third tier only)
+    # In-network reduction (InfiniBand SHARP) that NCCL's CollNet plugin can use: only then
+    # does NCCL run NVLS across nodes (tuning.cc disables NVLS on nNodes > 1 without it).
+    sharp: bool = False
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ MODEL_NOTES = (
     "",
     "Across nodes (`embsim/collectives/multinode.py`): NVLS needs CollNet (IB SHARP) there,",
     "so without it NCCL runs Ring, Tree or NVLSTree (tuning.cc disables NVLS on nNodes > 1",
-    "when collnet is off). NVLSTree moves data at the slower of one node's NVLS AllReduce and",
+    "when collnet is off; a topology opts in with `network.sharp`). NVLSTree moves data at the slower of one node's NVLS AllReduce and",
     "the heads' NICs (the whole message once per direction on two nodes, half that rate on",
     "more), with 128 KiB chunks from 2.21 (nvlsChunkSize; 64 KiB on 4+ nodes; 512 KiB",
     "before), and its pipeline fills at each stage's own rate. Tree's network hops are",

@@ -110,3 +110,22 @@ def test_nic_latency_reaches_the_kernel_and_reported_latency_reaches_nccls_choic
 def test_reported_latency_must_not_be_negative(tmp_path):
     with pytest.raises(InputError, match="nccl_latency_us"):
         _with_nics(tmp_path, 0.6, reported=-1)
+
+
+def _with_sharp(tmp_path, value):
+    text = (ROOT / "topologies" / "dgx-h100.yaml").read_text()
+    text = text.replace("\nnetwork:\n", f"\nnetwork:\n  sharp: {value}\n", 1)
+    path = tmp_path / f"h100-sharp-{value}.yaml"
+    path.write_text(text)
+    return load_topology(f"{path}:2x8")
+
+
+def test_sharp_lets_nvls_span_nodes(tmp_path):
+    model = CollectiveModel(_with_sharp(tmp_path, "true"))
+    shape, graphs = model.shape(tuple(range(16)))
+    pairs = nm.default_enabled("all_reduce", shape, graphs, model.consts)
+    assert ("NVLS", "Simple") in pairs and ("NVLSTree", "Simple") in pairs
+    plan = CollectiveModel(_with_sharp(tmp_path, "true"), algo="NVLS").plan("all_reduce", 1 << 26, range(16))
+    assert plan.algo == "NVLS" and plan.time > 0
+    with pytest.raises(InputError, match="sharp"):
+        _with_sharp(tmp_path, "maybe")
