@@ -182,7 +182,9 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
     return CommShape(
         arch=int(node.gpu.arch), n_ranks=n_ranks, n_nodes=n_nodes, ppn=ppn, intra=intra,
         nvlink_bw=float(nvlink_bw), pcie_bw=float(pcie_bw),
-        nic_bw=float(node.nics.gbit) / 8.0 if nics else 0.0, nics_per_node=int(nics),
+        # NCCL's view of the NICs: a plugin may present several as one device
+        nic_bw=float(node.nics.gbit) * node.nics.nccl_group / 8.0 if nics else 0.0,
+        nics_per_node=int(nics) // node.nics.nccl_group,
         # NCCL's tuner sees the plugin's reported latency (net_ib getProperties: 0, "Not
         # set"); the kernel's inter-node hop pays the file's adapter and leaf-switch latency
         # on top of NCCL's per-hop hwLat[NET] (multinode.net_hop_us).

@@ -116,6 +116,10 @@ class NicSpec:
     # latencyInter, which NCCL's tuner adds per inter-node hop): 0 for NCCL's own IB/socket
     # transports ("Not set"); a plugin may report a tuning value (aws-ofi-nccl: 75 µs on p5).
     nccl_latency_us: float = 0.0
+    # NICs the net plugin presents to NCCL as one device (aws-ofi-nccl's RDMA protocol groups
+    # the EFA NICs next to a GPU into one multi-rail device at their summed speed): NCCL's
+    # graph search sees count / nccl_group NICs of gbit x nccl_group.
+    nccl_group: int = 1
 
 
 @dataclass(frozen=True)

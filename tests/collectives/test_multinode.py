@@ -129,3 +129,15 @@ def test_sharp_lets_nvls_span_nodes(tmp_path):
     assert plan.algo == "NVLS" and plan.time > 0
     with pytest.raises(InputError, match="sharp"):
         _with_sharp(tmp_path, "maybe")
+
+
+def test_plugin_nic_grouping_is_nccls_view(tmp_path):
+    """aws-p5: 32 x 100 Gb/s EFA, presented to NCCL as 8 devices of 400 Gb/s."""
+    _, (p5, graphs) = _shape("aws-p5:2x8")
+    assert p5.nics_per_node == 8 and p5.nic_bw == pytest.approx(50.0)
+    assert graphs.nvls is not None and graphs.nvls.bw_inter >= 40
+    text = (ROOT / "topologies" / "aws-p5.yaml").read_text().replace("nccl_group: 4", "nccl_group: 3")
+    path = tmp_path / "p5-bad.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match="nccl_group"):
+        load_topology(f"{path}:2x8")
