@@ -17,8 +17,9 @@ def test_packaged_files_all_simulate(packaged):
     assert len(default_files()) >= 3
     simulated = [r for r in runs if r.skipped is None]
     # 56 DeepLearningExamples runs (DGX-1 V100 rows too, since the dgx1-v100 preset) + 18
-    # held-out: BERT DGX-1 V100 pre-training (8), BERT SQuAD (8), Megatron Llama3 8B (2)
-    assert len(simulated) == 74
+    # held-out: BERT DGX-1 V100 pre-training (8), BERT SQuAD (8), Megatron Llama3 8B (2),
+    # NeMo 24.07 GPT3-5B and Llama2 7B (2)
+    assert len(simulated) == 76
     assert all(r.simulated > 0 and "kernel model" in r.compute_source for r in simulated)
     assert not [r for r in runs if r.skipped]
     assert len(pairs) == 48
