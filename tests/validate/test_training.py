@@ -16,12 +16,17 @@ def test_packaged_files_all_simulate(packaged):
     runs, pairs = packaged
     assert len(default_files()) >= 3
     simulated = [r for r in runs if r.skipped is None]
-    assert len(simulated) == 56            # the DGX-1 V100 rows too, since the dgx1-v100 preset
+    # 56 DeepLearningExamples runs (DGX-1 V100 rows too, since the dgx1-v100 preset) + 18
+    # held-out: BERT DGX-1 V100 pre-training (8), BERT SQuAD (8), Megatron Llama3 8B (2),
+    # NeMo 24.07 GPT3-5B and Llama2 7B (2)
+    assert len(simulated) == 76
     assert all(r.simulated > 0 and "kernel model" in r.compute_source for r in simulated)
     assert not [r for r in runs if r.skipped]
-    assert len(pairs) == 40
+    assert len(pairs) == 48
     v100 = [r for r in simulated if r.id.startswith("v100")]
-    assert len(v100) == 12 and all("V100" in r.compute_source for r in v100)
+    assert len(v100) == 24 and all("V100" in r.compute_source for r in v100)
+    llama = [r for r in simulated if r.file == "megatron-bridge-llama3-8b"]
+    assert {r.compute_source.split(",")[1].split()[0] for r in llama} == {"B200-SXM-180GB", "H100-SXM5-80GB"}
 
 
 def test_summary_is_mean_and_max_of_abs_error(packaged):

@@ -7,7 +7,8 @@ from embsim.errors import InputError
 from embsim.workload import list_models, load_model
 
 EXPECTED = {"tiny-lm", "lstm-lm1b", "gnmt", "transformer-wmt", "bert-base", "bert-large",
-            "gpt2", "nmt-iwslt", "deepfm-criteo", "llama3-8b"}
+            "gpt2", "nmt-iwslt", "deepfm-criteo", "llama3-8b", "bert-large-squad",
+            "llama2-7b", "gpt3-5b"}
 
 
 def test_zoo_lists_every_model():
