@@ -169,10 +169,10 @@ def training_table(runs: list[TrainingRun], pairs: list[ScalingPair], markdown: 
                      f"{p.difference:+.3f} |")
     sources = sorted({r.compute_source for r in runs if r.compute_source})
     skipped = [r for r in runs if r.skipped]
+    scaling = (f"scaling efficiency max |difference| **{s['max_scaling_difference']:.3f}** over {s['pairs']} pairs"
+               if s["pairs"] else "no scaling pairs")
     lines += ["", f"mean |error| **{s['mean_abs_error']:.1%}**, max |error| **{s['max_abs_error']:.1%}** "
-              f"over {s['simulated_runs']} runs; scaling efficiency max |difference| "
-              f"**{s['max_scaling_difference'] if s['max_scaling_difference'] is not None else float('nan'):.3f}** "
-              f"over {s['pairs']} pairs"]
+              f"over {s['simulated_runs']} runs; {scaling}"]
     if skipped:
         lines.append(f"not simulated: {len(skipped)} runs ({'; '.join(sorted({r.skipped for r in skipped}))})")
     lines += [f"compute times: {compute_source_text(src)}" for src in sources]
