@@ -5,8 +5,11 @@ click's usage errors (embsim.cli prints them on one line)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import click
+
+from ..errors import InputError
 
 # Upper bounds of counts given on the command line; beyond them a run would take hours
 # or exhaust memory before saying anything.
@@ -45,3 +48,11 @@ class FiniteFloat(click.ParamType):
 def count(lo: int, hi: int) -> click.IntRange:
     """A whole number lo..hi."""
     return click.IntRange(min=lo, max=hi)
+
+
+def refuse_overwrite(path, force: bool, flag: str = "--out") -> None:
+    """An import never replaces an existing file (a user's trace, or a shipped one in
+    traces/) unless asked: checked before anything is read, so a refusal costs nothing."""
+    if path and not force and (Path(path).exists() or Path(path).is_symlink()):
+        raise InputError(f"{flag} {path}: exists; not overwritten (choose another name, "
+                         f"or add --force)")

@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..imports import load_nccl_tests_log, trace_from_nccl_tests
 from ..topology import load_topology
 from ..trace import write_trace
+from .checks import refuse_overwrite
 
 PLACEMENTS = ("in-place", "out-of-place", "best")
 
@@ -23,8 +24,10 @@ PLACEMENTS = ("in-place", "out-of-place", "best")
                                  "only to simulations on that preset")
 @click.option("--op", help="collective, when neither the log nor its file name says")
 @click.option("--placement", type=click.Choice(PLACEMENTS), default="in-place", show_default=True)
-def command(logs, out, topology, op, placement):
+@click.option("--force", is_flag=True, help="overwrite an existing --out")
+def command(logs, out, topology, op, placement, force):
     """Turn nccl-tests stdout logs into the collective curves of an embsim trace."""
+    refuse_overwrite(out, force)
     runs = [run for log in logs for run in load_nccl_tests_log(log, op=op)]
     name = ""
     if topology:

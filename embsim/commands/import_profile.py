@@ -11,7 +11,7 @@ from ..imports import load_profile, trace_from_profile
 from ..trace import write_trace
 from ..workload import load_model
 from ..topology import load_topology
-from .checks import MAX_BATCH, MAX_SEQ, count
+from .checks import MAX_BATCH, MAX_SEQ, count, refuse_overwrite
 from .options import split_pairs
 
 
@@ -28,9 +28,11 @@ def _renames(items) -> dict:
 @click.option("--topology", required=True,
               help="the profiled machine (preset or file): the trace's layer times apply to its GPU")
 @click.option("--rename", multiple=True, help="RANGE=LAYER, e.g. Embedding_0=embed (repeatable)")
-def command(profile, model, out, batch, seq, topology, rename):
+@click.option("--force", is_flag=True, help="overwrite an existing --out")
+def command(profile, model, out, batch, seq, topology, rename, force):
     """Turn a Kineto Chrome trace (record_function('fwd:<layer>') or nn.Module ranges)
     into per-layer forward/backward times of an embsim trace."""
+    refuse_overwrite(out, force)
     m = load_model(model, batch=batch, seq=seq)
     topo = load_topology(topology)           # a name that resolves, or one line now
     name = topology if topology.endswith((".yaml", ".yml")) else topo.preset

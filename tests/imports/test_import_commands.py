@@ -42,3 +42,25 @@ def test_import_profile_requires_the_profiled_machine(tmp_path, capsys):
     assert main(["import-profile", str(profile), "--model", "tiny-lm", "--topology", "nope",
                  "--out", str(tmp_path / "t.yaml")]) == 2
     assert not (tmp_path / "t.yaml").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["import-nccl-tests", str(FIXTURES / "h100-2x8-all_reduce.log")],
+    ["import-profile", str(FIXTURES / "h100-2x8-all_reduce.log"), "--model", "tiny-lm",
+     "--topology", "local-cpu"],
+])
+def test_imports_never_overwrite_without_force(tmp_path, capsys, argv):
+    out = tmp_path / "mine.yaml"
+    out.write_text("a user's file\n")
+    assert main(argv + ["--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--force" in err and str(out) in err
+    assert out.read_text() == "a user's file\n"
+
+
+def test_import_nccl_tests_force_overwrites(tmp_path):
+    out = tmp_path / "net.yaml"
+    out.write_text("old\n")
+    assert main(["import-nccl-tests", str(FIXTURES / "h100-2x8-all_reduce.log"), "--out", str(out),
+                 "--force"]) == 0
+    assert load_trace(out).collective("all_reduce", 16) is not None
