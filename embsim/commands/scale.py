@@ -8,7 +8,7 @@ import click
 
 from ..report.scaling_table import scaling_table
 from ..sweep.check import check_points
-from .checks import MAX_ITERATIONS, count
+from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
 
@@ -26,7 +26,8 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
               help="training precision (default: the model's)")
 @click.option("--amp", type=click.Choice(["autocast", "o2"]), default="autocast", show_default=True,
               help="mixed-precision style (see embsim simulate --help)")
-@click.option("--accumulate", type=int, default=1, show_default=True, help="micro-batches per optimizer step")
+@click.option("--accumulate", type=count(1, MAX_ACCUMULATE), default=1, show_default=True,
+              help="micro-batches per optimizer step")
 @click.option("--jitter", help="per-GPU compute variation (see embsim simulate --help)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the curve")
 @click.option("--dask-scheduler", help="address of an existing Dask scheduler")

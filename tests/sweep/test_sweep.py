@@ -112,6 +112,11 @@ def test_bad_grid_value_is_refused_before_anything_runs(tmp_path, capsys):
     assert main(["scale", "--model", "tiny-lm", "--strategy", "nosuch", "--gpus", "1,2"]) == 2
     assert main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "1,2",
                  "--iterations", "0"]) == 2
+    # the same bound as simulate's --accumulate, refused at the flag (5000 ran for minutes)
+    capsys.readouterr()
+    assert main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "1,2",
+                 "--accumulate", "5000"]) == 2
+    assert "--accumulate" in capsys.readouterr().err
 
 
 def test_sweep_where_nothing_succeeds_exits_non_zero(tmp_path, capsys, monkeypatch):
