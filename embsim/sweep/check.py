@@ -10,6 +10,7 @@ from ..errors import InputError
 from .spec import SweepPoint
 
 MAX_ITERATIONS = 1000          # as the --iterations flag (embsim.commands.checks)
+MAX_ACCUMULATE = 1024          # as the --accumulate flag (embsim.commands.checks)
 
 
 def check_config(cfg, seen: set) -> None:
@@ -24,6 +25,10 @@ def check_config(cfg, seen: set) -> None:
     if not isinstance(cfg.iterations, int) or not 2 <= cfg.iterations <= MAX_ITERATIONS:
         raise InputError(f"iterations {cfg.iterations!r}: need an integer 2..{MAX_ITERATIONS} "
                          f"(the first is warm-up)")
+    accumulate = getattr(cfg, "accumulate", 1)
+    if isinstance(accumulate, int) and not isinstance(accumulate, bool) \
+            and accumulate > MAX_ACCUMULATE:
+        raise InputError(f"accumulate {accumulate!r}: need an integer 1..{MAX_ACCUMULATE}")
     for key in ("interference", "comm_interference", "zipf_s"):
         value = getattr(cfg, key)
         if value is not None and (not math.isfinite(value) or value < 0):

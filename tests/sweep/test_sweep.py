@@ -117,6 +117,10 @@ def test_bad_grid_value_is_refused_before_anything_runs(tmp_path, capsys):
     assert main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "1,2",
                  "--accumulate", "5000"]) == 2
     assert "--accumulate" in capsys.readouterr().err
+    path.write_text("base: {model: tiny-lm, iterations: 2, accumulate: 5000}\n"
+                    "grid: {topology: [dgx-h100:1x2]}\n")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 2
+    assert "accumulate 5000" in capsys.readouterr().err and not (tmp_path / "o").exists()
 
 
 def test_sweep_where_nothing_succeeds_exits_non_zero(tmp_path, capsys, monkeypatch):
