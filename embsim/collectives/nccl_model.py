@@ -30,8 +30,10 @@ _ALGO_NAMES = {a.lower(): a for a in ALGOS} | {"nvls_tree": "NVLSTree"}
 _PROTO_NAMES = {p.lower(): p for p in PROTOS}
 
 
-def parse_filter(text: str | None, kind: str) -> frozenset[str] | None:
-    """NCCL_ALGO / NCCL_PROTO syntax: "Ring", "Tree,Ring", "^NVLS" (exclude). None = no filter."""
+def parse_filter(text: str | None, kind: str, flag: str | None = None) -> frozenset[str] | None:
+    """NCCL_ALGO / NCCL_PROTO syntax: "Ring", "Tree,Ring", "^NVLS" (exclude). None = no filter.
+    `flag` names the option in errors (nccl-tests' --algo, simulate's --nccl-algo)."""
+    flag = flag or f"--{kind}"
     if text is None or str(text).strip() == "":
         return None
     names = _ALGO_NAMES if kind == "algo" else _PROTO_NAMES
@@ -41,12 +43,12 @@ def parse_filter(text: str | None, kind: str) -> frozenset[str] | None:
     items = [t.strip().lower() for t in body.lstrip("^").split(",") if t.strip()]
     bad = [t for t in items if t not in names]
     if bad or not items:
-        raise InputError(f"--{kind} {text!r}: unknown {kind} {bad[0] if bad else '(empty)'!r}; "
+        raise InputError(f"{flag} {text!r}: unknown {kind} {bad[0] if bad else '(empty)'!r}; "
                          f"known: {', '.join(universe)} (comma list, '^' to exclude)")
     chosen = {names[t] for t in items}
     kept = frozenset(u for u in universe if (u not in chosen) == exclude)
     if not kept:
-        raise InputError(f"--{kind} {text!r} excludes every {kind} ({', '.join(universe)}); "
+        raise InputError(f"{flag} {text!r} excludes every {kind} ({', '.join(universe)}); "
                          f"NCCL would have nothing to run")
     return kept
 

@@ -12,6 +12,17 @@ from ..errors import InputError
 from .checks import MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
 
 
+def _nccl_filter(kind: str):
+    """Check --nccl-algo / --nccl-proto at the flag, so the error names the flag typed
+    (the collective model's own check names nccl-tests' --algo / --proto)."""
+    def check(ctx, param, value):
+        if value is not None:
+            from ..collectives.nccl_model import parse_filter
+            parse_filter(value, kind, flag=f"--nccl-{kind}")
+        return value
+    return check
+
+
 def _options(f):
     opts = [
         click.option("--topology", default="16x8", show_default=True,
@@ -48,8 +59,10 @@ def _options(f):
         click.option("--zipf", "zipf_s", type=FiniteFloat(0, 10), default=1.05, show_default=True,
                      help="Zipf exponent of the token distribution"),
         click.option("--corpus", type=click.Path(dir_okay=False), help="real text file for token statistics"),
-        click.option("--nccl-algo", help="NCCL_ALGO-style override, e.g. Ring or ^NVLS"),
-        click.option("--nccl-proto", help="NCCL_PROTO-style override, e.g. Simple"),
+        click.option("--nccl-algo", callback=_nccl_filter("algo"),
+                     help="NCCL_ALGO-style override, e.g. Ring or ^NVLS"),
+        click.option("--nccl-proto", callback=_nccl_filter("proto"),
+                     help="NCCL_PROTO-style override, e.g. Simple"),
         click.option("--option", "-o", "extra", multiple=True,
                      help="strategy/scheduler parameter KEY=VALUE (e.g. shard=rows, partition_bytes=4e6)"),
     ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from embsim import cli
 
 KEYS = {"topology", "model", "strategy", "scheduler", "step_time_ms", "samples_per_s", "tokens_per_s",
@@ -37,3 +39,13 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
         assert cli.main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("embsim: error:") and "\n" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("cmd", ["simulate", "compare"])
+def test_bad_nccl_algo_names_the_flag_typed(cmd, capsys):
+    from embsim.cli import main
+    assert main([cmd, "--topology", "1x2", "--model", "tiny-lm", "--nccl-algo", "Bogus"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("embsim: error: --nccl-algo 'Bogus'")
+    assert main([cmd, "--topology", "1x2", "--model", "tiny-lm", "--nccl-proto", "^LL,LL128,Simple"]) == 2
+    assert "--nccl-proto" in capsys.readouterr().err
