@@ -66,7 +66,7 @@ def apply_trace_defaults(cfg, explicit: set[str]):
         if name != trace.model:
             raise InputError(f"--model {cfg.model}: the trace {cfg.trace} measured {trace.model}, "
                              f"not {name}; its layer times are not {name}'s (drop --model, or "
-                             f"drop --trace for a labelled roofline estimate)")
+                             f"drop --trace for a labelled kernel-model estimate)")
     else:
         changes["model"] = trace.model
     if "topology" not in explicit:
