@@ -59,7 +59,8 @@ class TokenStats:
     _cdf: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "_log_miss", np.log1p(-self.probs))
+        with np.errstate(divide="ignore"):    # a row read by every token: log(0) = -inf, exact
+            object.__setattr__(self, "_log_miss", np.log1p(-self.probs))
         cdf = np.cumsum(self.probs)
         object.__setattr__(self, "_cdf", cdf / cdf[-1])
         for a in (self.probs, self._log_miss, self._cdf, self.stream):

@@ -110,3 +110,15 @@ def test_bad_corpus(tmp_path):
         TokenStats.from_corpus(tmp_path / "missing.txt")
     with pytest.raises(InputError, match="contiguous"):
         sample_batches(TokenStats.zipf(10), 1, 4, seed=0, contiguous=True)
+
+
+def test_one_word_corpus_is_exact_and_silent(tmp_path):
+    """Every token the same word: that row is certainly touched (log(1 - 1) = -inf), and
+    numpy's divide-by-zero warning must not reach the user's terminal."""
+    import warnings
+    path = tmp_path / "one.txt"
+    path.write_text("the the the\nthe the\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = TokenStats.from_corpus(path, vocab=100)
+        assert stats.unique(10.0) == pytest.approx(1.0)
