@@ -34,6 +34,15 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
     return out
 
 
+def _label_for(model, kgpu) -> str:
+    """The kernel model's label, less the LSTM-step gap when the model has no LSTM: the
+    output names only the data this run lacked."""
+    if any(l.kind == "lstm" for l in model.layers):
+        return kgpu.label
+    from dataclasses import replace
+    return replace(kgpu, gaps=tuple(g for g in kgpu.gaps if not g.startswith("LSTM step"))).label
+
+
 def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tuple[StepContext, str]:
     """`measured`: the trace's MeasuredInputs (or None); `dense_table_gradient`: the
     strategy's trait; without it a sparse table's lookup backward is the trace's
@@ -59,7 +68,7 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
         bwd = {n: (t.bwd_sparse_s if sparse_lookups and t.bwd_sparse_s is not None
                    and not model.dense_gradient(model.layer(n).table) else t.bwd_s)
                for n, t in times.items()}
-        source = f"compute: {kgpu.label}"
+        source = f"compute: {_label_for(model, kgpu)}"
     # Optimizer steps are always the kernel model's: a trace's optimizer timing is per
     # element and scaled below when present.
     dense_update = {l.name: optimizer_step_time(l.params, model, kgpu)

@@ -49,3 +49,13 @@ def test_bad_nccl_algo_names_the_flag_typed(cmd, capsys):
     assert len(err.splitlines()) == 1 and err.startswith("embsim: error: --nccl-algo 'Bogus'")
     assert main([cmd, "--topology", "1x2", "--model", "tiny-lm", "--nccl-proto", "^LL,LL128,Simple"]) == 2
     assert "--nccl-proto" in capsys.readouterr().err
+
+
+def test_compute_source_names_only_the_data_this_model_lacked(capsys):
+    """The LSTM-step fit is named only where the model has an LSTM to time with it."""
+    def source(model):
+        assert cli.main(["simulate", "--topology", "1x2", "--model", model, "--iterations", "2",
+                         "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["compute_source"]
+    assert "LSTM step" not in source("bert-base")
+    assert "LSTM step (DeepBench V100 fit" in source("tiny-lm")
