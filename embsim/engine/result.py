@@ -47,6 +47,8 @@ class SimulationResult:
     scaling_efficiency: float | None
     notes: tuple = ()
     run: EngineRun | None = None
+    # the workload as simulated (flags or the model's/trace's defaults): batch, seq, dtype...
+    workload: dict = field(default_factory=dict)
 
     # what people ask first, read through from the config and the metrics
     @property

@@ -93,7 +93,11 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         samples_per_s=samples_per_s, tokens_per_s=samples_per_s * model.seq,
         memory=splan.memory, hbm_bytes=ctx.hbm_bytes, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
-        scaling_efficiency=efficiency, notes=plan.notes, run=run)
+        scaling_efficiency=efficiency, notes=plan.notes, run=run,
+        workload={"batch": model.batch, "seq": model.seq, "dtype": model.dtype,
+                  "amp": cfg.amp if model.dtype in ("bf16", "fp16", "fp8") else None,
+                  "accumulate": cfg.accumulate, "jitter": cfg.jitter,
+                  "straggler": cfg.straggler, "seed": cfg.seed})
 
 
 def _jitter(cfg: SimulationConfig, topo: Topology, model, measured):

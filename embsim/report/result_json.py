@@ -15,6 +15,7 @@ def simulation_json(result) -> dict:
     return {
         "topology": cluster_json(result.cluster),
         "model": result.model,
+        "workload": dict(result.workload),
         "strategy": result.strategy,
         "scheduler": result.scheduler,
         "step_time_ms": result.step_time * 1e3,

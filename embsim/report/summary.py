@@ -18,6 +18,8 @@ def print_summary(result, console: Console | None = None) -> None:
     t.add_column("value")
     if topo.file:
         t.add_row("topology file", topo.file)
+    if result.workload:
+        t.add_row("workload", workload_text(result.workload))
     t.add_row("step time", human_time(result.step_time))
     t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s")
     if result.scaling_efficiency is not None:
@@ -44,3 +46,16 @@ def print_summary(result, console: Console | None = None) -> None:
                       f"{human_bytes(result.hbm_bytes)} available.[/bold red]")
     for note in result.notes:
         console.print(f"note: {note}")
+
+
+def workload_text(w: dict) -> str:
+    """One line of what was simulated, so two outputs can be told apart: per-GPU batch,
+    sequence, precision, and whichever of accumulation, jitter, straggler were set."""
+    dtype = w["dtype"] + (f" ({w['amp']})" if w.get("amp") else "")
+    parts = [f"batch {w['batch']} x seq {w['seq']} per GPU, {dtype}"]
+    if w.get("accumulate", 1) != 1:
+        parts.append(f"accumulate {w['accumulate']}")
+    for key in ("jitter", "straggler"):
+        if w.get(key):
+            parts.append(f"{key} {w[key]}")
+    return ", ".join(parts) + f", seed {w['seed']}"

@@ -59,3 +59,17 @@ def test_compute_source_names_only_the_data_this_model_lacked(capsys):
         return json.loads(capsys.readouterr().out)["compute_source"]
     assert "LSTM step" not in source("bert-base")
     assert "LSTM step (DeepBench V100 fit" in source("tiny-lm")
+
+
+def test_output_says_what_workload_was_simulated(capsys):
+    """Two runs that differ only in a flag (precision, accumulation, a straggler) can be
+    told apart from their output alone."""
+    argv = ["simulate", "--topology", "1x2", "--model", "tiny-lm", "--iterations", "2",
+            "--dtype", "bf16", "--accumulate", "2", "--straggler", "gpu:1:1.5", "--batch", "4"]
+    assert cli.main(argv + ["--json"]) == 0
+    w = json.loads(capsys.readouterr().out)["workload"]
+    assert w == {"batch": 4, "seq": w["seq"], "dtype": "bf16", "amp": "autocast", "accumulate": 2,
+                 "jitter": None, "straggler": "gpu:1:1.5", "seed": 0}
+    assert cli.main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "batch 4 x seq" in text and "bf16 (autocast)" in text and "accumulate 2" in text
