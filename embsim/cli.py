@@ -57,6 +57,9 @@ def cli() -> None:
     """Simulate embedding-heavy training on GPU clusters, calibrated by real kernels."""
 
 
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", None)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         # with standalone_mode=False click returns a command's exit code instead of exiting
@@ -68,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("embsim: aborted", err=True)
         return 130
     except click.UsageError as exc:
+        if _NO_ARGS_IS_HELP is not None and isinstance(exc, _NO_ARGS_IS_HELP):
+            # a bare `embsim` or `embsim topology`: its help, not an error (click >= 8.2
+            # raises the whole help text as a usage error)
+            click.echo(exc.ctx.get_help())
+            return 0
         # one line, like every other input error (click's own form spans three)
         where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
         click.echo(f"embsim: error: {where}{exc.format_message()} (see --help)", err=True)

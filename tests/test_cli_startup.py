@@ -38,3 +38,13 @@ def test_help_and_version_import_no_simulator():
 def test_topology_show_imports_no_numpy_networkx_or_simulator():
     loaded = _modules_after(["topology", "show", "dgx-h100", "--json"])
     assert not {"numpy", "networkx", "simpy", "embsim.engine", "embsim.collectives"} & loaded
+
+
+def test_bare_group_prints_its_help_not_an_error(capsys):
+    """`embsim` / `embsim topology` alone: the help on stdout, exit 0 (click >= 8.2 raises
+    it as a usage error, which came out as 'embsim: error: embsim: Usage: ...')."""
+    from embsim.cli import main
+    for argv, expect in (([], "Commands:"), (["topology"], "show")):
+        assert main(argv) == 0
+        out, err = capsys.readouterr()
+        assert expect in out and out.startswith("Usage:") and err == ""
