@@ -43,5 +43,5 @@ def print_topology_summary(s: dict) -> None:
     console.print(table)
     types = ", ".join(f"{n} {t}" for t, n in tot["vertex_types"].items())
     console.print(f"Totals  {tot['vertices']} vertices ({types}), {tot['links']} links, "
-                  f"{tot['peak_bf16_pflops']:g} PFLOPS bf16, {tot['memory_gb']:g} GB device memory, "
+                  f"{tot['peak_bf16_pflops']:g} PFLOPS bf16, {tot['memory_gb']:,.10g} GB device memory, "
                   f"{tot['injection_gbps_per_node']:g} GB/s injection per node")
