@@ -20,7 +20,9 @@ from embsim.errors import InputError
 @click.option("-e", "--maxbytes", default="128M", show_default=True, help="largest size")
 @click.option("-f", "--stepfactor", default="2", show_default=True, help="multiply the size by this")
 @click.option("-d", "--datatype", default="float", show_default=True)
-@click.option("-g", "--ngpus", default="1", show_default=True, help="GPUs driven by one process (launch cost)")
+@click.option("-g", "--ngpus", default="1", show_default=True,
+              help="GPUs driven by one process, as nccl-tests takes it; adds no launch cost "
+                   "(published -g 4/-g 8 curves time ops below one launch per GPU)")
 @click.option("--algo", default=None, help='NCCL_ALGO syntax, e.g. "Ring", "Tree,Ring", "^NVLS"')
 @click.option("--proto", default=None, help='NCCL_PROTO syntax, e.g. "LL128", "^LL"')
 @click.option("--nccl-version", default="2.30", show_default=True, help="NCCL release whose choices and kernels to model, 2.18 to 2.30 (e.g. 2.27.7)")
