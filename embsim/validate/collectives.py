@@ -78,9 +78,16 @@ def validation_file_errors(path: str | Path, topology: str | None = None) -> lis
     """A project YAML validation file: a curve, or a list of single points (on `topology`
     when given, else on the file's preset)."""
     doc = load_yaml(path)
-    if isinstance(doc.data, dict) and "points" in doc.data:
-        return single_point_errors(path, topology)
-    return [curve_errors(path, topology)]
+    try:
+        if isinstance(doc.data, dict) and "points" in doc.data:
+            return single_point_errors(path, topology)
+        return [curve_errors(path, topology)]
+    except InputError as exc:
+        if str(path) in str(exc):
+            raise
+        # e.g. the file's NCCL_ALGO on another --topology: say which file and system
+        on = f" on --topology {topology}" if topology else ""
+        raise InputError(f"{path}{on}: {exc}") from None
 
 
 def collective_errors(inputs: list[str], topology: str | None, placement: str = "in-place",

@@ -1,0 +1,16 @@
+"""`embsim validate --nccl-tests FILE.yaml --topology OTHER`: an error names the file."""
+
+from pathlib import Path
+
+import embsim
+from embsim.cli import main
+
+DATA = Path(embsim.__file__).parent / "validation_data"
+
+
+def test_packaged_file_on_another_system_names_file_and_topology(capsys):
+    path = DATA / "azure-nd-h100-v5-allreduce.yaml"      # NVLS measured; an A100 has none
+    assert main(["validate", "--nccl-tests", str(path), "--topology", "dgx-a100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert str(path) in err and "--topology dgx-a100" in err
