@@ -151,7 +151,8 @@ class _Client:
             try:
                 self.client = Client(scheduler, timeout="10s")
             except (OSError, TimeoutError) as exc:
-                raise InputError(f"--scheduler {scheduler}: cannot reach a Dask scheduler: {exc}") from None
+                raise InputError(f"Dask scheduler {scheduler} (sweep --scheduler, scale --dask-scheduler): "
+                                 f"cannot reach it: {exc}") from None
         else:
             self.cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1,
                                         processes=processes, dashboard_address=None)
