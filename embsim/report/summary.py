@@ -50,12 +50,14 @@ def print_summary(result, console: Console | None = None) -> None:
 
 def workload_text(w: dict) -> str:
     """One line of what was simulated, so two outputs can be told apart: per-GPU batch,
-    sequence, precision, and whichever of accumulation, jitter, straggler were set."""
+    sequence, precision, and whichever of accumulation, jitter (with its seed), straggler
+    were set."""
     dtype = w["dtype"] + (f" ({w['amp']})" if w.get("amp") else "")
     parts = [f"batch {w['batch']} x seq {w['seq']} per GPU, {dtype}"]
     if w.get("accumulate", 1) != 1:
         parts.append(f"accumulate {w['accumulate']}")
-    for key in ("jitter", "straggler"):
-        if w.get(key):
-            parts.append(f"{key} {w[key]}")
-    return ", ".join(parts) + f", seed {w['seed']}"
+    if w.get("jitter"):
+        parts.append(f"jitter {w['jitter']} (seed {w['seed']})")   # the seed only draws jitter
+    if w.get("straggler"):
+        parts.append(f"straggler {w['straggler']}")
+    return ", ".join(parts)
