@@ -35,6 +35,11 @@ def command(strategies, schedulers, workers, plot, as_json, ablation, **options)
     --option NAME.KEY=VALUE reaches only the strategy or scheduler called NAME."""
     cfg, option_bag = config_from_options(options)
     if ablation:
+        # its runs are fixed (fifo, priority, embrace-2d part by part) and it draws no chart
+        for flag, value in (("--plot", plot), ("--schedulers", schedulers)):
+            if value:
+                raise InputError(f"{flag}: not with --ablation (its runs are fixed and it "
+                                 f"draws no chart)")
         names = parse_names(strategies or "embrace", STRATEGIES, "--strategies")
         if len(names) != 1:
             raise InputError(f"--ablation takes one strategy, got --strategies {strategies}")

@@ -115,3 +115,15 @@ def test_bottleneck_names_the_compute_stream_or_the_network():
     faster = CompareRow("ps", "priority", step_time=9e-3, exposed_comm=1e-3, compute=8e-3)
     ps_fifo = CompareRow("ps", "fifo", step_time=10e-3, exposed_comm=2e-3, compute=8e-3)
     assert len(losses_to_fifo([fifo, net, cpu, faster, ps_fifo])) == 2
+
+
+@pytest.mark.parametrize("flag", [["--plot", "x.png"], ["--schedulers", "fifo"]])
+def test_ablation_refuses_flags_it_would_ignore(flag, tmp_path, capsys):
+    from embsim.cli import main
+    argv = ["compare", "--ablation", "--topology", "1x2", "--model", "tiny-lm"] + flag
+    if flag[0] == "--plot":
+        argv[-1] = str(tmp_path / "x.png")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag[0] in err and "--ablation" in err
+    assert not (tmp_path / "x.png").exists()
