@@ -52,6 +52,13 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
     if inputs and not (nccl_tests or training):
         raise InputError(f"validate: {inputs[0]}: positional files are nccl-tests or training inputs; "
                          "add --nccl-tests or --training")
+    if not nccl_tests:
+        # the trace runs on its own machine, a training file names each run's system
+        for flag, value in (("--topology", topology), ("--op", op),
+                            ("--placement", placement if placement != "in-place" else None)):
+            if value:
+                raise InputError(f"validate: {flag} is for --nccl-tests logs, not "
+                                 f"{'--trace' if trace else '--training'}")
     for flag, bound in (("--mean-error", mean_error), ("--max-error", max_error)):
         if bound is not None and not bound > 0:
             raise InputError(f"{flag} {bound}: must be positive")

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 import embsim
 from embsim.cli import main
 
@@ -14,3 +16,13 @@ def test_packaged_file_on_another_system_names_file_and_topology(capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert str(path) in err and "--topology dgx-a100" in err
+
+
+@pytest.mark.parametrize("mode", [["--trace", "t.yaml"], ["--training"]])
+@pytest.mark.parametrize("flag", [["--topology", "dgx-h100"], ["--op", "alltoall"],
+                                  ["--placement", "best"]])
+def test_nccl_tests_flags_refused_elsewhere(mode, flag, capsys):
+    """--topology/--op/--placement were silently ignored with --trace and --training."""
+    assert main(["validate", *mode, *flag]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag[0] in err
