@@ -46,9 +46,18 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx, formatter) -> None:
         limit = formatter.width - 6 - max(len(n) for n in COMMANDS)
-        rows = [(name, click.utils.make_default_short_help(help, limit)) for name, (_, help) in sorted(COMMANDS.items())]
+        rows = [(name, _one_line(help, limit)) for name, (_, help) in sorted(COMMANDS.items())]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _one_line(text: str, limit: int) -> str:
+    """A command's short help cut at a word to fit one line of `embsim --help`, as click
+    does for its own groups (click's helper for this is deprecated)."""
+    if len(text) <= limit:
+        return text
+    cut = text[: max(limit - 3, 1)].rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "..."
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
