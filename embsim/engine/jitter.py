@@ -33,6 +33,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InputError
+from .classes import group_ranks
 from .simulation import RankClass
 
 FORMS = ("normal", "lognormal", "uniform", "seq", "bucket", "trace", "shuffle")
@@ -147,12 +148,11 @@ def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = N
 
 def with_jitter(classes: tuple[RankClass, ...], factors: np.ndarray) -> tuple[RankClass, ...]:
     """Split the rank classes so every rank's slowdown includes its jitter factor; ranks
-    with equal slowdowns stay one class (the engine simulates one stream per class)."""
+    with equal slowdowns stay one class (classes.group_ranks: one stream per class)."""
     if np.all(factors == 1.0):
         return classes
-    groups: dict[float, list[int]] = {}
+    slowdown = np.ones(factors.size)
     for c in classes:
-        for r in c.ranks:
-            groups.setdefault(float(c.slowdown * factors[r]), []).append(r)
-    return tuple(RankClass(f"jitter-{i}" if s != 1.0 else "all", tuple(sorted(ranks)), s)
-                 for i, (s, ranks) in enumerate(sorted(groups.items())))
+        slowdown[list(c.ranks)] = c.slowdown
+    return group_ranks(slowdown * factors,
+                       names=lambda ranks, s: "all" if s == 1.0 else f"jitter-{ranks[0]}")
