@@ -69,7 +69,7 @@ class MeasuredInputs:
 
     def covers(self, model) -> bool:
         """Use the trace's layer timings: it has them for this model, or it has no measured
-        kernel table to fall back on (then a missing layer is an error in layer_times)."""
+        kernel table to fall back on (then a missing layer is an error in trace_times.trace_layer_times)."""
         if not self.has_layer_times:
             return False
         if self.kernel_table is None:
@@ -80,25 +80,6 @@ class MeasuredInputs:
     def compute_source(self) -> str:
         t = self.trace
         return f"measured: {t.source or 'trace'} ({t.device}, {t.provenance.backend})"
-
-    def layer_times(self, model, sparse_lookups: bool) -> tuple[dict, dict]:
-        """Per-layer (fwd, bwd) seconds at the model's batch; with `sparse_lookups`,
-        embedding layers on a table with a sparse gradient take the trace's
-        sparse-gradient variant when it has one."""
-        trace = self.trace
-        sparse_tables = {t.name for t in model.tables if not model.dense_gradient(t.name)}
-        fwd, bwd = {}, {}
-        for layer in model.layers:
-            name = layer.name
-            if (sparse_lookups and layer.kind == "embedding" and layer.table in sparse_tables
-                    and f"{name}:sparse" in trace.layers):
-                name = f"{name}:sparse"
-            try:
-                fwd[layer.name], bwd[layer.name] = trace.interp(name, model.batch)
-            except KeyError:
-                raise InputError(f"--trace {trace.source}: no timing for layer {layer.name!r} of "
-                                 f"{model.name} (trace is of {trace.model})") from None
-        return fwd, bwd
 
     def optimizer_rates(self) -> dict[str, float] | None:
         """Seconds per updated element ("dense", "sparse-rows"), None when not measured."""

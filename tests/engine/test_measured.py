@@ -8,10 +8,13 @@ from pathlib import Path
 import pytest
 
 from embsim.engine.measured import MeasuredInputs, device_chip
+from embsim.engine.trace_times import trace_layer_times
 from embsim.errors import InputError
 from embsim.topology import TopologySpec, load_topology
 from embsim.trace import load_trace
 from embsim.workload import load_model
+from embsim.workload.compute import model_times
+from embsim.workload.gpu_compute import for_gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = ROOT / "topologies" / "local-cpu.yaml"
@@ -23,7 +26,10 @@ def test_on_its_own_topology_everything_measured_is_used():
     m = MeasuredInputs.resolve(trace, load_topology(f"{LOCAL}:1x2"))
     assert m.on_own_topology and m.has_layer_times
     assert m.collective_curves() and m.interference() is not None
-    fwd, bwd = m.layer_times(load_model("tiny-lm"), sparse_lookups=False)
+    model = load_model("tiny-lm")
+    kernel_times = lambda mm: model_times(mm, for_gpu(load_topology(f"{LOCAL}:1x2").node.gpu))
+    fwd, bwd, _ = trace_layer_times(model, m.trace, kernel_times,
+                                    lambda b, s: load_model("tiny-lm", batch=b, seq=s))
     assert set(fwd) == {l.name for l in load_model("tiny-lm").layers} and all(v > 0 for v in bwd.values())
     assert m.compute_source.startswith("measured: ")
 
