@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import model_times, optimizer_step_time, sparse_optimizer_step_time
 from ..workload.gpu_compute import for_gpu, from_measurement
-from ..workload.roofline import ComputeSpec
+from ..workload.kernel_time import kernels_time
+from ..workload.precision import precision
 from ..workload import load_model
 from ..workload.tokens import RowTouches, TokenStats
 from .trace_times import trace_layer_times
@@ -95,5 +96,6 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                       sparse_update=sparse_update,
                       tables=table_traffic(model, topo.n_gpus, stats_for),
                       hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB,
-                      gpu=ComputeSpec.from_gpu(topo.node.gpu))
+                      kernel_seconds=lambda kernels: kernels_time(kernels, kgpu, precision(model.dtype),
+                                                                  model.dtype_bytes))
     return ctx, source

@@ -39,7 +39,9 @@ class StepContext:
     sparse_update: Callable[[str, float], float]  # (table owner layer, rows) -> optimizer seconds
     tables: Mapping[str, TableTraffic]    # by table owner layer name
     hbm_bytes: float
-    gpu: Any = None                        # roofline ComputeSpec of the GPU (for extra kernels)
+    # seconds of a list of workload.kernels.Kernel on this GPU, from the kernel model that
+    # times the layers (what a strategy's extra kernels cost)
+    kernel_seconds: Any = None
 
     def layer(self, name: str):
         return next(l for l in self.model.layers if l.name == name)

@@ -34,13 +34,13 @@ from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
-from ..workload.roofline import roofline_time
+from ..workload.kernels import stream
 from ..workload.tokens import shard_shares
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
-ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (roofline launch overhead)
+ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (one launch)
 
 
 def row_block_shares(probs: np.ndarray, shards: int) -> np.ndarray:
@@ -114,9 +114,7 @@ class EmbRaceStrategy(Strategy):
             extra.append((fwd_name(t.layer), ComputeOp(ids, ID_STAGING_S)))
             if self.options.dedup:
                 # torch.unique over the batch's ids: a sort, read and written a few times
-                dedup_s, _ = roofline_time(flops=0, nbytes=8 * total * INDEX_BYTES,
-                                           flops_per_s=ctx.gpu.flops_per_s(4),
-                                           bytes_per_s=ctx.gpu.hbm_gbps * 1e9, kernels=3)
+                dedup_s = ctx.kernel_seconds([stream("embrace-dedup", 8 * total * INDEX_BYTES / 3, count=3)])
                 extra.append((fwd_name(t.layer), ComputeOp(extra_name("embrace-dedup", t.layer), dedup_s)))
             sync.append(SyncTensor(name=f"embrace-ids:{t.table}", layer=t.layer, op="all_gather",
                                    nbytes=n * total * sent * INDEX_BYTES, category="embedding",

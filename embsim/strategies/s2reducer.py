@@ -28,7 +28,7 @@ from ..errors import InputError
 from ..options import positive_number
 from ..plan.traits import Payload
 from ..workload.memory import memory_per_gpu
-from ..workload.roofline import roofline_time
+from ..workload.kernels import stream
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 from .s2sketch import (GNMT_RANK, GNMT_SPARSITY, SKETCH_BYTES, collision_free_fraction,
@@ -92,7 +92,6 @@ class S2ReducerStrategy(Strategy):
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
         extra, buffers, notes = [], {}, dense_table_notes(ctx, "s2reducer")
-        flops_s, bytes_s = ctx.gpu.flops_per_s(4), ctx.gpu.hbm_gbps * 1e9
         for t in sparse_tables(ctx):
             sketch, bitmap, _, note = self.sizes(t)
             dense = t.vocab * t.dim * model.dtype_bytes
@@ -111,18 +110,16 @@ class S2ReducerStrategy(Strategy):
                 sync.append(SyncTensor(name=name, layer=t.layer, op="all_reduce", nbytes=nbytes,
                                        category="embedding", ready_after=bwd_name(t.layer)))
             # encode: zero sketch and bitmap, add each looked-up gradient element into
-            # `depth` buckets (read-modify-write of a scattered fp32)
+            # `depth` buckets (read-modify-write of a scattered fp32); two memory-bound
+            # kernels (a few flops per byte), timed by the kernel model like every layer
             grad_row = t.dim * model.dtype_bytes
-            enc_s, _ = roofline_time(flops=touches * self.depth * t.dim * 2,
-                                     nbytes=sketch + bitmap + touches * (grad_row + 2 * self.depth * t.dim * SKETCH_BYTES),
-                                     flops_per_s=flops_s, bytes_per_s=bytes_s, kernels=2)
+            enc_bytes = sketch + bitmap + touches * (grad_row + 2 * self.depth * t.dim * SKETCH_BYTES)
+            enc_s = ctx.kernel_seconds([stream("s2-encode", enc_bytes / 2, count=2)])
             extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
             # decode: scan the bitmap, read `depth` buckets per element of the union's rows
             # (a median over them when depth > 1)
-            compares = max(1.0, self.depth * (self.depth - 1) / 2)
-            dec_s, _ = roofline_time(flops=t.unique_union * t.dim * compares,
-                                     nbytes=bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.depth + 1),
-                                     flops_per_s=flops_s, bytes_per_s=bytes_s, kernels=2)
+            dec_bytes = bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.depth + 1)
+            dec_s = ctx.kernel_seconds([stream("s2-decode", dec_bytes / 2, count=2)])
             update[t.layer] = dec_s + ctx.sparse_update(t.layer, t.unique_union)
             buffers[f"s2 sketch + bitmap ({t.table})"] = sketch + bitmap
             notes.append(f"s2reducer {t.table}: {note}; AllReduce sketch {sketch / 1e6:.2f} MB + bitmap "

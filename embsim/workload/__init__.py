@@ -1,4 +1,4 @@
-"""Workload layer: the model zoo, token statistics, roofline compute and memory.
+"""Workload layer: the model zoo, token statistics, the kernel compute model and memory.
 
     from embsim.workload import load_model, list_models, TokenStats
     m = load_model("lstm-lm1b")            # Model at the zoo defaults
