@@ -125,6 +125,20 @@ MODEL_NOTES = (
     "  >= 512 MiB (two runs; they differ 1.4-2.4x at 8-128 MiB).",
     "- 2 GB200 NVL72 racks (144 ranks): NVLSTree is held by one rack's NVLS, so the rack's",
     "  B200 NVLS saturation gap carries over (10-24 % fast).",
+    "",
+    "Held-out single-node curves (added after the p2p warp bound was fitted; nothing tuned on",
+    "them):",
+    "",
+    "- One H100 node, NCCL 2.29.2 (xxrjun/nccl-tests-cluster), 32 MiB - 16 GiB. SendRecv shows",
+    "  NCCL's channel steps (4 channels to 64 MiB on 8 ranks, 8 at 128 MiB, 16 at 256 MiB, 32",
+    "  from 512 MiB) as the model has them, but a 10-warp channel moves ~20 GB/s where the",
+    "  fitted 1.48 GB/s per warp gives 14.8: 34-46 % slow at 32-256 MiB, within 3 % from",
+    "  512 MiB. That is ~2.0 GB/s per warp, and with it the fitted point (4xH100 AlltoAll,",
+    "  0.96 of the link) would be link-bound rather than warp-bound. AlltoAll 32-512 MiB is",
+    "  12-24 % fast (8 ranks) and >= 4 GiB 4-6 % slow where one warp per peer binds;",
+    "  AllGather/ReduceScatter (Ring/Simple) within 4 % from 128 MiB, 13-26 % slow at 32 MiB.",
+    "- OCI BM.GPU4.8 (8x A100 40GB, `-g 8`, NCCL version not printed): like the stas00",
+    "  curve, LL/LL128 at 0.25-16 MiB 12-45 % fast; Simple >= 128 MiB within 3 %.",
 )
 
 
