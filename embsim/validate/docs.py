@@ -139,6 +139,8 @@ MODEL_NOTES = (
     "  AllGather/ReduceScatter (Ring/Simple) within 4 % from 128 MiB, 13-26 % slow at 32 MiB.",
     "- OCI BM.GPU4.8 (8x A100 40GB, `-g 8`, NCCL version not printed): like the stas00",
     "  curve, LL/LL128 at 0.25-16 MiB 12-45 % fast; Simple >= 128 MiB within 3 %.",
+    "- 8x V100 SXM2 hybrid cube-mesh (DGX-1 layout, 2019, NCCL 2.4-era before LL128 existed;",
+    "  the model applies 2.30's choice): 32 KiB - 8 MiB 15-38 % fast, 16-128 MiB 8-14 % slow.",
 )
 
 

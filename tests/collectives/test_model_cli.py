@@ -111,6 +111,7 @@ CURVE_BOUNDS = {
     "h100-slurm-1x8-all-gather": (0.035, 0.145),      # 32 MiB 14 % slow
     "h100-slurm-1x8-reduce-scatter": (0.055, 0.265),  # 32-64 MiB 13-26 % slow
     "oci-bm-gpu4-8-allreduce": (0.165, 0.455),        # A100 LL/LL128 0.25-16 MiB 12-45 % fast (as stas00)
+    "dgx1-v100-allreduce": (0.22, 0.385),             # 2019 (NCCL 2.4, no LL128 yet): 0.03-8 MiB 15-38 % fast, >= 16 MiB 8-14 % slow
 }
 # Large-message single points: within 10 %, except the 8xA100 AlltoAll (12.2 %: the warp
 # bound leaves A100 link-bound, the measured rate is 0.875 of NVLink; unexplained).
