@@ -35,3 +35,13 @@ def test_alltoall_on_8_gpus_is_warp_bound_sendrecv_is_not():
 def test_fitted_point_is_reproduced():
     (c,) = [c for c in single_point_errors(DATA_DIR / "single-points.yaml") if SOURCE in _sources()[c.name]]
     assert abs(c.points[0].error) < 0.005
+
+
+def test_p2p_step_drops_the_ring_read_round_trip():
+    from embsim.collectives import pipeline
+    model = CollectiveModel(load_topology("dgx-a100:1x8"))
+    shape = model.shape(tuple(range(8)))[0]
+    assert pipeline.p2p_read(shape)
+    ring = pipeline.step_us("Simple", shape, model.consts)
+    assert p2p.step_us("Simple", shape, model.consts) == pytest.approx(ring - pipeline.SYNC_US["Simple"])
+    assert p2p.step_us("LL", shape, model.consts) == pipeline.step_us("LL", shape, model.consts)
