@@ -224,7 +224,8 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
          step: float = 0.0, stage_bw: tuple[float, float] | None = None) -> PipelineTime:
     """NVLS(Tree): loops of channels x heads x chunk through a pipeline of warp groups.
 
-    NVLS in one node: see _nvls_serial. NVLSTree: each loop is one stage time per group;
+    NVLS in one node: see _nvls_serial. NVLSTree (and NVLS over SHARP across nodes): each
+    loop is one stage time per group;
     the groups overlap, so a loop costs the slower of its data and one sync, and the
     pipeline fills and drains once. NVLSTree across nodes (`stage_bw` = (in-node NVLS, network) GB/s) runs
     scatter+reduce in the node, the tree's up and down hops over the NICs, then
@@ -236,7 +237,7 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     loop = concurrent * chunk
     loops = max(1, int(math.ceil(nbytes / loop)))
     rest = nbytes - (loops - 1) * loop
-    if not tree_variant:
+    if not tree_variant and nn == 1:
         return _nvls_serial(channels, heads, chunk, loops, rest, latency, bandwidth, consts, step)
     sync = step
     full = loop / (1000.0 * bandwidth)
@@ -313,9 +314,10 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
             if min(intra, net) > 0:    # at the kernel's bandwidth (the file's links included)
                 k = nccl_bandwidth / min(intra, net)
                 stage_bw = (intra * k, net * k)
-        # NVLS: one slice per step (ProtoSimple<1, 1>), so a step pays NCCL's whole per-hop
-        # handshake; NVLSTree keeps the ring's per-slice share (multinode.py's model)
-        step = step_us(proto, shape, consts) * (SLICES_PER_HOP if algo == "NVLS" else 1)
+        # NVLS in one node: one slice per step (ProtoSimple<1, 1>), so a step pays NCCL's
+        # whole per-hop handshake; across nodes the ring's per-slice share (multinode.py's model)
+        one_node_nvls = algo == "NVLS" and shape.n_nodes == 1
+        step = step_us(proto, shape, consts) * (SLICES_PER_HOP if one_node_nvls else 1)
         return nvls(op, nbytes, graphs.nvls_channels, heads, shape.n_nodes, nccl_latency,
                     nccl_bandwidth, consts, tree_variant=(algo == "NVLSTree"),
                     step=step, stage_bw=stage_bw)
