@@ -131,3 +131,13 @@ def test_nvls_partial_loop_up_to_2_19_runs_on_few_channels():
     t_new = pipeline.nvls("all_reduce", 128 << 10, 16, 8, 1, 23.0, 300.0, new)
     assert t_old.chunk == t_new.chunk == 16 << 10
     assert t_old.transfer == pytest.approx(16 * t_new.transfer)
+
+
+@pytest.mark.parametrize("bw", [1e-6, 1e12])
+def test_nvls_handshake_longer_than_a_full_loop_keeps_nccls_bandwidth(bw):
+    # a what-if table so fast that one handshake outlasts a full loop: the data rate stays
+    # NCCL's bandwidth and every loop still pays its handshake
+    consts = constants_for("2.30")
+    t = pipeline.nvls("all_reduce", 1 << 30, 16, 8, 1, 25.0, bw, consts, step=3.4)
+    assert t.transfer == pytest.approx((1 << 30) / (1000 * bw), rel=1e-3)
+    assert t.latency >= 25.0 + t.loops * 3.4
