@@ -39,6 +39,21 @@ def test_behaviour_changes_land_in_their_release():
     assert t["2.19"] > 1.3 * t["2.20"]
 
 
+def test_blackwell_one_node_rows_follow_each_release():
+    # tuning.cc: <= 2.24 sm100 reads Hopper's rows, 2.25-2.27 twice Hopper's, 2.28 keeps
+    # Ring LL128 at 2 x 36.7 with 2.30's Tree rows, 2.30 caps Ring LL128 at 40 per channel
+    one_node = lambda v: (constants_for(v).ll_max_bw[100][0], constants_for(v).per_ch_ring_ll128[100][0],
+                          constants_for(v).per_ch_tree[100][0])
+    assert one_node("2.24") == (141.0, 36.7, 38.7)
+    assert one_node("2.25.1") == one_node("2.27") == (282.0, 73.4, 77.4)
+    assert one_node("2.28") == (282.0, 73.4, 70.0)
+    assert one_node("2.30") == (282.0, 40.0, 70.0)
+    # the multi-node columns are left at 2.30's (multi-node Tree/LL128 is not re-tuned here)
+    assert constants_for("2.25").per_ch_ring_ll128[100][1:] == constants_for("2.30").per_ch_ring_ll128[100][1:]
+    # Hopper's rows do not move
+    assert constants_for("2.25").per_ch_ring_ll128[90] == constants_for("2.30").per_ch_ring_ll128[90]
+
+
 def test_cli_accepts_a_patch_release(capsys):
     assert main(["nccl-tests", "--topology", "dgx-h100:1x8", "--nccl-version", "2.27.7",
                  "-b", "1M", "-e", "1M"]) == 0
