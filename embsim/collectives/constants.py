@@ -92,6 +92,10 @@ class NcclConstants:
     nvlstree_chunk_cap_4nodes: bool = True
     ring_plateau_sm80: float = 1.4      # Ring/Simple multi-node latency x, "plateau effect"
     ring_plateau_volta: float = 1.9
+    # NVLS CTAs on Blackwell (nvls.cc ncclNvlsInit), (one node / NVLink domain, several nodes):
+    # 2.27+ NVLS_NCHANNELS_SM100_NVL 24 and NVLS_NCHANNELS_SM100 32; 2.25-2.26 32 for any
+    # sm100 comm; up to 2.24 the NCCL_NVLS_NCHANNELS default 16 for every GPU (None).
+    nvls_channels_sm100: tuple[int, int] | None = (24, 32)
 
 
 _BASE_230 = _lat((6.8, 14.0, 8.4), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (8.0, 8.0, 8.0))
@@ -154,8 +158,9 @@ NCCL_2_28 = replace(NCCL_2_30, version="2.28", **_sm100_one_node(NCCL_2_30, 2 * 
 NCCL_2_27 = replace(NCCL_2_30, version="2.27", per_ch_nvlstree=None, nvls_efficiency=None,
                     **_sm100_one_node(NCCL_2_30, *(2 * v for v in _HOPPER_N1)))
 # 2.23-2.26: no NVLS AllGather/ReduceScatter; SM100 NVLink 40.0 from 2.25; PAT x0.85 in 2.23.
-NCCL_2_26 = replace(NCCL_2_27, version="2.26", nvls_allgather_rs=False, nvlink_per_link=_NVL_2_25)
-NCCL_2_24 = replace(NCCL_2_26, version="2.24", **_sm100_one_node(NCCL_2_26, *_HOPPER_N1))
+NCCL_2_26 = replace(NCCL_2_27, version="2.26", nvls_allgather_rs=False, nvlink_per_link=_NVL_2_25,
+                    nvls_channels_sm100=(32, 32))
+NCCL_2_24 = replace(NCCL_2_26, version="2.24", nvls_channels_sm100=None, **_sm100_one_node(NCCL_2_26, *_HOPPER_N1))
 NCCL_2_23 = replace(NCCL_2_24, version="2.23", pat_factor=0.85)
 # 2.21-2.22: Tree Simple base 0 and hwLat 28; Tree x0.92 for every collective; Ring LL128
 # x0.7 with one GPU per node; no PAT.

@@ -54,6 +54,17 @@ def test_blackwell_one_node_rows_follow_each_release():
     assert constants_for("2.25").per_ch_ring_ll128[90] == constants_for("2.30").per_ch_ring_ll128[90]
 
 
+@pytest.mark.parametrize("version,one_node,two_nodes", [("2.24", 16, 16), ("2.25", 32, 32), ("2.26", 32, 32),
+                                                        ("2.27", 24, 32), ("2.30", 24, 32)])
+def test_blackwell_nvls_ctas_follow_each_release(version, one_node, two_nodes):
+    # nvls.cc ncclNvlsInit: NCCL_NVLS_NCHANNELS 16 up to 2.24, 32 on sm100 in 2.25-2.26,
+    # 24 in one NVLink domain (32 across nodes) from 2.27; Hopper keeps 16
+    for spec, want in (("dgx-b200:1x8", one_node), ("dgx-b200:2x8", two_nodes), ("dgx-h100:1x8", 16)):
+        topo = load_topology(spec)
+        m = CollectiveModel(topo, nccl_version=version)
+        assert m.shape(tuple(range(topo.n_gpus)))[1].nvls_channels == want, spec
+
+
 def test_cli_accepts_a_patch_release(capsys):
     assert main(["nccl-tests", "--topology", "dgx-h100:1x8", "--nccl-version", "2.27.7",
                  "-b", "1M", "-e", "1M"]) == 0
