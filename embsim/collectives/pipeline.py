@@ -21,7 +21,9 @@ with NCCL's algorithm/protocol choice left as NCCL makes it:
   the other stages' data and pays its fill per stage.
 * effective_bytes -- the chunk NCCL really uses: the last loop's chunk shrinks to the
   remainder; up to v2.19 the kernel rounded it to the protocol's grain, for LL128 to
-  nthreads x 30 B, which leaves channels idle at 2-16 MiB (v2.20 splits it on the host).
+  nthreads x 30 B, which leaves the last chunk slots of a loop empty at 2-16 MiB; the
+  busiest rank then moves a little more than its exact share (_rounded_work; v2.20
+  splits the remainder on the host).
 * bandwidth_runtime -- NCCL's bandwidth on the channels/threads the kernel really
   launches (channels.trimmed_slowdown).
 
@@ -70,8 +72,9 @@ LL128_GRAIN_PER_THREAD = 30            # bytes: nthreads*(calcBytePerGrain/sizeo
 # (embsim/validation_data/azure-nd-a100-v4-allreduce.yaml), on its points where NCCL runs
 # that protocol, by `python -m embsim.collectives.fit_sync` (0.1 µs grid, least mean
 # |error|): Simple's P2P-read round trip, and LL's per-step cost. The A100 LL128 points
-# (2-16 MiB) are off by an amount that grows with size at a constant step count, which no
-# per-step cost explains (docs/validation.md), so LL128 is not fitted. Every other GPU
+# (2-16 MiB, one loop, 15 steps each) take NCCL's LL128 latency plus their bytes at ~0.64
+# of NCCL's LL128 bandwidth at every size: a rate, not a per-step cost, so LL128 is not
+# fitted and the gap is reported (docs/validation.md). Every other GPU
 # (H100, H200, B200, PCIe boxes) uses NCCL's hwLat only: a prediction.
 SYNC_US = MappingProxyType({"LL": 0.9, "LL128": 0.0, "Simple": 2.9})
 SLICES_PER_HOP = 2          # ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS (collectives.h)
@@ -124,6 +127,26 @@ def ring_primitives(op: str, n: int) -> int:
     return n
 
 
+def _rounded_work(op: str, rest: float, real: float, exact: float, channels: int, n: int) -> float:
+    """Busiest rank's work in a last loop whose LL/LL128 chunk was rounded up (<= 2.19),
+    relative to the exact split.
+
+    runRing lays LL/LL128 chunks out chunk-major, (chunk * nChannels + channel) * realChunk
+    (all_reduce.h calcOffset), so a rounded-up chunk leaves the last chunk slots empty
+    instead of stretching every step. These protocols carry their flags in every line and
+    a step with nothing to move polls no line (prims_ll*.h: the line loop runs over nelem
+    only), so an empty slot costs a step's handshake, not a chunk's data. A rank handles
+    every chunk of its channel once in the reduce-scatter half and all but its own again
+    in the all-gather half: its data is 2 x sum - its own chunk; channel 0 is the fullest.
+    """
+    sizes = [min(real, max(0.0, rest - (c * channels) * real)) for c in range(n)]
+    if op == "all_reduce":
+        work, steps = 2 * sum(sizes) - min(sizes), 2 * n - 1
+    else:
+        work, steps = sum(sizes), n
+    return max(1.0, work / (steps * exact))
+
+
 def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int,
          latency: float, bandwidth: float, slowdown: float, consts: NcclConstants,
          step: float) -> PipelineTime:
@@ -145,7 +168,11 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
     else:
         last = min(chunk, _round_up(exact, max(WARP_SIZE, threads - WARP_SIZE) * 8))
     last = max(last, exact)
-    effective = (loops - 1) * loop + channels * per_loop * last
+    if proto != "Simple" and per_loop > 1 and last > exact:
+        effective = (loops - 1) * loop + channels * per_loop * exact * _rounded_work(
+            op, rest, last, exact, channels, per_loop)
+    else:
+        effective = (loops - 1) * loop + channels * per_loop * last
     transfer = effective / (1000.0 * bandwidth) * slowdown
     if per_loop == 1:
         # chain: every chunk passes every rank; fill is in NCCL's latency

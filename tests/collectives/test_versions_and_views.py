@@ -36,7 +36,7 @@ def test_behaviour_changes_land_in_their_release():
     topo = load_topology("dgx-a100:1x8")
     t = {v: CollectiveModel(topo, proto="LL128", nccl_version=v).plan("all_reduce", 4 << 20, range(8)).time
          for v in ("2.19", "2.20")}
-    assert t["2.19"] > 1.3 * t["2.20"]
+    assert t["2.19"] > 1.05 * t["2.20"]   # empty chunk slots: the busiest rank moves 17 % more data
 
 
 def test_blackwell_one_node_rows_follow_each_release():
