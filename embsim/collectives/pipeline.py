@@ -127,24 +127,23 @@ def ring_primitives(op: str, n: int) -> int:
     return n
 
 
-def _rounded_work(op: str, rest: float, real: float, exact: float, channels: int, n: int) -> float:
-    """Busiest rank's work in a last loop whose LL/LL128 chunk was rounded up (<= 2.19),
-    relative to the exact split.
+def _rounded_work(rest: float, real: float, exact: float, channels: int, n: int) -> float:
+    """Busiest rank's work in an AllReduce's last loop whose LL/LL128 chunk was rounded up
+    (<= 2.19), relative to the exact split.
 
-    runRing lays LL/LL128 chunks out chunk-major, (chunk * nChannels + channel) * realChunk
-    (all_reduce.h calcOffset), so a rounded-up chunk leaves the last chunk slots empty
-    instead of stretching every step. These protocols carry their flags in every line and
-    a step with nothing to move polls no line (prims_ll*.h: the line loop runs over nelem
-    only), so an empty slot costs a step's handshake, not a chunk's data. A rank handles
-    every chunk of its channel once in the reduce-scatter half and all but its own again
-    in the all-gather half: its data is 2 x sum - its own chunk; channel 0 is the fullest.
+    all_reduce.h runRing lays LL/LL128 chunks out chunk-major, (chunk * nChannels +
+    channel) * realChunk (calcOffset), so a rounded-up chunk leaves the last chunk slots
+    empty instead of stretching every step. These protocols carry their flags in every
+    line and a step with nothing to move polls no line (prims_ll*.h: the line loop runs
+    over nelem only), so an empty slot costs a step's handshake, not a chunk's data. A
+    rank handles every chunk of its channel once in the reduce-scatter half and all but
+    its own again in the all-gather half: 2 x sum - its own chunk; channel 0 is the
+    fullest. (AllGather / ReduceScatter lay chunks out channel-major, bid * realChunk:
+    there the rounding idles the last channels and every busy step moves a whole chunk.)
     """
     sizes = [min(real, max(0.0, rest - (c * channels) * real)) for c in range(n)]
-    if op == "all_reduce":
-        work, steps = 2 * sum(sizes) - min(sizes), 2 * n - 1
-    else:
-        work, steps = sum(sizes), n
-    return max(1.0, work / (steps * exact))
+    work = 2 * sum(sizes) - min(sizes)
+    return max(1.0, work / ((2 * n - 1) * exact))
 
 
 def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int,
@@ -168,9 +167,9 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
     else:
         last = min(chunk, _round_up(exact, max(WARP_SIZE, threads - WARP_SIZE) * 8))
     last = max(last, exact)
-    if proto != "Simple" and per_loop > 1 and last > exact:
+    if proto != "Simple" and op == "all_reduce" and last > exact:
         effective = (loops - 1) * loop + channels * per_loop * exact * _rounded_work(
-            op, rest, last, exact, channels, per_loop)
+            rest, last, exact, channels, per_loop)
     else:
         effective = (loops - 1) * loop + channels * per_loop * last
     transfer = effective / (1000.0 * bandwidth) * slowdown
