@@ -34,8 +34,11 @@ NCCL has no bandwidth/latency table for p2p; its choices are rules, and we follo
   4, 3 and 2 KiB), and it moves that much per batch time. The batch time is ONE fitted
   constant, in SM cycles (P2P_BATCH_CYCLES), turned into µs by the GPU's boost clock: fitted
   in µs instead, the H100 (write mode, 1980 MHz) value predicts the A100 (read mode,
-  1410 MHz) SendRecv 14 % too fast; in cycles it predicts it to ~2 %, so the data show no
-  read-versus-write penalty once the clock is counted: the bound is on the SM side.
+  1410 MHz) SendRecv 14 % too fast; in cycles it predicts it to ~2 %, so the one A100
+  point shows no read-versus-write penalty once the clock is counted. The fitted batch
+  (1.79 µs on H100) is longer than a bare load round trip; what holds a warp that long
+  (store-path credits, .sys-scope volatile loads) is not established -- it scales with
+  the SM clock, which points at the SM side rather than the fabric.
   An all-to-all on 8 GPUs at 8 GiB holds 8 works per channel with one fabric warp each.
 * fill: a part moves through the FIFO in steps, written by one side and copied out by the
   other, so the part pays one step more than its data: (steps + 1) step times at the
