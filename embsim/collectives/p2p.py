@@ -40,6 +40,10 @@ NCCL has no bandwidth/latency table for p2p; its choices are rules, and we follo
   (store-path credits, .sys-scope volatile loads) is not established -- it scales with
   the SM clock, which points at the SM side rather than the fabric.
   An all-to-all on 8 GPUs at 8 GiB holds 8 works per channel with one fabric warp each.
+* the link: the fabric warps and the link form a closed queue (shared_link_gbps): a warp's
+  batch waits for the link, served at link rate, so the rate runs below both n x warp
+  rate and the link where they meet (the machine-repairman queue, solved exactly; no
+  constant of its own): 16 channels of 10 warps on H100 get ~0.94 of the link, not 1.
 * fill: a part moves through the FIFO in steps, written by one side and copied out by the
   other, so the part pays one step more than its data: (steps + 1) step times at the
   achieved rate -- the ~25-35 µs intercept of the H100 SendRecv and AlltoAll curves at
@@ -79,7 +83,7 @@ PACK_BYTES = 16                     # reduceCopy's BigPackSize: one 16-byte load
 # points on a 10-cycle grid) by `python -m embsim.collectives.fit_p2p`, where the warps
 # bind at 32-256 MiB (4, 8, 16 channels of 10 send warps). Every other p2p point and curve
 # (A100 read mode, AlltoAll, 4 GPUs, nccl#2169) is a prediction.
-P2P_BATCH_CYCLES = 3540
+P2P_BATCH_CYCLES = 3530
 # The clock a topology file without gpu.clock_mhz is taken at: the fit curve's H100 SXM.
 REFERENCE_CLOCK_MHZ = 1980.0
 
@@ -151,21 +155,54 @@ def coll_unroll(arch: int) -> int:
     return 6 if arch // 10 == 12 else 8
 
 
+def bytes_in_flight(arch: int) -> int:
+    """Bytes one copy warp has in flight: COLL_UNROLL 16-byte packs per lane."""
+    return coll_unroll(arch) * PACK_BYTES * WARP_SIZE
+
+
 def warp_gbps(shape: CommShape) -> float:
     """GB/s one fabric-crossing Simple copy warp moves: bytes in flight / batch time."""
-    in_flight = coll_unroll(shape.arch) * PACK_BYTES * WARP_SIZE
+    in_flight = bytes_in_flight(shape.arch)
     batch_us = P2P_BATCH_CYCLES / (shape.sm_clock_mhz or REFERENCE_CLOCK_MHZ)
     return in_flight / batch_us / 1e3
 
 
-def warp_bound_gbps(ops: int, nch: int, total: int, consts: NcclConstants, read: bool,
-                    rate: float) -> float:
-    """GB/s `ops` concurrent Simple ops (self-copy included), each on `nch` of `total`
-    p2p channels, can move across the fabric, given the warps their channels share and
-    `rate` GB/s per warp."""
+def fabric_warp_count(ops: int, nch: int, total: int, consts: NcclConstants, read: bool) -> int:
+    """Warps moving bytes across the fabric when `ops` concurrent Simple ops (self-copy
+    included) each run on `nch` of `total` p2p channels."""
     works = math.ceil(ops * nch / max(1, total))
     remote = max(0, ops - 1) if ops > 1 else ops
-    return remote * nch * fabric_warps(works, consts, read) * rate
+    return remote * nch * fabric_warps(works, consts, read)
+
+
+def warp_bound_gbps(ops: int, nch: int, total: int, consts: NcclConstants, read: bool,
+                    rate: float) -> float:
+    """GB/s those warps move at `rate` GB/s each with the link out of the way."""
+    return fabric_warp_count(ops, nch, total, consts, read) * rate
+
+
+def shared_link_gbps(n_warps: int, rate: float, link: float, in_flight: int) -> float:
+    """GB/s `n_warps` warps move through one link of `link` GB/s when each alone moves
+    `rate` GB/s, a batch of `in_flight` bytes at a time.
+
+    Little's law for the closed system the warps and the link form: a warp's batch is in
+    flight Z = B/rate - S, then queues for the link, which serves it in S = B/link. That is
+    the machine-repairman queue; its exact throughput is (1 - p0)/S batches per µs with p0
+    = 1 / sum_k n!/(n-k)! (S/Z)^k (the Erlang B formula with n servers and load Z/S). It
+    tends to n x rate with few warps and to the link rate with many, and runs below both
+    near n = (Z+S)/S, where the batches start to queue. No constant of its own.
+    """
+    if n_warps <= 0:
+        return 0.0
+    s_us = in_flight / (1e3 * link)
+    z_us = in_flight / (1e3 * rate) - s_us
+    if z_us <= 0:
+        return link
+    k = np.arange(n_warps + 1, dtype=np.float64)
+    log_t = np.concatenate(([0.0], np.cumsum(np.log(n_warps - k[:-1])))) + k * math.log(s_us / z_us)
+    top = float(log_t.max())
+    p0 = math.exp(-top) / float(np.exp(log_t - top).sum())
+    return (1.0 - p0) / s_us * in_flight / 1e3
 
 
 def op_channels(nbytes: float, ch: P2PChannels, n_ranks: int, multi_node: bool,
@@ -230,8 +267,8 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
         # ops in flight at once, the rank's own copy among them (nccl-tests' alltoall and
         # the p2p schedule's round 0 give every rank a self op beside its peers)
         ops = min(peers, in_flight) + (1 if peers > 1 else 0)
-        intra_bw = min(intra_bw, warp_bound_gbps(ops, nch, ch.total, consts, pipeline.p2p_read(shape),
-                                                 warp_gbps(shape)))
+        warps = fabric_warp_count(ops, nch, ch.total, consts, pipeline.p2p_read(shape))
+        intra_bw = shared_link_gbps(warps, warp_gbps(shape), intra_bw, bytes_in_flight(shape.arch))
     step = ch.chunk if proto == "Simple" else pipeline.step_bytes("LL")
     part_steps = max(1, math.ceil(bytes_per_peer / (nch * step)))
     steps = rounds * part_steps

@@ -106,8 +106,8 @@ CURVE_BOUNDS = {
     # Held-out single-node curves (NCCL 2.29.2 H100 SLURM node; OCI A100 40GB, -g 8)
     "h100-slurm-1x8-alltoall": (0.055, 0.095),        # 256-512 MiB 8-9 % fast (4 channels per peer below link rate)
     "h100-slurm-1x4-alltoall": (0.035, 0.07),         # 512 MiB 7 % fast
-    "h100-slurm-1x8-sendrecv": (0.03, 0.09),          # the FIT curve of p2p.P2P_BATCH_CYCLES; 256 MiB 8 % fast
-    "h100-slurm-1x4-sendrecv": (0.035, 0.09),         # 256 MiB 8 % fast (16 channels near the link)
+    "h100-slurm-1x8-sendrecv": (0.025, 0.04),         # the FIT curve of p2p.P2P_BATCH_CYCLES; >= 512 MiB 3 % slow
+    "h100-slurm-1x4-sendrecv": (0.027, 0.04),         # 256 MiB 4 % fast, >= 512 MiB 3 % slow
     "h100-slurm-1x8-all-gather": (0.035, 0.145),      # 32 MiB 14 % slow
     "h100-slurm-1x8-reduce-scatter": (0.055, 0.265),  # 32-64 MiB 13-26 % slow
     "oci-bm-gpu4-8-allreduce": (0.165, 0.455),        # A100 LL/LL128 0.25-16 MiB 12-45 % fast (as stas00)
