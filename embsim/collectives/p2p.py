@@ -194,6 +194,8 @@ def shared_link_gbps(n_warps: int, rate: float, link: float, in_flight: int) -> 
     """
     if n_warps <= 0:
         return 0.0
+    if link <= 0 or rate <= 0:
+        return min(link, n_warps * rate)
     s_us = in_flight / (1e3 * link)
     z_us = in_flight / (1e3 * rate) - s_us
     if z_us <= 0:
