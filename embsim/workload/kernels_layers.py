@@ -20,6 +20,9 @@ class LayerKernels:
     fwd: tuple[Kernel, ...]
     bwd: tuple[Kernel, ...]
     bwd_sparse: tuple[Kernel, ...] = ()     # embedding: the sparse-gradient variant
+    # parameter tensors (nn.Parameter objects) the layer owns: a per-tensor optimizer
+    # (torch.optim's for-loop) launches its kernels once for each
+    param_tensors: int = 1
 
 
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
@@ -100,7 +103,18 @@ def transformer_block(p: dict, sh: Shape, cross: bool) -> LayerKernels:
     fn, bn = add_norm("ffn", n, h, e, dropout, sh.op_bytes)
     fwd += up_f + act_f + dn_f + fn
     bwd = bn + dn_b + act_b + up_b + bwd
-    return LayerKernels(tuple(fwd), tuple(bwd))
+    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=transformer_tensors(p, cross))
+
+
+def transformer_tensors(p: dict, cross: bool) -> int:
+    """nn.Parameters of one block as PyTorch modules hold them: Q, K, V and output
+    projections per attention (weight + bias each), the FFN's 2 (3 with SwiGLU) linears,
+    one norm per sublayer (LayerNorm weight + bias, RMSNorm weight)."""
+    per_linear = 2 if p.get("bias", True) else 1
+    attn = 2 if cross else 1
+    ffn = 3 if p.get("ffn_kind", "gelu") == "swiglu" else 2
+    per_norm = 1 if p.get("norm", "layernorm") == "rmsnorm" else 2
+    return attn * 4 * per_linear + ffn * per_linear + (attn + 1) * per_norm
 
 
 def _add_norm(name: str, n: int, h: int, e: int, dropout: bool, opb: int) -> tuple[list, list]:
@@ -151,7 +165,8 @@ def lstm(p: dict, sh: Shape) -> LayerKernels:
     bwd += [gemm("lstm.input_dgrad", n, fin, dirs * g4),
             gemm("lstm.input_wgrad", fin, g4, n, batch=dirs),
             gemm("lstm.recurrent_wgrad", r, g4, n, batch=dirs)]
-    return LayerKernels(tuple(fwd), tuple(bwd))
+    per_dir = 4 + (1 if proj else 0)      # w_ih, w_hh, b_ih, b_hh (+ w_hr)
+    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=dirs * per_dir)
 
 
 def additive_attention(p: dict, sh: Shape) -> LayerKernels:
@@ -173,7 +188,8 @@ def additive_attention(p: dict, sh: Shape) -> LayerKernels:
            stream("attn.softmax_bwd", pairs * (2 * f + e)),
            stream("attn.score_dot_bwd", 2 * pairs * u * e + pairs * e),
            stream("attn.add_tanh_bwd", 3 * pairs * u * e)] + bq + bk
-    return LayerKernels(tuple(fwd), tuple(bwd))
+    # query and key projections, the score vector (+ the normalised form's scalar and bias)
+    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=5 if p.get("normalize", True) else 3)
 
 
 def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: int | None = None,
@@ -188,10 +204,11 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
     if kind == "linear":
         f, b = linear_fwd_bwd("linear", tokens_for(p, sh), p["in"], p["out"], e,
                               p.get("bias", True), p.get("activation", "none") != "none")
-        return LayerKernels(tuple(f), tuple(b))
+        return LayerKernels(tuple(f), tuple(b), param_tensors=2 if p.get("bias", True) else 1)
     if kind == "layernorm":
         f, b = norm_fwd_bwd("norm", tokens_for(p, sh), p["dim"], e, sh.op_bytes)
-        return LayerKernels(tuple(f), tuple(b))
+        return LayerKernels(tuple(f), tuple(b),
+                            param_tensors=1 if p.get("norm", "layernorm") == "rmsnorm" else 2)
     if kind == "positional_embedding":
         n, d = sh.tokens, p["dim"]
         bwd = [stream("pos.grad", 2 * n * d * e)] if p.get("learned", True) else []
@@ -200,7 +217,9 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         f, b = linear_fwd_bwd("logits", tokens_for(p, sh), p["dim"], cols, e, p.get("bias", False))
         if p.get("samples"):
             f.insert(0, Kernel("gather", rows=cols, row_bytes=p["dim"] * e, name="logits.sample_rows"))
-        return LayerKernels(tuple(f), tuple(b))
+        # a tied projection's weight is the table's tensor (counted by the embedding)
+        tensors = (0 if p.get("tied") else 1) + (1 if p.get("bias", False) else 0)
+        return LayerKernels(tuple(f), tuple(b), param_tensors=tensors)
     if kind == "softmax_loss":
         # log-softmax + NLL, FP32 ops under AMP: the logits are cast up, the gradient
         # (softmax - target) is written in FP32 and cast back down
