@@ -80,6 +80,8 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
     the 16-bit gradients into the fp32 master gradients and after the step copies the
     master weights back into the model (one multi-tensor kernel each).
     clip_grad_norm: one norm kernel per tensor over the gradients the optimizer reads.
+    All are passes over parameter-sized contiguous tensors (Kernel.param_pass): they run at
+    the copy bandwidth, not at the framework's activation-kernel fraction of it.
     `tensors`: the parameter tensors holding the elements (the layer's
     LayerKernels.param_tensors); default TENSORS_PER_LAYER per kernel."""
     n_tensors = max(1, tensors) if tensors is not None else TENSORS_PER_LAYER * kernels
@@ -88,19 +90,20 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
     if opt.implementation == "fused":
         nbytes = elements * optimizer_bytes_per_element(
             d, opt.state_bytes_per_param, opt.master_bytes_per_param) + index_bytes
-        out = [stream("optimizer", nbytes, count=kernels)]
+        out = [stream("optimizer", nbytes, count=kernels, param_pass=True)]
     else:
         n = n_tensors
-        out = [stream(f"optimizer.{op}", elements * (pw * grad_w + sw * FP32) / n, count=n)
+        out = [stream(f"optimizer.{op}", elements * (pw * grad_w + sw * FP32) / n, count=n,
+                      param_pass=True)
                for op, pw, sw in PER_TENSOR_KERNELS[opt.name]]
         if index_bytes:
-            out.append(stream("optimizer.indices", index_bytes))
+            out.append(stream("optimizer.indices", index_bytes, param_pass=True))
         if opt.master_bytes_per_param:
-            out += [stream("unscale_to_master", elements * (d + FP32)),
-                    stream("master_to_model", elements * (FP32 + d))]
+            out += [stream("unscale_to_master", elements * (d + FP32), param_pass=True),
+                    stream("master_to_model", elements * (FP32 + d), param_pass=True)]
     if opt.clip_grad_norm:
         n = n_tensors
-        out.append(stream("clip_grad_norm", elements * grad_w / n, count=n))
+        out.append(stream("clip_grad_norm", elements * grad_w / n, count=n, param_pass=True))
     return out
 
 
