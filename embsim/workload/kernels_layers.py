@@ -15,6 +15,9 @@ from .kernels import (FP32, MASK_BYTES, Kernel, dropout_residual, embedding_kern
                       gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
 
 
+FLASH_TILE = 128      # FlashAttention-2's key/query tile (Dao 2023: block sizes 64-128)
+
+
 @dataclass(frozen=True)
 class LayerKernels:
     fwd: tuple[Kernel, ...]
@@ -25,20 +28,32 @@ class LayerKernels:
     param_tensors: int = 1
 
 
+def causal_keys(s: int) -> int:
+    """Keys a causal flash-attention kernel visits per query, on average: it skips the key
+    tiles wholly above the diagonal, so a query tile sees (i + 1) of nb tiles
+    (FlashAttention-2, Dao 2023, sec. 3.1.1 'causal masking': skip blocks whose column
+    indices are all more than the row indices; FLASH_TILE-wide tiles)."""
+    nb = -(-s // FLASH_TILE)
+    return -(-s * (nb + 1) // (2 * nb))
+
+
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
-               dropout: bool, opb: int = FP32, fused: bool = False) -> tuple[list, list]:
+               dropout: bool, opb: int = FP32, fused: bool = False, bias: bool = True,
+               causal: bool = False) -> tuple[list, list]:
     """Multi-head attention of s queries over s keys: QKV projection, the core, output
     projection. Unfused, the (b*a, s, s) scores go through HBM: scale+mask, softmax,
-    dropout; fused (flash attention, Dao et al. 2022) they stay on chip and backward
-    recomputes them (5 products instead of 4)."""
+    dropout (a causal mask only adds to the scores: every product is still computed);
+    fused (flash attention, Dao et al. 2022) they stay on chip, backward recomputes them
+    (5 products instead of 4) and a causal kernel skips the masked key tiles."""
     n, hd = b * s, h // a
     fwd, bwd = [], []
-    f, g = linear_fwd_bwd(f"{name}.qkv", n, h, h + 2 * kv, e)
+    f, g = linear_fwd_bwd(f"{name}.qkv", n, h, h + 2 * kv, e, bias)
     fwd += f
     scores = b * a * s * s
     if flash:
-        fwd.append(gemm(f"{name}.flash", s, s, hd, batch=2 * b * a, ops=1))
-        bwd_core = [gemm(f"{name}.flash_bwd", s, s, hd, batch=5 * b * a, ops=1)]
+        keys = causal_keys(s) if causal else s
+        fwd.append(gemm(f"{name}.flash", s, keys, hd, batch=2 * b * a, ops=1))
+        bwd_core = [gemm(f"{name}.flash_bwd", s, keys, hd, batch=5 * b * a, ops=1)]
     elif fused:
         # one generated kernel (TorchScript/nvFuser) for scale + mask + softmax + dropout:
         # reads the scores, writes the saved probabilities, the dropped ones and the mask;
@@ -73,13 +88,14 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
                      gemm(f"{name}.scores_kgrad", s, hd, s, batch=b * a)]
     # head split/merge copies (transpose + contiguous) around the core
     fwd.append(stream(f"{name}.heads_copy", 2 * n * h * e))
-    f2, g2 = linear_fwd_bwd(f"{name}.out", n, h, h, e)
+    f2, g2 = linear_fwd_bwd(f"{name}.out", n, h, h, e, bias)
     fwd += f2
     bwd += g2 + [stream(f"{name}.heads_copy_bwd", 2 * n * h * e)] + bwd_core + g
     return fwd, bwd
 
 
-def transformer_block(p: dict, sh: Shape, cross: bool) -> LayerKernels:
+def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> LayerKernels:
+    """`causal`: a decoder's self-attention (each position attends to those before it)."""
     b, s, e = sh.batch, sh.seq, sh.dtype_bytes
     n = b * s
     h, a, f = p["dim"], p["heads"], p["ffn"]
@@ -87,19 +103,21 @@ def transformer_block(p: dict, sh: Shape, cross: bool) -> LayerKernels:
     flash, dropout = p.get("flash_attention", False), p.get("dropout", True)
     fused = p.get("fused_elementwise", False)
     swiglu = p.get("ffn_kind", "gelu") == "swiglu"
+    bias = p.get("bias", True)
     add_norm = _fused_add_norm if fused else _add_norm
     fwd, bwd = [], []
     for i in range(2 if cross else 1):
         tag = "cross" if i else "self"
-        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, flash, dropout, sh.op_bytes, fused)
+        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, flash, dropout, sh.op_bytes, fused,
+                            bias, causal=causal and not i)
         fn, bn = add_norm(f"{tag}_attn", n, h, e, dropout, sh.op_bytes)
         fwd += fa + fn
         bwd = bn + ba + bwd
     # FFN: up (and gate) GEMM(s), activation (bias fused), down GEMM
-    up_f, up_b = linear_fwd_bwd("ffn.up", n, h, (2 if swiglu else 1) * f, e)
+    up_f, up_b = linear_fwd_bwd("ffn.up", n, h, (2 if swiglu else 1) * f, e, bias)
     act_f = [stream("ffn.act", (3 if swiglu else 2) * n * f * e)]
     act_b = [stream("ffn.act_bwd", (5 if swiglu else 3) * n * f * e)]
-    dn_f, dn_b = linear_fwd_bwd("ffn.down", n, f, h, e)
+    dn_f, dn_b = linear_fwd_bwd("ffn.down", n, f, h, e, bias)
     fn, bn = add_norm("ffn", n, h, e, dropout, sh.op_bytes)
     fwd += up_f + act_f + dn_f + fn
     bwd = bn + dn_b + act_b + up_b + bwd
@@ -243,5 +261,5 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
     if kind == "transformer_encoder":
         return transformer_block(p, sh, cross=False)
     if kind == "transformer_decoder":
-        return transformer_block(p, sh, cross=p.get("cross_attention", False))
+        return transformer_block(p, sh, cross=p.get("cross_attention", False), causal=True)
     raise AssertionError(f"layer kind {kind!r} has no kernel rule")

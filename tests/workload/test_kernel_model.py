@@ -199,3 +199,28 @@ def test_fused_elementwise_moves_fewer_bytes_same_gemms():
         assert len(getattr(lf, part)) < len(getattr(le, part))
     te, tf = model_times(eager, A100)["encoder.0"], model_times(fused, A100)["encoder.0"]
     assert tf.fwd_s < te.fwd_s and tf.bwd_s < te.bwd_s
+
+
+def test_causal_flash_attention_skips_the_masked_key_tiles():
+    from embsim.workload.costs import Shape
+    from embsim.workload.kernels_layers import causal_keys, transformer_block
+    assert causal_keys(8192) == 8192 * 65 // 128          # 64 tiles: (64 + 1) / (2 * 64)
+    assert causal_keys(128) == 128                         # one tile: nothing to skip
+    p = {"dim": 1024, "heads": 16, "ffn": 4096, "flash_attention": True}
+    sh = Shape(1, 8192, 2)
+    flops = lambda lk: sum(k.flops for k in lk.fwd + lk.bwd if "flash" in k.name)
+    full, causal = transformer_block(p, sh, cross=False), transformer_block(p, sh, cross=False, causal=True)
+    assert flops(causal) == pytest.approx(flops(full) * 65 / 128, rel=1e-3)
+    # unfused attention computes every score before masking: no saving
+    q = {**p, "flash_attention": False}
+    assert (sum(k.flops for k in transformer_block(q, sh, False, causal=True).fwd)
+            == sum(k.flops for k in transformer_block(q, sh, False).fwd))
+
+
+def test_bias_free_blocks_launch_no_bias_gradients():
+    from embsim.workload.costs import Shape
+    from embsim.workload.kernels_layers import transformer_block
+    p = {"dim": 1024, "heads": 16, "ffn": 4096}
+    names = lambda q: {k.name for k in transformer_block(q, Shape(2, 128, 2), False).bwd}
+    assert any("bias_grad" in n for n in names(p))
+    assert not any("bias_grad" in n for n in names({**p, "bias": False}))
