@@ -52,8 +52,12 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     scores = b * a * s * s
     if flash:
         keys = causal_keys(s) if causal else s
-        fwd.append(gemm(f"{name}.flash", s, keys, hd, batch=2 * b * a, ops=1))
-        bwd_core = [gemm(f"{name}.flash_bwd", s, keys, hd, batch=5 * b * a, ops=1)]
+        # one thread block per query tile keeps its (tile x head_dim) output resident while
+        # it loops over the key tiles, both products of each step feeding it: a GEMM of
+        # k-depth 2 x keys (forward) and 5 x keys (backward's five products), so the per-tile
+        # fixed cost is paid once per query tile, not once per key tile
+        fwd.append(gemm(f"{name}.flash", s, hd, 2 * keys, batch=b * a, ops=1))
+        bwd_core = [gemm(f"{name}.flash_bwd", s, hd, 5 * keys, batch=b * a, ops=1)]
     elif fused:
         # one generated kernel (TorchScript/nvFuser) for scale + mask + softmax + dropout:
         # reads the scores, writes the saved probabilities, the dropped ones and the mask;

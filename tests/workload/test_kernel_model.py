@@ -224,3 +224,15 @@ def test_bias_free_blocks_launch_no_bias_gradients():
     names = lambda q: {k.name for k in transformer_block(q, Shape(2, 128, 2), False).bwd}
     assert any("bias_grad" in n for n in names(p))
     assert not any("bias_grad" in n for n in names({**p, "bias": False}))
+
+
+def test_flash_attention_runs_in_flashattention2s_published_range_on_a100():
+    # FlashAttention-2 (Dao 2023, abstract): 50-73 % of A100's peak, forward + backward
+    from embsim.workload.costs import Shape
+    from embsim.workload.kernels_layers import transformer_block
+    p = precision("bf16")
+    lk = transformer_block({"dim": 2048, "heads": 16, "ffn": 4096, "flash_attention": True},
+                           Shape(8, 2048, 2), cross=False)
+    ks = [k for k in lk.fwd + lk.bwd if "flash" in k.name]
+    seconds = sum(kernel_time(k, A100, p, 2).gpu_s for k in ks)
+    assert 0.5 < sum(k.flops for k in ks) / seconds / A100.rates["bf16"] < 0.73
