@@ -38,6 +38,10 @@ def _options(f):
                           "(16-bit model, apex O2 / model.half())"),
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE), default=1, show_default=True,
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step"),
+        click.option("--accumulate-sync", type=click.Choice(["last", "every"]), default="last",
+                     show_default=True,
+                     help="with --accumulate: gradients synchronised after the last micro-batch "
+                          "(DDP no_sync) or after every one (apex DDP)"),
         click.option("--jitter", help="per-GPU compute-time variation: normal:CV, lognormal:SIGMA, "
                                       "uniform:HALFWIDTH, seq:WIDTH (padded lengths in a bucket), "
                                       "bucket:K or shuffle (each GPU's batch of --corpus sentences, "

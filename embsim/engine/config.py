@@ -9,7 +9,7 @@ from ..errors import InputError
 from ..options import option_keys, route
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
-from .accumulate import check_accumulate
+from .accumulate import check_accumulate, check_sync
 from .jitter import parse_jitter
 
 
@@ -43,6 +43,7 @@ class SimulationConfig:
     dtype: str | None = None       # training precision (fp32 tf32 bf16 fp16 fp8); None: the model's
     amp: str = "autocast"          # mixed-precision style: autocast | o2 (workload.precision)
     accumulate: int = 1            # micro-batches per optimizer step (gradient accumulation)
+    accumulate_sync: str = "last"  # gradients synchronised after the last micro-batch or every one
     jitter: str | None = None      # per-GPU compute variation, e.g. normal:0.05 (embsim.engine.jitter)
     model_overrides: dict = field(default_factory=dict)   # tables/layers changes (workload.overrides)
 
@@ -53,6 +54,7 @@ class SimulationConfig:
             if (getattr(self, key) or 0) < 0:
                 raise InputError(f"--{key.replace('_', '-')} must be >= 0")
         check_accumulate(self.accumulate)
+        check_sync(self.accumulate_sync)
         parse_jitter(self.jitter)
 
 

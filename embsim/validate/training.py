@@ -2,7 +2,8 @@
 
 Reads the validation_data/training dialect: `embsim_defaults:` and `runs:`, each run with
 its measured `value`, `gpus` and an `embsim:` block (merged over the defaults) saying how
-to simulate it: topology, model, batch, seq, dtype, amp, accumulate, jitter, tables/layers
+to simulate it: topology, model, batch, seq, dtype, amp, accumulate (accumulate_sync:
+last | every), jitter, tables/layers
 overrides, options (strategy/scheduler parameters, as --option), metric (samples_per_s |
 tokens_per_s), scale (a factor on the simulated
 metric, e.g. 2 for source + target tokens). `scaling_base:` names the run a multi-GPU
@@ -22,7 +23,7 @@ from ..yamlio import YamlDoc, check_mapping, get, load_yaml
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
-               "accumulate": int, "jitter": str, "tables": dict, "layers": dict, "optimizer": dict,
+               "accumulate": int, "accumulate_sync": str, "jitter": str, "tables": dict, "layers": dict, "optimizer": dict,
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
                "options": dict}
 METRICS = ("samples_per_s", "tokens_per_s")
@@ -81,6 +82,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                            batch=merged.get("batch"), seq=merged.get("seq"),
                            dtype=merged.get("dtype"), amp=merged.get("amp", "autocast"),
                            accumulate=merged.get("accumulate", 1),
+                           accumulate_sync=merged.get("accumulate_sync", "last"),
                            jitter=merged.get("jitter"), strategy=merged.get("strategy", "allreduce"),
                            scheduler=merged.get("scheduler", "fifo"),
                            model_overrides=overrides, iterations=iterations,

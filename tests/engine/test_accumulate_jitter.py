@@ -20,6 +20,22 @@ def test_accumulation_amortises_the_synchronisation():
     assert four.memory == one.memory               # activations of one micro-batch
 
 
+def test_accumulate_sync_every_pays_each_micro_batch_synchronisation():
+    last = simulate(SimulationConfig(**BASE, accumulate=4))
+    every = simulate(SimulationConfig(**BASE, accumulate=4, accumulate_sync="every"))
+    one = simulate(SimulationConfig(**BASE))
+    # four all-reduces of the gradients instead of one, the optimizer once
+    assert every.metrics.comm_bytes_per_gpu["all_reduce"] == pytest.approx(
+        4 * last.metrics.comm_bytes_per_gpu["all_reduce"])
+    assert last.step_time < every.step_time < 4 * one.step_time
+    # one GPU synchronises nothing: both ways are the same
+    solo = dict(BASE, topology="dgx-a100:1x1")
+    assert simulate(SimulationConfig(**solo, accumulate=4, accumulate_sync="every")).step_time == \
+        simulate(SimulationConfig(**solo, accumulate=4)).step_time
+    with pytest.raises(InputError, match="--accumulate-sync"):
+        SimulationConfig(**BASE, accumulate_sync="sometimes")
+
+
 def test_jitter_waits_for_the_slowest_gpu():
     plain = simulate(SimulationConfig(**BASE))
     jit = simulate(SimulationConfig(**BASE, jitter="normal:0.1"))
