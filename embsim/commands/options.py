@@ -46,6 +46,8 @@ def _options(f):
                                       "uniform:HALFWIDTH, seq:WIDTH (padded lengths in a bucket), "
                                       "bucket:K or shuffle (each GPU's batch of --corpus sentences, "
                                       "K length buckets or none, padded to its longest), "
+                                      "maxtokens (fairseq --max-tokens batches of --corpus "
+                                      "sentences, --batch x --seq tokens each), "
                                       "or trace (the --trace's measured rank skew)"),
         click.option("--iterations", type=int, default=4, show_default=True,
                      help="simulated iterations (the first is warm-up)"),

@@ -117,14 +117,18 @@ def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, micro_batche
     from ..workload.gpu_compute import for_gpu
     gpu = for_gpu(topo.node.gpu)
 
-    def compute_at_seq(seq: int) -> float:
-        m = load_model(cfg.model, batch=model.batch, seq=seq, untie_outputs=cfg.untie_outputs,
+    def compute_at(batch: int, seq: int) -> float:
+        m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
                        dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
         return sum(t.fwd_s + t.bwd_s for t in model_times(m, gpu).values())
 
+    def compute_at_seq(seq: int) -> float:
+        return compute_at(model.batch, seq)
+
     skew = measured.trace.rank_skew if measured is not None else None
     return jitter_factors(cfg.jitter, topo.n_gpus, cfg.seed, seq=model.seq,
-                          compute_at_seq=compute_at_seq, corpus=cfg.corpus, batch=model.batch,
+                          compute_at_seq=compute_at_seq, compute_at=compute_at,
+                          corpus=cfg.corpus, batch=model.batch,
                           micro_batches=micro_batches,
                           trace_skew=skew.factor if skew is not None else None)
 

@@ -110,3 +110,28 @@ def test_corpus_jitter_needs_a_corpus():
         parse_jitter("bucket:0")
     with pytest.raises(InputError, match="takes no value"):
         parse_jitter("shuffle:3")
+
+
+def test_token_budget_batches_as_fairseq_make_batches():
+    from embsim.engine.jitter import token_budget_batches
+    sizes, longest, real = token_budget_batches([10] * 20 + [40] * 3 + [100], 200)
+    # 20 x 10 fits, cut to a multiple of 8; the next batch takes a 40 (5 x 40 <= 200)
+    assert list(sizes) == [16, 5, 2, 1]
+    assert list(longest) == [10, 40, 40, 100]
+    assert list(real) == [160, 80, 80, 100]
+    with pytest.raises(InputError, match="maxtokens"):
+        token_budget_batches([300], 200)
+
+
+def test_maxtokens_jitter_waits_for_the_slowest_token_batch(tmp_path):
+    lengths = [5] * 400 + [12] * 300 + [30] * 200 + [80] * 60
+    corpus = _corpus(tmp_path, lengths)
+    padded = lambda b, s: float(b * s) * (1 + s / 100)      # attention: longer costs more per token
+    kw = dict(seq=32, batch=8, corpus=corpus, compute_at=padded)
+    one = jitter_factors("maxtokens", 1, 0, **kw)
+    eight = jitter_factors("maxtokens", 8, 0, **kw)
+    assert one[0] > 1.0                                     # real tokens below the 256 budget
+    assert eight.max() > one[0] > eight.min()
+    assert list(jitter_factors("maxtokens", 8, 0, **kw)) == list(eight)
+    with pytest.raises(InputError, match="maxtokens"):
+        parse_jitter("maxtokens:3")
