@@ -1,0 +1,31 @@
+"""GNMT and Transformer (DeepLearningExamples) against their published throughput and
+scaling: bounds at the level the model reaches, so that a regression is red."""
+
+import pytest
+
+from embsim.validate.training import DATA_DIR, file_runs
+
+# (file, max |scaling-efficiency difference|, max |error|): docs/validation.md
+BOUNDS = {"dle-pytorch-gnmt": (0.08, 0.38), "dle-pytorch-transformer": (0.18, 0.58)}
+
+
+@pytest.fixture(scope="module", params=sorted(BOUNDS))
+def result(request):
+    runs, pairs = file_runs(str(DATA_DIR / f"{request.param}.yaml"))
+    return request.param, runs, pairs
+
+
+def test_within_bounds(result):
+    name, runs, pairs = result
+    scaling, error = BOUNDS[name]
+    assert len(pairs) == 8
+    assert max(abs(p.difference) for p in pairs) <= scaling
+    assert max(abs(r.error) for r in runs) <= error
+
+
+def test_gnmt_scaling_comes_from_the_benchmarks_accumulation():
+    """--train-global-batch-size 1024: one GPU amortises the update over 8 iterations,
+    eight GPUs not at all, so the simulated efficiency falls well below 1."""
+    _, pairs = file_runs(str(DATA_DIR / "dle-pytorch-gnmt.yaml"))
+    eight = [p for p in pairs if p.gpus == 8]
+    assert all(p.simulated < 0.95 for p in eight)
