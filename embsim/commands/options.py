@@ -66,6 +66,9 @@ def _options(f):
         click.option("--zipf", "zipf_s", type=FiniteFloat(0, 10), default=1.05, show_default=True,
                      help="Zipf exponent of the token distribution"),
         click.option("--corpus", type=click.Path(dir_okay=False), help="real text file for token statistics"),
+        click.option("--lengths", help="sentence lengths for --jitter bucket:K/shuffle/maxtokens without "
+                                       "a --corpus: lognormal:MEAN:SD[:MAX], a corpus's published "
+                                       "mean and standard deviation of tokens per sentence"),
         click.option("--nccl-algo", callback=_nccl_filter("algo"),
                      help="NCCL_ALGO-style override, e.g. Ring or ^NVLS"),
         click.option("--nccl-proto", callback=_nccl_filter("proto"),

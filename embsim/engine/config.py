@@ -11,6 +11,7 @@ from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
 from .accumulate import check_accumulate, check_sync
 from .jitter import parse_jitter
+from .lengths import parse_lengths
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class SimulationConfig:
     comm_interference: float | None = None
     zipf_s: float = 1.05
     corpus: str | None = None
+    lengths: str | None = None     # sentence-length distribution for --jitter's corpus forms
     nccl_algo: str | None = None
     nccl_proto: str | None = None
     hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
@@ -56,6 +58,7 @@ class SimulationConfig:
         check_accumulate(self.accumulate)
         check_sync(self.accumulate_sync)
         parse_jitter(self.jitter)
+        parse_lengths(self.lengths)
 
 
 def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:

@@ -106,6 +106,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         workload={"batch": model.batch, "seq": model.seq, "dtype": model.dtype,
                   "amp": cfg.amp if model.dtype in ("bf16", "fp16", "fp8") else None,
                   "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync, "jitter": cfg.jitter,
+                  "lengths": cfg.lengths,
                   "straggler": cfg.straggler, "seed": cfg.seed})
 
 
@@ -128,7 +129,7 @@ def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, micro_batche
     skew = measured.trace.rank_skew if measured is not None else None
     return jitter_factors(cfg.jitter, topo.n_gpus, cfg.seed, seq=model.seq,
                           compute_at_seq=compute_at_seq, compute_at=compute_at,
-                          corpus=cfg.corpus, batch=model.batch,
+                          corpus=cfg.corpus, lengths=cfg.lengths, batch=model.batch,
                           micro_batches=micro_batches,
                           trace_skew=skew.factor if skew is not None else None)
 

@@ -58,7 +58,8 @@ def workload_text(w: dict) -> str:
         sync = " (synchronised every micro-batch)" if w.get("accumulate_sync") == "every" else ""
         parts.append(f"accumulate {w['accumulate']}{sync}")
     if w.get("jitter"):
-        parts.append(f"jitter {w['jitter']} (seed {w['seed']})")   # the seed only draws jitter
+        lengths = f", lengths {w['lengths']}" if w.get("lengths") else ""
+        parts.append(f"jitter {w['jitter']} (seed {w['seed']}{lengths})")   # the seed only draws jitter
     if w.get("straggler"):
         parts.append(f"straggler {w['straggler']}")
     return ", ".join(parts)

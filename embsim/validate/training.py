@@ -23,7 +23,7 @@ from ..yamlio import YamlDoc, check_mapping, get, load_yaml
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
-               "accumulate": int, "accumulate_sync": str, "jitter": str, "tables": dict, "layers": dict, "optimizer": dict,
+               "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str, "tables": dict, "layers": dict, "optimizer": dict,
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
                "options": dict}
 METRICS = ("samples_per_s", "tokens_per_s")
@@ -83,7 +83,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                            dtype=merged.get("dtype"), amp=merged.get("amp", "autocast"),
                            accumulate=merged.get("accumulate", 1),
                            accumulate_sync=merged.get("accumulate_sync", "last"),
-                           jitter=merged.get("jitter"), strategy=merged.get("strategy", "allreduce"),
+                           jitter=merged.get("jitter"), lengths=merged.get("lengths"), strategy=merged.get("strategy", "allreduce"),
                            scheduler=merged.get("scheduler", "fifo"),
                            model_overrides=overrides, iterations=iterations,
                            efficiency_baseline=False)

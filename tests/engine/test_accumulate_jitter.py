@@ -130,8 +130,23 @@ def test_maxtokens_jitter_waits_for_the_slowest_token_batch(tmp_path):
     kw = dict(seq=32, batch=8, corpus=corpus, compute_at=padded)
     one = jitter_factors("maxtokens", 1, 0, **kw)
     eight = jitter_factors("maxtokens", 8, 0, **kw)
-    assert one[0] > 1.0                                     # real tokens below the 256 budget
     assert eight.max() > one[0] > eight.min()
     assert list(jitter_factors("maxtokens", 8, 0, **kw)) == list(eight)
     with pytest.raises(InputError, match="maxtokens"):
         parse_jitter("maxtokens:3")
+
+
+def test_lengths_distribution_stands_in_for_a_corpus():
+    from embsim.engine.lengths import drawn_lengths, parse_lengths
+    drawn = drawn_lengths("lognormal:29.05:16.2", seed=0)
+    assert drawn.mean() == pytest.approx(29.05, rel=0.02) and drawn.std() == pytest.approx(16.2, rel=0.05)
+    assert drawn_lengths("lognormal:29.05:16.2:50", seed=0).max() == 50
+    assert (drawn_lengths("lognormal:29.05:16.2", 3) == drawn_lengths("lognormal:29.05:16.2", 3)).all()
+    f = jitter_factors("maxtokens", 8, 0, seq=32, batch=8, lengths="lognormal:29.05:16.2",
+                       compute_at=lambda b, s: float(b * s) * (1 + s / 100))
+    assert f.max() > f.min()
+    for bad in ("normal:1:2", "lognormal:1", "lognormal:a:b", "lognormal:10:-1", "lognormal:10:5:0.5"):
+        with pytest.raises(InputError, match="--lengths"):
+            parse_lengths(bad)
+    with pytest.raises(InputError, match="--corpus.*--lengths"):
+        jitter_factors("shuffle", 2, 0, seq=8, batch=2, compute_at_seq=float)
