@@ -29,3 +29,11 @@ def test_gnmt_scaling_comes_from_the_benchmarks_accumulation():
     _, pairs = file_runs(str(DATA_DIR / "dle-pytorch-gnmt.yaml"))
     eight = [p for p in pairs if p.gpus == 8]
     assert all(p.simulated < 0.95 for p in eight)
+
+
+def test_fp32_gradients_are_all_reduced_in_fp32():
+    from embsim.engine.run import SimulationConfig, simulate
+    base = dict(topology="dgx-a100:1x8", model="tiny-lm", dtype="fp16", iterations=3)
+    half = simulate(SimulationConfig(**base))
+    full = simulate(SimulationConfig(**base, model_overrides={"optimizer": {"fp32_gradients": True}}))
+    assert full.metrics.comm_bytes_per_gpu["all_reduce"] == 2 * half.metrics.comm_bytes_per_gpu["all_reduce"]
