@@ -10,6 +10,12 @@ Two ways frameworks synchronise the accumulated gradients (`sync`):
   accumulated so far, and each training iteration ends waiting for it. The step is K-1
   micro-batches without the optimizer, each with its own synchronisation, then one with
   it (combine_micro_batches).
+
+apex amp O2 (GNMT's --math fp16) unscales every backward's 16-bit gradients into the FP32
+master gradients (apex/amp/_process_optimizer.py, post_backward_with_master_weights), adding
+them to those stashed from the micro-batches before (multi_tensor_axpby: read the 16-bit
+gradient and the FP32 stash, write FP32): each micro-batch after the first pays that pass;
+the optimizer step's own unscale (embsim.workload.compute) covers the first.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import InputError
+from ..workload.kernels import stream
 from .metrics import StepMetrics
 
 SYNCS = ("last", "every")
@@ -34,20 +41,35 @@ def check_sync(sync) -> str:
     return sync
 
 
-def accumulate(ctx, k: int):
+def master_accumulate_s(ctx, amp: str) -> float:
+    """Seconds of one later micro-batch's apex-O2 unscale into the stashed master gradients
+    (0 unless amp o2 with FP32 master weights)."""
+    m = ctx.model
+    if amp != "o2" or not m.optimizer.master_bytes_per_param:
+        return 0.0
+    return ctx.kernel_seconds([stream("amp.unscale_with_stash", m.params * (m.dtype_bytes + 8))])
+
+
+def accumulate(ctx, k: int, amp: str = "autocast"):
     """The StepContext of an optimizer step over k micro-batches (sync "last")."""
     if check_accumulate(k) == 1:
         return ctx
-    earlier = (k - 1) * (sum(ctx.layer_fwd.values()) + sum(ctx.layer_bwd.values()))
+    earlier = (k - 1) * (sum(ctx.layer_fwd.values()) + sum(ctx.layer_bwd.values())
+                         + master_accumulate_s(ctx, amp))
     first = ctx.model.layers[0].name
     fwd = dict(ctx.layer_fwd)
     fwd[first] = fwd[first] + earlier
     return replace(ctx, layer_fwd=fwd)
 
 
-def without_update(splan):
-    """The strategy plan of a micro-batch that synchronises but does not step the optimizer."""
-    return replace(splan, update_time={k: 0.0 for k in splan.update_time},
+def without_update(splan, seconds: float = 0.0):
+    """The strategy plan of a micro-batch that synchronises but does not step the optimizer;
+    `seconds` of per-micro-batch gradient work (master_accumulate_s) spread over the layers'
+    update slots by their share of them."""
+    total = sum(splan.update_time.values())
+    share = {k: (v / total if total > 0 else 1.0 / len(splan.update_time))
+             for k, v in splan.update_time.items()}
+    return replace(splan, update_time={k: seconds * share[k] for k in splan.update_time},
                    deferred_update_time={k: 0.0 for k in splan.deferred_update_time})
 
 

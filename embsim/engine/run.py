@@ -21,7 +21,7 @@ from ..topology import Topology, load_topology
 from ..trace import load_trace
 from ..workload import load_model
 from .build import build_step_plan
-from .accumulate import accumulate, combine_micro_batches, without_update
+from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
 from .classes import rank_classes
 from .config import SimulationConfig
 from .context import step_context
@@ -58,7 +58,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     ctx, compute_source = step_context(model, topo, measured, cfg, strategy.dense_table_gradient)
     # apex-DDP-style accumulation synchronises every micro-batch: simulated one at a time
     each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus > 1
-    ctx = accumulate(ctx, 1 if each else cfg.accumulate)
+    ctx = accumulate(ctx, 1 if each else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
     if topo.n_gpus == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training
@@ -87,7 +87,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
 
     run, metrics = run_engine(plan)
     if each:
-        _, plain = run_engine(build_step_plan(ctx, without_update(splan), strategy, scheduler))
+        plain_plan = without_update(splan, master_accumulate_s(ctx, cfg.amp))
+        _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
 
     samples_per_s = topo.n_gpus * model.batch * cfg.accumulate / metrics.step_time

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from embsim import cli
+from embsim.engine.accumulate import accumulate
 from embsim.engine.jitter import jitter_factors, parse_jitter, quantiles
 from embsim.engine.run import SimulationConfig, simulate
 from embsim.errors import InputError
@@ -150,3 +151,33 @@ def test_lengths_distribution_stands_in_for_a_corpus():
             parse_lengths(bad)
     with pytest.raises(InputError, match="--corpus.*--lengths"):
         jitter_factors("shuffle", 2, 0, seq=8, batch=2, compute_at_seq=float)
+
+
+def test_apex_o2_unscales_every_micro_batch_into_the_master_gradients():
+    from types import SimpleNamespace
+    from embsim.engine.accumulate import master_accumulate_s
+    from embsim.workload import load_model
+    seen = []
+    ctx = lambda m: SimpleNamespace(model=m, kernel_seconds=lambda ks: seen.append(ks) or 1e-3)
+    half = load_model("tiny-lm", dtype="fp16")
+    assert master_accumulate_s(ctx(half), "o2") == 1e-3
+    # read the 16-bit gradient and the FP32 stash, write FP32: 10 B per parameter
+    assert seen[-1][0].nbytes == half.params * (2 + 8)
+    assert master_accumulate_s(ctx(half), "autocast") == 0.0
+    assert master_accumulate_s(ctx(load_model("tiny-lm", dtype="fp32")), "o2") == 0.0
+    # the three earlier micro-batches of an optimizer step each pay it once
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Ctx:
+        model: object
+        layer_fwd: dict
+        layer_bwd: dict
+        kernel_seconds: object
+
+    first = half.layers[0].name
+    c = Ctx(half, {l.name: 1.0 for l in half.layers}, {l.name: 2.0 for l in half.layers},
+            lambda ks: 0.5)
+    n = len(half.layers)
+    assert accumulate(c, 4, "o2").layer_fwd[first] == pytest.approx(1.0 + 3 * (3.0 * n + 0.5))
+    assert accumulate(c, 4, "autocast").layer_fwd[first] == pytest.approx(1.0 + 3 * 3.0 * n)
