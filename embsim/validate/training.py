@@ -240,7 +240,7 @@ def training_section() -> list[str]:
         "  all-reduces every iteration; apex O2 unscales every iteration into the master",
         "  gradients). The per-update cost (per-tensor Adam, clip_grad_norm_, master copies) is",
         "  amortised 8x on one GPU and not at all on eight: most of the measured loss. Bucketing",
-        "  gives every GPU the same padded length (GPUs differ by 0.3 %). What is left has no",
+        "  pads every GPU to the same length (the slowest-GPU wait adds < 0.3 %). What is left has no",
         "  measured source here: the simulated all-reduce hides under backward; NCCL/compute",
         "  contention (no fabric.interference for these presets), DDP's gradient copies into",
         "  and out of its buckets, and host-side variation at the per-iteration host syncs",
