@@ -72,7 +72,7 @@ LL128_GRAIN_PER_THREAD = 30            # bytes: nthreads*(calcBytePerGrain/sizeo
 # (embsim/validation_data/azure-nd-a100-v4-allreduce.yaml), on its points where NCCL runs
 # that protocol, by `python -m embsim.collectives.fit_sync` (0.1 µs grid, least mean
 # |error|): Simple's P2P-read round trip, and LL's per-step cost. The A100 LL128 points
-# (2-16 MiB, one loop, 15 steps each) take NCCL's LL128 latency plus their bytes at ~0.64
+# (2-16 MiB, one loop, 15 steps each) take NCCL's LL128 latency plus their bytes at ~0.66
 # of NCCL's LL128 bandwidth at every size: a rate, not a per-step cost, so LL128 is not
 # fitted and the gap is reported (docs/validation.md). Every other GPU
 # (H100, H200, B200, PCIe boxes) uses NCCL's hwLat only: a prediction.
