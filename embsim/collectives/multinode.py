@@ -15,6 +15,7 @@ sm100) leaves a third of the wire unused; the kernel is not held to that step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from functools import lru_cache
 
@@ -65,3 +66,24 @@ def kernel_view(shape: CommShape) -> CommShape:
     if shape.n_nodes == 1 or shape.nic_latency_us == shape.net_hop_us:
         return shape
     return replace(shape, nic_latency_us=shape.net_hop_us)
+
+
+def nvlstree_fill(first: float, bandwidth: float, stage_bw: tuple[float, float], sync: float,
+                  n_nodes: int) -> float:
+    """µs the NVLSTree pipeline takes to fill and drain beyond its bottleneck stage.
+
+    `first` is the first loop's time at `bandwidth` (GB/s); `stage_bw` = (one node's NVLS,
+    the heads' NIC tree) at the same scale. A chunk runs scatter + switch reduce in its
+    node, then crosses the network to its tree parent and, reduced at the root, back down
+    (all_reduce.h NVLS_TREE: the reduce warps send up, the bcast warps receive from the
+    parent), then multicast + gather. Every crossing is a stage of its own: a chunk cannot
+    go down before it went up, and while it goes down the next loop's chunks go up on the
+    same NIC direction, so each crossing takes the channel's steady share of the NICs --
+    up and down the tree's depth, 2 x ceil(log2 nNodes) crossings. The two trees sharing
+    the NICs' two directions sets the bottleneck (the transfer), not this fill.
+    """
+    intra_bw, net_bw = stage_bw
+    t_in = max(first * bandwidth / intra_bw, sync)
+    t_net = max(first * bandwidth / net_bw, sync)
+    crossings = 2 * int(math.ceil(math.log2(n_nodes)))
+    return 2 * t_in + crossings * t_net - max(t_in, t_net)

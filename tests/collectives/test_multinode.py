@@ -67,9 +67,24 @@ def test_nvlstree_fill_is_cheaper_than_four_bottleneck_loops():
     lockstep = pipeline.nvls(*args, tree_variant=True)
     assert staged.transfer == pytest.approx(lockstep.transfer)
     assert staged.latency < lockstep.latency
-    # the in-node stages at the node's NVLS rate, the network stage is the bottleneck
+    # the in-node stages at the node's NVLS rate; the network is the bottleneck, and a chunk
+    # crosses it twice (up to the root, back down): the second crossing is fill
     full = staged.transfer
-    assert staged.latency == pytest.approx(70.0 + 2 * full * 384.0 / 533.0, rel=1e-9)
+    assert staged.latency == pytest.approx(70.0 + 2 * full * 384.0 / 533.0 + full, rel=1e-9)
+
+
+def test_nvlstree_fill_crosses_the_network_up_and_down_the_tree():
+    from embsim.collectives.multinode import nvlstree_fill
+    # network-bound: scatter/reduce and multicast/gather at half the time, two crossings
+    two = nvlstree_fill(100.0, 300.0, (600.0, 300.0), 0.0, 2)
+    assert two == pytest.approx(2 * 50.0 + 2 * 100.0 - 100.0)
+    # four nodes: up and down two tree levels
+    four = nvlstree_fill(100.0, 300.0, (600.0, 300.0), 0.0, 4)
+    assert four == pytest.approx(two + 2 * 100.0)
+    # NVLS-bound: the crossings are fill at the NICs' rate
+    assert nvlstree_fill(100.0, 300.0, (300.0, 600.0), 0.0, 2) == pytest.approx(2 * 100.0 + 2 * 50.0 - 100.0)
+    # a sync longer than a stage's data holds every stage
+    assert nvlstree_fill(1.0, 300.0, (600.0, 300.0), 10.0, 2) == pytest.approx(4 * 10.0 - 10.0)
 
 
 def test_tree_pays_network_store_and_forward():
