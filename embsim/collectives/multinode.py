@@ -77,10 +77,13 @@ def nvlstree_fill(first: float, bandwidth: float, stage_bw: tuple[float, float],
     node, then crosses the network to its tree parent and, reduced at the root, back down
     (all_reduce.h NVLS_TREE: the reduce warps send up, the bcast warps receive from the
     parent), then multicast + gather. Every crossing is a stage of its own: a chunk cannot
-    go down before it went up, and while it goes down the next loop's chunks go up on the
-    same NIC direction, so each crossing takes the channel's steady share of the NICs --
-    up and down the tree's depth, 2 x ceil(log2 nNodes) crossings. The two trees sharing
-    the NICs' two directions sets the bottleneck (the transfer), not this fill.
+    go down before it went up. Each is charged the channel's steady share of the NICs (a
+    chunk coming down shares its NIC direction with the next loop's chunks going up), up
+    and down the tree's depth: 2 x ceil(log2 nNodes) crossings. The two trees sharing the
+    NICs' two directions sets the bottleneck (the transfer), not this fill. A lone single
+    loop could cross faster (one crossing's time for both); charging it two is an
+    assumption the 2-node curves favour at >= 64 MiB (the fill with one crossing left them
+    8-17 % fast there) and disfavour at 4-16 MiB on Nebius and Lambda (docs/validation.md).
     """
     intra_bw, net_bw = stage_bw
     t_in = max(first * bandwidth / intra_bw, sync)
