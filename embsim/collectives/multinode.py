@@ -53,10 +53,34 @@ def _stage_bw_newest(shape: CommShape) -> tuple[float, float]:
     return nvlstree_stage_bw(shape, constants_for(None))
 
 
+def nvlstree_channel_cap(shape: CommShape, consts: NcclConstants) -> float:
+    """NCCL's per-channel NVLSTree throughput as an AllReduce algBw, GB/s (inf without one).
+
+    From 2.28 tuning.cc caps each NVLSTree channel at perChMaxNVLSTreeBws (Hopper 57.7 GB/s
+    on 2 nodes, 45.5 on 4+; Blackwell 96 / 43.8), the same kind of per-channel kernel limit
+    as perChMaxTreeBws, which the Tree kernel is already held to: it is what one channel's
+    warps move, not a steering step of the graph search. busBw = cap x the NVLS graph's
+    channels, algBw = busBw x nRanks / nSteps (tuning.cc's AllReduce ratio).
+    """
+    if consts.per_ch_nvlstree is None or shape.n_nodes < 2:
+        return math.inf
+    from . import nccl_model as nm
+    from .channels import search_graphs
+    from .constants import arch_family
+    graph = search_graphs(shape).nvls
+    per_ch = consts.per_ch_nvlstree[arch_family(shape.arch)][nm._node_index(shape.n_nodes)]
+    if graph is None or per_ch <= 0:
+        return math.inf
+    return per_ch * graph.n_channels * shape.n_ranks / nm.nsteps("all_reduce", shape.n_ranks)
+
+
 def nvlstree_kernel_bw(shape: CommShape, consts: NcclConstants) -> float:
-    """NVLSTree AllReduce algBw (GB/s) the kernel moves: min(one node's NVLS, the NIC tree)."""
+    """NVLSTree AllReduce algBw (GB/s) the kernel moves: the slowest of one node's NVLS, the
+    NIC tree and NCCL's per-channel NVLSTree throughput."""
     intra, net = nvlstree_stage_bw(shape, consts)
-    return min(intra, net) if intra > 0 else 0.0
+    if intra <= 0:
+        return 0.0
+    return min(intra, net, nvlstree_channel_cap(shape, consts))
 
 
 def kernel_view(shape: CommShape) -> CommShape:
