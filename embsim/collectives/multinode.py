@@ -101,13 +101,14 @@ def nvlstree_fill(first: float, bandwidth: float, stage_bw: tuple[float, float],
     node, then crosses the network to its tree parent and, reduced at the root, back down
     (all_reduce.h NVLS_TREE: the reduce warps send up, the bcast warps receive from the
     parent), then multicast + gather. Every crossing is a stage of its own: a chunk cannot
-    go down before it went up. Each is charged the channel's steady share of the NICs (a
-    chunk coming down shares its NIC direction with the next loop's chunks going up), up
-    and down the tree's depth: 2 x ceil(log2 nNodes) crossings. The two trees sharing the
-    NICs' two directions sets the bottleneck (the transfer), not this fill. A lone single
-    loop could cross faster (one crossing's time for both); charging it two is an
-    assumption the 2-node curves favour at >= 64 MiB (the fill with one crossing left them
-    8-17 % fast there) and disfavour at 4-16 MiB on Nebius and Lambda (docs/validation.md).
+    go down before it went up. Each is charged the channel's steady share of the NICs --
+    in steady state every NIC direction carries one loop's ups and an earlier loop's downs
+    -- up and down the tree's depth: 2 x ceil(log2 nNodes) crossings. The two trees sharing
+    the NICs' two directions sets the bottleneck (the transfer), not this fill. This is an
+    upper reading: with channels in lockstep and an NVLS-bound pipeline the first loop's
+    ups would run alone, then its downs (one crossing's time for both). The 2-node curves
+    favour two crossings at >= 64 MiB and on B200, one at 4-16 MiB on Nebius
+    (docs/validation.md); no constant is fitted either way.
     """
     intra_bw, net_bw = stage_bw
     t_in = max(first * bandwidth / intra_bw, sync)
