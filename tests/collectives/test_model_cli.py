@@ -128,6 +128,9 @@ def test_tcpxo_allreduce_runs_with_its_env_profile():
     c = curve_errors(DATA_DIR / "gcp-a3-mega-2node-allreduce.yaml")
     assert {p.proto for p in c.points} == {"Simple"}
     assert {p.algo for p in c.points} <= {"Ring", "Tree"}
+    # the second AllGather ran the LL128 profile: NCCL_PROTO=Simple,LL128
+    b = curve_errors(DATA_DIR / "gcp-a3-mega-2node-allgather-b.yaml")
+    assert {p.proto for p in b.points} <= {"Simple", "LL128"}
 
 
 def test_cli_table_and_json(capsys):
