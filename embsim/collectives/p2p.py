@@ -12,12 +12,25 @@ NCCL has no bandwidth/latency table for p2p; its choices are rules, and we follo
   32 steps (one step across nodes), up to the channels per peer.
 * steps: every part moves in chunks of NCCL_P2P_NVL_CHUNKSIZE 512 KiB over NVLink,
   NCCL_P2P_PCI_CHUNKSIZE / NCCL_P2P_NET_CHUNKSIZE 128 KiB over PCIe and the network
-  (init.cc), and each chunk pays the Simple protocol's per-step synchronisation
-  (pipeline.step_us); LL below 16 KiB per channel (enqueue.cc NCCL_P2P_LL_THRESHOLD).
+  (init.cc), and each chunk pays the Simple protocol's handshake (NCCL's per-hop latency
+  over a chunk's slices, as pipeline.step_us) but not the ring's P2P-read round trip: the
+  send and recv warps are separate groups joined by an 8-step FIFO, so the sender runs
+  ahead and the reader finds its step ready; LL below 16 KiB per channel (enqueue.cc
+  NCCL_P2P_LL_THRESHOLD).
 * peers in flight: p2pnChannels / channels-per-op x NCCL_MAX_DEV_WORK_P2P_PER_BATCH (8)
   ops run at once; more peers run in rounds, each paying its steps.
 * bandwidth: the link bandwidths NCCL's topology assigns (NVLink count x per-link
   constant, PCIe width x speed, NIC Gb/s / 8), LL at half (8 data bytes per 16 B line).
+* warps: a p2p CTA has NCCL_MAX_NTHREADS = 640 threads (20 warps), shared by the works
+  (peer ops) the channel holds. Up to 2.21 (enqueue.cc finishWorkP2p) each send and each
+  recv is a group: pow2Up(2 x works) groups, recv nWarp and send nWarp+1 warps, nWarp the
+  first power of two with nWarp x groups > 10; from 2.22 (sendrecv.h RunWorkBatch) a work
+  gets 20 // works warps, split recv (n-1)//2 and send the rest (n//2 each up to 4). Only
+  the warps on the side that crosses the fabric bound the rate: the recv warps where NCCL
+  reads from the peer (sm80 over NVLink, paths.cc), else the send warps. A Simple op over
+  the fabric moves at most P2P_WARP_GBPS per such warp (fitted, see below), so an all-to-all
+  on 8 GPUs, where a channel holds 8 works with one send and one recv warp each, runs below
+  the link rate while a SendRecv on 16+ channels of 9 warps nearly fills it.
 
 AlltoAll with S bytes per rank, n ranks, g per node: each GPU moves S(g-1)/n to local
 peers over its fabric link and S(n-g)/n to remote peers through ONE rail NIC (PXN: the
@@ -44,6 +57,12 @@ P2P_PCI_CHUNK = 128 << 10           # NCCL_P2P_PCI_CHUNKSIZE
 P2P_NET_CHUNK = 128 << 10           # NCCL_P2P_NET_CHUNKSIZE
 P2P_PER_CHANNEL_NET_BW = 14.0       # GB/s, NCCL_P2P_PER_CHANNEL_NET_BW
 LL_EFFICIENCY = 0.5                 # 8 data bytes per 16-byte LL line
+P2P_WARPS = 640 // 32               # NCCL_MAX_NTHREADS / WARP_SIZE: warps of a p2p CTA
+# GB/s one copying warp of a Simple p2p op moves across the fabric. Fitted, ONE constant on
+# ONE point: the 4-GPU H100 AlltoAll of NVIDIA/nccl#2169 (NCCL 2.30.4, 500 MB, 1174.14 us,
+# single-points.yaml) by `python -m embsim.collectives.fit_p2p`; every other p2p point and
+# curve (A100 read, H100 8-GPU, PCIe boxes) is a prediction.
+P2P_WARP_GBPS = 1.48
 
 
 def _pow2_up(x: int) -> int:
@@ -77,6 +96,41 @@ def p2p_channels(shape: CommShape, consts: NcclConstants, comm_channels: int, pe
     else:
         chunk = P2P_NVL_CHUNK
     return P2PChannels(total, per, chunk)
+
+
+def step_us(proto: str, shape: CommShape, consts: NcclConstants) -> float:
+    """µs one p2p chunk step costs: pipeline.step_us without the P2P-read round trip."""
+    if proto != "Simple":
+        return pipeline.step_us(proto, shape, consts)
+    return consts.hw_lat[shape.intra_hw]["Ring"][PROTOS.index("Simple")] / pipeline.SLICES_PER_HOP
+
+
+def _version(consts: NcclConstants) -> tuple[int, int]:
+    return tuple(int(p) for p in str(consts.version).split(".")[:2])
+
+
+def fabric_warps(works: int, consts: NcclConstants, read: bool) -> int:
+    """Warps of one work on one channel that move its bytes across the fabric."""
+    works = max(1, min(P2P_PER_BATCH, works))
+    if _version(consts) < (2, 22):
+        groups = _pow2_up(2 * works)
+        n_warp = 1
+        while n_warp * groups <= P2P_WARPS // 2:
+            n_warp *= 2
+        recv, send = n_warp, n_warp + (1 if n_warp >= 2 else 0)
+    else:
+        per = P2P_WARPS // works
+        recv = per // 2 if per <= 4 else (per - 1) // 2
+        send = recv if per <= 4 else recv + 1
+    return max(1, recv if read else send)
+
+
+def warp_bound_gbps(ops: int, nch: int, total: int, consts: NcclConstants, read: bool) -> float:
+    """GB/s `ops` concurrent Simple ops (self-copy included), each on `nch` of `total`
+    p2p channels, can move across the fabric, given the warps their channels share."""
+    works = math.ceil(ops * nch / max(1, total))
+    remote = max(0, ops - 1) if ops > 1 else ops
+    return remote * nch * fabric_warps(works, consts, read) * P2P_WARP_GBPS
 
 
 def op_channels(nbytes: float, ch: P2PChannels, n_ranks: int, multi_node: bool,
@@ -137,12 +191,17 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
     inter_bw = (shape.nic_path_bw or 1e-9) * eff
     in_flight = max(1, ch.total // max(1, nch) * P2P_PER_BATCH)
     rounds = max(1, math.ceil(peers / in_flight))
+    if proto == "Simple" and intra_bytes > 0:
+        # ops in flight at once, the rank's own copy among them (nccl-tests' alltoall and
+        # the p2p schedule's round 0 give every rank a self op beside its peers)
+        ops = min(peers, in_flight) + (1 if peers > 1 else 0)
+        intra_bw = min(intra_bw, warp_bound_gbps(ops, nch, ch.total, consts, pipeline.p2p_read(shape)))
     step = ch.chunk if proto == "Simple" else pipeline.step_bytes("LL")
     steps = rounds * max(1, math.ceil(bytes_per_peer / (nch * step)))
     hop = consts.hw_lat[shape.intra_hw]["Ring"][pi]
     if inter_bytes > 0:
         hop = max(hop, consts.hw_lat["NET"]["Ring"][pi] + shape.nic_latency_us)
-    lat = consts.base_lat["Ring"][pi] + rounds * hop + steps * pipeline.step_us(proto, shape, consts)
+    lat = consts.base_lat["Ring"][pi] + rounds * hop + steps * step_us(proto, shape, consts)
     t = P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, 0.0, steps)
     return P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, lat + t.transfer, steps)
 

@@ -13,9 +13,12 @@ with NCCL's algorithm/protocol choice left as NCCL makes it:
   "plateau" x1.4) are left out of the time: the per-step syncs are the mechanism they
   stand in for. They still steer NCCL's choice, which stays NCCL's.
 * n_sync -- steps on the critical path: loops x primitives x slices for Ring; chunk
-  steps up and down for Tree. step_us -- what one step's handshake costs (see SYNC_US). NVLS runs three warp groups (scatter -> switch reduce /
-  multicast -> gather) linked by FIFOs, so its syncs overlap the data of the other
-  stages; it pays the fill and drain of that three-stage pipeline instead.
+  steps up and down for Tree. step_us -- what one step's handshake costs (see SYNC_US).
+  NVLS in one node runs three warp groups (scatter -> switch reduce / multicast ->
+  gather) linked by FIFOs; each moves a loop's chunks as one step whose handshake is in
+  series with its data, so every loop pays one, and the pipeline's fill and drain cost
+  one more stage (_nvls_serial). NVLSTree (multinode.py's model) overlaps its syncs with
+  the other stages' data and pays its fill per stage.
 * effective_bytes -- the chunk NCCL really uses: the last loop's chunk shrinks to the
   remainder; up to v2.19 the kernel rounded it to the protocol's grain, for LL128 to
   nthreads x 30 B, which leaves channels idle at 2-16 MiB (v2.20 splits it on the host).
@@ -221,10 +224,10 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
          step: float = 0.0, stage_bw: tuple[float, float] | None = None) -> PipelineTime:
     """NVLS(Tree): loops of channels x heads x chunk through a pipeline of warp groups.
 
-    Each loop is one stage time per group; the groups overlap, so a loop costs the
-    slower of its data and one sync, and the pipeline fills and drains once. In a node
-    that is three equal stages (scatter -> switch reduce / multicast -> gather): two extra
-    loop times. NVLSTree across nodes (`stage_bw` = (in-node NVLS, network) GB/s) runs
+    NVLS in one node: see _nvls_serial. NVLSTree (and NVLS over SHARP across nodes): each
+    loop is one stage time per group;
+    the groups overlap, so a loop costs the slower of its data and one sync, and the
+    pipeline fills and drains once. NVLSTree across nodes (`stage_bw` = (in-node NVLS, network) GB/s) runs
     scatter+reduce in the node, the tree's up and down hops over the NICs, then
     multicast+gather: the fill is the stages that are not the bottleneck, each at its own
     rate (multinode.nvlstree_fill).
@@ -234,6 +237,8 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     loop = concurrent * chunk
     loops = max(1, int(math.ceil(nbytes / loop)))
     rest = nbytes - (loops - 1) * loop
+    if not tree_variant and nn == 1:
+        return _nvls_serial(channels, heads, chunk, loops, rest, latency, bandwidth, consts, step)
     sync = step
     full = loop / (1000.0 * bandwidth)
     if consts.nvls_host_split and (nn == 1 or tree_variant):
@@ -255,6 +260,39 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     return PipelineTime(latency + idle + fill, transfer, loops + stages, loops, chunk)
 
 
+def _nvls_serial(channels: int, heads: int, chunk: int, loops: int, rest: float,
+                 latency: float, bandwidth: float, consts: NcclConstants, step: float) -> PipelineTime:
+    """NVLS in one node: every loop pays one handshake in series with its data.
+
+    Each warp group (scatter, switch reduce + multicast, gather) moves one chunk per peer
+    per loop as ONE step of a ProtoSimple<1, 1> primitive -- one slice per step -- and the
+    same warps wait on the peer's flag, move the data and post (all_reduce.h NVLS
+    RunWorkElement): the handshake (`step`, NCCL's per-hop Simple latency) is not hidden
+    behind data. NCCL's NVLS bandwidth is tuned on large messages, which run its full
+    128 KiB chunk (enqueue.cc maxChunkSize / comm->nvlsChunkSize); that bandwidth already
+    carries one handshake per full loop, so the data rate is what is left after it. The
+    smaller chunks NCCL picks below 1 GiB (64, 32, 16 KiB) pay the same handshake for
+    half, a quarter, an eighth of the data. The pipeline fills and drains once (two extra
+    loop times of a stage).
+    """
+    concurrent = channels * heads
+    t_max = concurrent * NVLS_MAX_CHUNK / (1000.0 * bandwidth)
+    # data rate behind NCCL's bandwidth at its full chunk; a degenerate table (a handshake
+    # longer than a full loop) keeps NCCL's bandwidth as the data rate
+    rate = concurrent * NVLS_MAX_CHUNK / (1000.0 * (t_max - step)) if t_max > step else bandwidth
+    full = concurrent * chunk / (1000.0 * rate)
+    if consts.nvls_host_split:
+        # 2.20+: the host hands every channel an equal part (workCount; 2.22+ ncclCollCbdPart)
+        last = rest / (1000.0 * rate)
+    else:
+        # up to 2.19 channel c takes bytes [c, c+1) x heads x chunk of a loop: a partial
+        # loop waits on its busiest channel, at one channel's share of the bandwidth
+        last = min(rest, heads * chunk) * channels / (1000.0 * rate)
+    first = full if loops > 1 else last
+    transfer = (loops - 1) * full + last
+    return PipelineTime(latency + (loops + 1) * step + first, transfer, loops + 1, loops, chunk)
+
+
 def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs, consts: NcclConstants,
                     nccl_latency: float, nccl_bandwidth: float) -> PipelineTime:
     """The pipeline time of NCCL's chosen (algo, proto) for `nbytes` on this communicator.
@@ -273,9 +311,13 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
             if min(intra, net) > 0:    # at the kernel's bandwidth (the file's links included)
                 k = nccl_bandwidth / min(intra, net)
                 stage_bw = (intra * k, net * k)
+        # NVLS in one node: one slice per step (ProtoSimple<1, 1>), so a step pays NCCL's
+        # whole per-hop handshake; across nodes the ring's per-slice share (multinode.py's model)
+        one_node_nvls = algo == "NVLS" and shape.n_nodes == 1
+        step = step_us(proto, shape, consts) * (SLICES_PER_HOP if one_node_nvls else 1)
         return nvls(op, nbytes, graphs.nvls_channels, heads, shape.n_nodes, nccl_latency,
                     nccl_bandwidth, consts, tree_variant=(algo == "NVLSTree"),
-                    step=step_us(proto, shape, consts), stage_bw=stage_bw)
+                    step=step, stage_bw=stage_bw)
     slowdown = trimmed_slowdown(op, nbytes, algo, proto, shape, graphs, consts)
     if algo == "Tree":
         net_rate = shape.nic_path_bw * max(1, shape.nics_per_node) / full if shape.n_nodes > 1 else 0.0

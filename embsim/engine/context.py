@@ -44,6 +44,11 @@ def _label_for(model, kgpu) -> str:
     return replace(kgpu, gaps=tuple(g for g in kgpu.gaps if not g.startswith("LSTM step"))).label
 
 
+def _tensors(layer) -> int | None:
+    """The layer's parameter tensors (a per-tensor optimizer launches per tensor)."""
+    return getattr(layer.kernels, "param_tensors", None)
+
+
 def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tuple[StepContext, str]:
     """`measured`: the trace's MeasuredInputs (or None); `dense_table_gradient`: the
     strategy's trait; without it a sparse table's lookup backward is the trace's
@@ -72,7 +77,7 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
         source = f"compute: {_label_for(model, kgpu)}"
     # Optimizer steps are always the kernel model's: a trace's optimizer timing is per
     # element and scaled below when present.
-    dense_update = {l.name: optimizer_step_time(l.params, model, kgpu)
+    dense_update = {l.name: optimizer_step_time(l.params, model, kgpu, tensors=_tensors(l))
                     for l in model.layers if l.params > 0}
     per_elem = measured.optimizer_rates() if measured is not None else None
     if per_elem is not None and per_elem.get("dense"):

@@ -69,42 +69,48 @@ PER_TENSOR_KERNELS = {
                 ("param.addcdiv_", 3, 1)),
 }
 PER_TENSOR_KERNELS["adamw"] = (("param.mul_", 2, 0),) + PER_TENSOR_KERNELS["adam"]
-TENSORS_PER_LAYER = 2      # weight and bias: the per-tensor launches of one layer's update
+TENSORS_PER_LAYER = 2      # weight and bias: a layer whose tensor count is not given
 
 
 def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
-                      index_bytes: float = 0) -> list:
+                      index_bytes: float = 0, tensors: int | None = None) -> list:
     """The optimizer step's kernels for `elements` parameters (embsim.workload.model.Optimizer).
     fused: one multi-tensor kernel (apex FusedAdam/FusedLAMB, torch foreach/fused).
     per-tensor: torch.optim's for-loop; with mixed precision apex amp O2 first unscales
     the 16-bit gradients into the fp32 master gradients and after the step copies the
     master weights back into the model (one multi-tensor kernel each).
-    clip_grad_norm: one norm kernel per tensor over the gradients the optimizer reads."""
+    clip_grad_norm: one norm kernel per tensor over the gradients the optimizer reads.
+    All are passes over parameter-sized contiguous tensors (Kernel.param_pass): they run at
+    the copy bandwidth, not at the framework's activation-kernel fraction of it.
+    `tensors`: the parameter tensors holding the elements (the layer's
+    LayerKernels.param_tensors); default TENSORS_PER_LAYER per kernel."""
+    n_tensors = max(1, tensors) if tensors is not None else TENSORS_PER_LAYER * kernels
     opt, d = model.optimizer, model.dtype_bytes
     grad_w = FP32 if opt.master_bytes_per_param else d
     if opt.implementation == "fused":
         nbytes = elements * optimizer_bytes_per_element(
             d, opt.state_bytes_per_param, opt.master_bytes_per_param) + index_bytes
-        out = [stream("optimizer", nbytes, count=kernels)]
+        out = [stream("optimizer", nbytes, count=kernels, param_pass=True)]
     else:
-        n = TENSORS_PER_LAYER * kernels
-        out = [stream(f"optimizer.{op}", elements * (pw * grad_w + sw * FP32) / n, count=n)
+        n = n_tensors
+        out = [stream(f"optimizer.{op}", elements * (pw * grad_w + sw * FP32) / n, count=n,
+                      param_pass=True)
                for op, pw, sw in PER_TENSOR_KERNELS[opt.name]]
         if index_bytes:
-            out.append(stream("optimizer.indices", index_bytes))
+            out.append(stream("optimizer.indices", index_bytes, param_pass=True))
         if opt.master_bytes_per_param:
-            out += [stream("unscale_to_master", elements * (d + FP32)),
-                    stream("master_to_model", elements * (FP32 + d))]
+            out += [stream("unscale_to_master", elements * (d + FP32), param_pass=True),
+                    stream("master_to_model", elements * (FP32 + d), param_pass=True)]
     if opt.clip_grad_norm:
-        n = TENSORS_PER_LAYER * kernels
-        out.append(stream("clip_grad_norm", elements * grad_w / n, count=n))
+        n = n_tensors
+        out.append(stream("clip_grad_norm", elements * grad_w / n, count=n, param_pass=True))
     return out
 
 
 def optimizer_step_time(elements: float, model: Model, gpu: GpuCompute, kernels: int = 1,
-                        index_bytes: float = 0) -> float:
+                        index_bytes: float = 0, tensors: int | None = None) -> float:
     """Update `elements` parameters (memory-bound kernels, optimizer_kernels)."""
-    return kernels_time(optimizer_kernels(elements, model, kernels, index_bytes), gpu,
+    return kernels_time(optimizer_kernels(elements, model, kernels, index_bytes, tensors), gpu,
                         precision(model.dtype), model.dtype_bytes)
 
 

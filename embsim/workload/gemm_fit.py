@@ -29,7 +29,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .gpu_props import GpuCompute
-from .kernel_time import FRACTION_REF_K, asymptotic_fraction, gemm_compute_s
+from .kernel_time import (FRACTION_REF_K, TILE_OVERHEAD_K, asymptotic_fraction, gemm_compute_s,
+                          tile_overhead_k)
 from .precision import precision
 
 SOURCE = "DeepBench V100 GEMM results (baidu-research/DeepBench results/train/DeepBench_NV_V100.xlsx)"
@@ -86,13 +87,15 @@ def _ideal_s(r: GemmRow, gpu: GpuCompute, k0: float) -> tuple[float, float]:
 
 def errors(rows: list[GemmRow], k0: float, fraction: float,
            gpu: GpuCompute = V100_SPEC) -> list[float]:
-    """simulated/measured - 1 per row at this overhead and large-GEMM fraction (a
-    preset's gemm_fraction: the fraction of peak at FRACTION_REF_K deep)."""
-    rate = asymptotic_fraction(fraction, k0)
+    """simulated/measured - 1 per row at this overhead (steps of k at the 16-bit tensor
+    rate; a row's dtype pays it in its own steps, embsim.workload.kernel_time.tile_overhead_k)
+    and large-GEMM fraction (a preset's gemm_fraction: the fraction of peak at
+    FRACTION_REF_K deep)."""
     out = []
     for r in rows:
-        c, io = _ideal_s(r, gpu, k0)
-        out.append(max(c / rate, io) / r.seconds - 1)
+        k_row = k0 * tile_overhead_k(gpu, precision(r.precision)) / TILE_OVERHEAD_K
+        c, io = _ideal_s(r, gpu, k_row)
+        out.append(max(c / asymptotic_fraction(fraction, k_row), io) / r.seconds - 1)
     return out
 
 

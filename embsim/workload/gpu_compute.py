@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .gpu_props import (A100_TILE_SIDE_FULL, DEFAULT_GEMM_FRACTION, DEFAULT_HBM_FRACTION,
-                        DEFAULT_KERNEL_GAP_S, GpuCompute)
+                        DEFAULT_KERNEL_GAP_S, FRAMEWORK_STREAM_EFFICIENCY, GpuCompute)
 from .recurrent_fit import RECURRENT_STEP_S
 
 __all__ = ["GpuCompute", "for_gpu", "from_measurement", "measured_step_overhead"]
@@ -64,7 +64,8 @@ def for_gpu(gpu: Any) -> GpuCompute:
                gemm_fraction=float(gemm_fraction), hbm_fraction=float(hbm_fraction),
                tile_side_full=tile_side, gaps=tuple(gaps), synchronous=is_cpu,
                kernel_gap_s=0.0 if is_cpu else DEFAULT_KERNEL_GAP_S,
-               recurrent_step_s=0.0 if is_cpu else RECURRENT_STEP_S)
+               recurrent_step_s=0.0 if is_cpu else RECURRENT_STEP_S,
+               stream_efficiency=1.0 if is_cpu else FRAMEWORK_STREAM_EFFICIENCY)
 
 
 
@@ -92,7 +93,7 @@ def from_measurement(gpu: Any, compute: Any, trace_name: str) -> GpuCompute:
         kernel_gap_s=base.kernel_gap_s, synchronous=base.synchronous,
         gather_fraction=compute.gather_gbps / compute.stream_gbps, gaps=gaps,
         basis=f"measured: {trace_name} (GEMM {'/'.join(table.dtypes())})", gemm_table=table,
-        recurrent_step_s=base.recurrent_step_s)
+        recurrent_step_s=base.recurrent_step_s, stream_efficiency=base.stream_efficiency)
     if compute.lstm is not None:
         measured = replace(measured, recurrent_step_s=measured_step_overhead(measured, compute.lstm))
     return measured

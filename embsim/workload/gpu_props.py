@@ -34,6 +34,11 @@ DEFAULT_KERNEL_GAP_S = 1.5e-6
 # A100's ratio (5120 B/clk for 108 SMs at 2048 FP16 FLOP/clk/SM) is used: a GEMM tile
 # needs a harmonic-mean side of ~87 elements to run at full rate.
 A100_TILE_SIDE_FULL = 2 * 2048 / (5120 / 108)
+# The fraction of the copy bandwidth (peak x hbm_fraction) a framework's activation
+# kernels reach (softmax, dropout, LayerNorm, reductions, transposes, elementwise ops):
+# fitted on spcl/substation's eager-PyTorch BERT-large encoder layer timings on V100
+# (embsim.workload.stream_fit re-derives it; its test checks this value). Used on every GPU.
+FRAMEWORK_STREAM_EFFICIENCY = 0.38
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,9 @@ class GpuCompute:
     gemm_table: Any = field(default=None, compare=False)   # measured GEMM table, if any
     synchronous: bool = False       # a CPU device: the host runs the kernels, times add up
     recurrent_step_s: float = 0.0   # fixed cost of one RNN timestep, forward + backward
+    # activation kernels' fraction of the copy bandwidth (FRAMEWORK_STREAM_EFFICIENCY on a
+    # GPU; 1 on a CPU, whose calibrated rates already are the framework's own)
+    stream_efficiency: float = 1.0
 
     def gemm_peak(self, prec: Precision) -> float:
         try:

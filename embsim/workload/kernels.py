@@ -50,6 +50,7 @@ class Kernel:
     ops: int = 1              # framework (Python) dispatches for all `count` launches
     name: str = ""
     recurrent: bool = False   # an RNN timestep's gate kernel: pays the per-step overhead
+    param_pass: bool = False  # an optimizer's pass over parameter-sized contiguous tensors
 
     @property
     def flops(self) -> float:
@@ -62,9 +63,10 @@ def gemm(name: str, m: int, n: int, k: int, batch: int = 1, count: int = 1, ops:
 
 
 def stream(name: str, nbytes: float, count: int = 1, ops: int | None = None,
-           recurrent: bool = False) -> Kernel:
+           recurrent: bool = False, param_pass: bool = False) -> Kernel:
     return Kernel("stream", nbytes=float(nbytes), count=count,
-                  ops=count if ops is None else ops, name=name, recurrent=recurrent)
+                  ops=count if ops is None else ops, name=name, recurrent=recurrent,
+                  param_pass=param_pass)
 
 
 def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = True,

@@ -15,27 +15,49 @@ from .kernels import (FP32, MASK_BYTES, Kernel, dropout_residual, embedding_kern
                       gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
 
 
+FLASH_TILE = 128      # FlashAttention-2's key/query tile (Dao 2023: block sizes 64-128)
+
+
 @dataclass(frozen=True)
 class LayerKernels:
     fwd: tuple[Kernel, ...]
     bwd: tuple[Kernel, ...]
     bwd_sparse: tuple[Kernel, ...] = ()     # embedding: the sparse-gradient variant
+    # parameter tensors (nn.Parameter objects) the layer owns: a per-tensor optimizer
+    # (torch.optim's for-loop) launches its kernels once for each
+    param_tensors: int = 1
+
+
+def causal_keys(s: int) -> int:
+    """Keys a causal flash-attention kernel visits per query, on average: it skips the key
+    tiles wholly above the diagonal, so a query tile sees (i + 1) of nb tiles
+    (FlashAttention-2, Dao 2023, sec. 3.1.1 'causal masking': skip blocks whose column
+    indices are all more than the row indices; FLASH_TILE-wide tiles)."""
+    nb = -(-s // FLASH_TILE)
+    return -(-s * (nb + 1) // (2 * nb))
 
 
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
-               dropout: bool, opb: int = FP32, fused: bool = False) -> tuple[list, list]:
+               dropout: bool, opb: int = FP32, fused: bool = False, bias: bool = True,
+               causal: bool = False) -> tuple[list, list]:
     """Multi-head attention of s queries over s keys: QKV projection, the core, output
     projection. Unfused, the (b*a, s, s) scores go through HBM: scale+mask, softmax,
-    dropout; fused (flash attention, Dao et al. 2022) they stay on chip and backward
-    recomputes them (5 products instead of 4)."""
+    dropout (a causal mask only adds to the scores: every product is still computed);
+    fused (flash attention, Dao et al. 2022) they stay on chip, backward recomputes them
+    (5 products instead of 4) and a causal kernel skips the masked key tiles."""
     n, hd = b * s, h // a
     fwd, bwd = [], []
-    f, g = linear_fwd_bwd(f"{name}.qkv", n, h, h + 2 * kv, e)
+    f, g = linear_fwd_bwd(f"{name}.qkv", n, h, h + 2 * kv, e, bias)
     fwd += f
     scores = b * a * s * s
     if flash:
-        fwd.append(gemm(f"{name}.flash", s, s, hd, batch=2 * b * a, ops=1))
-        bwd_core = [gemm(f"{name}.flash_bwd", s, s, hd, batch=5 * b * a, ops=1)]
+        keys = causal_keys(s) if causal else s
+        # one thread block per query tile keeps its (tile x head_dim) output resident while
+        # it loops over the key tiles, both products of each step feeding it: a GEMM of
+        # k-depth 2 x keys (forward) and 5 x keys (backward's five products), so the per-tile
+        # fixed cost is paid once per query tile, not once per key tile
+        fwd.append(gemm(f"{name}.flash", s, hd, 2 * keys, batch=b * a, ops=1))
+        bwd_core = [gemm(f"{name}.flash_bwd", s, hd, 5 * keys, batch=b * a, ops=1)]
     elif fused:
         # one generated kernel (TorchScript/nvFuser) for scale + mask + softmax + dropout:
         # reads the scores, writes the saved probabilities, the dropped ones and the mask;
@@ -70,13 +92,14 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
                      gemm(f"{name}.scores_kgrad", s, hd, s, batch=b * a)]
     # head split/merge copies (transpose + contiguous) around the core
     fwd.append(stream(f"{name}.heads_copy", 2 * n * h * e))
-    f2, g2 = linear_fwd_bwd(f"{name}.out", n, h, h, e)
+    f2, g2 = linear_fwd_bwd(f"{name}.out", n, h, h, e, bias)
     fwd += f2
     bwd += g2 + [stream(f"{name}.heads_copy_bwd", 2 * n * h * e)] + bwd_core + g
     return fwd, bwd
 
 
-def transformer_block(p: dict, sh: Shape, cross: bool) -> LayerKernels:
+def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> LayerKernels:
+    """`causal`: a decoder's self-attention (each position attends to those before it)."""
     b, s, e = sh.batch, sh.seq, sh.dtype_bytes
     n = b * s
     h, a, f = p["dim"], p["heads"], p["ffn"]
@@ -84,23 +107,36 @@ def transformer_block(p: dict, sh: Shape, cross: bool) -> LayerKernels:
     flash, dropout = p.get("flash_attention", False), p.get("dropout", True)
     fused = p.get("fused_elementwise", False)
     swiglu = p.get("ffn_kind", "gelu") == "swiglu"
+    bias = p.get("bias", True)
     add_norm = _fused_add_norm if fused else _add_norm
     fwd, bwd = [], []
     for i in range(2 if cross else 1):
         tag = "cross" if i else "self"
-        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, flash, dropout, sh.op_bytes, fused)
+        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, flash, dropout, sh.op_bytes, fused,
+                            bias, causal=causal and not i)
         fn, bn = add_norm(f"{tag}_attn", n, h, e, dropout, sh.op_bytes)
         fwd += fa + fn
         bwd = bn + ba + bwd
     # FFN: up (and gate) GEMM(s), activation (bias fused), down GEMM
-    up_f, up_b = linear_fwd_bwd("ffn.up", n, h, (2 if swiglu else 1) * f, e)
+    up_f, up_b = linear_fwd_bwd("ffn.up", n, h, (2 if swiglu else 1) * f, e, bias)
     act_f = [stream("ffn.act", (3 if swiglu else 2) * n * f * e)]
     act_b = [stream("ffn.act_bwd", (5 if swiglu else 3) * n * f * e)]
-    dn_f, dn_b = linear_fwd_bwd("ffn.down", n, f, h, e)
+    dn_f, dn_b = linear_fwd_bwd("ffn.down", n, f, h, e, bias)
     fn, bn = add_norm("ffn", n, h, e, dropout, sh.op_bytes)
     fwd += up_f + act_f + dn_f + fn
     bwd = bn + dn_b + act_b + up_b + bwd
-    return LayerKernels(tuple(fwd), tuple(bwd))
+    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=transformer_tensors(p, cross))
+
+
+def transformer_tensors(p: dict, cross: bool) -> int:
+    """nn.Parameters of one block as PyTorch modules hold them: Q, K, V and output
+    projections per attention (weight + bias each), the FFN's 2 (3 with SwiGLU) linears,
+    one norm per sublayer (LayerNorm weight + bias, RMSNorm weight)."""
+    per_linear = 2 if p.get("bias", True) else 1
+    attn = 2 if cross else 1
+    ffn = 3 if p.get("ffn_kind", "gelu") == "swiglu" else 2
+    per_norm = 1 if p.get("norm", "layernorm") == "rmsnorm" else 2
+    return attn * 4 * per_linear + ffn * per_linear + (attn + 1) * per_norm
 
 
 def _add_norm(name: str, n: int, h: int, e: int, dropout: bool, opb: int) -> tuple[list, list]:
@@ -151,7 +187,8 @@ def lstm(p: dict, sh: Shape) -> LayerKernels:
     bwd += [gemm("lstm.input_dgrad", n, fin, dirs * g4),
             gemm("lstm.input_wgrad", fin, g4, n, batch=dirs),
             gemm("lstm.recurrent_wgrad", r, g4, n, batch=dirs)]
-    return LayerKernels(tuple(fwd), tuple(bwd))
+    per_dir = 4 + (1 if proj else 0)      # w_ih, w_hh, b_ih, b_hh (+ w_hr)
+    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=dirs * per_dir)
 
 
 def additive_attention(p: dict, sh: Shape) -> LayerKernels:
@@ -173,7 +210,8 @@ def additive_attention(p: dict, sh: Shape) -> LayerKernels:
            stream("attn.softmax_bwd", pairs * (2 * f + e)),
            stream("attn.score_dot_bwd", 2 * pairs * u * e + pairs * e),
            stream("attn.add_tanh_bwd", 3 * pairs * u * e)] + bq + bk
-    return LayerKernels(tuple(fwd), tuple(bwd))
+    # query and key projections, the score vector (+ the normalised form's scalar and bias)
+    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=5 if p.get("normalize", True) else 3)
 
 
 def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: int | None = None,
@@ -188,10 +226,11 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
     if kind == "linear":
         f, b = linear_fwd_bwd("linear", tokens_for(p, sh), p["in"], p["out"], e,
                               p.get("bias", True), p.get("activation", "none") != "none")
-        return LayerKernels(tuple(f), tuple(b))
+        return LayerKernels(tuple(f), tuple(b), param_tensors=2 if p.get("bias", True) else 1)
     if kind == "layernorm":
         f, b = norm_fwd_bwd("norm", tokens_for(p, sh), p["dim"], e, sh.op_bytes)
-        return LayerKernels(tuple(f), tuple(b))
+        return LayerKernels(tuple(f), tuple(b),
+                            param_tensors=1 if p.get("norm", "layernorm") == "rmsnorm" else 2)
     if kind == "positional_embedding":
         n, d = sh.tokens, p["dim"]
         bwd = [stream("pos.grad", 2 * n * d * e)] if p.get("learned", True) else []
@@ -200,7 +239,9 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         f, b = linear_fwd_bwd("logits", tokens_for(p, sh), p["dim"], cols, e, p.get("bias", False))
         if p.get("samples"):
             f.insert(0, Kernel("gather", rows=cols, row_bytes=p["dim"] * e, name="logits.sample_rows"))
-        return LayerKernels(tuple(f), tuple(b))
+        # a tied projection's weight is the table's tensor (counted by the embedding)
+        tensors = (0 if p.get("tied") else 1) + (1 if p.get("bias", False) else 0)
+        return LayerKernels(tuple(f), tuple(b), param_tensors=tensors)
     if kind == "softmax_loss":
         # log-softmax + NLL, FP32 ops under AMP: the logits are cast up, the gradient
         # (softmax - target) is written in FP32 and cast back down
@@ -224,5 +265,5 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
     if kind == "transformer_encoder":
         return transformer_block(p, sh, cross=False)
     if kind == "transformer_decoder":
-        return transformer_block(p, sh, cross=p.get("cross_attention", False))
+        return transformer_block(p, sh, cross=p.get("cross_attention", False), causal=True)
     raise AssertionError(f"layer kind {kind!r} has no kernel rule")

@@ -88,10 +88,10 @@ def test_large_rank_count_is_fast():
 # 5 % / 15 %; the curves above it are the gaps docs/validation.md names.
 CURVE_BOUNDS = {
     "azure-nd-a100-v4-allreduce": (0.065, 0.31),      # A100 LL128 at 8-16 MiB
-    "azure-nd-h100-v5-allreduce": (0.055, 0.185),     # 2.18 NVLS on one channel at 64 KiB
-    "azure-nd-h200-v5-allreduce": (0.05, 0.12),
+    "azure-nd-h100-v5-allreduce": (0.04, 0.125),      # NVLS 8-16 MiB (32 KiB chunks) 10 % fast
+    "azure-nd-h200-v5-allreduce": (0.035, 0.08),
     "azure-nd-gb200-v6-allreduce": (0.07, 0.155),     # LL/LL128 -> Simple switch at 4-16 MiB
-    "coreweave-gb200-nvl72-allreduce": (0.125, 0.245),  # B200 NVLS saturation
+    "coreweave-gb200-nvl72-allreduce": (0.14, 0.29),  # B200 NVLS saturation + ~480 µs fixed cost
     "stas00-8xa100-allreduce": (0.175, 0.52),         # 0.5-4 MiB, unexplained
     # Held-out curves, added after the model was built and not used to tune it: bounds at
     # the level it reaches there, so that the gaps stay visible and cannot grow unnoticed.
@@ -103,9 +103,19 @@ CURVE_BOUNDS = {
     "gcp-a4-2node-allreduce": (0.051, 0.135),         # 2-node B200: NVLSTree 8-64 MiB up to 13.5 % fast
     "lambda-b200-2node-allreduce": (0.15, 0.525),      # 2-node B200: Tree/LL128 0.5-2 MiB 26-53 % fast
     "nebius-h100-2node-allreduce": (0.105, 0.31),     # 2-node H100 over IB: Tree 0.1-2 MiB fast
+    # Held-out single-node curves (NCCL 2.29.2 H100 SLURM node; OCI A100 40GB, -g 8)
+    "h100-slurm-1x8-alltoall": (0.115, 0.245),        # 32-512 MiB 12-24 % fast; >= 4 GiB warp-bound 4-6 % slow
+    "h100-slurm-1x4-alltoall": (0.075, 0.22),         # 32-128 MiB 10-22 % fast
+    "h100-slurm-1x8-sendrecv": (0.185, 0.465),        # 32-256 MiB on 4-16 channels 34-46 % slow (warp rate)
+    "h100-slurm-1x4-sendrecv": (0.175, 0.46),         # same, 8-16 channels
+    "h100-slurm-1x8-all-gather": (0.035, 0.145),      # 32 MiB 14 % slow
+    "h100-slurm-1x8-reduce-scatter": (0.055, 0.265),  # 32-64 MiB 13-26 % slow
+    "oci-bm-gpu4-8-allreduce": (0.165, 0.455),        # A100 LL/LL128 0.25-16 MiB 12-45 % fast (as stas00)
+    "dgx1-v100-allreduce": (0.22, 0.385),             # 2019 (NCCL 2.4, no LL128 yet): 0.03-8 MiB 15-38 % fast, >= 16 MiB 8-14 % slow
 }
-# Large-message single points: within 10 %, except the NVSwitch p2p points (12-14 %).
-POINT_BOUNDS = {"single-points[3]": 0.12, "single-points[4]": 0.135, "single-points[6]": 0.135}
+# Large-message single points: within 10 %, except the 8xA100 AlltoAll (12.2 %: the warp
+# bound leaves A100 link-bound, the measured rate is 0.875 of NVLink; unexplained).
+POINT_BOUNDS = {"single-points[3]": 0.125}
 
 
 def test_validation_targets():

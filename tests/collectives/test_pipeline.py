@@ -57,12 +57,31 @@ def test_nvls_chunk_shrinks_with_size(size, chunk):
     assert pipeline.nvls_chunk(size, 16 * 8, False, 1, 400.0, consts) == chunk
 
 
-def test_nvls_pays_fill_and_drain():
+def test_nvls_pays_a_handshake_per_loop_and_one_stage_of_fill():
     consts = constants_for("2.30")
-    t = pipeline.nvls("all_reduce", 64 << 20, 16, 8, 1, 25.0, 300.0, consts, step=1.7)
+    step, bw = 3.4, 300.0
+    t = pipeline.nvls("all_reduce", 64 << 20, 16, 8, 1, 25.0, bw, consts, step=step)
     loop = 16 * 8 * t.chunk
-    assert t.loops == (64 << 20) // loop
-    assert t.latency == pytest.approx(25.0 + 2 * loop / (1000 * 300.0))
+    assert t.chunk == 64 << 10 and t.loops == (64 << 20) // loop
+    # NCCL's bandwidth holds at its full 128 KiB chunk, handshake included
+    full = 16 * 8 * (128 << 10)
+    rate = full / (full / bw - 1000 * step)
+    assert t.transfer == pytest.approx(t.loops * loop / (1000 * rate))
+    assert t.latency == pytest.approx(25.0 + (t.loops + 1) * step + loop / (1000 * rate))
+    big = pipeline.nvls("all_reduce", 8 << 30, 16, 8, 1, 25.0, bw, consts, step=step)
+    assert big.chunk == 128 << 10
+    assert (big.time - 25.0) == pytest.approx((8 << 30) / (1000 * bw), rel=2e-3)
+
+
+def test_nvls_smaller_chunks_run_slower():
+    # the 32 KiB chunks of 8-64 MiB pay the same handshake for a quarter of the data
+    consts = constants_for("2.30")
+    per_byte = {}
+    for size in (16 << 20, 32 << 20, 128 << 20, 256 << 20, 2 << 30, 4 << 30):
+        t = pipeline.nvls("all_reduce", size, 16, 8, 1, 25.0, 300.0, consts, step=3.4)
+        per_byte.setdefault(t.chunk, []).append((size, t.time))
+    slopes = {c: (b[1] - a[1]) / (b[0] - a[0]) for c, (a, b) in per_byte.items()}
+    assert slopes[32 << 10] > slopes[64 << 10] > slopes[128 << 10]
 
 
 @pytest.mark.parametrize("size,channels", [(64 << 20, 4), (128 << 20, 8), (256 << 20, 16), (1 << 30, 32)])
@@ -112,3 +131,13 @@ def test_nvls_partial_loop_up_to_2_19_runs_on_few_channels():
     t_new = pipeline.nvls("all_reduce", 128 << 10, 16, 8, 1, 23.0, 300.0, new)
     assert t_old.chunk == t_new.chunk == 16 << 10
     assert t_old.transfer == pytest.approx(16 * t_new.transfer)
+
+
+@pytest.mark.parametrize("bw", [1e-6, 1e12])
+def test_nvls_handshake_longer_than_a_full_loop_keeps_nccls_bandwidth(bw):
+    # a what-if table so fast that one handshake outlasts a full loop: the data rate stays
+    # NCCL's bandwidth and every loop still pays its handshake
+    consts = constants_for("2.30")
+    t = pipeline.nvls("all_reduce", 1 << 30, 16, 8, 1, 25.0, bw, consts, step=3.4)
+    assert t.transfer == pytest.approx((1 << 30) / (1000 * bw), rel=1e-3)
+    assert t.latency >= 25.0 + t.loops * 3.4

@@ -43,3 +43,15 @@ def test_overhead_costs_shallow_products_more():
     deep = gemm_compute_s(8192, 8192, 8192, 1, 1e14, gpu, 80.0, 200.0) / gemm_compute_s(8192, 8192, 8192, 1, 1e14, gpu, 80.0, 0.0)
     shallow = gemm_compute_s(8192, 8192, 1024, 1, 1e14, gpu, 80.0, 200.0) / gemm_compute_s(8192, 8192, 1024, 1, 1e14, gpu, 80.0, 0.0)
     assert 1.0 < deep < 1.05 < shallow
+
+
+def test_fixed_time_overhead_explains_the_held_out_fp32_sheet(result):
+    # the overhead is a fixed time: FP32 (8x slower k-steps on V100) pays 200 x 15.7 / 125
+    rows = filling([r for r in load_rows() if r.precision == "fp32"])
+    errs = errors(rows, result.tile_overhead_k, result.gemm_fraction)
+    assert sum(map(abs, errs)) / len(errs) < 0.04 and max(map(abs, errs)) < 0.1
+    from embsim.workload.gemm_fit import V100
+    from embsim.workload.kernel_time import tile_overhead_k
+    from embsim.workload.precision import precision
+    assert tile_overhead_k(V100, precision("fp32")) == pytest.approx(200 * 15.7 / 125)
+    assert tile_overhead_k(V100, precision("fp16")) == TILE_OVERHEAD_K

@@ -53,3 +53,16 @@ def test_per_tensor_is_slower_on_a_gpu():
 def test_bad_optimizer_override_is_one_line(bad, match):
     with pytest.raises(InputError, match=match):
         load_model(GNMT, overrides={"optimizer": bad})
+
+
+def test_per_tensor_loop_launches_once_per_parameter_tensor():
+    # a BERT encoder block holds 16 nn.Parameters (Q, K, V, O, FFN up/down: weight + bias;
+    # two LayerNorms: weight + bias); torch.optim's loop launches each op once per tensor
+    model = load_model("bert-large", overrides={"optimizer": {"implementation": "per-tensor"}})
+    block = next(l for l in model.layers if l.kind == "transformer_encoder")
+    assert block.kernels.param_tensors == 16
+    launches = sum(k.count for k in optimizer_kernels(block.params, model, tensors=16))
+    assert launches == 16 * 8                      # Adam's 8 elementwise ops per tensor
+    gpu = for_gpu(load_topology("dgx-a100:1x1").node.gpu)
+    assert (optimizer_step_time(block.params, model, gpu, tensors=16)
+            > optimizer_step_time(block.params, model, gpu))   # default: 2 tensors per layer
