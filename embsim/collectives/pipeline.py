@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .channels import runtime_lanes
-from .multinode import nvlstree_stage_bw
+from .multinode import nvlstree_fill, nvlstree_stage_bw
 from .nccl_model import net_overhead_us
 from .constants import NcclConstants
 from .trimming import trimmed_slowdown
@@ -256,7 +256,7 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     pipeline fills and drains once. NVLSTree across nodes (`stage_bw` = (in-node NVLS, network) GB/s) runs
     scatter+reduce in the node, the tree's up and down hops over the NICs, then
     multicast+gather: the fill is the stages that are not the bottleneck, each at its own
-    rate (on two nodes the two trees' up and down halves share the NICs' two directions).
+    rate (multinode.nvlstree_fill).
     """
     concurrent = channels * heads
     chunk = nvls_chunk(nbytes, concurrent, tree_variant, nn, bandwidth, consts)
@@ -278,10 +278,7 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     transfer = (loops - 1) * full + last
     idle = (loops - 1) * max(0.0, sync - full) + max(0.0, sync - last)
     if tree_variant and nn > 1 and stage_bw is not None:
-        intra_bw, net_bw = stage_bw
-        t_in = max(first * bandwidth / intra_bw, sync)
-        t_net = max(first * bandwidth / net_bw, sync)
-        fill = 2 * t_in + t_net - max(t_in, t_net)
+        fill = nvlstree_fill(first, bandwidth, stage_bw, sync, nn)
         stages = 3
     else:
         stages = 2 + (2 * int(math.ceil(math.log2(nn))) if (tree_variant and nn > 1) else 0)
