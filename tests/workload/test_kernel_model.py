@@ -169,14 +169,27 @@ def _bert(**layers):
 
 
 def test_token_fraction_runs_the_head_on_the_masked_tokens_only():
-    full = model_times(_bert(), A100)
-    masked = model_times(_bert(**{n: {"token_fraction": 0.15} for n in MLM_HEAD}), A100)
+    # the zoo default is the masked positions (15 %); token_fraction 1 is a head on every
+    # token (Hugging Face style)
+    masked = model_times(_bert(), A100)
+    full = model_times(_bert(**{n: {"token_fraction": 1} for n in MLM_HEAD}), A100)
     for name in MLM_HEAD:
         ratio = (masked[name].fwd_s + masked[name].bwd_s) / (full[name].fwd_s + full[name].bwd_s)
         assert ratio < 0.3, name            # ~15 % of the work, plus fixed launch costs
     assert masked["encoder.0"] == full["encoder.0"]
-    m = _bert(mlm_output={"token_fraction": 0.15})
+    m = _bert(mlm_output={"token_fraction": 1})
     assert m.params == _bert().params       # same weights, fewer rows
+
+
+def test_zoo_bert_heads_default_to_the_masked_fraction():
+    for name in ("bert-base", "bert-large"):
+        default = {x.name: x for x in load_model(name, batch=4, seq=128).layers}
+        every = {x.name: x for x in load_model(
+            name, batch=4, seq=128,
+            overrides={"layers": {n: {"token_fraction": 1} for n in MLM_HEAD}}).layers}
+        for layer in ("mlm_transform", "mlm_output"):
+            ratio = default[layer].fwd_flops / every[layer].fwd_flops
+            assert ratio == pytest.approx(77 / 512, rel=1e-3), (name, layer)   # round(512 x 0.15)
 
 
 def test_token_fraction_is_checked():
