@@ -200,7 +200,7 @@ def test_token_fraction_is_checked():
 
 
 def test_fused_elementwise_moves_fewer_bytes_same_gemms():
-    eager, fused = _bert(), _bert(encoder={"fused_elementwise": True})
+    eager, fused = _bert(encoder={"fused_elementwise": False}), _bert()    # zoo bert: fused
     le, lf = eager.layer("encoder.0").kernels, fused.layer("encoder.0").kernels
 
     def total(ks, kind, field):
@@ -212,6 +212,16 @@ def test_fused_elementwise_moves_fewer_bytes_same_gemms():
         assert len(getattr(lf, part)) < len(getattr(le, part))
     te, tf = model_times(eager, A100)["encoder.0"], model_times(fused, A100)["encoder.0"]
     assert tf.fwd_s < te.fwd_s and tf.bwd_s < te.bwd_s
+
+
+def test_compute_source_names_the_elementwise_style():
+    from embsim.workload.compute import elementwise_style
+    assert elementwise_style(_bert()) == "fused"
+    assert elementwise_style(_bert(encoder={"fused_elementwise": False})) == "eager"
+    assert elementwise_style(load_model("deepfm-criteo", batch=4)) is None
+    mixed = load_model("transformer-wmt", batch=4, seq=16,
+                       overrides={"layers": {"encoder": {"fused_elementwise": True}}})
+    assert elementwise_style(mixed) == "fused in encoder, eager in decoder"
 
 
 def test_causal_flash_attention_skips_the_masked_key_tiles():
