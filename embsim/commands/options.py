@@ -38,10 +38,16 @@ def _options(f):
                           "(16-bit model, apex O2 / model.half())"),
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE), default=1, show_default=True,
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step"),
+        click.option("--accumulate-sync", type=click.Choice(["last", "every"]), default="last",
+                     show_default=True,
+                     help="with --accumulate: gradients synchronised after the last micro-batch "
+                          "(DDP no_sync) or after every one (apex DDP)"),
         click.option("--jitter", help="per-GPU compute-time variation: normal:CV, lognormal:SIGMA, "
                                       "uniform:HALFWIDTH, seq:WIDTH (padded lengths in a bucket), "
                                       "bucket:K or shuffle (each GPU's batch of --corpus sentences, "
                                       "K length buckets or none, padded to its longest), "
+                                      "maxtokens (fairseq --max-tokens batches of --corpus "
+                                      "sentences, --batch x --seq tokens each), "
                                       "or trace (the --trace's measured rank skew)"),
         click.option("--iterations", type=int, default=4, show_default=True,
                      help="simulated iterations (the first is warm-up)"),
@@ -60,6 +66,9 @@ def _options(f):
         click.option("--zipf", "zipf_s", type=FiniteFloat(0, 10), default=1.05, show_default=True,
                      help="Zipf exponent of the token distribution"),
         click.option("--corpus", type=click.Path(dir_okay=False), help="real text file for token statistics"),
+        click.option("--lengths", help="sentence lengths for --jitter bucket:K/shuffle/maxtokens without "
+                                       "a --corpus: lognormal:MEAN:SD[:MAX], a corpus's published "
+                                       "mean and standard deviation of tokens per sentence"),
         click.option("--nccl-algo", callback=_nccl_filter("algo"),
                      help="NCCL_ALGO-style override, e.g. Ring or ^NVLS"),
         click.option("--nccl-proto", callback=_nccl_filter("proto"),

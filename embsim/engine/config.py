@@ -9,8 +9,9 @@ from ..errors import InputError
 from ..options import option_keys, route
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
-from .accumulate import check_accumulate
+from .accumulate import check_accumulate, check_sync
 from .jitter import parse_jitter
+from .lengths import parse_lengths
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class SimulationConfig:
     comm_interference: float | None = None
     zipf_s: float = 1.05
     corpus: str | None = None
+    lengths: str | None = None     # sentence-length distribution for --jitter's corpus forms
     nccl_algo: str | None = None
     nccl_proto: str | None = None
     hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
@@ -43,6 +45,7 @@ class SimulationConfig:
     dtype: str | None = None       # training precision (fp32 tf32 bf16 fp16 fp8); None: the model's
     amp: str = "autocast"          # mixed-precision style: autocast | o2 (workload.precision)
     accumulate: int = 1            # micro-batches per optimizer step (gradient accumulation)
+    accumulate_sync: str = "last"  # gradients synchronised after the last micro-batch or every one
     jitter: str | None = None      # per-GPU compute variation, e.g. normal:0.05 (embsim.engine.jitter)
     model_overrides: dict = field(default_factory=dict)   # tables/layers changes (workload.overrides)
 
@@ -53,7 +56,9 @@ class SimulationConfig:
             if (getattr(self, key) or 0) < 0:
                 raise InputError(f"--{key.replace('_', '-')} must be >= 0")
         check_accumulate(self.accumulate)
+        check_sync(self.accumulate_sync)
         parse_jitter(self.jitter)
+        parse_lengths(self.lengths)
 
 
 def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:

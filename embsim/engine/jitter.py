@@ -16,6 +16,16 @@
                       sentences padded to its own longest
     shuffle           lengths from --corpus, each GPU's batch drawn from the whole corpus
                       and padded to its longest (no bucketing)
+    maxtokens         lengths from --corpus, batched as fairseq's --max-tokens does
+                      (DeepLearningExamples Transformer, fairseq/data/csrc/make_batches.cpp):
+                      sentences sorted by length, each batch grown while sentences x its
+                      longest <= --batch x --seq tokens, cut to a multiple of 8 sentences;
+                      the batches are shuffled and every GPU takes its own each step, so
+                      sentence counts and lengths differ per GPU. The factor is the step
+                      time over the time at --batch x --seq (the token budget, which the
+                      throughput still counts: how many of them are real is the data's)
+The corpus forms read sentence lengths from --corpus, or draw them from a published
+distribution, --lengths lognormal:MEAN:SD[:MAX] (embsim.engine.lengths).
 Deterministic: GPU i of N gets the distribution's expected i-th order statistic (Blom's
 (i + 1 - 0.375) / (N + 0.25) quantile), assigned to ranks in a permutation drawn from
 --seed; so N GPUs wait for the expected slowest of N, and one GPU runs at the median.
@@ -34,13 +44,16 @@ import numpy as np
 
 from ..errors import InputError
 from .classes import group_ranks
+from .lengths import drawn_lengths
 from .simulation import RankClass
 
-FORMS = ("normal", "lognormal", "uniform", "seq", "bucket", "trace", "shuffle")
-VALUELESS = ("trace", "shuffle")
-CORPUS_FORMS = ("bucket", "shuffle")
+FORMS = ("normal", "lognormal", "uniform", "seq", "bucket", "trace", "shuffle", "maxtokens")
+VALUELESS = ("trace", "shuffle", "maxtokens")
+CORPUS_FORMS = ("bucket", "shuffle", "maxtokens")
+BATCH_MULTIPLE = 8      # fairseq's --required-batch-size-multiple default (DLE train.py passes 8)
 MIN_FACTOR = 0.1
 LENGTH_STEPS = 256
+TOKEN_BATCH_STEPS = 2048   # maxtokens: every GPU's own batch each step, so more steps to settle the mean
 
 
 def parse_jitter(text: str | None) -> tuple[str, float] | None:
@@ -49,7 +62,7 @@ def parse_jitter(text: str | None) -> tuple[str, float] | None:
     kind, _, value = text.partition(":")
     if kind not in FORMS:
         raise InputError(f"--jitter {text!r}: form must be one of "
-                         f"{', '.join(f + ':X' for f in FORMS if f not in VALUELESS)}, trace or shuffle")
+                         f"{', '.join(f + ':X' for f in FORMS if f not in VALUELESS)}, {', '.join(VALUELESS)}")
     if kind in VALUELESS:
         if value:
             raise InputError(f"--jitter {text!r}: {kind!r} takes no value")
@@ -72,10 +85,20 @@ def quantiles(n: int) -> np.ndarray:
     return (np.arange(n) + 1 - 0.375) / (n + 0.25)
 
 
+def sentence_lengths(corpus: str | None, lengths: str | None, seed: int) -> np.ndarray:
+    """The corpus forms' sentence lengths: --corpus's lines, else --lengths's distribution."""
+    if corpus:
+        return corpus_lengths(corpus)
+    if lengths:
+        return drawn_lengths(lengths, seed)
+    raise InputError("--jitter bucket:K / shuffle / maxtokens: needs --corpus (one tokenized sentence "
+                     "per line) or --lengths (a published length distribution)")
+
+
 def corpus_lengths(path: str | None) -> np.ndarray:
     """Tokens per non-empty line of a pre-tokenized corpus (e.g. BPE output)."""
     if not path:
-        raise InputError("--jitter bucket:K / shuffle: needs --corpus (one tokenized sentence per line)")
+        raise InputError("--jitter bucket:K / shuffle / maxtokens: needs --corpus (one tokenized sentence per line)")
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             lengths = [len(line.split()) for line in f if line.strip()]
@@ -95,25 +118,74 @@ def batch_lengths(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, bat
         pools = [lengths[ids == b] for b in range(buckets)]
         pools = [p for p in pools if len(p)]
         weights = np.array([len(p) for p in pools], dtype=float)
-        chosen = rng.choice(len(pools), size=steps, p=weights / weights.sum())
+        # every bucket gets its share of the steps (largest remainder), in a random order:
+        # drawing the bucket of each step instead would let a few hundred steps' sampling
+        # noise move the mean padded length by several per cent
+        exact = steps * weights / weights.sum()
+        counts = np.floor(exact).astype(int)
+        counts[np.argsort(counts - exact, kind="stable")[:steps - counts.sum()]] += 1
+        chosen = rng.permutation(np.repeat(np.arange(len(pools)), counts))
         return np.array([rng.choice(pools[b], size=(n_gpus, batch)).max(axis=1) for b in chosen])
     return rng.choice(lengths, size=(steps, n_gpus, batch)).max(axis=2)
+
+
+def token_budget_batches(lengths: np.ndarray, max_tokens: int,
+                         multiple: int = BATCH_MULTIPLE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """fairseq's make_batches over length-sorted sentences: (sentences, padded length, real
+    tokens) per batch. A batch grows while (sentences + 1) x longest <= max_tokens; a full
+    batch keeps a multiple of `multiple` sentences and the rest start the next."""
+    ls = np.sort(np.asarray(lengths, dtype=np.int64))
+    ls = ls[ls <= max_tokens]
+    if ls.size == 0:
+        raise InputError(f"--jitter maxtokens: every --corpus sentence is longer than the "
+                         f"{max_tokens}-token batch")
+    sizes, longest, real = [], [], []
+    start, n = 0, ls.size
+    while start < n:
+        # sorted: the longest is the last; the largest k with k x ls[start + k - 1] <= budget
+        k = 1
+        while start + k < n and (k + 1) * ls[start + k] <= max_tokens:
+            k += 1
+        if start + k < n and k >= multiple:
+            k = k // multiple * multiple
+        sizes.append(k)
+        longest.append(ls[start + k - 1])
+        real.append(ls[start:start + k].sum())
+        start += k
+    return np.array(sizes), np.array(longest), np.array(real, dtype=np.float64)
 
 
 def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = None,
                    compute_at_seq: Callable[[int], float] | None = None,
                    trace_skew: float | None = None, corpus: str | None = None,
-                   batch: int | None = None, micro_batches: int = 1) -> np.ndarray:
-    """Per-rank compute factors (ones without jitter)."""
+                   batch: int | None = None, micro_batches: int = 1,
+                   compute_at: Callable[[int, int], float] | None = None,
+                   lengths: str | None = None) -> np.ndarray:
+    """Per-rank compute factors (ones without jitter). `compute_at(batch, seq)`: the compute
+    model's step time of another batch shape (maxtokens)."""
     spec = parse_jitter(text)
     if spec is None or n_gpus < 1:
         return np.ones(n_gpus)
     kind, x = spec
+    if kind == "maxtokens":
+        if seq is None or batch is None or compute_at is None:
+            raise InputError(f"--jitter {text}: needs the model's batch and sequence length")
+        rng = np.random.default_rng(seed)
+        sizes, longest, real = token_budget_batches(sentence_lengths(corpus, lengths, seed), batch * seq)
+        pick = rng.integers(0, sizes.size, size=(TOKEN_BATCH_STEPS, micro_batches, n_gpus))
+        shapes = {(int(b), int(s)) for b, s in zip(sizes[pick].ravel(), longest[pick].ravel())}
+        cache = {sh: compute_at(*sh) for sh in sorted(shapes)}
+        per = np.vectorize(lambda b, s: cache[(int(b), int(s))])(sizes[pick], longest[pick])
+        times = per.mean(axis=1)                     # micro-batches back to back
+        # expected order statistics of the GPUs' step times, relative to the budget's nominal
+        # shape (--batch x --seq): the throughput still counts --batch x --seq tokens per step
+        f = np.sort(times, axis=1).mean(axis=0) / compute_at(batch, seq)
+        return f[rng.permutation(n_gpus)]
     if kind in CORPUS_FORMS:
         if seq is None or compute_at_seq is None or batch is None:
             raise InputError(f"--jitter {text}: needs the model's batch and sequence length")
         rng = np.random.default_rng(seed)
-        padded = batch_lengths(kind, int(x), corpus_lengths(corpus), n_gpus, batch, rng,
+        padded = batch_lengths(kind, int(x), sentence_lengths(corpus, lengths, seed), n_gpus, batch, rng,
                                LENGTH_STEPS * micro_batches)
         cache = {int(L): compute_at_seq(int(L)) for L in np.unique(padded)}
         # a GPU's optimizer step is its micro-batches (--accumulate) back to back

@@ -21,7 +21,7 @@ from ..topology import Topology, load_topology
 from ..trace import load_trace
 from ..workload import load_model
 from .build import build_step_plan
-from .accumulate import accumulate, check_accumulate
+from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
 from .classes import rank_classes
 from .config import SimulationConfig
 from .context import step_context
@@ -56,7 +56,9 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     topo = strategy.topology(topo)     # e.g. parameter-server machines attached
     measured = MeasuredInputs.resolve(trace, topo)
     ctx, compute_source = step_context(model, topo, measured, cfg, strategy.dense_table_gradient)
-    ctx = accumulate(ctx, cfg.accumulate)
+    # apex-DDP-style accumulation synchronises every micro-batch: simulated one at a time
+    each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus > 1
+    ctx = accumulate(ctx, 1 if each else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
     if topo.n_gpus == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training
@@ -64,7 +66,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         splan = replace(splan, sync=(), extra=(), update_time=single_gpu_update_time(ctx))
     plan = build_step_plan(ctx, splan, strategy, scheduler)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler),
-                          _jitter(cfg, topo, model, measured))
+                          _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate))
     curves = measured.collective_curves() if measured is not None else None
     if curves:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"
@@ -72,14 +74,22 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     if collectives.view_note:
         compute_source += f"; {collectives.view_note}"
     ranks = tuple(range(topo.n_gpus))
-    engine = Engine(plan, scheduler, classes, collectives,
-                    lambda env: Network(env, topo.capacity), ranks,
-                    iterations=cfg.iterations, **resolved_interference(cfg, measured, topo))
-    run = engine.run()
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
-    # a PS push/pull's size is what one worker sends or receives
-    metrics = step_metrics(run, lambda r: r.nbytes * (1.0 if r.op in SERVER_OPS else busbw_factor(r.op, topo.n_gpus)),
-                           kinds, topo.capacity)
+
+    def run_engine(plan):
+        engine = Engine(plan, scheduler, classes, collectives,
+                        lambda env: Network(env, topo.capacity), ranks,
+                        iterations=cfg.iterations, **resolved_interference(cfg, measured, topo))
+        run = engine.run()
+        # a PS push/pull's size is what one worker sends or receives
+        return run, step_metrics(run, lambda r: r.nbytes * (1.0 if r.op in SERVER_OPS else busbw_factor(r.op, topo.n_gpus)),
+                                 kinds, topo.capacity)
+
+    run, metrics = run_engine(plan)
+    if each:
+        plain_plan = without_update(splan, master_accumulate_s(ctx, cfg.amp))
+        _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
+        metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
 
     samples_per_s = topo.n_gpus * model.batch * cfg.accumulate / metrics.step_time
     efficiency = None
@@ -96,11 +106,12 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         scaling_efficiency=efficiency, notes=plan.notes, run=run,
         workload={"batch": model.batch, "seq": model.seq, "dtype": model.dtype,
                   "amp": cfg.amp if model.dtype in ("bf16", "fp16", "fp8") else None,
-                  "accumulate": cfg.accumulate, "jitter": cfg.jitter,
+                  "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync, "jitter": cfg.jitter,
+                  "lengths": cfg.lengths,
                   "straggler": cfg.straggler, "seed": cfg.seed})
 
 
-def _jitter(cfg: SimulationConfig, topo: Topology, model, measured):
+def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, micro_batches: int = 1):
     """Per-rank compute factors of --jitter (ones without it)."""
     if not cfg.jitter:
         return jitter_factors(None, topo.n_gpus, cfg.seed)
@@ -108,15 +119,19 @@ def _jitter(cfg: SimulationConfig, topo: Topology, model, measured):
     from ..workload.gpu_compute import for_gpu
     gpu = for_gpu(topo.node.gpu)
 
-    def compute_at_seq(seq: int) -> float:
-        m = load_model(cfg.model, batch=model.batch, seq=seq, untie_outputs=cfg.untie_outputs,
+    def compute_at(batch: int, seq: int) -> float:
+        m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
                        dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
         return sum(t.fwd_s + t.bwd_s for t in model_times(m, gpu).values())
 
+    def compute_at_seq(seq: int) -> float:
+        return compute_at(model.batch, seq)
+
     skew = measured.trace.rank_skew if measured is not None else None
     return jitter_factors(cfg.jitter, topo.n_gpus, cfg.seed, seq=model.seq,
-                          compute_at_seq=compute_at_seq, corpus=cfg.corpus, batch=model.batch,
-                          micro_batches=cfg.accumulate,
+                          compute_at_seq=compute_at_seq, compute_at=compute_at,
+                          corpus=cfg.corpus, lengths=cfg.lengths, batch=model.batch,
+                          micro_batches=micro_batches,
                           trace_skew=skew.factor if skew is not None else None)
 
 

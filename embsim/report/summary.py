@@ -55,9 +55,11 @@ def workload_text(w: dict) -> str:
     dtype = w["dtype"] + (f" ({w['amp']})" if w.get("amp") else "")
     parts = [f"batch {w['batch']} x seq {w['seq']} per GPU, {dtype}"]
     if w.get("accumulate", 1) != 1:
-        parts.append(f"accumulate {w['accumulate']}")
+        sync = " (synchronised every micro-batch)" if w.get("accumulate_sync") == "every" else ""
+        parts.append(f"accumulate {w['accumulate']}{sync}")
     if w.get("jitter"):
-        parts.append(f"jitter {w['jitter']} (seed {w['seed']})")   # the seed only draws jitter
+        lengths = f", lengths {w['lengths']}" if w.get("lengths") else ""
+        parts.append(f"jitter {w['jitter']} (seed {w['seed']}{lengths})")   # the seed only draws jitter
     if w.get("straggler"):
         parts.append(f"straggler {w['straggler']}")
     return ", ".join(parts)

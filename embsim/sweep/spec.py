@@ -40,7 +40,8 @@ _FIELD_TYPES = {
     "batch": int, "seq": int, "iterations": int, "seed": int,
     "interference": float, "comm_interference": float, "zipf_s": float, "efficiency_baseline": bool,
     "strategy_options": dict, "scheduler_options": dict, "hardware": dict,
-    "dtype": str, "amp": str, "accumulate": int, "jitter": str, "model_overrides": dict,
+    "dtype": str, "amp": str, "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str,
+    "model_overrides": dict,
 }
 
 

@@ -15,10 +15,10 @@ FP32 = 4
 
 
 def optimizer_for(name: str, dtype: str, implementation: str = "fused",
-                  clip_grad_norm: bool = False) -> Optimizer:
+                  clip_grad_norm: bool = False, fp32_gradients: bool = False) -> Optimizer:
     master = FP32 if DTYPE_BYTES[dtype] < FP32 else 0
     return Optimizer(name, OPTIMIZER_STATE_TENSORS[name] * FP32, master,
-                     implementation, clip_grad_norm)
+                     implementation, clip_grad_norm, fp32_gradients)
 
 
 def _lookups(p: dict, seq: int) -> int:
@@ -132,6 +132,6 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     return Model(
         name=spec.name, layers=tuple(layers), tables=emb_tables, batch=batch, seq=seq,
         dtype_bytes=d, optimizer=optimizer_for(spec.optimizer, dtype, spec.optimizer_implementation,
-                                               spec.clip_grad_norm), params=params,
+                                               spec.clip_grad_norm, spec.fp32_gradients), params=params,
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
         dtype=dtype, published=dict(spec.published), description=spec.description)

@@ -30,6 +30,9 @@ class Optimizer:
     kernel per arithmetic op per parameter tensor, each a full pass through HBM).
     clip_grad_norm: torch.nn.utils.clip_grad_norm_ runs before every step (one norm pass
     over the gradients).
+    fp32_gradients: the gradients, and so their data-parallel all-reduce, are FP32 in mixed
+    precision: torch.cuda.amp keeps FP32 parameters, so .grad is FP32 (apex O2 and explicit
+    16-bit gradient reductions, e.g. DLE BERT's allreduce_post_accumulation_fp16, send 16-bit).
     """
 
     name: str
@@ -37,6 +40,7 @@ class Optimizer:
     master_bytes_per_param: int
     implementation: str = "fused"
     clip_grad_norm: bool = False
+    fp32_gradients: bool = False
 
 
 # name -> fp32 state tensors per parameter

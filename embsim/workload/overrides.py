@@ -17,7 +17,7 @@ from .model import OPTIMIZER_IMPLEMENTATIONS
 from .spec import LAYER_SCHEMA, ModelSpec
 
 TABLE_KEYS = {"vocab": int, "dim": int}
-OPTIMIZER_KEYS = {"implementation": str, "clip_grad_norm": bool}
+OPTIMIZER_KEYS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
 
 
 def _check(value, kind, where: str):
@@ -80,4 +80,5 @@ def _optimizer(spec: ModelSpec, keys: Mapping | None, where: str) -> ModelSpec:
         raise InputError(f"{where}.implementation: must be one of "
                          f"{', '.join(OPTIMIZER_IMPLEMENTATIONS)}, got {impl!r}")
     return replace(spec, optimizer_implementation=impl,
-                   clip_grad_norm=keys.get("clip_grad_norm", spec.clip_grad_norm))
+                   clip_grad_norm=keys.get("clip_grad_norm", spec.clip_grad_norm),
+                   fp32_gradients=keys.get("fp32_gradients", spec.fp32_gradients))

@@ -97,6 +97,7 @@ class ModelSpec:
     # override (embsim.workload.overrides "optimizer") sets them
     optimizer_implementation: str = "fused"
     clip_grad_norm: bool = False
+    fp32_gradients: bool = False
 
 
 def _enum(doc: YamlDoc, path: tuple, value: str, allowed: tuple) -> str:

@@ -104,18 +104,20 @@ CURVE_BOUNDS = {
     "lambda-b200-2node-allreduce": (0.165, 0.53),      # 2-node B200: Tree/LL128 0.5-2 MiB 26-53 % fast
     "nebius-h100-2node-allreduce": (0.125, 0.31),     # 2-node H100 over IB: Tree 0.1-2 MiB fast
     # Held-out single-node curves (NCCL 2.29.2 H100 SLURM node; OCI A100 40GB, -g 8)
-    "h100-slurm-1x8-alltoall": (0.115, 0.245),        # 32-512 MiB 12-24 % fast; >= 4 GiB warp-bound 4-6 % slow
-    "h100-slurm-1x4-alltoall": (0.075, 0.22),         # 32-128 MiB 10-22 % fast
-    "h100-slurm-1x8-sendrecv": (0.185, 0.465),        # 32-256 MiB on 4-16 channels 34-46 % slow (warp rate)
-    "h100-slurm-1x4-sendrecv": (0.175, 0.46),         # same, 8-16 channels
+    "h100-slurm-1x8-alltoall": (0.055, 0.095),        # 256-512 MiB 8-9 % fast (4 channels per peer below link rate)
+    "h100-slurm-1x4-alltoall": (0.035, 0.07),         # 512 MiB 7 % fast
+    "h100-slurm-1x8-sendrecv": (0.025, 0.04),         # the FIT curve of p2p.P2P_BATCH_CYCLES; >= 512 MiB 3 % slow
+    "h100-slurm-1x4-sendrecv": (0.027, 0.04),         # 256 MiB 4 % fast, >= 512 MiB 3 % slow
     "h100-slurm-1x8-all-gather": (0.035, 0.145),      # 32 MiB 14 % slow
     "h100-slurm-1x8-reduce-scatter": (0.055, 0.265),  # 32-64 MiB 13-26 % slow
     "oci-bm-gpu4-8-allreduce": (0.165, 0.455),        # A100 LL/LL128 0.25-16 MiB 12-45 % fast (as stas00)
     "dgx1-v100-allreduce": (0.22, 0.385),             # 2019 (NCCL 2.4, no LL128 yet): 0.03-8 MiB 15-38 % fast, >= 16 MiB 8-14 % slow
 }
-# Large-message single points: within 10 %, except the 8xA100 AlltoAll (12.2 %: the warp
-# bound leaves A100 link-bound, the measured rate is 0.875 of NVLink; unexplained).
-POINT_BOUNDS = {"single-points[3]": 0.125}
+# Large-message single points: within 10 %, except the 8-GPU AlltoAlls of NVIDIA's GTC25
+# slide (NCCL version not given): the warps could outrun NVLink, so the model runs at the
+# link rate, and the slide's A100 210 and H100 320 GB/s are 0.875 and 0.86 of it (10.8 and
+# 11.8 %); the held-out 2.29.2 H100 curve reaches 348 (0.95). Unexplained.
+POINT_BOUNDS = {"single-points[3]": 0.11, "single-points[4]": 0.12}
 
 
 def test_validation_targets():

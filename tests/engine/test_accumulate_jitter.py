@@ -5,6 +5,7 @@ import json
 import pytest
 
 from embsim import cli
+from embsim.engine.accumulate import accumulate
 from embsim.engine.jitter import jitter_factors, parse_jitter, quantiles
 from embsim.engine.run import SimulationConfig, simulate
 from embsim.errors import InputError
@@ -18,6 +19,22 @@ def test_accumulation_amortises_the_synchronisation():
     assert four.step_time > 3 * one.step_time
     assert four.samples_per_s >= one.samples_per_s
     assert four.memory == one.memory               # activations of one micro-batch
+
+
+def test_accumulate_sync_every_pays_each_micro_batch_synchronisation():
+    last = simulate(SimulationConfig(**BASE, accumulate=4))
+    every = simulate(SimulationConfig(**BASE, accumulate=4, accumulate_sync="every"))
+    one = simulate(SimulationConfig(**BASE))
+    # four all-reduces of the gradients instead of one, the optimizer once
+    assert every.metrics.comm_bytes_per_gpu["all_reduce"] == pytest.approx(
+        4 * last.metrics.comm_bytes_per_gpu["all_reduce"])
+    assert last.step_time < every.step_time < 4 * one.step_time
+    # one GPU synchronises nothing: both ways are the same
+    solo = dict(BASE, topology="dgx-a100:1x1")
+    assert simulate(SimulationConfig(**solo, accumulate=4, accumulate_sync="every")).step_time == \
+        simulate(SimulationConfig(**solo, accumulate=4)).step_time
+    with pytest.raises(InputError, match="--accumulate-sync"):
+        SimulationConfig(**BASE, accumulate_sync="sometimes")
 
 
 def test_jitter_waits_for_the_slowest_gpu():
@@ -94,3 +111,73 @@ def test_corpus_jitter_needs_a_corpus():
         parse_jitter("bucket:0")
     with pytest.raises(InputError, match="takes no value"):
         parse_jitter("shuffle:3")
+
+
+def test_token_budget_batches_as_fairseq_make_batches():
+    from embsim.engine.jitter import token_budget_batches
+    sizes, longest, real = token_budget_batches([10] * 20 + [40] * 3 + [100], 200)
+    # 20 x 10 fits, cut to a multiple of 8; the next batch takes a 40 (5 x 40 <= 200)
+    assert list(sizes) == [16, 5, 2, 1]
+    assert list(longest) == [10, 40, 40, 100]
+    assert list(real) == [160, 80, 80, 100]
+    with pytest.raises(InputError, match="maxtokens"):
+        token_budget_batches([300], 200)
+
+
+def test_maxtokens_jitter_waits_for_the_slowest_token_batch(tmp_path):
+    lengths = [5] * 400 + [12] * 300 + [30] * 200 + [80] * 60
+    corpus = _corpus(tmp_path, lengths)
+    padded = lambda b, s: float(b * s) * (1 + s / 100)      # attention: longer costs more per token
+    kw = dict(seq=32, batch=8, corpus=corpus, compute_at=padded)
+    one = jitter_factors("maxtokens", 1, 0, **kw)
+    eight = jitter_factors("maxtokens", 8, 0, **kw)
+    assert eight.max() > one[0] > eight.min()
+    assert list(jitter_factors("maxtokens", 8, 0, **kw)) == list(eight)
+    with pytest.raises(InputError, match="maxtokens"):
+        parse_jitter("maxtokens:3")
+
+
+def test_lengths_distribution_stands_in_for_a_corpus():
+    from embsim.engine.lengths import drawn_lengths, parse_lengths
+    drawn = drawn_lengths("lognormal:29.05:16.2", seed=0)
+    assert drawn.mean() == pytest.approx(29.05, rel=0.02) and drawn.std() == pytest.approx(16.2, rel=0.05)
+    assert drawn_lengths("lognormal:29.05:16.2:50", seed=0).max() == 50
+    assert (drawn_lengths("lognormal:29.05:16.2", 3) == drawn_lengths("lognormal:29.05:16.2", 3)).all()
+    f = jitter_factors("maxtokens", 8, 0, seq=32, batch=8, lengths="lognormal:29.05:16.2",
+                       compute_at=lambda b, s: float(b * s) * (1 + s / 100))
+    assert f.max() > f.min()
+    for bad in ("normal:1:2", "lognormal:1", "lognormal:a:b", "lognormal:10:-1", "lognormal:10:5:0.5"):
+        with pytest.raises(InputError, match="--lengths"):
+            parse_lengths(bad)
+    with pytest.raises(InputError, match="--corpus.*--lengths"):
+        jitter_factors("shuffle", 2, 0, seq=8, batch=2, compute_at_seq=float)
+
+
+def test_apex_o2_unscales_every_micro_batch_into_the_master_gradients():
+    from types import SimpleNamespace
+    from embsim.engine.accumulate import master_accumulate_s
+    from embsim.workload import load_model
+    seen = []
+    ctx = lambda m: SimpleNamespace(model=m, kernel_seconds=lambda ks: seen.append(ks) or 1e-3)
+    half = load_model("tiny-lm", dtype="fp16")
+    assert master_accumulate_s(ctx(half), "o2") == 1e-3
+    # read the 16-bit gradient and the FP32 stash, write FP32: 10 B per parameter
+    assert seen[-1][0].nbytes == half.params * (2 + 8)
+    assert master_accumulate_s(ctx(half), "autocast") == 0.0
+    assert master_accumulate_s(ctx(load_model("tiny-lm", dtype="fp32")), "o2") == 0.0
+    # the three earlier micro-batches of an optimizer step each pay it once
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Ctx:
+        model: object
+        layer_fwd: dict
+        layer_bwd: dict
+        kernel_seconds: object
+
+    first = half.layers[0].name
+    c = Ctx(half, {l.name: 1.0 for l in half.layers}, {l.name: 2.0 for l in half.layers},
+            lambda ks: 0.5)
+    n = len(half.layers)
+    assert accumulate(c, 4, "o2").layer_fwd[first] == pytest.approx(1.0 + 3 * (3.0 * n + 0.5))
+    assert accumulate(c, 4, "autocast").layer_fwd[first] == pytest.approx(1.0 + 3 * 3.0 * n)

@@ -69,7 +69,9 @@ def test_output_says_what_workload_was_simulated(capsys):
     assert cli.main(argv + ["--json"]) == 0
     w = json.loads(capsys.readouterr().out)["workload"]
     assert w == {"batch": 4, "seq": w["seq"], "dtype": "bf16", "amp": "autocast", "accumulate": 2,
-                 "jitter": None, "straggler": "gpu:1:1.5", "seed": 0}
+                 "accumulate_sync": "last", "jitter": None, "lengths": None, "straggler": "gpu:1:1.5", "seed": 0}
     assert cli.main(argv) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "batch 4 x seq" in text and "bf16 (autocast)" in text and "accumulate 2" in text
+    assert cli.main(argv + ["--accumulate-sync", "every"]) == 0
+    assert "accumulate 2 (synchronised every micro-batch)" in " ".join(capsys.readouterr().out.split())
