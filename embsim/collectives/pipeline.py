@@ -146,10 +146,27 @@ def _rounded_work(rest: float, real: float, exact: float, channels: int, n: int)
     return max(1.0, work / ((2 * n - 1) * exact))
 
 
+def hidden_handshake_stall(hop: float, prims: int, slices: int, loops: int, full_loop_us: float,
+                           last_loop_us: float) -> float:
+    """µs a ring's handshakes add when each hides behind the data of the other slices in flight.
+
+    A primitive step moves its chunk as `slices` slices; the peer's flag for one slice
+    arrives while the other slices' data move (the FIFO holds NCCL_STEPS / StepPerSlice
+    slices), so a step costs max(slices x t, t + hop) for slice data time t: the handshake
+    shows only where a slice's data is shorter than it (small messages)."""
+    per = max(1, prims * slices)
+    t_full, t_last = full_loop_us / per, last_loop_us / per
+    lag = slices - 1
+    return prims * ((loops - 1) * max(0.0, hop - lag * t_full) + max(0.0, hop - lag * t_last))
+
+
 def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int,
          latency: float, bandwidth: float, slowdown: float, consts: NcclConstants,
-         step: float) -> PipelineTime:
-    """Ring AllReduce/AllGather/ReduceScatter (chunks per rank) or Broadcast/Reduce chain."""
+         step: float, hop: float | None = None) -> PipelineTime:
+    """Ring AllReduce/AllGather/ReduceScatter (chunks per rank) or Broadcast/Reduce chain.
+
+    `hop` (µs, AllReduce/AllGather/ReduceScatter only): the handshake overlaps the other
+    slices' data (hidden_handshake_stall) instead of `step` being paid by every slice."""
     chunk_steps, slice_steps = RING_STEPS.get(op, (1, 1)) if proto == "Simple" else (1, 1)
     chunk = step_bytes(proto) * chunk_steps
     slices = max(1, chunk_steps // slice_steps)
@@ -178,6 +195,11 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
         n_sync = int(math.ceil(nbytes / (channels * chunk))) * slices
     else:
         n_sync = loops * ring_primitives(op, n) * slices
+        if hop is not None:
+            full_us = loop / (1000.0 * bandwidth) * slowdown
+            stall = hidden_handshake_stall(hop, ring_primitives(op, n), slices, loops, full_us,
+                                           transfer - (loops - 1) * full_us)
+            return PipelineTime(latency + stall, transfer, n_sync, loops, chunk)
     return PipelineTime(latency + n_sync * step, transfer, n_sync, loops, chunk)
 
 
@@ -354,5 +376,10 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
         return tree(proto, nbytes, channels, shape.n_nodes, shape.ppn, nccl_latency, nccl_bandwidth,
                     slowdown, step, net_rate)
     # Ring and PAT (PAT's per-step pattern is not modelled: NCCL's formula, as a ring)
+    hop = None
+    if proto == "Simple" and shape.n_nodes == 1 and not p2p_read(shape):
+        # P2P write in one node: the post warp fences and flags while the workers copy the
+        # next slice (prims_simple.h), so the handshake (NCCL's per-hop latency) overlaps
+        hop = consts.hw_lat[shape.intra_hw]["Ring"][2]
     return ring(op, proto, nbytes, n, channels, threads, nccl_latency, nccl_bandwidth, slowdown, consts,
-                step_us(proto, shape, consts))
+                step_us(proto, shape, consts), hop)
