@@ -285,6 +285,9 @@ MODEL_NOTES = (
     "  curve rises from 423 to ~700 GB/s busbw over 32 MiB - 8 GiB, as if each slice paid",
     "  ~1.5-2.7 µs in series on B200, while the three H100 Ring/Simple data sets (2.29.2",
     "  ReduceScatter, AllGather; GTC25's NVLS-off AllReduce point, 5.7 -> 2.9 %) pay none.",
+    "  At 1-8 GiB the tray's time is ~80 µs + bytes at ~455 GB/s algbw, 5 % under NCCL's",
+    "  480: a rate gap the series charge (448 slices x 1.7 µs at 8 GiB) used to absorb; below",
+    "  256 MiB the curve runs faster than that line (32 -> 64 MiB adds bytes at ~527 GB/s).",
     "  Whether B200, NCCL 2.25 or `-g 4` makes the difference is not in these data.",
 )
 
@@ -311,7 +314,8 @@ def build(traces_dir: Path, out: Path) -> str:
         *[f"| {c.name}{FIT_CURVES.get(c.name, '')} | {c.op} | {c.nccl} | {c.mean_error:.1%} | "
           f"{c.max_error:.1%} |" for c in curves],
         "",
-        "(fit): the curve a constant is fitted on, so not a prediction (see below).",
+        "(fit): the curve a constant is fitted on, so not a prediction; (informed): a held-out "
+        "curve whose points showed a mechanism the model now has (see below).",
         "",
         f"Overall: mean **{collective_summary(curves).mean:.1%}**, "
         f"max **{collective_summary(curves).max:.1%}**.",
