@@ -27,6 +27,10 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "trainin
 # are copies that add what the reference implementations execute (accumulate, amp, buckets,
 # binned phase-2 length, per-tensor optimizers).
 ORIGINAL_DIR = DATA_DIR / "original"
+# Held-out runs of other model families (recommenders with large embedding tables): no
+# constant was fitted on them, and they are kept out of the default set so its headline
+# stays the fitted-on level; docs/validation.md reports them on their own.
+HELDOUT_DIR = DATA_DIR / "heldout"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
                "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str, "tables": dict, "layers": dict, "optimizer": dict,
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
@@ -72,6 +76,10 @@ def default_files() -> list[str]:
 
 def original_files() -> list[str]:
     return sorted(str(p) for p in ORIGINAL_DIR.glob("*.yaml"))
+
+
+def heldout_files() -> list[str]:
+    return sorted(str(p) for p in HELDOUT_DIR.glob("*.yaml"))
 
 
 def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[SimulationConfig, str, float]:
@@ -310,5 +318,32 @@ def original_section() -> list[str]:
         "- GNMT and Transformer: run on the dgx-a100 preset (80GB, 2.0 TB/s) where the runs",
         "  used A100 40GB, at the 128-token / 80-row mapping without the padded-length and",
         "  per-GPU batch modelling of the packaged copies; GNMT 4-8 GPUs +3..+48 %.",
+        "",
+    ]
+
+
+def heldout_section() -> list[str]:
+    """docs/validation.md's section on the held-out recommender runs (HELDOUT_DIR)."""
+    runs, pairs = training_errors(heldout_files())
+    return [
+        "## Held-out: recommenders with large embedding tables (validation_data/training/heldout)",
+        "",
+        "`embsim validate --training embsim/validation_data/training/heldout/*.yaml`: published",
+        "DeepLearningExamples throughput of NCF (NeuMF, MovieLens-20M; zoo ncf-ml20m built from",
+        "neumf.py/ncf.py alone), added after every constant was fixed and not fitted on.",
+        "",
+        training_table(runs, pairs, markdown=True),
+        "",
+        "What the errors say:",
+        "- One GPU (batch 2^20) is 28-45 % slow: the step is per-sample elementwise kernels",
+        "  on huge, simple tensors (ReLU, dropout, bias gradients, the GMF product, the",
+        "  concatenations: ~60 of ~80 ms on A100 TF32), timed at FRAMEWORK_STREAM_EFFICIENCY",
+        "  (0.38 of copy bandwidth, fitted on BERT-large encoder kernels); GEMMs (K <= 256) are",
+        "  ~12 ms and the embedding gathers/scatter-adds ~10 ms.",
+        "- Eight GPUs (131,072 per GPU, the same global batch) are closer (-30..+4 %) and the",
+        "  simulated strong-scaling efficiency is 0.19-0.27 too high: the real step keeps a",
+        "  per-step cost that does not shrink with the batch (data loading, the dense",
+        "  31.8M-parameter gradient all-reduce and FusedAdam pass, launch gaps) larger than",
+        "  simulated, while the per-sample part is simulated too slow.",
         "",
     ]
