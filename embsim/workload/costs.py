@@ -174,3 +174,16 @@ def combine_cost(p: dict, sh: Shape) -> LayerCost:
     return LayerCost(params=0, fwd_flops=0, bwd_flops=0, fwd_bytes=2 * d * k * b * w,
                      bwd_bytes=2 * d * k * b * w, grad_bytes=0, activation_bytes=0,
                      fwd_kernels=1, bwd_kernels=k)
+
+
+def dot_interaction_cost(p: dict, sh: Shape) -> LayerCost:
+    """DLRM's dot interaction (Naumov et al. 2019, sec. 2.1.3; NVIDIA DLE
+    dlrm/nn/interactions.py): Z = X X^T for the (vectors x dim) stack X of each sample,
+    whose lower triangle, after the first vector (the bottom MLP's output), is written as
+    `out` features (zero-padded to a multiple of 8). Backward: dX = (dZ + dZ^T) X."""
+    b, d, v, w, out = sh.batch, sh.dtype_bytes, p["vectors"], p["dim"], p["out"]
+    flops = 2 * b * v * v * w
+    return LayerCost(params=0, fwd_flops=flops, bwd_flops=2 * flops,
+                     fwd_bytes=d * b * (v * w + out), bwd_bytes=d * b * (out + 2 * v * w),
+                     grad_bytes=0, activation_bytes=d * b * v * w, fwd_kernels=1, bwd_kernels=1)
+

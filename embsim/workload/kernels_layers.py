@@ -273,6 +273,16 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         return LayerKernels((stream("combine.cat", 2 * k * b * w * e),),
                             tuple(stream(f"combine.slice{i}", 2 * b * w * e) for i in range(k)),
                             param_tensors=0)
+    if kind == "dot_interaction":
+        # NVIDIA's custom kernels (dlrm/cuda_src/dot_based_interact): one warp per sample
+        # computes its v x v products from shared memory (16x16 tensor-core fragments in
+        # 16-bit/TF32), so the HBM traffic bounds them, not cuBLAS tiles: 2 v^2 w FLOPs
+        # per (v w + out) elements is 12 FLOP/B (FP32) / 24 (16-bit) for DLRM, below the
+        # ridge of every preset GPU (lowest: A100 FP32 CUDA cores, 19.5 TFLOPS / 1.56 TB/s)
+        b, v, w, out = sh.batch, p["vectors"], p["dim"], p["out"]
+        return LayerKernels((stream("interact.dot", b * (v * w + out) * e),),
+                            (stream("interact.dot_bwd", b * (out + 2 * v * w) * e),),
+                            param_tensors=0)
     if kind == "lstm":
         return lstm(p, sh)
     if kind == "additive_attention":

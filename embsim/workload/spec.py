@@ -59,6 +59,9 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     "fm_interaction": {"fields": (INT, True), "dim": (INT, True)},
     # per-sample elementwise product or concatenation of `inputs` vectors of width `dim`
     "combine": {"op": (STR, True), "inputs": (INT, True), "dim": (INT, True)},
+    # DLRM's pairwise dot products of `vectors` per-sample vectors of width `dim`, the
+    # lower triangle plus the first vector written as `out` features (padded)
+    "dot_interaction": {"vectors": (INT, True), "dim": (INT, True), "out": (INT, True)},
 }
 LAYER_SCHEMA["transformer_decoder"] = {**LAYER_SCHEMA["transformer_encoder"],
                                        "cross_attention": (BOOL, False)}
