@@ -1,11 +1,12 @@
 """Recommender layer pieces: the `combine` kind (NCF's GMF product and concatenations),
-dropout on a linear layer, and per-sample batches of 2^20 (NVIDIA DLE NCF)."""
+DLRM's `dot_interaction`, dropout on a linear layer, and per-sample batches of 2^20
+(NVIDIA DLE NCF)."""
 
 import pytest
 
 from embsim.errors import InputError
 from embsim.workload import load_model
-from embsim.workload.costs import Shape, combine_cost, linear_cost
+from embsim.workload.costs import Shape, combine_cost, dot_interaction_cost, linear_cost
 from embsim.workload.kernels_layers import layer_kernels
 
 SH = Shape(batch=1000, seq=1, dtype_bytes=4)
@@ -55,3 +56,25 @@ def test_batch_cap_is_the_tokens_cap():
     assert load_model("ncf-ml20m", batch=1 << 24).batch == 1 << 24
     with pytest.raises(InputError, match="batch"):
         load_model("ncf-ml20m", batch=(1 << 24) + 1)
+
+
+def test_dot_interaction_kernels_move_the_bytes_the_cost_rule_counts():
+    p = {"vectors": 27, "dim": 128, "out": 480}
+    c, kl = dot_interaction_cost(p, SH), layer_kernels("dot_interaction", p, SH)
+    assert c.params == 0 and c.fwd_flops == 2 * 1000 * 27 * 27 * 128
+    assert _stream_bytes(kl.fwd) == c.fwd_bytes and _stream_bytes(kl.bwd) == c.bwd_bytes
+    # memory-bound: fewer FLOPs per byte than A100's FP32 CUDA cores can use (19.5 T / 1.56 T)
+    assert c.fwd_flops / c.fwd_bytes < 19.5 / 1.555
+
+
+def test_dlrm_is_dle_main_defaults():
+    m = load_model("dlrm-criteo-f15")
+    assert m.batch == 65536 and m.table("categorical").lookups_per_sample == 26
+    assert m.embedding_params == 32_709_138 * 128
+    widths = [13, 512, 256, 128]
+    top = [480, 1024, 1024, 512, 256, 1]
+    dense = sum(a * b + b for a, b in zip(widths, widths[1:])) + sum(a * b + b for a, b in zip(top, top[1:]))
+    assert m.dense_params == dense
+    # the interaction output: 27 x 26 / 2 pairs + the 128-wide bottom output, padded to 8
+    pairs = 27 * 26 // 2 + 128
+    assert m.layer("top_mlp0").kernels.fwd[0].k == pairs + (-pairs) % 8
