@@ -47,6 +47,10 @@ def _cost(kind: str, p: dict, sh: Shape, tables: dict, owns: bool) -> LayerCost:
         return costs.softmax_loss_cost(p, sh, classes)
     if kind == "fm_interaction":
         return costs.fm_interaction_cost(p, sh)
+    if kind == "combine":
+        return costs.combine_cost(p, sh)
+    if kind == "dot_interaction":
+        return costs.dot_interaction_cost(p, sh)
     if kind == "lstm":
         return costs_blocks.lstm_cost(p, sh)
     if kind == "additive_attention":

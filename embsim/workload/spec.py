@@ -27,8 +27,9 @@ from .model import DTYPE_BYTES, OPTIMIZER_STATE_TENSORS
 # Bounds that keep a model file within memory and time: token statistics hold one float
 # per vocabulary row (1e8 rows = 800 MB), a batch samples batch x seq tokens per GPU, and
 # `repeat` unrolls into that many layers. The largest zoo model is far inside each.
+# `batch` is the tokens cap: recommenders run per-sample batches of 2^20 (NVIDIA DLE NCF).
 LIMITS = {"vocab": 100_000_000, "dim": 1_000_000, "layer_int": 1_000_000_000, "repeat": 1000,
-          "batch": 1_000_000, "seq": 1_000_000, "tokens": 1 << 24}
+          "batch": 1 << 24, "seq": 1_000_000, "tokens": 1 << 24}
 
 COMMON_LAYER_KEYS = ("name", "kind", "repeat", "note")
 BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropout",
@@ -41,7 +42,8 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False)},
     "positional_embedding": {"rows": (INT, True), "dim": (INT, True), "learned": (BOOL, False)},
     "linear": {"in": (INT, True), "out": (INT, True), "bias": (BOOL, False),
-               "activation": (STR, False), "per": (STR, False), **HEAD_KEYS},
+               "activation": (STR, False), "dropout": (BOOL, False), "per": (STR, False),
+               **HEAD_KEYS},
     "layernorm": {"dim": (INT, True), "norm": (STR, False), "per": (STR, False), **HEAD_KEYS},
     "lstm": {"in": (INT, True), "hidden": (INT, True), "proj": (INT, False),
              "bidirectional": (BOOL, False), "bias": (STR, False)},
@@ -55,13 +57,18 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     "softmax_loss": {"classes": (SEQ_OR_INT, True), "samples": (INT, False), "per": (STR, False),
                      **HEAD_KEYS},
     "fm_interaction": {"fields": (INT, True), "dim": (INT, True)},
+    # per-sample elementwise product or concatenation of `inputs` vectors of width `dim`
+    "combine": {"op": (STR, True), "inputs": (INT, True), "dim": (INT, True)},
+    # DLRM's pairwise dot products of `vectors` per-sample vectors of width `dim`, the
+    # lower triangle plus the first vector written as `out` features (padded)
+    "dot_interaction": {"vectors": (INT, True), "dim": (INT, True), "out": (INT, True)},
 }
 LAYER_SCHEMA["transformer_decoder"] = {**LAYER_SCHEMA["transformer_encoder"],
                                        "cross_attention": (BOOL, False)}
 
 ENUMS = {"activation": ("none", "relu", "gelu", "tanh"), "per": ("token", "sample"),
          "norm": ("layernorm", "rmsnorm"), "ffn_kind": ("gelu", "relu", "swiglu"),
-         "bias": ("double", "single", "none")}   # "bias" enum applies to lstm only
+         "bias": ("double", "single", "none"), "op": ("product", "concat")}   # "bias" enum applies to lstm only
 
 
 @dataclass(frozen=True)
