@@ -1,6 +1,7 @@
 """Per-GPU compute-time variation, so synchronous data parallelism waits for its slowest GPU.
 
-`--jitter` forms (each GPU's compute is multiplied by its factor):
+`--jitter` forms (each GPU's compute is multiplied by its factor; without --jitter, the
+model zoo file's `defaults: jitter` if it has one; `none`: no variation):
     normal:CV         factor ~ Normal(1, CV)
     lognormal:SIGMA   factor ~ LogNormal with mean 1 and log-sd SIGMA
     uniform:H         factor ~ Uniform(1 - H, 1 + H)
@@ -47,6 +48,7 @@ from .classes import group_ranks
 from .lengths import drawn_lengths
 from .simulation import RankClass
 
+NONE = "none"      # no variation, even where the model's zoo file names a jitter
 FORMS = ("normal", "lognormal", "uniform", "seq", "bucket", "trace", "shuffle", "maxtokens")
 VALUELESS = ("trace", "shuffle", "maxtokens")
 CORPUS_FORMS = ("bucket", "shuffle", "maxtokens")
@@ -57,12 +59,13 @@ TOKEN_BATCH_STEPS = 2048   # maxtokens: every GPU's own batch each step, so more
 
 
 def parse_jitter(text: str | None) -> tuple[str, float] | None:
-    if not text:
+    if not text or text == NONE:
         return None
     kind, _, value = text.partition(":")
     if kind not in FORMS:
         raise InputError(f"--jitter {text!r}: form must be one of "
-                         f"{', '.join(f + ':X' for f in FORMS if f not in VALUELESS)}, {', '.join(VALUELESS)}")
+                         f"{', '.join(f + ':X' for f in FORMS if f not in VALUELESS)}, "
+                         f"{', '.join(VALUELESS)}, {NONE}")
     if kind in VALUELESS:
         if value:
             raise InputError(f"--jitter {text!r}: {kind!r} takes no value")

@@ -80,7 +80,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
     overrides = {k: merged[k] for k in ("tables", "layers", "optimizer") if k in merged}
     cfg = SimulationConfig(topology=merged["topology"], model=merged["model"],
                            batch=merged.get("batch"), seq=merged.get("seq"),
-                           dtype=merged.get("dtype"), amp=merged.get("amp", "autocast"),
+                           dtype=merged.get("dtype"), amp=merged.get("amp"),
                            accumulate=merged.get("accumulate", 1),
                            accumulate_sync=merged.get("accumulate_sync", "last"),
                            jitter=merged.get("jitter"), lengths=merged.get("lengths"), strategy=merged.get("strategy", "allreduce"),
