@@ -137,13 +137,16 @@ class Graphs:
     nvls_channels: int      # runtime NVLS channels (nvls.cc 155-213)
 
 
-def search_graphs(shape: CommShape) -> Graphs:
+def search_graphs(shape: CommShape, consts=None) -> Graphs:
+    """The communicator's graphs; `consts` (NcclConstants) picks the release's NVLS CTA
+    count (nvls.cc ncclNvlsInit; the newest release's when omitted)."""
     ring = _search_ring(shape, "ring")
     tree = _search_ring(shape, "tree")
     nvls = _search_nvls(shape)
     comm_channels = min(MAXCHANNELS, 2 * ring.n_channels)
-    if shape.arch >= 100:
-        nvls_channels = 32 if shape.n_nodes > 1 else 24
+    sm100 = (24, 32) if consts is None else consts.nvls_channels_sm100
+    if shape.arch >= 100 and sm100 is not None:
+        nvls_channels = sm100[1] if shape.n_nodes > 1 else sm100[0]
     else:
         nvls_channels = 16
     return Graphs(ring, tree, nvls, comm_channels, nvls_channels)

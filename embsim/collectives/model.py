@@ -89,7 +89,7 @@ class CollectiveModel:
         hit = self._shapes.get(ranks)
         if hit is None:
             s = comm_shape(self.topology, ranks, self.consts)
-            hit = self._shapes[ranks] = (s, search_graphs(s))
+            hit = self._shapes[ranks] = (s, search_graphs(s, self.consts))
         return hit
 
     def _pair(self, op, algo, proto, ranks, shape, graphs) -> tuple[float, float]:

@@ -15,6 +15,7 @@ sm100) leaves a third of the wire unused; the kernel is not held to that step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from functools import lru_cache
 
@@ -52,10 +53,34 @@ def _stage_bw_newest(shape: CommShape) -> tuple[float, float]:
     return nvlstree_stage_bw(shape, constants_for(None))
 
 
+def nvlstree_channel_cap(shape: CommShape, consts: NcclConstants) -> float:
+    """NCCL's per-channel NVLSTree throughput as an AllReduce algBw, GB/s (inf without one).
+
+    From 2.28 tuning.cc caps each NVLSTree channel at perChMaxNVLSTreeBws (Hopper 57.7 GB/s
+    on 2 nodes, 45.5 on 4+; Blackwell 96 / 43.8), the same kind of per-channel kernel limit
+    as perChMaxTreeBws, which the Tree kernel is already held to: it is what one channel's
+    warps move, not a steering step of the graph search. busBw = cap x the NVLS graph's
+    channels, algBw = busBw x nRanks / nSteps (tuning.cc's AllReduce ratio).
+    """
+    if consts.per_ch_nvlstree is None or shape.n_nodes < 2:
+        return math.inf
+    from . import nccl_model as nm
+    from .channels import search_graphs
+    from .constants import arch_family
+    graph = search_graphs(shape).nvls
+    per_ch = consts.per_ch_nvlstree[arch_family(shape.arch)][nm._node_index(shape.n_nodes)]
+    if graph is None or per_ch <= 0:
+        return math.inf
+    return per_ch * graph.n_channels * shape.n_ranks / nm.nsteps("all_reduce", shape.n_ranks)
+
+
 def nvlstree_kernel_bw(shape: CommShape, consts: NcclConstants) -> float:
-    """NVLSTree AllReduce algBw (GB/s) the kernel moves: min(one node's NVLS, the NIC tree)."""
+    """NVLSTree AllReduce algBw (GB/s) the kernel moves: the slowest of one node's NVLS, the
+    NIC tree and NCCL's per-channel NVLSTree throughput."""
     intra, net = nvlstree_stage_bw(shape, consts)
-    return min(intra, net) if intra > 0 else 0.0
+    if intra <= 0:
+        return 0.0
+    return min(intra, net, nvlstree_channel_cap(shape, consts))
 
 
 def kernel_view(shape: CommShape) -> CommShape:
@@ -65,3 +90,28 @@ def kernel_view(shape: CommShape) -> CommShape:
     if shape.n_nodes == 1 or shape.nic_latency_us == shape.net_hop_us:
         return shape
     return replace(shape, nic_latency_us=shape.net_hop_us)
+
+
+def nvlstree_fill(first: float, bandwidth: float, stage_bw: tuple[float, float], sync: float,
+                  n_nodes: int) -> float:
+    """µs the NVLSTree pipeline takes to fill and drain beyond its bottleneck stage.
+
+    `first` is the first loop's time at `bandwidth` (GB/s); `stage_bw` = (one node's NVLS,
+    the heads' NIC tree) at the same scale. A chunk runs scatter + switch reduce in its
+    node, then crosses the network to its tree parent and, reduced at the root, back down
+    (all_reduce.h NVLS_TREE: the reduce warps send up, the bcast warps receive from the
+    parent), then multicast + gather. Every crossing is a stage of its own: a chunk cannot
+    go down before it went up. Each is charged the channel's steady share of the NICs --
+    in steady state every NIC direction carries one loop's ups and an earlier loop's downs
+    -- up and down the tree's depth: 2 x ceil(log2 nNodes) crossings. The two trees sharing
+    the NICs' two directions sets the bottleneck (the transfer), not this fill. This is an
+    upper reading: with channels in lockstep and an NVLS-bound pipeline the first loop's
+    ups would run alone, then its downs (one crossing's time for both). The 2-node curves
+    favour two crossings at >= 64 MiB and on B200, one at 4-16 MiB on Nebius
+    (docs/validation.md); no constant is fitted either way.
+    """
+    intra_bw, net_bw = stage_bw
+    t_in = max(first * bandwidth / intra_bw, sync)
+    t_net = max(first * bandwidth / net_bw, sync)
+    crossings = 2 * int(math.ceil(math.log2(n_nodes)))
+    return 2 * t_in + crossings * t_net - max(t_in, t_net)

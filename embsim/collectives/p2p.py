@@ -27,10 +27,27 @@ NCCL has no bandwidth/latency table for p2p; its choices are rules, and we follo
   first power of two with nWarp x groups > 10; from 2.22 (sendrecv.h RunWorkBatch) a work
   gets 20 // works warps, split recv (n-1)//2 and send the rest (n//2 each up to 4). Only
   the warps on the side that crosses the fabric bound the rate: the recv warps where NCCL
-  reads from the peer (sm80 over NVLink, paths.cc), else the send warps. A Simple op over
-  the fabric moves at most P2P_WARP_GBPS per such warp (fitted, see below), so an all-to-all
-  on 8 GPUs, where a channel holds 8 works with one send and one recv warp each, runs below
-  the link rate while a SendRecv on 16+ channels of 9 warps nearly fills it.
+  reads from the peer (sm80 over NVLink, paths.cc), else the send warps.
+* a warp's rate, by Little's law: a copy warp (common_kernel.h reduceCopyPacks) issues
+  COLL_UNROLL loads of 16 B per lane before it stores any, so COLL_UNROLL x 16 B x 32 lanes
+  are in flight per warp (device.h ncclCollUnroll: 8 on sm80+, 6 on sm120, 4 below sm80:
+  4, 3 and 2 KiB), and it moves that much per batch time. The batch time is ONE fitted
+  constant, in SM cycles (P2P_BATCH_CYCLES), turned into µs by the GPU's boost clock: fitted
+  in µs instead, the H100 (write mode, 1980 MHz) value predicts the A100 (read mode,
+  1410 MHz) SendRecv 14 % too fast; in cycles it predicts it to ~2 %, so the one A100
+  point shows no read-versus-write penalty once the clock is counted. The fitted batch
+  (1.79 µs on H100) is longer than a bare load round trip; what holds a warp that long
+  (store-path credits, .sys-scope volatile loads) is not established -- it scales with
+  the SM clock, which points at the SM side rather than the fabric.
+  An all-to-all on 8 GPUs at 8 GiB holds 8 works per channel with one fabric warp each.
+* the link: the fabric warps and the link form a closed queue (shared_link_gbps): a warp's
+  batch waits for the link, served at link rate, so the rate runs below both n x warp
+  rate and the link where they meet (the machine-repairman queue, solved exactly; no
+  constant of its own): 16 channels of 10 warps on H100 get ~0.94 of the link, not 1.
+* fill: a part moves through the FIFO in steps, written by one side and copied out by the
+  other, so the part pays one step more than its data: (steps + 1) step times at the
+  achieved rate -- the ~25-35 µs intercept of the H100 SendRecv and AlltoAll curves at
+  32-128 MiB (one 512 KiB step at ~20 GB/s per channel, ~13 GB/s per all-to-all part).
 
 AlltoAll with S bytes per rank, n ranks, g per node: each GPU moves S(g-1)/n to local
 peers over its fabric link and S(n-g)/n to remote peers through ONE rail NIC (PXN: the
@@ -58,11 +75,17 @@ P2P_NET_CHUNK = 128 << 10           # NCCL_P2P_NET_CHUNKSIZE
 P2P_PER_CHANNEL_NET_BW = 14.0       # GB/s, NCCL_P2P_PER_CHANNEL_NET_BW
 LL_EFFICIENCY = 0.5                 # 8 data bytes per 16-byte LL line
 P2P_WARPS = 640 // 32               # NCCL_MAX_NTHREADS / WARP_SIZE: warps of a p2p CTA
-# GB/s one copying warp of a Simple p2p op moves across the fabric. Fitted, ONE constant on
-# ONE point: the 4-GPU H100 AlltoAll of NVIDIA/nccl#2169 (NCCL 2.30.4, 500 MB, 1174.14 us,
-# single-points.yaml) by `python -m embsim.collectives.fit_p2p`; every other p2p point and
-# curve (A100 read, H100 8-GPU, PCIe boxes) is a prediction.
-P2P_WARP_GBPS = 1.48
+WARP_SIZE = 32
+PACK_BYTES = 16                     # reduceCopy's BigPackSize: one 16-byte load per lane
+# SM cycles a batch of COLL_UNROLL packs of a fabric-crossing copy warp is in flight.
+# Fitted, ONE constant on ONE curve: the 8-GPU H100 SendRecv of xxrjun/nccl-tests-cluster
+# (NCCL 2.29.2, validation_data/h100-slurm-1x8-sendrecv.yaml; least mean |error| over its
+# points on a 10-cycle grid) by `python -m embsim.collectives.fit_p2p`, where the warps
+# bind at 32-256 MiB (4, 8, 16 channels of 10 send warps). Every other p2p point and curve
+# (A100 read mode, AlltoAll, 4 GPUs, nccl#2169) is a prediction.
+P2P_BATCH_CYCLES = 3530
+# The clock a topology file without gpu.clock_mhz is taken at: the fit curve's H100 SXM.
+REFERENCE_CLOCK_MHZ = 1980.0
 
 
 def _pow2_up(x: int) -> int:
@@ -125,12 +148,63 @@ def fabric_warps(works: int, consts: NcclConstants, read: bool) -> int:
     return max(1, recv if read else send)
 
 
-def warp_bound_gbps(ops: int, nch: int, total: int, consts: NcclConstants, read: bool) -> float:
-    """GB/s `ops` concurrent Simple ops (self-copy included), each on `nch` of `total`
-    p2p channels, can move across the fabric, given the warps their channels share."""
+def coll_unroll(arch: int) -> int:
+    """device.h ncclCollUnroll: the copy loop's unroll per architecture."""
+    if arch < 80:
+        return 4
+    return 6 if arch // 10 == 12 else 8
+
+
+def bytes_in_flight(arch: int) -> int:
+    """Bytes one copy warp has in flight: COLL_UNROLL 16-byte packs per lane."""
+    return coll_unroll(arch) * PACK_BYTES * WARP_SIZE
+
+
+def warp_gbps(shape: CommShape) -> float:
+    """GB/s one fabric-crossing Simple copy warp moves: bytes in flight / batch time."""
+    in_flight = bytes_in_flight(shape.arch)
+    batch_us = P2P_BATCH_CYCLES / (shape.sm_clock_mhz or REFERENCE_CLOCK_MHZ)
+    return in_flight / batch_us / 1e3
+
+
+def fabric_warp_count(ops: int, nch: int, total: int, consts: NcclConstants, read: bool) -> int:
+    """Warps moving bytes across the fabric when `ops` concurrent Simple ops (self-copy
+    included) each run on `nch` of `total` p2p channels."""
     works = math.ceil(ops * nch / max(1, total))
     remote = max(0, ops - 1) if ops > 1 else ops
-    return remote * nch * fabric_warps(works, consts, read) * P2P_WARP_GBPS
+    return remote * nch * fabric_warps(works, consts, read)
+
+
+def warp_bound_gbps(ops: int, nch: int, total: int, consts: NcclConstants, read: bool,
+                    rate: float) -> float:
+    """GB/s those warps move at `rate` GB/s each with the link out of the way."""
+    return fabric_warp_count(ops, nch, total, consts, read) * rate
+
+
+def shared_link_gbps(n_warps: int, rate: float, link: float, in_flight: int) -> float:
+    """GB/s `n_warps` warps move through one link of `link` GB/s when each alone moves
+    `rate` GB/s, a batch of `in_flight` bytes at a time.
+
+    Little's law for the closed system the warps and the link form: a warp's batch is in
+    flight Z = B/rate - S, then queues for the link, which serves it in S = B/link. That is
+    the machine-repairman queue; its exact throughput is (1 - p0)/S batches per µs with p0
+    = 1 / sum_k n!/(n-k)! (S/Z)^k (the Erlang B formula with n servers and load Z/S). It
+    tends to n x rate with few warps and to the link rate with many, and runs below both
+    near n = (Z+S)/S, where the batches start to queue. No constant of its own.
+    """
+    if n_warps <= 0:
+        return 0.0
+    if link <= 0 or rate <= 0:
+        return min(link, n_warps * rate)
+    s_us = in_flight / (1e3 * link)
+    z_us = in_flight / (1e3 * rate) - s_us
+    if z_us <= 0:
+        return link
+    k = np.arange(n_warps + 1, dtype=np.float64)
+    log_t = np.concatenate(([0.0], np.cumsum(np.log(n_warps - k[:-1])))) + k * math.log(s_us / z_us)
+    top = float(log_t.max())
+    p0 = math.exp(-top) / float(np.exp(log_t - top).sum())
+    return (1.0 - p0) / s_us * in_flight / 1e3
 
 
 def op_channels(nbytes: float, ch: P2PChannels, n_ranks: int, multi_node: bool,
@@ -195,13 +269,22 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
         # ops in flight at once, the rank's own copy among them (nccl-tests' alltoall and
         # the p2p schedule's round 0 give every rank a self op beside its peers)
         ops = min(peers, in_flight) + (1 if peers > 1 else 0)
-        intra_bw = min(intra_bw, warp_bound_gbps(ops, nch, ch.total, consts, pipeline.p2p_read(shape)))
+        warps = fabric_warp_count(ops, nch, ch.total, consts, pipeline.p2p_read(shape))
+        intra_bw = shared_link_gbps(warps, warp_gbps(shape), intra_bw, bytes_in_flight(shape.arch))
     step = ch.chunk if proto == "Simple" else pipeline.step_bytes("LL")
-    steps = rounds * max(1, math.ceil(bytes_per_peer / (nch * step)))
+    part_steps = max(1, math.ceil(bytes_per_peer / (nch * step)))
+    steps = rounds * part_steps
     hop = consts.hw_lat[shape.intra_hw]["Ring"][pi]
     if inter_bytes > 0:
         hop = max(hop, consts.hw_lat["NET"]["Ring"][pi] + shape.nic_latency_us)
-    lat = consts.base_lat["Ring"][pi] + rounds * hop + steps * step_us(proto, shape, consts)
+    # The warps that wait on a step's flags and fence are the ones that copy: every step's
+    # sync is in series with its data. (Letting other channels fill the link while one
+    # syncs fits the H100 SendRecv above 512 MiB better, 2.9 -> 0.8 %, but makes every
+    # AlltoAll and nccl#2169 worse, 1.2 -> 5.9 %: all-to-all pays its syncs.)
+    sync = steps * step_us(proto, shape, consts)
+    lat = consts.base_lat["Ring"][pi] + rounds * hop + sync
+    t = P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, 0.0, steps)
+    lat += t.transfer / part_steps      # FIFO fill: every round's parts run one step longer
     t = P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, 0.0, steps)
     return P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, lat + t.transfer, steps)
 

@@ -21,7 +21,9 @@ with NCCL's algorithm/protocol choice left as NCCL makes it:
   the other stages' data and pays its fill per stage.
 * effective_bytes -- the chunk NCCL really uses: the last loop's chunk shrinks to the
   remainder; up to v2.19 the kernel rounded it to the protocol's grain, for LL128 to
-  nthreads x 30 B, which leaves channels idle at 2-16 MiB (v2.20 splits it on the host).
+  nthreads x 30 B, which leaves the last chunk slots of a loop empty at 2-16 MiB; the
+  busiest rank then moves a little more than its exact share (_rounded_work; v2.20
+  splits the remainder on the host).
 * bandwidth_runtime -- NCCL's bandwidth on the channels/threads the kernel really
   launches (channels.trimmed_slowdown).
 
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .channels import runtime_lanes
-from .multinode import nvlstree_stage_bw
+from .multinode import nvlstree_fill, nvlstree_stage_bw
 from .nccl_model import net_overhead_us
 from .constants import NcclConstants
 from .trimming import trimmed_slowdown
@@ -70,8 +72,9 @@ LL128_GRAIN_PER_THREAD = 30            # bytes: nthreads*(calcBytePerGrain/sizeo
 # (embsim/validation_data/azure-nd-a100-v4-allreduce.yaml), on its points where NCCL runs
 # that protocol, by `python -m embsim.collectives.fit_sync` (0.1 µs grid, least mean
 # |error|): Simple's P2P-read round trip, and LL's per-step cost. The A100 LL128 points
-# (2-16 MiB) are off by an amount that grows with size at a constant step count, which no
-# per-step cost explains (docs/validation.md), so LL128 is not fitted. Every other GPU
+# (2-16 MiB, one loop, 15 steps each) take NCCL's LL128 latency plus their bytes at ~0.66
+# of NCCL's LL128 bandwidth at every size: a rate, not a per-step cost, so LL128 is not
+# fitted and the gap is reported (docs/validation.md). Every other GPU
 # (H100, H200, B200, PCIe boxes) uses NCCL's hwLat only: a prediction.
 SYNC_US = MappingProxyType({"LL": 0.9, "LL128": 0.0, "Simple": 2.9})
 SLICES_PER_HOP = 2          # ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS (collectives.h)
@@ -124,6 +127,25 @@ def ring_primitives(op: str, n: int) -> int:
     return n
 
 
+def _rounded_work(rest: float, real: float, exact: float, channels: int, n: int) -> float:
+    """Busiest rank's work in an AllReduce's last loop whose LL/LL128 chunk was rounded up
+    (<= 2.19), relative to the exact split.
+
+    all_reduce.h runRing lays LL/LL128 chunks out chunk-major, (chunk * nChannels +
+    channel) * realChunk (calcOffset), so a rounded-up chunk leaves the last chunk slots
+    empty instead of stretching every step. These protocols carry their flags in every
+    line and a step with nothing to move polls no line (prims_ll*.h: the line loop runs
+    over nelem only), so an empty slot costs a step's handshake, not a chunk's data. A
+    rank handles every chunk of its channel once in the reduce-scatter half and all but
+    its own again in the all-gather half: 2 x sum - its own chunk; channel 0 is the
+    fullest. (AllGather / ReduceScatter lay chunks out channel-major, bid * realChunk:
+    there the rounding idles the last channels and every busy step moves a whole chunk.)
+    """
+    sizes = [min(real, max(0.0, rest - (c * channels) * real)) for c in range(n)]
+    work = 2 * sum(sizes) - min(sizes)
+    return max(1.0, work / ((2 * n - 1) * exact))
+
+
 def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int,
          latency: float, bandwidth: float, slowdown: float, consts: NcclConstants,
          step: float) -> PipelineTime:
@@ -145,7 +167,11 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
     else:
         last = min(chunk, _round_up(exact, max(WARP_SIZE, threads - WARP_SIZE) * 8))
     last = max(last, exact)
-    effective = (loops - 1) * loop + channels * per_loop * last
+    if proto != "Simple" and op == "all_reduce" and last > exact:
+        effective = (loops - 1) * loop + channels * per_loop * exact * _rounded_work(
+            rest, last, exact, channels, per_loop)
+    else:
+        effective = (loops - 1) * loop + channels * per_loop * last
     transfer = effective / (1000.0 * bandwidth) * slowdown
     if per_loop == 1:
         # chain: every chunk passes every rank; fill is in NCCL's latency
@@ -230,7 +256,7 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     pipeline fills and drains once. NVLSTree across nodes (`stage_bw` = (in-node NVLS, network) GB/s) runs
     scatter+reduce in the node, the tree's up and down hops over the NICs, then
     multicast+gather: the fill is the stages that are not the bottleneck, each at its own
-    rate (on two nodes the two trees' up and down halves share the NICs' two directions).
+    rate (multinode.nvlstree_fill).
     """
     concurrent = channels * heads
     chunk = nvls_chunk(nbytes, concurrent, tree_variant, nn, bandwidth, consts)
@@ -252,10 +278,7 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     transfer = (loops - 1) * full + last
     idle = (loops - 1) * max(0.0, sync - full) + max(0.0, sync - last)
     if tree_variant and nn > 1 and stage_bw is not None:
-        intra_bw, net_bw = stage_bw
-        t_in = max(first * bandwidth / intra_bw, sync)
-        t_net = max(first * bandwidth / net_bw, sync)
-        fill = 2 * t_in + t_net - max(t_in, t_net)
+        fill = nvlstree_fill(first, bandwidth, stage_bw, sync, nn)
         stages = 3
     else:
         stages = 2 + (2 * int(math.ceil(math.log2(nn))) if (tree_variant and nn > 1) else 0)

@@ -37,6 +37,7 @@ class CommShape:
     # file describes the hardware NCCL knows; else NCCL still chooses on its own view
     # (it reads no link speeds, only arch and link counts) but the data moves at the file's.
     fabric_ratio: float = 1.0
+    sm_clock_mhz: float = 0.0     # the GPU's boost clock (file's gpu.clock_mhz); 0: not given
 
     def __post_init__(self) -> None:
         if self.intra not in INTRA_KINDS:
@@ -192,5 +193,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         nic_latency_us=float(node.nics.nccl_latency_us) if n_nodes > 1 else 0.0,
         net_hop_us=(float(node.nics.latency_us) + float(node.network.switch_latency_us)) if n_nodes > 1 else 0.0,
         collnet=bool(node.network.sharp) and n_nodes > 1,
+        sm_clock_mhz=float(node.gpu.clock_mhz or 0.0),
         fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
         if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])

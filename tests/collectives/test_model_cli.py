@@ -87,35 +87,37 @@ def test_large_rank_count_is_fast():
 # reaches (docs/validation.md), so that a regression fails here. The issue's target is
 # 5 % / 15 %; the curves above it are the gaps docs/validation.md names.
 CURVE_BOUNDS = {
-    "azure-nd-a100-v4-allreduce": (0.065, 0.31),      # A100 LL128 at 8-16 MiB
+    "azure-nd-a100-v4-allreduce": (0.075, 0.31),      # A100 LL128 2-16 MiB 12-31 % fast (~0.66 of NCCL's LL128 bw)
     "azure-nd-h100-v5-allreduce": (0.04, 0.125),      # NVLS 8-16 MiB (32 KiB chunks) 10 % fast
     "azure-nd-h200-v5-allreduce": (0.035, 0.08),
-    "azure-nd-gb200-v6-allreduce": (0.07, 0.155),     # LL/LL128 -> Simple switch at 4-16 MiB
-    "coreweave-gb200-nvl72-allreduce": (0.14, 0.29),  # B200 NVLS saturation + ~480 µs fixed cost
+    "azure-nd-gb200-v6-allreduce": (0.07, 0.15),      # LL/LL128 at 1-16 MiB, one-loop Simple at 128-512 MiB
+    "coreweave-gb200-nvl72-allreduce": (0.135, 0.275),  # B200 NVLS saturation + ~480 µs fixed cost
     "stas00-8xa100-allreduce": (0.175, 0.52),         # 0.5-4 MiB, unexplained
     # Held-out curves, added after the model was built and not used to tune it: bounds at
     # the level it reaches there, so that the gaps stay visible and cannot grow unnoticed.
-    "aws-p5-2node-allreduce": (0.16, 0.37),            # 2 nodes over EFA: Tree/LL 8-128 KiB 20-37 % fast
-    "gcp-a3-mega-2node-allreduce": (0.49, 0.775),     # TCPXO: ~120 µs floor, 1-64 MiB 1.5-4x fast
-    "coreweave-gb200-2rack-allreduce": (0.175, 0.24), # NVLSTree held by one rack's NVLS (B200 saturation)
+    "aws-p5-2node-allreduce": (0.125, 0.37),            # 2 nodes over EFA: Tree/LL 8-128 KiB 20-37 % fast
+    "gcp-a3-mega-2node-allreduce": (0.29, 0.665),     # TCPXO profile (Ring,Tree / Simple): 1-64 MiB 1.2-3x fast
+    "coreweave-gb200-2rack-allreduce": (0.16, 0.205), # NVLSTree held by one rack's NVLS (B200 saturation)
     "gcp-a3-mega-2node-allgather": (0.215, 0.55),     # TCPXO: 8-128 MiB 1.2-2.2x fast, >= 512 MiB within 4 %
     "gcp-a3-mega-2node-allgather-b": (0.105, 0.425),  # second run (LL128 env profile): 8-32 MiB fast
-    "gcp-a4-2node-allreduce": (0.105, 0.27),          # 2-node B200: NVLSTree 16-128 MiB up to 27 % slow
-    "lambda-b200-2node-allreduce": (0.165, 0.53),      # 2-node B200: Tree/LL128 0.5-2 MiB 26-53 % fast
-    "nebius-h100-2node-allreduce": (0.125, 0.31),     # 2-node H100 over IB: Tree 0.1-2 MiB fast
+    "gcp-a4-2node-allreduce": (0.051, 0.135),         # 2-node B200: NVLSTree 8-64 MiB up to 13.5 % fast
+    "lambda-b200-2node-allreduce": (0.15, 0.525),      # 2-node B200: Tree/LL128 0.5-2 MiB 26-53 % fast
+    "nebius-h100-2node-allreduce": (0.105, 0.31),     # 2-node H100 over IB: Tree 0.1-2 MiB fast
     # Held-out single-node curves (NCCL 2.29.2 H100 SLURM node; OCI A100 40GB, -g 8)
-    "h100-slurm-1x8-alltoall": (0.115, 0.245),        # 32-512 MiB 12-24 % fast; >= 4 GiB warp-bound 4-6 % slow
-    "h100-slurm-1x4-alltoall": (0.075, 0.22),         # 32-128 MiB 10-22 % fast
-    "h100-slurm-1x8-sendrecv": (0.185, 0.465),        # 32-256 MiB on 4-16 channels 34-46 % slow (warp rate)
-    "h100-slurm-1x4-sendrecv": (0.175, 0.46),         # same, 8-16 channels
+    "h100-slurm-1x8-alltoall": (0.055, 0.095),        # 256-512 MiB 8-9 % fast (4 channels per peer below link rate)
+    "h100-slurm-1x4-alltoall": (0.035, 0.07),         # 512 MiB 7 % fast
+    "h100-slurm-1x8-sendrecv": (0.025, 0.04),         # the FIT curve of p2p.P2P_BATCH_CYCLES; >= 512 MiB 3 % slow
+    "h100-slurm-1x4-sendrecv": (0.027, 0.04),         # 256 MiB 4 % fast, >= 512 MiB 3 % slow
     "h100-slurm-1x8-all-gather": (0.035, 0.145),      # 32 MiB 14 % slow
     "h100-slurm-1x8-reduce-scatter": (0.055, 0.265),  # 32-64 MiB 13-26 % slow
     "oci-bm-gpu4-8-allreduce": (0.165, 0.455),        # A100 LL/LL128 0.25-16 MiB 12-45 % fast (as stas00)
     "dgx1-v100-allreduce": (0.22, 0.385),             # 2019 (NCCL 2.4, no LL128 yet): 0.03-8 MiB 15-38 % fast, >= 16 MiB 8-14 % slow
 }
-# Large-message single points: within 10 %, except the 8xA100 AlltoAll (12.2 %: the warp
-# bound leaves A100 link-bound, the measured rate is 0.875 of NVLink; unexplained).
-POINT_BOUNDS = {"single-points[3]": 0.125}
+# Large-message single points: within 10 %, except the 8-GPU AlltoAlls of NVIDIA's GTC25
+# slide (NCCL version not given): the warps could outrun NVLink, so the model runs at the
+# link rate, and the slide's A100 210 and H100 320 GB/s are 0.875 and 0.86 of it (10.8 and
+# 11.8 %); the held-out 2.29.2 H100 curve reaches 348 (0.95). Unexplained.
+POINT_BOUNDS = {"single-points[3]": 0.11, "single-points[4]": 0.12}
 
 
 def test_validation_targets():
@@ -129,6 +131,18 @@ def test_validation_targets():
             assert c.max_error <= POINT_BOUNDS.get(name, 0.10), (name, c.system, c.max_error)
         else:
             assert name in CURVE_BOUNDS, f"{name}: new curve without a bound"
+
+
+def test_tcpxo_allreduce_runs_with_its_env_profile():
+    """The A3 Mega AllReduce passed the TCPXO env profile's NCCL_* settings on (HOST_VARS):
+    validate must run NCCL's choice within NCCL_ALGO=Ring,Tree and NCCL_PROTO=Simple."""
+    from embsim.collectives.validation import DATA_DIR, curve_errors
+    c = curve_errors(DATA_DIR / "gcp-a3-mega-2node-allreduce.yaml")
+    assert {p.proto for p in c.points} == {"Simple"}
+    assert {p.algo for p in c.points} <= {"Ring", "Tree"}
+    # the second AllGather ran the LL128 profile: NCCL_PROTO=Simple,LL128
+    b = curve_errors(DATA_DIR / "gcp-a3-mega-2node-allgather-b.yaml")
+    assert {p.proto for p in b.points} <= {"Simple", "LL128"}
 
 
 def test_cli_table_and_json(capsys):

@@ -11,7 +11,8 @@ from embsim.collectives import nccl_model as nm
 from embsim.collectives import pipeline
 from embsim.collectives.channels import search_graphs
 from embsim.collectives.constants import constants_for
-from embsim.collectives.multinode import kernel_view, nic_tree_bw, nvlstree_kernel_bw, nvlstree_stage_bw
+from embsim.collectives.multinode import (kernel_view, nic_tree_bw, nvlstree_channel_cap, nvlstree_kernel_bw,
+                                         nvlstree_stage_bw)
 from embsim.errors import InputError
 from embsim.topology import load_topology
 
@@ -43,11 +44,29 @@ def test_nvlstree_kernel_bw_is_min_of_node_nvls_and_nic_tree():
     assert nvlstree_kernel_bw(b200, constants_for(None)) == pytest.approx(min(intra, net))
     four = replace(b200, n_ranks=32, n_nodes=4)
     assert nic_tree_bw(four) == pytest.approx(net / 2)        # inner tree nodes feed two children
-    # slower NICs move the bound, faster ones leave it at the node's NVLS
+    # slower NICs move the bound, faster ones leave it at the node's NVLS or NCCL's
+    # per-channel NVLSTree throughput, whichever is lower
     slow = replace(b200, nic_bw=b200.nic_bw / 4)
     assert nvlstree_kernel_bw(slow, constants_for(None)) < nvlstree_kernel_bw(b200, constants_for(None))
     fast = replace(b200, nic_bw=b200.nic_bw * 10, pcie_bw=b200.pcie_bw * 10)
-    assert nvlstree_kernel_bw(fast, constants_for(None)) == pytest.approx(intra)
+    assert nvlstree_kernel_bw(fast, constants_for(None)) == pytest.approx(
+        min(intra, nvlstree_channel_cap(fast, constants_for(None))))
+
+
+def test_nvlstree_kernel_held_by_nccls_per_channel_cap():
+    """2.28+ perChMaxNVLSTreeBws: Hopper 57.7 GB/s per channel on 2 nodes -- on 8 NVLS graph
+    channels and 16 ranks 57.7 x 8 x 16/30 = 246 GB/s algBw, below one H100 node's NVLS."""
+    _, (h100, graphs) = _shape("dgx-h100:2x8")
+    newest = constants_for(None)
+    cap = nvlstree_channel_cap(h100, newest)
+    assert cap == pytest.approx(57.7 * graphs.nvls.n_channels * 16 / 30)
+    intra, net = nvlstree_stage_bw(h100)
+    assert cap < min(intra, net)
+    assert nvlstree_kernel_bw(h100, newest) == pytest.approx(cap)
+    # tables without the cap (<= 2.27) and one node leave it out
+    assert nvlstree_channel_cap(h100, constants_for("2.27")) == float("inf")
+    one = replace(h100, n_ranks=8, n_nodes=1)
+    assert nvlstree_channel_cap(one, newest) == float("inf")
 
 
 def test_nvlstree_chunk_follows_version():
@@ -67,9 +86,24 @@ def test_nvlstree_fill_is_cheaper_than_four_bottleneck_loops():
     lockstep = pipeline.nvls(*args, tree_variant=True)
     assert staged.transfer == pytest.approx(lockstep.transfer)
     assert staged.latency < lockstep.latency
-    # the in-node stages at the node's NVLS rate, the network stage is the bottleneck
+    # the in-node stages at the node's NVLS rate; the network is the bottleneck, and a chunk
+    # crosses it twice (up to the root, back down): the second crossing is fill
     full = staged.transfer
-    assert staged.latency == pytest.approx(70.0 + 2 * full * 384.0 / 533.0, rel=1e-9)
+    assert staged.latency == pytest.approx(70.0 + 2 * full * 384.0 / 533.0 + full, rel=1e-9)
+
+
+def test_nvlstree_fill_crosses_the_network_up_and_down_the_tree():
+    from embsim.collectives.multinode import nvlstree_fill
+    # network-bound: scatter/reduce and multicast/gather at half the time, two crossings
+    two = nvlstree_fill(100.0, 300.0, (600.0, 300.0), 0.0, 2)
+    assert two == pytest.approx(2 * 50.0 + 2 * 100.0 - 100.0)
+    # four nodes: up and down two tree levels
+    four = nvlstree_fill(100.0, 300.0, (600.0, 300.0), 0.0, 4)
+    assert four == pytest.approx(two + 2 * 100.0)
+    # NVLS-bound: the crossings are fill at the NICs' rate
+    assert nvlstree_fill(100.0, 300.0, (300.0, 600.0), 0.0, 2) == pytest.approx(2 * 100.0 + 2 * 50.0 - 100.0)
+    # a sync longer than a stage's data holds every stage
+    assert nvlstree_fill(1.0, 300.0, (600.0, 300.0), 10.0, 2) == pytest.approx(4 * 10.0 - 10.0)
 
 
 def test_tree_pays_network_store_and_forward():

@@ -1,13 +1,14 @@
-"""p2p warps per work (enqueue.cc finishWorkP2p <= 2.21, sendrecv.h >= 2.22) and the fitted
-per-warp copy rate."""
+"""p2p warps per work (enqueue.cc finishWorkP2p <= 2.21, sendrecv.h >= 2.22), a warp's rate by
+Little's law (bytes in flight / the fitted batch time in SM cycles) and the FIFO fill step."""
+
+import dataclasses
 
 import pytest
 
 from embsim.collectives import p2p
 from embsim.collectives.constants import constants_for
-from embsim.collectives.fit_p2p import SOURCE, _sources
+from embsim.collectives import fit_p2p
 from embsim.collectives.model import CollectiveModel
-from embsim.collectives.validation import DATA_DIR, single_point_errors
 from embsim.topology import load_topology
 
 
@@ -22,19 +23,48 @@ def test_fabric_warps(version, works, read, warps):
     assert p2p.fabric_warps(works, constants_for(version), read) == warps
 
 
-def test_alltoall_on_8_gpus_is_warp_bound_sendrecv_is_not():
+@pytest.mark.parametrize("arch,unroll", [(70, 4), (75, 4), (80, 8), (90, 8), (100, 8), (120, 6)])
+def test_coll_unroll(arch, unroll):
+    assert p2p.coll_unroll(arch) == unroll
+
+
+def test_warp_rate_is_bytes_in_flight_over_the_batch_time_at_the_gpus_clock():
+    h100 = CollectiveModel(load_topology("dgx-h100:1x8")).shape(tuple(range(8)))[0]
+    a100 = CollectiveModel(load_topology("dgx-a100:1x8")).shape(tuple(range(8)))[0]
+    assert (h100.sm_clock_mhz, a100.sm_clock_mhz) == (1980.0, 1410.0)
+    batch_us = p2p.P2P_BATCH_CYCLES / 1980.0
+    assert p2p.warp_gbps(h100) == pytest.approx(8 * 16 * 32 / batch_us / 1e3)
+    assert p2p.warp_gbps(a100) / p2p.warp_gbps(h100) == pytest.approx(1410 / 1980)
+    unknown = dataclasses.replace(h100, sm_clock_mhz=0.0)
+    assert p2p.warp_gbps(unknown) == p2p.warp_gbps(h100)      # the reference (fit) clock
+
+
+def test_sendrecv_below_64_mib_on_8_h100_moves_at_four_channels_of_ten_warps():
     model = CollectiveModel(load_topology("dgx-h100:1x8"))
-    link = model.shape(tuple(range(8)))[0].intra_bw
-    a2a = model.plan("alltoall", 8 << 30, range(8))
-    bus = (8 << 30) / a2a.model_time / 1e9 * 7 / 8
-    assert bus < 0.92 * link           # one send warp per peer on each of 32 channels
-    sr = model.plan("sendrecv", 1 << 30, range(8))
-    assert (1 << 30) / sr.model_time / 1e9 > 0.95 * link
+    shape = model.shape(tuple(range(8)))[0]
+    t = p2p.sendrecv_time(shape, model.consts, 32 << 20, 32)
+    assert t.intra_bw == pytest.approx(4 * 10 * p2p.warp_gbps(shape), rel=0.01)   # far below the link
+    # 8 MiB per channel = 16 steps of 512 KiB; the FIFO adds one step of transfer time
+    assert t.latency > t.transfer / 16
+    assert t.time == pytest.approx(t.latency + t.transfer)
 
 
-def test_fitted_point_is_reproduced():
-    (c,) = [c for c in single_point_errors(DATA_DIR / "single-points.yaml") if SOURCE in _sources()[c.name]]
-    assert abs(c.points[0].error) < 0.005
+def test_alltoall_at_8_gib_holds_8_works_per_channel_with_one_fabric_warp_each():
+    model = CollectiveModel(load_topology("dgx-h100:1x8"))
+    shape = model.shape(tuple(range(8)))[0]
+    ch = p2p.p2p_channels(shape, model.consts, 32, 7)
+    nch = p2p.op_channels((8 << 30) / 8, ch, 8, False)
+    assert (ch.total, nch) == (32, 32)
+    assert p2p.fabric_warps(8, model.consts, False) == 1
+    bound = p2p.warp_bound_gbps(8, nch, ch.total, model.consts, False, p2p.warp_gbps(shape))
+    assert bound == pytest.approx(7 * 32 * p2p.warp_gbps(shape))
+
+
+def test_shipped_batch_time_is_the_fit_curves_grid_minimum():
+    here = fit_p2p.mean_error(p2p.P2P_BATCH_CYCLES)
+    assert here <= fit_p2p.mean_error(p2p.P2P_BATCH_CYCLES - 10)
+    assert here <= fit_p2p.mean_error(p2p.P2P_BATCH_CYCLES + 10)
+    assert here < 0.05
 
 
 def test_p2p_step_drops_the_ring_read_round_trip():
@@ -45,3 +75,32 @@ def test_p2p_step_drops_the_ring_read_round_trip():
     ring = pipeline.step_us("Simple", shape, model.consts)
     assert p2p.step_us("Simple", shape, model.consts) == pytest.approx(ring - pipeline.SYNC_US["Simple"])
     assert p2p.step_us("LL", shape, model.consts) == pipeline.step_us("LL", shape, model.consts)
+
+
+def _mva(n, z, s):
+    """Mean-value analysis of the same closed system (Reiser & Lavenberg), for comparison."""
+    q = x = 0.0
+    for k in range(1, n + 1):
+        r = s * (1 + q)
+        x = k / (z + r)
+        q = x * r
+    return x
+
+
+@pytest.mark.parametrize("n", [1, 10, 80, 160, 320, 640])
+def test_shared_link_is_the_closed_queue_of_warps_and_link(n):
+    rate, link, b = 2.3, 370.0, 4096
+    got = p2p.shared_link_gbps(n, rate, link, b)
+    s = b / (1e3 * link)
+    z = b / (1e3 * rate) - s
+    assert got == pytest.approx(_mva(n, z, s) * b / 1e3, rel=1e-9)
+    assert got <= min(n * rate, link) * (1 + 1e-12)
+
+
+def test_shared_link_limits():
+    assert p2p.shared_link_gbps(4, 2.3, 370.0, 4096) == pytest.approx(4 * 2.3, rel=1e-3)
+    assert p2p.shared_link_gbps(2000, 2.3, 370.0, 4096) == pytest.approx(370.0, rel=1e-6)
+    knee = p2p.shared_link_gbps(161, 2.3, 370.0, 4096)      # 161 x 2.3 = the link rate
+    assert 0.9 * 370.0 < knee < 0.97 * 370.0                  # batches queue at the knee
+    assert p2p.shared_link_gbps(0, 2.3, 370.0, 4096) == 0.0
+    assert p2p.shared_link_gbps(3, 500.0, 370.0, 4096) == 370.0   # one warp fills the link

@@ -46,8 +46,15 @@ def test_ll128_rounding_only_before_2_20():
     model = CollectiveModel(load_topology("dgx-a100:1x8"))
     old, _, _ = _ring(model, 4 << 20, "LL128", "2.19")
     new, _, _ = _ring(model, 4 << 20, "LL128", "2.20")
-    # 4 MiB over 192 chunks rounded to 19.2 KB grains: 2 grains instead of 1.14
-    assert old.transfer / new.transfer == pytest.approx(2 * 19200 / ((4 << 20) / 192), rel=1e-6)
+    # 4 MiB over 8 ranks x 24 channels, each chunk rounded up to 2 grains of 19.2 KB: the
+    # chunk-major layout fills 109.2 slots, so channel 0 holds chunks 0-4 and 5-7 are empty;
+    # its busiest rank moves 2 x 5 full chunks, not 15 rounded ones
+    exact = (4 << 20) / 192
+    assert old.transfer / new.transfer == pytest.approx(2 * 5 * 38400 / (15 * exact), rel=1e-6)
+    # at 16 MiB every slot of channel 0 is full: the rounded chunk is paid on all 15 steps
+    old, _, _ = _ring(model, 16 << 20, "LL128", "2.19")
+    new, _, _ = _ring(model, 16 << 20, "LL128", "2.20")
+    assert old.transfer / new.transfer == pytest.approx(5 * 19200 / ((16 << 20) / 192), rel=1e-6)
 
 
 @pytest.mark.parametrize("size,chunk", [(1 << 30, 128 << 10), (512 << 20, 64 << 10), (64 << 20, 64 << 10),
