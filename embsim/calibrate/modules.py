@@ -136,6 +136,8 @@ def example_inputs(layer: LayerShape, model: ModelShape, batch: int, seq: int,
     """What the layer receives in training: token ids, or activations requiring grad."""
     p, kind = layer.params, layer.kind
     lead = (batch,) if p.get("per") == "sample" else (batch, seq)
+    if p.get("token_fraction") is not None and p.get("per", "token") == "token":
+        lead = (masked_rows(batch * seq, p["token_fraction"]),)    # the gathered positions
 
     def act(*shape):
         return torch.randn(*shape, generator=gen).requires_grad_()
@@ -150,7 +152,7 @@ def example_inputs(layer: LayerShape, model: ModelShape, batch: int, seq: int,
     if kind in ("transformer_encoder", "transformer_decoder"):
         return [act(batch, seq, p["dim"])]
     if kind == "output_projection":
-        return [act(batch, seq, p["dim"])]
+        return [act(*lead, p["dim"])]
     if kind == "softmax_loss":
         n = classes_of(layer, model)
         return [act(*lead, n), torch.randint(0, n, lead, generator=gen)]
@@ -198,22 +200,40 @@ class LanguageModel(nn.Module):
         super().__init__()
         self.embedding = build_layer(model.embedding, model, sparse)
         chain, self.skipped = chain_layers(model)
-        self.body = Body([build_layer(l, model) for l in chain])
+        self.body = Body([build_layer(l, model) for l in chain],
+                         [l.params.get("token_fraction") for l in chain])
 
     def forward(self, tokens, targets):
         return self.body(self.embedding(tokens), targets)
 
 
+def masked_rows(tokens: int, fraction: float) -> int:
+    """Rows a head on `fraction` of the tokens works on (embsim.workload.costs.tokens_for)."""
+    return max(1, int(round(tokens * fraction)))
+
+
 class Body(nn.Module):
-    def __init__(self, layers: list[nn.Module]):
+    """`fractions`: per layer, the token_fraction of a head on some positions only (BERT's
+    MLM head): before the first such layer the rows are gathered (index_select, as
+    DeepLearningExamples' dense_sequence_output does), evenly spaced over the batch."""
+
+    def __init__(self, layers: list[nn.Module], fractions: list[float | None] | None = None):
         super().__init__()
         self.layers = nn.ModuleList(layers)
+        self.fractions = fractions or [None] * len(layers)
 
     def forward(self, x, targets):
-        for layer in self.layers:
+        targets = targets.reshape(-1)
+        gathered = False
+        for layer, frac in zip(self.layers, self.fractions):
+            if frac is not None and not gathered:
+                x = x.reshape(-1, x.shape[-1])
+                k = masked_rows(x.shape[0], frac)
+                idx = torch.arange(k, device=x.device) * (x.shape[0] // k)
+                x, targets, gathered = x.index_select(0, idx), targets.index_select(0, idx), True
             x = layer(x)
         # A sampled softmax scores `samples` classes; fold targets into that range.
-        targets = targets.reshape(-1) % x.shape[-1]
+        targets = targets % x.shape[-1]
         return F.cross_entropy(x.reshape(-1, x.shape[-1]), targets)
 
 

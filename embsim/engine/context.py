@@ -4,7 +4,7 @@ model), optimizer times and the token statistics of every embedding table."""
 from __future__ import annotations
 
 from ..plan.context import StepContext, TableTraffic
-from ..workload.compute import model_times, optimizer_step_time, sparse_optimizer_step_time
+from ..workload.compute import elementwise_style, model_times, optimizer_step_time, sparse_optimizer_step_time
 from ..workload.gpu_compute import for_gpu, from_measurement
 from ..workload.kernel_time import kernels_time
 from ..workload.precision import precision
@@ -75,6 +75,9 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                    and not model.dense_gradient(model.layer(n).table) else t.bwd_s)
                for n, t in times.items()}
         source = f"compute: {_label_for(model, kgpu)}"
+        style = elementwise_style(model)
+        if style:
+            source += f"; elementwise kernels {style}"
     # Optimizer steps are always the kernel model's: a trace's optimizer timing is per
     # element and scaled below when present.
     dense_update = {l.name: optimizer_step_time(l.params, model, kgpu, tensors=_tensors(l))

@@ -14,7 +14,7 @@ from ..errors import InputError
 from .collectives import collective_errors
 from .report import collective_summary, collective_table, plot_collectives, step_summary, step_table
 from .steps import step_errors
-from .training import training_section
+from .training import original_section, training_section
 
 
 # Curves a model constant is fitted on (each the ONE curve of its constant).
@@ -294,6 +294,7 @@ def build(traces_dir: Path, out: Path) -> str:
                   f"|error|: mean **{step_summary(rows).mean:.1%}**, "
                   f"max **{step_summary(rows).max:.1%}** (target 10 %)", ""]
     parts += training_section()
+    parts += original_section()
     text = "\n".join(parts) + "\n"
     atomic_write_text(out, text)
     return text

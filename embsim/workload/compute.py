@@ -46,6 +46,26 @@ def model_times(model: Model, gpu: GpuCompute) -> dict[str, LayerTime]:
     return out
 
 
+def elementwise_style(model: Model) -> str | None:
+    """How the model's transformer blocks run their elementwise chains (dropout, residual,
+    LayerNorm, attention softmax), for the compute-source line: "fused" (generated or
+    library-fused kernels: nvFuser/TorchScript, apex, Transformer Engine), "eager" (one
+    kernel per op) or both with the layers of each; None without transformer blocks."""
+    styles: dict[bool, list[str]] = {}
+    for layer in model.layers:
+        fused = getattr(layer.kernels, "fused_elementwise", None)
+        if fused is not None:
+            base = layer.name.split(".")[0]
+            names = styles.setdefault(fused, [])
+            if base not in names:
+                names.append(base)
+    if not styles:
+        return None
+    if len(styles) == 1:
+        return "fused" if True in styles else "eager"
+    return f"fused in {', '.join(styles[True])}, eager in {', '.join(styles[False])}"
+
+
 def optimizer_bytes_per_element(dtype_bytes: int, state_bytes: int, master_bytes: int) -> int:
     """Fused: read param + grad, read+write state and master copy, write param; with mixed
     precision the loss-scale unscale/overflow check reads the gradient once more."""

@@ -26,6 +26,8 @@ class LayerKernels:
     # parameter tensors (nn.Parameter objects) the layer owns: a per-tensor optimizer
     # (torch.optim's for-loop) launches its kernels once for each
     param_tensors: int = 1
+    # a transformer block: whether its elementwise chains run fused (None: no such chains)
+    fused_elementwise: bool | None = None
 
 
 def causal_keys(s: int) -> int:
@@ -125,7 +127,8 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     fn, bn = add_norm("ffn", n, h, e, dropout, sh.op_bytes)
     fwd += up_f + act_f + dn_f + fn
     bwd = bn + dn_b + act_b + up_b + bwd
-    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=transformer_tensors(p, cross))
+    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=transformer_tensors(p, cross),
+                        fused_elementwise=fused)
 
 
 def transformer_tensors(p: dict, cross: bool) -> int:

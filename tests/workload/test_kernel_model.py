@@ -169,14 +169,27 @@ def _bert(**layers):
 
 
 def test_token_fraction_runs_the_head_on_the_masked_tokens_only():
-    full = model_times(_bert(), A100)
-    masked = model_times(_bert(**{n: {"token_fraction": 0.15} for n in MLM_HEAD}), A100)
+    # the zoo default is the masked positions (15 %); token_fraction 1 is a head on every
+    # token (Hugging Face style)
+    masked = model_times(_bert(), A100)
+    full = model_times(_bert(**{n: {"token_fraction": 1} for n in MLM_HEAD}), A100)
     for name in MLM_HEAD:
         ratio = (masked[name].fwd_s + masked[name].bwd_s) / (full[name].fwd_s + full[name].bwd_s)
         assert ratio < 0.3, name            # ~15 % of the work, plus fixed launch costs
     assert masked["encoder.0"] == full["encoder.0"]
-    m = _bert(mlm_output={"token_fraction": 0.15})
+    m = _bert(mlm_output={"token_fraction": 1})
     assert m.params == _bert().params       # same weights, fewer rows
+
+
+def test_zoo_bert_heads_default_to_the_masked_fraction():
+    for name in ("bert-base", "bert-large"):
+        default = {x.name: x for x in load_model(name, batch=4, seq=128).layers}
+        every = {x.name: x for x in load_model(
+            name, batch=4, seq=128,
+            overrides={"layers": {n: {"token_fraction": 1} for n in MLM_HEAD}}).layers}
+        for layer in ("mlm_transform", "mlm_output"):
+            ratio = default[layer].fwd_flops / every[layer].fwd_flops
+            assert ratio == pytest.approx(77 / 512, rel=1e-3), (name, layer)   # round(512 x 0.15)
 
 
 def test_token_fraction_is_checked():
@@ -187,7 +200,7 @@ def test_token_fraction_is_checked():
 
 
 def test_fused_elementwise_moves_fewer_bytes_same_gemms():
-    eager, fused = _bert(), _bert(encoder={"fused_elementwise": True})
+    eager, fused = _bert(encoder={"fused_elementwise": False}), _bert()    # zoo bert: fused
     le, lf = eager.layer("encoder.0").kernels, fused.layer("encoder.0").kernels
 
     def total(ks, kind, field):
@@ -199,6 +212,16 @@ def test_fused_elementwise_moves_fewer_bytes_same_gemms():
         assert len(getattr(lf, part)) < len(getattr(le, part))
     te, tf = model_times(eager, A100)["encoder.0"], model_times(fused, A100)["encoder.0"]
     assert tf.fwd_s < te.fwd_s and tf.bwd_s < te.bwd_s
+
+
+def test_compute_source_names_the_elementwise_style():
+    from embsim.workload.compute import elementwise_style
+    assert elementwise_style(_bert()) == "fused"
+    assert elementwise_style(_bert(encoder={"fused_elementwise": False})) == "eager"
+    assert elementwise_style(load_model("deepfm-criteo", batch=4)) is None
+    mixed = load_model("transformer-wmt", batch=4, seq=16,
+                       overrides={"layers": {"encoder": {"fused_elementwise": True}}})
+    assert elementwise_style(mixed) == "fused in encoder, eager in decoder"
 
 
 def test_causal_flash_attention_skips_the_masked_key_tiles():
