@@ -96,6 +96,8 @@ class NcclConstants:
     # 2.27+ NVLS_NCHANNELS_SM100_NVL 24 and NVLS_NCHANNELS_SM100 32; 2.25-2.26 32 for any
     # sm100 comm; up to 2.24 the NCCL_NVLS_NCHANNELS default 16 for every GPU (None).
     nvls_channels_sm100: tuple[int, int] | None = (24, 32)
+    # 2.29+: ncclTopoGetAlgoTime applies treeCorrectionFactor to NVLSTree AllReduce on sm100 x86
+    nvlstree_tree_correction: bool = True
 
 
 _BASE_230 = _lat((6.8, 14.0, 8.4), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (8.0, 8.0, 8.0))
@@ -132,35 +134,47 @@ _NVL_2_19 = MappingProxyType({60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.0, 
 
 
 
-def _sm100_one_node(consts: NcclConstants, ll: float, ring_ll128: float, tree_ll128: float,
-                    tree: float) -> dict:
-    """Blackwell's one-node column (index 0) of llMaxBws / perChMax* for an older release.
+def _sm100_rows(consts: NcclConstants, ll_n1: float, ring_ll128: tuple, tree_ll128: tuple,
+                tree: tuple, nvlstree: tuple | None = None) -> dict:
+    """Blackwell's (sm100) rows of llMaxBws / perChMax* (1, 2, 4+ nodes) for a release.
 
-    tuning.cc differs per release for sm100: up to 2.24 there is no Blackwell row and
-    compCapIndex sends sm100 to Hopper's; 2.25-2.27 have a row twice Hopper's; 2.28 keeps
-    2 x 36.7 for Ring LL128 but has 2.30's Tree rows; 2.30 caps Ring LL128 at 40. Only the
-    one-node column is set here: the 2- and 4-node columns (and hwLat[NET]) stay 2.30's
-    until the multi-node Tree/LL128 model that they would steer is ready.
+    tuning.cc differs per release for sm100 (git show vX:src/graph/tuning.cc): up to 2.24
+    there is no Blackwell row and compCapIndex sends sm100 to Hopper's; 2.25-2.27 have rows
+    twice Hopper's; 2.28.9 has its own Tree rows, Ring LL128 (2 x 36.7, 34.6, 2 x 36.7) and
+    NVLSTree (0, 96, 43.8); 2.29 Ring LL128 40 everywhere; 2.30 NVLSTree 80 on 4+ nodes.
+    Only the one-node column of llMaxBws is per arch (several nodes read the CPU's row).
     """
-    def col0(table, value):
-        row = table[100]
-        return MappingProxyType({**table, 100: (value,) + tuple(row[1:])})
-    return dict(ll_max_bw=col0(consts.ll_max_bw, ll),
-                per_ch_ring_ll128=col0(consts.per_ch_ring_ll128, ring_ll128),
-                per_ch_tree_ll128=col0(consts.per_ch_tree_ll128, tree_ll128),
-                per_ch_tree=col0(consts.per_ch_tree, tree))
+    def row(table, value):
+        return MappingProxyType({**table, 100: tuple(value)})
+    out = dict(ll_max_bw=row(consts.ll_max_bw, (ll_n1,) + tuple(consts.ll_max_bw[100][1:])),
+               per_ch_ring_ll128=row(consts.per_ch_ring_ll128, ring_ll128),
+               per_ch_tree_ll128=row(consts.per_ch_tree_ll128, tree_ll128),
+               per_ch_tree=row(consts.per_ch_tree, tree))
+    if nvlstree is not None:
+        out["per_ch_nvlstree"] = row(consts.per_ch_nvlstree, nvlstree)
+    return out
 
 
-_HOPPER_N1 = (141.0, 36.7, 36.7, 38.7)   # llMaxBws, Ring LL128, Tree LL128, Tree (one node)
-NCCL_2_28 = replace(NCCL_2_30, version="2.28", **_sm100_one_node(NCCL_2_30, 2 * 141.0, 2 * 36.7, 55.6, 70.0))
+# Hopper's rows (llMaxBws one node, Ring LL128, Tree LL128, Tree), which sm100 reads up to
+# 2.24 and doubles in 2.25-2.27.
+_HOPPER = (141.0, (36.7, 36.7, 36.7), (36.7, 36.7, 29.0), (38.7, 41.4, 36.0))
+_TWICE_HOPPER = (2 * _HOPPER[0],) + tuple(tuple(2 * v for v in r) for r in _HOPPER[1:])
+# 2.29: 2.30 but NVLSTree 43.8 per channel on 4+ Blackwell nodes.
+NCCL_2_29 = replace(NCCL_2_30, version="2.29", **_sm100_rows(
+    NCCL_2_30, 282.0, (40.0, 40.0, 40.0), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0), (0, 96.0, 43.8)))
+# 2.28 (2.28.9): Ring LL128 (73.4, 34.6, 73.4) on sm100; no NVLSTree tree correction.
+NCCL_2_28 = replace(NCCL_2_29, version="2.28", nvlstree_tree_correction=False, **_sm100_rows(
+    NCCL_2_29, 282.0, (73.4, 34.6, 73.4), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0), (0, 96.0, 43.8)))
 # 2.27: NVLS AllGather/ReduceScatter, SM100 NVLink 40.1; NVLS bw still min(intra, inter)
-# with the fixed 5/6 ratio (the nvlsEfficiency formula is 2.28's).
-NCCL_2_27 = replace(NCCL_2_30, version="2.27", per_ch_nvlstree=None, nvls_efficiency=None,
-                    **_sm100_one_node(NCCL_2_30, *(2 * v for v in _HOPPER_N1)))
+# with the fixed 5/6 ratio (the nvlsEfficiency formula is 2.28's); hwLat[NET][NVLSTree] 14
+# (20.9 from 2.28.9).
+_HW_227 = MappingProxyType({**_HW_230, "NET": _lat((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 18), (0, 0, 14), (0, 0, 14))})
+NCCL_2_27 = replace(NCCL_2_28, version="2.27", per_ch_nvlstree=None, nvls_efficiency=None, hw_lat=_HW_227,
+                    **_sm100_rows(NCCL_2_28, *_TWICE_HOPPER))
 # 2.23-2.26: no NVLS AllGather/ReduceScatter; SM100 NVLink 40.0 from 2.25; PAT x0.85 in 2.23.
 NCCL_2_26 = replace(NCCL_2_27, version="2.26", nvls_allgather_rs=False, nvlink_per_link=_NVL_2_25,
                     nvls_channels_sm100=(32, 32))
-NCCL_2_24 = replace(NCCL_2_26, version="2.24", nvls_channels_sm100=None, **_sm100_one_node(NCCL_2_26, *_HOPPER_N1))
+NCCL_2_24 = replace(NCCL_2_26, version="2.24", nvls_channels_sm100=None, **_sm100_rows(NCCL_2_26, *_HOPPER))
 NCCL_2_23 = replace(NCCL_2_24, version="2.23", pat_factor=0.85)
 # 2.21-2.22: Tree Simple base 0 and hwLat 28; Tree x0.92 for every collective; Ring LL128
 # x0.7 with one GPU per node; no PAT.
@@ -206,7 +220,7 @@ VERSIONS = MappingProxyType({
     "2.18": NCCL_2_18, "2.19": NCCL_2_19, "2.20": NCCL_2_20, "2.21": NCCL_2_21, "2.22": NCCL_2_22,
     "2.23": NCCL_2_23, "2.24": NCCL_2_24, "2.25": replace(NCCL_2_26, version="2.25"),
     "2.26": NCCL_2_26, "2.27": NCCL_2_27, "2.28": NCCL_2_28,
-    "2.29": replace(NCCL_2_30, version="2.29"), "2.30": NCCL_2_30,
+    "2.29": NCCL_2_29, "2.30": NCCL_2_30,
 })
 DEFAULT_VERSION = "2.30"
 

@@ -23,6 +23,34 @@ from .constants import NCCL_MAX_NVLS_ARITY, NcclConstants
 from .shape import CommShape
 
 
+# µs the net proxy's hand-off adds to every network crossing of a chunk that NCCL's
+# hwLat[NET] (an empty step's cost in its tuning table) does not: the sending GPU's last line
+# must reach the proxy's buffer over PCIe and be seen by its polling loop (net.cc
+# sendProxyProgress scans the step's flags / waits on the tail), the proxy posts the send
+# (isend), and the receiving side's completion reaches the GPU polling over PCIe
+# (recvProxyProgress / the LL lines in host memory). NCCL documents no figure for it.
+# FITTED: one value for every protocol, on ONE curve -- the Nebius 2x8 H100 InfiniBand
+# AllReduce (validation_data/nebius-h100-2node-allreduce.yaml), its Tree/LL and Tree/LL128
+# points >= 64 KiB, by `python -m embsim.collectives.fit_net` (0.5 µs grid, least mean
+# |error|). Every other multi-node curve (B200 over IB, H100 over EFA, ...) is a prediction.
+PROXY_HANDOFF_US = 5.5
+
+
+def tree_crossings(n_nodes: int) -> int:
+    """Network crossings of one chunk in a Tree AllReduce: up and down the inter-node tree."""
+    return 2 * int(math.ceil(math.log2(n_nodes))) if n_nodes > 1 else 0
+
+
+def tree_net_fill(first_wire_bytes: float, net_rate: float, n_nodes: int) -> float:
+    """µs the first chunk spends crossing the network, up and down the tree, beyond NCCL's
+    per-hop latency: the proxy forwards a FIFO step only once the GPU wrote all of it
+    (store-and-forward at a channel's share of the NICs, `net_rate` GB/s), plus the proxy
+    hand-off per crossing."""
+    if n_nodes <= 1 or net_rate <= 0:
+        return 0.0
+    return tree_crossings(n_nodes) * (first_wire_bytes / (1000.0 * net_rate) + PROXY_HANDOFF_US)
+
+
 def nvls_heads(shape: CommShape) -> int:
     """NVLS heads per node: one per local GPU (search.cc: maxChannels = min(ARITY, nGPUs))."""
     return min(NCCL_MAX_NVLS_ARITY, shape.ppn)

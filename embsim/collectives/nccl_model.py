@@ -152,9 +152,11 @@ def bandwidth(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
         factor = consts.ring_ll128_ppn1_factor if ppn < 2 else 0.92
         bus = min(bus * factor, g.n_channels * consts.per_ch_ring_ll128[fam][idx])
     elif algo == "Tree":
-        if proto == "Simple" and (op == "all_reduce" or not consts.tree_092_allreduce_only):
+        # every protocol first takes Tree's x0.92 and perChMaxTreeBw cap (tuning.cc: the
+        # `a == NCCL_ALGO_TREE` line has no protocol test), then LL / LL128 their own
+        if op == "all_reduce" or not consts.tree_092_allreduce_only:
             bus = min(bus * 0.92, g.n_channels * consts.per_ch_tree[fam][idx])
-        elif proto == "LL":
+        if proto == "LL":
             bus = min(bus / 3.8, ll_max_bw(shape, consts))
         elif proto == "LL128":
             bus = min(bus * (7.0 / 9.0 if nn == 1 else 120.0 / 128.0),
@@ -242,7 +244,7 @@ def algo_time(op: str, algo: str, proto: str, nbytes: float, shape: CommShape, g
     if algo == "Tree" and op == "all_reduce" and 0 <= log_size < 23:
         bw *= TREE_CORRECTION[proto][log_size]
     if (algo == "NVLSTree" and op == "all_reduce" and 0 <= log_size < 24 and shape.arch >= 100
-            and shape.cpu_vendor in ("intel", "amd")):
+            and consts.nvlstree_tree_correction and shape.cpu_vendor in ("intel", "amd")):
         bw *= TREE_CORRECTION[proto][log_size]
     if (algo == "Ring" and proto == "Simple" and shape.n_nodes > 1 and op == "all_reduce"
             and nb / (graphs.comm_channels * shape.n_ranks) >= 64):

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .channels import runtime_lanes
-from .multinode import nvlstree_fill, nvlstree_stage_bw
+from .multinode import nvlstree_fill, nvlstree_stage_bw, tree_net_fill
 from .nccl_model import net_overhead_us
 from .constants import NcclConstants
 from .trimming import trimmed_slowdown
@@ -219,10 +219,8 @@ def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: f
     chunks = max(1, int(math.ceil(nbytes / (channels * chunk))))
     n_sync = 2 * chunks
     transfer = nbytes / (1000.0 * bandwidth) * slowdown
-    fill = 0.0
-    if nn > 1 and net_rate > 0:
-        first = min(chunk, nbytes / channels) * WIRE_PER_BYTE[proto]
-        fill = 2 * int(math.ceil(math.log2(nn))) * first / (1000.0 * net_rate)
+    first = min(chunk, nbytes / channels) * WIRE_PER_BYTE[proto]
+    fill = tree_net_fill(first, net_rate, nn)
     return PipelineTime(latency + n_sync * step + fill, transfer, n_sync, chunks, chunk)
 
 

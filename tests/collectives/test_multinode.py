@@ -175,3 +175,24 @@ def test_plugin_nic_grouping_is_nccls_view(tmp_path):
     path.write_text(text)
     with pytest.raises(InputError, match="nccl_group"):
         load_topology(f"{path}:2x8")
+
+
+def test_tree_pays_the_proxy_hand_off_per_network_crossing(monkeypatch):
+    from embsim.collectives import multinode
+    args = ("LL", 65536, 16, 2, 8, 30.0, 20.0, 1.0, 0.0)
+    monkeypatch.setattr(multinode, "PROXY_HANDOFF_US", 0.0)
+    bare = pipeline.tree(*args, net_rate=24.0)
+    monkeypatch.setattr(multinode, "PROXY_HANDOFF_US", 5.0)
+    two = pipeline.tree(*args, net_rate=24.0)
+    four = pipeline.tree("LL", 65536, 16, 4, 8, 30.0, 20.0, 1.0, 0.0, net_rate=24.0)
+    assert two.latency == pytest.approx(bare.latency + 2 * 5.0)      # up and down one tree level
+    assert four.latency - two.latency > 2 * 5.0                       # two levels: four crossings
+    one_node = pipeline.tree("LL", 65536, 16, 1, 8, 30.0, 20.0, 1.0, 0.0, net_rate=24.0)
+    assert one_node.latency == pytest.approx(30.0)
+
+
+def test_proxy_hand_off_is_the_fit_on_its_named_curve():
+    from embsim.collectives import fit_net, multinode
+    here = fit_net.mean_error(multinode.PROXY_HANDOFF_US)
+    assert here <= fit_net.mean_error(multinode.PROXY_HANDOFF_US - 0.5)
+    assert here <= fit_net.mean_error(multinode.PROXY_HANDOFF_US + 0.5)

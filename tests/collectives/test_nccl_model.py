@@ -117,3 +117,25 @@ def test_nccls_view_of_the_presets_links():
     assert comm_shape(load_topology("dgx-b200"), range(8)).nvlink_bw == pytest.approx(721.8)
     rtx = comm_shape(load_topology("pcie-rtx3090:2x8"), range(16))
     assert rtx.intra == "pcie" and rtx.nic_bw == pytest.approx(12.5)
+
+
+def test_tree_092_and_per_channel_cap_hold_every_protocol():
+    # tuning.cc: `if (a == NCCL_ALGO_TREE && coll == ncclFuncAllReduce) busBw = min(busBw*.92,
+    # nChannels*perChMaxTreeBw)` has no protocol test; LL and LL128 apply theirs after it
+    s = node(90, 18, nodes=2, nic=50.0)
+    g = search_graphs(s)
+    c = constants_for("2.30")
+    tree = g.tree
+    bus = min(tree.n_channels * tree.bw_intra * 0.92, tree.n_channels * c.per_ch_tree[90][1])
+    assert nm.bandwidth("all_reduce", "Tree", "LL", s, g, c) == pytest.approx(min(bus / 3.8, nm.ll_max_bw(s, c)) * 0.5)
+    ll128 = min(bus * 120 / 128, tree.n_channels * c.per_ch_tree_ll128[90][1])
+    assert nm.bandwidth("all_reduce", "Tree", "LL128", s, g, c) == pytest.approx(ll128 * 0.5)
+
+
+def test_nvlstree_tree_correction_from_229_only():
+    s = node(100, 18, nodes=2, nic=50.0)
+    g = search_graphs(s)
+    for v, corrected in (("2.28", False), ("2.29", True), ("2.30", True)):
+        c = constants_for(v)
+        t = nm.algo_time("all_reduce", "NVLSTree", "Simple", 1 << 20, s, g, c)
+        assert (t.bandwidth < nm.bandwidth("all_reduce", "NVLSTree", "Simple", s, g, c)) == corrected

@@ -48,8 +48,18 @@ def test_blackwell_one_node_rows_follow_each_release():
     assert one_node("2.25.1") == one_node("2.27") == (282.0, 73.4, 77.4)
     assert one_node("2.28") == (282.0, 73.4, 70.0)
     assert one_node("2.30") == (282.0, 40.0, 70.0)
-    # the multi-node columns are left at 2.30's (multi-node Tree/LL128 is not re-tuned here)
-    assert constants_for("2.25").per_ch_ring_ll128[100][1:] == constants_for("2.30").per_ch_ring_ll128[100][1:]
+    # the multi-node columns follow the release too (git show vX:src/graph/tuning.cc)
+    rows = lambda v: (constants_for(v).per_ch_ring_ll128[100], constants_for(v).per_ch_tree_ll128[100],
+                      constants_for(v).per_ch_tree[100])
+    assert rows("2.24") == ((36.7, 36.7, 36.7), (36.7, 36.7, 29.0), (38.7, 41.4, 36.0))
+    assert rows("2.26") == ((73.4, 73.4, 73.4), (73.4, 73.4, 58.0), (77.4, 82.8, 72.0))
+    assert rows("2.28") == ((73.4, 34.6, 73.4), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0))
+    assert rows("2.29") == ((40.0, 40.0, 40.0), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0))
+    assert constants_for("2.29").per_ch_nvlstree[100] == (0, 96.0, 43.8)
+    assert constants_for("2.30").per_ch_nvlstree[100] == (0, 96.0, 80.0)
+    # NVLSTree's network hop: 14 µs up to 2.27, 20.9 from 2.28
+    assert constants_for("2.27").hw_lat["NET"]["NVLSTree"][2] == 14
+    assert constants_for("2.28").hw_lat["NET"]["NVLSTree"][2] == 20.9
     # Hopper's rows do not move
     assert constants_for("2.25").per_ch_ring_ll128[90] == constants_for("2.30").per_ch_ring_ll128[90]
 

@@ -1,0 +1,45 @@
+"""Fit the net proxy's hand-off per network crossing (multinode.PROXY_HANDOFF_US) on ONE curve.
+
+    python -m embsim.collectives.fit_net
+
+The curve is the Nebius 2x8 H100 InfiniBand AllReduce (validation_data); the value
+minimising the mean |simulated/measured - 1| over its Tree/LL and Tree/LL128 points
+(sizes >= 64 KiB) is found on a 0.5 µs grid. One value serves every protocol; every other
+multi-node curve is a prediction.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from . import multinode
+from .validation import DATA_DIR, MIN_SIZE, curve_errors
+
+CURVE = DATA_DIR / "nebius-h100-2node-allreduce.yaml"
+GRID = [0.5 * i for i in range(0, 41)]
+
+
+@contextmanager
+def _handoff(value: float):
+    saved = multinode.PROXY_HANDOFF_US
+    multinode.PROXY_HANDOFF_US = value
+    try:
+        yield
+    finally:
+        multinode.PROXY_HANDOFF_US = saved
+
+
+def mean_error(value: float) -> float:
+    """Mean |error| of the curve's Tree points >= 64 KiB with this hand-off cost."""
+    with _handoff(value):
+        c = curve_errors(CURVE)
+    errs = [abs(p.error) for p in c.points if p.size >= MIN_SIZE and p.algo == "Tree"]
+    return sum(errs) / len(errs) if errs else float("inf")
+
+
+def fit() -> float:
+    return min(GRID, key=lambda v: (mean_error(v), v))
+
+
+if __name__ == "__main__":
+    print(f"proxy hand-off: {fit()} µs per network crossing (shipped: {multinode.PROXY_HANDOFF_US})")
