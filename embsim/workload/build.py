@@ -97,7 +97,7 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     dtype = dtype or spec.dtype
     precision(dtype)                      # one-line error for an unknown name
     d = DTYPE_BYTES[dtype]
-    sh = Shape(batch, seq, d, op_bytes(d, amp))
+    sh = Shape(batch, seq, d, op_bytes(d, amp), fp16=dtype == "fp16")
     tables = {t.name: t for t in spec.tables}
     owned: set[str] = set()
     layers: list[Layer] = []

@@ -29,6 +29,7 @@ class Shape:
     seq: int
     dtype_bytes: int
     op_bytes: int = 4       # output bytes of softmax/LayerNorm kernels (mixed precision style)
+    fp16: bool = False      # FP16, not BF16: ATen upcasts FP16 inside its softmax kernels (half_to_float)
 
     @property
     def tokens(self) -> int:

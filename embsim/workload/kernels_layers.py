@@ -250,6 +250,13 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         # log-softmax + NLL, FP32 ops under AMP: the logits are cast up, the gradient
         # (softmax - target) is written in FP32 and cast back down
         elems = tokens_for(p, sh) * classes
+        if p.get("upcast_in_kernel") and sh.fp16 and e < FP32:
+            # log_softmax(logits, dtype=float32) on FP16 CUDA logits takes ATen's
+            # half_to_float path (SoftMax.cpp): one kernel reads the 16-bit logits and writes
+            # FP32 log-probs, and its backward writes the 16-bit gradient; BF16 is cast first
+            return LayerKernels((stream("loss.log_softmax", elems * (e + FP32)),
+                                 stream("loss.nll", elems * FP32)),
+                                (stream("loss.grad", elems * (2 * FP32 + e)),))
         return LayerKernels(tuple(fp32_cast("loss.logits", elems, e)
                                   + [stream("loss.log_softmax", 2 * elems * FP32),
                                      stream("loss.nll", elems * FP32)]),
