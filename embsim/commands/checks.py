@@ -14,7 +14,7 @@ from ..errors import InputError
 # Upper bounds of counts given on the command line; beyond them a run would take hours
 # or exhaust memory before saying anything.
 MAX_ITERATIONS = 1000
-MAX_BATCH = 1_000_000
+MAX_BATCH = 1 << 24            # the zoo's tokens-per-GPU cap (recommender batches of 2^20)
 MAX_SEQ = 1_000_000
 MAX_SEED = 2 ** 63 - 1
 MAX_ACCUMULATE = 1024            # micro-batches per optimizer step

@@ -33,9 +33,9 @@ def _options(f):
         click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
                      help="training precision; bf16/fp16/fp8 = mixed precision (AMP) "
                           "(default: the model's)"),
-        click.option("--amp", type=click.Choice(["autocast", "o2"]), default="autocast", show_default=True,
+        click.option("--amp", type=click.Choice(["autocast", "o2"]),
                      help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs) or o2 "
-                          "(16-bit model, apex O2 / model.half())"),
+                          "(16-bit model, apex O2 / model.half()) (default: the model's, else autocast)"),
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE), default=1, show_default=True,
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step"),
         click.option("--accumulate-sync", type=click.Choice(["last", "every"]), default="last",
@@ -48,7 +48,8 @@ def _options(f):
                                       "K length buckets or none, padded to its longest), "
                                       "maxtokens (fairseq --max-tokens batches of --corpus "
                                       "sentences, --batch x --seq tokens each), "
-                                      "or trace (the --trace's measured rank skew)"),
+                                      "or trace (the --trace's measured rank skew); none: off "
+                                      "(default: the model's, else none)"),
         click.option("--iterations", type=int, default=4, show_default=True,
                      help="simulated iterations (the first is warm-up)"),
         click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True,

@@ -24,8 +24,8 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace")
 @click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
               help="training precision (default: the model's)")
-@click.option("--amp", type=click.Choice(["autocast", "o2"]), default="autocast", show_default=True,
-              help="mixed-precision style (see embsim simulate --help)")
+@click.option("--amp", type=click.Choice(["autocast", "o2"]),
+              help="mixed-precision style (see embsim simulate --help; default: the model's, else autocast)")
 @click.option("--accumulate", type=count(1, MAX_ACCUMULATE), default=1, show_default=True,
               help="micro-batches per optimizer step")
 @click.option("--jitter", help="per-GPU compute variation (see embsim simulate --help)")

@@ -43,10 +43,10 @@ class SimulationConfig:
     efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
     untie_outputs: bool = False                    # tied output projections get their own weight
     dtype: str | None = None       # training precision (fp32 tf32 bf16 fp16 fp8); None: the model's
-    amp: str = "autocast"          # mixed-precision style: autocast | o2 (workload.precision)
+    amp: str | None = None         # mixed-precision style: autocast | o2 (workload.precision); None: the model's, else autocast
     accumulate: int = 1            # micro-batches per optimizer step (gradient accumulation)
     accumulate_sync: str = "last"  # gradients synchronised after the last micro-batch or every one
-    jitter: str | None = None      # per-GPU compute variation, e.g. normal:0.05 (embsim.engine.jitter)
+    jitter: str | None = None      # per-GPU compute variation, e.g. normal:0.05 (embsim.engine.jitter); None: the model's; "none": off
     model_overrides: dict = field(default_factory=dict)   # tables/layers changes (workload.overrides)
 
     def __post_init__(self):

@@ -1,6 +1,7 @@
 """Per-GPU compute-time variation, so synchronous data parallelism waits for its slowest GPU.
 
-`--jitter` forms (each GPU's compute is multiplied by its factor):
+`--jitter` forms (each GPU's compute is multiplied by its factor; without --jitter, the
+model zoo file's `defaults: jitter` if it has one; `none`: no variation):
     normal:CV         factor ~ Normal(1, CV)
     lognormal:SIGMA   factor ~ LogNormal with mean 1 and log-sd SIGMA
     uniform:H         factor ~ Uniform(1 - H, 1 + H)
@@ -31,7 +32,9 @@ Deterministic: GPU i of N gets the distribution's expected i-th order statistic 
 --seed; so N GPUs wait for the expected slowest of N, and one GPU runs at the median.
 The corpus forms take the expected order statistics of the GPUs' step times over
 LENGTH_STEPS simulated steps drawn with --seed, relative to the time at --seq (so --seq is
-the real mean length a throughput counts, and padding shows up as a factor above 1).
+the real mean length a throughput counts, and padding shows up as a factor above 1); bucket
+and shuffle time each padded length L at L x --seq / (the corpus's real mean), so a corpus
+whose mean is not --seq contributes its padding ratio, not its length.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from .classes import group_ranks
 from .lengths import drawn_lengths
 from .simulation import RankClass
 
+NONE = "none"      # no variation, even where the model's zoo file names a jitter
 FORMS = ("normal", "lognormal", "uniform", "seq", "bucket", "trace", "shuffle", "maxtokens")
 VALUELESS = ("trace", "shuffle", "maxtokens")
 CORPUS_FORMS = ("bucket", "shuffle", "maxtokens")
@@ -57,12 +61,13 @@ TOKEN_BATCH_STEPS = 2048   # maxtokens: every GPU's own batch each step, so more
 
 
 def parse_jitter(text: str | None) -> tuple[str, float] | None:
-    if not text:
+    if not text or text == NONE:
         return None
     kind, _, value = text.partition(":")
     if kind not in FORMS:
         raise InputError(f"--jitter {text!r}: form must be one of "
-                         f"{', '.join(f + ':X' for f in FORMS if f not in VALUELESS)}, {', '.join(VALUELESS)}")
+                         f"{', '.join(f + ':X' for f in FORMS if f not in VALUELESS)}, "
+                         f"{', '.join(VALUELESS)}, {NONE}")
     if kind in VALUELESS:
         if value:
             raise InputError(f"--jitter {text!r}: {kind!r} takes no value")
@@ -185,9 +190,13 @@ def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = N
         if seq is None or compute_at_seq is None or batch is None:
             raise InputError(f"--jitter {text}: needs the model's batch and sequence length")
         rng = np.random.default_rng(seed)
-        padded = batch_lengths(kind, int(x), sentence_lengths(corpus, lengths, seed), n_gpus, batch, rng,
-                               LENGTH_STEPS * micro_batches)
-        cache = {int(L): compute_at_seq(int(L)) for L in np.unique(padded)}
+        real = sentence_lengths(corpus, lengths, seed)
+        padded = batch_lengths(kind, int(x), real, n_gpus, batch, rng, LENGTH_STEPS * micro_batches)
+        # the corpus's padding ratio at the run's length: --seq is the real mean the
+        # throughput counts, and a corpus whose real mean differs (a published distribution
+        # cut at a maximum, another corpus) pads it by its own padded/real ratio
+        at_seq = seq / float(real.mean())
+        cache = {int(L): compute_at_seq(max(1, int(round(L * at_seq)))) for L in np.unique(padded)}
         # a GPU's optimizer step is its micro-batches (--accumulate) back to back
         times = np.vectorize(cache.__getitem__)(padded).reshape(LENGTH_STEPS, micro_batches, n_gpus).mean(axis=1)
         # expected order statistics of the GPUs' step times, relative to the time at --seq

@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 
 from ..collectives import CollectiveModel
+from ..errors import InputError
 from ..collectives.busbw import busbw_factor
 from ..collectives.servers import SERVER_OPS
 from ..network import Network
@@ -19,13 +20,14 @@ from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
 from ..topology import Topology, load_topology
 from ..trace import load_trace
-from ..workload import load_model
+from ..workload import load_model, load_spec
 from .build import build_step_plan
 from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
 from .classes import rank_classes
 from .config import SimulationConfig
 from .context import step_context
-from .jitter import jitter_factors, with_jitter
+from .jitter import NONE, jitter_factors, parse_jitter, with_jitter
+from .lengths import parse_lengths
 from .measured import MeasuredInputs
 from .metrics import step_metrics
 from .result import ClusterShape, SimulationResult
@@ -37,6 +39,7 @@ __all__ = ["SimulationConfig", "SimulationResult", "simulate"]
 def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     """`trace`: the already loaded trace cfg.trace names (a caller that holds it, such as
     validate --trace, passes it instead of having it read again)."""
+    cfg = with_model_defaults(cfg)
     topo = load_topology(cfg.topology)
     if cfg.hardware:
         topo = topo.with_overrides(**cfg.hardware)
@@ -45,6 +48,25 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     if trace is None and cfg.trace:
         trace = load_trace(cfg.trace)
     return _simulate(cfg, topo, model, trace)
+
+
+def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
+    """What the run leaves unsaid, from the model zoo file's `defaults:` (how its reference
+    trainer runs it): amp style, jitter (`none` turns a zoo jitter off) and, without
+    --lengths or --corpus, the corpus's sentence lengths."""
+    spec = load_spec(cfg.model)
+    for key in ("jitter", "lengths"):
+        value = getattr(spec, key)
+        try:
+            (parse_jitter if key == "jitter" else parse_lengths)(value)
+        except InputError as exc:
+            raise InputError(f"{spec.path}: defaults.{key}: {exc}") from None
+    jitter = spec.jitter if cfg.jitter is None else cfg.jitter
+    lengths = cfg.lengths
+    if lengths is None and cfg.corpus is None:
+        lengths = spec.lengths
+    return replace(cfg, amp=cfg.amp or spec.amp or "autocast",
+                   jitter=None if jitter == NONE else jitter, lengths=lengths)
 
 
 def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> SimulationResult:

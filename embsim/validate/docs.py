@@ -14,7 +14,7 @@ from ..errors import InputError
 from .collectives import collective_errors
 from .report import collective_summary, collective_table, plot_collectives, step_summary, step_table
 from .steps import step_errors
-from .training import original_section, training_section
+from .training import heldout_section, original_section, training_section
 
 
 # Curves a model constant is fitted on (each the ONE curve of its constant).
@@ -352,6 +352,7 @@ def build(traces_dir: Path, out: Path) -> str:
                   f"max **{step_summary(rows).max:.1%}** (target 10 %)", ""]
     parts += training_section()
     parts += original_section()
+    parts += heldout_section()
     text = "\n".join(parts) + "\n"
     atomic_write_text(out, text)
     return text

@@ -52,13 +52,13 @@ def load_spec(name_or_path: str) -> ModelSpec:
 
 def load_model(name_or_path: str, batch: int | None = None, seq: int | None = None,
                untie_outputs: bool = False, dtype: str | None = None,
-               overrides: dict | None = None, amp: str = "autocast") -> Model:
+               overrides: dict | None = None, amp: str | None = None) -> Model:
     """Build a model at per-GPU `batch` and sequence length `seq` (zoo defaults if None).
     `untie_outputs`: a tied output projection gets its own vocab x dim weight (dense
     gradient) and no longer shares the table, whose gradient becomes sparse.
     `dtype`: training precision (fp32, tf32, bf16, fp16, fp8; default the zoo file's).
     `overrides`: table/layer changes (embsim.workload.overrides); `amp`: mixed-precision
-    style, autocast or o2 (embsim.workload.precision)."""
+    style, autocast or o2 (embsim.workload.precision; None: the zoo file's, else autocast)."""
     spec = apply_overrides(load_spec(name_or_path), overrides)
     for flag, value in (("batch", batch), ("seq", seq)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
@@ -71,4 +71,5 @@ def load_model(name_or_path: str, batch: int | None = None, seq: int | None = No
         raise InputError(f"batch x seq: {tokens:,} tokens per GPU, more than the "
                          f"{SPEC_LIMITS['tokens']:,} embsim samples per step")
     return build_model(spec, batch or spec.batch, seq or spec.seq,
-                       untie_outputs=bool(untie_outputs), dtype=dtype, amp=amp)
+                       untie_outputs=bool(untie_outputs), dtype=dtype,
+                       amp=amp or spec.amp or "autocast")

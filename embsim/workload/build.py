@@ -47,6 +47,10 @@ def _cost(kind: str, p: dict, sh: Shape, tables: dict, owns: bool) -> LayerCost:
         return costs.softmax_loss_cost(p, sh, classes)
     if kind == "fm_interaction":
         return costs.fm_interaction_cost(p, sh)
+    if kind == "combine":
+        return costs.combine_cost(p, sh)
+    if kind == "dot_interaction":
+        return costs.dot_interaction_cost(p, sh)
     if kind == "lstm":
         return costs_blocks.lstm_cost(p, sh)
     if kind == "additive_attention":
@@ -93,7 +97,7 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     dtype = dtype or spec.dtype
     precision(dtype)                      # one-line error for an unknown name
     d = DTYPE_BYTES[dtype]
-    sh = Shape(batch, seq, d, op_bytes(d, amp))
+    sh = Shape(batch, seq, d, op_bytes(d, amp), fp16=dtype == "fp16")
     tables = {t.name: t for t in spec.tables}
     owned: set[str] = set()
     layers: list[Layer] = []

@@ -29,6 +29,7 @@ class Shape:
     seq: int
     dtype_bytes: int
     op_bytes: int = 4       # output bytes of softmax/LayerNorm kernels (mixed precision style)
+    fp16: bool = False      # FP16, not BF16: ATen upcasts FP16 inside its softmax kernels (half_to_float)
 
     @property
     def tokens(self) -> int:
@@ -75,11 +76,13 @@ def linear_cost(p: dict, sh: Shape) -> LayerCost:
     fin, fout = p["in"], p["out"]
     params = fin * fout + (fout if p.get("bias", True) else 0)
     act_fn = p.get("activation", "none") != "none"
+    drop = p.get("dropout", False)
     flops = 2 * n * fin * fout + (n * fout if p.get("bias", True) else 0)
-    # an activation function reads and writes the output once more and saves it
-    traffic = n * fin + n * fout + (2 * n * fout if act_fn else 0)
-    saved = d * n * fin + (d * n * fout if act_fn else 0)
-    return dense_cost(params, flops, traffic, saved, d, 1 + act_fn, 2 + act_fn)
+    # an activation function reads and writes the output once more and saves it; dropout
+    # reads and writes it again and saves a 1-byte mask per element
+    traffic = n * fin + n * fout + (2 * n * fout if act_fn else 0) + (2 * n * fout if drop else 0)
+    saved = d * n * fin + (d * n * fout if act_fn else 0) + (n * fout if drop else 0)
+    return dense_cost(params, flops, traffic, saved, d, 1 + act_fn + drop, 2 + act_fn + drop)
 
 
 def norm_params(kind: str, dim: int) -> int:
@@ -156,3 +159,32 @@ def fm_interaction_cost(p: dict, sh: Shape) -> LayerCost:
     return LayerCost(params=0, fwd_flops=flops, bwd_flops=2 * flops,
                      fwd_bytes=d * traffic, bwd_bytes=2 * d * traffic, grad_bytes=0,
                      activation_bytes=d * b * f * k, fwd_kernels=3, bwd_kernels=3)
+
+
+def combine_cost(p: dict, sh: Shape) -> LayerCost:
+    """Per-sample elementwise product (NCF's GMF branch: He et al. 2017, eq. 9) or
+    concatenation of `inputs` vectors of width `dim`. No parameters. Product: forward
+    reads every input and writes one vector; backward writes each input's gradient from
+    the output gradient and the other inputs. Concat: forward copies every input into the
+    joined tensor; backward copies each input's gradient slice out contiguous."""
+    b, d, k, w = sh.batch, sh.dtype_bytes, p["inputs"], p["dim"]
+    if p["op"] == "product":
+        return LayerCost(params=0, fwd_flops=(k - 1) * b * w, bwd_flops=k * (k - 1) * b * w,
+                         fwd_bytes=d * (k + 1) * b * w, bwd_bytes=d * k * (k + 1) * b * w,
+                         grad_bytes=0, activation_bytes=d * k * b * w, fwd_kernels=1, bwd_kernels=k)
+    return LayerCost(params=0, fwd_flops=0, bwd_flops=0, fwd_bytes=2 * d * k * b * w,
+                     bwd_bytes=2 * d * k * b * w, grad_bytes=0, activation_bytes=0,
+                     fwd_kernels=1, bwd_kernels=k)
+
+
+def dot_interaction_cost(p: dict, sh: Shape) -> LayerCost:
+    """DLRM's dot interaction (Naumov et al. 2019, sec. 2.1.3; NVIDIA DLE
+    dlrm/nn/interactions.py): Z = X X^T for the (vectors x dim) stack X of each sample,
+    whose lower triangle, after the first vector (the bottom MLP's output), is written as
+    `out` features (zero-padded to a multiple of 8). Backward: dX = (dZ + dZ^T) X."""
+    b, d, v, w, out = sh.batch, sh.dtype_bytes, p["vectors"], p["dim"], p["out"]
+    flops = 2 * b * v * v * w
+    return LayerCost(params=0, fwd_flops=flops, bwd_flops=2 * flops,
+                     fwd_bytes=d * b * (v * w + out), bwd_bytes=d * b * (out + 2 * v * w),
+                     grad_bytes=0, activation_bytes=d * b * v * w, fwd_kernels=1, bwd_kernels=1)
+

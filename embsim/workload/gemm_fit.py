@@ -118,3 +118,10 @@ def fit(rows: list[GemmRow] | None = None, dtype: str = "fp16") -> GemmFit:
 
 
 V100 = replace(V100_SPEC, gemm_fraction=V100_GEMM_FRACTION)   # as the kernel model times it
+
+
+if __name__ == "__main__":      # python -m embsim.workload.gemm_fit: refit and compare
+    f = fit()
+    print(f"tile overhead: {f.tile_overhead_k:g} k-steps (shipped: {TILE_OVERHEAD_K:g}); "
+          f"V100 large-GEMM fraction: {f.gemm_fraction:g} (shipped: {V100_GEMM_FRACTION:g}); "
+          f"{f.rows} rows of {SOURCE}: mean |error| {f.mean_abs_error:.1%}, max {f.max_abs_error:.1%}")

@@ -70,13 +70,18 @@ def stream(name: str, nbytes: float, count: int = 1, ops: int | None = None,
 
 
 def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = True,
-                   act: bool = False) -> tuple[list, list]:
-    """nn.Linear (bias folded into the GEMM epilogue) and an optional activation."""
+                   act: bool = False, dropout: bool = False) -> tuple[list, list]:
+    """nn.Linear (bias folded into the GEMM epilogue), an optional activation and an
+    optional dropout on the output (fused dropout: read x, write y and the 1-byte mask;
+    backward reads the gradient and the mask, writes the gradient)."""
     fwd = [gemm(f"{name}.gemm", n, fout, fin)]
     bwd = [gemm(f"{name}.dgrad", n, fin, fout), gemm(f"{name}.wgrad", fin, fout, n)]
     if act:
         fwd.append(stream(f"{name}.act", 2 * n * fout * e))
         bwd.insert(0, stream(f"{name}.act_bwd", 3 * n * fout * e))
+    if dropout:
+        fwd.append(stream(f"{name}.dropout", n * fout * (2 * e + MASK_BYTES)))
+        bwd.insert(0, stream(f"{name}.dropout_bwd", n * fout * (2 * e + MASK_BYTES)))
     if bias:
         bwd.append(stream(f"{name}.bias_grad", n * fout * e))
     return fwd, bwd

@@ -228,7 +228,8 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         return LayerKernels(tuple(f), tuple(dense), tuple(sparse))
     if kind == "linear":
         f, b = linear_fwd_bwd("linear", tokens_for(p, sh), p["in"], p["out"], e,
-                              p.get("bias", True), p.get("activation", "none") != "none")
+                              p.get("bias", True), p.get("activation", "none") != "none",
+                              p.get("dropout", False))
         return LayerKernels(tuple(f), tuple(b), param_tensors=2 if p.get("bias", True) else 1)
     if kind == "layernorm":
         f, b = norm_fwd_bwd("norm", tokens_for(p, sh), p["dim"], e, sh.op_bytes)
@@ -249,6 +250,13 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         # log-softmax + NLL, FP32 ops under AMP: the logits are cast up, the gradient
         # (softmax - target) is written in FP32 and cast back down
         elems = tokens_for(p, sh) * classes
+        if p.get("upcast_in_kernel") and sh.fp16 and e < FP32:
+            # log_softmax(logits, dtype=float32) on FP16 CUDA logits takes ATen's
+            # half_to_float path (SoftMax.cpp): one kernel reads the 16-bit logits and writes
+            # FP32 log-probs, and its backward writes the 16-bit gradient; BF16 is cast first
+            return LayerKernels((stream("loss.log_softmax", elems * (e + FP32)),
+                                 stream("loss.nll", elems * FP32)),
+                                (stream("loss.grad", elems * (2 * FP32 + e)),))
         return LayerKernels(tuple(fp32_cast("loss.logits", elems, e)
                                   + [stream("loss.log_softmax", 2 * elems * FP32),
                                      stream("loss.nll", elems * FP32)]),
@@ -261,6 +269,27 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
                              stream("fm.combine", 4 * b * k * e)),
                             (stream("fm.bwd", 2 * t), stream("fm.bwd_first", 2 * b * f * e),
                              stream("fm.bwd_combine", 4 * b * k * e)))
+    if kind == "combine":
+        b, k, w = sh.batch, p["inputs"], p["dim"]
+        if p["op"] == "product":
+            return LayerKernels((stream("combine.mul", (k + 1) * b * w * e),),
+                                tuple(stream(f"combine.mul_bwd{i}", (k + 1) * b * w * e)
+                                      for i in range(k)), param_tensors=0)
+        # torch.cat's backward hands out strided slices; a consumer that needs contiguous
+        # memory (embedding_dense_backward's grad.contiguous(), cuBLAS) copies each
+        return LayerKernels((stream("combine.cat", 2 * k * b * w * e),),
+                            tuple(stream(f"combine.slice{i}", 2 * b * w * e) for i in range(k)),
+                            param_tensors=0)
+    if kind == "dot_interaction":
+        # NVIDIA's custom kernels (dlrm/cuda_src/dot_based_interact): one warp per sample
+        # computes its v x v products from shared memory (16x16 tensor-core fragments in
+        # 16-bit/TF32), so the HBM traffic bounds them, not cuBLAS tiles: 2 v^2 w FLOPs
+        # per (v w + out) elements is 12 FLOP/B (FP32) / 24 (16-bit) for DLRM, below the
+        # ridge of every preset GPU (lowest: A100 FP32 CUDA cores, 19.5 TFLOPS / 1.56 TB/s)
+        b, v, w, out = sh.batch, p["vectors"], p["dim"], p["out"]
+        return LayerKernels((stream("interact.dot", b * (v * w + out) * e),),
+                            (stream("interact.dot_bwd", b * (out + 2 * v * w) * e),),
+                            param_tensors=0)
     if kind == "lstm":
         return lstm(p, sh)
     if kind == "additive_attention":

@@ -60,3 +60,9 @@ def step_excess_s() -> list[float]:
 
 
 RECURRENT_STEP_S = statistics.median(step_excess_s())
+
+
+if __name__ == "__main__":      # python -m embsim.workload.recurrent_fit: the per-row excess
+    rows = step_excess_s()
+    print(f"RNN step overhead: {RECURRENT_STEP_S * 1e6:.0f} µs per timestep, the median of "
+          + ", ".join(f"{x * 1e6:.0f}" for x in rows) + f" µs ({SOURCE})")

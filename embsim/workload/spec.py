@@ -8,6 +8,9 @@ table references are rejected with the file, key path and line (via embsim.yamli
     source: where the architecture and the published figures come from
     published: {params: 110e6}            # optional; what the paper states, for tests
     defaults: {batch: 32, seq: 128, dtype: fp32, optimizer: adam}
+    # optional, how the model's reference trainer runs it (a run's flags win):
+    #   amp: o2, optimizer_options: {implementation: per-tensor, clip_grad_norm: true},
+    #   jitter: maxtokens, lengths: "lognormal:29.05:16.2"
     tables:
       - {name: word, vocab: 30522, dim: 768, input: tokens}
     layers:
@@ -22,13 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from ..yamlio import YamlDoc, check_mapping, check_type, get, load_yaml
-from .model import DTYPE_BYTES, OPTIMIZER_STATE_TENSORS
+from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
 
 # Bounds that keep a model file within memory and time: token statistics hold one float
 # per vocabulary row (1e8 rows = 800 MB), a batch samples batch x seq tokens per GPU, and
 # `repeat` unrolls into that many layers. The largest zoo model is far inside each.
+# `batch` is the tokens cap: recommenders run per-sample batches of 2^20 (NVIDIA DLE NCF).
 LIMITS = {"vocab": 100_000_000, "dim": 1_000_000, "layer_int": 1_000_000_000, "repeat": 1000,
-          "batch": 1_000_000, "seq": 1_000_000, "tokens": 1 << 24}
+          "batch": 1 << 24, "seq": 1_000_000, "tokens": 1 << 24}
 
 COMMON_LAYER_KEYS = ("name", "kind", "repeat", "note")
 BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropout",
@@ -41,7 +45,8 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False)},
     "positional_embedding": {"rows": (INT, True), "dim": (INT, True), "learned": (BOOL, False)},
     "linear": {"in": (INT, True), "out": (INT, True), "bias": (BOOL, False),
-               "activation": (STR, False), "per": (STR, False), **HEAD_KEYS},
+               "activation": (STR, False), "dropout": (BOOL, False), "per": (STR, False),
+               **HEAD_KEYS},
     "layernorm": {"dim": (INT, True), "norm": (STR, False), "per": (STR, False), **HEAD_KEYS},
     "lstm": {"in": (INT, True), "hidden": (INT, True), "proj": (INT, False),
              "bidirectional": (BOOL, False), "bias": (STR, False)},
@@ -53,15 +58,20 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     "output_projection": {"dim": (INT, True), "tied": (STR, False), "vocab": (INT, False),
                           "bias": (BOOL, False), "samples": (INT, False), **HEAD_KEYS},
     "softmax_loss": {"classes": (SEQ_OR_INT, True), "samples": (INT, False), "per": (STR, False),
-                     **HEAD_KEYS},
+                     "upcast_in_kernel": (BOOL, False), **HEAD_KEYS},
     "fm_interaction": {"fields": (INT, True), "dim": (INT, True)},
+    # per-sample elementwise product or concatenation of `inputs` vectors of width `dim`
+    "combine": {"op": (STR, True), "inputs": (INT, True), "dim": (INT, True)},
+    # DLRM's pairwise dot products of `vectors` per-sample vectors of width `dim`, the
+    # lower triangle plus the first vector written as `out` features (padded)
+    "dot_interaction": {"vectors": (INT, True), "dim": (INT, True), "out": (INT, True)},
 }
 LAYER_SCHEMA["transformer_decoder"] = {**LAYER_SCHEMA["transformer_encoder"],
                                        "cross_attention": (BOOL, False)}
 
 ENUMS = {"activation": ("none", "relu", "gelu", "tanh"), "per": ("token", "sample"),
          "norm": ("layernorm", "rmsnorm"), "ffn_kind": ("gelu", "relu", "swiglu"),
-         "bias": ("double", "single", "none")}   # "bias" enum applies to lstm only
+         "bias": ("double", "single", "none"), "op": ("product", "concat")}   # "bias" enum applies to lstm only
 
 
 @dataclass(frozen=True)
@@ -98,6 +108,11 @@ class ModelSpec:
     optimizer_implementation: str = "fused"
     clip_grad_norm: bool = False
     fp32_gradients: bool = False
+    # how the model's reference trainer runs it, used where a run does not say (defaults:
+    # amp, jitter, lengths; checked by the engine, which owns their forms)
+    amp: str | None = None
+    jitter: str | None = None
+    lengths: str | None = None
 
 
 def _enum(doc: YamlDoc, path: tuple, value: str, allowed: tuple) -> str:
@@ -196,11 +211,13 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
     top = check_mapping(doc, (), doc.data, ["name", "source", "defaults", "layers"],
                         ["description", "published", "tables"])
     d = check_mapping(doc, ("defaults",), top["defaults"],
-                      ["batch", "seq", "dtype", "optimizer"])
+                      ["batch", "seq", "dtype", "optimizer"],
+                      ["amp", "optimizer_options", "jitter", "lengths"])
     dtype = _enum(doc, ("defaults", "dtype"), get(doc, ("defaults",), d, "dtype", str),
                   tuple(DTYPE_BYTES))
     optimizer = _enum(doc, ("defaults", "optimizer"),
                       get(doc, ("defaults",), d, "optimizer", str), tuple(OPTIMIZER_STATE_TENSORS))
+    trainer = _trainer_defaults(doc, d)
     published = {}
     if "published" in top:
         pub = check_mapping(doc, ("published",), top["published"], [],
@@ -224,7 +241,34 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
         batch=get(doc, ("defaults",), d, "batch", int, positive=True, hi=LIMITS["batch"]),
         seq=get(doc, ("defaults",), d, "seq", int, positive=True, hi=LIMITS["seq"]),
         dtype=dtype, optimizer=optimizer, tables=tuple(tables), layers=tuple(layers),
-        path=doc.source)
+        path=doc.source, **trainer)
+
+
+AMP_STYLES = ("autocast", "o2")
+OPTIMIZER_OPTIONS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
+
+
+def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
+    """The optional `defaults:` keys that say how the model's reference trainer runs it:
+    amp style, optimizer_options (as a run's `optimizer` override), jitter and lengths."""
+    out: dict[str, Any] = {}
+    if "amp" in d:
+        out["amp"] = _enum(doc, ("defaults", "amp"), get(doc, ("defaults",), d, "amp", str), AMP_STYLES)
+    for key in ("jitter", "lengths"):
+        if key in d:
+            out[key] = get(doc, ("defaults",), d, key, str)
+    if "optimizer_options" in d:
+        path = ("defaults", "optimizer_options")
+        o = check_mapping(doc, path, d["optimizer_options"], [], list(OPTIMIZER_OPTIONS))
+        for key, kind in OPTIMIZER_OPTIONS.items():
+            if key in o:
+                field_name = "optimizer_implementation" if key == "implementation" else key
+                out[field_name] = get(doc, path, o, key, kind)
+        if "optimizer_implementation" in out:
+            out["optimizer_implementation"] = _enum(doc, path + ("implementation",),
+                                                    out["optimizer_implementation"],
+                                                    OPTIMIZER_IMPLEMENTATIONS)
+    return out
 
 
 def load_model_spec(path: str | Path) -> ModelSpec:

@@ -94,3 +94,12 @@ def fit(rows: list[LayerRow] | None = None) -> StreamFit:
     best = min(GRID, key=lambda e: sum(math.log1p(x) ** 2 for x in errors(fitted, e)))
     checks = [r for r in rows if r.implementation != FITTED]
     return StreamFit(best, len(fitted), tuple(errors(fitted, best)), tuple(errors(checks, best)))
+
+
+if __name__ == "__main__":      # python -m embsim.workload.stream_fit: refit and compare
+    from .gpu_props import FRAMEWORK_STREAM_EFFICIENCY
+    f = fit()
+    print(f"memory-bound kernel fraction: {f.efficiency:g} (shipped: {FRAMEWORK_STREAM_EFFICIENCY:g}) "
+          f"on {f.rows} {FITTED} rows of {SOURCE}; errors "
+          + ", ".join(f"{e:+.1%}" for e in f.errors) + "; unfitted rows "
+          + ", ".join(f"{e:+.1%}" for e in f.check_errors))

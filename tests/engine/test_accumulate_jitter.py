@@ -94,6 +94,17 @@ def test_corpus_batches_pad_to_their_longest_sentence(tmp_path):
     assert bucketed[0] == pytest.approx(1.0, abs=0.15)
 
 
+def test_corpus_padding_ratio_applies_at_the_runs_length(tmp_path):
+    # --seq is the real mean the throughput counts; a corpus with another mean adds its
+    # padded/real ratio, not its length
+    same = _corpus(tmp_path, [30] * 100)
+    assert jitter_factors("bucket:5", 1, 0, seq=24, compute_at_seq=float, corpus=same,
+                          batch=64)[0] == pytest.approx(1.0)
+    mixed = _corpus(tmp_path, [5] * 50 + [45] * 50)        # real mean 25
+    at_50 = jitter_factors("shuffle", 1, 0, seq=50, compute_at_seq=float, corpus=mixed, batch=64)
+    assert at_50[0] == pytest.approx(45 / 25)
+
+
 def test_corpus_jitter_slowest_of_n_and_deterministic(tmp_path):
     corpus = _corpus(tmp_path, list(range(1, 51)))
     kw = dict(seq=25, compute_at_seq=float, corpus=corpus, batch=4)

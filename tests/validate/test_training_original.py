@@ -14,9 +14,10 @@ ORIGINALS = {
     "dle-pytorch-gnmt.yaml": "d1eb06ad31c2822bc7b9027081ad13d41f5a3171eb94bdef309d59200bce7e6d",
     "dle-pytorch-transformer.yaml": "802b2d9a2a51fc009bef105b990180ea401050fe0a11dc3b71a6142995eb3bb3",
 }
-# the level the zoo defaults reach on them (20.6 % / 53.2 %); the max is BERT phase 2 at a
-# fully padded seq 512, which the real run does not compute (LDDL 64-token bins)
-MEAN_BOUND, MAX_BOUND = 0.21, 0.54
+# the level the zoo defaults reach on them (18.2 % / 53.2 %; 20.6 % before gnmt and
+# transformer-wmt carried their trainers' settings); the max is BERT phase 2 at a fully
+# padded seq 512, which the real run does not compute (LDDL 64-token bins)
+MEAN_BOUND, MAX_BOUND = 0.185, 0.54
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 from embsim.validate.training import DATA_DIR, file_runs
 
 # (file, max |scaling-efficiency difference|, max |error|): docs/validation.md
-BOUNDS = {"dle-pytorch-gnmt": (0.15, 0.32), "dle-pytorch-transformer": (0.13, 0.30)}
+BOUNDS = {"dle-pytorch-gnmt": (0.14, 0.27), "dle-pytorch-transformer": (0.13, 0.23)}
 
 
 @pytest.fixture(scope="module", params=sorted(BOUNDS))
@@ -37,3 +37,40 @@ def test_fp32_gradients_are_all_reduced_in_fp32():
     half = simulate(SimulationConfig(**base))
     full = simulate(SimulationConfig(**base, model_overrides={"optimizer": {"fp32_gradients": True}}))
     assert full.metrics.comm_bytes_per_gpu["all_reduce"] == 2 * half.metrics.comm_bytes_per_gpu["all_reduce"]
+
+
+# Minimal run blocks, as a published table is first copied (model, topology, batch, seq,
+# dtype and nothing of how the trainer runs): the zoo files' trainer defaults carry the
+# rest. Values: the DeepLearningExamples READMEs' DGX A100 tables (as in DATA_DIR's files).
+MINIMAL = """\
+embsim_defaults: {{model: {model}, batch: {batch}, seq: {seq}, metric: tokens_per_s, scale: {scale}}}
+runs:
+{runs}
+"""
+MINIMAL_RUNS = {
+    # model, batch, seq, scale, (id, gpus, dtype, measured tokens/s); bounds: |error|, |diff|
+    "transformer-wmt": (80, 128, 1, [("tf32-1", 1, "tf32", 51057), ("tf32-4", 4, "tf32", 179245),
+                                     ("tf32-8", 8, "tf32", 347936), ("amp-1", 1, "fp16", 82059),
+                                     ("amp-4", 4, "fp16", 286081), ("amp-8", 8, "fp16", 551599)],
+                        0.14, 0.11),
+    "gnmt": (128, 24, 2, [("tf32-1", 1, "tf32", 83214), ("tf32-4", 4, "tf32", 278576),
+                          ("tf32-8", 8, "tf32", 519952), ("amp-1", 1, "fp16", 140909),
+                          ("amp-4", 4, "fp16", 463144), ("amp-8", 8, "fp16", 822024)],
+             0.32, 0.23),
+}
+
+
+@pytest.mark.parametrize("model", sorted(MINIMAL_RUNS))
+def test_minimal_blocks_simulate_the_reference_trainer(model, tmp_path):
+    batch, seq, scale, rows, max_error, max_diff = MINIMAL_RUNS[model]
+    runs = "\n".join(
+        f"  - {{id: {rid}, gpus: {g}, value: {v}, "
+        + (f"scaling_base: {rid.split('-')[0]}-1, " if g > 1 else "")
+        + f"embsim: {{topology: 'dgx-a100:1x{g}', dtype: {d}}}}}"
+        for rid, g, d, v in rows)
+    path = tmp_path / f"{model}.yaml"
+    path.write_text(MINIMAL.format(model=model, batch=batch, seq=seq, scale=scale, runs=runs))
+    got, pairs = file_runs(str(path), iterations=3)
+    assert len(got) == 6 and len(pairs) == 4
+    assert max(abs(r.error) for r in got) <= max_error
+    assert max(abs(p.difference) for p in pairs) <= max_diff

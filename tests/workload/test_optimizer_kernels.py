@@ -17,7 +17,18 @@ def _bytes(model, elements=1e6):
 
 
 def _model(dtype, **opt):
-    return load_model(GNMT, dtype=dtype, amp="o2", overrides={"optimizer": opt} if opt else None)
+    # the zoo gnmt trains as DeepLearningExamples does (per-tensor Adam, clipped): these
+    # tests start from the fused, unclipped step and say what they change
+    opt = {"implementation": "fused", "clip_grad_norm": False, **opt}
+    return load_model(GNMT, dtype=dtype, amp="o2", overrides={"optimizer": opt})
+
+
+def test_zoo_gnmt_defaults_to_its_reference_trainer():
+    m = load_model(GNMT, dtype="fp16")
+    kinds = {k.name for k in optimizer_kernels(1e6, m)}
+    assert {"unscale_to_master", "master_to_model", "optimizer.param.addcdiv_"} <= kinds
+    assert _bytes(m) == pytest.approx(_bytes(_model("fp16", implementation="per-tensor",
+                                                    clip_grad_norm=True)))
 
 
 def test_fused_adam_bytes_are_the_single_pass_formula():

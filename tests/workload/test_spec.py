@@ -5,7 +5,7 @@ import re
 import pytest
 
 from embsim.errors import InputError
-from embsim.workload import load_model
+from embsim.workload import load_model, load_spec
 
 GOOD = """\
 name: mini
@@ -48,6 +48,12 @@ def test_good_file_loads(tmp_path):
     ("out, kind: output_projection, dim: 16", "out, kind: output_projection, dim: 32",
      "layers.2.dim", 13),                                                          # tied dim mismatch
     ("classes: word}", "classes: word, token_fraction: 0}", "layers.3.token_fraction", 14),  # out of (0, 1]
+    ("  optimizer: adam\n", "  optimizer: adam\n  amp: o3\n", "defaults.amp", 8),   # trainer defaults
+    ("  optimizer: adam\n", "  optimizer: adam\n  optimizer_options: {implementation: loop}\n",
+     "defaults.optimizer_options.implementation", 8),
+    ("  optimizer: adam\n", "  optimizer: adam\n  optimizer_options: {lr: 1}\n",
+     "defaults.optimizer_options.lr", 8),
+    ("  optimizer: adam\n", "  optimizer: adam\n  jitter: 3\n", "defaults.jitter", 8),
 ])
 def test_bad_file_names_file_key_and_line(tmp_path, old, new, key, line):
     assert old in GOOD
@@ -84,3 +90,13 @@ def test_token_fraction_scales_the_head_rows(tmp_path):
     half = GOOD.replace("dim: 16, tied: word}", "dim: 16, tied: word, token_fraction: 0.5}")
     full, masked = load_model(write(tmp_path, GOOD)), load_model(write(tmp_path, half))
     assert masked.layer("out").fwd_flops == full.layer("out").fwd_flops // 2
+
+
+def test_trainer_defaults_are_read(tmp_path):
+    extra = ("  amp: o2\n  optimizer_options: {implementation: per-tensor, clip_grad_norm: true}\n"
+             "  jitter: maxtokens\n  lengths: lognormal:29:16\n")
+    spec = load_spec(write(tmp_path, GOOD.replace("  optimizer: adam\n", "  optimizer: adam\n" + extra)))
+    assert (spec.amp, spec.jitter, spec.lengths) == ("o2", "maxtokens", "lognormal:29:16")
+    assert spec.optimizer_implementation == "per-tensor" and spec.clip_grad_norm
+    plain = load_spec(write(tmp_path, GOOD))
+    assert (plain.amp, plain.jitter, plain.lengths, plain.optimizer_implementation) == (None, None, None, "fused")

@@ -1,0 +1,44 @@
+"""What a run leaves unsaid comes from the model zoo file's trainer defaults (amp, jitter,
+lengths); a flag wins, `--jitter none` turns a zoo jitter off."""
+
+import pytest
+
+from embsim.engine.config import SimulationConfig
+from embsim.engine.run import simulate, with_model_defaults
+from embsim.errors import InputError
+from embsim.workload import ZOO_DIR
+
+
+def test_zoo_defaults_fill_what_the_run_leaves_unsaid():
+    cfg = with_model_defaults(SimulationConfig(model="transformer-wmt"))
+    assert (cfg.amp, cfg.jitter, cfg.lengths) == ("autocast", "maxtokens", "lognormal:29.05:16.2")
+    assert with_model_defaults(SimulationConfig(model="gnmt")).amp == "o2"
+    plain = with_model_defaults(SimulationConfig(model="bert-large"))
+    assert (plain.amp, plain.jitter, plain.lengths) == ("autocast", None, None)
+
+
+def test_flags_win_and_none_turns_the_zoo_jitter_off():
+    given = with_model_defaults(SimulationConfig(model="gnmt", amp="autocast", jitter="normal:0.05",
+                                                 lengths="lognormal:20:5"))
+    assert (given.amp, given.jitter, given.lengths) == ("autocast", "normal:0.05", "lognormal:20:5")
+    assert with_model_defaults(SimulationConfig(model="gnmt", jitter="none")).jitter is None
+    # a corpus file replaces the zoo's length distribution
+    assert with_model_defaults(SimulationConfig(model="gnmt", corpus="c.txt")).lengths is None
+
+
+def test_zoo_jitter_changes_the_simulated_step():
+    kw = dict(topology="dgx-a100:1x2", model="transformer-wmt", iterations=2, efficiency_baseline=False)
+    zoo = simulate(SimulationConfig(**kw))
+    off = simulate(SimulationConfig(**kw, jitter="none"))
+    assert zoo.workload["jitter"] == "maxtokens" and off.workload["jitter"] is None
+    assert zoo.metrics.step_time != off.metrics.step_time
+    assert simulate(SimulationConfig(**kw)).metrics.step_time == zoo.metrics.step_time   # deterministic
+
+
+def test_bad_zoo_jitter_names_the_file(tmp_path):
+    text = (ZOO_DIR / "tiny-lm.yaml").read_text()
+    assert "  optimizer: sgd\n" in text
+    path = tmp_path / "m.yaml"
+    path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  jitter: wobbly\n", 1))
+    with pytest.raises(InputError, match=rf"{path}: defaults.jitter: --jitter 'wobbly'"):
+        with_model_defaults(SimulationConfig(model=str(path)))
