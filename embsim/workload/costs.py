@@ -142,7 +142,8 @@ def output_projection_cost(p: dict, sh: Shape, vocab: int, tied: bool) -> LayerC
     cost = LayerCost(
         params=params, fwd_flops=flops, bwd_flops=2 * flops,
         fwd_bytes=d * (touched + traffic), bwd_bytes=d * (2 * touched + 2 * traffic),
-        grad_bytes=d * touched + (cols * INDEX_BYTES if samples else 0),
+        # a tied weight's gradient rows are the table's (its precision: FP32 under autocast)
+        grad_bytes=(sh.table_bytes if tied else d) * touched + (cols * INDEX_BYTES if samples else 0),
         activation_bytes=d * n * dim, sparse=bool(samples))
     return cost
 
