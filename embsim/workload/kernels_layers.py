@@ -296,8 +296,9 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
                                       for i in range(k)), param_tensors=0)
         # torch.cat's backward hands out strided slices; a consumer that needs contiguous
         # memory (embedding_dense_backward's grad.contiguous(), cuBLAS) copies each
-        return LayerKernels((stream("combine.cat", 2 * k * b * w * e),),
-                            tuple(stream(f"combine.slice{i}", 2 * b * w * e) for i in range(k)),
+        return LayerKernels((stream("combine.cat", 2 * k * b * w * e, copy=True),),
+                            tuple(stream(f"combine.slice{i}", 2 * b * w * e, copy=True)
+                                  for i in range(k)),
                             param_tensors=0)
     if kind == "dot_interaction":
         # NVIDIA's custom kernels (dlrm/cuda_src/dot_based_interact): one warp per sample
