@@ -52,7 +52,8 @@ class Kernel:
     recurrent: bool = False   # an RNN timestep's gate kernel: pays the per-step overhead
     param_pass: bool = False  # an optimizer's pass over parameter-sized contiguous tensors
     # a plain contiguous copy (a dtype cast, torch.cat's batched copy, .contiguous() of a
-    # slice): ATen's copy_ kernel, the very kernel the copy bandwidth is measured with
+    # slice): ATen's copy_, one contiguous read and write per element, the access pattern
+    # of the streaming copy that gpu.hbm_fraction measures
     copy: bool = False
 
     @property
