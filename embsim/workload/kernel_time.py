@@ -12,7 +12,8 @@ kernel's shape and the GPU (embsim.workload.gpu_compute.GpuCompute).
   kernels reach only the framework's fraction of it (GpuCompute.stream_efficiency, fitted
   in embsim.workload.stream_fit), an optimizer's parameter passes, plain copies (dtype
   casts, torch.cat, .contiguous(): ATen's copy_, one contiguous read and write per
-  element, the access pattern of the streaming copy the bandwidth figure measures) and cuDNN's recurrent kernels the whole of it.
+  element, the access pattern of the streaming copy the bandwidth figure measures) and
+  cuDNN's recurrent kernels the whole of it.
 - gather / scatter: random rows, each rounded up to whole 32-byte DRAM sectors; the
   scatter-add reads the gradient row and reads + writes the table row.
 - recurrent timesteps: a fixed per-step overhead of library RNN kernels, fitted on
