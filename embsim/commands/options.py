@@ -34,7 +34,7 @@ def _options(f):
                      help="training precision; bf16/fp16/fp8 = mixed precision (AMP) "
                           "(default: the model's)"),
         click.option("--amp", type=click.Choice(["autocast", "o2"]),
-                     help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs) or o2 "
+                     help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs, FP32 embedding tables) or o2 "
                           "(16-bit model, apex O2 / model.half()) (default: the model's, else autocast)"),
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE), default=1, show_default=True,
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step"),

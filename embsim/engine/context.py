@@ -80,7 +80,8 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
             source += f"; elementwise kernels {style}"
     # Optimizer steps are always the kernel model's: a trace's optimizer timing is per
     # element and scaled below when present.
-    dense_update = {l.name: optimizer_step_time(l.params, model, kgpu, tensors=_tensors(l))
+    dense_update = {l.name: optimizer_step_time(l.params, model, kgpu, tensors=_tensors(l),
+                                                table=l.kind == "embedding")
                     for l in model.layers if l.params > 0}
     per_elem = measured.optimizer_rates() if measured is not None else None
     if per_elem is not None and per_elem.get("dense"):

@@ -12,11 +12,11 @@ def dense_sync(ctx) -> list[SyncTensor]:
     """AllReduce of every layer's gradient as DDP does it: dense, a table's included
     (ready when its owner's backward ends, the last to add to it). Parameters are owned
     once: a table's by its first user, a tied head owns only its bias. FP32 gradients
-    (torch.cuda.amp's FP32 parameters) are all-reduced in FP32."""
+    (torch.cuda.amp's FP32 parameters) are all-reduced in FP32, and so is a table's
+    gradient when the table is FP32 (Model.grad_elem_bytes)."""
     model = ctx.model
-    elem = 4 if model.optimizer.fp32_gradients else model.dtype_bytes
     return [SyncTensor(name=f"grad:{layer.name}", layer=layer.name, op="all_reduce",
-                       nbytes=float(layer.params * elem), category="dense",
+                       nbytes=float(layer.params * model.grad_elem_bytes(layer)), category="dense",
                        ready_after=bwd_name(layer.name))
             for layer in model.layers if layer.params > 0]
 

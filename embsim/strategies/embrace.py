@@ -92,7 +92,7 @@ class EmbRaceStrategy(Strategy):
             users = model.sparse_users(t.table)
             lookups = {l.name: model.rows_read(l) for l in users}
             total = sum(lookups.values())
-            vec = t.dim * model.dtype_bytes
+            vec = t.dim * model.table_bytes        # rows in the table's precision (FP32 under autocast)
             # with dedup a GPU sends each distinct row once: bytes scale by distinct / read
             sent = t.unique_per_gpu / total if self.options.dedup else 1.0
             if self.options.shard == "rows" and t.row_probs is not None and n > 1:

@@ -101,7 +101,7 @@ class ParameterServerStrategy(Strategy):
         held, cache, notes = {}, {}, dense_table_notes(ctx, "ps")
         for t in sparse_tables(ctx):
             push = t.unique_per_gpu * model.row_bytes(t.table)
-            pull = t.unique_per_gpu * t.dim * model.dtype_bytes
+            pull = t.unique_per_gpu * t.dim * model.table_bytes
             weights = t.row_inclusion if t.row_inclusion is not None else np.full(t.vocab, 1.0 / t.vocab)
             shares = shard_shares(weights, count, self.options.server_sharding,
                                   block_rows=max(1, self.options.server_partition_params // t.dim))

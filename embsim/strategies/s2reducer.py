@@ -94,7 +94,7 @@ class S2ReducerStrategy(Strategy):
         extra, buffers, notes = [], {}, dense_table_notes(ctx, "s2reducer")
         for t in sparse_tables(ctx):
             sketch, bitmap, _, note = self.sizes(t)
-            dense = t.vocab * t.dim * model.dtype_bytes
+            dense = t.vocab * t.dim * model.grad_elem_bytes(model.layer(t.layer))
             if sketch + bitmap >= dense:
                 # Densified: the sketch would outweigh the dense gradient; send that instead.
                 sync.append(SyncTensor(name=f"grad:{t.layer}", layer=t.layer, op="all_reduce",
@@ -112,7 +112,7 @@ class S2ReducerStrategy(Strategy):
             # encode: zero sketch and bitmap, add each looked-up gradient element into
             # `depth` buckets (read-modify-write of a scattered fp32); two memory-bound
             # kernels (a few flops per byte), timed by the kernel model like every layer
-            grad_row = t.dim * model.dtype_bytes
+            grad_row = t.dim * model.table_bytes
             enc_bytes = sketch + bitmap + touches * (grad_row + 2 * self.depth * t.dim * SKETCH_BYTES)
             enc_s = ctx.kernel_seconds([stream("s2-encode", enc_bytes / 2, count=2)])
             extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))

@@ -8,7 +8,7 @@ from . import costs, costs_blocks, kernels_layers
 from .costs import LayerCost, Shape
 from .model import (DTYPE_BYTES, OPTIMIZER_STATE_TENSORS, EmbeddingTable, Layer, Model,
                     Optimizer)
-from .precision import op_bytes, precision
+from .precision import op_bytes, precision, table_bytes
 from .spec import ModelSpec
 
 FP32 = 4
@@ -88,6 +88,23 @@ def untied(p: dict, tables: dict) -> dict:
     return q
 
 
+# layers that work on the looked-up rows (or join them with other vectors)
+ROW_CONSUMERS = ("combine", "fm_interaction")
+
+
+def _row_precision(kind: str, p: dict, rows_bytes: int, prev_wide: bool, d: int) -> dict:
+    """The layer's parameters with the bytes of its wider-than-model inputs: a combine or
+    FM layer in a model whose looked-up rows stay in the table's precision (FP32 under
+    autocast) runs at that precision by type promotion (it sees the rows or what was made
+    of them), and a GEMM right after such a layer casts its input (elem_bytes /
+    input_bytes; unset when they equal the model's dtype)."""
+    if kind in ROW_CONSUMERS and rows_bytes > d:
+        return {**p, "elem_bytes": rows_bytes}
+    if kind == "linear" and prev_wide:
+        return {**p, "input_bytes": rows_bytes}
+    return p
+
+
 def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = False,
                 dtype: str | None = None, amp: str = "autocast") -> Model:
     """`untie_outputs`: build every tied output projection untied (as calibrate's real
@@ -97,7 +114,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     dtype = dtype or spec.dtype
     precision(dtype)                      # one-line error for an unknown name
     d = DTYPE_BYTES[dtype]
-    sh = Shape(batch, seq, d, op_bytes(d, amp), fp16=dtype == "fp16")
+    sh = Shape(batch, seq, d, op_bytes(d, amp), fp16=dtype == "fp16",
+               table_dtype_bytes=table_bytes(d, amp))
     tables = {t.name: t for t in spec.tables}
     owned: set[str] = set()
     layers: list[Layer] = []
@@ -105,10 +123,13 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     tied_to: dict[str, str] = {}
     kernel_cache: dict = {}       # repeats of one layer share their kernel lists
     sampled: dict[str, int] = {}
+    rows_bytes, prev_wide = d, False      # looked-up rows' bytes as the layers see them
     for ls in spec.layers:
+        if ls.kind == "embedding" and not ls.params.get("cast_output"):
+            rows_bytes = max(rows_bytes, sh.table_bytes)
         for i in range(ls.repeat):
             name = f"{ls.name}.{i}" if ls.repeat > 1 else ls.name
-            p = ls.params
+            p = _row_precision(ls.kind, ls.params, rows_bytes, prev_wide, d)
             if untie_outputs and ls.kind == "output_projection" and "tied" in p:
                 p = untied(p, tables)
             table = p.get("table") or p.get("tied")
@@ -127,6 +148,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
                 kernel_cache[ls.name] = _kernels(ls.kind, p, sh, tables)
             layers.append(Layer(name=name, kind=ls.kind, table=table, **asdict(c),
                                 kernels=kernel_cache[ls.name]))
+        prev_wide = rows_bytes > d and (ls.kind in ROW_CONSUMERS or (
+            ls.kind == "embedding" and not ls.params.get("cast_output")))
     emb_tables = tuple(
         EmbeddingTable(name=t.name, vocab=t.vocab, dim=t.dim, lookups_per_sample=lookups[t.name],
                        tied_to=tied_to.get(t.name), input=t.input,
@@ -138,4 +161,5 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
         dtype_bytes=d, optimizer=optimizer_for(spec.optimizer, dtype, spec.optimizer_implementation,
                                                spec.clip_grad_norm, spec.fp32_gradients), params=params,
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
-        dtype=dtype, published=dict(spec.published), description=spec.description)
+        dtype=dtype, published=dict(spec.published), description=spec.description,
+        table_dtype_bytes=sh.table_bytes)

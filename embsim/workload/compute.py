@@ -93,7 +93,7 @@ TENSORS_PER_LAYER = 2      # weight and bias: a layer whose tensor count is not 
 
 
 def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
-                      index_bytes: float = 0, tensors: int | None = None) -> list:
+                      index_bytes: float = 0, tensors: int | None = None, table: bool = False) -> list:
     """The optimizer step's kernels for `elements` parameters (embsim.workload.model.Optimizer).
     fused: one multi-tensor kernel (apex FusedAdam/FusedLAMB, torch foreach/fused).
     per-tensor: torch.optim's for-loop; with mixed precision apex amp O2 first unscales
@@ -103,13 +103,20 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
     All are passes over parameter-sized contiguous tensors (Kernel.param_pass): they run at
     the copy bandwidth, not at the framework's activation-kernel fraction of it.
     `tensors`: the parameter tensors holding the elements (the layer's
-    LayerKernels.param_tensors); default TENSORS_PER_LAYER per kernel."""
+    LayerKernels.param_tensors); default TENSORS_PER_LAYER per kernel. `table`: the
+    elements are an embedding table's, stored in the table's precision (FP32 under
+    autocast: no master copy, no unscale into one)."""
     n_tensors = max(1, tensors) if tensors is not None else TENSORS_PER_LAYER * kernels
-    opt, d = model.optimizer, model.dtype_bytes
-    grad_w = FP32 if opt.master_bytes_per_param else d
+    opt = model.optimizer
+    d = model.table_bytes if table else model.dtype_bytes
+    master = 0 if d >= FP32 else opt.master_bytes_per_param
+    grad_w = FP32 if master else d
     if opt.implementation == "fused":
-        nbytes = elements * optimizer_bytes_per_element(
-            d, opt.state_bytes_per_param, opt.master_bytes_per_param) + index_bytes
+        # an FP32 table in a mixed-precision model has no master copy, but the loss
+        # scaler still unscales (and checks) its gradient once
+        unscale = d if not master and opt.master_bytes_per_param else 0
+        nbytes = elements * (optimizer_bytes_per_element(
+            d, opt.state_bytes_per_param, master) + unscale) + index_bytes
         out = [stream("optimizer", nbytes, count=kernels, param_pass=True)]
     else:
         n = n_tensors
@@ -118,7 +125,7 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
                for op, pw, sw in PER_TENSOR_KERNELS[opt.name]]
         if index_bytes:
             out.append(stream("optimizer.indices", index_bytes, param_pass=True))
-        if opt.master_bytes_per_param:
+        if master:
             out += [stream("unscale_to_master", elements * (d + FP32), param_pass=True),
                     stream("master_to_model", elements * (FP32 + d), param_pass=True)]
     if opt.clip_grad_norm:
@@ -128,9 +135,11 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
 
 
 def optimizer_step_time(elements: float, model: Model, gpu: GpuCompute, kernels: int = 1,
-                        index_bytes: float = 0, tensors: int | None = None) -> float:
+                        index_bytes: float = 0, tensors: int | None = None,
+                        table: bool = False) -> float:
     """Update `elements` parameters (memory-bound kernels, optimizer_kernels)."""
-    return kernels_time(optimizer_kernels(elements, model, kernels, index_bytes, tensors), gpu,
+    return kernels_time(optimizer_kernels(elements, model, kernels, index_bytes, tensors, table),
+                        gpu,
                         precision(model.dtype), model.dtype_bytes)
 
 
@@ -138,4 +147,4 @@ def sparse_optimizer_step_time(rows: float, dim: int, model: Model, gpu: GpuComp
     """Update only the `rows` touched rows of a `dim`-wide table (8-byte indices): a
     coalesce kernel and the row update."""
     r = int(round(rows))
-    return optimizer_step_time(r * dim, model, gpu, kernels=2, index_bytes=8 * r)
+    return optimizer_step_time(r * dim, model, gpu, kernels=2, index_bytes=8 * r, table=True)

@@ -30,10 +30,17 @@ class Shape:
     dtype_bytes: int
     op_bytes: int = 4       # output bytes of softmax/LayerNorm kernels (mixed precision style)
     fp16: bool = False      # FP16, not BF16: ATen upcasts FP16 inside its softmax kernels (half_to_float)
+    # element bytes of embedding tables and their looked-up rows (precision.table_bytes);
+    # 0 = the model's dtype_bytes
+    table_dtype_bytes: int = 0
 
     @property
     def tokens(self) -> int:
         return self.batch * self.seq
+
+    @property
+    def table_bytes(self) -> int:
+        return self.table_dtype_bytes or self.dtype_bytes
 
 
 @dataclass(frozen=True)
@@ -96,8 +103,9 @@ def norm_cost(p: dict, sh: Shape) -> LayerCost:
 
 
 def embedding_cost(p: dict, sh: Shape, vocab: int, dim: int, owns_table: bool) -> LayerCost:
-    """Gather of `lookups` rows per sample; the gradient is one (index, row) per lookup."""
-    d = sh.dtype_bytes
+    """Gather of `lookups` rows per sample; the gradient is one (index, row) per lookup.
+    Rows and gradient in the table's precision (FP32 under autocast)."""
+    d = sh.table_bytes
     rows = sh.batch * p["lookups"]
     gathered = rows * dim * d
     return LayerCost(
@@ -134,7 +142,8 @@ def output_projection_cost(p: dict, sh: Shape, vocab: int, tied: bool) -> LayerC
     cost = LayerCost(
         params=params, fwd_flops=flops, bwd_flops=2 * flops,
         fwd_bytes=d * (touched + traffic), bwd_bytes=d * (2 * touched + 2 * traffic),
-        grad_bytes=d * touched + (cols * INDEX_BYTES if samples else 0),
+        # a tied weight's gradient rows are the table's (its precision: FP32 under autocast)
+        grad_bytes=(sh.table_bytes if tied else d) * touched + (cols * INDEX_BYTES if samples else 0),
         activation_bytes=d * n * dim, sparse=bool(samples))
     return cost
 
@@ -153,7 +162,7 @@ def softmax_loss_cost(p: dict, sh: Shape, classes: int) -> LayerCost:
 def fm_interaction_cost(p: dict, sh: Shape) -> LayerCost:
     """DeepFM's factorisation machine: first-order sum of weights plus the second-order
     term 0.5 * ((sum_f v_f)^2 - sum_f v_f^2) per sample (Guo et al. 2017, eq. 2)."""
-    b, d, f, k = sh.batch, sh.dtype_bytes, p["fields"], p["dim"]
+    b, d, f, k = sh.batch, p.get("elem_bytes", sh.dtype_bytes), p["fields"], p["dim"]
     flops = b * (4 * f * k + 2 * k + f)
     traffic = b * (f * k + f + 1)
     return LayerCost(params=0, fwd_flops=flops, bwd_flops=2 * flops,
@@ -166,8 +175,10 @@ def combine_cost(p: dict, sh: Shape) -> LayerCost:
     concatenation of `inputs` vectors of width `dim`. No parameters. Product: forward
     reads every input and writes one vector; backward writes each input's gradient from
     the output gradient and the other inputs. Concat: forward copies every input into the
-    joined tensor; backward copies each input's gradient slice out contiguous."""
-    b, d, k, w = sh.batch, sh.dtype_bytes, p["inputs"], p["dim"]
+    joined tensor; backward copies each input's gradient slice out contiguous.
+    `elem_bytes` (set by build): FP32 looked-up rows among its inputs (autocast) make it
+    FP32 by type promotion."""
+    b, d, k, w = sh.batch, p.get("elem_bytes", sh.dtype_bytes), p["inputs"], p["dim"]
     if p["op"] == "product":
         return LayerCost(params=0, fwd_flops=(k - 1) * b * w, bwd_flops=k * (k - 1) * b * w,
                          fwd_bytes=d * (k + 1) * b * w, bwd_bytes=d * k * (k + 1) * b * w,

@@ -10,8 +10,10 @@ kernel's shape and the GPU (embsim.workload.gpu_compute.GpuCompute).
   A GEMM is never faster than streaming its operands through HBM.
 - stream (memory-bound) kernels: bytes / (achievable HBM bandwidth); a layer's activation
   kernels reach only the framework's fraction of it (GpuCompute.stream_efficiency, fitted
-  in embsim.workload.stream_fit), an optimizer's parameter passes and cuDNN's recurrent
-  kernels the whole of it.
+  in embsim.workload.stream_fit), an optimizer's parameter passes, plain copies (dtype
+  casts, torch.cat, .contiguous(): ATen's copy_, one contiguous read and write per
+  element, the access pattern of the streaming copy the bandwidth figure measures) and
+  cuDNN's recurrent kernels the whole of it.
 - gather / scatter: random rows, each rounded up to whole 32-byte DRAM sectors; the
   scatter-add reads the gradient row and reads + writes the table row.
 - recurrent timesteps: a fixed per-step overhead of library RNN kernels, fitted on
@@ -122,7 +124,8 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
     if kr.kind == "gemm":
         one = gemm_s(kr, gpu, prec, elem_bytes)
     elif kr.kind == "stream":
-        one = kr.nbytes / (bw if kr.recurrent or kr.param_pass else bw * gpu.stream_efficiency)
+        full = kr.recurrent or kr.param_pass or kr.copy
+        one = kr.nbytes / (bw if full else bw * gpu.stream_efficiency)
     elif kr.kind in ("gather", "scatter"):
         gbw = gpu.hbm_bps * (gpu.gather_fraction or gpu.hbm_fraction)
         passes = 2 if kr.kind == "gather" else 3      # gather: read + write; scatter-add: r + r/w

@@ -33,7 +33,7 @@ FP32 = 4
 
 def fp32_cast(name: str, elems: float, e: int, f: int = FP32) -> list:
     """The cast of an f-byte op output back to the model's e-byte dtype (none if equal)."""
-    return [stream(f"{name}.cast", elems * (f + e))] if e < f else []
+    return [stream(f"{name}.cast", elems * (f + e), copy=True)] if e < f else []
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,10 @@ class Kernel:
     name: str = ""
     recurrent: bool = False   # an RNN timestep's gate kernel: pays the per-step overhead
     param_pass: bool = False  # an optimizer's pass over parameter-sized contiguous tensors
+    # a plain contiguous copy (a dtype cast, torch.cat's batched copy, .contiguous() of a
+    # slice): ATen's copy_, one contiguous read and write per element, the access pattern
+    # of the streaming copy that gpu.hbm_fraction measures
+    copy: bool = False
 
     @property
     def flops(self) -> float:
@@ -63,10 +67,10 @@ def gemm(name: str, m: int, n: int, k: int, batch: int = 1, count: int = 1, ops:
 
 
 def stream(name: str, nbytes: float, count: int = 1, ops: int | None = None,
-           recurrent: bool = False, param_pass: bool = False) -> Kernel:
+           recurrent: bool = False, param_pass: bool = False, copy: bool = False) -> Kernel:
     return Kernel("stream", nbytes=float(nbytes), count=count,
                   ops=count if ops is None else ops, name=name, recurrent=recurrent,
-                  param_pass=param_pass)
+                  param_pass=param_pass, copy=copy)
 
 
 def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = True,

@@ -224,12 +224,25 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
     e = sh.dtype_bytes
     if kind == "embedding":
         rows = sh.batch * p["lookups"]
-        f, dense, sparse = embedding_kernels("embedding", rows, dim, vocab, e)
+        t = sh.table_bytes
+        f, dense, sparse = embedding_kernels("embedding", rows, dim, vocab, t)
+        if p.get("cast_output") and t > e:
+            # the rows cast to the model's dtype after the lookup (DLE DLRM's x.half()),
+            # their gradient cast back up before the table's backward
+            f += fp32_cast("embedding.rows", rows * dim, e, t)
+            up = fp32_cast("embedding.rows_grad", rows * dim, e, t)
+            dense, sparse = up + dense, up + sparse
         return LayerKernels(tuple(f), tuple(dense), tuple(sparse))
     if kind == "linear":
-        f, b = linear_fwd_bwd("linear", tokens_for(p, sh), p["in"], p["out"], e,
+        n = tokens_for(p, sh)
+        f, b = linear_fwd_bwd("linear", n, p["in"], p["out"], e,
                               p.get("bias", True), p.get("activation", "none") != "none",
                               p.get("dropout", False))
+        if p.get("input_bytes", e) > e:
+            # autocast casts a wider input (FP32 looked-up rows) down for the GEMM, and
+            # the cast's backward casts the input gradient back up
+            f = fp32_cast("linear.input", n * p["in"], e, p["input_bytes"]) + f
+            b = b + fp32_cast("linear.input_grad", n * p["in"], e, p["input_bytes"])
         return LayerKernels(tuple(f), tuple(b), param_tensors=2 if p.get("bias", True) else 1)
     if kind == "layernorm":
         f, b = norm_fwd_bwd("norm", tokens_for(p, sh), p["dim"], e, sh.op_bytes)
@@ -241,8 +254,14 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         return LayerKernels((stream("pos.add", 3 * n * d * e),), tuple(bwd))
     if kind == "output_projection":
         f, b = linear_fwd_bwd("logits", tokens_for(p, sh), p["dim"], cols, e, p.get("bias", False))
+        t = sh.table_bytes if p.get("tied") else e
+        if t > e:
+            # a tied weight is the table (FP32 under autocast): the GEMM casts the rows
+            # it scores down and the cast's backward casts their gradient up
+            f = fp32_cast("logits.weight", cols * p["dim"], e, t) + f
+            b = b + fp32_cast("logits.weight_grad", cols * p["dim"], e, t)
         if p.get("samples"):
-            f.insert(0, Kernel("gather", rows=cols, row_bytes=p["dim"] * e, name="logits.sample_rows"))
+            f.insert(0, Kernel("gather", rows=cols, row_bytes=p["dim"] * t, name="logits.sample_rows"))
         # a tied projection's weight is the table's tensor (counted by the embedding)
         tensors = (0 if p.get("tied") else 1) + (1 if p.get("bias", False) else 0)
         return LayerKernels(tuple(f), tuple(b), param_tensors=tensors)
@@ -263,22 +282,23 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
                             tuple([stream("loss.grad", 3 * elems * FP32)]
                                   + fp32_cast("loss.grad", elems, e)))
     if kind == "fm_interaction":
-        b, f, k = sh.batch, p["fields"], p["dim"]
+        b, f, k, e = sh.batch, p["fields"], p["dim"], p.get("elem_bytes", e)
         t = b * (f * k + f + 1) * e
         return LayerKernels((stream("fm.sum_square", t), stream("fm.first_order", b * f * e),
                              stream("fm.combine", 4 * b * k * e)),
                             (stream("fm.bwd", 2 * t), stream("fm.bwd_first", 2 * b * f * e),
                              stream("fm.bwd_combine", 4 * b * k * e)))
     if kind == "combine":
-        b, k, w = sh.batch, p["inputs"], p["dim"]
+        b, k, w, e = sh.batch, p["inputs"], p["dim"], p.get("elem_bytes", e)
         if p["op"] == "product":
             return LayerKernels((stream("combine.mul", (k + 1) * b * w * e),),
                                 tuple(stream(f"combine.mul_bwd{i}", (k + 1) * b * w * e)
                                       for i in range(k)), param_tensors=0)
         # torch.cat's backward hands out strided slices; a consumer that needs contiguous
         # memory (embedding_dense_backward's grad.contiguous(), cuBLAS) copies each
-        return LayerKernels((stream("combine.cat", 2 * k * b * w * e),),
-                            tuple(stream(f"combine.slice{i}", 2 * b * w * e) for i in range(k)),
+        return LayerKernels((stream("combine.cat", 2 * k * b * w * e, copy=True),),
+                            tuple(stream(f"combine.slice{i}", 2 * b * w * e, copy=True)
+                                  for i in range(k)),
                             param_tensors=0)
     if kind == "dot_interaction":
         # NVIDIA's custom kernels (dlrm/cuda_src/dot_based_interact): one warp per sample

@@ -68,6 +68,9 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
     master = opt.master_bytes_per_param * dense
     grads = d * dense
     components = {"dense": dense * (per_param + d)}
+    # tables in their own precision (FP32 under autocast: no master copy)
+    t = model.table_bytes
+    table_master = 0 if t >= 4 else opt.master_bytes_per_param
 
     for table in model.tables:
         shards = shards_of.get(table.name, 1)
@@ -75,14 +78,14 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
         elements = rows * table.dim
         if sparse_embedding_grads and not model.dense_gradient(table.name):
             g = sum(layer.grad_bytes for layer in model.sparse_users(table.name))
-            g = min(_ceil_div(g, shards), d * elements + INDEX_BYTES * rows)
+            g = min(_ceil_div(g, shards), t * elements + INDEX_BYTES * rows)
         else:
-            g = d * elements
-        params += d * elements
+            g = t * elements
+        params += t * elements
         state += opt.state_bytes_per_param * elements
-        master += opt.master_bytes_per_param * elements
+        master += table_master * elements
         grads += g
-        components[table.name] = elements * per_param + g
+        components[table.name] = elements * (t + opt.state_bytes_per_param + table_master) + g
 
     for name, nbytes in (buffers or {}).items():
         grads += int(math.ceil(nbytes))

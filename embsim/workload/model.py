@@ -127,6 +127,26 @@ class Model:
     dtype: str = "fp32"
     published: Mapping[str, float] = field(default_factory=dict, hash=False)
     description: str = ""
+    # element bytes of the embedding tables, their rows and gradients
+    # (embsim.workload.precision.table_bytes: FP32 under autocast); 0 = dtype_bytes
+    table_dtype_bytes: int = 0
+
+    @property
+    def table_bytes(self) -> int:
+        return self.table_dtype_bytes or self.dtype_bytes
+
+    def param_bytes(self, layer: Layer | None = None) -> int:
+        """Stored bytes of a layer's parameters: an embedding layer's are its table's."""
+        return self.table_bytes if layer is not None and layer.kind == "embedding" else self.dtype_bytes
+
+    def grad_elem_bytes(self, layer: Layer | None = None) -> int:
+        """Bytes per element of a layer's gradient as it is reduced: FP32 when the
+        optimizer's gradients are (fp32_gradients) or the parameters are FP32."""
+        return 4 if self.optimizer.fp32_gradients else self.param_bytes(layer)
+
+    def master_bytes(self, layer: Layer | None = None) -> int:
+        """FP32 master copy per parameter: none for parameters already stored in FP32."""
+        return 0 if self.param_bytes(layer) >= 4 else self.optimizer.master_bytes_per_param
 
     @property
     def tokens_per_gpu(self) -> int:
@@ -161,7 +181,7 @@ class Model:
 
     def row_bytes(self, table: str) -> int:
         """One (index, row) pair of the table's sparse gradient."""
-        return self.table(table).dim * self.dtype_bytes + INDEX_BYTES
+        return self.table(table).dim * self.table_bytes + INDEX_BYTES
 
     def rows_read(self, layer: Layer) -> float:
         """Rows (with repeats) one GPU's batch reads through a sparse layer: its gradient

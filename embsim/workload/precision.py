@@ -15,6 +15,17 @@ Two mixed-precision styles (--amp): "autocast" (torch.cuda.amp, the default): so
 LayerNorm and the loss are FP32 ops with FP32 outputs cast back to 16-bit; "o2" (apex
 O2, model.half() with FP32 master weights, as NVIDIA DeepLearningExamples run): those
 kernels read and write 16-bit (FP32 math inside), and only the loss is upcast.
+
+Embedding tables follow the style (table_bytes, the one place it is decided). autocast
+casts only the ops on its lists: embedding is on neither the "CUDA Ops that can autocast
+to float16" list (GEMMs, convolutions, RNN cells) nor the float32 one (PyTorch docs,
+torch.amp "Autocast Op Reference"), so an nn.Embedding runs in its weight's dtype, FP32:
+the table, its lookups, its gradient (dense scatter-add or sparse rows), their
+all-reduce/all-to-all and its optimizer step are FP32, with no separate master copy.
+Elementwise ops on the looked-up rows (a product, a concatenation) stay FP32 by type
+promotion until a GEMM casts its input. Under o2 (model.half(), apex O2 casts the model's
+parameters to 16-bit and keeps FP32 master weights in the optimizer) the tables are
+16-bit like every other parameter.
 """
 
 from __future__ import annotations
@@ -59,6 +70,13 @@ def op_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
     """Output bytes of softmax/LayerNorm kernels: FP32 under autocast, else the model's."""
     if amp not in AMP_STYLES:
         raise InputError(f"--amp {amp!r}: must be one of {', '.join(AMP_STYLES)}")
+    return FP32_BYTES if amp == "autocast" else dtype_bytes
+
+
+def table_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
+    """Bytes per element of embedding tables, their looked-up rows and their gradients:
+    FP32 under autocast (nn.Embedding is not autocast), else the model's storage."""
+    op_bytes(dtype_bytes, amp)                # one-line error for an unknown style
     return FP32_BYTES if amp == "autocast" else dtype_bytes
 
 

@@ -42,7 +42,9 @@ BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropou
 INT, BOOL, STR, SEQ_OR_INT, FRACTION = int, bool, str, (int, str), (int, float)
 HEAD_KEYS = {"token_fraction": (FRACTION, False)}   # a head on a fraction of the tokens
 LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
-    "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False)},
+    # cast_output: the looked-up rows are cast to the model's dtype right after the lookup
+    # (as DLE DLRM's --amp does); without it they stay in the table's precision
+    "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False), "cast_output": (BOOL, False)},
     "positional_embedding": {"rows": (INT, True), "dim": (INT, True), "learned": (BOOL, False)},
     "linear": {"in": (INT, True), "out": (INT, True), "bias": (BOOL, False),
                "activation": (STR, False), "dropout": (BOOL, False), "per": (STR, False),

@@ -68,8 +68,9 @@ def test_output_says_what_workload_was_simulated(capsys):
             "--dtype", "bf16", "--accumulate", "2", "--straggler", "gpu:1:1.5", "--batch", "4"]
     assert cli.main(argv + ["--json"]) == 0
     w = json.loads(capsys.readouterr().out)["workload"]
-    assert w == {"batch": 4, "seq": w["seq"], "dtype": "bf16", "amp": "autocast", "accumulate": 2,
-                 "accumulate_sync": "last", "jitter": None, "lengths": None, "straggler": "gpu:1:1.5", "seed": 0}
+    assert w == {"batch": 4, "seq": w["seq"], "dtype": "bf16", "amp": "autocast", "tables": "fp32",
+                 "accumulate": 2, "accumulate_sync": "last", "jitter": None, "lengths": None,
+                 "straggler": "gpu:1:1.5", "seed": 0}
     assert cli.main(argv) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "batch 4 x seq" in text and "bf16 (autocast)" in text and "accumulate 2" in text

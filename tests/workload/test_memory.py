@@ -19,13 +19,25 @@ def test_breakdown_adds_up_for_adam_fp32():
 
 
 def test_mixed_precision_master_weights():
-    m = load_model("llama3-8b")
+    m = load_model("llama3-8b", amp="o2")         # model.half()-style: tables 16-bit too
     mem = memory_per_gpu(m)
     assert mem.params == 2 * m.params and mem.master_weights == 4 * m.params
     # 8B params x (2 + 2 + 8 + 4) B = 128 GB before activations: needs sharding on one GPU
     assert mem.total > 139e9
     zero = memory_per_gpu(m, dense_shards=8)
     assert zero.total < mem.total
+
+
+def test_autocast_keeps_tables_fp32_without_master_copy():
+    """torch.cuda.amp autocast does not cast nn.Embedding: the table and its gradient
+    stay FP32 and need no master copy; o2 stores it 16-bit with one."""
+    auto, o2 = load_model("llama3-8b"), load_model("llama3-8b", amp="o2")
+    table = auto.embedding_params
+    a, b = memory_per_gpu(auto), memory_per_gpu(o2)
+    assert a.params - b.params == 2 * table and a.grads - b.grads == 2 * table
+    assert b.master_weights - a.master_weights == 4 * table
+    assert a.optimizer_state == b.optimizer_state
+    assert a.by_component["dense"] == b.by_component["dense"]
 
 
 def test_sharding_embedding_tables():
