@@ -19,6 +19,7 @@ from ..engine.config import with_options
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
 from ..report.units import compute_source_text
+from ..workload.gpu_props import FRAMEWORK_STREAM_EFFICIENCY
 from ..yamlio import YamlDoc, check_mapping, get, load_yaml
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
@@ -224,7 +225,7 @@ def training_section() -> list[str]:
         "accumulate, optimizer and table overrides). Compute from the kernel model on the",
         "preset's spec-sheet peaks and published GEMM/HBM measurements; the GEMM tile overhead",
         "and V100's GEMM fraction are fitted on DeepBench's V100 GEMM results, the activation",
-        "kernels' fraction of copy bandwidth (0.38) on spcl/substation's V100 BERT-layer timings",
+        f"kernels' fraction of copy bandwidth ({FRAMEWORK_STREAM_EFFICIENCY}) on spcl/substation's V100 BERT-layer timings",
         "(docs/compute.md); nothing is fitted to these runs. error = simulated/measured",
         "throughput − 1; headline: mean and max |error|; scaling efficiency = per-GPU throughput",
         "over the base run's.",
@@ -360,7 +361,7 @@ def heldout_section() -> list[str]:
         "- NCF on one GPU (batch 2^20) is 36-47 % slow. Its step is per-sample elementwise",
         "  kernels on large, simple tensors (ReLU, dropout, bias gradients, the GMF product:",
         "  ~49 of ~73 ms of kernel time on A100 TF32, ~30 of ~52 ms under AMP), timed at",
-        "  FRAMEWORK_STREAM_EFFICIENCY (0.38 of copy bandwidth, fitted on BERT-large encoder",
+        f"  FRAMEWORK_STREAM_EFFICIENCY ({FRAMEWORK_STREAM_EFFICIENCY} of copy bandwidth, fitted on BERT-large encoder",
         "  kernels); casts and concatenation copies (5-9 ms) run at the copy bandwidth, the",
         "  GEMMs (K <= 256) take 6-12 ms, the embedding gathers and scatter-adds ~6 ms. With",
         "  that fraction at 1 (a diagnostic, not shipped) the six one-GPU NCF runs land at",

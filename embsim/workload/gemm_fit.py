@@ -37,9 +37,10 @@ SOURCE = "DeepBench V100 GEMM results (baidu-research/DeepBench results/train/De
 DATA = Path(__file__).resolve().parent.parent / "validation_data" / "gemm" / "deepbench-v100-gemm.csv"
 
 # Tesla V100 SXM2 as DeepBench ran it: 125 FP16 tensor TFLOPS, 15.7 FP32, 80 SMs at
-# 1530 MHz, HBM2 900 GB/s, L2 2048 B/clk (the dgx1-v100 preset's cited figures).
+# 1530 MHz, HBM2 900 GB/s, L2 2048 B/clk, copy bandwidth 0.862 of peak (the dgx1-v100
+# preset's cited figures).
 V100_SPEC = GpuCompute(name="V100-SXM2", rates={"fp16": 125e12, "fp32": 15.7e12}, hbm_bps=900e9,
-                       sms=80, gemm_fraction=1.0, hbm_fraction=0.85,
+                       sms=80, gemm_fraction=1.0, hbm_fraction=0.862,
                        tile_side_full={"fp16": 2 * 1024 / (2048 / 80), "fp32": 0.0})
 V100_GEMM_FRACTION = 0.87  # the fit's large-GEMM fraction (also the dgx1-v100 preset's gemm_fraction)
 FULL_WAVE = 256 * 128      # a shape fills the GPU when m x n >= SMs x the largest tile

@@ -58,7 +58,8 @@ def for_gpu(gpu: Any) -> GpuCompute:
             tile_side[key] = A100_TILE_SIDE_FULL if key != "fp32" else 0.0
     if not is_cpu and not (l2 and clock):
         gaps.append("L2 bandwidth (A100's tile-intensity threshold used)")
-    if not is_cpu:
+    if not is_cpu and getattr(gpu, "arch", None) != 70:
+        # the fit's own GPU (Volta GV100) has the data; every other GPU borrows it
         gaps.append(f"LSTM step (DeepBench V100 fit, {RECURRENT_STEP_S * 1e6:.0f} µs/step used)")
     return GpuCompute(name=gpu.model, rates=rates, hbm_bps=float(gpu.hbm_gbps) * 1e9, sms=sms,
                gemm_fraction=float(gemm_fraction), hbm_fraction=float(hbm_fraction),

@@ -259,3 +259,21 @@ def test_flash_attention_runs_in_flashattention2s_published_range_on_a100():
     ks = [k for k in lk.fwd + lk.bwd if "flash" in k.name]
     seconds = sum(kernel_time(k, A100, p, 2).gpu_s for k in ks)
     assert 0.5 < sum(k.flops for k in ks) / seconds / A100.rates["bf16"] < 0.73
+
+
+@pytest.mark.parametrize("preset, clock", [("aws-p5", 1980), ("gcp-a3-mega", 1980), ("dgx-b200", 1980),
+                                           ("aws-p6-b200", 1980), ("gb200-nvl72", 2110),
+                                           ("l40s-roce", 2520), ("pcie-rtx2080ti", 1545)])
+def test_presets_carry_their_boost_clock(preset, clock):
+    # p2p converts its fitted cycle count with gpu.clock_mhz; without one it assumes 1980
+    assert load_topology(f"{preset}:1x1").node.gpu.clock_mhz == clock
+
+
+def test_sourced_properties_close_their_gaps():
+    v100 = for_gpu(load_topology("dgx1-v100:1x1").node.gpu)
+    assert v100.hbm_fraction == 0.862 and v100.gaps == ()       # the LSTM fit is V100's own
+    b200 = for_gpu(load_topology("dgx-b200:1x1").node.gpu)
+    assert b200.rates["fp32"] == 75e12 and not any("fp32" in g for g in b200.gaps)
+    for preset in ("aws-p5", "aws-p6-b200", "gcp-a3-mega", "gb200-nvl72", "l40s-roce"):
+        g = for_gpu(load_topology(f"{preset}:1x1").node.gpu)
+        assert not any("tensor rates" in x or "fp32" in x or "SM count" in x for x in g.gaps)
