@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from . import costs, costs_blocks, kernels_layers
 from .costs import LayerCost, Shape
+from .kernels import stream
 from .model import (DTYPE_BYTES, OPTIMIZER_STATE_TENSORS, EmbeddingTable, Layer, Model,
                     Optimizer)
-from .precision import op_bytes, precision, table_bytes
+from .precision import op_bytes, param_bytes, precision, table_bytes, weight_cast_bytes
 from .spec import ModelSpec
 
 FP32 = 4
@@ -80,6 +81,26 @@ def _kernels(kind: str, p: dict, sh: Shape, tables: dict) -> kernels_layers.Laye
     return kernels_layers.layer_kernels(kind, p, sh, **kw)
 
 
+# layers whose weights autocast leaves FP32: lookups (embedding is on neither autocast
+# list, nor is a learned positional table's add), LayerNorm (on the float32 list), a tied projection (its weight is the table: its
+# cast is the layer's own logits.weight kernel)
+NO_WEIGHT_CAST = ("embedding", "positional_embedding", "layernorm", "rmsnorm", "fm_interaction")
+
+
+def with_weight_casts(kl: kernels_layers.LayerKernels, kind: str, p: dict, params: int,
+                      cast: int) -> kernels_layers.LayerKernels:
+    """Under autocast with a 16-bit dtype (cast = precision.weight_cast_bytes > 0) every
+    forward casts each FP32 weight tensor of the layer to 16-bit once (the weight cast
+    cache keeps it for the rest of the forward) and the cast's backward casts the 16-bit
+    weight gradient up into the FP32 .grad: one memory-bound copy per tensor each way."""
+    tensors = kl.param_tensors
+    if not cast or params <= 0 or tensors < 1 or kind in NO_WEIGHT_CAST or p.get("tied"):
+        return kl
+    per = params * cast / tensors
+    return replace(kl, fwd=(stream("amp.weight_cast", per, count=tensors, copy=True), *kl.fwd),
+                   bwd=(*kl.bwd, stream("amp.weight_grad_cast", per, count=tensors, copy=True)))
+
+
 def untied(p: dict, tables: dict) -> dict:
     """A tied output projection's shape keys as an untied one: its own vocab x dim weight
     (dense gradient), the table no longer shared."""
@@ -115,7 +136,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     precision(dtype)                      # one-line error for an unknown name
     d = DTYPE_BYTES[dtype]
     sh = Shape(batch, seq, d, op_bytes(d, amp), fp16=dtype == "fp16",
-               table_dtype_bytes=table_bytes(d, amp))
+               table_dtype_bytes=table_bytes(d, amp), param_dtype_bytes=param_bytes(d, amp))
+    cast = weight_cast_bytes(d, amp)
     tables = {t.name: t for t in spec.tables}
     owned: set[str] = set()
     layers: list[Layer] = []
@@ -145,7 +167,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
             c = _cost(ls.kind, p, sh, tables, owns)
             # a Layer is its cost plus where it sits in the model
             if ls.name not in kernel_cache:
-                kernel_cache[ls.name] = _kernels(ls.kind, p, sh, tables)
+                kernel_cache[ls.name] = with_weight_casts(_kernels(ls.kind, p, sh, tables),
+                                                          ls.kind, p, c.params, cast)
             layers.append(Layer(name=name, kind=ls.kind, table=table, **asdict(c),
                                 kernels=kernel_cache[ls.name]))
         prev_wide = rows_bytes > d and (ls.kind in ROW_CONSUMERS or (
@@ -162,4 +185,4 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
                                                spec.clip_grad_norm, spec.fp32_gradients), params=params,
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
         dtype=dtype, published=dict(spec.published), description=spec.description,
-        table_dtype_bytes=sh.table_bytes)
+        table_dtype_bytes=sh.table_bytes, param_dtype_bytes=sh.param_bytes)

@@ -104,11 +104,12 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
     the copy bandwidth, not at the framework's activation-kernel fraction of it.
     `tensors`: the parameter tensors holding the elements (the layer's
     LayerKernels.param_tensors); default TENSORS_PER_LAYER per kernel. `table`: the
-    elements are an embedding table's, stored in the table's precision (FP32 under
-    autocast: no master copy, no unscale into one)."""
+    elements are an embedding table's, stored in the table's precision. Under autocast
+    every parameter is FP32 (precision.param_bytes): no master copy, no unscale into one;
+    the loss scaler still unscales the FP32 gradients in place."""
     n_tensors = max(1, tensors) if tensors is not None else TENSORS_PER_LAYER * kernels
     opt = model.optimizer
-    d = model.table_bytes if table else model.dtype_bytes
+    d = model.table_bytes if table else model.dense_param_bytes
     master = 0 if d >= FP32 else opt.master_bytes_per_param
     grad_w = FP32 if master else d
     if opt.implementation == "fused":
@@ -125,6 +126,9 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
                for op, pw, sw in PER_TENSOR_KERNELS[opt.name]]
         if index_bytes:
             out.append(stream("optimizer.indices", index_bytes, param_pass=True))
+        if not master and opt.master_bytes_per_param:
+            # autocast: GradScaler.unscale_ rescales the FP32 gradients in place
+            out.append(stream("amp.unscale", elements * 2 * d, param_pass=True))
         if master:
             out += [stream("unscale_to_master", elements * (d + FP32), param_pass=True),
                     stream("master_to_model", elements * (FP32 + d), param_pass=True)]

@@ -33,6 +33,9 @@ class Shape:
     # element bytes of embedding tables and their looked-up rows (precision.table_bytes);
     # 0 = the model's dtype_bytes
     table_dtype_bytes: int = 0
+    # element bytes of stored dense parameters and their gradients (precision.param_bytes:
+    # FP32 under autocast); 0 = the model's dtype_bytes
+    param_dtype_bytes: int = 0
 
     @property
     def tokens(self) -> int:
@@ -41,6 +44,10 @@ class Shape:
     @property
     def table_bytes(self) -> int:
         return self.table_dtype_bytes or self.dtype_bytes
+
+    @property
+    def param_bytes(self) -> int:
+        return self.param_dtype_bytes or self.dtype_bytes
 
 
 @dataclass(frozen=True)

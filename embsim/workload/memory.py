@@ -58,14 +58,17 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
                         *((f"embedding_shards[{k}]", v) for k, v in shards_of.items())]:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InputError(f"{flag}: must be an integer >= 1, got {value!r}")
-    d = model.dtype_bytes
+    # parameters and gradients as the AMP style stores them (precision.param_bytes: FP32
+    # under autocast, with no master copy; 16-bit plus FP32 master weights under o2)
+    d = model.dense_param_bytes
     opt = model.optimizer
-    per_param = d + opt.state_bytes_per_param + opt.master_bytes_per_param
+    dense_master = model.master_bytes()
+    per_param = d + opt.state_bytes_per_param + dense_master
 
     dense = _ceil_div(model.dense_params, dense_shards)
     params = d * dense
     state = opt.state_bytes_per_param * dense
-    master = opt.master_bytes_per_param * dense
+    master = dense_master * dense
     grads = d * dense
     components = {"dense": dense * (per_param + d)}
     # tables in their own precision (FP32 under autocast: no master copy)

@@ -31,8 +31,9 @@ class Optimizer:
     clip_grad_norm: torch.nn.utils.clip_grad_norm_ runs before every step (one norm pass
     over the gradients).
     fp32_gradients: the gradients, and so their data-parallel all-reduce, are FP32 in mixed
-    precision: torch.cuda.amp keeps FP32 parameters, so .grad is FP32 (apex O2 and explicit
-    16-bit gradient reductions, e.g. DLE BERT's allreduce_post_accumulation_fp16, send 16-bit).
+    precision whatever the parameters' dtype. Redundant under autocast (torch.cuda.amp keeps
+    FP32 parameters, so .grad is FP32: Model.param_bytes already says so); under apex O2 it
+    sends FP32 where a script all-reduces FP32 copies of 16-bit gradients.
     """
 
     name: str
@@ -130,14 +131,23 @@ class Model:
     # element bytes of the embedding tables, their rows and gradients
     # (embsim.workload.precision.table_bytes: FP32 under autocast); 0 = dtype_bytes
     table_dtype_bytes: int = 0
+    # element bytes of the stored dense parameters and their gradients
+    # (embsim.workload.precision.param_bytes: FP32 under autocast); 0 = dtype_bytes
+    param_dtype_bytes: int = 0
 
     @property
     def table_bytes(self) -> int:
         return self.table_dtype_bytes or self.dtype_bytes
 
+    @property
+    def dense_param_bytes(self) -> int:
+        return self.param_dtype_bytes or self.dtype_bytes
+
     def param_bytes(self, layer: Layer | None = None) -> int:
         """Stored bytes of a layer's parameters: an embedding layer's are its table's."""
-        return self.table_bytes if layer is not None and layer.kind == "embedding" else self.dtype_bytes
+        if layer is not None and layer.kind == "embedding":
+            return self.table_bytes
+        return self.dense_param_bytes
 
     def grad_elem_bytes(self, layer: Layer | None = None) -> int:
         """Bytes per element of a layer's gradient as it is reduced: FP32 when the

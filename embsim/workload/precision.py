@@ -16,7 +16,17 @@ LayerNorm and the loss are FP32 ops with FP32 outputs cast back to 16-bit; "o2" 
 O2, model.half() with FP32 master weights, as NVIDIA DeepLearningExamples run): those
 kernels read and write 16-bit (FP32 math inside), and only the loss is upcast.
 
-Embedding tables follow the style (table_bytes, the one place it is decided). autocast
+Parameters follow the style (param_bytes and table_bytes, the one place it is decided).
+Under autocast (torch.cuda.amp) the model is never cast: every parameter stays FP32, so
+its gradient is FP32 (DDP all-reduces FP32 gradients) and there is no separate master
+copy (the optimizer steps the FP32 parameters, after the loss scaler unscales their
+gradients). Each forward casts a weight to 16-bit where an op on autocast's float16 list
+uses it (one cast per weight per forward, cached for the rest of that forward: the
+torch.autocast weight cast cache), and the cast's backward casts its 16-bit gradient up
+again. Under o2 (apex O2: model.half()) parameters and gradients are 16-bit, the FP32
+master weights live in the optimizer and the gradient all-reduce is 16-bit.
+
+Embedding tables follow the same rule. autocast
 casts only the ops on its lists: embedding is on neither the "CUDA Ops that can autocast
 to float16" list (GEMMs, convolutions, RNN cells) nor the float32 one (PyTorch docs,
 torch.amp "Autocast Op Reference"), so an nn.Embedding runs in its weight's dtype, FP32:
@@ -73,11 +83,27 @@ def op_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
     return FP32_BYTES if amp == "autocast" else dtype_bytes
 
 
-def table_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
-    """Bytes per element of embedding tables, their looked-up rows and their gradients:
-    FP32 under autocast (nn.Embedding is not autocast), else the model's storage."""
+def param_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
+    """Bytes per element of stored parameters and their gradients: FP32 under autocast
+    (the model is not cast; FP32 or TF32 training is FP32 either way), else the model's
+    storage (apex O2's model.half())."""
     op_bytes(dtype_bytes, amp)                # one-line error for an unknown style
     return FP32_BYTES if amp == "autocast" else dtype_bytes
+
+
+def table_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
+    """Bytes per element of embedding tables, their looked-up rows and their gradients:
+    the parameters' (param_bytes): nn.Embedding is not autocast, so its rows stay FP32
+    under autocast."""
+    return param_bytes(dtype_bytes, amp)
+
+
+def weight_cast_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
+    """Bytes a forward's weight cast reads and writes per parameter element (FP32 read,
+    16-bit write; the same again for its backward): autocast with a 16-bit compute dtype
+    only, 0 otherwise."""
+    p = param_bytes(dtype_bytes, amp)
+    return p + dtype_bytes if dtype_bytes < p else 0
 
 
 def precision(name: str, flag: str = "--dtype") -> Precision:

@@ -28,15 +28,16 @@ def test_mixed_precision_master_weights():
     assert zero.total < mem.total
 
 
-def test_autocast_keeps_tables_fp32_without_master_copy():
-    """torch.cuda.amp autocast does not cast nn.Embedding: the table and its gradient
-    stay FP32 and need no master copy; o2 stores it 16-bit with one."""
+def test_autocast_keeps_every_parameter_fp32_without_master_copy():
+    """torch.cuda.amp autocast never casts the model: every parameter (tables included)
+    and its gradient stay FP32 and need no master copy; o2 stores them 16-bit with one."""
     auto, o2 = load_model("llama3-8b"), load_model("llama3-8b", amp="o2")
-    table = auto.embedding_params
+    n = auto.params
     a, b = memory_per_gpu(auto), memory_per_gpu(o2)
-    assert a.params - b.params == 2 * table and a.grads - b.grads == 2 * table
-    assert b.master_weights - a.master_weights == 4 * table
+    assert a.params - b.params == 2 * n and a.grads - b.grads == 2 * n
+    assert a.master_weights == 0 and b.master_weights == 4 * n
     assert a.optimizer_state == b.optimizer_state
+    # per parameter: FP32 param + FP32 grad = 16-bit param + grad + FP32 master
     assert a.by_component["dense"] == b.by_component["dense"]
 
 
