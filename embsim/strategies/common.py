@@ -11,9 +11,9 @@ from ..plan.context import TableTraffic
 def dense_sync(ctx) -> list[SyncTensor]:
     """AllReduce of every layer's gradient as DDP does it: dense, a table's included
     (ready when its owner's backward ends, the last to add to it). Parameters are owned
-    once: a table's by its first user, a tied head owns only its bias. FP32 gradients
-    (torch.cuda.amp's FP32 parameters) are all-reduced in FP32, and so is a table's
-    gradient when the table is FP32 (Model.grad_elem_bytes)."""
+    once: a table's by its first user, a tied head owns only its bias. Each gradient is
+    all-reduced in its parameters' precision (Model.grad_elem_bytes, precision.param_bytes):
+    FP32 under autocast, 16-bit under o2 unless the optimizer says fp32_gradients."""
     model = ctx.model
     return [SyncTensor(name=f"grad:{layer.name}", layer=layer.name, op="all_reduce",
                        nbytes=float(layer.params * model.grad_elem_bytes(layer)), category="dense",
