@@ -128,7 +128,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         scaling_efficiency=efficiency, notes=plan.notes, run=run,
         workload={"batch": model.batch, "seq": model.seq, "dtype": model.dtype,
                   "amp": cfg.amp if model.dtype in ("bf16", "fp16", "fp8") else None,
-                  # embedding tables wider than the model (FP32 under autocast)
+                  # dense parameters and embedding tables wider than the model (FP32 under autocast)
+                  "params": "fp32" if model.dense_param_bytes > model.dtype_bytes else None,
                   "tables": "fp32" if model.table_bytes > model.dtype_bytes else None,
                   "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync, "jitter": cfg.jitter,
                   "lengths": cfg.lengths,

@@ -52,7 +52,9 @@ def workload_text(w: dict) -> str:
     """One line of what was simulated, so two outputs can be told apart: per-GPU batch,
     sequence, precision, and whichever of accumulation, jitter (with its seed), straggler
     were set."""
-    dtype = w["dtype"] + (f" ({w['amp']})" if w.get("amp") else "")
+    wide = [name for key, name in (("params", "parameters"), ("tables", "tables")) if w.get(key)]
+    kept = f"; {' and '.join(wide)} FP32" if wide else ""           # what autocast leaves FP32
+    dtype = w["dtype"] + (f" ({w['amp']}{kept})" if w.get("amp") else "")
     parts = [f"batch {w['batch']} x seq {w['seq']} per GPU, {dtype}"]
     if w.get("accumulate", 1) != 1:
         sync = " (synchronised every micro-batch)" if w.get("accumulate_sync") == "every" else ""

@@ -68,11 +68,15 @@ def test_output_says_what_workload_was_simulated(capsys):
             "--dtype", "bf16", "--accumulate", "2", "--straggler", "gpu:1:1.5", "--batch", "4"]
     assert cli.main(argv + ["--json"]) == 0
     w = json.loads(capsys.readouterr().out)["workload"]
-    assert w == {"batch": 4, "seq": w["seq"], "dtype": "bf16", "amp": "autocast", "tables": "fp32",
+    assert w == {"batch": 4, "seq": w["seq"], "dtype": "bf16", "amp": "autocast", "params": "fp32", "tables": "fp32",
                  "accumulate": 2, "accumulate_sync": "last", "jitter": None, "lengths": None,
                  "straggler": "gpu:1:1.5", "seed": 0}
     assert cli.main(argv) == 0
-    text = " ".join(capsys.readouterr().out.split())
-    assert "batch 4 x seq" in text and "bf16 (autocast)" in text and "accumulate 2" in text
+    text = " ".join(capsys.readouterr().out.replace("│", " ").split())    # cells wrap
+    assert "batch 4 x seq" in text and "bf16 (autocast; parameters and tables FP32)" in text
+    assert "accumulate 2" in text
+    assert cli.main(argv + ["--amp", "o2"]) == 0          # apex O2: 16-bit parameters and tables
+    assert "bf16 (o2)" in " ".join(capsys.readouterr().out.replace("│", " ").split())
     assert cli.main(argv + ["--accumulate-sync", "every"]) == 0
-    assert "accumulate 2 (synchronised every micro-batch)" in " ".join(capsys.readouterr().out.split())
+    assert "accumulate 2 (synchronised every micro-batch)" in " ".join(
+        capsys.readouterr().out.replace("│", " ").split())
