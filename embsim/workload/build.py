@@ -185,4 +185,4 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
                                                spec.clip_grad_norm, spec.fp32_gradients), params=params,
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
         dtype=dtype, published=dict(spec.published), description=spec.description,
-        table_dtype_bytes=sh.table_bytes, param_dtype_bytes=sh.param_bytes)
+        table_bytes=sh.table_bytes, dense_param_bytes=sh.param_bytes)

@@ -128,20 +128,11 @@ class Model:
     dtype: str = "fp32"
     published: Mapping[str, float] = field(default_factory=dict, hash=False)
     description: str = ""
-    # element bytes of the embedding tables, their rows and gradients
-    # (embsim.workload.precision.table_bytes: FP32 under autocast); 0 = dtype_bytes
-    table_dtype_bytes: int = 0
-    # element bytes of the stored dense parameters and their gradients
-    # (embsim.workload.precision.param_bytes: FP32 under autocast); 0 = dtype_bytes
-    param_dtype_bytes: int = 0
-
-    @property
-    def table_bytes(self) -> int:
-        return self.table_dtype_bytes or self.dtype_bytes
-
-    @property
-    def dense_param_bytes(self) -> int:
-        return self.param_dtype_bytes or self.dtype_bytes
+    # element bytes of the embedding tables (their rows and gradients) and of the stored
+    # dense parameters (and their gradients), as the build resolved them from dtype and AMP
+    # style (embsim.workload.precision: FP32 under autocast)
+    table_bytes: int = field(kw_only=True)
+    dense_param_bytes: int = field(kw_only=True)
 
     def param_bytes(self, layer: Layer | None = None) -> int:
         """Stored bytes of a layer's parameters: an embedding layer's are its table's."""
