@@ -10,35 +10,22 @@ multi-node curve is a prediction.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from . import multinode
-from .validation import DATA_DIR, MIN_SIZE, curve_errors
+from .fitting import grid_minimum, mean_curve_error, patched
+from .validation import DATA_DIR
 
 CURVE = DATA_DIR / "nebius-h100-2node-allreduce.yaml"
 GRID = [0.5 * i for i in range(0, 41)]
 
 
-@contextmanager
-def _handoff(value: float):
-    saved = multinode.PROXY_HANDOFF_US
-    multinode.PROXY_HANDOFF_US = value
-    try:
-        yield
-    finally:
-        multinode.PROXY_HANDOFF_US = saved
-
-
 def mean_error(value: float) -> float:
     """Mean |error| of the curve's Tree points >= 64 KiB with this hand-off cost."""
-    with _handoff(value):
-        c = curve_errors(CURVE)
-    errs = [abs(p.error) for p in c.points if p.size >= MIN_SIZE and p.algo == "Tree"]
-    return sum(errs) / len(errs) if errs else float("inf")
+    with patched(multinode, "PROXY_HANDOFF_US", value):
+        return mean_curve_error(CURVE, lambda p: p.algo == "Tree")
 
 
 def fit() -> float:
-    return min(GRID, key=lambda v: (mean_error(v), v))
+    return grid_minimum(GRID, mean_error)
 
 
 if __name__ == "__main__":

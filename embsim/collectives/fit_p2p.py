@@ -12,34 +12,21 @@ kept. Every other p2p point and curve is a prediction.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 from . import p2p
-from .validation import DATA_DIR, MIN_SIZE, curve_errors
+from .fitting import grid_minimum, mean_curve_error, patched
+from .validation import DATA_DIR
 
 CURVE = DATA_DIR / "h100-slurm-1x8-sendrecv.yaml"
 GRID = range(1000, 8001, 10)
 
 
-@contextmanager
-def _cycles(value: float):
-    saved = p2p.P2P_BATCH_CYCLES
-    p2p.P2P_BATCH_CYCLES = value
-    try:
-        yield
-    finally:
-        p2p.P2P_BATCH_CYCLES = saved
-
-
 def mean_error(value: float) -> float:
-    with _cycles(value):
-        c = curve_errors(CURVE)
-    errs = [abs(p.error) for p in c.points if p.size >= MIN_SIZE]
-    return sum(errs) / len(errs)
+    with patched(p2p, "P2P_BATCH_CYCLES", value):
+        return mean_curve_error(CURVE)
 
 
 def fit() -> int:
-    return min(GRID, key=lambda v: (mean_error(v), v))
+    return grid_minimum(GRID, mean_error)
 
 
 if __name__ == "__main__":

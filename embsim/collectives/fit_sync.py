@@ -13,39 +13,27 @@ at every size, a rate that no per-step cost reproduces.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from types import MappingProxyType
 
 from . import pipeline
-from .validation import DATA_DIR, MIN_SIZE, curve_errors
+from .fitting import grid_minimum, mean_curve_error, patched
+from .validation import DATA_DIR
 
 CURVE = DATA_DIR / "azure-nd-a100-v4-allreduce.yaml"
 FITTED = ("LL", "Simple")
 GRID = [round(0.1 * i, 1) for i in range(0, 101)]
 
 
-@contextmanager
-def _sync(values: dict):
-    saved = pipeline.SYNC_US
-    pipeline.SYNC_US = MappingProxyType({**saved, **values})
-    try:
-        yield
-    finally:
-        pipeline.SYNC_US = saved
-
-
 def _mean_error(proto: str, value: float, base: dict) -> float:
-    with _sync({**base, proto: value}):
-        c = curve_errors(CURVE)
-    errs = [abs(p.error) for p in c.points if p.size >= MIN_SIZE and p.proto == proto]
-    return sum(errs) / len(errs) if errs else float("inf")
+    with patched(pipeline, "SYNC_US", MappingProxyType({**base, proto: value})):
+        return mean_curve_error(CURVE, lambda p: p.proto == proto)
 
 
 def fit() -> dict[str, float]:
     base = dict(pipeline.SYNC_US)
     out = {}
     for proto in FITTED:
-        best = min(GRID, key=lambda v: (_mean_error(proto, v, base), v))
+        best = grid_minimum(GRID, lambda v: _mean_error(proto, v, base))
         out[proto] = best
         base[proto] = best
     return out
