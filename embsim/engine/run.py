@@ -45,6 +45,7 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
         topo = topo.with_overrides(**cfg.hardware)
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+    cfg = with_global_batch(cfg, model.batch, topo.n_gpus)
     if trace is None and cfg.trace:
         trace = load_trace(cfg.trace)
     return _simulate(cfg, topo, model, trace)
@@ -52,8 +53,9 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
 
 def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     """What the run leaves unsaid, from the model zoo file's `defaults:` (how its reference
-    trainer runs it): amp style, jitter (`none` turns a zoo jitter off) and, without
-    --lengths or --corpus, the corpus's sentence lengths."""
+    trainer runs it): amp style, jitter (`none` turns a zoo jitter off), how accumulated
+    gradients synchronise and, without --lengths or --corpus, the corpus's sentence lengths.
+    The accumulation itself needs the GPU count (with_global_batch)."""
     spec = load_spec(cfg.model)
     for key in ("jitter", "lengths"):
         value = getattr(spec, key)
@@ -66,7 +68,20 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     if lengths is None and cfg.corpus is None:
         lengths = spec.lengths
     return replace(cfg, amp=cfg.amp or spec.amp or "autocast",
-                   jitter=None if jitter == NONE else jitter, lengths=lengths)
+                   jitter=None if jitter == NONE else jitter, lengths=lengths,
+                   accumulate_sync=cfg.accumulate_sync or spec.accumulate_sync or "last")
+
+
+def with_global_batch(cfg: SimulationConfig, batch: int, n_gpus: int) -> SimulationConfig:
+    """A run that does not say --accumulate accumulates to the zoo file's `global_batch`
+    (the global batch its reference benchmark fixes whatever the GPU count): global //
+    (batch x GPUs) micro-batches, at least one (a global batch smaller than one step's
+    batches is not split; e.g. DeepLearningExamples GNMT's train.py set_iter_size)."""
+    if cfg.accumulate is not None:
+        return cfg
+    spec = load_spec(cfg.model)
+    k = 1 if spec.global_batch is None else max(1, spec.global_batch // (batch * n_gpus))
+    return replace(cfg, accumulate=k)
 
 
 def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> SimulationResult:

@@ -1,5 +1,5 @@
 """What a run leaves unsaid comes from the model zoo file's trainer defaults (amp, jitter,
-lengths); a flag wins, `--jitter none` turns a zoo jitter off."""
+lengths, global batch, accumulate_sync); a flag wins, `--jitter none` turns a zoo jitter off."""
 
 import pytest
 
@@ -41,4 +41,38 @@ def test_bad_zoo_jitter_names_the_file(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  jitter: wobbly\n", 1))
     with pytest.raises(InputError, match=rf"{path}: defaults.jitter: --jitter 'wobbly'"):
+        with_model_defaults(SimulationConfig(model=str(path)))
+
+
+def test_zoo_global_batch_sets_the_accumulation_per_gpu_count():
+    # gnmt: DeepLearningExamples benchmarks a global batch of 1024 at 128 per GPU
+    from embsim.engine.run import with_global_batch
+    base = with_model_defaults(SimulationConfig(model="gnmt"))
+    assert base.accumulate_sync == "every"
+    assert [with_global_batch(base, 128, n).accumulate for n in (1, 2, 4, 8, 16)] == [8, 4, 2, 1, 1]
+    assert with_global_batch(base, 64, 4).accumulate == 4          # a smaller batch accumulates more
+    # a run's own --accumulate / --accumulate-sync win; a model without a global batch: 1
+    given = with_model_defaults(SimulationConfig(model="gnmt", accumulate=1, accumulate_sync="last"))
+    assert (with_global_batch(given, 128, 1).accumulate, given.accumulate_sync) == (1, "last")
+    plain = with_model_defaults(SimulationConfig(model="bert-large"))
+    assert (with_global_batch(plain, 8, 1).accumulate, plain.accumulate_sync) == (1, "last")
+
+
+def test_zoo_global_batch_reaches_the_simulated_step():
+    kw = dict(topology="dgx-a100:1x1", model="gnmt", iterations=2, efficiency_baseline=False, jitter="none")
+    zoo = simulate(SimulationConfig(**kw))
+    one = simulate(SimulationConfig(**kw, accumulate=1))
+    assert zoo.workload["accumulate"] == 8 and one.workload["accumulate"] == 1
+    # the per-update optimizer work is spread over 8 micro-batches: more samples per second
+    assert zoo.samples_per_s > one.samples_per_s
+
+
+def test_bad_zoo_global_batch_names_the_file(tmp_path):
+    text = (ZOO_DIR / "tiny-lm.yaml").read_text()
+    path = tmp_path / "m.yaml"
+    path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  global_batch: 0\n", 1))
+    with pytest.raises(InputError, match="global_batch"):
+        with_model_defaults(SimulationConfig(model=str(path)))
+    path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  accumulate_sync: sometimes\n", 1))
+    with pytest.raises(InputError, match="accumulate_sync"):
         with_model_defaults(SimulationConfig(model=str(path)))
