@@ -20,7 +20,8 @@ ORIGINALS = {
 # 0.19 (18.8 %) when casts and concatenation copies got the copy bandwidth: the original
 # Transformer files' 4-8 GPU runs, already too fast (no max-tokens variation), move further.
 # 0.19 -> 0.186 (18.6 %) with autocast's FP32 parameters and per-forward weight casts.
-MEAN_BOUND, MAX_BOUND = 0.186, 0.54
+# 0.186 -> 0.184 (17.9 %) with gnmt's zoo global batch (accumulate 8/2/1 on 1/4/8 GPUs).
+MEAN_BOUND, MAX_BOUND = 0.184, 0.54
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +57,14 @@ def test_bert_defaults_match_what_run_pretraining_executes(original):
     # never fast, and the same gap whatever the precision or GPU count
     long = [r.error for rid, r in bert.items() if "seq512" in rid]
     assert len(long) == 4 and all(-0.54 <= e <= -0.4 for e in long)
+
+
+def test_gnmt_scaling_follows_the_benchmark_global_batch(original):
+    # the zoo's global batch 1024 (README benchmark command) makes 1/4/8 GPUs accumulate
+    # 8/2/1: the per-update cost is amortised on one GPU only, so the simulated scaling
+    # falls from 0.955-0.965 to 0.87-0.93 (measured 0.73-0.84)
+    _, pairs = original
+    gnmt = [p for p in pairs if p.file == "dle-pytorch-gnmt"]
+    assert len(gnmt) == 4
+    assert all(0.85 <= p.simulated <= 0.94 for p in gnmt)
+    assert max(p.simulated - p.measured for p in gnmt) <= 0.14
