@@ -278,7 +278,7 @@ def training_section() -> list[str]:
         "  slowest-GPU wait adds < 0.3 %). What is left: fitting C + S/K + X to the measured",
         "  1/4/8-GPU iterations (K = 8/2/1 iterations per update, X the same on 4 and 8 GPUs)",
         "  gives an update S of 12.6-13.4 ms on A100 and 22-25 ms on V100 (memory-bound, it",
-        "  follows HBM bandwidth; simulated 8-9 and 11-15 ms) and a multi-GPU cost X of",
+        "  follows HBM bandwidth; simulated 10.9-12.4 and 18-20.5 ms) and a multi-GPU cost X of",
         "  1.7-2.1x the gradients' all-reduce as embsim times it alone (A100 4.4-9.6 ms, V100",
         "  9.9-15.9 ms) on every GPU and precision; BERT SQuAD (run_squad.py: apex DDP, every",
         "  iteration) shows 2.0-2.1x on A100, 2.6-3.8x on V100. apex DDP overlaps by default",
