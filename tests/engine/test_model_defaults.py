@@ -11,7 +11,7 @@ from embsim.workload import ZOO_DIR
 
 def test_zoo_defaults_fill_what_the_run_leaves_unsaid():
     cfg = with_model_defaults(SimulationConfig(model="transformer-wmt"))
-    assert (cfg.amp, cfg.jitter, cfg.lengths) == ("autocast", "maxtokens", "lognormal:29.05:16.2")
+    assert (cfg.amp, cfg.jitter, cfg.lengths) == ("autocast", "maxtokens", "lognormal:29.05:16.2,ratio:0.151")
     assert with_model_defaults(SimulationConfig(model="gnmt")).amp == "o2"
     plain = with_model_defaults(SimulationConfig(model="bert-large"))
     assert (plain.amp, plain.jitter, plain.lengths) == ("autocast", None, None)
@@ -76,3 +76,21 @@ def test_bad_zoo_global_batch_names_the_file(tmp_path):
     path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  accumulate_sync: sometimes\n", 1))
     with pytest.raises(InputError, match="accumulate_sync"):
         with_model_defaults(SimulationConfig(model=str(path)))
+
+
+def test_maxtokens_counts_the_real_target_tokens():
+    # fairseq (and DeepLearningExamples' tokens/s) count sample['ntokens']: real target tokens
+    kw = dict(topology="dgx-a100:1x2", model="transformer-wmt", batch=80, seq=128, iterations=2,
+              efficiency_baseline=False)
+    zoo = simulate(SimulationConfig(**kw))
+    fill = zoo.workload["token_fill"]
+    assert 0.85 < fill < 0.9
+    assert zoo.tokens_per_s == pytest.approx(zoo.samples_per_s * 128 * fill)
+    off = simulate(SimulationConfig(**kw, jitter="none"))
+    assert off.workload["token_fill"] is None and off.tokens_per_s == pytest.approx(off.samples_per_s * 128)
+    import io
+    from rich.console import Console
+    from embsim.report.summary import print_summary
+    out = io.StringIO()
+    print_summary(zoo, Console(file=out, width=200))
+    assert f"real target tokens, {fill:.3f} of the token budget" in out.getvalue()
