@@ -68,8 +68,10 @@ def _options(f):
                      help="Zipf exponent of the token distribution"),
         click.option("--corpus", type=click.Path(dir_okay=False), help="real text file for token statistics"),
         click.option("--lengths", help="sentence lengths for --jitter bucket:K/shuffle/maxtokens without "
-                                       "a --corpus: lognormal:MEAN:SD[:MAX], a corpus's published "
-                                       "mean and standard deviation of tokens per sentence"),
+                                       "a --corpus: lognormal:MEAN:SD[:MAX][,ratio:SIGMA], a corpus's "
+                                       "published mean and standard deviation of tokens per sentence; "
+                                       "ratio: translation pairs, target = source x exp(N(0, SIGMA)) "
+                                       "(maxtokens)"),
         click.option("--nccl-algo", callback=_nccl_filter("algo"),
                      help="NCCL_ALGO-style override, e.g. Ring or ^NVLS"),
         click.option("--nccl-proto", callback=_nccl_filter("proto"),

@@ -258,6 +258,9 @@ def test_budget_fill_reproduces_the_fitted_data_set():
     assert budget_fill(None, lengths, 0, MAX_TOKENS) == pytest.approx(WPB / MAX_TOKENS, abs=0.002)
     assert target_fill(0.151) == budget_fill(None, lengths, 0, MAX_TOKENS)
     assert budget_fill(None, "lognormal:29.05:16.2", 0, MAX_TOKENS) > 0.95   # equal sides fill it
+    # not fitted: the same log's batch size, bsz 122-126 pairs (equal sides: 132)
+    from embsim.engine.fit_lengths import pairs_per_batch
+    assert 117 <= pairs_per_batch(0.151) <= 127 < pairs_per_batch(0.0)
 
 
 def test_source_layers_of_an_encoder_decoder():
