@@ -3,7 +3,8 @@
 Reads the validation_data/training dialect: `embsim_defaults:` and `runs:`, each run with
 its measured `value`, `gpus` and an `embsim:` block (merged over the defaults) saying how
 to simulate it: topology, model, batch, seq, dtype, amp, accumulate (accumulate_sync:
-last | every), jitter (lengths: a length distribution for its corpus forms), tables/layers
+last | every), jitter (lengths: a length distribution for its corpus forms), padding (how
+batches are padded over `lengths`: max, longest[:ALIGN], bins:WIDTH[:ALIGN], packed), tables/layers
 overrides, options (strategy/scheduler parameters, as --option), metric (samples_per_s |
 tokens_per_s), scale (a factor on the simulated
 metric, e.g. 2 for source + target tokens). `scaling_base:` names the run a multi-GPU
@@ -33,7 +34,7 @@ ORIGINAL_DIR = DATA_DIR / "original"
 # stays the fitted-on level; docs/validation.md reports them on their own.
 HELDOUT_DIR = DATA_DIR / "heldout"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
-               "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str, "tables": dict, "layers": dict, "optimizer": dict,
+               "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str, "padding": str, "tables": dict, "layers": dict, "optimizer": dict,
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
                "options": dict}
 METRICS = ("samples_per_s", "tokens_per_s")
@@ -96,15 +97,19 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
     if metric not in METRICS:
         raise doc.error(path + ("metric",), f"must be one of {', '.join(METRICS)}, got {metric!r}")
     overrides = {k: merged[k] for k in ("tables", "layers", "optimizer") if k in merged}
-    cfg = SimulationConfig(topology=merged["topology"], model=merged["model"],
-                           batch=merged.get("batch"), seq=merged.get("seq"),
-                           dtype=merged.get("dtype"), amp=merged.get("amp"),
-                           accumulate=merged.get("accumulate", 1),
-                           accumulate_sync=merged.get("accumulate_sync", "last"),
-                           jitter=merged.get("jitter"), lengths=merged.get("lengths"), strategy=merged.get("strategy", "allreduce"),
-                           scheduler=merged.get("scheduler", "fifo"),
-                           model_overrides=overrides, iterations=iterations,
-                           efficiency_baseline=False)
+    try:      # a bad jitter/lengths/padding form: named with the file and run
+        cfg = SimulationConfig(topology=merged["topology"], model=merged["model"],
+                               batch=merged.get("batch"), seq=merged.get("seq"),
+                               dtype=merged.get("dtype"), amp=merged.get("amp"),
+                               accumulate=merged.get("accumulate", 1),
+                               accumulate_sync=merged.get("accumulate_sync", "last"),
+                               jitter=merged.get("jitter"), lengths=merged.get("lengths"),
+                               padding=merged.get("padding"), strategy=merged.get("strategy", "allreduce"),
+                               scheduler=merged.get("scheduler", "fifo"),
+                               model_overrides=overrides, iterations=iterations,
+                               efficiency_baseline=False)
+    except InputError as exc:
+        raise doc.error(path, str(exc)) from None
     if merged.get("options"):
         cfg = with_options(cfg, dict(merged["options"]))
     return cfg, metric, float(merged.get("scale", 1))
