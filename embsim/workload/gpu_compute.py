@@ -63,8 +63,8 @@ def for_gpu(gpu: Any) -> GpuCompute:
     step16 = steps.get("fp16", steps.get("bf16", 0.0))
     if not is_cpu and getattr(gpu, "arch", None) != 70:
         # the fit's own GPU (Volta GV100) has the data; every other GPU derives it
-        gaps.append(f"LSTM step (DeepBench V100 fit scaled by tensor rate, {step16 * 1e6:.0f} µs/step "
-                    "at 16-bit used)")
+        per_dtype = ", ".join(f"{k} {v * 1e6:.0f}" for k, v in steps.items())
+        gaps.append(f"LSTM step (DeepBench V100 fit scaled by tensor rate: {per_dtype} µs/step used)")
     return GpuCompute(name=gpu.model, rates=rates, hbm_bps=float(gpu.hbm_gbps) * 1e9, sms=sms,
                gemm_fraction=float(gemm_fraction), hbm_fraction=float(hbm_fraction),
                tile_side_full=tile_side, gaps=tuple(gaps), synchronous=is_cpu,

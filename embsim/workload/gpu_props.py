@@ -89,5 +89,6 @@ class GpuCompute:
     def label(self) -> str:
         text = f"kernel model, {self.name} {self.basis}"
         if self.gaps:
-            text += f" (no data for {self.name}: {', '.join(self.gaps)}; defaults used)"
+            # each gap names what stood in for it (a default or a derived value)
+            text += f" (no data for {self.name}: {', '.join(self.gaps)})"
         return text

@@ -167,7 +167,7 @@ def test_recurrent_step_scales_with_the_tensor_rate():
     assert a32 == pytest.approx(RECURRENT_LATENCY_S + RECURRENT_TENSOR_S * 125 / 156)
     assert RECURRENT_LATENCY_S < a16 < a32 < V100.recurrent_step(FP16)
     assert B200.recurrent_step(FP16) < A100.recurrent_step(FP16)
-    assert "scaled by tensor rate, 80 µs/step" in A100.label
+    assert "scaled by tensor rate: tf32 114, bf16 80, fp16 80, fp32 80 µs/step used" in A100.label
 
 
 def test_amp_styles_differ_only_in_16_bit():
