@@ -293,7 +293,29 @@ def test_sourced_properties_close_their_gaps():
     v100 = for_gpu(load_topology("dgx1-v100:1x1").node.gpu)
     assert v100.hbm_fraction == 0.862 and v100.gaps == ()       # the LSTM fit is V100's own
     b200 = for_gpu(load_topology("dgx-b200:1x1").node.gpu)
-    assert b200.rates["fp32"] == 75e12 and not any("fp32" in g for g in b200.gaps)
+    assert b200.rates["fp32"] == 75e12 and not any(g.startswith("fp32") for g in b200.gaps)
     for preset in ("aws-p5", "aws-p6-b200", "gcp-a3-mega", "gb200-nvl72", "l40s-roce"):
         g = for_gpu(load_topology(f"{preset}:1x1").node.gpu)
-        assert not any("tensor rates" in x or "fp32" in x or "SM count" in x for x in g.gaps)
+        assert not any(x.startswith(("per-dtype tensor rates", "fp32", "SM count")) for x in g.gaps)
+
+
+def test_measured_l2_bandwidth_sets_the_tile_threshold():
+    """A GPU with a measured L2 figure (no published B/clk) is put on A100's whitepaper
+    basis by A100's whitepaper/measured ratio in the same benchmark; the clock cancels."""
+    from embsim.workload.gpu_props import A100_L2_MEASURED_BPS, A100_L2_SPEC_BPS
+    l2 = 9800e9 * A100_L2_SPEC_BPS / A100_L2_MEASURED_BPS
+    assert H100.tile_side_full["bf16"] == pytest.approx(2 * 989e12 / l2)
+    assert H100.tile_side_full["tf32"] == pytest.approx(2 * 494.5e12 / l2 * 2)   # 4-byte operands
+    # A100's own whitepaper figure gives the threshold the model was built on
+    assert A100.tile_side_full["fp16"] == pytest.approx(2 * 312e12 / A100_L2_SPEC_BPS)
+    l40s = gpu("l40s-roce")
+    assert not any(g.startswith(("L2 bandwidth", "measured memory")) for g in l40s.gaps)
+    assert l40s.hbm_fraction == 0.891 and any(g.startswith("measured GEMM") for g in l40s.gaps)
+    assert any(g.startswith("L2 bandwidth") for g in B200.gaps)     # no B200 measurement found
+
+
+def test_turing_has_no_bf16():
+    rtx = gpu("pcie-rtx2080ti")
+    assert set(rtx.rates) == {"fp16", "fp32"} and not any("tensor rates" in g for g in rtx.gaps)
+    with pytest.raises(InputError, match="bf16"):
+        rtx.gemm_peak(precision("bf16"))
