@@ -22,7 +22,9 @@ ORIGINALS = {
 # (9.2 % / 31.8 %) when bert-large's zoo defaults gained DLE's data, Wikipedia's measured
 # lengths in LDDL's 64-token bins at seq 512 (BERT phase 2 -48..-54 % -> -7..+3 %); the max is
 # now GNMT's A100 AMP one-GPU run (-31.8 %).
-MEAN_BOUND, MAX_BOUND = 0.097, 0.323
+# 0.176 (17.1 %) with the tensor-rate LSTM step; both together: 7.7 % / 18.0 % -> 0.082 / 0.185
+# (the max is GNMT's A100 TF32 8-GPU run, +18.0 %: its scaling gap).
+MEAN_BOUND, MAX_BOUND = 0.082, 0.185
 
 
 @pytest.fixture(scope="module")
