@@ -29,6 +29,7 @@ from .busbw import busbw_factor
 from .multinode import kernel_view, nvlstree_kernel_bw
 from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
+from .nccl_env import NcclEnv, apply_env
 from .alltoall_demand import AlltoallPattern, NotRegular
 from .p2p import alltoall_time, alltoallv_time, p2p_time, sendrecv_time
 from .servers import server_transfer
@@ -63,9 +64,11 @@ class CollectivePlan:
 class CollectiveModel:
     def __init__(self, topology, algo: str | None = None, proto: str | None = None,
                  nccl_version: str | None = "2.30",
-                 measured: Mapping[tuple[str, int], tuple[Sequence[float], Sequence[float]]] | None = None):
+                 measured: Mapping[tuple[str, int], tuple[Sequence[float], Sequence[float]]] | None = None,
+                 nccl_env: NcclEnv | None = None):
         self.topology = topology
-        self.consts: NcclConstants = constants_for(nccl_version)
+        # the release's constants with the run's NCCL_BUFFSIZE & co (buffer/chunk sizes)
+        self.consts: NcclConstants = apply_env(constants_for(nccl_version), nccl_env)
         self.algos = nm.parse_filter(algo, "algo")
         self.protos = nm.parse_filter(proto, "proto")
         self.measured = dict(measured or {})

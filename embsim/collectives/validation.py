@@ -21,6 +21,7 @@ from embsim.yamlio import load_yaml
 from . import nccl_tests as nt
 from .constants import nearest_table
 from .model import CollectiveModel
+from .nccl_env import env_from_text
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data"
 MIN_SIZE = 64 << 10
@@ -93,9 +94,11 @@ def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None):
 
 
 def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, spec=None):
-    """(rows, note): the simulated nccl-tests rows, and the topology's view note if any."""
+    """(rows, note): the simulated nccl-tests rows, and the topology's view note if any.
+    The buffer/chunk sizes the measurement set (NCCL_BUFFSIZE=... in `how`) drive it."""
     topo = _topology(preset, nodes, gpus, spec)
-    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nearest_table(nccl))
+    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nearest_table(nccl),
+                            nccl_env=env_from_text(how))
     rows = nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
     return rows, model.view_note
 

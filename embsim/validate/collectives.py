@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..collectives import CollectiveModel
+from ..collectives.nccl_env import env_from_text
 from ..collectives import nccl_tests as nt
 from ..collectives.busbw import busbw_factor
 from ..collectives.constants import nearest_table
@@ -48,7 +49,8 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     topo = topology_for_run(spec, run)
     table = model_version(run.nccl_version)
     nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
-    model = CollectiveModel(topo, nccl_version=table)
+    # the buffer/chunk sizes the run's NCCL reports it took from the environment
+    model = CollectiveModel(topo, nccl_version=table, nccl_env=env_from_text("\n".join(run.env_lines)))
     note = f" [{model.view_note}]" if model.view_note else ""
     series = sorted({r.dtype for r in run.rows})
     points = []
