@@ -26,7 +26,7 @@ from . import demand as dm
 from . import nccl_model as nm
 from . import pipeline
 from .busbw import busbw_factor
-from .multinode import kernel_view, nvlstree_kernel_bw
+from .multinode import kernel_view, nvlstree_kernel_bw, tree_kernel_bw
 from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
 from .nccl_env import NcclEnv, apply_env
@@ -108,9 +108,18 @@ class CollectiveModel:
                 # (2.18-2.20 charged LL a quarter of the link, 2.21+ the half its 8-of-16 B
                 # lines carry); the version's own table only steers NCCL's choice
                 # and the file's links where they differ from what NCCL's constants know
-                (nvlstree_kernel_bw(shape, KERNEL_CONSTS) if algo == "NVLSTree" and op == "all_reduce"
-                 else nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS)) * shape.kernel_scale)
+                self._kernel_bw(op, algo, proto, shape, graphs))
         return hit
+
+    @staticmethod
+    def _kernel_bw(op, algo, proto, shape, graphs) -> float:
+        if algo == "NVLSTree" and op == "all_reduce":
+            return nvlstree_kernel_bw(shape, KERNEL_CONSTS) * shape.kernel_scale
+        table = nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS) * shape.kernel_scale
+        if algo == "Tree" and proto == "Simple" and op == "all_reduce":
+            # the file's links, not NCCL's constants: no kernel_scale on top
+            return tree_kernel_bw(shape, table)
+        return table
 
     @property
     def view_note(self) -> str:

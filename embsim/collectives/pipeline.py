@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .channels import runtime_lanes
-from .multinode import nvlstree_fill, nvlstree_stage_bw, tree_net_fill
+from .multinode import chain_hop_bw, nvlstree_fill, nvlstree_stage_bw, tree_chain_fill, tree_net_fill
 from .nccl_model import net_overhead_us
 from .constants import DEFAULT_BUFF_BYTES, NCCL_STEPS, NcclConstants
 from .trimming import trimmed_slowdown
@@ -241,7 +241,7 @@ WIRE_PER_BYTE = MappingProxyType({"LL": 2.0, "LL128": 16.0 / 15.0, "Simple": 1.0
 
 def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: float,
          bandwidth: float, slowdown: float, step: float, net_rate: float = 0.0,
-         consts: NcclConstants | None = None) -> PipelineTime:
+         consts: NcclConstants | None = None, shape=None) -> PipelineTime:
     """Tree AllReduce: every chunk is reduced up and broadcast down; each pays a sync.
 
     Across nodes the first chunk is store-and-forwarded: the net proxy posts a FIFO step
@@ -259,6 +259,8 @@ def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: f
     transfer = nbytes / (1000.0 * bandwidth) * slowdown
     first = min(chunk, nbytes / channels) * WIRE_PER_BYTE[proto]
     fill = tree_net_fill(first, net_rate, nn)
+    if proto == "Simple" and shape is not None:
+        fill += tree_chain_fill(min(chunk, nbytes / channels), chain_hop_bw(shape, channels), ppn)
     return PipelineTime(latency + n_sync * step + fill, transfer, n_sync, chunks, chunk)
 
 
@@ -392,7 +394,7 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
             # Simple); the tree's chunk steps up and down cross the same proxy
             step = max(step, net_overhead_us(shape) * (3 if proto == "Simple" else 1))
         return tree(proto, nbytes, channels, shape.n_nodes, shape.ppn, nccl_latency, nccl_bandwidth,
-                    slowdown, step, net_rate, consts)
+                    slowdown, step, net_rate, consts, shape)
     # Ring and PAT (PAT's per-step pattern is not modelled: NCCL's formula, as a ring)
     hop = None
     if proto == "Simple" and shape.n_nodes == 1 and not p2p_read(shape):
