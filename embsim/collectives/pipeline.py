@@ -249,6 +249,8 @@ def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: f
     tail, LL / LL128 scan every line's flag), so each network hop up and down adds one
     chunk's wire time at a channel's share of the NICs (`net_rate`, GB/s) before the far
     side has anything. NCCL's hwLat[NET] is the cost of an empty step, not of this fill.
+    A Simple chunk is also store-and-forwarded inside a node, hop by hop along the chain
+    (multinode.tree_chain_fill): from 2.20 it is a whole step of the run's buffer.
     """
     depth = max(1, ppn - 1 + int(math.ceil(math.log2(nn))) if nn > 1 else ppn - 1)
     chunk = (tree_chunk(nbytes, channels, depth, proto, nn, ppn) if consts is None else
