@@ -39,6 +39,7 @@ class SimulationConfig:
     lengths: str | None = None     # sentence-length distribution for --jitter's corpus forms
     nccl_algo: str | None = None
     nccl_proto: str | None = None
+    nccl_env: tuple = ()           # NCCL_BUFFSIZE & co as (NAME, bytes) pairs (collectives.nccl_env)
     hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
     efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
     untie_outputs: bool = False                    # tied output projections get their own weight

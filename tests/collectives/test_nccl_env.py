@@ -65,3 +65,36 @@ def test_cli_nccl_env(capsys):
     assert "NCCL_BUFFSIZE=8388608" in capsys.readouterr().out
     assert main(["nccl-tests", "--nccl-env", "NCCL_BUFFSIZE=lots"]) == 2
     assert "NCCL_BUFFSIZE" in capsys.readouterr().err
+
+
+def test_simulate_takes_nccl_env(capsys):
+    assert main(["simulate", "--topology", "dgx-h100:2x8", "--iterations", "2",
+                 "--nccl-env", "NCCL_BUFFSIZE=8388608"]) == 0
+    assert "NCCL_BUFFSIZE=8388608" in capsys.readouterr().out
+    assert main(["simulate", "--nccl-env", "NCCL_LL_BUFFSIZE=-1"]) == 2
+
+
+def test_log_env_lines_reach_the_model():
+    from embsim.imports import parse_nccl_tests_log
+    from embsim.validate.collectives import run_errors
+
+    def row(size, t_us):
+        algbw = size / t_us / 1e3
+        bus = algbw * 15 / 16
+        return (f"{size:>12} {size // 64:>12} float none -1 {t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0 "
+                f"{t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0")
+    head = ["# nThread 1 nGpus 1 minBytes 4294967296 maxBytes 8589934592 step: 2(factor) warmup iters: 5 "
+            "iters: 20 agg iters: 1 validation: 1 graph: 0", "#"]
+    head += [f"#  Rank {r:2d} Group  0 Pid {r} on {'a' if r < 8 else 'b'} device {r % 8} [0x00] NVIDIA H100 80GB HBM3"
+             for r in range(16)]
+    body = head + [
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+        row(1 << 32, 24000.0), row(1 << 33, 48000.0), "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0 ", "#"]
+    info = "a:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608."
+    run = parse_nccl_tests_log("\n".join([info] + body), "log.txt", op="all_gather")[0]
+    plain = parse_nccl_tests_log("\n".join(body), "log.txt", op="all_gather")[0]
+    assert run.env_lines and not plain.env_lines
+    with_env, without = run_errors(run, "dgx-h100:2x8"), run_errors(plain, "dgx-h100:2x8")
+    assert {p.proto for p in with_env.points} == {"Simple"}
+    assert [p.simulated_busbw for p in with_env.points] != [p.simulated_busbw for p in without.points]
