@@ -277,7 +277,8 @@ def nvls_chunk(nbytes: float, concurrent: int, tree_variant: bool, nn: int, nvls
             chunk = min(chunk, 65536)
         rules = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
     else:
-        chunk = NVLS_MAX_CHUNK
+        # a Simple step of the run's buffer, at most nvlsChunkSize (NCCL_BUFFSIZE < 1 MiB shrinks it)
+        chunk = min(NVLS_MAX_CHUNK, consts.buff_bytes["Simple"] // NCCL_STEPS)
         if consts.nvls_small_chunk_multinode and nn > 1 and nvls_bw < 150:
             chunk = 32768
         rules = ((64, 65536), (8, 32768), (2, 16384))
