@@ -23,6 +23,12 @@ def _nccl_filter(kind: str):
     return check
 
 
+def _nccl_env(ctx, param, value):
+    """--nccl-env NAME=BYTES ... -> the (NAME, bytes) pairs, checked at the flag."""
+    from ..collectives.nccl_env import parse_env
+    return parse_env(split_pairs(value, "--nccl-env", "NAME=BYTES")).values
+
+
 def _options(f):
     opts = [
         click.option("--topology", default="16x8", show_default=True,
@@ -81,6 +87,8 @@ def _options(f):
                      help="NCCL_ALGO-style override, e.g. Ring or ^NVLS"),
         click.option("--nccl-proto", callback=_nccl_filter("proto"),
                      help="NCCL_PROTO-style override, e.g. Simple"),
+        click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
+                     help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608; repeatable"),
         click.option("--option", "-o", "extra", multiple=True,
                      help="strategy/scheduler parameter KEY=VALUE (e.g. shard=rows, partition_bytes=4e6)"),
     ]

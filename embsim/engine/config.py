@@ -41,6 +41,7 @@ class SimulationConfig:
     padding: str | None = None     # how batches are padded (workload.padding); None: the model's, else max
     nccl_algo: str | None = None
     nccl_proto: str | None = None
+    nccl_env: tuple = ()           # NCCL_BUFFSIZE & co as (NAME, bytes) pairs (collectives.nccl_env)
     hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
     efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
     untie_outputs: bool = False                    # tied output projections get their own weight

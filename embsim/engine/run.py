@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 
 from ..collectives import CollectiveModel
+from ..collectives.nccl_env import NcclEnv
 from ..errors import InputError
 from ..collectives.busbw import busbw_factor
 from ..collectives.servers import SERVER_OPS
@@ -101,9 +102,12 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     curves = measured.collective_curves() if measured is not None else None
     if curves:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"
-    collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves)
+    collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves,
+                                  nccl_env=NcclEnv(tuple(cfg.nccl_env)))
     if collectives.view_note:
         compute_source += f"; {collectives.view_note}"
+    if collectives.consts.env:
+        compute_source += f"; NCCL env {collectives.consts.env}"
     ranks = tuple(range(topo.n_gpus))
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
 

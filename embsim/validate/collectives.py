@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..collectives import CollectiveModel
+from ..collectives.nccl_env import env_from_text
 from ..collectives import nccl_tests as nt
 from ..collectives.busbw import busbw_factor
 from ..collectives.constants import nearest_table
@@ -50,7 +51,9 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     table = model_version(run.nccl_version)
     nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
     release = release_view(run.nccl_version)
-    model = CollectiveModel(topo, nccl_version=table, proto=proto_filter(release, None))
+    # the buffer/chunk sizes the run's NCCL reports it took from the environment
+    model = CollectiveModel(topo, nccl_version=table, proto=proto_filter(release, None),
+                            nccl_env=env_from_text("\n".join(run.env_lines)))
     notes = "; ".join(n for n in (release.note, model.view_note) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
