@@ -30,13 +30,11 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .costs import Shape
 from .gemm_fit import V100
 from .gpu_props import GpuCompute
 from .kernel_time import kernels_time
-from .kernels_layers import transformer_block
 from .precision import precision
-from .stream_fit import FITTED, GRID, LAYER, LayerRow, errors, fit, load_rows
+from .stream_fit import FITTED, GRID, LayerRow, errors, fit, layer_kernels, load_rows
 
 SOFTMAX_DATA = (Path(__file__).resolve().parent.parent / "validation_data" / "kernels"
                 / "substation-v100-softmax.csv")
@@ -57,10 +55,9 @@ class Alternative:
 
 
 def _layer(row: LayerRow, gpu: GpuCompute, pointwise_full: bool = False) -> float:
-    fused = row.implementation != FITTED
-    lk = transformer_block({**LAYER, "fused_elementwise": fused}, Shape(row.batch, row.seq, 2, 2),
-                           cross=False)
-    ks = lk.fwd + lk.bwd
+    """Forward + backward on one stream, timed as one list (GPU-bound: the host's dispatch
+    time is far below the kernels')."""
+    ks = layer_kernels(row)
     if pointwise_full:       # pointwise maps timed like copies: the full copy bandwidth
         ks = tuple(replace(k, copy=True) if k.pointwise else k for k in ks)
     return kernels_time(ks, gpu, precision("fp16"), 2)
