@@ -55,8 +55,10 @@ class Kernel:
     # slice): ATen's copy_, one contiguous read and write per element, the access pattern
     # of the streaming copy that gpu.hbm_fraction measures
     copy: bool = False
-    # a contiguous pointwise map (activation, dropout, residual add, product, fill):
-    # ATen's TensorIterator elementwise kernel, the same unit-stride grid as copy_
+    # a pointwise map (activation, dropout, residual add, product, fill; a mask or
+    # positional table may broadcast): ATen's TensorIterator elementwise kernel, the grid
+    # copy_ runs on, no reduction. Timed like any activation kernel; the classification is
+    # what embsim.workload.stream_alternatives tests (maps at copy bandwidth: rejected)
     pointwise: bool = False
 
     @property

@@ -20,7 +20,7 @@ the b8 s512 attention scores, embsim/validation_data/kernels/substation-v100-sof
   fitted on the rest (softmax, LayerNorm, reductions, head transposes). It fits the eager
   rows but puts the fused encoders, whose kernels are all of the second kind, far too slow.
 
-`python -m embsim.workload.stream_fit` prints these beside the shipped fit.
+`python -m embsim.workload.stream_alternatives` prints these beside the shipped fit.
 """
 
 from __future__ import annotations
@@ -150,3 +150,7 @@ def report() -> list[str]:
                f"{soft} of V100's copy bandwidth, not {shipped.efficiency:g}: on the fused rows the "
                "fraction also stands in for time the whole-layer data cannot place (GEMM layouts)")
     return out
+
+
+if __name__ == "__main__":      # python -m embsim.workload.stream_alternatives
+    print("\n".join(report()))

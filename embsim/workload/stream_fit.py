@@ -110,5 +110,4 @@ if __name__ == "__main__":      # python -m embsim.workload.stream_fit: refit an
           f"on {f.rows} {FITTED} rows of {SOURCE}; errors "
           + ", ".join(f"{e:+.1%}" for e in f.errors) + "; unfitted rows "
           + ", ".join(f"{e:+.1%}" for e in f.check_errors))
-    from .stream_alternatives import report
-    print("\n".join(report()))
+    print("size-aware alternatives on the same rows: python -m embsim.workload.stream_alternatives")
