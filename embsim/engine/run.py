@@ -28,6 +28,8 @@ from .config import SimulationConfig
 from .context import step_context
 from .jitter import NONE, jitter_factors, parse_jitter, with_jitter
 from .lengths import parse_lengths
+from .padded import check_padding
+from ..workload.padding import parse_padding
 from .measured import MeasuredInputs
 from .metrics import step_metrics
 from .result import ClusterShape, SimulationResult
@@ -52,8 +54,9 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
 
 def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     """What the run leaves unsaid, from the model zoo file's `defaults:` (how its reference
-    trainer runs it): amp style, jitter (`none` turns a zoo jitter off) and, without
-    --lengths or --corpus, the corpus's sentence lengths."""
+    trainer runs it): amp style, jitter (`none` turns a zoo jitter off), without --lengths
+    or --corpus the corpus's sentence lengths, and without --padding the trainer's padding
+    at the run's seq (`max` turns it off)."""
     spec = load_spec(cfg.model)
     for key in ("jitter", "lengths"):
         value = getattr(spec, key)
@@ -65,8 +68,14 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     lengths = cfg.lengths
     if lengths is None and cfg.corpus is None:
         lengths = spec.lengths
-    return replace(cfg, amp=cfg.amp or spec.amp or "autocast",
-                   jitter=None if jitter == NONE else jitter, lengths=lengths)
+    padding, origin = cfg.padding, "--padding"
+    if padding is None:
+        seq = cfg.seq or spec.seq
+        padding, origin = spec.padding_for(seq), f"{spec.path}: defaults.padding at seq {seq}:"
+    jitter = None if jitter == NONE else jitter
+    check_padding(padding, lengths, cfg.corpus, jitter, origin)
+    return replace(cfg, amp=cfg.amp or spec.amp or "autocast", jitter=jitter, lengths=lengths,
+                   padding=padding)
 
 
 def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> SimulationResult:
@@ -133,7 +142,14 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   "tables": "fp32" if model.table_bytes > model.dtype_bytes else None,
                   "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync, "jitter": cfg.jitter,
                   "lengths": cfg.lengths,
+                  "padding": cfg.padding if _pads(cfg) else None,
                   "straggler": cfg.straggler, "seed": cfg.seed})
+
+
+def _pads(cfg: SimulationConfig) -> bool:
+    """Whether the run's batches are padded to other lengths than --seq (engine.padded)."""
+    policy = parse_padding(cfg.padding)
+    return policy is not None and policy.kind != "max"
 
 
 def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, micro_batches: int = 1):

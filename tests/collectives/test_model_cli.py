@@ -114,7 +114,9 @@ CURVE_BOUNDS = {
     "h100-slurm-1x8-reduce-scatter": (0.028, 0.06),   # informed the handshake overlap; 128 MiB 6 % fast
     # NCCL 2.9.9 (horovod's CUDA 11.3 image), run on 2.18's table: max 45.1 -> 46.5 %
     "oci-bm-gpu4-8-allreduce": (0.16, 0.47),          # A100 LL/LL128 0.5-16 MiB 24-47 % fast (as stas00)
-    "dgx1-v100-allreduce": (0.205, 0.385),            # 2019 (NCCL 2.4, no LL128 yet): 0.06-8 MiB 15-38 % fast, >= 16 MiB within 11 %
+    # 2019 (NCCL <= 2.4.8 by the page's date): no LL128 (releases.py), 2.18's tables stand in;
+    # 1 MiB Ring/Simple 29 % slow, LL 64-256 KiB 13-24 % fast, 128 MiB 11 % slow (> NCCL's 6 x 20 GB/s)
+    "dgx1-v100-allreduce": (0.116, 0.294),
 }
 # Large-message single points: within 10 %, except the 8-GPU AlltoAlls of NVIDIA's GTC25
 # slide (NCCL version not given): the warps could outrun NVLink, so the model runs at the
