@@ -9,7 +9,7 @@ model in nccl_model.py reads like NCCL's and can be checked against its logs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from embsim.errors import InputError
@@ -23,6 +23,15 @@ MAX_THREADS = MappingProxyType({"LL": 512, "LL128": 640, "Simple": 512})
 THREAD_THRESHOLDS = MappingProxyType({"LL": 8, "LL128": 8, "Simple": 64})  # bytes per thread
 MAXCHANNELS = 64
 NCCL_MAX_NVLS_ARITY = 32
+NCCL_STEPS = 8
+# Buffer bytes per connection and protocol, NCCL's defaults (init.cc DEFAULT_*BUFFSIZE):
+# LL 8 lines x 512 threads x 8 steps x 16 B; LL128 120 u64 x 640 threads x 8 steps x 8 B;
+# Simple 4 MiB. NCCL_BUFFSIZE / NCCL_LL_BUFFSIZE / NCCL_LL128_BUFFSIZE replace them
+# (nccl_env.py).
+DEFAULT_BUFF_BYTES = MappingProxyType({"LL": 8 * 512 * NCCL_STEPS * 16,
+                                       "LL128": 120 * 640 * NCCL_STEPS * 8, "Simple": 1 << 22})
+# p2p step per path (init.cc NCCL_P2P_NET/NVL/PCI_CHUNKSIZE defaults).
+DEFAULT_P2P_CHUNK = MappingProxyType({"net": 128 << 10, "nvl": 512 << 10, "pci": 128 << 10})
 
 # Per-channel search speeds, GB/s (search.cc ~1075-1100), highest first.
 SPEED_INTRA = MappingProxyType({
@@ -89,6 +98,7 @@ class NcclConstants:
     # (NCCL_NVLS_CHUNKSIZE, 128 KiB); up to 2.20 the Simple step x chunkSteps (512 KiB). 2.19+
     # caps it at 64 KiB on 4+ nodes (NCCL_NVLSTREE_MAX_CHUNKSIZE -2 default).
     nvlstree_chunk: int = 128 << 10
+    nvlstree_chunk_is_step: bool = False   # up to 2.20: the chunk is a Simple step instead
     nvlstree_chunk_cap_4nodes: bool = True
     ring_plateau_sm80: float = 1.4      # Ring/Simple multi-node latency x, "plateau effect"
     ring_plateau_volta: float = 1.9
@@ -98,6 +108,15 @@ class NcclConstants:
     nvls_channels_sm100: tuple[int, int] | None = (24, 32)
     # 2.29+: ncclTopoGetAlgoTime applies treeCorrectionFactor to NVLSTree AllReduce on sm100 x86
     nvlstree_tree_correction: bool = True
+    # <= 2.19: computeColl halves the Tree/Simple chunk while a channel has fewer than
+    # depth x 8 / x 4 / x 1 chunks (floors 128/64/32 KiB); 2.20 dropped it, so from 2.20 a
+    # Tree/Simple chunk is a whole Simple step (buffSize / NCCL_STEPS) at every size.
+    tree_simple_chunk_halving: bool = False
+    # The run's buffer and p2p chunk sizes (NCCL's defaults unless nccl_env.apply_env set
+    # them from NCCL_BUFFSIZE & co; `env` then says which).
+    buff_bytes: MappingProxyType = field(default_factory=lambda: DEFAULT_BUFF_BYTES)
+    p2p_chunk: MappingProxyType = field(default_factory=lambda: DEFAULT_P2P_CHUNK)
+    env: str = ""
 
 
 _BASE_230 = _lat((6.8, 14.0, 8.4), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (8.0, 8.0, 8.0))
@@ -189,7 +208,7 @@ NCCL_2_22 = replace(NCCL_2_23, version="2.22",
                     has_pat=False, nvlink_per_link=_NVL_2_20)
 NCCL_2_21 = replace(NCCL_2_22, version="2.21")
 # 2.19-2.20: Ring LL x1/4 (AllReduce, Reduce, multi-node) or x1/3; NVLS hwLat 23.
-NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, nvlstree_chunk=512 << 10, hw_lat=MappingProxyType({
+NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, nvlstree_chunk_is_step=True, hw_lat=MappingProxyType({
     **_HW_222, "NVLINK": _lat((.6, 1.25, 28), (.6, 1.9, 3.4), (0, 0, 23), (0, 0, 23), (0, 0, 0))}))
 # 2.19: SM90 NVLink 20.0 and runRing's LL128 chunk rounding (gone in 2.20).
 # Up to 2.19 the NVLS kernel lays a loop out as channel-sized blocks of nHeads x chunk
@@ -198,6 +217,7 @@ NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, nvlstree
 # on the host (args->oneNode, workCount). Up to 2.19 scheduleP2pTasksToPlan also capped a peer's parts on one node ("avoid
 # overloading channels with 8+ operations as we lose the sync warp").
 NCCL_2_19 = replace(NCCL_2_20, version="2.19", nvlink_per_link=_NVL_2_19, ll128_chunk_rounding=True,
+                    tree_simple_chunk_halving=True,
                     nvls_small_chunk_multinode=True, p2p_max_channels_4x=True, nvls_host_split=False)
 # 2.18 (the Azure validation curves used 2.18.5): NVLS latency is its base 23 µs (+ NET),
 # Tree Simple hwLat 4 / 6 / 14, the older NVLSTree ratio, no 32 KiB multi-node NVLS chunks.

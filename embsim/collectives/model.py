@@ -26,9 +26,10 @@ from . import demand as dm
 from . import nccl_model as nm
 from . import pipeline
 from .busbw import busbw_factor
-from .multinode import kernel_view, nvlstree_kernel_bw
+from .multinode import kernel_view, nvlstree_kernel_bw, tree_kernel_bw
 from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
+from .nccl_env import NcclEnv, apply_env
 from .alltoall_demand import AlltoallPattern, NotRegular
 from .p2p import alltoall_time, alltoallv_time, p2p_time, sendrecv_time
 from .servers import server_transfer
@@ -63,9 +64,11 @@ class CollectivePlan:
 class CollectiveModel:
     def __init__(self, topology, algo: str | None = None, proto: str | None = None,
                  nccl_version: str | None = "2.30",
-                 measured: Mapping[tuple[str, int], tuple[Sequence[float], Sequence[float]]] | None = None):
+                 measured: Mapping[tuple[str, int], tuple[Sequence[float], Sequence[float]]] | None = None,
+                 nccl_env: NcclEnv | None = None):
         self.topology = topology
-        self.consts: NcclConstants = constants_for(nccl_version)
+        # the release's constants with the run's NCCL_BUFFSIZE & co (buffer/chunk sizes)
+        self.consts: NcclConstants = apply_env(constants_for(nccl_version), nccl_env)
         self.algos = nm.parse_filter(algo, "algo")
         self.protos = nm.parse_filter(proto, "proto")
         self.measured = dict(measured or {})
@@ -105,9 +108,18 @@ class CollectiveModel:
                 # (2.18-2.20 charged LL a quarter of the link, 2.21+ the half its 8-of-16 B
                 # lines carry); the version's own table only steers NCCL's choice
                 # and the file's links where they differ from what NCCL's constants know
-                (nvlstree_kernel_bw(shape, KERNEL_CONSTS) if algo == "NVLSTree" and op == "all_reduce"
-                 else nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS)) * shape.kernel_scale)
+                self._kernel_bw(op, algo, proto, shape, graphs))
         return hit
+
+    @staticmethod
+    def _kernel_bw(op, algo, proto, shape, graphs) -> float:
+        if algo == "NVLSTree" and op == "all_reduce":
+            return nvlstree_kernel_bw(shape, KERNEL_CONSTS) * shape.kernel_scale
+        table = nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS) * shape.kernel_scale
+        if algo == "Tree" and proto == "Simple" and op == "all_reduce":
+            # the file's links, not NCCL's constants: no kernel_scale on top
+            return tree_kernel_bw(shape, table)
+        return table
 
     @property
     def view_note(self) -> str:

@@ -51,6 +51,24 @@ def tree_net_fill(first_wire_bytes: float, net_rate: float, n_nodes: int) -> flo
     return tree_crossings(n_nodes) * (first_wire_bytes / (1000.0 * net_rate) + PROXY_HANDOFF_US)
 
 
+def chain_hop_bw(shape: CommShape, channels: int) -> float:
+    """GB/s one channel moves a chunk from GPU to GPU along the tree's chain in a node: the
+    channels fill in lockstep, so at every hop all of them send their first chunk over the
+    GPU's links at once (the file's NVLink or PCIe bandwidth per GPU, shared)."""
+    return shape.intra_bw * shape.fabric_ratio / max(1, channels)
+
+
+def tree_chain_fill(first_bytes: float, hop_bw: float, ppn: int) -> float:
+    """µs a Tree/Simple chunk spends going down the node's chain and back before the next
+    node (or the caller) has it: a Simple tree step is one slice of the whole chunk
+    (ProtoSimple<1, 1>, prims_simple.h sliceSize = the chunk), so each of the ppn - 1 hops
+    up and the ppn - 1 down forwards it only once all of it arrived. LL / LL128 forward
+    line by line (their flags are in every line): their hops are NCCL's per-hop latency."""
+    if ppn <= 1 or hop_bw <= 0:
+        return 0.0
+    return 2 * (ppn - 1) * first_bytes / (1000.0 * hop_bw)
+
+
 def nvls_heads(shape: CommShape) -> int:
     """NVLS heads per node: one per local GPU (search.cc: maxChannels = min(ARITY, nGPUs))."""
     return min(NCCL_MAX_NVLS_ARITY, shape.ppn)
@@ -100,6 +118,18 @@ def nvlstree_channel_cap(shape: CommShape, consts: NcclConstants) -> float:
     if graph is None or per_ch <= 0:
         return math.inf
     return per_ch * graph.n_channels * shape.n_ranks / nm.nsteps("all_reduce", shape.n_ranks)
+
+
+def tree_kernel_bw(shape: CommShape, table_bw: float) -> float:
+    """Tree/Simple AllReduce algBw (GB/s) the kernel moves across nodes: the slower of the
+    NICs' tree (nic_tree_bw) and the chain in a node, where every GPU sends each byte twice
+    over its links -- the partial sums up to its parent and the result down to its child.
+    NCCL's table (`table_bw`: graph channels x the search's speed x 0.92, capped per graph
+    channel) prices the graph search's steps, not these links (the runtime runs twice the
+    graph's channels); one node, or no NICs: the table."""
+    if shape.n_nodes < 2 or shape.nic_bw <= 0:
+        return table_bw
+    return min(nic_tree_bw(shape), shape.intra_bw * shape.fabric_ratio / 2.0)
 
 
 def nvlstree_kernel_bw(shape: CommShape, consts: NcclConstants) -> float:

@@ -112,12 +112,13 @@ def p2p_channels(shape: CommShape, consts: NcclConstants, comm_channels: int, pe
     if shape.n_nodes > 1:
         while per * math.ceil(peers / P2P_PER_BATCH) > total and per > 1:
             per //= 2
+    # the run's NCCL_P2P_*_CHUNKSIZE (default P2P_*_CHUNK; nccl_env.apply_env)
     if shape.n_nodes > 1:
-        chunk = P2P_NET_CHUNK
+        chunk = consts.p2p_chunk["net"]
     elif shape.intra == "pcie":
-        chunk = P2P_PCI_CHUNK
+        chunk = consts.p2p_chunk["pci"]
     else:
-        chunk = P2P_NVL_CHUNK
+        chunk = consts.p2p_chunk["nvl"]
     return P2PChannels(total, per, chunk)
 
 

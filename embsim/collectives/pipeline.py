@@ -42,17 +42,15 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .channels import runtime_lanes
-from .multinode import nvlstree_fill, nvlstree_stage_bw, tree_net_fill
+from .multinode import chain_hop_bw, nvlstree_fill, nvlstree_stage_bw, tree_chain_fill, tree_net_fill
 from .nccl_model import net_overhead_us
-from .constants import NcclConstants
+from .constants import DEFAULT_BUFF_BYTES, NCCL_STEPS, NcclConstants
 from .trimming import trimmed_slowdown
 
-NCCL_STEPS = 8
 WARP_SIZE = 32
-# Buffer bytes per connection (device.h): Simple 4 MiB; LL 8 lines x 512 threads x 8 steps
-# x 16 B; LL128 120 u64 x 640 threads x 8 steps x 8 B.
-BUFF_BYTES = MappingProxyType({"Simple": 1 << 22, "LL": 8 * 512 * NCCL_STEPS * 16,
-                               "LL128": 120 * 640 * NCCL_STEPS * 8})
+# Buffer bytes per connection, NCCL's defaults (the run's own: consts.buff_bytes, which
+# NCCL_BUFFSIZE & co set -- nccl_env.py).
+BUFF_BYTES = DEFAULT_BUFF_BYTES
 # Ring Simple (chunkSteps, sliceSteps) per collective (collectives.h).
 RING_STEPS = MappingProxyType({"all_reduce": (4, 2), "all_gather": (4, 2), "reduce_scatter": (4, 2),
                                "broadcast": (1, 1), "reduce": (1, 1)})
@@ -116,9 +114,10 @@ class PipelineTime:
         return self.latency + self.transfer
 
 
-def step_bytes(proto: str) -> int:
-    """Data bytes one FIFO step carries (enqueue.cc: LL halves for flags, LL128 15/16)."""
-    step = BUFF_BYTES[proto] // NCCL_STEPS
+def step_bytes(proto: str, buff=BUFF_BYTES) -> int:
+    """Data bytes one FIFO step carries (enqueue.cc: LL halves for flags, LL128 15/16)
+    with `buff` the run's buffer bytes per protocol."""
+    step = buff[proto] // NCCL_STEPS
     if proto == "LL":
         return step // 2
     if proto == "LL128":
@@ -178,7 +177,7 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
     `hop` (µs, AllReduce/AllGather/ReduceScatter only): the handshake overlaps the other
     slices' data (hidden_handshake_stall) instead of `step` being paid by every slice."""
     chunk_steps, slice_steps = RING_STEPS.get(op, (1, 1)) if proto == "Simple" else (1, 1)
-    chunk = step_bytes(proto) * chunk_steps
+    chunk = step_bytes(proto, consts.buff_bytes) * chunk_steps
     slices = max(1, chunk_steps // slice_steps)
     per_loop = n if op in ("all_reduce", "all_gather", "reduce_scatter") else 1
     loop = channels * per_loop * chunk
@@ -213,13 +212,17 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
     return PipelineTime(latency + n_sync * step, transfer, n_sync, loops, chunk)
 
 
-def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, ppn: int) -> int:
-    """Tree chunk size (enqueue.cc computeColl: halved while too few chunks per depth)."""
-    chunk = BUFF_BYTES[proto] // NCCL_STEPS
-    if proto == "Simple":
+def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, ppn: int,
+               buff=BUFF_BYTES, halve_simple: bool = True) -> int:
+    """Tree chunk size (enqueue.cc computeColl: a step of the run's buffer `buff`, halved
+    while too few chunks per depth; for Simple only up to 2.19, `halve_simple`)."""
+    chunk = buff[proto] // NCCL_STEPS
+    if proto == "Simple" and halve_simple:
         for mult, floor in ((8, 131072), (4, 65536), (1, 32768)):
             while nbytes / (channels * chunk) < depth * mult and chunk > floor:
                 chunk //= 2
+    elif proto == "Simple":
+        pass
     elif proto == "LL128":
         steps = 1 + int(math.log2(nn)) + 0.1 * ppn
         for mult, floor in ((64, 131072), (16, 32768)):
@@ -237,7 +240,8 @@ WIRE_PER_BYTE = MappingProxyType({"LL": 2.0, "LL128": 16.0 / 15.0, "Simple": 1.0
 
 
 def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: float,
-         bandwidth: float, slowdown: float, step: float, net_rate: float = 0.0) -> PipelineTime:
+         bandwidth: float, slowdown: float, step: float, net_rate: float = 0.0,
+         consts: NcclConstants | None = None, shape=None) -> PipelineTime:
     """Tree AllReduce: every chunk is reduced up and broadcast down; each pays a sync.
 
     Across nodes the first chunk is store-and-forwarded: the net proxy posts a FIFO step
@@ -245,14 +249,20 @@ def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: f
     tail, LL / LL128 scan every line's flag), so each network hop up and down adds one
     chunk's wire time at a channel's share of the NICs (`net_rate`, GB/s) before the far
     side has anything. NCCL's hwLat[NET] is the cost of an empty step, not of this fill.
+    A Simple chunk is also store-and-forwarded inside a node, hop by hop along the chain
+    (multinode.tree_chain_fill): from 2.20 it is a whole step of the run's buffer.
     """
     depth = max(1, ppn - 1 + int(math.ceil(math.log2(nn))) if nn > 1 else ppn - 1)
-    chunk = tree_chunk(nbytes, channels, depth, proto, nn, ppn)
+    chunk = (tree_chunk(nbytes, channels, depth, proto, nn, ppn) if consts is None else
+             tree_chunk(nbytes, channels, depth, proto, nn, ppn, consts.buff_bytes,
+                        consts.tree_simple_chunk_halving))
     chunks = max(1, int(math.ceil(nbytes / (channels * chunk))))
     n_sync = 2 * chunks
     transfer = nbytes / (1000.0 * bandwidth) * slowdown
     first = min(chunk, nbytes / channels) * WIRE_PER_BYTE[proto]
     fill = tree_net_fill(first, net_rate, nn)
+    if proto == "Simple" and shape is not None:
+        fill += tree_chain_fill(min(chunk, nbytes / channels), chain_hop_bw(shape, channels), ppn)
     return PipelineTime(latency + n_sync * step + fill, transfer, n_sync, chunks, chunk)
 
 
@@ -260,12 +270,15 @@ def nvls_chunk(nbytes: float, concurrent: int, tree_variant: bool, nn: int, nvls
                consts: NcclConstants) -> int:
     """NVLS / NVLSTree chunk (enqueue.cc): smaller chunks for smaller messages."""
     if tree_variant:
-        chunk = consts.nvlstree_chunk
+        # up to 2.20 a Simple step of the run's buffer, 2.21+ comm->nvlsChunkSize
+        chunk = (consts.buff_bytes["Simple"] // NCCL_STEPS if consts.nvlstree_chunk_is_step
+                 else consts.nvlstree_chunk)
         if consts.nvlstree_chunk_cap_4nodes and nn >= 4:
             chunk = min(chunk, 65536)
         rules = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
     else:
-        chunk = NVLS_MAX_CHUNK
+        # a Simple step of the run's buffer, at most nvlsChunkSize (NCCL_BUFFSIZE < 1 MiB shrinks it)
+        chunk = min(NVLS_MAX_CHUNK, consts.buff_bytes["Simple"] // NCCL_STEPS)
         if consts.nvls_small_chunk_multinode and nn > 1 and nvls_bw < 150:
             chunk = 32768
         rules = ((64, 65536), (8, 32768), (2, 16384))
@@ -384,7 +397,7 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
             # Simple); the tree's chunk steps up and down cross the same proxy
             step = max(step, net_overhead_us(shape) * (3 if proto == "Simple" else 1))
         return tree(proto, nbytes, channels, shape.n_nodes, shape.ppn, nccl_latency, nccl_bandwidth,
-                    slowdown, step, net_rate)
+                    slowdown, step, net_rate, consts, shape)
     # Ring and PAT (PAT's per-step pattern is not modelled: NCCL's formula, as a ring)
     hop = None
     if proto == "Simple" and shape.n_nodes == 1 and not p2p_read(shape):

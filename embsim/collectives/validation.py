@@ -19,8 +19,9 @@ from embsim.errors import InputError
 from embsim.yamlio import load_yaml
 
 from . import nccl_tests as nt
-from .constants import nearest_table
 from .model import CollectiveModel
+from .nccl_env import env_from_text
+from .releases import proto_filter, release_view
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data"
 MIN_SIZE = 64 << 10
@@ -93,11 +94,15 @@ def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None):
 
 
 def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, spec=None):
-    """(rows, note): the simulated nccl-tests rows, and the topology's view note if any."""
+    """(rows, note): the simulated nccl-tests rows, and what the output must say about the
+    release that stood in for the measurement's and about the topology's view, if anything.
+    The buffer/chunk sizes the measurement set (NCCL_BUFFSIZE=... in `how`) drive it."""
     topo = _topology(preset, nodes, gpus, spec)
-    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nearest_table(nccl))
+    release = release_view(nccl)
+    model = CollectiveModel(topo, algo=algo, proto=proto_filter(release, proto),
+                            nccl_version=release.table, nccl_env=env_from_text(how))
     rows = nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
-    return rows, model.view_note
+    return rows, "; ".join(n for n in (release.note, model.view_note) if n)
 
 
 def _system(text: str, note: str) -> str:

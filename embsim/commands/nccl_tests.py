@@ -9,6 +9,8 @@ import click
 from embsim.collectives import CollectiveModel
 from embsim.collectives import nccl_tests as nt
 from embsim.collectives.busbw import OPS
+from embsim.collectives.nccl_env import parse_env
+from embsim.commands.options import split_pairs
 from embsim.errors import InputError
 
 
@@ -26,9 +28,12 @@ from embsim.errors import InputError
 @click.option("--algo", default=None, help='NCCL_ALGO syntax, e.g. "Ring", "Tree,Ring", "^NVLS"')
 @click.option("--proto", default=None, help='NCCL_PROTO syntax, e.g. "LL128", "^LL"')
 @click.option("--nccl-version", default="2.30", show_default=True, help="NCCL release whose choices and kernels to model, 2.18 to 2.30 (e.g. 2.27.7)")
+@click.option("--nccl-env", "nccl_env", multiple=True, metavar="NAME=BYTES",
+              help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608 (also "
+                   "NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); repeatable")
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of the table")
 def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, algo, proto,
-            nccl_version, as_json):
+            nccl_version, nccl_env, as_json):
     """Print the table nccl-tests would print, from the simulated collective times."""
     from embsim.topology import load_topology
 
@@ -45,17 +50,20 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
     if not 1 <= gpus <= 64:
         raise InputError(f"--ngpus {ngpus!r}: GPUs driven by one process must be 1..64")
     sizes = nt.sweep_sizes(nt.parse_size(minbytes, "--minbytes"), nt.parse_size(maxbytes, "--maxbytes"), factor)
+    env = parse_env(split_pairs(nccl_env, "--nccl-env", "NAME=BYTES"))
     topo = load_topology(topology_spec)
-    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl_version)
+    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl_version, nccl_env=env)
     rows = nt.run(model, op, sizes, datatype, gpus_per_process=gpus)
     label = f"{topo.preset}:{topo.n_nodes}x{topo.gpus_per_node}"
     if as_json:
         click.echo(json.dumps({"topology": label, "op": op, "ranks": topo.n_gpus,
-                               "nccl_version": model.consts.version, "view_note": model.view_note,
+                               "nccl_version": model.consts.version, "nccl_env": model.consts.env,
+                               "view_note": model.view_note,
                                "rows": nt.rows_json(rows)}, indent=1))
     else:
         header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "
-                  f"NCCL {model.consts.version} model, -g {gpus}")
+                  f"NCCL {model.consts.version} model, -g {gpus}"
+                  + (f", {model.consts.env}" if model.consts.env else ""))
         if model.view_note:
             header += f"\n# {model.view_note}"
         click.echo(nt.format_table(rows, header))

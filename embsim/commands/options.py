@@ -23,6 +23,12 @@ def _nccl_filter(kind: str):
     return check
 
 
+def _nccl_env(ctx, param, value):
+    """--nccl-env NAME=BYTES ... -> the (NAME, bytes) pairs, checked at the flag."""
+    from ..collectives.nccl_env import parse_env
+    return parse_env(split_pairs(value, "--nccl-env", "NAME=BYTES")).values
+
+
 def _options(f):
     opts = [
         click.option("--topology", default="16x8", show_default=True,
@@ -67,15 +73,23 @@ def _options(f):
         click.option("--zipf", "zipf_s", type=FiniteFloat(0, 10), default=1.05, show_default=True,
                      help="Zipf exponent of the token distribution"),
         click.option("--corpus", type=click.Path(dir_okay=False), help="real text file for token statistics"),
-        click.option("--lengths", help="sentence lengths for --jitter bucket:K/shuffle/maxtokens without "
-                                       "a --corpus: lognormal:MEAN:SD[:MAX][,ratio:SIGMA], a corpus's "
-                                       "published mean and standard deviation of tokens per sentence; "
-                                       "ratio: translation pairs, target = source x exp(N(0, SIGMA)) "
-                                       "(maxtokens)"),
+        click.option("--lengths", help="sample lengths for --padding and --jitter bucket:K/shuffle/maxtokens "
+                                       "without a --corpus: a shipped measured histogram (wikipedia: BERT "
+                                       "pre-training samples at 512; squad-1.1), or lognormal:MEAN:SD[:MAX], "
+                                       "a corpus's published mean and standard deviation of tokens per sentence; "
+                                       "either with ,ratio:SIGMA: translation pairs, target = source x "
+                                       "exp(N(0, SIGMA)) (maxtokens) (default: the model's)"),
+        click.option("--padding", help="how each micro-batch is padded: max (to --seq), longest[:ALIGN] "
+                                       "(to its longest sample, rounded up to ALIGN), bins:WIDTH[:ALIGN] "
+                                       "(NVIDIA LDDL: one WIDTH-token length bin per batch, padded to its "
+                                       "longest), packed (samples packed into --seq rows); the step computes "
+                                       "the expectation over the padded lengths (default: the model's, else max)"),
         click.option("--nccl-algo", callback=_nccl_filter("algo"),
                      help="NCCL_ALGO-style override, e.g. Ring or ^NVLS"),
         click.option("--nccl-proto", callback=_nccl_filter("proto"),
                      help="NCCL_PROTO-style override, e.g. Simple"),
+        click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
+                     help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608; repeatable"),
         click.option("--option", "-o", "extra", multiple=True,
                      help="strategy/scheduler parameter KEY=VALUE (e.g. shard=rows, partition_bytes=4e6)"),
     ]

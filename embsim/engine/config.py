@@ -11,6 +11,7 @@ from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
 from .accumulate import check_accumulate, check_sync
 from .jitter import parse_jitter
+from ..workload.padding import parse_padding
 from .lengths import parse_lengths
 
 
@@ -36,9 +37,11 @@ class SimulationConfig:
     comm_interference: float | None = None
     zipf_s: float = 1.05
     corpus: str | None = None
-    lengths: str | None = None     # sentence-length distribution for --jitter's corpus forms
+    lengths: str | None = None     # sample-length distribution for --padding and --jitter's corpus forms
+    padding: str | None = None     # how batches are padded (workload.padding); None: the model's, else max
     nccl_algo: str | None = None
     nccl_proto: str | None = None
+    nccl_env: tuple = ()           # NCCL_BUFFSIZE & co as (NAME, bytes) pairs (collectives.nccl_env)
     hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
     efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
     untie_outputs: bool = False                    # tied output projections get their own weight
@@ -64,6 +67,7 @@ class SimulationConfig:
             check_sync(self.accumulate_sync)
         parse_jitter(self.jitter)
         parse_lengths(self.lengths)
+        parse_padding(self.padding)
 
 
 def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:

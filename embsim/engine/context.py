@@ -10,6 +10,7 @@ from ..workload.kernel_time import kernels_time
 from ..workload.precision import precision
 from ..workload import load_model
 from ..workload.tokens import RowTouches, TokenStats
+from .padded import expected_layer_times, run_length_mix
 from .trace_times import trace_layer_times
 
 GiB = 1 << 30
@@ -60,24 +61,36 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     if measured is not None and measured.kernel_table is not None:
         kgpu = from_measurement(topo.node.gpu, measured.kernel_table, measured.source)
     times = model_times(model, kgpu)      # also refuses a dtype the GPU lacks
-    if measured is not None and measured.covers(model):
-        def at_shape(batch: int, seq: int):    # the same model at a measured shape
-            return load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
-                              dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
-        fwd, bwd, extrapolated = trace_layer_times(
-            model, measured.trace, lambda m: model_times(m, kgpu), at_shape,
-            sparse_lookups=not dense_table_gradient)
-        source = measured.compute_source + (f"; {extrapolated}" if extrapolated else "")
-    else:
-        sparse_lookups = not dense_table_gradient
+    sparse_lookups = not dense_table_gradient
+
+    def at_shape(batch: int, seq: int):    # the same model at another shape
+        return load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
+                          dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+
+    def layer_times(m, times) -> tuple[dict, dict, str]:
+        if measured is not None and measured.covers(m):
+            fwd, bwd, extrapolated = trace_layer_times(
+                m, measured.trace, lambda mm: model_times(mm, kgpu), at_shape,
+                sparse_lookups=sparse_lookups)
+            return fwd, bwd, measured.compute_source + (f"; {extrapolated}" if extrapolated else "")
         fwd = {n: t.fwd_s for n, t in times.items()}
         bwd = {n: (t.bwd_sparse_s if sparse_lookups and t.bwd_sparse_s is not None
-                   and not model.dense_gradient(model.layer(n).table) else t.bwd_s)
+                   and not m.dense_gradient(m.layer(n).table) else t.bwd_s)
                for n, t in times.items()}
-        source = f"compute: {_label_for(model, kgpu)}"
-        style = elementwise_style(model)
-        if style:
-            source += f"; elementwise kernels {style}"
+        source = f"compute: {_label_for(m, kgpu)}"
+        style = elementwise_style(m)
+        return fwd, bwd, source + (f"; elementwise kernels {style}" if style else "")
+
+    fwd, bwd, source = layer_times(model, times)
+    padded = run_length_mix(cfg, model)
+    if padded is not None:
+        # every layer at every padded length of the mix, weighted (padded.py)
+        def times_at(seq: int) -> tuple[dict, dict]:
+            m = model if seq == model.seq else at_shape(model.batch, seq)
+            f, b, _ = layer_times(m, times if m is model else model_times(m, kgpu))
+            return f, b
+        fwd, bwd = expected_layer_times(padded[0], times_at)
+        source += f"; {padded[1]}"
     # Optimizer steps are always the kernel model's: a trace's optimizer timing is per
     # element and scaled below when present.
     dense_update = {l.name: optimizer_step_time(l.params, model, kgpu, tensors=_tensors(l),

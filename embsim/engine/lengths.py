@@ -1,15 +1,20 @@
-"""Sentence lengths for the corpus forms of --jitter, when no corpus file is at hand:
-a published length distribution, `--lengths lognormal:MEAN:SD[:MAX][,ratio:SIGMA]`.
+"""Sample lengths when no corpus file is at hand, `--lengths`:
+    NAME                 a measured length histogram shipped with embsim
+                         (embsim/workload/datasets/NAME.yaml, e.g. wikipedia: BERT's
+                         pre-training samples at max_seq_length 512)
+    lognormal:MEAN:SD[:MAX]  a published mean and standard deviation of tokens per sentence
+    ...,ratio:SIGMA      (after either) translation pairs: each source length times
+                         exp(Normal(0, SIGMA)) is its target's (--jitter maxtokens)
 
-MEAN and SD are the corpus's published mean and standard deviation of tokens per
-sentence; the log-normal with those moments (sigma^2 = ln(1 + (SD/MEAN)^2),
+For the log-normal, MEAN and SD are the corpus's published mean and standard deviation of
+tokens per sentence; the log-normal with those moments (sigma^2 = ln(1 + (SD/MEAN)^2),
 mu = ln MEAN - sigma^2 / 2) stands for it, the usual shape of sentence-length
 distributions (right-skewed, positive). MAX drops longer sentences, as a training script's
 length filter does. SAMPLE sentences are drawn with the run's --seed (deterministic), rounded
-to whole tokens, at least one.
+to whole tokens, at least one; a named histogram is sampled the same way for --jitter's
+corpus forms, and used exactly by --padding (embsim.workload.padding).
 
-`,ratio:SIGMA` makes them sentence pairs (translation): each source length times
-exp(Normal(0, SIGMA)) is its target's, so a pair's sides differ as real translations do
+`,ratio:SIGMA` makes them sentence pairs, so a pair's sides differ as real translations do
 (a fairseq token-budget batch is sized on the longer side, and the shorter one computes
 less). The pairs' target draw is its own seeded stream: the source lengths are the same
 with or without it. MAX then drops a pair whose longer side exceeds it.
@@ -22,18 +27,25 @@ import math
 import numpy as np
 
 from ..errors import InputError
+from ..workload.length_data import list_datasets, load_histogram
 
 FORMS = ("lognormal",)
 SAMPLE = 200_000
 
 
-def parse_lengths(text: str | None) -> tuple[str, float, float, float | None] | None:
+def parse_lengths(text: str | None) -> tuple | None:
+    """("dataset", NAME) or ("lognormal", MEAN, SD, MAX or None); None without --lengths.
+    A `,ratio:SIGMA` suffix (ratio_sigma) is checked and left out of the result."""
     if not text:
         return None
     ratio_sigma(text)
-    kind, *values = text.split(",")[0].split(":")
+    text = text.split(",")[0]
+    if text in list_datasets():
+        return ("dataset", text)
+    kind, *values = text.split(":")
     if kind not in FORMS or len(values) not in (2, 3):
-        raise InputError(f"--lengths {text!r}: expected lognormal:MEAN:SD or lognormal:MEAN:SD:MAX")
+        raise InputError(f"--lengths {text!r}: expected a data set ({', '.join(list_datasets())}), "
+                         f"lognormal:MEAN:SD or lognormal:MEAN:SD:MAX")
     try:
         nums = [float(v) for v in values]
     except ValueError:
@@ -73,7 +85,8 @@ def drawn_pairs(text: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
         return src, src
     factor = np.exp(np.random.default_rng([seed, 1]).normal(0.0, sigma, src.size))
     tgt = np.maximum(np.rint(src * factor), 1).astype(np.int64)
-    top = parse_lengths(text)[3]
+    parsed = parse_lengths(text)
+    top = parsed[3] if parsed[0] == "lognormal" else None
     if top is not None:
         keep = tgt <= top
         src, tgt = src[keep], tgt[keep]
@@ -82,10 +95,15 @@ def drawn_pairs(text: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def drawn_lengths(text: str, seed: int) -> np.ndarray:
     """SAMPLE sentence lengths (tokens) from the --lengths distribution."""
-    _, mean, sd, top = parse_lengths(text)
+    parsed = parse_lengths(text)
+    rng = np.random.default_rng(seed)
+    if parsed[0] == "dataset":
+        probs = load_histogram(parsed[1]).probabilities(load_histogram(parsed[1]).max_length)
+        return rng.choice(np.arange(1, probs.size + 1), size=SAMPLE, p=probs).astype(np.int64)
+    _, mean, sd, top = parsed
     sigma = math.sqrt(math.log1p((sd / mean) ** 2))
     mu = math.log(mean) - sigma * sigma / 2
-    drawn = np.maximum(np.rint(np.random.default_rng(seed).lognormal(mu, sigma, SAMPLE)), 1).astype(np.int64)
+    drawn = np.maximum(np.rint(rng.lognormal(mu, sigma, SAMPLE)), 1).astype(np.int64)
     if top is not None:
         drawn = drawn[drawn <= top]
         if drawn.size == 0:

@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 
 from ..collectives import CollectiveModel
+from ..collectives.nccl_env import NcclEnv
 from ..errors import InputError
 from ..collectives.busbw import busbw_factor
 from ..collectives.servers import SERVER_OPS
@@ -28,6 +29,8 @@ from .config import SimulationConfig
 from .context import step_context
 from .jitter import NONE, budget_fill, jitter_factors, parse_jitter, with_jitter
 from .lengths import parse_lengths
+from .padded import check_padding
+from ..workload.padding import parse_padding
 from .measured import MeasuredInputs
 from .metrics import step_metrics
 from .result import ClusterShape, SimulationResult
@@ -53,9 +56,10 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
 
 def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     """What the run leaves unsaid, from the model zoo file's `defaults:` (how its reference
-    trainer runs it): amp style, jitter (`none` turns a zoo jitter off), how accumulated
-    gradients synchronise and, without --lengths or --corpus, the corpus's sentence lengths.
-    The accumulation itself needs the GPU count (with_global_batch)."""
+    trainer runs it): amp style, jitter (`none` turns a zoo jitter off), without --lengths
+    or --corpus the corpus's sentence lengths, without --padding the trainer's padding at
+    the run's seq (`max` turns it off), and how accumulated gradients synchronise. The
+    accumulation itself needs the GPU count (with_global_batch)."""
     spec = load_spec(cfg.model)
     for key in ("jitter", "lengths"):
         value = getattr(spec, key)
@@ -67,8 +71,14 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     lengths = cfg.lengths
     if lengths is None and cfg.corpus is None:
         lengths = spec.lengths
-    return replace(cfg, amp=cfg.amp or spec.amp or "autocast",
-                   jitter=None if jitter == NONE else jitter, lengths=lengths,
+    padding, origin = cfg.padding, "--padding"
+    if padding is None:
+        seq = cfg.seq or spec.seq
+        padding, origin = spec.padding_for(seq), f"{spec.path}: defaults.padding at seq {seq}:"
+    jitter = None if jitter == NONE else jitter
+    check_padding(padding, lengths, cfg.corpus, jitter, origin)
+    return replace(cfg, amp=cfg.amp or spec.amp or "autocast", jitter=jitter, lengths=lengths,
+                   padding=padding,
                    accumulate_sync=cfg.accumulate_sync or spec.accumulate_sync or "last")
 
 
@@ -107,9 +117,12 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     curves = measured.collective_curves() if measured is not None else None
     if curves:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"
-    collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves)
+    collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves,
+                                  nccl_env=NcclEnv(tuple(cfg.nccl_env)))
     if collectives.view_note:
         compute_source += f"; {collectives.view_note}"
+    if collectives.consts.env:
+        compute_source += f"; NCCL env {collectives.consts.env}"
     ranks = tuple(range(topo.n_gpus))
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
 
@@ -149,6 +162,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   "tables": "fp32" if model.table_bytes > model.dtype_bytes else None,
                   "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync, "jitter": cfg.jitter,
                   "lengths": cfg.lengths, "token_fill": fill,
+                  "padding": cfg.padding if _pads(cfg) else None,
                   "straggler": cfg.straggler, "seed": cfg.seed})
 
 
@@ -159,6 +173,12 @@ def _token_fill(cfg: SimulationConfig, model) -> float | None:
     if spec is None or spec[0] != "maxtokens":
         return None
     return budget_fill(cfg.corpus, cfg.lengths, cfg.seed, model.batch * model.seq)
+
+
+def _pads(cfg: SimulationConfig) -> bool:
+    """Whether the run's batches are padded to other lengths than --seq (engine.padded)."""
+    policy = parse_padding(cfg.padding)
+    return policy is not None and policy.kind != "max"
 
 
 def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, micro_batches: int = 1):

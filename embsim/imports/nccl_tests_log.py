@@ -101,6 +101,7 @@ class NcclTestsRun:
     out_of_bounds: int | None
     avg_busbw: float | None        # bytes/s, as printed by the footer
     dropped: tuple[str, ...] = ()  # rows left out, with the reason
+    env_lines: tuple[str, ...] = ()  # NCCL's "NCCL_X set by environment to V" INFO lines
 
     @property
     def n_nodes(self) -> int:
@@ -128,6 +129,7 @@ class _Partial:
     out_of_bounds: int | None = None
     avg_busbw: float | None = None
     closed: bool = False
+    env_lines: list = field(default_factory=list)
 
 
 def _clean(raw: str) -> str:
@@ -294,7 +296,8 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
     return NcclTestsRun(source=source, line=p.line, op=op, op_from=op_from, ranks=n, hosts=hosts,
                         devices=tuple(p.ranks[r][1] for r in range(n)), nccl_version=p.nccl_version,
                         tests_version=p.tests_version, params=p.params, rows=tuple(rows),
-                        out_of_bounds=p.out_of_bounds, avg_busbw=p.avg_busbw, dropped=tuple(dropped))
+                        out_of_bounds=p.out_of_bounds, avg_busbw=p.avg_busbw, dropped=tuple(dropped),
+                        env_lines=tuple(p.env_lines))
 
 
 def _check_rank_count(rows, op: str, n: int, where: str) -> None:
@@ -333,7 +336,7 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
                 runs.append(_finish(current, source, op))      # raises: truncated
             current = _Partial(line=number, params=_params(text_line),
                                op_mentions=pending.op_mentions, nccl_version=pending.nccl_version,
-                               tests_version=pending.tests_version)
+                               tests_version=pending.tests_version, env_lines=pending.env_lines)
             pending = _Partial(line=0, params={})
             continue
         target = pending if current is None or current.closed else current
@@ -378,6 +381,8 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
 
 
 def _remember_versions(text_line: str, run: _Partial) -> None:
+    if " set by environment to " in text_line and len(run.env_lines) < 256:
+        run.env_lines.append(text_line)
     m = _NCCL_VERSION.search(text_line)
     if m:
         run.nccl_version = m.group(1)

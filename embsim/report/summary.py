@@ -52,8 +52,8 @@ def print_summary(result, console: Console | None = None) -> None:
 
 def workload_text(w: dict) -> str:
     """One line of what was simulated, so two outputs can be told apart: per-GPU batch,
-    sequence, precision, and whichever of accumulation, jitter (with its seed), straggler
-    were set."""
+    sequence, precision, and whichever of accumulation, jitter (with its seed), padding,
+    straggler were set."""
     wide = [name for key, name in (("params", "parameters"), ("tables", "tables")) if w.get(key)]
     kept = f"; {' and '.join(wide)} FP32" if wide else ""           # what autocast leaves FP32
     dtype = w["dtype"] + (f" ({w['amp']}{kept})" if w.get("amp") else "")
@@ -64,6 +64,9 @@ def workload_text(w: dict) -> str:
     if w.get("jitter"):
         lengths = f", lengths {w['lengths']}" if w.get("lengths") else ""
         parts.append(f"jitter {w['jitter']} (seed {w['seed']}{lengths})")   # the seed only draws jitter
+    if w.get("padding"):
+        lengths = f" (lengths {w['lengths']})" if w.get("lengths") else ""
+        parts.append(f"padding {w['padding']}{lengths}")     # the compute line says what it made
     if w.get("straggler"):
         parts.append(f"straggler {w['straggler']}")
     return ", ".join(parts)

@@ -41,7 +41,7 @@ _FIELD_TYPES = {
     "interference": float, "comm_interference": float, "zipf_s": float, "efficiency_baseline": bool,
     "strategy_options": dict, "scheduler_options": dict, "hardware": dict,
     "dtype": str, "amp": str, "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str,
-    "model_overrides": dict,
+    "padding": str, "model_overrides": dict,
 }
 
 

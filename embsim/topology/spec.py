@@ -40,7 +40,7 @@ LIMITS = {
     "nodes": 16384,                 # nodes in a cluster (and per leaf switch)
     "spines": 4096, "radix": 1024,
     "sms": 1000, "gemm_fraction": 1.0, "hbm_fraction": 1.0,   # fractions of a peak
-    "l2_bytes_per_clk": 1e6, "clock_mhz": 1e5,
+    "l2_bytes_per_clk": 1e6, "clock_mhz": 1e5, "l2_gbps": 1e6,
     "gpus": 131072,                 # GPUs in a cluster
 }
 
@@ -62,6 +62,7 @@ class GpuSpec:
     hbm_fraction: float | None = None   # measured streaming bandwidth / hbm_gbps
     l2_bytes_per_clk: float | None = None  # L2 -> SM bandwidth (GEMM tile operand feed)
     clock_mhz: float | None = None      # boost clock the peaks are quoted at
+    l2_gbps: float | None = None        # measured L2 read bandwidth, GB/s (where no B/clk figure is published)
 
 
 @dataclass(frozen=True)

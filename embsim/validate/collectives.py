@@ -12,9 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..collectives import CollectiveModel
+from ..collectives.nccl_env import env_from_text
 from ..collectives import nccl_tests as nt
 from ..collectives.busbw import busbw_factor
 from ..collectives.constants import nearest_table
+from ..collectives.releases import proto_filter, release_view
 from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_errors,
                                       single_point_errors, validate_all)
 from ..errors import InputError
@@ -48,8 +50,12 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     topo = topology_for_run(spec, run)
     table = model_version(run.nccl_version)
     nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
-    model = CollectiveModel(topo, nccl_version=table)
-    note = f" [{model.view_note}]" if model.view_note else ""
+    release = release_view(run.nccl_version)
+    # the buffer/chunk sizes the run's NCCL reports it took from the environment
+    model = CollectiveModel(topo, nccl_version=table, proto=proto_filter(release, None),
+                            nccl_env=env_from_text("\n".join(run.env_lines)))
+    notes = "; ".join(n for n in (release.note, model.view_note) if n)
+    note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
     points = []
     for dtype in series:

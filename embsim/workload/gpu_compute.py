@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .gpu_props import (A100_TILE_SIDE_FULL, DEFAULT_GEMM_FRACTION, DEFAULT_HBM_FRACTION,
-                        DEFAULT_KERNEL_GAP_S, FRAMEWORK_STREAM_EFFICIENCY, GpuCompute)
-from .recurrent_fit import RECURRENT_STEP_S
+from .gpu_props import (A100_L2_MEASURED_BPS, A100_L2_SPEC_BPS, A100_TILE_SIDE_FULL,
+                        DEFAULT_GEMM_FRACTION, DEFAULT_HBM_FRACTION, DEFAULT_KERNEL_GAP_S,
+                        FRAMEWORK_STREAM_EFFICIENCY, GpuCompute)
+from .recurrent_fit import recurrent_step_s
 
 __all__ = ["GpuCompute", "for_gpu", "from_measurement", "measured_step_overhead"]
 
@@ -49,24 +50,48 @@ def for_gpu(gpu: Any) -> GpuCompute:
         gaps.append(f"measured memory bandwidth ({DEFAULT_HBM_FRACTION} of peak used)")
         hbm_fraction = DEFAULT_HBM_FRACTION
     tile_side = {}
-    l2, clock = getattr(gpu, "l2_bytes_per_clk", None), getattr(gpu, "clock_mhz", None)
+    l2_bps = _l2_bps(gpu)
     for key, rate in rates.items():
-        if sms and l2 and clock:
-            per_sm_flops_per_clk = rate / (sms * clock * 1e6)
-            tile_side[key] = 2 * per_sm_flops_per_clk / (l2 / sms) * _elem_scale(key)
+        if sms and l2_bps:
+            # per-SM FLOP/clk over per-SM L2 B/clk: the clock and SM count cancel
+            tile_side[key] = 2 * rate / l2_bps * _elem_scale(key)
         else:
             tile_side[key] = A100_TILE_SIDE_FULL if key != "fp32" else 0.0
-    if not is_cpu and not (l2 and clock):
+    if not is_cpu and not l2_bps:
         gaps.append("L2 bandwidth (A100's tile-intensity threshold used)")
+    steps = {} if is_cpu else _recurrent_steps(rates)
+    step16 = steps.get("fp16", steps.get("bf16", 0.0))
     if not is_cpu and getattr(gpu, "arch", None) != 70:
-        # the fit's own GPU (Volta GV100) has the data; every other GPU borrows it
-        gaps.append(f"LSTM step (DeepBench V100 fit, {RECURRENT_STEP_S * 1e6:.0f} µs/step used)")
+        # the fit's own GPU (Volta GV100) has the data; every other GPU derives it
+        per_dtype = ", ".join(f"{k} {v * 1e6:.0f}" for k, v in steps.items())
+        gaps.append(f"LSTM step (DeepBench V100 fit scaled by tensor rate: {per_dtype} µs/step used)")
     return GpuCompute(name=gpu.model, rates=rates, hbm_bps=float(gpu.hbm_gbps) * 1e9, sms=sms,
                gemm_fraction=float(gemm_fraction), hbm_fraction=float(hbm_fraction),
                tile_side_full=tile_side, gaps=tuple(gaps), synchronous=is_cpu,
                kernel_gap_s=0.0 if is_cpu else DEFAULT_KERNEL_GAP_S,
-               recurrent_step_s=0.0 if is_cpu else RECURRENT_STEP_S,
+               recurrent_step_s=step16, recurrent_steps=steps,
                stream_efficiency=1.0 if is_cpu else FRAMEWORK_STREAM_EFFICIENCY)
+
+
+def _l2_bps(gpu: Any) -> float | None:
+    """L2 -> SM bandwidth on the whitepaper basis the tile threshold is defined on: the
+    published B/clk x clock, else a measured figure scaled by A100's whitepaper/measured
+    ratio (embsim.workload.gpu_props), else None."""
+    l2, clock = getattr(gpu, "l2_bytes_per_clk", None), getattr(gpu, "clock_mhz", None)
+    if l2 and clock:
+        return float(l2) * float(clock) * 1e6
+    measured = getattr(gpu, "l2_gbps", None)
+    if measured:
+        return float(measured) * 1e9 * A100_L2_SPEC_BPS / A100_L2_MEASURED_BPS
+    return None
+
+
+def _recurrent_steps(rates: dict) -> dict:
+    """Per-timestep RNN overhead for each GEMM dtype (embsim.workload.recurrent_fit): a
+    tensor-core dtype at its own rate, FP32 (CUDA cores) at the GPU's 16-bit rate."""
+    rate16 = rates.get("fp16") or rates.get("bf16")
+    return {key: recurrent_step_s(rate16 if key == "fp32" and rate16 else rate)
+            for key, rate in rates.items()}
 
 
 
@@ -94,9 +119,11 @@ def from_measurement(gpu: Any, compute: Any, trace_name: str) -> GpuCompute:
         kernel_gap_s=base.kernel_gap_s, synchronous=base.synchronous,
         gather_fraction=compute.gather_gbps / compute.stream_gbps, gaps=gaps,
         basis=f"measured: {trace_name} (GEMM {'/'.join(table.dtypes())})", gemm_table=table,
-        recurrent_step_s=base.recurrent_step_s, stream_efficiency=base.stream_efficiency)
-    if compute.lstm is not None:
-        measured = replace(measured, recurrent_step_s=measured_step_overhead(measured, compute.lstm))
+        recurrent_step_s=base.recurrent_step_s, recurrent_steps=base.recurrent_steps,
+        stream_efficiency=base.stream_efficiency)
+    if compute.lstm is not None:     # measured on this device: every dtype uses it
+        measured = replace(measured, recurrent_step_s=measured_step_overhead(measured, compute.lstm),
+                           recurrent_steps={})
     return measured
 
 
@@ -108,7 +135,7 @@ def measured_step_overhead(gpu: GpuCompute, lstm: Any) -> float:
     from .kernels_layers import lstm as lstm_kernels
     from .precision import precision
     from dataclasses import replace
-    bare = replace(gpu, recurrent_step_s=0.0)
+    bare = replace(gpu, recurrent_step_s=0.0, recurrent_steps={})
     k = lstm_kernels({"in": lstm.hidden, "hidden": lstm.hidden}, Shape(lstm.batch, lstm.steps, 4))
     p = precision("fp32")
     model = kernels_time(k.fwd, bare, p, 4) + kernels_time(k.bwd, bare, p, 4)

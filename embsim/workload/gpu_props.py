@@ -34,6 +34,13 @@ DEFAULT_KERNEL_GAP_S = 1.5e-6
 # A100's ratio (5120 B/clk for 108 SMs at 2048 FP16 FLOP/clk/SM) is used: a GEMM tile
 # needs a harmonic-mean side of ~87 elements to run at full rate.
 A100_TILE_SIDE_FULL = 2 * 2048 / (5120 / 108)
+# A GPU with no published B/clk figure but a measured L2 bandwidth is put on the same
+# basis as the whitepaper figures the threshold uses: its measurement times the A100's
+# whitepaper/measured ratio in the same benchmark. A100 whitepaper: 5120 B/clk at 1410
+# MHz; measured: ~5.40 TB/s, the 2-25 MB plateau of te42kyfo/gpu-benches gpu-l2-cache
+# (a100_80.txt, an A100-SXM4-80GB; the presets' l2_gbps come from the same benchmark).
+A100_L2_SPEC_BPS = 5120 * 1410e6
+A100_L2_MEASURED_BPS = 5.40e12
 # The fraction of the copy bandwidth (peak x hbm_fraction) a framework's activation
 # kernels reach (softmax, dropout, LayerNorm, reductions, transposes, elementwise ops):
 # fitted on spcl/substation's eager-PyTorch BERT-large encoder layer timings on V100
@@ -59,6 +66,9 @@ class GpuCompute:
     gemm_table: Any = field(default=None, compare=False)   # measured GEMM table, if any
     synchronous: bool = False       # a CPU device: the host runs the kernels, times add up
     recurrent_step_s: float = 0.0   # fixed cost of one RNN timestep, forward + backward
+    # per gemm_rate key, where it depends on the dtype (embsim.workload.recurrent_fit);
+    # a key left out uses recurrent_step_s
+    recurrent_steps: dict = field(default_factory=dict)
     # activation kernels' fraction of the copy bandwidth (FRAMEWORK_STREAM_EFFICIENCY on a
     # GPU; 1 on a CPU, whose calibrated rates already are the framework's own)
     stream_efficiency: float = 1.0
@@ -71,9 +81,14 @@ class GpuCompute:
             raise InputError(f"--dtype {prec.name}: {self.name} has no {prec.gemm_rate} "
                              f"tensor-core rate (it has: {have})") from None
 
+    def recurrent_step(self, prec: Precision) -> float:
+        """Per-timestep RNN overhead (forward + backward) for this dtype."""
+        return self.recurrent_steps.get(prec.gemm_rate, self.recurrent_step_s)
+
     @property
     def label(self) -> str:
         text = f"kernel model, {self.name} {self.basis}"
         if self.gaps:
-            text += f" (no data for {self.name}: {', '.join(self.gaps)}; defaults used)"
+            # each gap names what stood in for it (a default or a derived value)
+            text += f" (no data for {self.name}: {', '.join(self.gaps)})"
         return text

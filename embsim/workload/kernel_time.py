@@ -133,7 +133,7 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
     else:
         raise AssertionError(f"unknown kernel kind {kr.kind!r}")
     if kr.recurrent:       # half the per-timestep overhead forward, half backward
-        one += gpu.recurrent_step_s / 2
+        one += gpu.recurrent_step(prec) / 2
     gpu_s = kr.count * (one + gpu.kernel_gap_s)
     host_s = kr.ops * gpu.op_dispatch_s + max(0, kr.count - kr.ops) * gpu.launch_s
     return KernelTime(gpu_s, host_s)

@@ -55,6 +55,11 @@ class Kernel:
     # slice): ATen's copy_, one contiguous read and write per element, the access pattern
     # of the streaming copy that gpu.hbm_fraction measures
     copy: bool = False
+    # a pointwise map (activation, dropout, residual add, product, fill; a mask or
+    # positional table may broadcast): ATen's TensorIterator elementwise kernel, the grid
+    # copy_ runs on, no reduction. Timed like any activation kernel; the classification is
+    # what embsim.workload.stream_alternatives tests (maps at copy bandwidth: rejected)
+    pointwise: bool = False
 
     @property
     def flops(self) -> float:
@@ -67,10 +72,11 @@ def gemm(name: str, m: int, n: int, k: int, batch: int = 1, count: int = 1, ops:
 
 
 def stream(name: str, nbytes: float, count: int = 1, ops: int | None = None,
-           recurrent: bool = False, param_pass: bool = False, copy: bool = False) -> Kernel:
+           recurrent: bool = False, param_pass: bool = False, copy: bool = False,
+           pointwise: bool = False) -> Kernel:
     return Kernel("stream", nbytes=float(nbytes), count=count,
                   ops=count if ops is None else ops, name=name, recurrent=recurrent,
-                  param_pass=param_pass, copy=copy)
+                  param_pass=param_pass, copy=copy, pointwise=pointwise)
 
 
 def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = True,
@@ -81,11 +87,11 @@ def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = 
     fwd = [gemm(f"{name}.gemm", n, fout, fin)]
     bwd = [gemm(f"{name}.dgrad", n, fin, fout), gemm(f"{name}.wgrad", fin, fout, n)]
     if act:
-        fwd.append(stream(f"{name}.act", 2 * n * fout * e))
-        bwd.insert(0, stream(f"{name}.act_bwd", 3 * n * fout * e))
+        fwd.append(stream(f"{name}.act", 2 * n * fout * e, pointwise=True))
+        bwd.insert(0, stream(f"{name}.act_bwd", 3 * n * fout * e, pointwise=True))
     if dropout:
-        fwd.append(stream(f"{name}.dropout", n * fout * (2 * e + MASK_BYTES)))
-        bwd.insert(0, stream(f"{name}.dropout_bwd", n * fout * (2 * e + MASK_BYTES)))
+        fwd.append(stream(f"{name}.dropout", n * fout * (2 * e + MASK_BYTES), pointwise=True))
+        bwd.insert(0, stream(f"{name}.dropout_bwd", n * fout * (2 * e + MASK_BYTES), pointwise=True))
     if bias:
         bwd.append(stream(f"{name}.bias_grad", n * fout * e))
     return fwd, bwd
@@ -104,10 +110,10 @@ def norm_fwd_bwd(name: str, n: int, dim: int, e: int, f: int = FP32) -> tuple[li
 
 def dropout_residual(name: str, n: int, dim: int, e: int, dropout: bool) -> tuple[list, list]:
     """Dropout on a sublayer output, then the residual add."""
-    fwd, bwd = [stream(f"{name}.residual", 3 * n * dim * e)], []
+    fwd, bwd = [stream(f"{name}.residual", 3 * n * dim * e, pointwise=True)], []
     if dropout:
-        fwd.insert(0, stream(f"{name}.dropout", n * dim * (2 * e + MASK_BYTES)))
-        bwd.append(stream(f"{name}.dropout_bwd", n * dim * (2 * e + MASK_BYTES)))
+        fwd.insert(0, stream(f"{name}.dropout", n * dim * (2 * e + MASK_BYTES), pointwise=True))
+        bwd.append(stream(f"{name}.dropout_bwd", n * dim * (2 * e + MASK_BYTES), pointwise=True))
     return fwd, bwd
 
 
@@ -119,7 +125,7 @@ def embedding_kernels(name: str, rows: int, dim: int, vocab: int, e: int) -> tup
     gradient as the values and copies the indices."""
     fwd = [Kernel("gather", rows=rows, row_bytes=dim * e, name=f"{name}.gather"),
            stream(f"{name}.write", rows * dim * e + rows * INDEX_BYTES, ops=0)]
-    dense = [stream(f"{name}.zero_grad", vocab * dim * e),
+    dense = [stream(f"{name}.zero_grad", vocab * dim * e, pointwise=True),
              stream(f"{name}.sort_indices", 4 * 2 * rows * INDEX_BYTES),   # radix passes over (key, value)
              Kernel("scatter", rows=rows, row_bytes=dim * e, name=f"{name}.scatter_add")]
     sparse = [stream(f"{name}.sparse_grad", 2 * rows * INDEX_BYTES)]

@@ -77,19 +77,19 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
         # softmax is an FP32 op under AMP: its output, the dropout on it and the cast
         # back for the context GEMM move 4-byte elements
         fwd += [gemm(f"{name}.scores", s, s, hd, batch=b * a),
-                stream(f"{name}.scale_mask", 2 * scores * e),
+                stream(f"{name}.scale_mask", 2 * scores * e, pointwise=True),
                 stream(f"{name}.softmax", scores * (e + opb))]
         if dropout:
-            fwd.append(stream(f"{name}.attn_dropout", scores * (2 * opb + 1)))
+            fwd.append(stream(f"{name}.attn_dropout", scores * (2 * opb + 1), pointwise=True))
         fwd += fp32_cast(f"{name}.probs", scores, e, opb)
         fwd.append(gemm(f"{name}.context", s, hd, s, batch=b * a))
         bwd_core = [gemm(f"{name}.context_dgrad", s, s, hd, batch=b * a),
                     gemm(f"{name}.context_vgrad", s, hd, s, batch=b * a)]
         bwd_core += fp32_cast(f"{name}.probs_bwd", scores, e, opb)
         if dropout:
-            bwd_core.append(stream(f"{name}.attn_dropout_bwd", scores * (2 * opb + 1)))
+            bwd_core.append(stream(f"{name}.attn_dropout_bwd", scores * (2 * opb + 1), pointwise=True))
         bwd_core += [stream(f"{name}.softmax_bwd", scores * (2 * opb + e)),
-                     stream(f"{name}.scale_bwd", 2 * scores * e),
+                     stream(f"{name}.scale_bwd", 2 * scores * e, pointwise=True),
                      gemm(f"{name}.scores_qgrad", s, hd, s, batch=b * a),
                      gemm(f"{name}.scores_kgrad", s, hd, s, batch=b * a)]
     # head split/merge copies (transpose + contiguous) around the core
@@ -121,8 +121,8 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
         bwd = bn + ba + bwd
     # FFN: up (and gate) GEMM(s), activation (bias fused), down GEMM
     up_f, up_b = linear_fwd_bwd("ffn.up", n, h, (2 if swiglu else 1) * f, e, bias)
-    act_f = [stream("ffn.act", (3 if swiglu else 2) * n * f * e)]
-    act_b = [stream("ffn.act_bwd", (5 if swiglu else 3) * n * f * e)]
+    act_f = [stream("ffn.act", (3 if swiglu else 2) * n * f * e, pointwise=True)]
+    act_b = [stream("ffn.act_bwd", (5 if swiglu else 3) * n * f * e, pointwise=True)]
     dn_f, dn_b = linear_fwd_bwd("ffn.down", n, f, h, e, bias)
     fn, bn = add_norm("ffn", n, h, e, dropout, sh.op_bytes)
     fwd += up_f + act_f + dn_f + fn
@@ -204,7 +204,7 @@ def additive_attention(p: dict, sh: Shape) -> LayerKernels:
     pairs = b * s * s
     fq, bq = linear_fwd_bwd("attn.query", n, q, u, e, bias=False)
     fk, bk = linear_fwd_bwd("attn.key", n, k, u, e, bias=False)
-    fwd = (fq + fk + [stream("attn.add_tanh", pairs * u * e + 2 * n * u * e),
+    fwd = (fq + fk + [stream("attn.add_tanh", pairs * u * e + 2 * n * u * e, pointwise=True),
                       stream("attn.score_dot", pairs * u * e + pairs * e),
                       stream("attn.softmax", pairs * (e + f))]
            + fp32_cast("attn.probs", pairs, e, f) + [gemm("attn.context", s, k, s, batch=b)])
@@ -251,7 +251,7 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
     if kind == "positional_embedding":
         n, d = sh.tokens, p["dim"]
         bwd = [stream("pos.grad", 2 * n * d * e)] if p.get("learned", True) else []
-        return LayerKernels((stream("pos.add", 3 * n * d * e),), tuple(bwd))
+        return LayerKernels((stream("pos.add", 3 * n * d * e, pointwise=True),), tuple(bwd))
     if kind == "output_projection":
         f, b = linear_fwd_bwd("logits", tokens_for(p, sh), p["dim"], cols, e, p.get("bias", False))
         t = sh.table_bytes if p.get("tied") else e
@@ -291,8 +291,8 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
     if kind == "combine":
         b, k, w, e = sh.batch, p["inputs"], p["dim"], p.get("elem_bytes", e)
         if p["op"] == "product":
-            return LayerKernels((stream("combine.mul", (k + 1) * b * w * e),),
-                                tuple(stream(f"combine.mul_bwd{i}", (k + 1) * b * w * e)
+            return LayerKernels((stream("combine.mul", (k + 1) * b * w * e, pointwise=True),),
+                                tuple(stream(f"combine.mul_bwd{i}", (k + 1) * b * w * e, pointwise=True)
                                       for i in range(k)), param_tensors=0)
         # torch.cat's backward hands out strided slices; a consumer that needs contiguous
         # memory (embedding_dense_backward's grad.contiguous(), cuBLAS) copies each

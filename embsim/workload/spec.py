@@ -10,7 +10,8 @@ table references are rejected with the file, key path and line (via embsim.yamli
     defaults: {batch: 32, seq: 128, dtype: fp32, optimizer: adam}
     # optional, how the model's reference trainer runs it (a run's flags win):
     #   amp: o2, optimizer_options: {implementation: per-tensor, clip_grad_norm: true},
-    #   jitter: maxtokens, lengths: "lognormal:29.05:16.2"
+    #   jitter: maxtokens, lengths: "lognormal:29.05:16.2",
+    #   padding: "longest:8" or per --seq {512: "bins:64:8", other: "longest:8"}
     tables:
       - {name: word, vocab: 30522, dim: 768, input: tokens}
     layers:
@@ -25,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ..yamlio import YamlDoc, check_mapping, check_type, get, load_yaml
+from ..errors import InputError
 from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
+from .padding import parse_padding
 
 # Bounds that keep a model file within memory and time: token statistics hold one float
 # per vocabulary row (1e8 rows = 800 MB), a batch samples batch x seq tokens per GPU, and
@@ -111,13 +114,21 @@ class ModelSpec:
     clip_grad_norm: bool = False
     fp32_gradients: bool = False
     # how the model's reference trainer runs it, used where a run does not say (defaults:
-    # amp, jitter, lengths, global_batch, accumulate_sync; checked by the engine, which
-    # owns their forms)
+    # amp, jitter, lengths, padding, global_batch, accumulate_sync; checked by the engine,
+    # which owns their forms)
     amp: str | None = None
     jitter: str | None = None
     lengths: str | None = None
     global_batch: int | None = None       # sentences per optimizer step over all GPUs
     accumulate_sync: str | None = None
+    # how batches are padded (embsim.workload.padding), per sequence length: (seq, policy)
+    # pairs, seq None for every other length
+    padding: tuple[tuple[int | None, str], ...] = ()
+
+    def padding_for(self, seq: int) -> str | None:
+        """The trainer's padding policy at `seq` (its own entry, else `other`), or None."""
+        table = dict(self.padding)
+        return table.get(seq, table.get(None))
 
 
 def _enum(doc: YamlDoc, path: tuple, value: str, allowed: tuple) -> str:
@@ -217,7 +228,7 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
                         ["description", "published", "tables"])
     d = check_mapping(doc, ("defaults",), top["defaults"],
                       ["batch", "seq", "dtype", "optimizer"],
-                      ["amp", "optimizer_options", "jitter", "lengths", "global_batch",
+                      ["amp", "optimizer_options", "jitter", "lengths", "padding", "global_batch",
                        "accumulate_sync"])
     dtype = _enum(doc, ("defaults", "dtype"), get(doc, ("defaults",), d, "dtype", str),
                   tuple(DTYPE_BYTES))
@@ -257,9 +268,12 @@ OPTIMIZER_OPTIONS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradie
 
 def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
     """The optional `defaults:` keys that say how the model's reference trainer runs it:
-    amp style, optimizer_options (as a run's `optimizer` override), jitter, lengths, the
-    global batch its benchmark accumulates to and how accumulated gradients synchronise."""
+    amp style, optimizer_options (as a run's `optimizer` override), jitter, lengths,
+    padding, the global batch its benchmark accumulates to and how accumulated gradients
+    synchronise."""
     out: dict[str, Any] = {}
+    if "padding" in d:
+        out["padding"] = _padding_default(doc, ("defaults", "padding"), d["padding"])
     if "amp" in d:
         out["amp"] = _enum(doc, ("defaults", "amp"), get(doc, ("defaults",), d, "amp", str), AMP_STYLES)
     for key in ("jitter", "lengths", "accumulate_sync"):
@@ -282,6 +296,22 @@ def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
                                                     out["optimizer_implementation"],
                                                     OPTIMIZER_IMPLEMENTATIONS)
     return out
+
+
+def _padding_default(doc: YamlDoc, path: tuple, value: Any) -> tuple:
+    """`padding: POLICY` (every seq) or `{SEQ: POLICY, ..., other: POLICY}`."""
+    table = value if isinstance(value, dict) else {"other": check_type(doc, path, value, str)}
+    out = []
+    for key, policy in table.items():
+        if key != "other" and (not isinstance(key, int) or isinstance(key, bool) or key <= 0):
+            raise doc.error(path + (key,), "keys are sequence lengths (positive integers) or 'other'")
+        text = check_type(doc, path + (key,) if isinstance(value, dict) else path, policy, str)
+        try:
+            parse_padding(text, flag="padding")
+        except InputError as exc:
+            raise doc.error(path + (key,) if isinstance(value, dict) else path, str(exc)) from None
+        out.append((None if key == "other" else key, text))
+    return tuple(out)
 
 
 def load_model_spec(path: str | Path) -> ModelSpec:

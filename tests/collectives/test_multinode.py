@@ -196,3 +196,33 @@ def test_proxy_hand_off_is_the_fit_on_its_named_curve():
     here = fit_net.mean_error(multinode.PROXY_HANDOFF_US)
     assert here <= fit_net.mean_error(multinode.PROXY_HANDOFF_US - 0.5)
     assert here <= fit_net.mean_error(multinode.PROXY_HANDOFF_US + 0.5)
+
+
+def test_tree_chain_fill_is_store_and_forward_down_the_chain():
+    from embsim.collectives.multinode import tree_chain_fill
+    assert tree_chain_fill(1 << 20, 20.0, 1) == 0.0
+    one = tree_chain_fill(1 << 20, 20.0, 2)
+    assert one == pytest.approx(2 * (1 << 20) / 20e3)        # one hop up, one down
+    assert tree_chain_fill(1 << 20, 20.0, 8) == pytest.approx(7 * one)
+    assert tree_chain_fill(1 << 19, 20.0, 8) == pytest.approx(3.5 * one)
+
+
+def test_tree_simple_kernel_bw_is_held_by_links_not_the_table():
+    from embsim.collectives.model import CollectiveModel
+    from embsim.collectives.multinode import tree_kernel_bw
+    m = CollectiveModel(load_topology("gcp-a3-mega:2x8"))
+    shape, _ = m.shape(tuple(range(16)))
+    # 8 NICs x 25 GB/s, or each GPU's 370.8 GB/s NVLink carrying every byte up and down
+    assert tree_kernel_bw(shape, 165.6) == pytest.approx(min(8 * 25.0, 370.8 / 2))
+    one, _ = CollectiveModel(load_topology("gcp-a3-mega:1x8")).shape(tuple(range(8)))
+    assert tree_kernel_bw(one, 123.0) == 123.0
+
+
+def test_whole_step_tree_chunks_from_2_20_fill_slower():
+    """2.20 dropped computeColl's Tree/Simple halving: a 16 MiB AllReduce on 2 nodes runs one
+    512 KiB chunk per channel whose fill down the chain shows; 2.19 ran many small ones."""
+    from embsim.collectives.model import CollectiveModel
+    topo = load_topology("gcp-a3-mega:2x8")
+    t = {v: CollectiveModel(topo, algo="Tree", proto="Simple", nccl_version=v).plan(
+        "all_reduce", 16 << 20, range(16)).time for v in ("2.19", "2.20")}
+    assert t["2.20"] > t["2.19"] + 200e-6      # 14 hops of a 512 KiB chunk at ~23 GB/s each

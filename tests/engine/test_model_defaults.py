@@ -13,8 +13,14 @@ def test_zoo_defaults_fill_what_the_run_leaves_unsaid():
     cfg = with_model_defaults(SimulationConfig(model="transformer-wmt"))
     assert (cfg.amp, cfg.jitter, cfg.lengths) == ("autocast", "maxtokens", "lognormal:29.05:16.2,ratio:0.151")
     assert with_model_defaults(SimulationConfig(model="gnmt")).amp == "o2"
-    plain = with_model_defaults(SimulationConfig(model="bert-large"))
-    assert (plain.amp, plain.jitter, plain.lengths) == ("autocast", None, None)
+    plain = with_model_defaults(SimulationConfig(model="bert-base"))
+    assert (plain.amp, plain.jitter, plain.lengths, plain.padding) == ("autocast", None, None, None)
+    # bert-large models DeepLearningExamples' pre-training data: Wikipedia lengths, padded
+    # per phase as its scripts/run_pretraining.sh reads them
+    bert = with_model_defaults(SimulationConfig(model="bert-large"))
+    assert (bert.jitter, bert.lengths, bert.padding) == (None, "wikipedia", "longest:8")
+    assert with_model_defaults(SimulationConfig(model="bert-large", seq=512)).padding == "bins:64:8"
+    assert with_model_defaults(SimulationConfig(model="bert-large", seq=512, padding="max")).padding == "max"
 
 
 def test_flags_win_and_none_turns_the_zoo_jitter_off():

@@ -58,6 +58,23 @@ def test_bad_file_names_file_and_key(tmp_path):
         file_runs(str(path))
 
 
+def test_padding_key_and_its_errors(tmp_path):
+    """`lengths:` and `padding:` in a run's embsim: block; a bad form names file and run."""
+    path = tmp_path / "pad.yaml"
+    text = ("embsim_defaults: {model: bert-base, dtype: fp16, batch: 8, seq: 512, topology: 'dgx-a100:1x1'}\n"
+            "runs:\n  - {id: full, gpus: 1, value: 100, embsim: {}}\n"
+            "  - {id: binned, gpus: 1, value: 100, embsim: {lengths: wikipedia, padding: 'bins:64:8'}}\n")
+    path.write_text(text)
+    full, binned = file_runs(str(path))[0]
+    assert binned.simulated > 1.5 * full.simulated and "padding bins:64:8" in binned.compute_source
+    path.write_text(text.replace("bins:64:8", "bins:sixty"))
+    with pytest.raises(InputError, match=r"pad.yaml: runs.1.embsim \(line \d+\): --padding 'bins:sixty'"):
+        file_runs(str(path))
+    path.write_text(text.replace("lengths: wikipedia, ", ""))
+    with pytest.raises(InputError, match=r"pad.yaml: run binned: --padding bins:64:8: needs sample lengths"):
+        file_runs(str(path))
+
+
 def test_cli(capsys, tmp_path):
     assert cli.main(["validate", "--training", str(tmp_path / "none.yaml")]) == 2
     path = tmp_path / "one.yaml"

@@ -15,14 +15,19 @@ ORIGINALS = {
     "dle-pytorch-transformer.yaml": "802b2d9a2a51fc009bef105b990180ea401050fe0a11dc3b71a6142995eb3bb3",
 }
 # the level the zoo defaults reach on them (18.2 % / 53.2 %; 20.6 % before gnmt and
-# transformer-wmt carried their trainers' settings); the max is BERT phase 2 at a fully
-# padded seq 512, which the real run does not compute (LDDL 64-token bins). Mean 0.185 ->
-# 0.19 (18.8 %) when casts and concatenation copies got the copy bandwidth: the original
-# Transformer files' 4-8 GPU runs, already too fast (no max-tokens variation), move further.
-# 0.19 -> 0.186 (18.6 %) with autocast's FP32 parameters and per-forward weight casts.
-# 0.186 -> 0.184 (17.9 %) with gnmt's zoo global batch (accumulate 8/2/1 on 1/4/8 GPUs);
-# 0.184 -> 0.165 (16.4 %) with transformer-wmt's sentence pairs counting real target tokens.
-MEAN_BOUND, MAX_BOUND = 0.165, 0.54
+# transformer-wmt carried their trainers' settings). Mean 0.185 -> 0.19 (18.8 %) when casts
+# and concatenation copies got the copy bandwidth: the original Transformer files' 4-8 GPU
+# runs, already too fast (no max-tokens variation), move further. 0.19 -> 0.186 (18.6 %) with
+# autocast's FP32 parameters and per-forward weight casts. 0.186 / 0.54 -> 0.097 / 0.323
+# (9.2 % / 31.8 %) when bert-large's zoo defaults gained DLE's data, Wikipedia's measured
+# lengths in LDDL's 64-token bins at seq 512 (BERT phase 2 -48..-54 % -> -7..+3 %); the max is
+# now GNMT's A100 AMP one-GPU run (-31.8 %).
+# 0.176 (17.1 %) with the tensor-rate LSTM step; both together: 7.7 % / 18.0 % -> 0.082 / 0.185
+# (the max is GNMT's A100 TF32 8-GPU run, +18.0 %: its scaling gap).
+# s2-seq2seq round 3: gnmt's zoo global batch 1024 (accumulate 8/2/1 on 1/4/8 GPUs) and
+# transformer-wmt's sentence pairs counting real target tokens: 6.3 % / 18.4 % (the max:
+# GNMT A100 TF32 4-GPU, +18.4 %, its scaling gap) -> 0.064 / 0.185.
+MEAN_BOUND, MAX_BOUND = 0.064, 0.185
 
 
 @pytest.fixture(scope="module")
@@ -54,18 +59,20 @@ def test_bert_defaults_match_what_run_pretraining_executes(original):
         if "seq128" in rid:
             assert abs(r.error) <= 0.08, rid
             assert "elementwise kernels fused" in r.compute_source
-    # seq 512 as given pads every sample to 512; the real run computes ~288 (binned): slow,
-    # never fast, and the same gap whatever the precision or GPU count
-    long = [r.error for rid, r in bert.items() if "seq512" in rid]
-    assert len(long) == 4 and all(-0.54 <= e <= -0.4 for e in long)
+    # seq 512 as given: the zoo's Wikipedia lengths padded in LDDL's 64-token bins (mean
+    # padded length 279 of 512) instead of every sample at 512 (-48..-54 %), with no key in
+    # the file; within 8 % either way, the same gap as phase 1
+    long = {rid: r for rid, r in bert.items() if "seq512" in rid}
+    assert len(long) == 4 and all(abs(r.error) <= 0.08 for r in long.values())
+    assert all("padding bins:64:8 of wikipedia lengths" in r.compute_source for r in long.values())
 
 
 def test_gnmt_scaling_follows_the_benchmark_global_batch(original):
     # the zoo's global batch 1024 (README benchmark command) makes 1/4/8 GPUs accumulate
     # 8/2/1: the per-update cost is amortised on one GPU only, so the simulated scaling
-    # falls from 0.955-0.965 to 0.87-0.93 (measured 0.73-0.84)
+    # falls from 0.945-0.963 to 0.837-0.927 (measured 0.73-0.84)
     _, pairs = original
     gnmt = [p for p in pairs if p.file == "dle-pytorch-gnmt"]
     assert len(gnmt) == 4
-    assert all(0.85 <= p.simulated <= 0.94 for p in gnmt)
-    assert max(p.simulated - p.measured for p in gnmt) <= 0.14
+    assert all(0.82 <= p.simulated <= 0.94 for p in gnmt)
+    assert max(p.simulated - p.measured for p in gnmt) <= 0.11

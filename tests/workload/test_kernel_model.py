@@ -17,6 +17,7 @@ def gpu(preset):
 
 
 A100, H100, B200, RTX = gpu("dgx-a100"), gpu("dgx-h100"), gpu("dgx-b200"), gpu("pcie-rtx3090")
+V100 = gpu("dgx1-v100")
 FP16, TF32, FP32 = precision("fp16"), precision("tf32"), precision("fp32")
 
 
@@ -135,19 +136,38 @@ def test_same_inputs_same_times():
 
 
 def test_recurrent_step_overhead_is_fitted_on_deepbench_only():
-    from embsim.workload.recurrent_fit import RECURRENT_STEP_S, step_excess_s
+    from embsim.workload.recurrent_fit import (RECURRENT_LATENCY_S, RECURRENT_STEP_S,
+                                               latency_excess_s, step_excess_s)
     excess = step_excess_s()
     assert len(excess) == 4 and min(excess) > 0          # cuDNN is slower than GEMM + gates
     assert RECURRENT_STEP_S == sorted(excess)[1] / 2 + sorted(excess)[2] / 2
-    assert A100.recurrent_step_s == RECURRENT_STEP_S
+    lat = sorted(latency_excess_s())
+    assert len(lat) == 12 and lat[5] / 2 + lat[6] / 2 == RECURRENT_LATENCY_S
+    assert 30e-6 < RECURRENT_LATENCY_S < 60e-6 < RECURRENT_STEP_S
+    # V100 (the fit's own GPU) keeps the fitted value, in FP16 and FP32 alike
+    assert V100.recurrent_step(FP16) == pytest.approx(RECURRENT_STEP_S)
+    assert V100.recurrent_step(precision("fp32")) == pytest.approx(RECURRENT_STEP_S)
+    step = A100.recurrent_step(FP16)
     layer = load_model("gnmt", batch=128, seq=24, dtype="fp16").layer("encoder_1")
     from embsim.workload.compute import layer_time
     from dataclasses import replace
     with_step = layer_time(layer, load_model("gnmt", batch=128, seq=24, dtype="fp16"), A100)
     without = layer_time(layer, load_model("gnmt", batch=128, seq=24, dtype="fp16"),
-                         replace(A100, recurrent_step_s=0.0))
+                         replace(A100, recurrent_step_s=0.0, recurrent_steps={}))
     assert (with_step.fwd_s + with_step.bwd_s) - (without.fwd_s + without.bwd_s) == \
-        pytest.approx(24 * RECURRENT_STEP_S, rel=1e-6)
+        pytest.approx(24 * step, rel=1e-6)
+
+
+def test_recurrent_step_scales_with_the_tensor_rate():
+    """The latency part stays, the tensor part shrinks with the dtype's tensor rate:
+    A100 FP16 (2.5x V100's rate) pays less than A100 TF32 (1.25x), both less than V100."""
+    from embsim.workload.recurrent_fit import RECURRENT_LATENCY_S, RECURRENT_TENSOR_S
+    a16, a32 = A100.recurrent_step(FP16), A100.recurrent_step(precision("tf32"))
+    assert a16 == pytest.approx(RECURRENT_LATENCY_S + RECURRENT_TENSOR_S * 125 / 312)
+    assert a32 == pytest.approx(RECURRENT_LATENCY_S + RECURRENT_TENSOR_S * 125 / 156)
+    assert RECURRENT_LATENCY_S < a16 < a32 < V100.recurrent_step(FP16)
+    assert B200.recurrent_step(FP16) < A100.recurrent_step(FP16)
+    assert "scaled by tensor rate: tf32 114, bf16 80, fp16 80, fp32 80 µs/step used" in A100.label
 
 
 def test_amp_styles_differ_only_in_16_bit():
@@ -273,7 +293,29 @@ def test_sourced_properties_close_their_gaps():
     v100 = for_gpu(load_topology("dgx1-v100:1x1").node.gpu)
     assert v100.hbm_fraction == 0.862 and v100.gaps == ()       # the LSTM fit is V100's own
     b200 = for_gpu(load_topology("dgx-b200:1x1").node.gpu)
-    assert b200.rates["fp32"] == 75e12 and not any("fp32" in g for g in b200.gaps)
+    assert b200.rates["fp32"] == 75e12 and not any(g.startswith("fp32") for g in b200.gaps)
     for preset in ("aws-p5", "aws-p6-b200", "gcp-a3-mega", "gb200-nvl72", "l40s-roce"):
         g = for_gpu(load_topology(f"{preset}:1x1").node.gpu)
-        assert not any("tensor rates" in x or "fp32" in x or "SM count" in x for x in g.gaps)
+        assert not any(x.startswith(("per-dtype tensor rates", "fp32", "SM count")) for x in g.gaps)
+
+
+def test_measured_l2_bandwidth_sets_the_tile_threshold():
+    """A GPU with a measured L2 figure (no published B/clk) is put on A100's whitepaper
+    basis by A100's whitepaper/measured ratio in the same benchmark; the clock cancels."""
+    from embsim.workload.gpu_props import A100_L2_MEASURED_BPS, A100_L2_SPEC_BPS
+    l2 = 9800e9 * A100_L2_SPEC_BPS / A100_L2_MEASURED_BPS
+    assert H100.tile_side_full["bf16"] == pytest.approx(2 * 989e12 / l2)
+    assert H100.tile_side_full["tf32"] == pytest.approx(2 * 494.5e12 / l2 * 2)   # 4-byte operands
+    # A100's own whitepaper figure gives the threshold the model was built on
+    assert A100.tile_side_full["fp16"] == pytest.approx(2 * 312e12 / A100_L2_SPEC_BPS)
+    l40s = gpu("l40s-roce")
+    assert not any(g.startswith(("L2 bandwidth", "measured memory")) for g in l40s.gaps)
+    assert l40s.hbm_fraction == 0.891 and any(g.startswith("measured GEMM") for g in l40s.gaps)
+    assert any(g.startswith("L2 bandwidth") for g in B200.gaps)     # no B200 measurement found
+
+
+def test_turing_has_no_bf16():
+    rtx = gpu("pcie-rtx2080ti")
+    assert set(rtx.rates) == {"fp16", "fp32"} and not any("tensor rates" in g for g in rtx.gaps)
+    with pytest.raises(InputError, match="bf16"):
+        rtx.gemm_peak(precision("bf16"))

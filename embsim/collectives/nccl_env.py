@@ -1,0 +1,111 @@
+"""NCCL environment variables that change what the kernels move, not what NCCL picks.
+
+NCCL reads its buffer and chunk sizes once per communicator (init.cc computeBuffSizes):
+
+* NCCL_BUFFSIZE (default 4 MiB) -- the Simple protocol's buffer per connection. A FIFO
+  step is an eighth of it (stepSize = buffSize / NCCL_STEPS), so it sets the Ring's chunk
+  (stepSize x chunkSteps) and slice, the Tree's chunk, and how many pipeline steps a
+  message takes; cloud recipes (AWS EFA, GCP TCPXO) raise it to 8 MiB.
+* NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE -- the same for LL and LL128 (defaults: 8 lines x
+  512 threads x 8 steps x 16 B; 120 x 640 threads x 8 steps x 8 B).
+* NCCL_P2P_NET_CHUNKSIZE / _NVL_ / _PCI_ (128 KiB, 512 KiB, 128 KiB) -- the step of a
+  point-to-point op over the network / NVLink / PCIe, never more than a Simple step
+  ("Make sure P2P chunksize is not larger than coll chunksize").
+
+None of these enter tuning.cc, so NCCL's choice of algorithm and protocol is unchanged;
+only the pipeline (pipeline.py, p2p.py) sees them. Other NCCL_* names are refused, so a
+typo is not silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+from embsim.errors import InputError
+
+from .constants import NCCL_STEPS, NcclConstants
+
+_BUFF_VARS = {"NCCL_BUFFSIZE": "Simple", "NCCL_LL_BUFFSIZE": "LL", "NCCL_LL128_BUFFSIZE": "LL128"}
+_P2P_VARS = {"NCCL_P2P_NET_CHUNKSIZE": "net", "NCCL_P2P_NVL_CHUNKSIZE": "nvl",
+             "NCCL_P2P_PCI_CHUNKSIZE": "pci"}
+KNOWN = tuple(_BUFF_VARS) + tuple(_P2P_VARS)
+# A buffer of fewer bytes than a step's smallest unit (a 16 B LL line x NCCL_STEPS) or more
+# than a 32-bit stepSize cannot be what a run used.
+_MIN_BYTES, _MAX_BYTES = 16 * NCCL_STEPS, 1 << 31
+
+
+@dataclass(frozen=True)
+class NcclEnv:
+    """NCCL_* settings of a run, as bytes; an empty env is NCCL's defaults."""
+
+    values: tuple[tuple[str, int], ...] = ()
+
+    def get(self, name: str) -> int | None:
+        return dict(self.values).get(name)
+
+    def describe(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.values)
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+
+def _bytes(name: str, text: str, where: str) -> int:
+    try:
+        value = int(str(text).strip(), 0)
+    except ValueError:
+        raise InputError(f"{where} {name}={text!r}: not a whole number of bytes") from None
+    if not _MIN_BYTES <= value <= _MAX_BYTES:
+        raise InputError(f"{where} {name}={value}: outside {_MIN_BYTES}..{_MAX_BYTES} bytes")
+    return value
+
+
+def parse_env(pairs: Mapping[str, object] | Iterable[tuple[str, object]], where: str = "--nccl-env") -> NcclEnv:
+    """{NAME: VALUE} or (NAME, VALUE) pairs -> NcclEnv; unknown names and bad values are
+    refused with a one-line error naming `where`."""
+    items = pairs.items() if isinstance(pairs, Mapping) else pairs
+    out: dict[str, int] = {}
+    for name, value in items:
+        key = str(name).strip().upper()
+        if key not in KNOWN:
+            raise InputError(f"{where} {name}: not a modelled NCCL variable (known: {', '.join(KNOWN)})")
+        out[key] = _bytes(key, str(value), where)
+    return NcclEnv(tuple(sorted(out.items())))
+
+
+_ASSIGN = re.compile(r"\b(NCCL_[A-Z0-9_]+)=(0x[0-9a-fA-F]+|\d+)\b")
+_INFO = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to (0x[0-9a-fA-F]+|\d+)")
+
+
+def env_from_text(text: str | None) -> NcclEnv:
+    """The modelled NCCL_* settings a measurement's text records: `NAME=VALUE` on a command
+    line or in a recipe, or NCCL's own `NAME set by environment to VALUE` INFO line. Names
+    this model does not use are skipped (a log sets many)."""
+    found = {}
+    for pattern in (_ASSIGN, _INFO):
+        for m in pattern.finditer(text or ""):
+            if m.group(1) in KNOWN:
+                found[m.group(1)] = m.group(2)
+    return parse_env(found, where="log") if found else NcclEnv()
+
+
+def apply_env(consts: NcclConstants, env: NcclEnv | None) -> NcclConstants:
+    """The release's constants with the run's buffer and chunk sizes (init.cc
+    computeBuffSizes: the p2p chunk is capped at a Simple step)."""
+    if not env:
+        return consts
+    buff = dict(consts.buff_bytes)
+    for name, proto in _BUFF_VARS.items():
+        if env.get(name) is not None:
+            buff[proto] = env.get(name)
+    p2p = dict(consts.p2p_chunk)
+    for name, path in _P2P_VARS.items():
+        if env.get(name) is not None:
+            p2p[path] = env.get(name)
+    step = buff["Simple"] // NCCL_STEPS
+    p2p = {k: min(v, step) for k, v in p2p.items()}
+    return replace(consts, buff_bytes=MappingProxyType(buff), p2p_chunk=MappingProxyType(p2p),
+                   env=env.describe())

@@ -1,0 +1,66 @@
+"""Which modelled NCCL release stands in for a logged one, and what the output must say.
+
+The model has tables and kernels for every release from 2.18 to 2.30 (constants.VERSIONS).
+A measurement from outside that range is still compared, on the nearest table, but the
+comparison says so: older releases differ in more than the constants (their selection,
+enqueue and kernel code changed too), so their errors are not the model's errors at
+that release. One change is large and certain enough to apply: LL128 does not exist
+before NCCL 2.5 (git show v2.4.8-1:src has no LL128 at all; v2.5.6-1, 2019-11-19, adds
+prims_ll128.h and the LL128 tuning rows), so a log from an older release cannot have run it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .constants import DEFAULT_VERSION, VERSIONS, nearest_table
+
+LL128_SINCE = (2, 5)        # first release with the LL128 protocol (v2.5.6)
+
+
+def _key(text: str) -> tuple[int, int] | None:
+    parts = str(text).strip().split(".")
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return None
+
+
+_RANGE = (min(_key(v) for v in VERSIONS), max(_key(v) for v in VERSIONS))
+
+
+@dataclass(frozen=True)
+class ReleaseView:
+    logged: str             # the version the measurement states ("unknown" when none)
+    table: str | None       # the modelled release used (None: the default, 2.30)
+    exclude_protos: tuple[str, ...]   # protocols the logged release did not have
+    note: str               # what the output says ("" when the release is modelled as is)
+
+
+def release_view(logged: str | None) -> ReleaseView:
+    """The stand-in for a logged NCCL version, with a note whenever it is not that release."""
+    text = "" if logged is None else str(logged).strip()
+    key = _key(text) if text and text != "unknown" else None
+    table = nearest_table(text) if key else None
+    if key is None:
+        return ReleaseView(text or "unknown", None, (),
+                           f"NCCL version not given: {DEFAULT_VERSION} modelled")
+    if key < _RANGE[0]:
+        excluded = ("LL128",) if key < LL128_SINCE else ()
+        note = (f"NCCL {text} predates the modelled {VERSIONS[table].version}-{DEFAULT_VERSION}: "
+                f"{table}'s tables and kernels stand in")
+        if excluded:
+            note += " (LL128 excluded: NCCL added it in 2.5)"
+        return ReleaseView(text, table, excluded, note)
+    if key > _RANGE[1]:
+        return ReleaseView(text, table, (), f"NCCL {text} is newer than the modelled "
+                                             f"{DEFAULT_VERSION}: {table} stands in")
+    return ReleaseView(text, table, (), "")
+
+
+def proto_filter(view: ReleaseView, requested: str | None) -> str | None:
+    """NCCL_PROTO for the simulation: the measurement's own setting wins; otherwise the
+    protocols its release lacked are excluded."""
+    if requested or not view.exclude_protos:
+        return requested
+    return "^" + ",".join(view.exclude_protos)

@@ -1,0 +1,100 @@
+"""NCCL_BUFFSIZE & co: parsed, refused when wrong, and they reach the kernel's pipeline."""
+
+import pytest
+from embsim.cli import main
+from embsim.collectives import CollectiveModel, pipeline
+from embsim.collectives.constants import DEFAULT_BUFF_BYTES, constants_for
+from embsim.collectives.nccl_env import NcclEnv, apply_env, env_from_text, parse_env
+from embsim.errors import InputError
+from embsim.topology import load_topology
+
+
+def test_parse_and_refuse():
+    env = parse_env({"nccl_buffsize": "0x800000", "NCCL_P2P_NET_CHUNKSIZE": 524288})
+    assert env.get("NCCL_BUFFSIZE") == 8 << 20 and env.get("NCCL_P2P_NET_CHUNKSIZE") == 512 << 10
+    for bad in ({"NCCL_BUFSIZE": 1}, {"NCCL_BUFFSIZE": "8M"}, {"NCCL_BUFFSIZE": 0}):
+        with pytest.raises(InputError):
+            parse_env(bad)
+
+
+def test_env_from_text_reads_command_lines_and_nccl_info():
+    how = "srun ... NCCL_BUFFSIZE=8388608 NCCL_P2P_NET_CHUNKSIZE=524288 NCCL_ALGO=Ring over EFA"
+    assert env_from_text(how) == parse_env({"NCCL_BUFFSIZE": 8388608, "NCCL_P2P_NET_CHUNKSIZE": 524288})
+    info = "node1:12:12 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 2097152."
+    assert env_from_text(info).get("NCCL_BUFFSIZE") == 2 << 20
+    assert not env_from_text("NCCL_DEBUG=INFO NCCL_IB_HCA=mlx5")
+
+
+def test_apply_env_sets_steps_and_caps_p2p_chunk():
+    base = constants_for("2.26")
+    assert apply_env(base, NcclEnv()) is base
+    c = apply_env(base, parse_env({"NCCL_BUFFSIZE": 1 << 21}))
+    assert c.buff_bytes["Simple"] == 1 << 21 and c.buff_bytes["LL"] == DEFAULT_BUFF_BYTES["LL"]
+    # init.cc: the p2p chunk is never more than a Simple step (2 MiB / 8 = 256 KiB)
+    assert c.p2p_chunk["nvl"] == 256 << 10 and c.p2p_chunk["net"] == 128 << 10
+    assert pipeline.step_bytes("Simple", c.buff_bytes) == 256 << 10
+    assert c.env == "NCCL_BUFFSIZE=2097152" and c.version == "2.26"
+
+
+def test_buffsize_changes_ring_chunks_and_tree_steps():
+    topo = load_topology("dgx-h100:2x8")
+    ranks = range(16)
+    plain = CollectiveModel(topo, algo="Ring", proto="Simple")
+    big = CollectiveModel(topo, algo="Ring", proto="Simple", nccl_env=parse_env({"NCCL_BUFFSIZE": 8 << 20}))
+    a, b = plain.plan("all_reduce", 1 << 30, ranks), big.plan("all_reduce", 1 << 30, ranks)
+    assert a.time != b.time
+    # the choice is NCCL's tuning model, which no buffer size enters
+    assert (a.algo, a.proto, a.model_time) == (b.algo, b.proto, b.model_time)
+    tree = CollectiveModel(topo, algo="Tree", proto="Simple")
+    tree8 = CollectiveModel(topo, algo="Tree", proto="Simple", nccl_env=parse_env({"NCCL_BUFFSIZE": 8 << 20}))
+    assert tree.plan("all_reduce", 1 << 30, ranks).time != tree8.plan("all_reduce", 1 << 30, ranks).time
+
+
+def test_tree_simple_chunk_halving_is_pre_2_20():
+    """2.19's computeColl halves a Tree/Simple chunk for small messages; 2.20 does not."""
+    old, new = constants_for("2.19"), constants_for("2.20")
+    assert old.tree_simple_chunk_halving and not new.tree_simple_chunk_halving
+    small = 4 << 20
+    assert pipeline.tree_chunk(small, 16, 8, "Simple", 2, 8, old.buff_bytes, True) < 512 << 10
+    assert pipeline.tree_chunk(small, 16, 8, "Simple", 2, 8, new.buff_bytes, False) == 512 << 10
+
+
+def test_cli_nccl_env(capsys):
+    assert main(["nccl-tests", "--topology", "dgx-h100:2x8", "-b", "1M", "-e", "1M",
+                 "--nccl-env", "NCCL_BUFFSIZE=8388608"]) == 0
+    assert "NCCL_BUFFSIZE=8388608" in capsys.readouterr().out
+    assert main(["nccl-tests", "--nccl-env", "NCCL_BUFFSIZE=lots"]) == 2
+    assert "NCCL_BUFFSIZE" in capsys.readouterr().err
+
+
+def test_simulate_takes_nccl_env(capsys):
+    assert main(["simulate", "--topology", "dgx-h100:2x8", "--iterations", "2",
+                 "--nccl-env", "NCCL_BUFFSIZE=8388608"]) == 0
+    assert "NCCL_BUFFSIZE=8388608" in capsys.readouterr().out
+    assert main(["simulate", "--nccl-env", "NCCL_LL_BUFFSIZE=-1"]) == 2
+
+
+def test_log_env_lines_reach_the_model():
+    from embsim.imports import parse_nccl_tests_log
+    from embsim.validate.collectives import run_errors
+
+    def row(size, t_us):
+        algbw = size / t_us / 1e3
+        bus = algbw * 15 / 16
+        return (f"{size:>12} {size // 64:>12} float none -1 {t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0 "
+                f"{t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0")
+    head = ["# nThread 1 nGpus 1 minBytes 4294967296 maxBytes 8589934592 step: 2(factor) warmup iters: 5 "
+            "iters: 20 agg iters: 1 validation: 1 graph: 0", "#"]
+    head += [f"#  Rank {r:2d} Group  0 Pid {r} on {'a' if r < 8 else 'b'} device {r % 8} [0x00] NVIDIA H100 80GB HBM3"
+             for r in range(16)]
+    body = head + [
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+        row(1 << 32, 24000.0), row(1 << 33, 48000.0), "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0 ", "#"]
+    info = "a:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608."
+    run = parse_nccl_tests_log("\n".join([info] + body), "log.txt", op="all_gather")[0]
+    plain = parse_nccl_tests_log("\n".join(body), "log.txt", op="all_gather")[0]
+    assert run.env_lines and not plain.env_lines
+    with_env, without = run_errors(run, "dgx-h100:2x8"), run_errors(plain, "dgx-h100:2x8")
+    assert {p.proto for p in with_env.points} == {"Simple"}
+    assert [p.simulated_busbw for p in with_env.points] != [p.simulated_busbw for p in without.points]

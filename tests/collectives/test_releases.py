@@ -1,0 +1,50 @@
+"""Which modelled release stands in for a logged NCCL version, and what the output says."""
+
+from embsim.collectives.releases import proto_filter, release_view
+from embsim.collectives.validation import curve_errors, DATA_DIR
+
+
+def test_modelled_releases_need_no_note():
+    for logged in ("2.18.5", "2.19", "2.27.7", "2.30.4"):
+        view = release_view(logged)
+        assert view.note == "" and view.exclude_protos == ()
+        assert view.table == ".".join(logged.split(".")[:2])
+
+
+def test_unknown_release_says_which_model_ran():
+    for logged in (None, "", "unknown"):
+        view = release_view(logged)
+        assert view.table is None
+        assert "not given" in view.note and "2.30" in view.note
+
+
+def test_older_release_says_2_18_stands_in():
+    view = release_view("2.9.9")
+    assert view.table == "2.18"
+    assert "2.9.9 predates" in view.note and "2.18" in view.note
+    assert view.exclude_protos == ()          # 2.9 had LL128
+    assert proto_filter(view, None) is None
+
+
+def test_release_before_ll128_excludes_it():
+    view = release_view("2.4")
+    assert view.exclude_protos == ("LL128",)
+    assert "LL128 excluded" in view.note
+    assert proto_filter(view, None) == "^LL128"
+    # the measurement's own NCCL_PROTO wins
+    assert proto_filter(view, "Simple") == "Simple"
+
+
+def test_newer_release_says_2_30_stands_in():
+    view = release_view("2.31.1")
+    assert view.table == "2.30" and "newer" in view.note
+
+
+def test_validation_output_carries_the_note():
+    c = curve_errors(DATA_DIR / "dgx1-v100-allreduce.yaml")
+    assert "LL128 excluded" in c.system
+    assert all(p.proto != "LL128" for p in c.points)
+    c = curve_errors(DATA_DIR / "oci-bm-gpu4-8-allreduce.yaml")
+    assert "2.9.9 predates" in c.system
+    c = curve_errors(DATA_DIR / "azure-nd-a100-v4-allreduce.yaml")
+    assert "predates" not in c.system and "not given" not in c.system
