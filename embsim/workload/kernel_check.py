@@ -12,7 +12,8 @@ What it separates: the memory-bound fraction (embsim.workload.gpu_props.
 FRAMEWORK_STREAM_EFFICIENCY) is fitted on whole-layer times (embsim.workload.stream_fit), so
 whatever the GEMM model misses lands in it. Here each GEMM is timed against the GEMM model
 alone, and each memory-bound kernel's bytes against its own time, so the two errors are seen
-apart. Nothing is fitted here.
+apart. Nothing here feeds the simulator: `separated_fit` re-solves the eager row's
+fraction with the GEMMs at their measured times, for the record (docs/compute.md).
 
 `python -m embsim.workload.kernel_check` prints the per-kernel table and the mean/max
 |simulated/measured - 1| for GEMMs (dense and batched head products) and for memory-bound
