@@ -64,15 +64,18 @@ def _bytes(name: str, text: str, where: str) -> int:
 
 
 def parse_env(pairs: Mapping[str, object] | Iterable[tuple[str, object]], where: str = "--nccl-env") -> NcclEnv:
-    """{NAME: VALUE} or (NAME, VALUE) pairs -> NcclEnv; unknown names and bad values are
-    refused with a one-line error naming `where`."""
+    """{NAME: VALUE} or (NAME, VALUE) pairs -> NcclEnv; unknown names, bad values and a
+    name given twice with two values are refused with a one-line error naming `where`."""
     items = pairs.items() if isinstance(pairs, Mapping) else pairs
     out: dict[str, int] = {}
     for name, value in items:
         key = str(name).strip().upper()
         if key not in KNOWN:
-            raise InputError(f"{where} {name}: not a modelled NCCL variable (known: {', '.join(KNOWN)})")
-        out[key] = _bytes(key, str(value), where)
+            raise InputError(f"{where} {str(name)!r}: not a modelled NCCL variable (known: {', '.join(KNOWN)})")
+        size = _bytes(key, str(value), where)
+        if out.get(key, size) != size:
+            raise InputError(f"{where} {key}: given twice, {out[key]} and {size} bytes")
+        out[key] = size
     return NcclEnv(tuple(sorted(out.items())))
 
 
@@ -80,16 +83,17 @@ _ASSIGN = re.compile(r"\b(NCCL_[A-Z0-9_]+)=(0x[0-9a-fA-F]+|\d+)\b")
 _INFO = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to (0x[0-9a-fA-F]+|\d+)")
 
 
-def env_from_text(text: str | None) -> NcclEnv:
+def env_from_text(text: str | None, where: str = "log") -> NcclEnv:
     """The modelled NCCL_* settings a measurement's text records: `NAME=VALUE` on a command
     line or in a recipe, or NCCL's own `NAME set by environment to VALUE` INFO line. Names
-    this model does not use are skipped (a log sets many)."""
+    this model does not use are skipped (a log sets many). `where`: the file (and key) the
+    text is from, for the error of a value no run can have used."""
     found = {}
     for pattern in (_ASSIGN, _INFO):
         for m in pattern.finditer(text or ""):
             if m.group(1) in KNOWN:
                 found[m.group(1)] = m.group(2)
-    return parse_env(found, where="log") if found else NcclEnv()
+    return parse_env(found, where=where) if found else NcclEnv()
 
 
 def apply_env(consts: NcclConstants, env: NcclEnv | None) -> NcclConstants:

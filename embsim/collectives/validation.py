@@ -16,7 +16,7 @@ from pathlib import Path
 
 from embsim.curves import ErrorSummary, error_summary
 from embsim.errors import InputError
-from embsim.yamlio import load_yaml
+from embsim.yamlio import get, load_yaml
 
 from . import nccl_tests as nt
 from .model import CollectiveModel
@@ -93,14 +93,15 @@ def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None):
     return topo
 
 
-def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, spec=None):
+def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, spec=None,
+              where="how:"):
     """(rows, note): the simulated nccl-tests rows, and what the output must say about the
     release that stood in for the measurement's and about the topology's view, if anything.
     The buffer/chunk sizes the measurement set (NCCL_BUFFSIZE=... in `how`) drive it."""
     topo = _topology(preset, nodes, gpus, spec)
     release = release_view(nccl)
     model = CollectiveModel(topo, algo=algo, proto=proto_filter(release, proto),
-                            nccl_version=release.table, nccl_env=env_from_text(how))
+                            nccl_version=release.table, nccl_env=env_from_text(how, where))
     rows = nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
     return rows, "; ".join(n for n in (release.note, model.view_note) if n)
 
@@ -117,9 +118,10 @@ def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
             raise doc.error((key,), "missing key")
     nccl = str(d.get("nccl", "unknown"))
     sizes = sorted(int(s) for s in d["busbw"])
-    how = d.get("how", "")
+    how = get(doc, (), d, "how", str, "")     # the command line, NCCL_* settings included
     rows, note = _simulate(d["preset"], _nodes(d["nodes"]), int(d["gpus_per_node"]), d["op"], sizes,
-                           nccl, how, _env(how, "NCCL_PROTO"), _env(how, "NCCL_ALGO"), spec=topology)
+                           nccl, how, _env(how, "NCCL_PROTO"), _env(how, "NCCL_ALGO"), spec=topology,
+                           where=f"{path}: how:")
     pts = tuple(PointError(r.size, float(d["busbw"][r.size]), r.busbw, r.algo, r.proto) for r in rows)
     return CurveError(Path(path).stem, _system(d.get("system", ""), note), d["op"], nccl, pts)
 
@@ -130,13 +132,15 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
     for i, p in enumerate(doc.data.get("points", [])):
         size = LARGE if p.get("size") == "large" else int(p["size"])
         nodes = _nodes(p["nodes"])
-        proto = _env(str(p.get("how", "")), "NCCL_PROTO")
-        algo = _env(str(p.get("how", "")), "NCCL_ALGO")
+        how = get(doc, ("points", i), p, "how", str, "")
+        proto = _env(how, "NCCL_PROTO")
+        algo = _env(how, "NCCL_ALGO")
         # A point measured with NVLS switched off says so in its system line.
         if algo is None and "NVLS off" in str(p.get("system", "")):
             algo = "^NVLS,NVLSTree"
         rows, note = _simulate(p["preset"], nodes, int(p["gpus_per_node"]), p["op"], [size],
-                               str(p.get("nccl", "unknown")), p.get("how", ""), proto, algo, topology)
+                               str(p.get("nccl", "unknown")), how, proto, algo, topology,
+                               f"{path}: points[{i}].how:")
         r = rows[0]
         if "busbw_per_nic" in p:
             lo, _, hi = str(p["busbw_per_nic"]).partition("-")

@@ -31,13 +31,20 @@ from ..workload.length_data import list_datasets, load_histogram
 
 FORMS = ("lognormal",)
 SAMPLE = 200_000
+# Bounds that keep the draws finite integers: a sentence has at least one token and no corpus
+# a million (MEAN, SD; more is a units typo); a target/source log-sd of 3 is already a target
+# 20x its source at one sd (WMT'14 en-de's is 0.15). Beyond them lengths overflow int64.
+MAX_TOKENS = 1_000_000
+MAX_RATIO_SIGMA = 3.0
 
 
 def parse_lengths(text: str | None) -> tuple | None:
     """("dataset", NAME) or ("lognormal", MEAN, SD, MAX or None); None without --lengths.
     A `,ratio:SIGMA` suffix (ratio_sigma) is checked and left out of the result."""
-    if not text:
+    if text is None:
         return None
+    if not text.strip():
+        raise InputError("--lengths '': expected a data set, lognormal:MEAN:SD or lognormal:MEAN:SD:MAX")
     ratio_sigma(text)
     text = text.split(",")[0]
     if text in list_datasets():
@@ -56,6 +63,9 @@ def parse_lengths(text: str | None) -> tuple | None:
     top = nums[2] if len(nums) == 3 else None
     if top is not None and top < 1:
         raise InputError(f"--lengths {text!r}: MAX must be at least one token")
+    if not (1 <= mean <= MAX_TOKENS and sd <= MAX_TOKENS):
+        raise InputError(f"--lengths {text!r}: MEAN must be 1..{MAX_TOKENS:,} tokens and SD at most "
+                         f"{MAX_TOKENS:,}")
     return kind, mean, sd, top
 
 
@@ -69,9 +79,9 @@ def ratio_sigma(text: str | None) -> float | None:
         sigma = float(value)
     except ValueError:
         sigma = -1.0
-    if key != "ratio" or not (math.isfinite(sigma) and sigma >= 0):
-        raise InputError(f"--lengths {text!r}: expected ...,ratio:SIGMA (SIGMA >= 0, the log-sd "
-                         f"of target over source length)")
+    if key != "ratio" or not 0 <= sigma <= MAX_RATIO_SIGMA:
+        raise InputError(f"--lengths {text!r}: expected ...,ratio:SIGMA (SIGMA 0..{MAX_RATIO_SIGMA:g}, "
+                         f"the log-sd of target over source length)")
     return sigma
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..workload.length_data import load_histogram
-from ..workload.padding import LengthMix, length_mix, parse_padding
+from ..workload.padding import LengthMix, check_at_seq, length_mix, parse_padding
 from .jitter import CORPUS_FORMS, corpus_lengths, parse_jitter
 from .lengths import drawn_lengths, parse_lengths
 
@@ -21,12 +21,15 @@ PADDING_JITTER = CORPUS_FORMS + ("seq",)
 
 
 def check_padding(padding: str | None, lengths: str | None, corpus: str | None,
-                  jitter: str | None, origin: str = "--padding") -> None:
-    """A policy other than max needs sample lengths, and only one of --padding and a padding
-    --jitter form may pad the batches. `origin`: where the policy came from, for the error."""
+                  jitter: str | None, origin: str = "--padding", seq: int | None = None) -> None:
+    """A policy other than max needs sample lengths, fits the run's `seq` (check_at_seq),
+    and only one of --padding and a padding --jitter form may pad the batches. `origin`:
+    where the policy came from, for the error."""
     policy = parse_padding(padding)
     if policy is None or policy.kind == "max":
         return
+    if seq is not None:
+        check_at_seq(policy, seq, origin)
     if not lengths and not corpus:
         raise InputError(f"{origin} {padding}: needs sample lengths: --lengths (a data set or "
                          f"lognormal:MEAN:SD) or --corpus")

@@ -72,11 +72,11 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     if lengths is None and cfg.corpus is None:
         lengths = spec.lengths
     padding, origin = cfg.padding, "--padding"
+    seq = cfg.seq or spec.seq
     if padding is None:
-        seq = cfg.seq or spec.seq
         padding, origin = spec.padding_for(seq), f"{spec.path}: defaults.padding at seq {seq}:"
     jitter = None if jitter == NONE else jitter
-    check_padding(padding, lengths, cfg.corpus, jitter, origin)
+    check_padding(padding, lengths, cfg.corpus, jitter, origin, seq)
     return replace(cfg, amp=cfg.amp or spec.amp or "autocast", jitter=jitter, lengths=lengths,
                    padding=padding,
                    accumulate_sync=cfg.accumulate_sync or spec.accumulate_sync or "last")

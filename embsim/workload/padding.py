@@ -80,7 +80,8 @@ def _int(text: str, what: str, flag: str, lo: int, hi: int) -> int:
 
 
 def parse_padding(text: str | None, flag: str = "--padding") -> PaddingPolicy | None:
-    if not text:
+    """None without a policy; an empty one is refused (it would silently mean max)."""
+    if text is None:
         return None
     kind, *values = str(text).split(":")
     usage = "max, longest[:ALIGN], bins:WIDTH[:ALIGN] or packed"
@@ -101,6 +102,20 @@ def parse_padding(text: str | None, flag: str = "--padding") -> PaddingPolicy | 
     return PaddingPolicy(kind, width=width, align=align)
 
 
+def check_at_seq(policy: PaddingPolicy | None, seq: int, flag: str = "--padding") -> None:
+    """What a policy needs of the run's --seq: bins that tile it (as LDDL's
+    preprocess_bert_pretrain requires), and an ALIGN no longer than it (a longer one pads
+    every batch past --seq: a typo, not a trainer's setting). `flag`: where the policy came
+    from, for the error."""
+    if policy is None:
+        return
+    if policy.kind == "bins" and (policy.width > seq or seq % policy.width):
+        raise InputError(f"{flag} {policy.text}: --seq {seq} must be a multiple of the bin "
+                         f"width {policy.width} (as LDDL's preprocess_bert_pretrain requires)")
+    if policy.align > seq:
+        raise InputError(f"{flag} {policy.text}: ALIGN {policy.align} is more than --seq {seq}")
+
+
 def _aligned(lengths: np.ndarray, align: int) -> np.ndarray:
     return -(-lengths // align) * align
 
@@ -116,6 +131,7 @@ def length_mix(probs: np.ndarray, seq: int, policy: PaddingPolicy, batch: int) -
     """The padded-length mix of `batch`-sample micro-batches at --seq `seq`, for samples whose
     length is i + 1 with probability probs[i] (i < seq; longer samples already cut to seq)."""
     probs = np.asarray(probs, dtype=np.float64)
+    check_at_seq(policy, seq)
     if policy.kind == "max":
         return LengthMix((seq,), (1.0,))
     lengths = np.arange(1, probs.size + 1)
@@ -125,9 +141,6 @@ def length_mix(probs: np.ndarray, seq: int, policy: PaddingPolicy, batch: int) -
         groups = [(1.0, 0, probs.size)]
     else:
         w = policy.width
-        if w > seq or seq % w:
-            raise InputError(f"--padding {policy.text}: --seq {seq} must be a multiple of the bin "
-                             f"width {w} (as LDDL's preprocess_bert_pretrain requires)")
         bins = seq // w
         edges = [k * w for k in range(bins)] + [probs.size]      # the last bin takes the rest
         groups = [(probs[lo:hi].sum() / probs.sum(), lo, hi)
