@@ -38,12 +38,13 @@ LENGTHS = ["wikipedia", "squad-1.1", "wikipedia,ratio:0.15", "squad-1.1,ratio:0"
            "lognormal:1e6:1e6", "lognormal:1:1e6", "wikipedia,ratio:-1", "wikipedia,ratio:nan",
            "wikipedia,ratio:inf", "wikipedia,ratio:1e300", "wikipedia,ratio:50", "wikipedia,ratio:",
            "wikipedia,", "bogus", "", ",ratio:0.1", "lognormal:10", "lognormal:10:5:1:2",
-           "wikipedia,ratio:0.1,ratio:0.2", "Wikipedia", "../datasets/wikipedia"]
+           "wikipedia,ratio:0.1,ratio:0.2", "Wikipedia", "../datasets/wikipedia", "lognormal:3e4:3e4",
+           "wikipedia,ratio:1"]
 TRAINER_FLAGS = {
     "--padding": PADDING,
     "--lengths": LENGTHS,
-    "--jitter": ["none", "maxtokens", "bucket:4", "shuffle", "seq:8", "normal:0.05", ""],
-    "--seq": ["8", "64", "128", "512", "100", "1", "4096"],
+    "--jitter": ["none", "maxtokens", "bucket:4", "shuffle", "seq:8", "normal:0.05", "", "bucket:1000000"],
+    "--seq": ["8", "64", "128", "512", "100", "1", "4096", "100000"],
     "--batch": ["1", "2", "16", "64"],
     "--accumulate": ["1", "2", "8", "0", "-1", "1024", "1025", "abc"],
     "--accumulate-sync": ["last", "every", "bogus", ""],

@@ -134,8 +134,8 @@ def batch_lengths(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, bat
     if kind == "bucket":
         width = -(-int(lengths.max()) // buckets)            # ceil(max / K), as the sampler
         ids = np.minimum(lengths // width, buckets - 1)
-        pools = [lengths[ids == b] for b in range(buckets)]
-        pools = [p for p in pools if len(p)]
+        # the non-empty buckets in order (bucket:1000000 must not scan a million empty ones)
+        pools = [lengths[ids == b] for b in np.unique(ids)]
         weights = np.array([len(p) for p in pools], dtype=float)
         # every bucket gets its share of the steps (largest remainder), in a random order:
         # drawing the bucket of each step instead would let a few hundred steps' sampling
@@ -171,8 +171,8 @@ def pair_budget_batches(src: np.ndarray, tgt: np.ndarray, max_tokens: int,
     keep = np.maximum(src, tgt) <= max_tokens
     src, tgt = src[keep], tgt[keep]
     if src.size == 0:
-        raise InputError(f"--jitter maxtokens: every --corpus sentence is longer than the "
-                         f"{max_tokens}-token batch")
+        raise InputError(f"--jitter maxtokens: every sentence (--corpus or --lengths) is longer than "
+                         f"the {max_tokens}-token batch (--batch x --seq)")
     longer = np.maximum(src, tgt)
     sizes, src_long, tgt_long, real = [], [], [], []
     start, n = 0, src.size

@@ -32,10 +32,11 @@ from ..workload.length_data import list_datasets, load_histogram
 FORMS = ("lognormal",)
 SAMPLE = 200_000
 # Bounds that keep the draws finite integers: a sentence has at least one token and no corpus
-# a million (MEAN, SD; more is a units typo); a target/source log-sd of 3 is already a target
-# 20x its source at one sd (WMT'14 en-de's is 0.15). Beyond them lengths overflow int64.
+# a million (MEAN, SD; more is a units typo); a target/source log-sd of 1 is already a target
+# 2.7x its source at one sd (WMT'14 en-de's is 0.15), and a wider one overflows the lengths
+# or times thousands of batch shapes for --jitter maxtokens.
 MAX_TOKENS = 1_000_000
-MAX_RATIO_SIGMA = 3.0
+MAX_RATIO_SIGMA = 1.0
 
 
 def parse_lengths(text: str | None) -> tuple | None:

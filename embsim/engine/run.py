@@ -61,6 +61,9 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     the run's seq (`max` turns it off), and how accumulated gradients synchronise. The
     accumulation itself needs the GPU count (with_global_batch)."""
     spec = load_spec(cfg.model)
+    if cfg.lengths is not None and cfg.corpus:
+        raise InputError(f"--lengths {cfg.lengths} and --corpus {cfg.corpus} both give the sample "
+                         f"lengths: give one")
     for key in ("jitter", "lengths"):
         value = getattr(spec, key)
         try:

@@ -38,6 +38,9 @@ MAX_ALIGN = 4096
 # renormalised): no visible effect on a step time, and each kept length is one more model
 # build and timing.
 NEGLIGIBLE = 1e-12
+# Every padded length is one model build and timing (~10 ms for BERT-large): more lengths
+# than this (longest without ALIGN at a long --seq) would run for minutes.
+MAX_LENGTHS = 1024
 
 
 @dataclass(frozen=True)
@@ -152,5 +155,10 @@ def length_mix(probs: np.ndarray, seq: int, policy: PaddingPolicy, batch: int) -
             if share * q >= NEGLIGIBLE:
                 out[int(L)] = out.get(int(L), 0.0) + share * float(q)
     keys = sorted(out)
+    if len(keys) > MAX_LENGTHS:
+        least = -(-seq // MAX_LENGTHS)                   # ceil: at most MAX_LENGTHS multiples up to seq
+        align = -(-least // 8) * 8                       # as a multiple of 8, as trainers align
+        raise InputError(f"padding {policy.text} at --seq {seq}: {len(keys):,} padded lengths to time, "
+                         f"more than {MAX_LENGTHS:,}; give an ALIGN of at least {align}")
     total = sum(out.values())
     return LengthMix(tuple(keys), tuple(out[k] / total for k in keys))

@@ -1,5 +1,7 @@
 """NCCL_BUFFSIZE & co: parsed, refused when wrong, and they reach the kernel's pipeline."""
 
+import re
+
 import pytest
 from embsim.cli import main
 from embsim.collectives import CollectiveModel, pipeline
@@ -98,3 +100,38 @@ def test_log_env_lines_reach_the_model():
     with_env, without = run_errors(run, "dgx-h100:2x8"), run_errors(plain, "dgx-h100:2x8")
     assert {p.proto for p in with_env.points} == {"Simple"}
     assert [p.simulated_busbw for p in with_env.points] != [p.simulated_busbw for p in without.points]
+
+
+def test_a_name_given_twice_with_two_values_is_refused():
+    assert parse_env([("NCCL_BUFFSIZE", "8388608"), ("nccl_buffsize", "0x800000")]).get("NCCL_BUFFSIZE") == 8 << 20
+    with pytest.raises(InputError, match=r"^--nccl-env NCCL_BUFFSIZE: given twice, 128 and 256 bytes$"):
+        parse_env([("NCCL_BUFFSIZE", "128"), ("NCCL_BUFFSIZE", "256")])
+    with pytest.raises(InputError, match=r"^--nccl-env '': not a modelled NCCL variable"):
+        parse_env([("", "8")])
+
+
+def test_env_errors_name_where_the_text_came_from():
+    with pytest.raises(InputError, match=r"^run.log: NCCL_BUFFSIZE=0: outside"):
+        env_from_text("NCCL_BUFFSIZE set by environment to 0", "run.log:")
+
+
+def test_validation_file_how_must_be_text_and_its_env_names_the_file(tmp_path, capsys):
+    from embsim.collectives.validation import DATA_DIR
+    text = (DATA_DIR / "nebius-h100-2node-allreduce.yaml").read_text()
+    path = tmp_path / "curve.yaml"
+    for how, message in ((".nan", r"curve.yaml: how \(line \d+\): must be a string, got float nan"),
+                         ("NCCL_BUFFSIZE=0 mpirun", r"curve.yaml: how: NCCL_BUFFSIZE=0: outside 128\.\.")):
+        path.write_text(re.sub(r"(?m)^how: .*$", f"how: {how}", text))
+        assert main(["validate", "--nccl-tests", str(path)]) == 2      # a float how was a TypeError
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and re.search(message, err), err
+
+
+def test_log_env_error_names_the_log(tmp_path, capsys):
+    from pathlib import Path
+    fixture = Path(__file__).resolve().parent.parent / "imports/fixtures/h100-2x8-all_reduce.log"
+    path = tmp_path / "ar.log"
+    path.write_text("a:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 7\n" + fixture.read_text())
+    assert main(["validate", "--nccl-tests", str(path), "--topology", "dgx-h100:2x8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert re.fullmatch(r"embsim: error: .*ar\.log \(run at line \d+\): NCCL_BUFFSIZE=7: outside 128\.\..*", err), err

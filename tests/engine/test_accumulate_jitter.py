@@ -271,3 +271,30 @@ def test_source_layers_of_an_encoder_decoder():
     assert m.layers[cut].name == "target_embedding" and m.layers[cut - 1].name.startswith("encoder")
     assert load_model("gnmt").layers[source_layers(load_model("gnmt"))].name == "target_embedding"
     assert source_layers(load_model("bert-large")) == 0 and source_layers(load_model("tiny-lm")) == 0
+
+
+def test_bucket_count_far_above_the_lengths_runs_the_non_empty_buckets_only():
+    """bucket:1000000 scanned a million empty buckets over every sentence (minutes); the
+    non-empty buckets are the same pools in the same order, so the draws are unchanged."""
+    import time
+    from embsim.engine.jitter import batch_lengths
+    lengths = np.array([1, 2, 2, 9, 9, 9, 30, 31, 64] * 50)
+
+    def old_pools(k):       # the loop it replaced, for the comparison
+        width = -(-int(lengths.max()) // k)
+        ids = np.minimum(lengths // width, k - 1)
+        return [p for p in (lengths[ids == b] for b in range(k)) if len(p)]
+    for k in (1, 3, 7, 40):
+        new = batch_lengths("bucket", k, lengths, 4, 8, np.random.default_rng(5), 64)
+        rng = np.random.default_rng(5)
+        pools = old_pools(k)
+        weights = np.array([len(p) for p in pools], dtype=float)
+        exact = 64 * weights / weights.sum()
+        counts = np.floor(exact).astype(int)
+        counts[np.argsort(counts - exact, kind="stable")[:64 - counts.sum()]] += 1
+        chosen = rng.permutation(np.repeat(np.arange(len(pools)), counts))
+        old = np.array([rng.choice(pools[b], size=(4, 8)).max(axis=1) for b in chosen])
+        assert (new == old).all(), k
+    t = time.perf_counter()
+    batch_lengths("bucket", 1_000_000, lengths, 4, 8, np.random.default_rng(0), 64)
+    assert time.perf_counter() - t < 5

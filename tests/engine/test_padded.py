@@ -96,3 +96,35 @@ def test_bad_zoo_padding_names_the_file(tmp_path):
     path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  padding: {-1: max}\n", 1))
     with pytest.raises(InputError, match=r"defaults.padding.-1 \(line \d+\): keys are sequence lengths"):
         simulate(SimulationConfig(model=str(path), topology="1x1"))
+
+
+def test_zoo_padding_that_does_not_fit_the_seq_names_the_file(tmp_path):
+    """A zoo default's bins or ALIGN that do not fit the run's seq: the error names the file
+    and key, not a --padding the user never typed."""
+    text = (ZOO_DIR / "tiny-lm.yaml").read_text()
+    path = tmp_path / "m.yaml"
+    path.write_text(text.replace("  optimizer: sgd\n",
+                                 "  optimizer: sgd\n  lengths: wikipedia\n  padding: {35: 'bins:64', other: 'longest:64'}\n", 1))
+    with pytest.raises(InputError, match=r"m.yaml: defaults.padding at seq 35: bins:64: --seq 35 must be a multiple"):
+        simulate(SimulationConfig(model=str(path), topology="1x1"))
+    with pytest.raises(InputError, match=r"m.yaml: defaults.padding at seq 40: longest:64: ALIGN 64 is more than --seq 40"):
+        simulate(SimulationConfig(model=str(path), topology="1x1", seq=40))
+    with pytest.raises(InputError, match=r"^--padding bins:64: --seq 35"):
+        check_padding("bins:64", "wikipedia", None, None, seq=35)
+
+
+def test_lengths_and_corpus_together_are_refused(tmp_path):
+    """Both give the sample lengths; the corpus used to win silently."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b c\n" * 4)
+    with pytest.raises(InputError, match=r"^--lengths wikipedia and --corpus .*c.txt both give the sample lengths"):
+        simulate(SimulationConfig(model="tiny-lm", topology="1x1", padding="longest", lengths="wikipedia",
+                                  corpus=str(corpus), iterations=2))
+
+
+def test_cli_empty_padding_is_one_line(capsys):
+    argv = ["simulate", "--topology", "1x2", "--model", "bert-large", "--iterations", "2", "--seq", "512"]
+    assert cli.main(argv + ["--padding", ""]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("embsim: error: --padding '': expected max, longest[:ALIGN], bins:WIDTH[:ALIGN] "
+                   "or packed"), err

@@ -5,7 +5,7 @@ import pytest
 
 from embsim.errors import InputError
 from embsim.workload.length_data import load_histogram
-from embsim.workload.padding import PaddingPolicy, length_mix, parse_padding
+from embsim.workload.padding import MAX_LENGTHS, PaddingPolicy, check_at_seq, length_mix, parse_padding
 
 
 def wiki(seq=512):
@@ -93,3 +93,33 @@ def test_bins_need_a_multiple_of_the_width():
         length_mix(wiki(500), 500, PaddingPolicy("bins", width=64), 8)
     with pytest.raises(InputError, match="--seq 32"):
         length_mix(wiki(32), 32, PaddingPolicy("bins", width=64), 8)
+
+
+def test_empty_policy_is_refused_not_max():
+    """`--padding ''` used to mean max silently (and hide the model's own padding)."""
+    with pytest.raises(InputError, match="^--padding '': expected max, longest"):
+        parse_padding("")
+
+
+def test_align_longer_than_seq_is_refused():
+    """longest:64 at --seq 35 padded every micro-batch to 64 tokens, past --seq."""
+    with pytest.raises(InputError, match="--padding longest:64: ALIGN 64 is more than --seq 35"):
+        length_mix(wiki(35), 35, parse_padding("longest:64"), 8)
+    with pytest.raises(InputError, match="ALIGN 512 is more than --seq 256"):
+        check_at_seq(parse_padding("bins:64:512"), 256)
+    check_at_seq(parse_padding("bins:64:8"), 512)
+    check_at_seq(None, 1)
+    assert length_mix(wiki(35), 35, parse_padding("longest:35"), 8).lengths == (35,)
+
+
+def test_too_many_padded_lengths_is_refused_with_an_align_that_fits():
+    """Every padded length is a model build and timing: longest without ALIGN at --seq 100000
+    ran for minutes; the error names the ALIGN that brings it under MAX_LENGTHS."""
+    seq = 100_000
+    probs = np.full(seq, 1.0 / seq)
+    with pytest.raises(InputError, match=r"^padding longest at --seq 100000: .* more than 1,024; "
+                                         r"give an ALIGN of at least 104$"):
+        length_mix(probs, seq, parse_padding("longest"), 1)
+    assert len(length_mix(probs, seq, parse_padding("longest:104"), 1).lengths) <= MAX_LENGTHS
+    with pytest.raises(InputError, match="more than 1,024"):
+        length_mix(np.full(4096, 1 / 4096), 4096, parse_padding("bins:1"), 1)
