@@ -128,3 +128,26 @@ def test_cli_empty_padding_is_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("embsim: error: --padding '': expected max, longest[:ALIGN], bins:WIDTH[:ALIGN] "
                    "or packed"), err
+
+
+@pytest.mark.parametrize("flags", [
+    ["--model", "bert-large", "--seq", "512", "--padding", "bins:64:8", "--lengths", "wikipedia"],
+    ["--model", "tiny-lm", "--jitter", "maxtokens", "--lengths", "lognormal:29.05:16.2,ratio:0.151"],
+])
+def test_same_inputs_and_seed_give_identical_json_across_processes(flags):
+    """Two fresh processes (different hash seeds, so no set or dict order can leak in): the
+    --json output is identical but for wall_s, the simulator's own run time."""
+    import json
+    import os
+    import subprocess
+    import sys
+    argv = [sys.executable, "-m", "embsim", "simulate", "--topology", "dgx-a100:1x8", "--seed", "7",
+            "--iterations", "2", "--json"] + flags
+    outs = []
+    for hash_seed in ("1", "2"):
+        done = subprocess.run(argv, capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        doc = json.loads(done.stdout)
+        doc.pop("wall_s")
+        outs.append(json.dumps(doc, sort_keys=True))
+    assert outs[0] == outs[1]
