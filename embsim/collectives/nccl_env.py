@@ -53,11 +53,17 @@ class NcclEnv:
         return bool(self.values)
 
 
+# What NCCL's strtoll(value, NULL, 0) reads whole (param.cc ncclLoadParam): decimal, 0x hex,
+# or 0-led octal. Python's int(text, 0) would take 1_000_000 (NCCL reads 1) and refuse 0777.
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
+
+
 def _bytes(name: str, text: str, where: str) -> int:
-    try:
-        value = int(str(text).strip(), 0)
-    except ValueError:
-        raise InputError(f"{where} {name}={text!r}: not a whole number of bytes") from None
+    digits = str(text).strip()
+    if not _NUMBER.fullmatch(digits):
+        raise InputError(f"{where} {name}={text!r}: not a whole number of bytes")
+    base = 16 if digits[:2].lower() == "0x" else 8 if digits.startswith("0") else 10
+    value = int(digits, base)
     if not _MIN_BYTES <= value <= _MAX_BYTES:
         raise InputError(f"{where} {name}={value}: outside {_MIN_BYTES}..{_MAX_BYTES} bytes")
     return value

@@ -135,3 +135,13 @@ def test_log_env_error_names_the_log(tmp_path, capsys):
     assert main(["validate", "--nccl-tests", str(path), "--topology", "dgx-h100:2x8"]) == 2
     err = capsys.readouterr().err.strip()
     assert re.fullmatch(r"embsim: error: .*ar\.log \(run at line \d+\): NCCL_BUFFSIZE=7: outside 128\.\..*", err), err
+
+
+def test_values_read_as_nccls_strtoll_reads_them():
+    """NCCL parses the value with strtoll(s, NULL, 0): 0x hex and 0-led octal; a form it would
+    read differently (1_000_000 -> 1) or not whole (1e6, 08) is refused, not guessed."""
+    assert parse_env({"NCCL_BUFFSIZE": "040000000"}).get("NCCL_BUFFSIZE") == 8 << 20
+    assert parse_env({"NCCL_BUFFSIZE": "0X800000"}).get("NCCL_BUFFSIZE") == 8 << 20
+    for bad in ("1_000_000", "08", "1e6", "+4096", "0x"):
+        with pytest.raises(InputError, match="not a whole number of bytes"):
+            parse_env({"NCCL_BUFFSIZE": bad})
