@@ -43,12 +43,26 @@ def check_config(cfg, seen: set) -> None:
               ("model", (cfg.model, cfg.batch, cfg.seq, cfg.untie_outputs),
                lambda: load_model(cfg.model, batch=cfg.batch, seq=cfg.seq,
                                   untie_outputs=cfg.untie_outputs)),
-              ("trace", cfg.trace, lambda: cfg.trace and load_trace(cfg.trace))]
+              ("trace", cfg.trace, lambda: cfg.trace and load_trace(cfg.trace)),
+              ("trainer", (cfg.model, cfg.seq, cfg.jitter, cfg.lengths, cfg.padding, cfg.corpus),
+               lambda: _trainer_inputs(cfg))]
     for kind, value, load in checks:
         key = (kind, repr(value))
         if key not in seen:
             load()
             seen.add(key)
+
+
+def _trainer_inputs(cfg) -> None:
+    """The model's trainer defaults merged as simulate() merges them (a padding that fits the
+    seq, one padder), and a --jitter corpus form given sample lengths."""
+    from ..engine.jitter import CORPUS_FORMS, parse_jitter
+    from ..engine.run import with_model_defaults
+    merged = with_model_defaults(cfg)
+    jitter = parse_jitter(merged.jitter)
+    if jitter is not None and jitter[0] in CORPUS_FORMS and not merged.lengths and not merged.corpus:
+        raise InputError(f"jitter {merged.jitter}: needs sample lengths (corpus or lengths), "
+                         f"and the model's defaults give none")
 
 
 def check_points(points: list[SweepPoint], what: str = "sweep") -> None:

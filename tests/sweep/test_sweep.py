@@ -150,3 +150,21 @@ def test_sweep_command_and_scale(tmp_path, capsys):
     assert [c["gpus"] for c in curve] == [1, 2, 4] and curve[0]["efficiency"] == 1.0
     assert all(0 < c["efficiency"] <= 1.0 + 1e-9 for c in curve)
     assert (tmp_path / "scale.png").stat().st_size > 1000
+
+
+def test_trainer_inputs_are_checked_before_anything_runs(tmp_path, capsys):
+    """A padding that cannot run at the point's seq, or a corpus --jitter without sample
+    lengths, was a failed row per point and exit 1 after the sweep ran: now exit 2 up front."""
+    from embsim.cli import main
+    assert main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "1,2",
+                 "--jitter", "bucket:4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("embsim: error: scale point 0: jitter bucket:4: needs sample lengths (corpus or "
+                   "lengths), and the model's defaults give none"), err
+    path = tmp_path / "s.yaml"
+    path.write_text("base: {model: tiny-lm, iterations: 2, lengths: wikipedia}\n"
+                    "grid: {topology: [dgx-h100:1x2], padding: [longest:8, 'bins:64']}\n")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "point 1: --padding bins:64: --seq 35 must be a multiple" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "o").exists()
