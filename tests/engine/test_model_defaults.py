@@ -19,6 +19,7 @@ def test_zoo_defaults_fill_what_the_run_leaves_unsaid():
     # per phase as its scripts/run_pretraining.sh reads them
     bert = with_model_defaults(SimulationConfig(model="bert-large"))
     assert (bert.jitter, bert.lengths, bert.padding) == (None, "wikipedia", "longest:8")
+    assert bert.amp == "o2"     # run_pretraining.py model.half() under --fp16
     assert with_model_defaults(SimulationConfig(model="bert-large", seq=512)).padding == "bins:64:8"
     assert with_model_defaults(SimulationConfig(model="bert-large", seq=512, padding="max")).padding == "max"
 
