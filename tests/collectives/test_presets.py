@@ -10,7 +10,8 @@ from embsim.errors import InputError
 from embsim.topology import list_presets, load_topology
 
 PRESETS = Path(__file__).resolve().parents[2] / "topologies"
-NEW = ("dgx1-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "pcie-rtx2080ti-switch", "l40s-roce",
+NEW = ("dgx1-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "pcie-rtx2080ti-switch", "azure-nc-a100-v4",
+       "l40s-roce",
        "aws-p5", "aws-p6-b200", "gcp-a3-mega")
 
 
@@ -24,7 +25,8 @@ def test_list_shows_every_preset_on_one_line(capsys):
 
 @pytest.mark.parametrize("name", NEW)
 def test_new_presets_simulate_one_and_two_nodes(name):
-    for shape in ("1x8", "2x8"):
+    g = load_topology(name).gpus_per_node          # 8, or 4 for the NC A100 v4 VM
+    for shape in (f"1x{g}", f"2x{g}"):
         topo = load_topology(f"{name}:{shape}")
         model = CollectiveModel(topo)
         assert model.view_note == "", name          # the files describe hardware NCCL knows
