@@ -262,7 +262,8 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
         proto = "Simple"
     pi = PROTOS.index(proto)
     eff = LL_EFFICIENCY if proto == "LL" else 1.0
-    intra_bw = shape.intra_bw * shape.fabric_ratio * eff
+    # P2P off: host-staged transfers share the switch uplink (CommShape.host_flows)
+    intra_bw = shape.intra_bw * shape.fabric_ratio * eff / shape.host_flows("alltoall")
     inter_bw = (shape.nic_path_bw or 1e-9) * eff
     in_flight = max(1, ch.total // max(1, nch) * P2P_PER_BATCH)
     rounds = max(1, math.ceil(peers / in_flight))

@@ -38,6 +38,22 @@ class CommShape:
     # (it reads no link speeds, only arch and link counts) but the data moves at the file's.
     fabric_ratio: float = 1.0
     sm_clock_mhz: float = 0.0     # the GPU's boost clock (file's gpu.clock_mhz); 0: not given
+    # PCIe without peer-to-peer (fabric pcie_p2p: false): NCCL's SHM transport stages every
+    # byte through host memory, up the sender's PCIe path to the root complex and down to
+    # the receiver's, so the communicator's GPUs behind one switch share its uplink. This
+    # is the most of them behind one switch (1: P2P on, or every GPU on its own root port).
+    host_share: int = 1
+
+    def host_flows(self, op: str) -> int:
+        """Transfers that share the busiest switch uplink when P2P is off: every rank of a
+        ring sends (all_reduce, all_gather, reduce_scatter, alltoall, sendrecv); a
+        broadcast/reduce chain has n-1 senders, so a switch holding all n ranks carries n-1."""
+        k = self.host_share
+        if k <= 1:
+            return 1
+        if op in ("broadcast", "reduce"):
+            return max(1, min(k, self.n_ranks - 1))
+        return k
 
     def __post_init__(self) -> None:
         if self.intra not in INTRA_KINDS:
@@ -180,6 +196,15 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         float(fab.pcie_gbps) if fab.pcie_gbps else 12.0)
     nics = node.nics.count if n_nodes > 1 or node.nics.count else 0
     n_ranks = len(ranks)
+    host_share = 1
+    if kind == "pcie" and not fab.pcie_p2p and fab.pcie_switches:
+        # GPUs spread evenly over the switches in index order (topology/build.py _pcie_tree)
+        behind: dict[tuple[int, int], int] = {}
+        for r in ranks:
+            sw = (r % topology.gpus_per_node) * fab.pcie_switches // node.gpu.count
+            key = (topology.node_of(r), sw)
+            behind[key] = behind.get(key, 0) + 1
+        host_share = max(behind.values())
     return CommShape(
         arch=int(node.gpu.arch), n_ranks=n_ranks, n_nodes=n_nodes, ppn=ppn, intra=intra,
         nvlink_bw=float(nvlink_bw), pcie_bw=float(pcie_bw),
@@ -193,6 +218,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         nic_latency_us=float(node.nics.nccl_latency_us) if n_nodes > 1 else 0.0,
         net_hop_us=(float(node.nics.latency_us) + float(node.network.switch_latency_us)) if n_nodes > 1 else 0.0,
         collnet=bool(node.network.sharp) and n_nodes > 1,
-        sm_clock_mhz=float(node.gpu.clock_mhz or 0.0),
+        sm_clock_mhz=float(node.gpu.clock_mhz or 0.0), host_share=host_share,
         fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
         if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])

@@ -19,6 +19,9 @@ _NVLINK_KEYS = ["nvlink_links_per_gpu", "nvlink_gbps", "nvlink_latency_us"]
 _PCIE_KEYS = ["pcie_gen", "pcie_lanes", "pcie_gbps", "pcie_latency_us", "pcie_switches",
               "cpu_sockets", "cpu_vendor"]
 _SOCKET_LINK_KEYS = ["cpu_link_gbps", "cpu_latency_us"]
+# PCIe peer-to-peer between the GPUs (optional, default true): false where the driver
+# refuses it (GeForce cards) and NCCL stages every transfer through host memory (SHM)
+_P2P_KEYS = ["pcie_p2p"]
 _HOST_KEYS = ["host_gbps", "host_latency_us"]
 
 
@@ -123,7 +126,7 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
     if kind == "host":
         required, optional = ["kind"] + _HOST_KEYS, []
     elif kind == "pcie":
-        required, optional = ["kind"] + _PCIE_KEYS, _SOCKET_LINK_KEYS
+        required, optional = ["kind"] + _PCIE_KEYS, _SOCKET_LINK_KEYS + _P2P_KEYS
     elif kind == "nvswitch":
         required, optional = ["kind", "nvswitches"] + _NVLINK_KEYS + _PCIE_KEYS, _SOCKET_LINK_KEYS
     else:  # nvlink-mesh / nvlink-bridge: the PCIe tree is optional, all or nothing
@@ -175,6 +178,8 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
                       pcie_latency_us=num("pcie_latency_us", positive=False), pcie_switches=switches,
                       cpu_sockets=sockets, cpu_vendor=vendor, cpu_link_gbps=num("cpu_link_gbps"),
                       cpu_latency_us=num("cpu_latency_us", positive=False))
+    if "pcie_p2p" in m:
+        fields["pcie_p2p"] = get(doc, p, m, "pcie_p2p", bool)
     for key in ("nvlink_latency_us", "pcie_latency_us", "cpu_latency_us", "host_latency_us"):
         if fields.get(key) is not None and fields[key] < 0:
             raise doc.error(p + (key,), f"must be >= 0, got {fields[key]}")

@@ -84,6 +84,9 @@ class FabricSpec:
     cpu_vendor: str | None = None
     cpu_link_gbps: float | None = None          # socket-to-socket, per direction, GB/s
     cpu_latency_us: float | None = None
+    # PCIe peer-to-peer between GPUs (fabric kind pcie): False where the driver refuses it
+    # and NCCL's SHM transport stages every byte through host memory
+    pcie_p2p: bool = True
     # host (CPU-only devices sharing one memory system)
     host_gbps: float | None = None
     host_latency_us: float | None = None
