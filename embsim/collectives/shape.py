@@ -160,9 +160,12 @@ def _nccl_nics(topology, ranks: Sequence[int]) -> int:
     node = topology.node
     if not node.nics.gpus:
         return int(node.nics.count)
+    gpn = topology.gpus_per_node
+    if len(ranks) == topology.n_gpus:       # every GPU of every node (the common case)
+        return sum(1 for gpus in node.nics.gpus if any(g < gpn for g in gpus))
     locals_by_node: dict[int, set[int]] = {}
-    for r in ranks:
-        locals_by_node.setdefault(topology.node_of(r), set()).add(topology.local_of(r))
+    for r in ranks:                         # ranks are checked by comm_shape's node_of
+        locals_by_node.setdefault(r // gpn, set()).add(r % gpn)
     return min(sum(1 for gpus in node.nics.gpus if any(g in local for g in gpus))
                for local in locals_by_node.values())
 
