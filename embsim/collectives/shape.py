@@ -162,6 +162,30 @@ def _nvlink_connected(gpus: set[int], pairs) -> bool:
     return len({find(g) for g in gpus}) == 1
 
 
+def _nccl_nics(topology, ranks: Sequence[int]) -> int:
+    """NICs NCCL's graph search can use for this communicator: those next to its GPUs.
+
+    The search keeps the closest GPU-NIC path type it finds (search.cc ncclTopoCompute:
+    typeInter is relaxed only while no solution exists), so each GPU drives its own
+    NIC(s); a NIC next to a GPU outside the communicator is reached only via PXN, which
+    needs that GPU's rank as the proxy. So 1 of a DGX H100's 8 NICs serves a 1-GPU-per-node
+    communicator (10 x 1 H100 all_reduce 48.9 GB/s busbw, 10 x 2 98, 10 x 4 196:
+    xxrjun/nccl-tests-cluster multi-node logs). Without a NIC-GPU map every NIC counts;
+    several nodes: the one with fewest such NICs sets the rings.
+    """
+    node = topology.node
+    if not node.nics.gpus:
+        return int(node.nics.count)
+    gpn = topology.gpus_per_node
+    if len(ranks) == topology.n_gpus:       # every GPU of every node (the common case)
+        return sum(1 for gpus in node.nics.gpus if any(g < gpn for g in gpus))
+    locals_by_node: dict[int, set[int]] = {}
+    for r in ranks:                         # ranks are checked by comm_shape's node_of
+        locals_by_node.setdefault(r // gpn, set()).add(r % gpn)
+    return min(sum(1 for gpus in node.nics.gpus if any(g in local for g in gpus))
+               for local in locals_by_node.values())
+
+
 def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants | None = None) -> CommShape:
     """The CommShape NCCL would derive for communicator `ranks` on `topology`."""
     consts = nccl_version if isinstance(nccl_version, NcclConstants) else constants_for(nccl_version)
@@ -194,7 +218,7 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
                  if intra != "pcie" else 0.0)   # scaled for an NVLink what-if
     pcie_bw = pcie_gbps_nccl(fab.pcie_gen, fab.pcie_lanes) if (fab.pcie_gen or fab.pcie_lanes) else (
         float(fab.pcie_gbps) if fab.pcie_gbps else 12.0)
-    nics = node.nics.count if n_nodes > 1 or node.nics.count else 0
+    nics = _nccl_nics(topology, ranks) if n_nodes > 1 or node.nics.count else 0
     n_ranks = len(ranks)
     host_share = 1
     if kind == "pcie" and not fab.pcie_p2p and fab.pcie_switches:
