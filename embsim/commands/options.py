@@ -42,12 +42,12 @@ def _options(f):
         click.option("--amp", type=click.Choice(["autocast", "o2"]),
                      help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs, FP32 embedding tables) or o2 "
                           "(16-bit model, apex O2 / model.half()) (default: the model's, else autocast)"),
-        click.option("--accumulate", type=count(1, MAX_ACCUMULATE), default=1, show_default=True,
-                     help="gradient accumulation: micro-batches (of --batch) per optimizer step"),
-        click.option("--accumulate-sync", type=click.Choice(["last", "every"]), default="last",
-                     show_default=True,
+        click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
+                     help="gradient accumulation: micro-batches (of --batch) per optimizer step "
+                          "(default: the model's global batch over the GPUs' batches, else 1)"),
+        click.option("--accumulate-sync", type=click.Choice(["last", "every"]),
                      help="with --accumulate: gradients synchronised after the last micro-batch "
-                          "(DDP no_sync) or after every one (apex DDP)"),
+                          "(DDP no_sync) or after every one (apex DDP) (default: the model's, else last)"),
         click.option("--jitter", help="per-GPU compute-time variation: normal:CV, lognormal:SIGMA, "
                                       "uniform:HALFWIDTH, seq:WIDTH (padded lengths in a bucket), "
                                       "bucket:K or shuffle (each GPU's batch of --corpus sentences, "
@@ -76,8 +76,9 @@ def _options(f):
         click.option("--lengths", help="sample lengths for --padding and --jitter bucket:K/shuffle/maxtokens "
                                        "without a --corpus: a shipped measured histogram (wikipedia: BERT "
                                        "pre-training samples at 512; squad-1.1), or lognormal:MEAN:SD[:MAX], "
-                                       "a corpus's published mean and standard deviation of tokens per sentence "
-                                       "(default: the model's)"),
+                                       "a corpus's published mean and standard deviation of tokens per sentence; "
+                                       "either with ,ratio:SIGMA: translation pairs, target = source x "
+                                       "exp(N(0, SIGMA)) (maxtokens) (default: the model's)"),
         click.option("--padding", help="how each micro-batch is padded: max (to --seq), longest[:ALIGN] "
                                        "(to its longest sample, rounded up to ALIGN), bins:WIDTH[:ALIGN] "
                                        "(NVIDIA LDDL: one WIDTH-token length bin per batch, padded to its "

@@ -26,8 +26,8 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
               help="training precision (default: the model's)")
 @click.option("--amp", type=click.Choice(["autocast", "o2"]),
               help="mixed-precision style (see embsim simulate --help; default: the model's, else autocast)")
-@click.option("--accumulate", type=count(1, MAX_ACCUMULATE), default=1, show_default=True,
-              help="micro-batches per optimizer step")
+@click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
+              help="micro-batches per optimizer step (default: the model's global batch over the GPUs' batches, else 1)")
 @click.option("--jitter", help="per-GPU compute variation (see embsim simulate --help)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the curve")
 @click.option("--dask-scheduler", help="address of an existing Dask scheduler")

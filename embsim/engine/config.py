@@ -47,8 +47,11 @@ class SimulationConfig:
     untie_outputs: bool = False                    # tied output projections get their own weight
     dtype: str | None = None       # training precision (fp32 tf32 bf16 fp16 fp8); None: the model's
     amp: str | None = None         # mixed-precision style: autocast | o2 (workload.precision); None: the model's, else autocast
-    accumulate: int = 1            # micro-batches per optimizer step (gradient accumulation)
-    accumulate_sync: str = "last"  # gradients synchronised after the last micro-batch or every one
+    # micro-batches per optimizer step (gradient accumulation); None: the model's global
+    # batch over the GPUs' batches if its zoo file names one, else 1
+    accumulate: int | None = None
+    # gradients synchronised after the last micro-batch or every one; None: the model's, else last
+    accumulate_sync: str | None = None
     jitter: str | None = None      # per-GPU compute variation, e.g. normal:0.05 (embsim.engine.jitter); None: the model's; "none": off
     model_overrides: dict = field(default_factory=dict)   # tables/layers changes (workload.overrides)
 
@@ -58,8 +61,10 @@ class SimulationConfig:
         for key in ("interference", "comm_interference"):
             if (getattr(self, key) or 0) < 0:
                 raise InputError(f"--{key.replace('_', '-')} must be >= 0")
-        check_accumulate(self.accumulate)
-        check_sync(self.accumulate_sync)
+        if self.accumulate is not None:
+            check_accumulate(self.accumulate)
+        if self.accumulate_sync is not None:
+            check_sync(self.accumulate_sync)
         parse_jitter(self.jitter)
         parse_lengths(self.lengths)
         parse_padding(self.padding)

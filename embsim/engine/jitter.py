@@ -23,8 +23,12 @@ model zoo file's `defaults: jitter` if it has one; `none`: no variation):
                       longest <= --batch x --seq tokens, cut to a multiple of 8 sentences;
                       the batches are shuffled and every GPU takes its own each step, so
                       sentence counts and lengths differ per GPU. The factor is the step
-                      time over the time at --batch x --seq (the token budget, which the
-                      throughput still counts: how many of them are real is the data's)
+                      time over the time at --batch x --seq (the token budget); the
+                      throughput counts the batches' real target tokens (budget_fill).
+                      Sentence pairs (--lengths ...,ratio:SIGMA) are ordered by source
+                      then target length and budgeted on the longer side; each side is
+                      timed at its own padded length (an encoder-decoder's layers before
+                      its second embedding read the source)
 The corpus forms read sentence lengths from --corpus, or draw them from a published
 distribution, --lengths lognormal:MEAN:SD[:MAX] (embsim.engine.lengths).
 Deterministic: GPU i of N gets the distribution's expected i-th order statistic (Blom's
@@ -39,6 +43,7 @@ whose mean is not --seq contributes its padding ratio, not its length.
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 from typing import Callable
@@ -47,7 +52,7 @@ import numpy as np
 
 from ..errors import InputError
 from .classes import group_ranks
-from .lengths import drawn_lengths
+from .lengths import drawn_lengths, drawn_pairs
 from .simulation import RankClass
 
 NONE = "none"      # no variation, even where the model's zoo file names a jitter
@@ -88,6 +93,15 @@ def parse_jitter(text: str | None) -> tuple[str, float] | None:
 def quantiles(n: int) -> np.ndarray:
     """Expected order statistics' quantiles of n draws (Blom 1958)."""
     return (np.arange(n) + 1 - 0.375) / (n + 0.25)
+
+
+def sentence_pairs(corpus: str | None, lengths: str | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """maxtokens' (source, target) lengths: a --corpus's lines are both sides; --lengths
+    with `,ratio:SIGMA` draws pairs whose sides differ (embsim.engine.lengths)."""
+    if corpus or not lengths:
+        one = sentence_lengths(corpus, lengths, seed)
+        return one, one
+    return drawn_pairs(lengths, seed)
 
 
 def sentence_lengths(corpus: str | None, lengths: str | None, seed: int) -> np.ndarray:
@@ -139,25 +153,55 @@ def token_budget_batches(lengths: np.ndarray, max_tokens: int,
     """fairseq's make_batches over length-sorted sentences: (sentences, padded length, real
     tokens) per batch. A batch grows while (sentences + 1) x longest <= max_tokens; a full
     batch keeps a multiple of `multiple` sentences and the rest start the next."""
-    ls = np.sort(np.asarray(lengths, dtype=np.int64))
-    ls = ls[ls <= max_tokens]
-    if ls.size == 0:
+    sizes, longest, _, real = pair_budget_batches(lengths, lengths, max_tokens, multiple)
+    return sizes, longest, real
+
+
+def pair_budget_batches(src: np.ndarray, tgt: np.ndarray, max_tokens: int,
+                        multiple: int = BATCH_MULTIPLE) -> tuple[np.ndarray, ...]:
+    """make_batches.cpp over sentence pairs in fairseq's order (language_pair_dataset.py
+    ordered_indices: by source length, ties by target length): each pair counts its longer
+    side; a batch grows while (pairs + 1) x the longest so far <= max_tokens, a full batch
+    keeps a multiple of `multiple` pairs and the rest start the next. Per batch: pairs,
+    padded source length, padded target length (data_utils.collate pads each side to its
+    own longest), real target tokens."""
+    src, tgt = np.asarray(src, dtype=np.int64), np.asarray(tgt, dtype=np.int64)
+    order = np.lexsort((tgt, src))
+    src, tgt = src[order], tgt[order]
+    keep = np.maximum(src, tgt) <= max_tokens
+    src, tgt = src[keep], tgt[keep]
+    if src.size == 0:
         raise InputError(f"--jitter maxtokens: every --corpus sentence is longer than the "
                          f"{max_tokens}-token batch")
-    sizes, longest, real = [], [], []
-    start, n = 0, ls.size
+    longer = np.maximum(src, tgt)
+    sizes, src_long, tgt_long, real = [], [], [], []
+    start, n = 0, src.size
     while start < n:
-        # sorted: the longest is the last; the largest k with k x ls[start + k - 1] <= budget
-        k = 1
-        while start + k < n and (k + 1) * ls[start + k] <= max_tokens:
+        k, top = 1, longer[start]
+        while start + k < n and (k + 1) * max(top, longer[start + k]) <= max_tokens:
+            top = max(top, longer[start + k])
             k += 1
         if start + k < n and k >= multiple:
             k = k // multiple * multiple
         sizes.append(k)
-        longest.append(ls[start + k - 1])
-        real.append(ls[start:start + k].sum())
+        src_long.append(src[start:start + k].max())
+        tgt_long.append(tgt[start:start + k].max())
+        real.append(tgt[start:start + k].sum())
         start += k
-    return np.array(sizes), np.array(longest), np.array(real, dtype=np.float64)
+    return np.array(sizes), np.array(src_long), np.array(tgt_long), np.array(real, dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=16)
+def _budget_batches(corpus: str | None, lengths: str | None, seed: int,
+                    max_tokens: int) -> tuple[np.ndarray, ...]:
+    return pair_budget_batches(*sentence_pairs(corpus, lengths, seed), max_tokens)
+
+
+def budget_fill(corpus: str | None, lengths: str | None, seed: int, max_tokens: int) -> float:
+    """maxtokens: real target tokens per budget token over the epoch's batches (fairseq's
+    wpb over --max-tokens: what its log and DeepLearningExamples' tokens/s count)."""
+    sizes, _, _, real = _budget_batches(corpus, lengths, seed, max_tokens)
+    return float(real.sum() / (sizes.size * max_tokens))
 
 
 def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = None,
@@ -165,9 +209,12 @@ def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = N
                    trace_skew: float | None = None, corpus: str | None = None,
                    batch: int | None = None, micro_batches: int = 1,
                    compute_at: Callable[[int, int], float] | None = None,
-                   lengths: str | None = None) -> np.ndarray:
+                   lengths: str | None = None,
+                   compute_sides: Callable[[int, int, int], float] | None = None) -> np.ndarray:
     """Per-rank compute factors (ones without jitter). `compute_at(batch, seq)`: the compute
-    model's step time of another batch shape (maxtokens)."""
+    model's step time of another batch shape (maxtokens); `compute_sides(batch, source,
+    target)`: the same with the source side at one length and the target side at another
+    (maxtokens over sentence pairs whose sides differ; without it, the longer side)."""
     spec = parse_jitter(text)
     if spec is None or n_gpus < 1:
         return np.ones(n_gpus)
@@ -176,12 +223,18 @@ def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = N
         if seq is None or batch is None or compute_at is None:
             raise InputError(f"--jitter {text}: needs the model's batch and sequence length")
         rng = np.random.default_rng(seed)
-        sizes, longest, real = token_budget_batches(sentence_lengths(corpus, lengths, seed), batch * seq)
+        sizes, src_long, tgt_long, _ = _budget_batches(corpus, lengths, seed, batch * seq)
         pick = rng.integers(0, sizes.size, size=(TOKEN_BATCH_STEPS, micro_batches, n_gpus))
-        shapes = {(int(b), int(s)) for b, s in zip(sizes[pick].ravel(), longest[pick].ravel())}
-        cache = {sh: compute_at(*sh) for sh in sorted(shapes)}
-        per = np.vectorize(lambda b, s: cache[(int(b), int(s))])(sizes[pick], longest[pick])
-        times = per.mean(axis=1)                     # micro-batches back to back
+        if compute_sides is None or np.array_equal(src_long, tgt_long):
+            longest = np.maximum(src_long, tgt_long)
+            time_of = {(int(b), int(s)): compute_at(int(b), int(s)) for b, s in set(zip(sizes, longest))}
+            batch_time = np.array([time_of[(int(b), int(s))] for b, s in zip(sizes, longest)])
+        else:
+            time_of = {sh: compute_sides(*sh) for sh in sorted(
+                {(int(b), int(s), int(t)) for b, s, t in zip(sizes, src_long, tgt_long)})}
+            batch_time = np.array([time_of[(int(b), int(s), int(t))]
+                                   for b, s, t in zip(sizes, src_long, tgt_long)])
+        times = batch_time[pick].mean(axis=1)        # micro-batches back to back
         # expected order statistics of the GPUs' step times, relative to the budget's nominal
         # shape (--batch x --seq): the throughput still counts --batch x --seq tokens per step
         f = np.sort(times, axis=1).mean(axis=0) / compute_at(batch, seq)

@@ -3,6 +3,8 @@
                          (embsim/workload/datasets/NAME.yaml, e.g. wikipedia: BERT's
                          pre-training samples at max_seq_length 512)
     lognormal:MEAN:SD[:MAX]  a published mean and standard deviation of tokens per sentence
+    ...,ratio:SIGMA      (after either) translation pairs: each source length times
+                         exp(Normal(0, SIGMA)) is its target's (--jitter maxtokens)
 
 For the log-normal, MEAN and SD are the corpus's published mean and standard deviation of
 tokens per sentence; the log-normal with those moments (sigma^2 = ln(1 + (SD/MEAN)^2),
@@ -11,6 +13,11 @@ distributions (right-skewed, positive). MAX drops longer sentences, as a trainin
 length filter does. SAMPLE sentences are drawn with the run's --seed (deterministic), rounded
 to whole tokens, at least one; a named histogram is sampled the same way for --jitter's
 corpus forms, and used exactly by --padding (embsim.workload.padding).
+
+`,ratio:SIGMA` makes them sentence pairs, so a pair's sides differ as real translations do
+(a fairseq token-budget batch is sized on the longer side, and the shorter one computes
+less). The pairs' target draw is its own seeded stream: the source lengths are the same
+with or without it. MAX then drops a pair whose longer side exceeds it.
 """
 
 from __future__ import annotations
@@ -27,9 +34,12 @@ SAMPLE = 200_000
 
 
 def parse_lengths(text: str | None) -> tuple | None:
-    """("dataset", NAME) or ("lognormal", MEAN, SD, MAX or None); None without --lengths."""
+    """("dataset", NAME) or ("lognormal", MEAN, SD, MAX or None); None without --lengths.
+    A `,ratio:SIGMA` suffix (ratio_sigma) is checked and left out of the result."""
     if not text:
         return None
+    ratio_sigma(text)
+    text = text.split(",")[0]
     if text in list_datasets():
         return ("dataset", text)
     kind, *values = text.split(":")
@@ -47,6 +57,40 @@ def parse_lengths(text: str | None) -> tuple | None:
     if top is not None and top < 1:
         raise InputError(f"--lengths {text!r}: MAX must be at least one token")
     return kind, mean, sd, top
+
+
+def ratio_sigma(text: str | None) -> float | None:
+    """The `,ratio:SIGMA` suffix's SIGMA (log-sd of target over source length), or None."""
+    if not text or "," not in text:
+        return None
+    _, _, tail = text.partition(",")
+    key, _, value = tail.partition(":")
+    try:
+        sigma = float(value)
+    except ValueError:
+        sigma = -1.0
+    if key != "ratio" or not (math.isfinite(sigma) and sigma >= 0):
+        raise InputError(f"--lengths {text!r}: expected ...,ratio:SIGMA (SIGMA >= 0, the log-sd "
+                         f"of target over source length)")
+    return sigma
+
+
+def drawn_pairs(text: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(source, target) lengths of sentence pairs: drawn_lengths's sentences as the source,
+    each target its source times exp(Normal(0, SIGMA)) (`,ratio:SIGMA`; without it the
+    target is the source), pairs whose longer side exceeds MAX dropped."""
+    src = drawn_lengths(text, seed)
+    sigma = ratio_sigma(text)
+    if not sigma:
+        return src, src
+    factor = np.exp(np.random.default_rng([seed, 1]).normal(0.0, sigma, src.size))
+    tgt = np.maximum(np.rint(src * factor), 1).astype(np.int64)
+    parsed = parse_lengths(text)
+    top = parsed[3] if parsed[0] == "lognormal" else None
+    if top is not None:
+        keep = tgt <= top
+        src, tgt = src[keep], tgt[keep]
+    return src, tgt
 
 
 def drawn_lengths(text: str, seed: int) -> np.ndarray:

@@ -27,7 +27,7 @@ from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, 
 from .classes import rank_classes
 from .config import SimulationConfig
 from .context import step_context
-from .jitter import NONE, jitter_factors, parse_jitter, with_jitter
+from .jitter import NONE, budget_fill, jitter_factors, parse_jitter, with_jitter
 from .lengths import parse_lengths
 from .padded import check_padding
 from ..workload.padding import parse_padding
@@ -48,6 +48,7 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
         topo = topo.with_overrides(**cfg.hardware)
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+    cfg = with_global_batch(cfg, model.batch, topo.n_gpus)
     if trace is None and cfg.trace:
         trace = load_trace(cfg.trace)
     return _simulate(cfg, topo, model, trace)
@@ -56,8 +57,9 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
 def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     """What the run leaves unsaid, from the model zoo file's `defaults:` (how its reference
     trainer runs it): amp style, jitter (`none` turns a zoo jitter off), without --lengths
-    or --corpus the corpus's sentence lengths, and without --padding the trainer's padding
-    at the run's seq (`max` turns it off)."""
+    or --corpus the corpus's sentence lengths, without --padding the trainer's padding at
+    the run's seq (`max` turns it off), and how accumulated gradients synchronise. The
+    accumulation itself needs the GPU count (with_global_batch)."""
     spec = load_spec(cfg.model)
     for key in ("jitter", "lengths"):
         value = getattr(spec, key)
@@ -76,7 +78,20 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     jitter = None if jitter == NONE else jitter
     check_padding(padding, lengths, cfg.corpus, jitter, origin)
     return replace(cfg, amp=cfg.amp or spec.amp or "autocast", jitter=jitter, lengths=lengths,
-                   padding=padding)
+                   padding=padding,
+                   accumulate_sync=cfg.accumulate_sync or spec.accumulate_sync or "last")
+
+
+def with_global_batch(cfg: SimulationConfig, batch: int, n_gpus: int) -> SimulationConfig:
+    """A run that does not say --accumulate accumulates to the zoo file's `global_batch`
+    (the global batch its reference benchmark fixes whatever the GPU count): global //
+    (batch x GPUs) micro-batches, at least one (a global batch smaller than one step's
+    batches is not split; e.g. DeepLearningExamples GNMT's train.py set_iter_size)."""
+    if cfg.accumulate is not None:
+        return cfg
+    spec = load_spec(cfg.model)
+    k = 1 if spec.global_batch is None else max(1, spec.global_batch // (batch * n_gpus))
+    return replace(cfg, accumulate=k)
 
 
 def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> SimulationResult:
@@ -127,6 +142,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
 
     samples_per_s = topo.n_gpus * model.batch * cfg.accumulate / metrics.step_time
+    fill = _token_fill(cfg, model)
     efficiency = None
     if cfg.efficiency_baseline and topo.n_gpus > 1:
         # the same node type with one GPU (no communication)
@@ -135,7 +151,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         efficiency = samples_per_s / (topo.n_gpus * single.samples_per_s)
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
-        samples_per_s=samples_per_s, tokens_per_s=samples_per_s * model.seq,
+        samples_per_s=samples_per_s, tokens_per_s=samples_per_s * model.seq * (fill or 1.0),
         memory=splan.memory, hbm_bytes=ctx.hbm_bytes, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
         scaling_efficiency=efficiency, notes=plan.notes, run=run,
@@ -145,9 +161,18 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   "params": "fp32" if model.dense_param_bytes > model.dtype_bytes else None,
                   "tables": "fp32" if model.table_bytes > model.dtype_bytes else None,
                   "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync, "jitter": cfg.jitter,
-                  "lengths": cfg.lengths,
+                  "lengths": cfg.lengths, "token_fill": fill,
                   "padding": cfg.padding if _pads(cfg) else None,
                   "straggler": cfg.straggler, "seed": cfg.seed})
+
+
+def _token_fill(cfg: SimulationConfig, model) -> float | None:
+    """--jitter maxtokens: the share of the --batch x --seq budget that is real target
+    tokens (what fairseq counts as tokens); None otherwise (every token counted)."""
+    spec = parse_jitter(cfg.jitter)
+    if spec is None or spec[0] != "maxtokens":
+        return None
+    return budget_fill(cfg.corpus, cfg.lengths, cfg.seed, model.batch * model.seq)
 
 
 def _pads(cfg: SimulationConfig) -> bool:
@@ -172,12 +197,40 @@ def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, micro_batche
     def compute_at_seq(seq: int) -> float:
         return compute_at(model.batch, seq)
 
+    side_times: dict[tuple[int, int], tuple[float, float]] = {}
+
+    def sides_at(batch: int, seq: int) -> tuple[float, float]:
+        """(source-side, target-side) seconds of the model at one shape."""
+        if (batch, seq) not in side_times:
+            m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
+                           dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+            times = model_times(m, gpu)
+            cut = source_layers(m)
+            each = [sum(t.fwd_s + t.bwd_s for n, t in times.items() if n in names)
+                    for names in ({l.name for l in m.layers[:cut]}, {l.name for l in m.layers[cut:]})]
+            side_times[(batch, seq)] = (each[0], each[1])
+        return side_times[(batch, seq)]
+
+    def compute_sides(batch: int, source: int, target: int) -> float:
+        return sides_at(batch, source)[0] + sides_at(batch, target)[1]
+
     skew = measured.trace.rank_skew if measured is not None else None
     return jitter_factors(cfg.jitter, topo.n_gpus, cfg.seed, seq=model.seq,
                           compute_at_seq=compute_at_seq, compute_at=compute_at,
                           corpus=cfg.corpus, lengths=cfg.lengths, batch=model.batch,
-                          micro_batches=micro_batches,
+                          micro_batches=micro_batches, compute_sides=compute_sides,
                           trace_skew=skew.factor if skew is not None else None)
+
+
+def source_layers(model) -> int:
+    """How many of an encoder-decoder's layers read the source: those before its second
+    embedding layer when an encoder runs in between (source embedding, encoder; then the
+    target embedding, decoder, head). 0 otherwise (one embedding, or side-by-side input
+    embeddings such as BERT's): every layer is on the one side."""
+    emb = [i for i, layer in enumerate(model.layers) if layer.kind == "embedding"]
+    if len(emb) < 2 or all("embedding" in layer.kind for layer in model.layers[emb[0]:emb[1]]):
+        return 0
+    return emb[1]
 
 
 def single_gpu_update_time(ctx) -> dict:

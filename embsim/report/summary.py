@@ -21,7 +21,9 @@ def print_summary(result, console: Console | None = None) -> None:
     if result.workload:
         t.add_row("workload", workload_text(result.workload))
     t.add_row("step time", human_time(result.step_time))
-    t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s")
+    fill = result.workload.get("token_fill") if result.workload else None
+    counted = f" (real target tokens, {fill:.3f} of the token budget)" if fill else ""
+    t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s{counted}")
     if result.scaling_efficiency is not None:
         t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {topo.gpus} x one GPU")
     share = result.exposed_comm / result.step_time if result.step_time else 0.0

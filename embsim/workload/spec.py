@@ -114,10 +114,13 @@ class ModelSpec:
     clip_grad_norm: bool = False
     fp32_gradients: bool = False
     # how the model's reference trainer runs it, used where a run does not say (defaults:
-    # amp, jitter, lengths; checked by the engine, which owns their forms)
+    # amp, jitter, lengths, padding, global_batch, accumulate_sync; checked by the engine,
+    # which owns their forms)
     amp: str | None = None
     jitter: str | None = None
     lengths: str | None = None
+    global_batch: int | None = None       # sentences per optimizer step over all GPUs
+    accumulate_sync: str | None = None
     # how batches are padded (embsim.workload.padding), per sequence length: (seq, policy)
     # pairs, seq None for every other length
     padding: tuple[tuple[int | None, str], ...] = ()
@@ -225,7 +228,8 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
                         ["description", "published", "tables"])
     d = check_mapping(doc, ("defaults",), top["defaults"],
                       ["batch", "seq", "dtype", "optimizer"],
-                      ["amp", "optimizer_options", "jitter", "lengths", "padding"])
+                      ["amp", "optimizer_options", "jitter", "lengths", "padding", "global_batch",
+                       "accumulate_sync"])
     dtype = _enum(doc, ("defaults", "dtype"), get(doc, ("defaults",), d, "dtype", str),
                   tuple(DTYPE_BYTES))
     optimizer = _enum(doc, ("defaults", "optimizer"),
@@ -258,21 +262,28 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
 
 
 AMP_STYLES = ("autocast", "o2")
+ACCUMULATE_SYNCS = ("last", "every")   # embsim.engine.accumulate.SYNCS (the engine imports workload, not back)
 OPTIMIZER_OPTIONS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
 
 
 def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
     """The optional `defaults:` keys that say how the model's reference trainer runs it:
-    amp style, optimizer_options (as a run's `optimizer` override), jitter, lengths and
-    padding."""
+    amp style, optimizer_options (as a run's `optimizer` override), jitter, lengths,
+    padding, the global batch its benchmark accumulates to and how accumulated gradients
+    synchronise."""
     out: dict[str, Any] = {}
     if "padding" in d:
         out["padding"] = _padding_default(doc, ("defaults", "padding"), d["padding"])
     if "amp" in d:
         out["amp"] = _enum(doc, ("defaults", "amp"), get(doc, ("defaults",), d, "amp", str), AMP_STYLES)
-    for key in ("jitter", "lengths"):
+    for key in ("jitter", "lengths", "accumulate_sync"):
         if key in d:
             out[key] = get(doc, ("defaults",), d, key, str)
+    if "accumulate_sync" in out:
+        out["accumulate_sync"] = _enum(doc, ("defaults", "accumulate_sync"), out["accumulate_sync"],
+                                       ACCUMULATE_SYNCS)
+    if "global_batch" in d:
+        out["global_batch"] = get(doc, ("defaults",), d, "global_batch", int, positive=True)
     if "optimizer_options" in d:
         path = ("defaults", "optimizer_options")
         o = check_mapping(doc, path, d["optimizer_options"], [], list(OPTIMIZER_OPTIONS))

@@ -111,3 +111,4 @@ if __name__ == "__main__":      # python -m embsim.workload.stream_fit: refit an
           + ", ".join(f"{e:+.1%}" for e in f.errors) + "; unfitted rows "
           + ", ".join(f"{e:+.1%}" for e in f.check_errors))
     print("size-aware alternatives on the same rows: python -m embsim.workload.stream_alternatives")
+    print("per-kernel GEMM vs memory-bound separation: python -m embsim.workload.kernel_check")

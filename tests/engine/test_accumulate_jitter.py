@@ -2,6 +2,8 @@
 
 import json
 
+import numpy as np
+
 import pytest
 
 from embsim import cli
@@ -192,3 +194,80 @@ def test_apex_o2_unscales_every_micro_batch_into_the_master_gradients():
     n = len(half.layers)
     assert accumulate(c, 4, "o2").layer_fwd[first] == pytest.approx(1.0 + 3 * (3.0 * n + 0.5))
     assert accumulate(c, 4, "autocast").layer_fwd[first] == pytest.approx(1.0 + 3 * 3.0 * n)
+
+
+def test_pair_budget_batches_as_make_batches_on_the_longer_side():
+    from embsim.engine.jitter import pair_budget_batches
+    # fairseq's order: by source, ties by target; each pair counts max(src, tgt)
+    src = [10] * 10 + [20] * 4
+    tgt = [10] * 8 + [40, 40] + [20] * 4
+    sizes, s_long, t_long, real = pair_budget_batches(src, tgt, 200)
+    # 8 pairs of 10 (a 9th would be a 40: 9 x 40 > 200); then the two 40-target pairs and
+    # three 20s (5 x 40 = 200; a 6th is 240); then the last 20
+    assert list(sizes) == [8, 5, 1]
+    # each side padded to its own longest: the second batch's source is 20, its target 40
+    assert list(s_long) == [10, 20, 20] and list(t_long) == [10, 40, 20]
+    assert list(real) == [80, 140, 20]
+    # equal sides: exactly token_budget_batches
+    from embsim.engine.jitter import token_budget_batches
+    one = [10] * 20 + [40] * 3 + [100]
+    a = pair_budget_batches(one, one, 200)
+    b = token_budget_batches(one, 200)
+    assert list(a[0]) == list(b[0]) and list(a[1]) == list(b[1]) == list(a[2])
+
+
+def test_sentence_pairs_from_a_length_ratio():
+    from embsim.engine.lengths import drawn_lengths, drawn_pairs, parse_lengths, ratio_sigma
+    text = "lognormal:29.05:16.2,ratio:0.151"
+    src, tgt = drawn_pairs(text, 0)
+    assert (src == drawn_lengths("lognormal:29.05:16.2", 0)).all()     # the same source lengths
+    assert np.std(np.log(tgt / src)) == pytest.approx(0.151, rel=0.15)
+    assert (drawn_pairs(text, 0)[1] == tgt).all()                       # deterministic
+    s, t = drawn_pairs("lognormal:29.05:16.2", 0)
+    assert (s == t).all()
+    s50, t50 = drawn_pairs("lognormal:29.05:16.2:50,ratio:0.3", 0)
+    assert max(s50.max(), t50.max()) <= 50
+    assert parse_lengths(text) == ("lognormal", 29.05, 16.2, None) and ratio_sigma(text) == 0.151
+    for bad in ("lognormal:29:16,ratio:-1", "lognormal:29:16,spread:0.1", "lognormal:29:16,ratio:x"):
+        with pytest.raises(InputError, match="ratio"):
+            parse_lengths(bad)
+
+
+def test_pairs_time_each_side_at_its_own_length():
+    # decoder twice the encoder's cost per token; the budget sizes batches on the longer side,
+    # so unequal sides compute less on average, and the slowest of 8 stays near a full batch
+    sides = lambda b, s, t: float(b * (s + 2 * t))
+    kw = dict(seq=32, batch=8, compute_at=lambda b, s: float(b * 3 * s), compute_sides=sides)
+    same = jitter_factors("maxtokens", 8, 0, lengths="lognormal:29.05:16.2", **kw)
+    pairs = jitter_factors("maxtokens", 8, 0, lengths="lognormal:29.05:16.2,ratio:0.3", **kw)
+    one_same = jitter_factors("maxtokens", 1, 0, lengths="lognormal:29.05:16.2", **kw)[0]
+    one_pairs = jitter_factors("maxtokens", 1, 0, lengths="lognormal:29.05:16.2,ratio:0.3", **kw)[0]
+    assert one_pairs < one_same
+    assert one_pairs / pairs.max() < one_same / same.max()      # scaling efficiency falls
+
+
+def test_budget_fill_reproduces_the_fitted_data_set():
+    # ratio 0.151 (transformer-wmt's zoo lengths) is fitted on fairseq's WMT en-de log: wpb 3514
+    # target tokens per --max-tokens 4000 batch (embsim.engine.fit_lengths)
+    from embsim.engine.fit_lengths import MAX_TOKENS, WPB, target_fill
+    from embsim.engine.jitter import budget_fill
+    from embsim.workload.spec import load_model_spec
+    from embsim.workload import ZOO_DIR
+    lengths = load_model_spec(ZOO_DIR / "transformer-wmt.yaml").lengths
+    assert lengths.endswith(",ratio:0.151")
+    assert budget_fill(None, lengths, 0, MAX_TOKENS) == pytest.approx(WPB / MAX_TOKENS, abs=0.002)
+    assert target_fill(0.151) == budget_fill(None, lengths, 0, MAX_TOKENS)
+    assert budget_fill(None, "lognormal:29.05:16.2", 0, MAX_TOKENS) > 0.95   # equal sides fill it
+    # not fitted: the same log's batch size, bsz 122-126 pairs (equal sides: 132)
+    from embsim.engine.fit_lengths import pairs_per_batch
+    assert 117 <= pairs_per_batch(0.151) <= 127 < pairs_per_batch(0.0)
+
+
+def test_source_layers_of_an_encoder_decoder():
+    from embsim.engine.run import source_layers
+    from embsim.workload import load_model
+    m = load_model("transformer-wmt")
+    cut = source_layers(m)
+    assert m.layers[cut].name == "target_embedding" and m.layers[cut - 1].name.startswith("encoder")
+    assert load_model("gnmt").layers[source_layers(load_model("gnmt"))].name == "target_embedding"
+    assert source_layers(load_model("bert-large")) == 0 and source_layers(load_model("tiny-lm")) == 0

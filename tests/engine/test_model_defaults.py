@@ -1,5 +1,5 @@
 """What a run leaves unsaid comes from the model zoo file's trainer defaults (amp, jitter,
-lengths); a flag wins, `--jitter none` turns a zoo jitter off."""
+lengths, global batch, accumulate_sync); a flag wins, `--jitter none` turns a zoo jitter off."""
 
 import pytest
 
@@ -11,7 +11,7 @@ from embsim.workload import ZOO_DIR
 
 def test_zoo_defaults_fill_what_the_run_leaves_unsaid():
     cfg = with_model_defaults(SimulationConfig(model="transformer-wmt"))
-    assert (cfg.amp, cfg.jitter, cfg.lengths) == ("autocast", "maxtokens", "lognormal:29.05:16.2")
+    assert (cfg.amp, cfg.jitter, cfg.lengths) == ("autocast", "maxtokens", "lognormal:29.05:16.2,ratio:0.151")
     assert with_model_defaults(SimulationConfig(model="gnmt")).amp == "o2"
     plain = with_model_defaults(SimulationConfig(model="bert-base"))
     assert (plain.amp, plain.jitter, plain.lengths, plain.padding) == ("autocast", None, None, None)
@@ -48,3 +48,55 @@ def test_bad_zoo_jitter_names_the_file(tmp_path):
     path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  jitter: wobbly\n", 1))
     with pytest.raises(InputError, match=rf"{path}: defaults.jitter: --jitter 'wobbly'"):
         with_model_defaults(SimulationConfig(model=str(path)))
+
+
+def test_zoo_global_batch_sets_the_accumulation_per_gpu_count():
+    # gnmt: DeepLearningExamples benchmarks a global batch of 1024 at 128 per GPU
+    from embsim.engine.run import with_global_batch
+    base = with_model_defaults(SimulationConfig(model="gnmt"))
+    assert base.accumulate_sync == "every"
+    assert [with_global_batch(base, 128, n).accumulate for n in (1, 2, 4, 8, 16)] == [8, 4, 2, 1, 1]
+    assert with_global_batch(base, 64, 4).accumulate == 4          # a smaller batch accumulates more
+    # a run's own --accumulate / --accumulate-sync win; a model without a global batch: 1
+    given = with_model_defaults(SimulationConfig(model="gnmt", accumulate=1, accumulate_sync="last"))
+    assert (with_global_batch(given, 128, 1).accumulate, given.accumulate_sync) == (1, "last")
+    plain = with_model_defaults(SimulationConfig(model="bert-large"))
+    assert (with_global_batch(plain, 8, 1).accumulate, plain.accumulate_sync) == (1, "last")
+
+
+def test_zoo_global_batch_reaches_the_simulated_step():
+    kw = dict(topology="dgx-a100:1x1", model="gnmt", iterations=2, efficiency_baseline=False, jitter="none")
+    zoo = simulate(SimulationConfig(**kw))
+    one = simulate(SimulationConfig(**kw, accumulate=1))
+    assert zoo.workload["accumulate"] == 8 and one.workload["accumulate"] == 1
+    # the per-update optimizer work is spread over 8 micro-batches: more samples per second
+    assert zoo.samples_per_s > one.samples_per_s
+
+
+def test_bad_zoo_global_batch_names_the_file(tmp_path):
+    text = (ZOO_DIR / "tiny-lm.yaml").read_text()
+    path = tmp_path / "m.yaml"
+    path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  global_batch: 0\n", 1))
+    with pytest.raises(InputError, match="global_batch"):
+        with_model_defaults(SimulationConfig(model=str(path)))
+    path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  accumulate_sync: sometimes\n", 1))
+    with pytest.raises(InputError, match="accumulate_sync"):
+        with_model_defaults(SimulationConfig(model=str(path)))
+
+
+def test_maxtokens_counts_the_real_target_tokens():
+    # fairseq (and DeepLearningExamples' tokens/s) count sample['ntokens']: real target tokens
+    kw = dict(topology="dgx-a100:1x2", model="transformer-wmt", batch=80, seq=128, iterations=2,
+              efficiency_baseline=False)
+    zoo = simulate(SimulationConfig(**kw))
+    fill = zoo.workload["token_fill"]
+    assert 0.85 < fill < 0.9
+    assert zoo.tokens_per_s == pytest.approx(zoo.samples_per_s * 128 * fill)
+    off = simulate(SimulationConfig(**kw, jitter="none"))
+    assert off.workload["token_fill"] is None and off.tokens_per_s == pytest.approx(off.samples_per_s * 128)
+    import io
+    from rich.console import Console
+    from embsim.report.summary import print_summary
+    out = io.StringIO()
+    print_summary(zoo, Console(file=out, width=200))
+    assert f"real target tokens, {fill:.3f} of the token budget" in out.getvalue()

@@ -24,7 +24,10 @@ ORIGINALS = {
 # now GNMT's A100 AMP one-GPU run (-31.8 %).
 # 0.176 (17.1 %) with the tensor-rate LSTM step; both together: 7.7 % / 18.0 % -> 0.082 / 0.185
 # (the max is GNMT's A100 TF32 8-GPU run, +18.0 %: its scaling gap).
-MEAN_BOUND, MAX_BOUND = 0.082, 0.185
+# s2-seq2seq round 3: gnmt's zoo global batch 1024 (accumulate 8/2/1 on 1/4/8 GPUs) and
+# transformer-wmt's sentence pairs counting real target tokens: 6.3 % / 18.4 % (the max:
+# GNMT A100 TF32 4-GPU, +18.4 %, its scaling gap) -> 0.064 / 0.185.
+MEAN_BOUND, MAX_BOUND = 0.064, 0.185
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +65,14 @@ def test_bert_defaults_match_what_run_pretraining_executes(original):
     long = {rid: r for rid, r in bert.items() if "seq512" in rid}
     assert len(long) == 4 and all(abs(r.error) <= 0.08 for r in long.values())
     assert all("padding bins:64:8 of wikipedia lengths" in r.compute_source for r in long.values())
+
+
+def test_gnmt_scaling_follows_the_benchmark_global_batch(original):
+    # the zoo's global batch 1024 (README benchmark command) makes 1/4/8 GPUs accumulate
+    # 8/2/1: the per-update cost is amortised on one GPU only, so the simulated scaling
+    # falls from 0.945-0.963 to 0.837-0.927 (measured 0.73-0.84)
+    _, pairs = original
+    gnmt = [p for p in pairs if p.file == "dle-pytorch-gnmt"]
+    assert len(gnmt) == 4
+    assert all(0.82 <= p.simulated <= 0.94 for p in gnmt)
+    assert max(p.simulated - p.measured for p in gnmt) <= 0.11
