@@ -25,7 +25,7 @@ from ..workload import load_model, load_spec
 from .build import build_step_plan
 from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
 from .classes import rank_classes
-from .config import SimulationConfig
+from .config import SimulationConfig, with_options
 from .context import step_context
 from .jitter import NONE, budget_fill, jitter_factors, parse_jitter, with_jitter
 from .lengths import parse_lengths
@@ -58,7 +58,9 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
     """What the run leaves unsaid, from the model zoo file's `defaults:` (how its reference
     trainer runs it): amp style, jitter (`none` turns a zoo jitter off), without --lengths
     or --corpus the corpus's sentence lengths, without --padding the trainer's padding at
-    the run's seq (`max` turns it off), and how accumulated gradients synchronise. The
+    the run's seq (`max` turns it off), how accumulated gradients synchronise, and the
+    strategy/scheduler options the trainer sets (its DDP buckets), each where the run's
+    strategy or scheduler takes it and the run gives no --option of its own for it. The
     accumulation itself needs the GPU count (with_global_batch)."""
     spec = load_spec(cfg.model)
     if cfg.lengths is not None and cfg.corpus:
@@ -80,6 +82,16 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
         padding, origin = spec.padding_for(seq), f"{spec.path}: defaults.padding at seq {seq}:"
     jitter = None if jitter == NONE else jitter
     check_padding(padding, lengths, cfg.corpus, jitter, origin, seq)
+    if spec.options:
+        try:
+            zoo = with_options(replace(cfg, strategy_options={}, scheduler_options={}),
+                               dict(spec.options), strict=False)
+            STRATEGIES.get(cfg.strategy).from_options(zoo.strategy_options)    # values checked here,
+            SCHEDULERS.get(cfg.scheduler).from_options(zoo.scheduler_options)  # naming the zoo file
+        except InputError as exc:
+            raise InputError(f"{spec.path}: defaults.options: {exc}") from None
+        cfg = replace(cfg, strategy_options={**zoo.strategy_options, **cfg.strategy_options},
+                      scheduler_options={**zoo.scheduler_options, **cfg.scheduler_options})
     return replace(cfg, amp=cfg.amp or spec.amp or "autocast", jitter=jitter, lengths=lengths,
                    padding=padding,
                    accumulate_sync=cfg.accumulate_sync or spec.accumulate_sync or "last")

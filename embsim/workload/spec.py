@@ -12,6 +12,7 @@ table references are rejected with the file, key path and line (via embsim.yamli
     #   amp: o2, optimizer_options: {implementation: per-tensor, clip_grad_norm: true},
     #   jitter: maxtokens, lengths: "lognormal:29.05:16.2",
     #   padding: "longest:8" or per --seq {512: "bins:64:8", other: "longest:8"}
+    #   options: {bucket_bytes: 1.0e+12}   # strategy/scheduler --option values it sets
     tables:
       - {name: word, vocab: 30522, dim: 768, input: tokens}
     layers:
@@ -124,6 +125,9 @@ class ModelSpec:
     # how batches are padded (embsim.workload.padding), per sequence length: (seq, policy)
     # pairs, seq None for every other length
     padding: tuple[tuple[int | None, str], ...] = ()
+    # strategy/scheduler parameters the trainer sets (as --option KEY=VALUE, e.g. its DDP
+    # bucket sizes): (key, value) pairs, routed by the engine to the run's components
+    options: tuple[tuple[str, Any], ...] = ()
 
     def padding_for(self, seq: int) -> str | None:
         """The trainer's padding policy at `seq` (its own entry, else `other`), or None."""
@@ -229,7 +233,7 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
     d = check_mapping(doc, ("defaults",), top["defaults"],
                       ["batch", "seq", "dtype", "optimizer"],
                       ["amp", "optimizer_options", "jitter", "lengths", "padding", "global_batch",
-                       "accumulate_sync"])
+                       "accumulate_sync", "options"])
     dtype = _enum(doc, ("defaults", "dtype"), get(doc, ("defaults",), d, "dtype", str),
                   tuple(DTYPE_BYTES))
     optimizer = _enum(doc, ("defaults", "optimizer"),
@@ -269,8 +273,9 @@ OPTIMIZER_OPTIONS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradie
 def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
     """The optional `defaults:` keys that say how the model's reference trainer runs it:
     amp style, optimizer_options (as a run's `optimizer` override), jitter, lengths,
-    padding, the global batch its benchmark accumulates to and how accumulated gradients
-    synchronise."""
+    padding, the global batch its benchmark accumulates to, how accumulated gradients
+    synchronise, and options (strategy/scheduler parameters; their values are checked by
+    the component that takes them, when a run uses it)."""
     out: dict[str, Any] = {}
     if "padding" in d:
         out["padding"] = _padding_default(doc, ("defaults", "padding"), d["padding"])
@@ -284,6 +289,13 @@ def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
                                        ACCUMULATE_SYNCS)
     if "global_batch" in d:
         out["global_batch"] = get(doc, ("defaults",), d, "global_batch", int, positive=True)
+    if "options" in d:
+        path = ("defaults", "options")
+        given = check_type(doc, path, d["options"], dict)
+        for key, value in given.items():
+            if not isinstance(key, str) or not isinstance(value, (int, float, str)):
+                raise doc.error(path + (key,), "options are KEY: VALUE pairs (a number or a word)")
+        out["options"] = tuple(given.items())
     if "optimizer_options" in d:
         path = ("defaults", "optimizer_options")
         o = check_mapping(doc, path, d["optimizer_options"], [], list(OPTIMIZER_OPTIONS))

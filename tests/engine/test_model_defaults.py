@@ -19,6 +19,7 @@ def test_zoo_defaults_fill_what_the_run_leaves_unsaid():
     # per phase as its scripts/run_pretraining.sh reads them
     bert = with_model_defaults(SimulationConfig(model="bert-large"))
     assert (bert.jitter, bert.lengths, bert.padding) == (None, "wikipedia", "longest:8")
+    assert bert.amp == "o2"     # run_pretraining.py model.half() under --fp16
     assert with_model_defaults(SimulationConfig(model="bert-large", seq=512)).padding == "bins:64:8"
     assert with_model_defaults(SimulationConfig(model="bert-large", seq=512, padding="max")).padding == "max"
 
@@ -100,3 +101,30 @@ def test_maxtokens_counts_the_real_target_tokens():
     out = io.StringIO()
     print_summary(zoo, Console(file=out, width=200))
     assert f"real target tokens, {fill:.3f} of the token budget" in out.getvalue()
+def test_zoo_options_fill_the_run_s_components():
+    """bert-large's trainer (DeepLearningExamples run_pretraining.py) gives DDP a bucket cap no
+    gradient reaches: one bucket after DDP's 1 MiB first; a run's --option wins, and a
+    scheduler that takes no bucket sizes gets none."""
+    bert = with_model_defaults(SimulationConfig(model="bert-large"))
+    assert bert.scheduler_options == {"bucket_bytes": 1e12, "first_bucket_bytes": 1048576}
+    own = with_model_defaults(SimulationConfig(model="bert-large", scheduler_options={"bucket_bytes": 2.5e7}))
+    assert own.scheduler_options == {"bucket_bytes": 2.5e7, "first_bucket_bytes": 1048576}
+    assert with_model_defaults(SimulationConfig(model="bert-base")).scheduler_options == {}
+    assert with_model_defaults(SimulationConfig(model="bert-large", scheduler="embrace-2d")).scheduler_options == {}
+
+
+def test_zoo_options_change_the_simulated_step():
+    kw = dict(topology="dgx-a100:2x8", model="bert-large", batch=8, iterations=2, efficiency_baseline=False)
+    zoo = simulate(SimulationConfig(**kw))
+    ddp = simulate(SimulationConfig(**kw, scheduler_options={"bucket_bytes": 25 * 2**20}))
+    # one bucket after the backward: nothing overlaps it, so the step is longer
+    assert zoo.metrics.step_time > ddp.metrics.step_time
+    assert zoo.metrics.exposed_comm > ddp.metrics.exposed_comm
+
+
+def test_bad_zoo_option_names_the_file(tmp_path):
+    text = (ZOO_DIR / "tiny-lm.yaml").read_text()
+    path = tmp_path / "m.yaml"
+    path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  options: {bucket_bytes: -1}\n", 1))
+    with pytest.raises(InputError, match=rf"{path}: defaults.options: --option bucket_bytes=-1"):
+        with_model_defaults(SimulationConfig(model=str(path)))

@@ -27,7 +27,11 @@ ORIGINALS = {
 # s2-seq2seq round 3: gnmt's zoo global batch 1024 (accumulate 8/2/1 on 1/4/8 GPUs) and
 # transformer-wmt's sentence pairs counting real target tokens: 6.3 % / 18.4 % (the max:
 # GNMT A100 TF32 4-GPU, +18.4 %, its scaling gap) -> 0.064 / 0.185.
-MEAN_BOUND, MAX_BOUND = 0.064, 0.185
+# 0.082 -> 0.073 (6.79 %) when bert-large's zoo defaults gained DLE's amp o2 (model.half() under
+# --fp16 --allreduce_post_accumulation_fp16) and DDP one-bucket sync: its AMP rows -7.4..-5.6 %
+# -> -3.0..+1.7 %.
+# Both together: 5.3 % / 18.4 %.
+MEAN_BOUND, MAX_BOUND = 0.058, 0.185
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +68,10 @@ def test_bert_defaults_match_what_run_pretraining_executes(original):
     # the file; within 8 % either way, the same gap as phase 1
     long = {rid: r for rid, r in bert.items() if "seq512" in rid}
     assert len(long) == 4 and all(abs(r.error) <= 0.08 for r in long.values())
+    # mixed precision as run_pretraining.py runs it (model.half(): the zoo's amp o2), with no
+    # key in the file: within 4 % (autocast, FP32 parameters and all-reduce: -5.6..-7.4 %)
+    amp = [r for rid, r in bert.items() if "-amp-" in rid]
+    assert len(amp) == 4 and all(abs(r.error) <= 0.04 for r in amp)
     assert all("padding bins:64:8 of wikipedia lengths" in r.compute_source for r in long.values())
 
 

@@ -54,6 +54,9 @@ def test_good_file_loads(tmp_path):
     ("  optimizer: adam\n", "  optimizer: adam\n  optimizer_options: {lr: 1}\n",
      "defaults.optimizer_options.lr", 8),
     ("  optimizer: adam\n", "  optimizer: adam\n  jitter: 3\n", "defaults.jitter", 8),
+    ("  optimizer: adam\n", "  optimizer: adam\n  options: 25\n", "defaults.options", 8),
+    ("  optimizer: adam\n", "  optimizer: adam\n  options: {bucket_bytes: [1, 2]}\n",
+     "defaults.options.bucket_bytes", 8),
 ])
 def test_bad_file_names_file_key_and_line(tmp_path, old, new, key, line):
     assert old in GOOD
@@ -100,3 +103,10 @@ def test_trainer_defaults_are_read(tmp_path):
     assert spec.optimizer_implementation == "per-tensor" and spec.clip_grad_norm
     plain = load_spec(write(tmp_path, GOOD))
     assert (plain.amp, plain.jitter, plain.lengths, plain.optimizer_implementation) == (None, None, None, "fused")
+
+
+def test_trainer_options_are_read(tmp_path):
+    extra = "  options: {bucket_bytes: 1.0e+12, first_bucket_bytes: 1048576}\n"
+    spec = load_spec(write(tmp_path, GOOD.replace("  optimizer: adam\n", "  optimizer: adam\n" + extra)))
+    assert dict(spec.options) == {"bucket_bytes": 1e12, "first_bucket_bytes": 1048576}
+    assert load_spec(write(tmp_path, GOOD)).options == ()
