@@ -1,6 +1,6 @@
 """Property-based fuzzing of the trainer inputs: --padding, --lengths (and ,ratio:SIGMA),
 their combinations with --jitter / --corpus / --seq / --accumulate, zoo `defaults:` keys
-(global_batch, accumulate_sync, lengths, padding, jitter, optimizer_options), validation
+(global_batch, accumulate_sync, lengths, padding, jitter, options, optimizer_options), validation
 files' `embsim:` blocks, --nccl-env and the NCCL env lines of logs and validation files'
 `how`, and the GPU compute keys of a node-type file (l2_gbps, gemm_fraction, hbm_fraction).
 
@@ -140,6 +140,9 @@ TRAINER_DEFAULTS = {
                                {"other": "packed", "Other": "max"}, ["max"], 8, None],
     "jitter": ["maxtokens", "bucket:4", "shuffle", "none", "normal:0.1", "bogus", "", 3, None],
     "amp": ["autocast", "o2", "bogus", 1],
+    "options": [{"bucket_bytes": 25.0e+6}, {"bucket_bytes": float("nan")}, {"bucket_bytes": -1},
+                {"bucket_bytes": float("inf")}, {"bogus": 1}, {"first_bucket_bytes": 0}, {1: 2},
+                {"bucket_bytes": [1]}, {"bucket_bytes": "abc"}, [], "x", None],
     "optimizer_options": [{"implementation": "fused"}, {"implementation": "bogus"},
                           {"clip_grad_norm": True}, {"clip_grad_norm": "yes"},
                           {"fp32_gradients": 1}, {"bogus": 1}, [], "fused", None],
