@@ -54,14 +54,18 @@ class GradientPasses:
     before_update: tuple[tuple[ComputeOp, str], ...] = ()
 
 
-def _copy(ctx, name: str, nbytes: float, count: int = 1) -> float:
-    """A contiguous copy of `nbytes` (read + write): ATen's copy_ at copy bandwidth."""
-    return ctx.kernel_seconds([stream(name, 2 * nbytes, count=count, copy=True)])
+def _copy(ctx, name: str, nbytes: float, count: int = 1, ops: int = 1) -> float:
+    """`count` contiguous copies (kernels) of `nbytes` in all (read + write): ATen's copy_ at copy
+    bandwidth. `ops` of them dispatched from Python, the rest launched from C++ (the
+    reducer's autograd hooks) at the bare launch cost."""
+    return ctx.kernel_seconds([stream(name, 2 * nbytes / count, count=count, ops=min(ops, count),
+                                      copy=True)])
 
 
-def _scale(ctx, name: str, nbytes: float, count: int = 1) -> float:
-    """An in-place scale of a parameter-sized contiguous tensor (read + write)."""
-    return ctx.kernel_seconds([stream(name, 2 * nbytes, count=count, param_pass=True)])
+def _scale(ctx, name: str, nbytes: float, count: int = 1, ops: int = 1) -> float:
+    """An in-place scale of parameter-sized contiguous tensors (read + write)."""
+    return ctx.kernel_seconds([stream(name, 2 * nbytes / count, count=count, ops=min(ops, count),
+                                      param_pass=True)])
 
 
 def _tensors(ctx, layer: str) -> int:
@@ -92,7 +96,8 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
             moved = {}
             for t in members:
                 op = extra_name(tag, t.layer)
-                seconds = (_copy if style == "torch" else _scale)(ctx, tag, t.nbytes, _tensors(ctx, t.layer))
+                seconds = (_copy if style == "torch" else _scale)(ctx, tag, t.nbytes,
+                                                                  _tensors(ctx, t.layer), ops=0)
                 after.append((t.ready_after, ComputeOp(op, seconds)))
                 moved[t.ready_after] = op
             ready = tuple((moved.get(dep, dep), off) for dep, off in c.ready_after)
@@ -100,12 +105,12 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
             if style == "torch":
                 back = ComputeOp(extra_name("ddp-copy-out", members[-1].layer),
                                  _copy(ctx, "ddp-copy-out", c.nbytes,
-                                       sum(_tensors(ctx, t.layer) for t in members)))
+                                       sum(_tensors(ctx, t.layer) for t in members), ops=0))
                 before_update.append((back, c.name))
         elif style == "torch-view":
             # the hook's divides of the whole bucket buffer, when the bucket is full
             op = extra_name("ddp-hook-divide", last.layer)
-            after.append((last, ComputeOp(op, _scale(ctx, "ddp-hook-divide", c.nbytes, hook_divides))))
+            after.append((last, ComputeOp(op, _scale(ctx, "ddp-hook-divide", c.nbytes * hook_divides, hook_divides))))
             c = replace(c, ready_after=((op, 0),))
         elif style == "apex":
             op = extra_name("ddp-flatten", last.layer)
