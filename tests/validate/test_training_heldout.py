@@ -38,7 +38,9 @@ def test_ncf_one_gpu_runs_are_slow_and_strong_scaling_too_good(heldout):
     runs, pairs = heldout
     one = [r.error for r in runs if r.gpus == 1 and r.file == "dle-pytorch-ncf"]
     assert len(one) == 6 and all(-0.48 <= e <= -0.36 for e in one)
-    assert all(0.18 <= p.difference <= 0.295 for p in pairs)
+    # 0.18..0.295 -> 0.165..0.265: torch DDP's bucket copies on 8 GPUs (schedulers.ddp_passes)
+    # bring the NCF pairs 0.02-0.03 closer to measured (0.169-0.262)
+    assert all(0.165 <= p.difference <= 0.265 for p in pairs)
     assert all("kernel model" in r.compute_source for r in runs if r.simulated is not None)
 
 
