@@ -97,6 +97,7 @@ class _Instance:
     on_done: Optional[Callable[[CollectiveRecord], None]] = None
     arrived: int = 0
     ready: float = 0.0
+    tail: float = 0.0
 
 
 class _Communicator:
@@ -177,13 +178,17 @@ class CollectiveRuntime:
         position: int = 0,
         plan: Any = None,
         on_done: Optional[Callable[[CollectiveRecord], None]] = None,
+        tail: float = 0.0,
     ) -> simpy.Event:
         """Ranks ``participants`` (a subset of ``ranks``) enqueue the collective at once.
 
         Returns the instance's event; its value is the :class:`CollectiveRecord`.
         ``on_done(record)`` runs when it ends, before the channel starts its next instance.
-        The first arrival's ``channel``, ``queue_key``, ``position``, ``plan`` and
-        ``on_done`` hold for the instance.
+        ``tail`` seconds of kernels run on the collective's stream after the transfer (a
+        data-parallel wrapper's post-all-reduce passes): the channel stays busy and the
+        instance in flight until they end; the record's ``end`` is the transfer's.
+        The first arrival's ``channel``, ``queue_key``, ``position``, ``plan``, ``on_done``
+        and ``tail`` hold for the instance.
         """
         comm = self._communicator(tuple(ranks), key)
         pos = comm.positions(participants)
@@ -198,7 +203,7 @@ class CollectiveRuntime:
         inst = comm.open.get(seq)
         if inst is None:
             inst = _Instance(op, nbytes, seq, tag, self.env.event(), self.env.now, channel,
-                             queue_key, position, plan, on_done)
+                             queue_key, position, plan, on_done, tail=tail)
             comm.open[seq] = inst
         elif inst.op != op or inst.nbytes != nbytes:
             raise ValueError(
@@ -291,6 +296,8 @@ class CollectiveRuntime:
             channel=inst.channel,
         )
         self.records.append(record)
+        if inst.tail > 0:
+            yield self.env.timeout(inst.tail)
         self._in_flight_bytes[inst.channel].remove(inst.nbytes)
         self._set_in_flight(-1)
         inst.event.succeed(record)

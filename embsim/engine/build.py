@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..plan.names import OpId, Role, bwd_name, fwd_name, stream_order, update_name
 from ..plan.ops import ComputeOp, StepPlan
+from ..schedulers.ddp_passes import insert_passes
 
 
 def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
@@ -50,6 +51,12 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
             raise ValueError(f"sync tensor {t.name}: no stream op {t.ready_after}")
     tensors = sorted(strategy_plan.sync, key=lambda t: position[t.ready_after])
     comms = scheduler.build(tensors, ctx)
+    # the wrapper's passes over the gradient buckets (copies, divides) on the compute stream
+    # or after a collective on its own stream; only with more than one GPU
+    passes = scheduler.gradient_passes(comms, tensors, ctx)
+    if passes is not None:
+        comms = passes.comms
+        stream = insert_passes(stream, passes)
 
     carriers: dict[str, list[str]] = {}
     for c in comms:
@@ -74,6 +81,8 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
         for c in carriers[t.name]:
             if (c, offset) not in waits.setdefault(consumer, []):
                 waits[consumer].append((c, offset))
+    for op, comm in (passes.before_update if passes is not None else ()):
+        waits.setdefault(op.id, []).append((comm, 0))
     if not per_layer and gradient_comms:
         first_update = next((op.id for op in stream if op.id.role is Role.UPDATE), None)
         if first_update is not None:

@@ -73,6 +73,9 @@ class CommOp:
     priority: float           # lower is more urgent (used by priority schedulers)
     tensors: tuple[str, ...]  # SyncTensor names it (partly) carries
     matrix: np.ndarray | None = field(default=None, compare=False)
+    # seconds of memory-bound kernels its stream runs after the transfer, before anything
+    # waiting for it may go on (apex DDP's post-all-reduce divide and unflatten copy)
+    tail: float = 0.0
 
 
 @dataclass(frozen=True)

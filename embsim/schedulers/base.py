@@ -42,6 +42,11 @@ class Scheduler(Configurable):
         """The compute stream of one iteration, reordered or split. Default: unchanged."""
         return stream
 
+    def gradient_passes(self, comms, tensors, ctx):
+        """The data-parallel wrapper's own passes over the gradient buckets among `comms`
+        (a schedulers.ddp_passes.GradientPasses), or None. Default: none."""
+        return None
+
     def queue_key(self, op: CommOp, iteration: int = 0) -> tuple:
         """Where a ready collective of `iteration` goes in its channel's queue, before the
         runtime's own order (iteration, ready time, issue order). Default: ready order

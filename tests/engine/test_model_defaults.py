@@ -101,14 +101,17 @@ def test_maxtokens_counts_the_real_target_tokens():
     out = io.StringIO()
     print_summary(zoo, Console(file=out, width=200))
     assert f"real target tokens, {fill:.3f} of the token budget" in out.getvalue()
+
+
 def test_zoo_options_fill_the_run_s_components():
     """bert-large's trainer (DeepLearningExamples run_pretraining.py) gives DDP a bucket cap no
     gradient reaches: one bucket after DDP's 1 MiB first; a run's --option wins, and a
     scheduler that takes no bucket sizes gets none."""
     bert = with_model_defaults(SimulationConfig(model="bert-large"))
-    assert bert.scheduler_options == {"bucket_bytes": 1e12, "first_bucket_bytes": 1048576}
+    ddp = {"ddp": "torch-view", "hook_divides": 2}     # gradient_as_bucket_view + two hook divides
+    assert bert.scheduler_options == {"bucket_bytes": 1e12, "first_bucket_bytes": 1048576, **ddp}
     own = with_model_defaults(SimulationConfig(model="bert-large", scheduler_options={"bucket_bytes": 2.5e7}))
-    assert own.scheduler_options == {"bucket_bytes": 2.5e7, "first_bucket_bytes": 1048576}
+    assert own.scheduler_options == {"bucket_bytes": 2.5e7, "first_bucket_bytes": 1048576, **ddp}
     assert with_model_defaults(SimulationConfig(model="bert-base")).scheduler_options == {}
     assert with_model_defaults(SimulationConfig(model="bert-large", scheduler="embrace-2d")).scheduler_options == {}
 

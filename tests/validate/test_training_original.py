@@ -31,7 +31,10 @@ ORIGINALS = {
 # --fp16 --allreduce_post_accumulation_fp16) and DDP one-bucket sync: its AMP rows -7.4..-5.6 %
 # -> -3.0..+1.7 %.
 # Both together: 5.3 % / 18.4 %.
-MEAN_BOUND, MAX_BOUND = 0.058, 0.185
+# 0.058 / 0.185 -> 0.05 / 0.166 (4.97 % / 16.5 %): the DDP wrappers' own passes over the
+# gradient buckets on more than one GPU (schedulers.ddp_passes: apex for GNMT/Transformer,
+# torch DDP's bucket copies for BERT), GNMT/Transformer scaling differences down 0.005-0.015.
+MEAN_BOUND, MAX_BOUND = 0.05, 0.166
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,142 @@
+"""The memory passes a data-parallel wrapper runs over the gradient, on the GPU, only when
+there is more than one GPU: copies into and out of the flat bucket the all-reduce reads,
+and the divide by the world size. They move gradient bytes at copy bandwidth, so they
+grow with the gradient exactly as the all-reduce does, and 1-GPU runs have none.
+
+Styles (--option ddp=...):
+
+- ``torch``: torch.nn.parallel.DistributedDataParallel as constructed by default
+  (torch/csrc/distributed/c10d/reducer.cpp, PyTorch 2.x). Reducer::mark_variable_ready_dense
+  runs in each parameter's autograd hook, on the compute stream: ``at::mul_out(bucket_view,
+  grad, 1/div_factor_)`` copies the gradient into its bucket and divides in the same pass
+  (one read, one write). Reducer::finalize_backward, after the backward, waits for each
+  bucket's all-reduce and finalize_bucket_dense copies it back (``copy_bucket_to_grad``:
+  ``grad.copy_(bucket_view)``), again on the compute stream, before optimizer.step().
+- ``torch-view``: the same with gradient_as_bucket_view=True: the gradient already is the
+  bucket view, so mark_variable_ready_dense only divides in place
+  (``bucket_view.div_(div_factor_)``) and nothing is copied back. With a communication hook
+  registered the reducer's divide is skipped and the hook's own passes run instead
+  (``hook_divides``: torch.distributed.algorithms.ddp_comm_hooks.default_hooks.allreduce_hook
+  divides the bucket buffer by the world size, ``tensor.div_(group_to_use.size())``, and a
+  wrapper may divide again), once per bucket when it is full, on the compute stream; the
+  hook's result aliases the bucket, so finalize_bucket_dense copies nothing.
+- ``apex``: apex.parallel.DistributedDataParallel with its defaults
+  (apex/parallel/distributed.py at 43a6f9f, allreduce_bucket, lines 425-476): ``tensor =
+  flatten(bucket)`` (torch._utils._flatten_dense_tensors: a torch.cat copy) on the current,
+  compute stream when a bucket is full; then on the bucket stream the all-reduce,
+  ``tensor_to_allreduce.mul_(gradient_predivide_factor/world_size)`` (gradient_average=True;
+  predivide_factor 1.0, so no divide before it) and the unflatten copy back into the
+  gradients (multi_tensor_scale over unflatten(tensor, bucket) -> bucket). The bucket
+  stream's kernels keep the stream (num_allreduce_streams=1) busy, so the next bucket's
+  all-reduce waits for them, and overlapping_backward_epilogue makes the compute stream
+  wait for them before the optimizer; they run beside the backward, on the GPU's SMs.
+- ``none``: no passes (a wrapper that reduces the gradients in place, or a what-if).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..plan.names import OpId, Role, extra_name
+from ..plan.ops import CommOp, ComputeOp
+from ..workload.kernels import stream
+
+DDP_STYLES = ("torch", "torch-view", "apex", "none")
+
+
+@dataclass(frozen=True)
+class GradientPasses:
+    """What the passes add to one iteration's plan."""
+
+    comms: tuple[CommOp, ...]                       # ready_after / tail rewritten
+    after: tuple[tuple[OpId, ComputeOp], ...] = ()  # (stream op, pass run right after it)
+    # passes run before the optimizer, each after its collective: (pass, comm op name)
+    before_update: tuple[tuple[ComputeOp, str], ...] = ()
+
+
+def _copy(ctx, name: str, nbytes: float, count: int = 1, ops: int = 1) -> float:
+    """`count` contiguous copies (kernels) of `nbytes` in all (read + write): ATen's copy_ at copy
+    bandwidth. `ops` of them dispatched from Python, the rest launched from C++ (the
+    reducer's autograd hooks) at the bare launch cost."""
+    return ctx.kernel_seconds([stream(name, 2 * nbytes / count, count=count, ops=min(ops, count),
+                                      copy=True)])
+
+
+def _scale(ctx, name: str, nbytes: float, count: int = 1, ops: int = 1) -> float:
+    """An in-place scale of parameter-sized contiguous tensors (read + write)."""
+    return ctx.kernel_seconds([stream(name, 2 * nbytes / count, count=count, ops=min(ops, count),
+                                      param_pass=True)])
+
+
+def _tensors(ctx, layer: str) -> int:
+    """Kernel launches of a per-parameter pass over `layer`: one per parameter tensor."""
+    return getattr(ctx.layer(layer).kernels, "param_tensors", None) or 1
+
+
+def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> GradientPasses | None:
+    """The passes of `style` over the dense gradient buckets among `comms` (collectives
+    built from SyncTensors `tensors`); None when there are none (one GPU, style none, no
+    bucket, or no kernel model to time them)."""
+    if style == "none" or ctx.n_gpus <= 1 or ctx.kernel_seconds is None:
+        return None
+    by_name = {t.name: t for t in tensors}
+    buckets = [c for c in comms if c.op == "all_reduce" and c.category == "dense" and c.tensors
+               and all(n in by_name and by_name[n].needed_by is None for n in c.tensors)]
+    if not buckets:
+        return None
+    out: dict[str, CommOp] = {}
+    after: list[tuple[OpId, ComputeOp]] = []
+    before_update: list[tuple[ComputeOp, str]] = []
+    for c in buckets:
+        members = [by_name[n] for n in c.tensors]
+        last = members[-1].ready_after      # the bucket fills when its last gradient is ready
+        if style == "torch" or (style == "torch-view" and not hook_divides):
+            # per parameter, in its autograd hook: copy-with-divide (torch) or divide in place
+            tag = "ddp-copy-in" if style == "torch" else "ddp-divide"
+            moved = {}
+            for t in members:
+                op = extra_name(tag, t.layer)
+                seconds = (_copy if style == "torch" else _scale)(ctx, tag, t.nbytes,
+                                                                  _tensors(ctx, t.layer), ops=0)
+                after.append((t.ready_after, ComputeOp(op, seconds)))
+                moved[t.ready_after] = op
+            ready = tuple((moved.get(dep, dep), off) for dep, off in c.ready_after)
+            c = replace(c, ready_after=ready)
+            if style == "torch":
+                back = ComputeOp(extra_name("ddp-copy-out", members[-1].layer),
+                                 _copy(ctx, "ddp-copy-out", c.nbytes,
+                                       sum(_tensors(ctx, t.layer) for t in members), ops=0))
+                before_update.append((back, c.name))
+        elif style == "torch-view":
+            # the hook's divides of the whole bucket buffer, when the bucket is full
+            op = extra_name("ddp-hook-divide", last.layer)
+            after.append((last, ComputeOp(op, _scale(ctx, "ddp-hook-divide", c.nbytes * hook_divides, hook_divides))))
+            c = replace(c, ready_after=((op, 0),))
+        elif style == "apex":
+            op = extra_name("ddp-flatten", last.layer)
+            after.append((last, ComputeOp(op, _copy(ctx, "ddp-flatten", c.nbytes))))
+            tail = (_scale(ctx, "ddp-average", c.nbytes) + _copy(ctx, "ddp-unflatten", c.nbytes))
+            c = replace(c, ready_after=((op, 0),), tail=c.tail + tail)
+        else:
+            raise ValueError(f"ddp style {style!r}: expected one of {', '.join(DDP_STYLES)}")
+        out[c.name] = c
+    return GradientPasses(comms=tuple(out.get(c.name, c) for c in comms), after=tuple(after),
+                          before_update=tuple(before_update))
+
+
+def insert_passes(stream_ops: list, passes: GradientPasses) -> list:
+    """The compute stream with the passes in place: each `after` pass right after its op
+    (after any pass already placed there), copies back just before the first update."""
+    out = list(stream_ops)
+    for anchor, op in passes.after:
+        ids = [s.id for s in out]
+        if anchor not in ids:
+            raise ValueError(f"gradient pass {op.name}: no stream op {anchor}")
+        i = ids.index(anchor) + 1
+        while i < len(out) and out[i].id.role is Role.EXTRA and out[i].id.tag.startswith("ddp-"):
+            i += 1
+        out.insert(i, op)
+    if passes.before_update:
+        first = next((i for i, s in enumerate(out) if s.id.role is Role.UPDATE), len(out))
+        out[first:first] = [op for op, _ in passes.before_update]
+    return out
