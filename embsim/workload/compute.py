@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .gpu_props import GpuCompute
 from .kernel_time import kernels_time
 from .kernels import stream
+from .lamb import lamb_kernels, tensor_chunks
 from .model import Layer, Model
 from .precision import precision
 
@@ -112,7 +113,14 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
     d = model.table_bytes if table else model.dense_param_bytes
     master = 0 if d >= FP32 else opt.master_bytes_per_param
     grad_w = FP32 if master else d
-    if opt.implementation == "fused":
+    if opt.name == "lamb":
+        # FusedLAMBAMP reads the gradients in the parameters' dtype (embsim.workload.lamb);
+        # a sparse row update (index_bytes) is a multi-tensor call of its own
+        whole = tensor_chunks(elements, n_tensors) if index_bytes else model_chunks(model)
+        out = lamb_kernels(elements, n_tensors, whole, d, bool(master),
+                           bool(opt.master_bytes_per_param), index_bytes)
+        grad_w = d
+    elif opt.implementation == "fused":
         # an FP32 table in a mixed-precision model has no master copy, but the loss
         # scaler still unscales (and checks) its gradient once
         unscale = d if not master and opt.master_bytes_per_param else 0
@@ -136,6 +144,17 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
         n = n_tensors
         out.append(stream("clip_grad_norm", elements * grad_w / n, count=n, param_pass=True))
     return out
+
+
+def model_chunks(model: Model) -> tuple[int, ...]:
+    """65,536-element chunks of every parameter tensor the optimizer steps, in layer order
+    (a layer's elements spread evenly over its tensors: embsim.workload.lamb)."""
+    out: list[int] = []
+    for layer in model.layers:
+        if layer.params > 0:
+            t = getattr(layer.kernels, "param_tensors", None)
+            out += tensor_chunks(layer.params, TENSORS_PER_LAYER if t is None else max(1, t))
+    return tuple(out)
 
 
 def optimizer_step_time(elements: float, model: Model, gpu: GpuCompute, kernels: int = 1,
