@@ -96,7 +96,9 @@ TENSORS_PER_LAYER = 2      # weight and bias: a layer whose tensor count is not 
 def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
                       index_bytes: float = 0, tensors: int | None = None, table: bool = False) -> list:
     """The optimizer step's kernels for `elements` parameters (embsim.workload.model.Optimizer).
-    fused: one multi-tensor kernel (apex FusedAdam/FusedLAMB, torch foreach/fused).
+    fused: one multi-tensor kernel (apex FusedAdam, torch foreach/fused).
+    lamb: FusedLAMBAMP's seven passes (embsim.workload.lamb), the layer's share of the
+    whole model's multi-tensor launches; fused only.
     per-tensor: torch.optim's for-loop; with mixed precision apex amp O2 first unscales
     the 16-bit gradients into the fp32 master gradients and after the step copies the
     master weights back into the model (one multi-tensor kernel each).
