@@ -113,6 +113,11 @@ class CollectiveModel:
 
     @staticmethod
     def _kernel_bw(op, algo, proto, shape, graphs) -> float:
+        # P2P off: the switch uplink is shared by the host-staged transfers (CommShape)
+        return CollectiveModel._link_bw(op, algo, proto, shape, graphs) / shape.host_flows(op)
+
+    @staticmethod
+    def _link_bw(op, algo, proto, shape, graphs) -> float:
         if algo == "NVLSTree" and op == "all_reduce":
             return nvlstree_kernel_bw(shape, KERNEL_CONSTS) * shape.kernel_scale
         table = nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS) * shape.kernel_scale

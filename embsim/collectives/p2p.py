@@ -3,10 +3,15 @@
 NCCL has no bandwidth/latency table for p2p; its choices are rules, and we follow them:
 
 * channels per peer (paths.cc ncclTopoGetNchannels): an NVLink peer gets
-  2 x (path bw / per-link bw) channels, a PCIe peer 2, a network peer
-  max(#NICs, ceil(NIC bw / 14 GB/s)); rounded up to a power of two and capped by the
-  p2p channel count (pow2Up of the comm's channels); across nodes halved until every peer
-  of a round fits (ncclTopoComputeP2pChannels).
+  2 x (path bw / per-link bw) channels, a PCIe peer 2, a network peer (2.29+)
+  max(the GPU's local NICs, ceil(NIC bw / 14 GB/s)) -- before 2.29 max(local NICs, 2
+  halved while 2 x nRanks > 4 x p2pnChannels); rounded up to a power of two and capped by
+  the p2p channel count (pow2Up of the comm's channels); from 2.29, across nodes, halved
+  until all nRanks peers fit one round (ncclTopoComputeP2pChannels, p2pMaxPeers).
+* a network channel: one proxy connection moves about NCCL_P2P_PER_CHANNEL_NET_BW (14 GB/s,
+  the rate NCCL adds channels by to fill a NIC), so a SendRecv across nodes on 1-2 channels
+  runs well below the NIC (10 x 1 H100, 2 channels: 24.9 GB/s of a 48 GB/s NIC; nccl#1272:
+  sendrecv drops on 8+ nodes as channels per peer shrink).
 * parts (enqueue.cc addP2pToPlan): an op starts on nChannelsMin channels (halved until
   nChannelsMin x nRanks fits in the p2p channels) and doubles while a part is larger than
   32 steps (one step across nodes), up to the channels per peer.
@@ -99,18 +104,39 @@ class P2PChannels:
     chunk: int          # bytes per step on the slowest path used
 
 
+def local_nics(shape: CommShape) -> int:
+    """NICs next to one GPU (topo.cc ncclTopoGetLocalNetCountByBw): the node's NICs its
+    GPUs share evenly, at least one -- a DGX H100 GPU has 1 of the 8, not 8."""
+    return max(1, shape.nics_per_node // max(1, shape.ppn))
+
+
+def net_channels_per_peer(shape: CommShape, consts: NcclConstants, total: int) -> int:
+    """Channels per network peer (paths.cc ncclTopoGetNchannels, remote rank).
+
+    2.29+: max(local NICs, ceil(NIC bw / P2P_PER_CHANNEL_NET_BW)). Before: max(local NICs,
+    2 halved while 2 x nRanks > 4 x p2pnChannels) ("reduce with scale").
+    """
+    if _version(consts) >= (2, 29):
+        return max(local_nics(shape), math.ceil(shape.nic_bw / P2P_PER_CHANNEL_NET_BW)) if shape.nic_bw > 0 else 2
+    ch_max = 2
+    while ch_max * shape.n_ranks > 4 * total and ch_max > 1:
+        ch_max //= 2
+    return max(local_nics(shape), ch_max)
+
+
 def p2p_channels(shape: CommShape, consts: NcclConstants, comm_channels: int, peers: int) -> P2PChannels:
     total = min(_pow2_up(min(comm_channels, MAXCHANNELS)), MAXCHANNELS)
     if shape.n_nodes > 1:
-        nics = max(1, shape.nics_per_node)
-        per = max(nics, math.ceil(shape.nic_bw / P2P_PER_CHANNEL_NET_BW)) if shape.nic_bw > 0 else 2
+        per = net_channels_per_peer(shape, consts, total)
     elif shape.intra == "pcie":
         per = 2
     else:
         per = 2 * max(1, int(shape.nvlink_bw / nvlink_per_link(consts, shape.arch)))
     per = min(_pow2_up(per), total)
-    if shape.n_nodes > 1:
-        while per * math.ceil(peers / P2P_PER_BATCH) > total and per > 1:
+    if shape.n_nodes > 1 and _version(consts) >= (2, 29):
+        # 2.29+ ncclTopoComputeP2pChannels: across nodes, halve until every possible peer
+        # (p2pMaxPeers = nRanks) fits one round of p2pnChannels
+        while per * math.ceil(shape.n_ranks / P2P_PER_BATCH) > total and per > 1:
             per //= 2
     # the run's NCCL_P2P_*_CHUNKSIZE (default P2P_*_CHUNK; nccl_env.apply_env)
     if shape.n_nodes > 1:
@@ -262,9 +288,14 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
         proto = "Simple"
     pi = PROTOS.index(proto)
     eff = LL_EFFICIENCY if proto == "LL" else 1.0
-    intra_bw = shape.intra_bw * shape.fabric_ratio * eff
-    inter_bw = (shape.nic_path_bw or 1e-9) * eff
+    # P2P off: host-staged transfers share the switch uplink (CommShape.host_flows)
+    intra_bw = shape.intra_bw * shape.fabric_ratio * eff / shape.host_flows("alltoall")
     in_flight = max(1, ch.total // max(1, nch) * P2P_PER_BATCH)
+    # One p2p channel's proxy connection moves about P2P_PER_CHANNEL_NET_BW over the network
+    # (NCCL sizes its net channels by that rate); the GPU's NIC carries what its ops'
+    # channels together move, at most the NIC.
+    net_ch = min(ch.total, nch * min(peers, in_flight))
+    inter_bw = (min(shape.nic_path_bw, net_ch * P2P_PER_CHANNEL_NET_BW) or 1e-9) * eff
     rounds = max(1, math.ceil(peers / in_flight))
     if proto == "Simple" and intra_bytes > 0:
         # ops in flight at once, the rank's own copy among them (nccl-tests' alltoall and

@@ -38,6 +38,22 @@ class CommShape:
     # (it reads no link speeds, only arch and link counts) but the data moves at the file's.
     fabric_ratio: float = 1.0
     sm_clock_mhz: float = 0.0     # the GPU's boost clock (file's gpu.clock_mhz); 0: not given
+    # PCIe without peer-to-peer (fabric pcie_p2p: false): NCCL's SHM transport stages every
+    # byte through host memory, up the sender's PCIe path to the root complex and down to
+    # the receiver's, so the communicator's GPUs behind one switch share its uplink. This
+    # is the most of them behind one switch (1: P2P on, or every GPU on its own root port).
+    host_share: int = 1
+
+    def host_flows(self, op: str) -> int:
+        """Transfers that share the busiest switch uplink when P2P is off: every rank of a
+        ring sends (all_reduce, all_gather, reduce_scatter, alltoall, sendrecv); a
+        broadcast/reduce chain has n-1 senders, so a switch holding all n ranks carries n-1."""
+        k = self.host_share
+        if k <= 1:
+            return 1
+        if op in ("broadcast", "reduce"):
+            return max(1, min(k, self.n_ranks - 1))
+        return k
 
     def __post_init__(self) -> None:
         if self.intra not in INTRA_KINDS:
@@ -146,6 +162,30 @@ def _nvlink_connected(gpus: set[int], pairs) -> bool:
     return len({find(g) for g in gpus}) == 1
 
 
+def _nccl_nics(topology, ranks: Sequence[int]) -> int:
+    """NICs NCCL's graph search can use for this communicator: those next to its GPUs.
+
+    The search keeps the closest GPU-NIC path type it finds (search.cc ncclTopoCompute:
+    typeInter is relaxed only while no solution exists), so each GPU drives its own
+    NIC(s); a NIC next to a GPU outside the communicator is reached only via PXN, which
+    needs that GPU's rank as the proxy. So 1 of a DGX H100's 8 NICs serves a 1-GPU-per-node
+    communicator (10 x 1 H100 all_reduce 48.9 GB/s busbw, 10 x 2 98, 10 x 4 196:
+    xxrjun/nccl-tests-cluster multi-node logs). Without a NIC-GPU map every NIC counts;
+    several nodes: the one with fewest such NICs sets the rings.
+    """
+    node = topology.node
+    if not node.nics.gpus:
+        return int(node.nics.count)
+    gpn = topology.gpus_per_node
+    if len(ranks) == topology.n_gpus:       # every GPU of every node (the common case)
+        return sum(1 for gpus in node.nics.gpus if any(g < gpn for g in gpus))
+    locals_by_node: dict[int, set[int]] = {}
+    for r in ranks:                         # ranks are checked by comm_shape's node_of
+        locals_by_node.setdefault(r // gpn, set()).add(r % gpn)
+    return min(sum(1 for gpus in node.nics.gpus if any(g in local for g in gpus))
+               for local in locals_by_node.values())
+
+
 def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants | None = None) -> CommShape:
     """The CommShape NCCL would derive for communicator `ranks` on `topology`."""
     consts = nccl_version if isinstance(nccl_version, NcclConstants) else constants_for(nccl_version)
@@ -178,8 +218,17 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
                  if intra != "pcie" else 0.0)   # scaled for an NVLink what-if
     pcie_bw = pcie_gbps_nccl(fab.pcie_gen, fab.pcie_lanes) if (fab.pcie_gen or fab.pcie_lanes) else (
         float(fab.pcie_gbps) if fab.pcie_gbps else 12.0)
-    nics = node.nics.count if n_nodes > 1 or node.nics.count else 0
+    nics = _nccl_nics(topology, ranks) if n_nodes > 1 or node.nics.count else 0
     n_ranks = len(ranks)
+    host_share = 1
+    if kind == "pcie" and not fab.pcie_p2p and fab.pcie_switches:
+        # GPUs spread evenly over the switches in index order (topology/build.py _pcie_tree)
+        behind: dict[tuple[int, int], int] = {}
+        for r in ranks:
+            sw = (r % topology.gpus_per_node) * fab.pcie_switches // node.gpu.count
+            key = (topology.node_of(r), sw)
+            behind[key] = behind.get(key, 0) + 1
+        host_share = max(behind.values())
     return CommShape(
         arch=int(node.gpu.arch), n_ranks=n_ranks, n_nodes=n_nodes, ppn=ppn, intra=intra,
         nvlink_bw=float(nvlink_bw), pcie_bw=float(pcie_bw),
@@ -193,6 +242,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         nic_latency_us=float(node.nics.nccl_latency_us) if n_nodes > 1 else 0.0,
         net_hop_us=(float(node.nics.latency_us) + float(node.network.switch_latency_us)) if n_nodes > 1 else 0.0,
         collnet=bool(node.network.sharp) and n_nodes > 1,
-        sm_clock_mhz=float(node.gpu.clock_mhz or 0.0),
+        sm_clock_mhz=float(node.gpu.clock_mhz or 0.0), host_share=host_share,
         fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
         if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])

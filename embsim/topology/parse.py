@@ -19,6 +19,9 @@ _NVLINK_KEYS = ["nvlink_links_per_gpu", "nvlink_gbps", "nvlink_latency_us"]
 _PCIE_KEYS = ["pcie_gen", "pcie_lanes", "pcie_gbps", "pcie_latency_us", "pcie_switches",
               "cpu_sockets", "cpu_vendor"]
 _SOCKET_LINK_KEYS = ["cpu_link_gbps", "cpu_latency_us"]
+# PCIe peer-to-peer between the GPUs (optional, default true): false where the driver
+# refuses it (GeForce cards) and NCCL stages every transfer through host memory (SHM)
+_P2P_KEYS = ["pcie_p2p"]
 _HOST_KEYS = ["host_gbps", "host_latency_us"]
 
 
@@ -80,7 +83,8 @@ def node_type_from_doc(doc: YamlDoc) -> NodeType:
 def _gpu(doc: YamlDoc, m) -> GpuSpec:
     p = ("gpu",)
     keys = ["model", "arch", "count", "bf16_tflops", "hbm_gb", "hbm_gbps"]
-    check_mapping(doc, p, m, required=keys, optional=["fp32_tflops", *_COMPUTE_KEYS, "tensor_tflops"])
+    check_mapping(doc, p, m, required=keys, optional=["fp32_tflops", *_COMPUTE_KEYS, "tensor_tflops",
+                                                             "gemm_fractions"])
     arch = get(doc, p, m, "arch", int, hi=LIMITS["arch"])
     if arch < 0:
         raise doc.error(p + ("arch",), f"must be >= 0 (0 means a CPU device), got {arch}")
@@ -88,11 +92,13 @@ def _gpu(doc: YamlDoc, m) -> GpuSpec:
     def num(key, kind=float, **kw):
         return get(doc, p, m, key, kind, positive=True, hi=LIMITS[key], **kw)
 
+    tensor = _tensor_tflops(doc, m.get("tensor_tflops"))
     return GpuSpec(model=get(doc, p, m, "model", str), arch=arch,
                    count=num("count", int), bf16_tflops=num("bf16_tflops"),
                    hbm_gb=num("hbm_gb"), hbm_gbps=num("hbm_gbps"),
                    fp32_tflops=num("fp32_tflops", default=None),
-                   tensor_tflops=_tensor_tflops(doc, m.get("tensor_tflops")),
+                   tensor_tflops=tensor,
+                   gemm_fractions=_gemm_fractions(doc, m.get("gemm_fractions"), tensor),
                    **{k: get(doc, p, m, k, t, default=None, positive=True, hi=LIMITS.get(k))
                       for k, t in _COMPUTE_KEYS.items()})
 
@@ -113,6 +119,21 @@ def _tensor_tflops(doc: YamlDoc, m) -> tuple[tuple[str, float], ...]:
                  for k in TENSOR_DTYPES if k in m)
 
 
+def _gemm_fractions(doc: YamlDoc, m, tensor) -> tuple[tuple[str, float], ...]:
+    """gpu.gemm_fractions: {dtype: measured large-GEMM fraction of that dtype's peak}, for
+    the dtypes a source measured; fp32 is the CUDA-core rate, the others need a tensor rate."""
+    if m is None:
+        return ()
+    p = ("gpu", "gemm_fractions")
+    have = {k for k, _ in tensor} if tensor else {"bf16", "fp16"}
+    check_mapping(doc, p, m, required=[], optional=["fp32", *TENSOR_DTYPES])
+    for k in m:
+        if k != "fp32" and k not in have:
+            raise doc.error(p + (k,), f"no {k} rate in gpu.tensor_tflops to take a fraction of")
+    return tuple((k, get(doc, p, m, k, float, positive=True, hi=LIMITS["gemm_fraction"]))
+                 for k in ("fp32", *TENSOR_DTYPES) if k in m)
+
+
 def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
     p = ("fabric",)
     if not isinstance(m, dict):
@@ -123,7 +144,7 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
     if kind == "host":
         required, optional = ["kind"] + _HOST_KEYS, []
     elif kind == "pcie":
-        required, optional = ["kind"] + _PCIE_KEYS, _SOCKET_LINK_KEYS
+        required, optional = ["kind"] + _PCIE_KEYS, _SOCKET_LINK_KEYS + _P2P_KEYS
     elif kind == "nvswitch":
         required, optional = ["kind", "nvswitches"] + _NVLINK_KEYS + _PCIE_KEYS, _SOCKET_LINK_KEYS
     else:  # nvlink-mesh / nvlink-bridge: the PCIe tree is optional, all or nothing
@@ -175,6 +196,8 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
                       pcie_latency_us=num("pcie_latency_us", positive=False), pcie_switches=switches,
                       cpu_sockets=sockets, cpu_vendor=vendor, cpu_link_gbps=num("cpu_link_gbps"),
                       cpu_latency_us=num("cpu_latency_us", positive=False))
+    if "pcie_p2p" in m:
+        fields["pcie_p2p"] = get(doc, p, m, "pcie_p2p", bool)
     for key in ("nvlink_latency_us", "pcie_latency_us", "cpu_latency_us", "host_latency_us"):
         if fields.get(key) is not None and fields[key] < 0:
             raise doc.error(p + (key,), f"must be >= 0, got {fields[key]}")

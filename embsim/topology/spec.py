@@ -58,7 +58,8 @@ class GpuSpec:
     # for this GPU, and every output says so.
     tensor_tflops: tuple[tuple[str, float], ...] = ()  # dense tensor-core peak per dtype (FP32 accumulate)
     sms: int | None = None             # streaming multiprocessors (GEMM tile waves)
-    gemm_fraction: float | None = None  # measured large-GEMM TFLOPS / peak
+    gemm_fraction: float | None = None  # measured large-GEMM TFLOPS / peak (dtypes without their own)
+    gemm_fractions: tuple[tuple[str, float], ...] = ()  # per dtype, where a source gives it
     hbm_fraction: float | None = None   # measured streaming bandwidth / hbm_gbps
     l2_bytes_per_clk: float | None = None  # L2 -> SM bandwidth (GEMM tile operand feed)
     clock_mhz: float | None = None      # boost clock the peaks are quoted at
@@ -84,6 +85,9 @@ class FabricSpec:
     cpu_vendor: str | None = None
     cpu_link_gbps: float | None = None          # socket-to-socket, per direction, GB/s
     cpu_latency_us: float | None = None
+    # PCIe peer-to-peer between GPUs (fabric kind pcie): False where the driver refuses it
+    # and NCCL's SHM transport stages every byte through host memory
+    pcie_p2p: bool = True
     # host (CPU-only devices sharing one memory system)
     host_gbps: float | None = None
     host_latency_us: float | None = None

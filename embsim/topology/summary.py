@@ -28,6 +28,8 @@ def link_classes(topo) -> list[dict]:
 def topology_summary(topo) -> dict:
     node = topo.node
     fabric = {k: v for k, v in asdict(node.fabric).items() if v not in (None, ())}
+    if node.fabric.kind != "pcie":
+        fabric.pop("pcie_p2p", None)     # a PCIe-tree property only
     if "nvlink_pairs" in fabric:
         fabric["nvlink_pairs"] = [list(p) for p in fabric["nvlink_pairs"]]
     vertex_types = Counter({t: n * topo.n_nodes for t, n in Counter(topo._template.vertices.values()).items()})

@@ -41,10 +41,7 @@ def for_gpu(gpu: Any) -> GpuCompute:
     sms = getattr(gpu, "sms", None)
     if sms is None and not is_cpu:
         gaps.append("SM count (no wave quantisation)")
-    gemm_fraction = getattr(gpu, "gemm_fraction", None)
-    if gemm_fraction is None:
-        gaps.append(f"measured GEMM efficiency ({DEFAULT_GEMM_FRACTION} used)")
-        gemm_fraction = DEFAULT_GEMM_FRACTION
+    gemm_fraction, fractions = _gemm_fractions(gpu, rates, is_cpu, gaps)
     hbm_fraction = getattr(gpu, "hbm_fraction", None)
     if hbm_fraction is None:
         gaps.append(f"measured memory bandwidth ({DEFAULT_HBM_FRACTION} of peak used)")
@@ -70,7 +67,27 @@ def for_gpu(gpu: Any) -> GpuCompute:
                tile_side_full=tile_side, gaps=tuple(gaps), synchronous=is_cpu,
                kernel_gap_s=0.0 if is_cpu else DEFAULT_KERNEL_GAP_S,
                recurrent_step_s=step16, recurrent_steps=steps,
-               stream_efficiency=1.0 if is_cpu else FRAMEWORK_STREAM_EFFICIENCY)
+               stream_efficiency=1.0 if is_cpu else FRAMEWORK_STREAM_EFFICIENCY,
+               gemm_fractions=fractions)
+
+
+def _gemm_fractions(gpu: Any, rates: dict, is_cpu: bool, gaps: list) -> tuple[float, dict]:
+    """(the single large-GEMM fraction, {dtype: its own measured fraction}); a dtype the
+    GPU runs without its own figure is named in `gaps` with the figure it uses instead."""
+    single = getattr(gpu, "gemm_fraction", None)
+    fractions = {k: float(v) for k, v in (getattr(gpu, "gemm_fractions", ()) or ())}
+    if single is None and not fractions:
+        gaps.append(f"measured GEMM efficiency ({DEFAULT_GEMM_FRACTION} used)")
+        return DEFAULT_GEMM_FRACTION, {}
+    fallback = float(single) if single is not None else DEFAULT_GEMM_FRACTION
+    missing = [k for k in rates if k not in fractions]
+    if is_cpu or not missing:
+        pass
+    elif not fractions:
+        gaps.append(f"measured GEMM efficiency per dtype (one {fallback:g} for every dtype)")
+    else:
+        gaps.append(f"measured GEMM efficiency per dtype for {', '.join(missing)} ({fallback:g} used)")
+    return fallback, fractions
 
 
 def _l2_bps(gpu: Any) -> float | None:
@@ -114,7 +131,7 @@ def from_measurement(gpu: Any, compute: Any, trace_name: str) -> GpuCompute:
         gaps += tuple(g for g in base.gaps if g.startswith("LSTM step"))
     measured = GpuCompute(
         name=base.name, rates=base.rates, hbm_bps=compute.stream_gbps * 1e9, sms=base.sms,
-        gemm_fraction=1.0, hbm_fraction=1.0, tile_side_full=base.tile_side_full,
+        gemm_fraction=1.0, gemm_fractions={}, hbm_fraction=1.0, tile_side_full=base.tile_side_full,
         op_dispatch_s=compute.launch_s, launch_s=compute.launch_s,
         kernel_gap_s=base.kernel_gap_s, synchronous=base.synchronous,
         gather_fraction=compute.gather_gbps / compute.stream_gbps, gaps=gaps,

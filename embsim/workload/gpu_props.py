@@ -54,7 +54,7 @@ class GpuCompute:
     rates: dict                     # gemm_rate key ("fp32", "tf32", ...) -> peak FLOP/s
     hbm_bps: float                  # peak device-memory bandwidth, B/s
     sms: int | None
-    gemm_fraction: float
+    gemm_fraction: float            # large-GEMM fraction of peak for a dtype without its own
     hbm_fraction: float
     tile_side_full: dict            # gemm_rate key -> tile harmonic side for full rate
     op_dispatch_s: float = DEFAULT_OP_DISPATCH_S
@@ -72,6 +72,8 @@ class GpuCompute:
     # activation kernels' fraction of the copy bandwidth (FRAMEWORK_STREAM_EFFICIENCY on a
     # GPU; 1 on a CPU, whose calibrated rates already are the framework's own)
     stream_efficiency: float = 1.0
+    # large-GEMM fraction of peak per gemm_rate key, where a source measured that dtype
+    gemm_fractions: dict = field(default_factory=dict)
 
     def gemm_peak(self, prec: Precision) -> float:
         try:
@@ -80,6 +82,11 @@ class GpuCompute:
             have = ", ".join(k for k in self.rates) or "none"
             raise InputError(f"--dtype {prec.name}: {self.name} has no {prec.gemm_rate} "
                              f"tensor-core rate (it has: {have})") from None
+
+    def gemm_fraction_for(self, prec: Precision) -> float:
+        """The large-GEMM fraction of this dtype's peak (FP8 and BF16 reach different
+        fractions on the same GPU), else the GPU's single figure."""
+        return self.gemm_fractions.get(prec.gemm_rate, self.gemm_fraction)
 
     def recurrent_step(self, prec: Precision) -> float:
         """Per-timestep RNN overhead (forward + backward) for this dtype."""

@@ -107,7 +107,7 @@ def gemm_s(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -> flo
         compute = 2.0 * kr.m * kr.n * kr.k * kr.batch / rate
     else:
         k0 = tile_overhead_k(gpu, prec)
-        rate = gpu.gemm_peak(prec) * asymptotic_fraction(gpu.gemm_fraction, k0)
+        rate = gpu.gemm_peak(prec) * asymptotic_fraction(gpu.gemm_fraction_for(prec), k0)
         compute = gemm_compute_s(kr.m, kr.n, kr.k, kr.batch, rate, gpu,
                                  gpu.tile_side_full.get(prec.gemm_rate, 0.0), k0)
     io = (kr.m * kr.k + kr.k * kr.n + kr.m * kr.n) * kr.batch * elem_bytes

@@ -226,3 +226,31 @@ def test_whole_step_tree_chunks_from_2_20_fill_slower():
     t = {v: CollectiveModel(topo, algo="Tree", proto="Simple", nccl_version=v).plan(
         "all_reduce", 16 << 20, range(16)).time for v in ("2.19", "2.20")}
     assert t["2.20"] > t["2.19"] + 200e-6      # 14 hops of a 512 KiB chunk at ~23 GB/s each
+
+
+@pytest.mark.parametrize("spec, ranks, nics", [
+    ("dgx-h100:2x8", range(16), 8),
+    ("dgx-h100:10x1", range(10), 1),            # one GPU per node drives its own NIC only
+    ("dgx-h100:4x2", range(8), 2),
+    ("dgx-h100:2x8", [0, 8], 1),                # a 1-GPU-per-node sub-communicator
+    ("dgx-h100:2x8", [0, 1, 8], 1),             # uneven: the node with fewest NICs sets the rings
+    ("dgx1-v100:2x2", range(4), 1),             # GPUs 0 and 1 share one PCIe-switch NIC
+    ("aws-p5:2x1", range(2), 1),                # 4 EFA NICs next to GPU 0, one NCCL device
+])
+def test_communicator_uses_the_nics_next_to_its_gpus(spec, ranks, nics):
+    from embsim.collectives.shape import comm_shape
+    topo = load_topology(spec)
+    assert comm_shape(topo, list(ranks)).nics_per_node == nics
+
+
+def test_one_gpu_per_node_allreduce_is_one_nics_rate():
+    """10 x 1 H100 all_reduce measured 48.9 GB/s busbw at 16 GiB (one 400 Gb/s NIC each):
+    the model must not hand the lone GPU the node's other seven NICs."""
+    one = CollectiveModel(load_topology("dgx-h100:10x1"))
+    eight = CollectiveModel(load_topology("dgx-h100:10x8"))
+    size = 1 << 32
+    t1 = one.plan("all_reduce", size, range(10)).time
+    t8 = eight.plan("all_reduce", size, range(80)).time
+    busbw1 = size / t1 * 2 * 9 / 10 / 1e9
+    assert 40 < busbw1 < 50, busbw1
+    assert t8 < t1

@@ -104,3 +104,29 @@ def test_shared_link_limits():
     assert 0.9 * 370.0 < knee < 0.97 * 370.0                  # batches queue at the knee
     assert p2p.shared_link_gbps(0, 2.3, 370.0, 4096) == 0.0
     assert p2p.shared_link_gbps(3, 500.0, 370.0, 4096) == 370.0   # one warp fills the link
+
+
+@pytest.mark.parametrize("spec, version, per_peer", [
+    ("dgx-h100:10x1", "2.29", 2),   # max(1 local NIC, ceil(48/14)=4) -> 4, halved to fit 10 peers in 4 channels
+    ("dgx-h100:10x8", "2.29", 1),   # 4, halved until 4 x ceil(80/8) fits the 16 p2p channels
+    ("dgx-h100:2x8", "2.29", 4),    # the GPU's own NIC, not the node's 8
+    ("dgx-h100:10x8", "2.28", 1),   # before 2.29: 2 halved while 2 x 80 > 4 x 16
+    ("dgx-h100:2x8", "2.28", 2),
+])
+def test_network_channels_per_peer_follow_the_release(spec, version, per_peer):
+    model = CollectiveModel(load_topology(spec), nccl_version=version)
+    n = model.topology.n_gpus
+    shape, graphs = model.shape(tuple(range(n)))
+    ch = p2p.p2p_channels(shape, model.consts, graphs.comm_channels, 1)
+    assert ch.per_peer == per_peer
+
+
+def test_sendrecv_across_nodes_is_held_to_its_channels_not_the_nic():
+    """10 x 1 H100 sendrecv measured 24.9 GB/s with a 48 GB/s NIC: 2 channels of ~14 GB/s."""
+    model = CollectiveModel(load_topology("dgx-h100:10x1"), nccl_version="2.29")
+    shape, graphs = model.shape(tuple(range(10)))
+    size = 1 << 30
+    t = p2p.sendrecv_time(shape, model.consts, size, graphs.comm_channels)
+    gbps = size / t.time / 1e3
+    assert 2 * p2p.P2P_PER_CHANNEL_NET_BW * 0.8 < gbps <= 2 * p2p.P2P_PER_CHANNEL_NET_BW
+    assert t.inter_bw == pytest.approx(2 * p2p.P2P_PER_CHANNEL_NET_BW)

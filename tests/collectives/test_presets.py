@@ -1,13 +1,18 @@
 """The system presets: they load, list one line each, and NCCL's view of them is right."""
 
+from pathlib import Path
+
 import pytest
 
 from embsim.cli import main
 from embsim.collectives import CollectiveModel
+from embsim.errors import InputError
 from embsim.topology import list_presets, load_topology
 
-NEW = ("dgx1-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "l40s-roce", "aws-p5", "aws-p6-b200",
-       "gcp-a3-mega")
+PRESETS = Path(__file__).resolve().parents[2] / "topologies"
+NEW = ("dgx1-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "pcie-rtx2080ti-switch", "azure-nc-a100-v4",
+       "l40s-roce",
+       "aws-p5", "aws-p6-b200", "gcp-a3-mega")
 
 
 def test_list_shows_every_preset_on_one_line(capsys):
@@ -20,7 +25,8 @@ def test_list_shows_every_preset_on_one_line(capsys):
 
 @pytest.mark.parametrize("name", NEW)
 def test_new_presets_simulate_one_and_two_nodes(name):
-    for shape in ("1x8", "2x8"):
+    g = load_topology(name).gpus_per_node          # 8, or 4 for the NC A100 v4 VM
+    for shape in (f"1x{g}", f"2x{g}"):
         topo = load_topology(f"{name}:{shape}")
         model = CollectiveModel(topo)
         assert model.view_note == "", name          # the files describe hardware NCCL knows
@@ -41,3 +47,34 @@ def test_p2p_off_box_is_slower_than_nvlink_pairs():
     for name in ("pcie-rtx2080ti", "pcie-rtx2080ti-nvlink"):
         t[name] = CollectiveModel(load_topology(f"{name}:1x2")).plan("all_reduce", 64 << 20, (0, 1)).time
     assert t["pcie-rtx2080ti-nvlink"] < t["pcie-rtx2080ti"] / 2
+
+
+def test_p2p_off_gpus_behind_one_switch_share_its_uplink(tmp_path):
+    """P2P off: host-staged transfers of GPUs behind one switch share its uplink; a
+    one-way chain (broadcast of 2 ranks) has one transfer, a ring every rank's."""
+    sw = CollectiveModel(load_topology("pcie-rtx2080ti-switch:1x2"))
+    shape = sw.shape((0, 1))[0]
+    assert shape.host_share == 2
+    assert shape.host_flows("all_reduce") == 2 and shape.host_flows("alltoall") == 2
+    assert shape.host_flows("broadcast") == 1
+    # every GPU on its own root port (pcie-rtx2080ti), or P2P on: nothing shared
+    root = CollectiveModel(load_topology("pcie-rtx2080ti:1x2"))
+    assert root.shape((0, 1))[0].host_share == 1
+    src = (PRESETS / "pcie-rtx2080ti-switch.yaml").read_text()
+    on_file = tmp_path / "p2p-on.yaml"
+    on_file.write_text(src.replace("pcie_p2p: false", "pcie_p2p: true"))
+    on = CollectiveModel(load_topology(f"{on_file}:1x2"))
+    assert on.shape((0, 1))[0].host_share == 1
+    big = 256 << 20
+    t = {name: m.plan("all_reduce", big, (0, 1)).time for name, m in (("sw", sw), ("root", root), ("on", on))}
+    assert t["sw"] == pytest.approx(2 * t["root"], rel=0.02) and t["on"] == pytest.approx(t["root"], rel=1e-9)
+    b_sw, b_root = (m.plan("broadcast", big, (0, 1)).time for m in (sw, root))
+    assert b_sw == pytest.approx(b_root, rel=1e-9)
+
+
+def test_pcie_p2p_must_be_a_boolean(tmp_path):
+    src = (PRESETS / "pcie-rtx2080ti-switch.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(src.replace("pcie_p2p: false", "pcie_p2p: maybe"))
+    with pytest.raises(InputError, match="pcie_p2p"):
+        load_topology(str(bad))
