@@ -9,6 +9,7 @@ import click
 from ..engine.config import SimulationConfig
 from ..engine.trace_defaults import apply_trace_defaults
 from ..errors import InputError
+from ..workload.model import OPTIMIZER_STATE_TENSORS
 from .checks import MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
 
 
@@ -42,6 +43,8 @@ def _options(f):
         click.option("--amp", type=click.Choice(["autocast", "o2"]),
                      help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs, FP32 embedding tables) or o2 "
                           "(16-bit model, apex O2 / model.half()) (default: the model's, else autocast)"),
+        click.option("--optimizer", type=click.Choice(sorted(OPTIMIZER_STATE_TENSORS)),
+                     help="optimizer algorithm (lamb: NVIDIA FusedLAMBAMP's passes) (default: the model's)"),
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "
                           "(default: the model's global batch over the GPUs' batches, else 1)"),
@@ -134,6 +137,9 @@ def config_from_options(options: dict, **fixed) -> tuple[SimulationConfig, dict]
     across a compare matrix."""
     options = dict(options)
     extra = parse_kv(options.pop("extra", ()))
+    optimizer = options.pop("optimizer", None)
+    if optimizer is not None:      # a model override (embsim.workload.overrides)
+        options["model_overrides"] = {"optimizer": {"name": optimizer}}
     if options.get("iterations") is not None and not 2 <= options["iterations"] <= MAX_ITERATIONS:
         raise InputError(f"--iterations {options['iterations']}: need 2..{MAX_ITERATIONS} "
                          f"(the first is warm-up)")

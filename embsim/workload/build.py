@@ -7,8 +7,9 @@ from dataclasses import asdict, replace
 from . import costs, costs_blocks, kernels_layers
 from .costs import LayerCost, Shape
 from .kernels import stream
-from .model import (DTYPE_BYTES, OPTIMIZER_STATE_TENSORS, EmbeddingTable, Layer, Model,
-                    Optimizer)
+from ..errors import InputError
+from .model import (DTYPE_BYTES, FUSED_ONLY, OPTIMIZER_STATE_TENSORS, EmbeddingTable, Layer,
+                    Model, Optimizer)
 from .precision import op_bytes, param_bytes, precision, table_bytes, weight_cast_bytes
 from .spec import ModelSpec
 
@@ -17,6 +18,11 @@ FP32 = 4
 
 def optimizer_for(name: str, dtype: str, implementation: str = "fused",
                   clip_grad_norm: bool = False, fp32_gradients: bool = False) -> Optimizer:
+    if name not in OPTIMIZER_STATE_TENSORS:
+        raise InputError(f"optimizer {name!r}: unknown (known: {', '.join(OPTIMIZER_STATE_TENSORS)})")
+    if name in FUSED_ONLY and implementation != "fused":
+        raise InputError(f"optimizer {name}: implementation {implementation!r} not modelled, only "
+                         f"fused (apex FusedLAMB / NVIDIA FusedLAMBAMP multi-tensor kernels)")
     master = FP32 if DTYPE_BYTES[dtype] < FP32 else 0
     return Optimizer(name, OPTIMIZER_STATE_TENSORS[name] * FP32, master,
                      implementation, clip_grad_norm, fp32_gradients)

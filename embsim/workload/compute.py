@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .gpu_props import GpuCompute
 from .kernel_time import kernels_time
 from .kernels import stream
+from .lamb import lamb_kernels, tensor_chunks
 from .model import Layer, Model
 from .precision import precision
 
@@ -95,7 +96,9 @@ TENSORS_PER_LAYER = 2      # weight and bias: a layer whose tensor count is not 
 def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
                       index_bytes: float = 0, tensors: int | None = None, table: bool = False) -> list:
     """The optimizer step's kernels for `elements` parameters (embsim.workload.model.Optimizer).
-    fused: one multi-tensor kernel (apex FusedAdam/FusedLAMB, torch foreach/fused).
+    fused: one multi-tensor kernel (apex FusedAdam, torch foreach/fused).
+    lamb: FusedLAMBAMP's seven passes (embsim.workload.lamb), the layer's share of the
+    whole model's multi-tensor launches; fused only.
     per-tensor: torch.optim's for-loop; with mixed precision apex amp O2 first unscales
     the 16-bit gradients into the fp32 master gradients and after the step copies the
     master weights back into the model (one multi-tensor kernel each).
@@ -112,7 +115,14 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
     d = model.table_bytes if table else model.dense_param_bytes
     master = 0 if d >= FP32 else opt.master_bytes_per_param
     grad_w = FP32 if master else d
-    if opt.implementation == "fused":
+    if opt.name == "lamb":
+        # FusedLAMBAMP reads the gradients in the parameters' dtype (embsim.workload.lamb);
+        # a sparse row update (index_bytes) is a multi-tensor call of its own
+        whole = tensor_chunks(elements, n_tensors) if index_bytes else model_chunks(model)
+        out = lamb_kernels(elements, n_tensors, whole, d, bool(master),
+                           bool(opt.master_bytes_per_param), index_bytes)
+        grad_w = d
+    elif opt.implementation == "fused":
         # an FP32 table in a mixed-precision model has no master copy, but the loss
         # scaler still unscales (and checks) its gradient once
         unscale = d if not master and opt.master_bytes_per_param else 0
@@ -136,6 +146,17 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
         n = n_tensors
         out.append(stream("clip_grad_norm", elements * grad_w / n, count=n, param_pass=True))
     return out
+
+
+def model_chunks(model: Model) -> tuple[int, ...]:
+    """65,536-element chunks of every parameter tensor the optimizer steps, in layer order
+    (a layer's elements spread evenly over its tensors: embsim.workload.lamb)."""
+    out: list[int] = []
+    for layer in model.layers:
+        if layer.params > 0:
+            t = getattr(layer.kernels, "param_tensors", None)
+            out += tensor_chunks(layer.params, TENSORS_PER_LAYER if t is None else max(1, t))
+    return tuple(out)
 
 
 def optimizer_step_time(elements: float, model: Model, gpu: GpuCompute, kernels: int = 1,

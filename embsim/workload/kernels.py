@@ -46,8 +46,10 @@ class Kernel:
     nbytes: float = 0.0       # stream: HBM bytes read + written
     rows: float = 0.0         # gather/scatter: random rows accessed
     row_bytes: int = 0        # gather/scatter: bytes per row
-    count: int = 1            # back-to-back repetitions (timesteps)
-    ops: int = 1              # framework (Python) dispatches for all `count` launches
+    # back-to-back repetitions (timesteps); fractional for a layer's share of a
+    # whole-model multi-tensor step's launches (embsim.workload.lamb)
+    count: float = 1
+    ops: float = 1            # framework (Python) dispatches for all `count` launches
     name: str = ""
     recurrent: bool = False   # an RNN timestep's gate kernel: pays the per-step overhead
     param_pass: bool = False  # an optimizer's pass over parameter-sized contiguous tensors
@@ -71,7 +73,7 @@ def gemm(name: str, m: int, n: int, k: int, batch: int = 1, count: int = 1, ops:
                   ops=count if ops is None else ops, name=name)
 
 
-def stream(name: str, nbytes: float, count: int = 1, ops: int | None = None,
+def stream(name: str, nbytes: float, count: float = 1, ops: float | None = None,
            recurrent: bool = False, param_pass: bool = False, copy: bool = False,
            pointwise: bool = False) -> Kernel:
     return Kernel("stream", nbytes=float(nbytes), count=count,

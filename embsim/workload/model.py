@@ -25,8 +25,8 @@ class Optimizer:
     SGD with momentum: 4 B; plain SGD: 0; Adagrad: the squared-gradient sum = 4 B).
     master_bytes_per_param: an fp32 master copy kept in mixed precision (4 B when the
     model dtype is 16-bit, as in Micikevicius et al. 2018 "Mixed Precision Training"; else 0).
-    implementation: "fused" (one multi-tensor kernel: apex FusedAdam/FusedLAMB, torch
-    foreach/fused) or "per-tensor" (torch.optim's PyTorch 1.x for-loop: one elementwise
+    implementation: "fused" (one multi-tensor kernel: apex FusedAdam, torch foreach/fused;
+    LAMB's passes and launches are embsim.workload.lamb's) or "per-tensor" (torch.optim's PyTorch 1.x for-loop: one elementwise
     kernel per arithmetic op per parameter tensor, each a full pass through HBM).
     clip_grad_norm: torch.nn.utils.clip_grad_norm_ runs before every step (one norm pass
     over the gradients).
@@ -44,8 +44,13 @@ class Optimizer:
     fp32_gradients: bool = False
 
 
-# name -> fp32 state tensors per parameter
-OPTIMIZER_STATE_TENSORS = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1, "adagrad": 1}
+# name -> fp32 state tensors per parameter (LAMB: Adam's m and v; its update is written
+# into the gradient's storage, no state of its own: embsim.workload.lamb)
+OPTIMIZER_STATE_TENSORS = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1, "adagrad": 1,
+                           "lamb": 2}
+# optimizers that exist only as a fused multi-tensor kernel (apex FusedLAMB, NVIDIA's
+# FusedLAMBAMP; torch.optim has no LAMB): no per-tensor loop to model
+FUSED_ONLY = ("lamb",)
 OPTIMIZER_IMPLEMENTATIONS = ("fused", "per-tensor")
 
 

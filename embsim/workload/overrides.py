@@ -5,6 +5,7 @@ multiple of 8).
     overrides = {"tables": {"word": {"vocab": 30528}},
                  "layers": {"encoder": {"flash_attention": True}},
                  "optimizer": {"implementation": "per-tensor", "clip_grad_norm": True}}
+    (optimizer `name` swaps the algorithm: adam, lamb, ...)
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from dataclasses import replace
 from typing import Mapping
 
 from ..errors import InputError
-from .model import OPTIMIZER_IMPLEMENTATIONS
+from .model import OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
 from .spec import LAYER_SCHEMA, ModelSpec
 
 TABLE_KEYS = {"vocab": int, "dim": int}
-OPTIMIZER_KEYS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
+OPTIMIZER_KEYS = {"name": str, "implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
 
 
 def _check(value, kind, where: str):
@@ -75,10 +76,14 @@ def _optimizer(spec: ModelSpec, keys: Mapping | None, where: str) -> ModelSpec:
         if key not in OPTIMIZER_KEYS:
             raise InputError(f"{where}.{key}: unknown key (known: {', '.join(OPTIMIZER_KEYS)})")
         _check(value, OPTIMIZER_KEYS[key], f"{where}.{key}")
+    name = keys.get("name", spec.optimizer)
+    if name not in OPTIMIZER_STATE_TENSORS:
+        raise InputError(f"{where}.name: must be one of {', '.join(OPTIMIZER_STATE_TENSORS)}, "
+                         f"got {name!r}")
     impl = keys.get("implementation", spec.optimizer_implementation)
     if impl not in OPTIMIZER_IMPLEMENTATIONS:
         raise InputError(f"{where}.implementation: must be one of "
                          f"{', '.join(OPTIMIZER_IMPLEMENTATIONS)}, got {impl!r}")
-    return replace(spec, optimizer_implementation=impl,
+    return replace(spec, optimizer=name, optimizer_implementation=impl,
                    clip_grad_norm=keys.get("clip_grad_norm", spec.clip_grad_norm),
                    fp32_gradients=keys.get("fp32_gradients", spec.fp32_gradients))

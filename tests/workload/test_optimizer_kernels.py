@@ -69,7 +69,8 @@ def test_bad_optimizer_override_is_one_line(bad, match):
 def test_per_tensor_loop_launches_once_per_parameter_tensor():
     # a BERT encoder block holds 16 nn.Parameters (Q, K, V, O, FFN up/down: weight + bias;
     # two LayerNorms: weight + bias); torch.optim's loop launches each op once per tensor
-    model = load_model("bert-large", overrides={"optimizer": {"implementation": "per-tensor"}})
+    model = load_model("bert-large", overrides={"optimizer": {"name": "adam",
+                                                              "implementation": "per-tensor"}})
     block = next(l for l in model.layers if l.kind == "transformer_encoder")
     assert block.kernels.param_tensors == 16
     launches = sum(k.count for k in optimizer_kernels(block.params, model, tensors=16))
