@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import click
 
 from ..engine.config import SimulationConfig
 from ..engine.trace_defaults import apply_trace_defaults
+from ..engine.lengths import parse_lengths
 from ..errors import InputError
 from ..workload.model import OPTIMIZER_STATE_TENSORS
+from ..workload.padding import parse_padding
 from .checks import MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
 
 
@@ -30,6 +33,25 @@ def _nccl_env(ctx, param, value):
     return parse_env(split_pairs(value, "--nccl-env", "NAME=BYTES")).values
 
 
+# The trainer and NCCL flags, shared by simulate/compare (_options) and scale.
+OPTIMIZER = click.option("--optimizer", type=click.Choice(sorted(OPTIMIZER_STATE_TENSORS)),
+                         help="optimizer algorithm (lamb: NVIDIA FusedLAMBAMP's passes) (default: the model's)")
+CORPUS = click.option("--corpus", type=click.Path(dir_okay=False), help="real text file for token statistics")
+LENGTHS = click.option("--lengths", help="sample lengths for --padding and --jitter bucket:K/shuffle/maxtokens "
+                                         "without a --corpus: a shipped measured histogram (wikipedia: BERT "
+                                         "pre-training samples at 512; squad-1.1), or lognormal:MEAN:SD[:MAX], "
+                                         "a corpus's published mean and standard deviation of tokens per sentence; "
+                                         "either with ,ratio:SIGMA: translation pairs, target = source x "
+                                         "exp(N(0, SIGMA)) (maxtokens) (default: the model's)")
+PADDING = click.option("--padding", help="how each micro-batch is padded: max (to --seq), longest[:ALIGN] "
+                                         "(to its longest sample, rounded up to ALIGN), bins:WIDTH[:ALIGN] "
+                                         "(NVIDIA LDDL: one WIDTH-token length bin per batch, padded to its "
+                                         "longest), packed (samples packed into --seq rows); the step computes "
+                                         "the expectation over the padded lengths (default: the model's, else max)")
+NCCL_ENV = click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
+                        help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608; repeatable")
+
+
 def _options(f):
     opts = [
         click.option("--topology", default="16x8", show_default=True,
@@ -43,8 +65,7 @@ def _options(f):
         click.option("--amp", type=click.Choice(["autocast", "o2"]),
                      help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs, FP32 embedding tables) or o2 "
                           "(16-bit model, apex O2 / model.half()) (default: the model's, else autocast)"),
-        click.option("--optimizer", type=click.Choice(sorted(OPTIMIZER_STATE_TENSORS)),
-                     help="optimizer algorithm (lamb: NVIDIA FusedLAMBAMP's passes) (default: the model's)"),
+        OPTIMIZER,
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "
                           "(default: the model's global batch over the GPUs' batches, else 1)"),
@@ -75,24 +96,14 @@ def _options(f):
                      help="give tied output projections their own weight (as calibrate's real steps)"),
         click.option("--zipf", "zipf_s", type=FiniteFloat(0, 10), default=1.05, show_default=True,
                      help="Zipf exponent of the token distribution"),
-        click.option("--corpus", type=click.Path(dir_okay=False), help="real text file for token statistics"),
-        click.option("--lengths", help="sample lengths for --padding and --jitter bucket:K/shuffle/maxtokens "
-                                       "without a --corpus: a shipped measured histogram (wikipedia: BERT "
-                                       "pre-training samples at 512; squad-1.1), or lognormal:MEAN:SD[:MAX], "
-                                       "a corpus's published mean and standard deviation of tokens per sentence; "
-                                       "either with ,ratio:SIGMA: translation pairs, target = source x "
-                                       "exp(N(0, SIGMA)) (maxtokens) (default: the model's)"),
-        click.option("--padding", help="how each micro-batch is padded: max (to --seq), longest[:ALIGN] "
-                                       "(to its longest sample, rounded up to ALIGN), bins:WIDTH[:ALIGN] "
-                                       "(NVIDIA LDDL: one WIDTH-token length bin per batch, padded to its "
-                                       "longest), packed (samples packed into --seq rows); the step computes "
-                                       "the expectation over the padded lengths (default: the model's, else max)"),
+        CORPUS,
+        LENGTHS,
+        PADDING,
         click.option("--nccl-algo", callback=_nccl_filter("algo"),
                      help="NCCL_ALGO-style override, e.g. Ring or ^NVLS"),
         click.option("--nccl-proto", callback=_nccl_filter("proto"),
                      help="NCCL_PROTO-style override, e.g. Simple"),
-        click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
-                     help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608; repeatable"),
+        NCCL_ENV,
         click.option("--option", "-o", "extra", multiple=True,
                      help="strategy/scheduler parameter KEY=VALUE (e.g. shard=rows, partition_bytes=4e6)"),
     ]
@@ -137,13 +148,29 @@ def config_from_options(options: dict, **fixed) -> tuple[SimulationConfig, dict]
     across a compare matrix."""
     options = dict(options)
     extra = parse_kv(options.pop("extra", ()))
-    optimizer = options.pop("optimizer", None)
-    if optimizer is not None:      # a model override (embsim.workload.overrides)
-        options["model_overrides"] = {"optimizer": {"name": optimizer}}
+    options.update(optimizer_override(options.pop("optimizer", None)))
     if options.get("iterations") is not None and not 2 <= options["iterations"] <= MAX_ITERATIONS:
         raise InputError(f"--iterations {options['iterations']}: need 2..{MAX_ITERATIONS} "
                          f"(the first is warm-up)")
     return apply_trace_defaults(SimulationConfig(**options, **fixed), explicit_flags()), extra
+
+
+def optimizer_override(optimizer: str | None) -> dict:
+    """--optimizer as the SimulationConfig field it sets: a model override
+    (embsim.workload.overrides); nothing without the flag."""
+    return {} if optimizer is None else {"model_overrides": {"optimizer": {"name": optimizer}}}
+
+
+def trainer_fields(optimizer: str | None, corpus: str | None, lengths: str | None,
+                   padding: str | None, nccl_env: tuple) -> dict:
+    """The trainer and NCCL flags (OPTIMIZER .. NCCL_ENV) as JSON-able SimulationConfig fields
+    for sweep points (scale), each checked here so a bad value names its flag, not a point."""
+    parse_lengths(lengths)
+    parse_padding(padding)
+    if corpus is not None and not Path(corpus).is_file():
+        raise InputError(f"--corpus {corpus}: no such file")
+    return {"corpus": corpus, "lengths": lengths, "padding": padding,
+            "nccl_env": [list(pair) for pair in nccl_env], **optimizer_override(optimizer)}
 
 
 def explicit_flags() -> set[str]:

@@ -40,9 +40,9 @@ def check_config(cfg, seen: set) -> None:
               ("topology", (cfg.topology, tuple(sorted(cfg.hardware.items()))),
                lambda: load_topology(cfg.topology).with_overrides(**cfg.hardware)
                if cfg.hardware else load_topology(cfg.topology)),
-              ("model", (cfg.model, cfg.batch, cfg.seq, cfg.untie_outputs),
+              ("model", (cfg.model, cfg.batch, cfg.seq, cfg.untie_outputs, repr(cfg.model_overrides)),
                lambda: load_model(cfg.model, batch=cfg.batch, seq=cfg.seq,
-                                  untie_outputs=cfg.untie_outputs)),
+                                  untie_outputs=cfg.untie_outputs, overrides=cfg.model_overrides)),
               ("trace", cfg.trace, lambda: cfg.trace and load_trace(cfg.trace)),
               ("trainer", (cfg.model, cfg.seq, cfg.jitter, cfg.lengths, cfg.padding, cfg.corpus),
                lambda: _trainer_inputs(cfg))]
