@@ -1,0 +1,111 @@
+"""`embsim scale` takes the trainer and NCCL flags of simulate/compare (--optimizer, --corpus,
+--lengths, --padding, --nccl-env): each reaches every point's SimulationConfig, and a bad
+value is one line naming its flag, exit 2, before any point runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import embsim.commands.scale as scale_cmd
+from embsim.cli import main
+from embsim.sweep.spec import config_hash
+
+SCALE = ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--iterations", "2"]
+FLAGS = ["--optimizer", "lamb", "--lengths", "squad-1.1", "--padding", "longest:8",
+         "--nccl-env", "NCCL_BUFFSIZE=8388608", "--nccl-env", "NCCL_P2P_NET_CHUNKSIZE=0x40000"]
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """The points scale would run, captured instead of run."""
+    seen = []
+
+    def fake_sweep(points, folder, **kw):
+        seen.extend(points)
+        raise _Stop
+    monkeypatch.setattr(scale_cmd, "run_sweep", fake_sweep)
+    return seen
+
+
+def test_flags_reach_every_point(captured):
+    with pytest.raises(_Stop):
+        main(SCALE + ["--gpus", "1,2,4"] + FLAGS)
+    assert len(captured) == 3
+    for p in captured:
+        cfg = p.simulation_config()
+        assert cfg.padding == "longest:8" and cfg.lengths == "squad-1.1" and cfg.corpus is None
+        assert cfg.model_overrides == {"optimizer": {"name": "lamb"}}
+        assert [tuple(x) for x in cfg.nccl_env] == [("NCCL_BUFFSIZE", 8388608),
+                                                    ("NCCL_P2P_NET_CHUNKSIZE", 0x40000)]
+        # JSON-able (results.jsonl, Dask) and the hash survives the round trip (resume)
+        assert config_hash(json.loads(json.dumps(p.config))) == p.hash
+
+
+def test_without_the_flags_points_are_unchanged(captured):
+    """No flag given: the same fields (and so the same hashes, i.e. an old --out resumes)
+    as before the flags existed."""
+    with pytest.raises(_Stop):
+        main(SCALE + ["--gpus", "1,2"])
+    for p in captured:
+        cfg = p.simulation_config()
+        assert (cfg.padding, cfg.lengths, cfg.corpus, tuple(cfg.nccl_env), cfg.model_overrides) \
+            == (None, None, None, (), {})
+        old = {k: v for k, v in p.config.items()
+               if k not in ("corpus", "lengths", "padding", "nccl_env")}
+        assert config_hash(old) == p.hash
+
+
+def test_corpus_reaches_the_points(captured, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b c\n" * 50)
+    with pytest.raises(_Stop):
+        main(SCALE + ["--gpus", "1,2", "--corpus", str(corpus), "--padding", "longest"])
+    assert {p.config["corpus"] for p in captured} == {str(corpus)}
+
+
+def test_scale_point_runs_as_simulate_does(capsys):
+    """A scale point with the flags is the simulate run with the same flags: same step time."""
+    assert main(SCALE + ["--gpus", "2", "--json", "--workers", "1"] + FLAGS) == 0
+    point = json.loads(capsys.readouterr().out)["points"][0]
+    assert point["error"] is None
+    assert "padding longest:8 of squad-1.1" in point["compute_source"]
+    assert "NCCL_BUFFSIZE=8388608 NCCL_P2P_NET_CHUNKSIZE=262144" in point["compute_source"]
+    assert main(["simulate", "--model", "tiny-lm", "--strategy", "allreduce", "--iterations", "2",
+                 "--topology", point["topology"], "--json"] + FLAGS) == 0
+    sim = json.loads(capsys.readouterr().out)
+    assert sim["step_time_ms"] / 1e3 == pytest.approx(point["step_time_s"], rel=1e-12)
+
+
+def test_optimizer_changes_the_step(capsys):
+    times = {}
+    for name in ("sgd", "lamb"):
+        assert main(SCALE + ["--gpus", "1", "--json", "--workers", "1", "--optimizer", name]) == 0
+        times[name] = json.loads(capsys.readouterr().out)["points"][0]["step_time_s"]
+    assert times["lamb"] > times["sgd"]
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--nccl-env", "NCCL_FOO=1"], "--nccl-env 'NCCL_FOO'"),
+    (["--nccl-env", "NCCL_BUFFSIZE"], "--nccl-env 'NCCL_BUFFSIZE': expected NAME=BYTES"),
+    (["--nccl-env", "NCCL_BUFFSIZE=3"], "--nccl-env NCCL_BUFFSIZE=3"),
+    (["--padding", "zig"], "--padding 'zig'"),
+    (["--lengths", "bogus"], "--lengths 'bogus'"),
+    (["--lengths", "lognormal:-1:2"], "--lengths"),
+    (["--corpus", "/no/such/corpus.txt"], "--corpus /no/such/corpus.txt: no such file"),
+    (["--optimizer", "nope"], "'--optimizer'"),
+    # needs the model's sample lengths, checked per point up front (sweep/check.py)
+    (["--padding", "longest"], "scale point 0: --padding longest: needs sample lengths"),
+    (["--lengths", "squad-1.1", "--corpus", __file__], "both give the sample lengths"),
+    (["--padding", "bins:64", "--lengths", "wikipedia"], "--padding bins:64"),
+])
+def test_bad_values_are_one_line_naming_the_flag(args, flag, captured, capsys):
+    assert main(SCALE + ["--gpus", "1,2"] + args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("embsim: error: ") and flag in err, err
+    assert captured == []          # nothing ran
