@@ -96,7 +96,8 @@ TENSORS_PER_LAYER = 2      # weight and bias: a layer whose tensor count is not 
 def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
                       index_bytes: float = 0, tensors: int | None = None, table: bool = False) -> list:
     """The optimizer step's kernels for `elements` parameters (embsim.workload.model.Optimizer).
-    fused: one multi-tensor kernel (apex FusedAdam, torch foreach/fused).
+    fused: one multi-tensor kernel (apex FusedAdam, torch foreach/fused); `kernels` > 1
+    launches share its bytes (a sparse step's coalesce and row update), not repeat them.
     lamb: FusedLAMBAMP's seven passes (embsim.workload.lamb), the layer's share of the
     whole model's multi-tensor launches; fused only.
     per-tensor: torch.optim's for-loop; with mixed precision apex amp O2 first unscales
@@ -128,7 +129,8 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
         unscale = d if not master and opt.master_bytes_per_param else 0
         nbytes = elements * (optimizer_bytes_per_element(
             d, opt.state_bytes_per_param, master) + unscale) + index_bytes
-        out = [stream("optimizer", nbytes, count=kernels, param_pass=True)]
+        # the step's bytes move once, however many launches it takes
+        out = [stream("optimizer", nbytes / kernels, count=kernels, param_pass=True)]
     else:
         n = n_tensors
         out = [stream(f"optimizer.{op}", elements * (pw * grad_w + sw * FP32) / n, count=n,

@@ -93,6 +93,13 @@ def test_seq2seq_zoo_models_use_apex_ddp():
         assert yaml.safe_load(zoo.read_text())["defaults"]["options"]["ddp"] == "apex"
 
 
+def test_megatron_core_llama3_has_no_ddp_passes():
+    # Megatron-Core DDP: main_grad views into one contiguous grad buffer (no bucket copies)
+    # and average_in_collective=True in the Megatron-Bridge recipe (no scaling pass)
+    zoo = Path(embsim.__file__).parent / "workload" / "zoo" / "llama3-8b.yaml"
+    assert yaml.safe_load(zoo.read_text())["defaults"]["options"]["ddp"] == "none"
+
+
 def test_bad_ddp_options():
     with pytest.raises(InputError, match="ddp"):
         FifoOptions(ddp="horovod")

@@ -7,13 +7,15 @@ casts and concatenations at copy bandwidth recover most of it); scaling 0.295 si
 copy bandwidth is the measured 0.862 of peak (26.4 % / 47.4 % / 0.291), so a change that makes
 these runs worse fails here. Mean 0.266 -> 0.279 (27.4 %) when torch DDP's bucket passes were
 modelled (NCF trains under torch DDP, ncf.py:253; its 8-GPU rows 2-3 points slower on a 1-GPU
-base that is already 17-45 % slow; scaling 0.29 -> 0.262)."""
+base that is already 17-45 % slow; scaling 0.29 -> 0.262). Tightened to 0.27 / 0.47 / 0.26 when
+the sparse optimizer step stopped charging its row update's bytes once per launch (26.75 % /
+46.9 %, scaling 0.253; DLRM and NCF one-GPU rows 0.3-2.8 points closer)."""
 
 import pytest
 
 from embsim.validate.training import default_files, heldout_files, summary, training_errors
 
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.279, 0.475, 0.265
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.27, 0.47, 0.26
 
 
 # the recommender files; heldout/megatron-bridge-llama3-8b-more.yaml has its own test
@@ -45,8 +47,9 @@ def test_ncf_one_gpu_runs_are_slow_and_strong_scaling_too_good(heldout):
     one = [r.error for r in runs if r.gpus == 1 and r.file == "dle-pytorch-ncf"]
     assert len(one) == 6 and all(-0.48 <= e <= -0.36 for e in one)
     # 0.18..0.295 -> 0.165..0.265: torch DDP's bucket copies on 8 GPUs (schedulers.ddp_passes)
-    # bring the NCF pairs 0.02-0.03 closer to measured (0.169-0.262)
-    assert all(0.165 <= p.difference <= 0.265 for p in pairs)
+    # bring the NCF pairs 0.02-0.03 closer to measured (0.169-0.262); the sparse step's
+    # bytes counted once make the 1-GPU base faster: 0.164-0.253 (closer again)
+    assert all(0.16 <= p.difference <= 0.26 for p in pairs)
     assert all("kernel model" in r.compute_source for r in runs if r.simulated is not None)
 
 
