@@ -80,8 +80,14 @@ def original_files() -> list[str]:
     return sorted(str(p) for p in ORIGINAL_DIR.glob("*.yaml"))
 
 
-def heldout_files() -> list[str]:
-    return sorted(str(p) for p in HELDOUT_DIR.glob("*.yaml"))
+def heldout_files(pattern: str = "*.yaml") -> list[str]:
+    return sorted(str(p) for p in HELDOUT_DIR.glob(pattern))
+
+
+def _doc_section(title: str, files: list[str], intro: list[str], notes: list[str]) -> list[str]:
+    """One docs/validation.md section: heading, what was run, the error table, the notes."""
+    runs, pairs = training_errors(files)
+    return [f"## {title}", "", *intro, "", training_table(runs, pairs, markdown=True), "", *notes, ""]
 
 
 def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[SimulationConfig, str, float]:
@@ -219,10 +225,8 @@ def training_json(runs: list[TrainingRun], pairs: list[ScalingPair]) -> dict:
 
 def training_section() -> list[str]:
     """docs/validation.md's section on published training throughput."""
-    runs, pairs = training_errors([])
-    return [
-        "## Published training throughput (embsim/validation_data/training)",
-        "",
+    return _doc_section(
+        "Published training throughput (embsim/validation_data/training)", [], [
         "`embsim validate --training`: NVIDIA DeepLearningExamples throughput tables (DGX A100,",
         "DGX-1 V100) and NVIDIA NeMo / Megatron-Bridge performance summaries (GPT3-5B, Llama2 7B,",
         "Llama3 8B on DGX H100 and B200; data-parallel rows only),",
@@ -234,9 +238,7 @@ def training_section() -> list[str]:
         "(docs/compute.md); nothing is fitted to these runs. error = simulated/measured",
         "throughput − 1; headline: mean and max |error|; scaling efficiency = per-GPU throughput",
         "over the base run's.",
-        "",
-        training_table(runs, pairs, markdown=True),
-        "",
+        ], [
         "Known gaps (each file's `note:` has the evidence):",
         "- BERT: the files model what run_pretraining.py executes: the MLM head on the masked",
         "  positions only (token_fraction 0.15) and nvFuser-fused elementwise chains",
@@ -332,16 +334,14 @@ def training_section() -> list[str]:
         "  16-bit weight cast per forward and micro-batch); Megatron's own (Float16Module: BF16",
         "  parameters, FP32 main gradients and parameters, FP8 weight casts in Transformer",
         "  Engine) is neither autocast nor apex O2 and is not modelled as such.",
-        "",
-    ]
+    ])
 
 
 def original_section() -> list[str]:
     """docs/validation.md's section on the shared files as given (ORIGINAL_DIR)."""
-    runs, pairs = training_errors(original_files())
-    return [
-        "## The shared DeepLearningExamples files as given (validation_data/training/original)",
-        "",
+    return _doc_section(
+        "The shared DeepLearningExamples files as given (validation_data/training/original)",
+        original_files(), [
         "`embsim validate --training embsim/validation_data/training/original/*.yaml`: the",
         "three shared files byte for byte, with their minimal `embsim:` blocks (model,",
         "topology, batch = the accumulated batch, seq, dtype, table sizes): the form held-out",
@@ -352,9 +352,7 @@ def original_section() -> list[str]:
         "lengths, the benchmark's global batch of 1024 (accumulate 8 / 2 / 1 on 1 / 4 / 8",
         "GPUs, apex DDP's all-reduce every iteration); transformer-wmt: FP32 gradients,",
         "fairseq token-budget batches of WMT lengths). Their V100 rows say not_simulated.",
-        "",
-        training_table(runs, pairs, markdown=True),
-        "",
+        ], [
         "Known gaps:",
         "- BERT seq 512: the file says only seq 512; bert-large's zoo defaults supply what DLE",
         "  ran, Wikipedia's measured sample lengths in LDDL's 64-token bins (`--lengths",
@@ -368,25 +366,21 @@ def original_section() -> list[str]:
         "  real target tokens it counts (as the packaged copies; Transformer one GPU -8/-7 %",
         "  here against -18 % on the 40GB preset: its HBM share); the scaling that is left is",
         "  the packaged copies' gap (above).",
-        "",
-    ]
+    ])
 
 
 def heldout_section() -> list[str]:
     """docs/validation.md's section on the held-out recommender runs (HELDOUT_DIR)."""
-    runs, pairs = training_errors(heldout_files())
-    return [
-        "## Held-out: recommenders with large embedding tables (validation_data/training/heldout)",
-        "",
-        "`embsim validate --training embsim/validation_data/training/heldout/*.yaml`: published",
+    return _doc_section(
+        "Held-out: recommenders with large embedding tables (validation_data/training/heldout)",
+        heldout_files("dle-pytorch-*.yaml"), [
+        "`embsim validate --training embsim/validation_data/training/heldout/dle-pytorch-*.yaml`: published",
         "DeepLearningExamples throughput of NCF (NeuMF, MovieLens-20M; zoo ncf-ml20m) and DLRM",
         "(Criteo, the one-GPU small model; zoo dlrm-criteo-f15), each zoo file built from the",
         "reference code alone, added after every constant was fixed and not fitted on. Kept",
         "out of the default set, whose headline is the level on the data the constants were",
         "fitted against.",
-        "",
-        training_table(runs, pairs, markdown=True),
-        "",
+        ], [
         "What the errors say:",
         "- NCF on one GPU (batch 2^20) is 36-47 % slow. Its step is per-sample elementwise",
         "  kernels on large, simple tensors (ReLU, dropout, bias gradients, the GMF product:",
@@ -409,5 +403,10 @@ def heldout_section() -> list[str]:
         "  bias-gradient, concatenation and interaction kernels (apex fuses bias + ReLU, which",
         "  the linear layer kind does not say), GEMMs second (on V100 FP32 they dominate).",
         "  The eight-GPU large-model rows are not simulated (table sizes unpublished).",
-        "",
-    ]
+    ]) + _doc_section(
+        "Held-out: Llama 3 8B FP8 on GB200, B200 and H100 (validation_data/training/heldout)",
+        heldout_files("megatron-*.yaml"), [
+        "`embsim validate --training embsim/validation_data/training/heldout/megatron-*.yaml`:",
+        "Megatron-Bridge 25.09 and 25.11 performance rows not in the packaged set (the first",
+        "GB200 runs checked), added after the per-dtype GEMM figures were fixed and not fitted on.",
+        ], [])
