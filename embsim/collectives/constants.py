@@ -245,17 +245,25 @@ VERSIONS = MappingProxyType({
 DEFAULT_VERSION = "2.30"
 
 
+def version_key(text: str) -> tuple[int, int] | None:
+    """(major, minor) of "2.27", "2.27.7", "2" -> (2, 0); None when it is not a version."""
+    parts = str(text).strip().split(".")
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return None
+
+
 def nearest_table(logged: str | None) -> str | None:
     """The table for a logged NCCL version: its own release from 2.18 to 2.30, else the
     nearest one (older logs -> 2.18, newer -> 2.30); None when the version is unknown."""
     if not logged or str(logged).strip() in ("", "unknown"):
         return None
-    try:
-        key = tuple(int(p) for p in str(logged).strip().split(".")[:2])
-    except ValueError:
+    key = version_key(logged)
+    if key is None:
         return None
-    tables = sorted(VERSIONS, key=lambda t: tuple(int(p) for p in t.split(".")))
-    older = [t for t in tables if tuple(int(p) for p in t.split(".")) <= key]
+    tables = sorted(VERSIONS, key=version_key)
+    older = [t for t in tables if version_key(t) <= key]
     return older[-1] if older else tables[0]
 
 

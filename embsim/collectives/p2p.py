@@ -69,7 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import pipeline
-from .constants import MAXCHANNELS, PROTOS, NcclConstants, nvlink_per_link
+from .constants import MAXCHANNELS, PROTOS, NcclConstants, nvlink_per_link, version_key
 from .shape import CommShape
 
 P2P_LL_THRESHOLD = 16384            # bytes per channel (enqueue.cc)
@@ -156,7 +156,7 @@ def step_us(proto: str, shape: CommShape, consts: NcclConstants) -> float:
 
 
 def _version(consts: NcclConstants) -> tuple[int, int]:
-    return tuple(int(p) for p in str(consts.version).split(".")[:2])
+    return version_key(consts.version)
 
 
 def fabric_warps(works: int, consts: NcclConstants, read: bool) -> int:

@@ -217,12 +217,12 @@ def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, pp
     """Tree chunk size (enqueue.cc computeColl: a step of the run's buffer `buff`, halved
     while too few chunks per depth; for Simple only up to 2.19, `halve_simple`)."""
     chunk = buff[proto] // NCCL_STEPS
-    if proto == "Simple" and halve_simple:
-        for mult, floor in ((8, 131072), (4, 65536), (1, 32768)):
+    if proto == "Simple":
+        # 2.20+ keeps a whole step (halve_simple False): no halving rules
+        rules = ((8, 131072), (4, 65536), (1, 32768)) if halve_simple else ()
+        for mult, floor in rules:
             while nbytes / (channels * chunk) < depth * mult and chunk > floor:
                 chunk //= 2
-    elif proto == "Simple":
-        pass
     elif proto == "LL128":
         steps = 1 + int(math.log2(nn)) + 0.1 * ppn
         for mult, floor in ((64, 131072), (16, 32768)):

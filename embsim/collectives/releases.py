@@ -13,20 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .constants import DEFAULT_VERSION, VERSIONS, nearest_table
+from .constants import DEFAULT_VERSION, VERSIONS, nearest_table, version_key
 
 LL128_SINCE = (2, 5)        # first release with the LL128 protocol (v2.5.6)
 
 
-def _key(text: str) -> tuple[int, int] | None:
-    parts = str(text).strip().split(".")
-    try:
-        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
-    except ValueError:
-        return None
-
-
-_RANGE = (min(_key(v) for v in VERSIONS), max(_key(v) for v in VERSIONS))
+_RANGE = (min(version_key(v) for v in VERSIONS), max(version_key(v) for v in VERSIONS))
 
 
 @dataclass(frozen=True)
@@ -40,7 +32,7 @@ class ReleaseView:
 def release_view(logged: str | None) -> ReleaseView:
     """The stand-in for a logged NCCL version, with a note whenever it is not that release."""
     text = "" if logged is None else str(logged).strip()
-    key = _key(text) if text and text != "unknown" else None
+    key = version_key(text) if text and text != "unknown" else None
     table = nearest_table(text) if key else None
     if key is None:
         return ReleaseView(text or "unknown", None, (),

@@ -48,9 +48,9 @@ def model_version(logged: str | None) -> str | None:
 
 def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> CurveError:
     topo = topology_for_run(spec, run)
-    table = model_version(run.nccl_version)
-    nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
     release = release_view(run.nccl_version)
+    table = release.table
+    nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
     # the buffer/chunk sizes the run's NCCL reports it took from the environment
     model = CollectiveModel(topo, nccl_version=table, proto=proto_filter(release, None),
                             nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"))
