@@ -127,15 +127,16 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
 def insert_passes(stream_ops: list, passes: GradientPasses) -> list:
     """The compute stream with the passes in place: each `after` pass right after its op
     (after any pass already placed there), copies back just before the first update."""
-    out = list(stream_ops)
+    ids = {s.id for s in stream_ops}
+    placed: dict[OpId, list[ComputeOp]] = {}
     for anchor, op in passes.after:
-        ids = [s.id for s in out]
         if anchor not in ids:
             raise ValueError(f"gradient pass {op.name}: no stream op {anchor}")
-        i = ids.index(anchor) + 1
-        while i < len(out) and out[i].id.role is Role.EXTRA and out[i].id.tag.startswith("ddp-"):
-            i += 1
-        out.insert(i, op)
+        placed.setdefault(anchor, []).append(op)
+    out = []
+    for s in stream_ops:
+        out.append(s)
+        out.extend(placed.get(s.id, ()))
     if passes.before_update:
         first = next((i for i, s in enumerate(out) if s.id.role is Role.UPDATE), len(out))
         out[first:first] = [op for op, _ in passes.before_update]
