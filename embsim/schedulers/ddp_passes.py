@@ -54,18 +54,13 @@ class GradientPasses:
     before_update: tuple[tuple[ComputeOp, str], ...] = ()
 
 
-def _copy(ctx, name: str, nbytes: float, count: int = 1, ops: int = 1) -> float:
-    """`count` contiguous copies (kernels) of `nbytes` in all (read + write): ATen's copy_ at copy
-    bandwidth. `ops` of them dispatched from Python, the rest launched from C++ (the
-    reducer's autograd hooks) at the bare launch cost."""
+def _pass(ctx, name: str, nbytes: float, count: int = 1, ops: int = 1, copy: bool = False) -> float:
+    """`count` contiguous kernels over `nbytes` in all (read + write): ATen's copy_ at copy
+    bandwidth (`copy`), else an in-place scale of parameter-sized tensors. `ops` of them
+    dispatched from Python, the rest launched from C++ (the reducer's autograd hooks) at
+    the bare launch cost."""
     return ctx.kernel_seconds([stream(name, 2 * nbytes / count, count=count, ops=min(ops, count),
-                                      copy=True)])
-
-
-def _scale(ctx, name: str, nbytes: float, count: int = 1, ops: int = 1) -> float:
-    """An in-place scale of parameter-sized contiguous tensors (read + write)."""
-    return ctx.kernel_seconds([stream(name, 2 * nbytes / count, count=count, ops=min(ops, count),
-                                      param_pass=True)])
+                                      param_pass=not copy, copy=copy)])
 
 
 def _tensors(ctx, layer: str) -> int:
@@ -94,28 +89,27 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
             # per parameter, in its autograd hook: copy-with-divide (torch) or divide in place
             tag = "ddp-copy-in" if style == "torch" else "ddp-divide"
             moved = {}
-            for t in members:
+            kernels = [_tensors(ctx, t.layer) for t in members]
+            for t, n in zip(members, kernels):
                 op = extra_name(tag, t.layer)
-                seconds = (_copy if style == "torch" else _scale)(ctx, tag, t.nbytes,
-                                                                  _tensors(ctx, t.layer), ops=0)
+                seconds = _pass(ctx, tag, t.nbytes, n, ops=0, copy=style == "torch")
                 after.append((t.ready_after, ComputeOp(op, seconds)))
                 moved[t.ready_after] = op
             ready = tuple((moved.get(dep, dep), off) for dep, off in c.ready_after)
             c = replace(c, ready_after=ready)
             if style == "torch":
                 back = ComputeOp(extra_name("ddp-copy-out", members[-1].layer),
-                                 _copy(ctx, "ddp-copy-out", c.nbytes,
-                                       sum(_tensors(ctx, t.layer) for t in members), ops=0))
+                                 _pass(ctx, "ddp-copy-out", c.nbytes, sum(kernels), ops=0, copy=True))
                 before_update.append((back, c.name))
         elif style == "torch-view":
             # the hook's divides of the whole bucket buffer, when the bucket is full
             op = extra_name("ddp-hook-divide", last.layer)
-            after.append((last, ComputeOp(op, _scale(ctx, "ddp-hook-divide", c.nbytes * hook_divides, hook_divides))))
+            after.append((last, ComputeOp(op, _pass(ctx, "ddp-hook-divide", c.nbytes * hook_divides, hook_divides))))
             c = replace(c, ready_after=((op, 0),))
         elif style == "apex":
             op = extra_name("ddp-flatten", last.layer)
-            after.append((last, ComputeOp(op, _copy(ctx, "ddp-flatten", c.nbytes))))
-            tail = (_scale(ctx, "ddp-average", c.nbytes) + _copy(ctx, "ddp-unflatten", c.nbytes))
+            after.append((last, ComputeOp(op, _pass(ctx, "ddp-flatten", c.nbytes, copy=True))))
+            tail = _pass(ctx, "ddp-average", c.nbytes) + _pass(ctx, "ddp-unflatten", c.nbytes, copy=True)
             c = replace(c, ready_after=((op, 0),), tail=c.tail + tail)
         else:
             raise ValueError(f"ddp style {style!r}: expected one of {', '.join(DDP_STYLES)}")
@@ -127,15 +121,16 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
 def insert_passes(stream_ops: list, passes: GradientPasses) -> list:
     """The compute stream with the passes in place: each `after` pass right after its op
     (after any pass already placed there), copies back just before the first update."""
-    out = list(stream_ops)
+    ids = {s.id for s in stream_ops}
+    placed: dict[OpId, list[ComputeOp]] = {}
     for anchor, op in passes.after:
-        ids = [s.id for s in out]
         if anchor not in ids:
             raise ValueError(f"gradient pass {op.name}: no stream op {anchor}")
-        i = ids.index(anchor) + 1
-        while i < len(out) and out[i].id.role is Role.EXTRA and out[i].id.tag.startswith("ddp-"):
-            i += 1
-        out.insert(i, op)
+        placed.setdefault(anchor, []).append(op)
+    out = []
+    for s in stream_ops:
+        out.append(s)
+        out.extend(placed.get(s.id, ()))
     if passes.before_update:
         first = next((i for i, s in enumerate(out) if s.id.role is Role.UPDATE), len(out))
         out[first:first] = [op for op, _ in passes.before_update]
