@@ -109,7 +109,8 @@ def drawn_lengths(text: str, seed: int) -> np.ndarray:
     parsed = parse_lengths(text)
     rng = np.random.default_rng(seed)
     if parsed[0] == "dataset":
-        probs = load_histogram(parsed[1]).probabilities(load_histogram(parsed[1]).max_length)
+        hist = load_histogram(parsed[1])
+        probs = hist.probabilities(hist.max_length)
         return rng.choice(np.arange(1, probs.size + 1), size=SAMPLE, p=probs).astype(np.int64)
     _, mean, sd, top = parsed
     sigma = math.sqrt(math.log1p((sd / mean) ** 2))

@@ -71,20 +71,23 @@ def load_rows(path: Path = DATA) -> list[LayerRow]:
             for r in csv.DictReader(lines)]
 
 
-def layer_kernels(row: LayerRow) -> tuple:
-    """The benchmark's layer, forward then backward. The model is FP16 throughout (.half():
-    norms and softmax write 16-bit outputs); the fused implementations run the fused
-    elementwise kernels."""
+def _block(row: LayerRow):
+    """The benchmark's layer. The model is FP16 throughout (.half(): norms and softmax write
+    16-bit outputs); the fused implementations run the fused elementwise kernels."""
     fused = row.implementation != FITTED
-    lk = transformer_block({**LAYER, "fused_elementwise": fused}, Shape(row.batch, row.seq, 2, 2),
-                           cross=False)
+    return transformer_block({**LAYER, "fused_elementwise": fused}, Shape(row.batch, row.seq, 2, 2),
+                             cross=False)
+
+
+def layer_kernels(row: LayerRow) -> tuple:
+    """The benchmark's layer, forward then backward."""
+    lk = _block(row)
     return lk.fwd + lk.bwd
 
 
 def layer_seconds(row: LayerRow, efficiency: float, gpu: GpuCompute = V100) -> float:
     """The kernel model's forward + backward of the benchmark's layer at this efficiency."""
-    lk = transformer_block({**LAYER, "fused_elementwise": row.implementation != FITTED},
-                           Shape(row.batch, row.seq, 2, 2), cross=False)
+    lk = _block(row)
     g = replace(gpu, stream_efficiency=efficiency)
     p = precision("fp16")
     return kernels_time(lk.fwd, g, p, 2) + kernels_time(lk.bwd, g, p, 2)
