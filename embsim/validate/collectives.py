@@ -53,7 +53,8 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
     # the buffer/chunk sizes the run's NCCL reports it took from the environment
     model = CollectiveModel(topo, nccl_version=table, proto=proto_filter(release, None),
-                            nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"))
+                            nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
+                            threshold_choice=release.threshold_choice)
     notes = "; ".join(n for n in (release.note, model.view_note) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
