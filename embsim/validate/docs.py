@@ -334,7 +334,7 @@ MODEL_NOTES = (
     "  differs is that every GPU both writes and reads host memory: NVIDIA/nvbandwidth #11",
     "  (A100, PCIe Gen4) reports host-to-device copies at 12-13 GB/s of 25-26 while the same",
     "  GPU copies to host at ~24 (#53: ~11 against ~25). That ratio (0.49) charged per GPU",
-    "  moves these curves only to 18.7 / 45.4 % (the uplink's half binds first); charged on",
+    "  moves these curves only to 18.7 / 45.4 % (5.9 GB/s, just under the uplink's half); charged on",
     "  the shared uplink, to 25.2 / 98.4 %. It is a copy-engine figure from another GPU and",
     "  link generation and neither placement gives 4 GB/s, so it is not modelled. Published",
     "  RTX 4090 runs without P2P (kalavai-net/kalavai-client scripts/README.md: a pair on",
