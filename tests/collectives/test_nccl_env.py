@@ -145,3 +145,19 @@ def test_values_read_as_nccls_strtoll_reads_them():
     for bad in ("1_000_000", "08", "1e6", "+4096", "0x"):
         with pytest.raises(InputError, match="not a whole number of bytes"):
             parse_env({"NCCL_BUFFSIZE": bad})
+
+
+def test_nvls_disabled_in_the_measurements_env_rules_out_nvls_and_nvlstree():
+    """transport/nvls.cc ncclNvlsInit: NCCL_NVLS_ENABLE=0 leaves nvlsSupport 0, so a run's
+    recipe that sets it can run neither NVLS nor NVLSTree (whatever NCCL_ALGO says)."""
+    from embsim.collectives.nccl_model import parse_filter
+    from embsim.collectives.validation import _algo
+    assert _algo("all_reduce_perf -g 1") is None
+    assert _algo("NCCL_NVLS_ENABLE=1 NCCL_ALGO=Ring") == "Ring"
+    assert parse_filter(_algo("NCCL_NVLS_ENABLE=0"), "algo") == parse_filter("^NVLS,NVLSTree", "algo")
+    assert parse_filter(_algo("NCCL_ALGO=^Tree NCCL_NVLS_ENABLE=0"), "algo") == parse_filter(
+        "^Tree,NVLS,NVLSTree", "algo")
+    assert parse_filter(_algo("NCCL_ALGO=Ring,NVLSTree NCCL_NVLS_ENABLE=0"), "algo") == {"Ring"}
+    model = CollectiveModel(load_topology("gb200-nvl72:2x64"), algo=_algo("NCCL_NVLS_ENABLE=0"))
+    picks = {model.plan("all_reduce", 1 << s, range(128)).algo for s in range(10, 36, 2)}
+    assert picks and not picks & {"NVLS", "NVLSTree"}
