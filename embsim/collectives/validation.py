@@ -70,9 +70,15 @@ def _gpus_per_process(how: str) -> int:
 
 
 def _env(how: str, name: str) -> str | None:
-    """NCCL_ALGO / NCCL_PROTO as the measurement's command line set them."""
-    m = re.search(rf"{name}=(\S+)", how or "")
-    return m.group(1) if m else None
+    """NCCL_ALGO / NCCL_PROTO as the measurement's command line set them (NAME=VALUE), or as
+    NCCL's own log says (`NAME set by environment to VALUE`)."""
+    m = re.search(rf"{name}(?:=| set by environment to )(\S+)", how or "")
+    return m.group(1).rstrip(".,;") if m else None
+
+
+def run_filters(text: str) -> tuple[str | None, str | None]:
+    """(NCCL_ALGO, NCCL_PROTO) a run's text or NCCL INFO lines set, NCCL_NVLS_ENABLE=0 applied."""
+    return _algo(text), _env(text, "NCCL_PROTO")
 
 
 def _algo(how: str) -> str | None:
