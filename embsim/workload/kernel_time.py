@@ -132,6 +132,8 @@ def attention_s(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
     counted = 2.0 * s * hd * mult * s * kr.batch * (0.5 if kr.causal else 1.0)
     impl = kr.impl or default_implementation(gpu.arch)
     frac = attention_fraction(impl, gpu.arch, kr.backward, kr.causal, hd, s)
+    # a TF32/FP32 run has no fused kernel of its own (FlashAttention and cuDNN take 16-bit):
+    # it takes the same fraction of its own GEMM peak
     rate_key = prec.gemm_rate if prec.storage_bytes >= 4 else (
         "bf16" if "bf16" in gpu.rates else "fp16")
     compute = counted / (frac * gpu.rates.get(rate_key, gpu.gemm_peak(prec)))
