@@ -113,8 +113,7 @@ class CollectiveModel:
 
     @staticmethod
     def _kernel_bw(op, algo, proto, shape, graphs) -> float:
-        # P2P off: the switch uplink is shared by the host-staged transfers (CommShape)
-        return CollectiveModel._link_bw(op, algo, proto, shape, graphs) / shape.host_flows(op)
+        return shape.host_staged_bw(CollectiveModel._link_bw(op, algo, proto, shape, graphs), op)
 
     @staticmethod
     def _link_bw(op, algo, proto, shape, graphs) -> float:

@@ -288,8 +288,7 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
         proto = "Simple"
     pi = PROTOS.index(proto)
     eff = LL_EFFICIENCY if proto == "LL" else 1.0
-    # P2P off: host-staged transfers share the switch uplink (CommShape.host_flows)
-    intra_bw = shape.intra_bw * shape.fabric_ratio * eff / shape.host_flows("alltoall")
+    intra_bw = shape.host_staged_bw(shape.intra_bw * shape.fabric_ratio * eff)
     in_flight = max(1, ch.total // max(1, nch) * P2P_PER_BATCH)
     # One p2p channel's proxy connection moves about P2P_PER_CHANNEL_NET_BW over the network
     # (NCCL sizes its net channels by that rate); the GPU's NIC carries what its ops'
