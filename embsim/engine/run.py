@@ -132,8 +132,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler),
                           _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate, speed))
-    if topo.n_gpus > 1 and variation > 0:
-        compute_source += f"; {gpu_speed.label(variation, speed)}"
+    if variation > 0:
+        compute_source += f"; {gpu_speed.label(variation)}"
     curves = measured.collective_curves() if measured is not None else None
     if curves:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"

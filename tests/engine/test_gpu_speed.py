@@ -73,6 +73,7 @@ def test_simulated_scaling_waits_for_the_slowest_gpu():
     assert on.metrics.step_time > off.metrics.step_time
     assert on.scaling_efficiency < off.scaling_efficiency
     assert "GPU speed variation 8% (Sinha et al. SC22)" in on.compute_source
+    assert "GPU speed variation" not in _gnmt(8, gpu_variation=0.0).compute_source
     # one GPU is the median GPU: unchanged
     assert _gnmt(1).metrics.step_time == _gnmt(1, gpu_variation=0.0).metrics.step_time
 
