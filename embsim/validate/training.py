@@ -36,7 +36,7 @@ HELDOUT_DIR = DATA_DIR / "heldout"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
                "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str, "padding": str, "tables": dict, "layers": dict, "optimizer": dict,
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
-               "options": dict}
+               "options": dict, "gpu_variation": (int, float)}
 METRICS = ("samples_per_s", "tokens_per_s")
 
 
@@ -110,7 +110,8 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                                accumulate=merged.get("accumulate"),
                                accumulate_sync=merged.get("accumulate_sync"),
                                jitter=merged.get("jitter"), lengths=merged.get("lengths"),
-                               padding=merged.get("padding"), strategy=merged.get("strategy", "allreduce"),
+                               padding=merged.get("padding"), gpu_variation=merged.get("gpu_variation"),
+                               strategy=merged.get("strategy", "allreduce"),
                                scheduler=merged.get("scheduler", "fifo"),
                                model_overrides=overrides, iterations=iterations,
                                efficiency_baseline=False)
