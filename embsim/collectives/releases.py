@@ -11,6 +11,7 @@ prims_ll128.h and the LL128 tuning rows), so a log from an older release cannot 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .constants import DEFAULT_VERSION, VERSIONS, nearest_table, version_key
@@ -27,6 +28,16 @@ class ReleaseView:
     table: str | None       # the modelled release used (None: the default, 2.30)
     exclude_protos: tuple[str, ...]   # protocols the logged release did not have
     note: str               # what the output says ("" when the release is modelled as is)
+
+    @property
+    def version(self) -> str | None:
+        """What the model's constants are built for: the logged release with its patch
+        level where the table is its own minor's (constants.PATCH_TABLES), else `table`."""
+        key = version_key(self.logged) if self.logged not in ("", "unknown") else None
+        m = re.match(r"\d+\.\d+(?:\.\d+)?", self.logged)
+        if key is None or m is None or self.table is None or version_key(self.table) != key:
+            return self.table
+        return m.group(0)
 
 
 def release_view(logged: str | None) -> ReleaseView:
