@@ -261,7 +261,7 @@ MODEL_NOTES = (
     "  Google's scripts inline them), and validate applies them. From 2.20 a Tree/Simple chunk",
     "  is a whole Simple step (computeColl no longer halves it), 1 MiB with that buffer, and one",
     "  slice: the first chunk is store-and-forwarded down the node's 7-GPU chain and back",
-    "  (tree_chain_fill) and across the NICs (tree_net_fill), which is the 1-64 MiB rise",
+    "  (tree_chain.chain_fill) and across the NICs (tree_net_fill), which is the 1-64 MiB rise",
     "  (within 9 % there; it was 1.2-3x fast with 2.19's halved chunks). The kernel's Tree/Simple",
     "  bandwidth across nodes is the NICs' tree or the chain (each GPU sends every byte up and",
     "  down: NVLink / 2 = 185 GB/s), not NCCL's graph-channel table (166): >= 512 MiB 5 % slow",
