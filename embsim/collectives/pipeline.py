@@ -219,18 +219,19 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
 def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, ppn: int,
                buff=BUFF_BYTES, halve_simple: bool = True) -> int:
     """Tree chunk size (enqueue.cc computeColl: a step of the run's buffer `buff`, halved
-    while too few chunks per depth; for Simple only up to 2.19, `halve_simple`)."""
+    while too few chunks per depth; for Simple only up to 2.19, `halve_simple`). NCCL
+    compares whole chunks per channel (integer division of its size_t byte count)."""
     chunk = buff[proto] // NCCL_STEPS
     if proto == "Simple":
         # 2.20+ keeps a whole step (halve_simple False): no halving rules
         rules = ((8, 131072), (4, 65536), (1, 32768)) if halve_simple else ()
         for mult, floor in rules:
-            while nbytes / (channels * chunk) < depth * mult and chunk > floor:
+            while nbytes // (channels * chunk) < depth * mult and chunk > floor:
                 chunk //= 2
     elif proto == "LL128":
         steps = 1 + int(math.log2(nn)) + 0.1 * ppn
         for mult, floor in ((64, 131072), (16, 32768)):
-            while nbytes / (channels * chunk) < steps * mult / ppn and chunk > floor:
+            while nbytes // (channels * chunk) < steps * mult / ppn and chunk > floor:
                 chunk //= 2
         chunk = chunk // 16 * 15
     else:
@@ -256,7 +257,8 @@ def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: f
     A Simple chunk is also store-and-forwarded inside a node, hop by hop along the chain
     (tree_chain.chain_fill): from 2.20 it is a whole step of the run's buffer.
     """
-    depth = max(1, ppn - 1 + int(math.ceil(math.log2(nn))) if nn > 1 else ppn - 1)
+    # connect.cc connectTrees: nRanks/nNodes - 1 + log2i(nNodes), log2i rounding down
+    depth = max(1, ppn - 1 + (int(nn).bit_length() - 1))
     chunk = (tree_chunk(nbytes, channels, depth, proto, nn, ppn) if consts is None else
              tree_chunk(nbytes, channels, depth, proto, nn, ppn, consts.buff_bytes,
                         consts.tree_simple_chunk_halving))
