@@ -55,7 +55,8 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     # the run's NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE and buffer sizes, as its NCCL logged them
     algo, proto = run_filters("\n".join(run.env_lines))
     model = CollectiveModel(topo, nccl_version=table, algo=algo, proto=proto_filter(release, proto),
-                            nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"))
+                            nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
+                            threshold_choice=release.threshold_choice)
     notes = "; ".join(n for n in (release.note, model.view_note) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})

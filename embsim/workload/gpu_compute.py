@@ -68,7 +68,7 @@ def for_gpu(gpu: Any) -> GpuCompute:
                kernel_gap_s=0.0 if is_cpu else DEFAULT_KERNEL_GAP_S,
                recurrent_step_s=step16, recurrent_steps=steps,
                stream_efficiency=1.0 if is_cpu else FRAMEWORK_STREAM_EFFICIENCY,
-               gemm_fractions=fractions)
+               gemm_fractions=fractions, arch=getattr(gpu, "arch", None))
 
 
 def _gemm_fractions(gpu: Any, rates: dict, is_cpu: bool, gaps: list) -> tuple[float, dict]:
@@ -137,7 +137,7 @@ def from_measurement(gpu: Any, compute: Any, trace_name: str) -> GpuCompute:
         gather_fraction=compute.gather_gbps / compute.stream_gbps, gaps=gaps,
         basis=f"measured: {trace_name} (GEMM {'/'.join(table.dtypes())})", gemm_table=table,
         recurrent_step_s=base.recurrent_step_s, recurrent_steps=base.recurrent_steps,
-        stream_efficiency=base.stream_efficiency)
+        stream_efficiency=base.stream_efficiency, arch=base.arch)
     if compute.lstm is not None:     # measured on this device: every dtype uses it
         measured = replace(measured, recurrent_step_s=measured_step_overhead(measured, compute.lstm),
                            recurrent_steps={})

@@ -120,8 +120,9 @@ CURVE_BOUNDS = {
     # NCCL 2.9.9 (horovod's CUDA 11.3 image), run on 2.18's table: max 45.1 -> 46.5 %
     "oci-bm-gpu4-8-allreduce": (0.16, 0.47),          # A100 LL/LL128 0.5-16 MiB 24-47 % fast (as stas00)
     # 2019 (NCCL <= 2.4.8 by the page's date): no LL128 (releases.py), 2.18's tables stand in;
-    # 1 MiB Ring/Simple 29 % slow, LL 64-256 KiB 13-24 % fast, 128 MiB 11 % slow (> NCCL's 6 x 20 GB/s)
-    "dgx1-v100-allreduce": (0.116, 0.294),
+    # 2.4's size threshold picks LL up to 1.5 MiB (legacy.py; 1 MiB was Ring/Simple, 29 % slow,
+    # now LL 9 % fast): LL 64-256 KiB 13-24 % fast, 128 MiB 11 % slow (> NCCL's 6 x 20 GB/s)
+    "dgx1-v100-allreduce": (0.096, 0.24),
     # 2x RTX 2080 Ti behind one Gen3 switch, P2P unavailable (host-staged, SHM), NCCL version
     # not given. One-way ops (one transfer up the switch uplink) sit at NCCL's 12 GB/s PCI rate;
     # two-way ops share the uplink (CommShape.host_share) and are still ~1.5x fast at >= 1 MiB:
