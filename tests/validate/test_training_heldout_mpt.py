@@ -1,7 +1,8 @@
 """Held-out MosaicML MPT throughput (llm-foundry's benchmark tables: A100 80GB, A100 40GB,
 H100; 8-512 GPUs), the zoo mpt-* models built from the benchmark yamls and simulated with no
 constant fitted on them. The bounds are the level reached when the file was added (13.5 % /
-56.5 % over 74 runs, scaling within 0.222, with the zoo's FlashAttention-2 and fused loss), so
+56.5 % over 74 runs, scaling within 0.222, with the zoo's FlashAttention-2 and fused loss;
+11.0 % / 53.2 % / 0.225 with main 722b520's GPU speed variation and attention rates), so
 a change that makes these runs worse fails here; the shape tests pin what docs/validation.md
 says of the errors."""
 
@@ -10,7 +11,7 @@ import pytest
 from embsim.validate.training import heldout_files, summary, training_errors
 from embsim.workload import load_model
 
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.14, 0.57, 0.227
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.115, 0.537, 0.23
 
 
 @pytest.fixture(scope="module")
