@@ -125,7 +125,7 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
         one = gemm_s(kr, gpu, prec, elem_bytes)
     elif kr.kind == "stream":
         full = kr.recurrent or kr.param_pass or kr.copy
-        one = kr.nbytes / (bw if full else bw * gpu.stream_efficiency)
+        one = kr.nbytes / (bw if full else bw * gpu.memory_fraction(kr.mechanism))
     elif kr.kind in ("gather", "scatter"):
         gbw = gpu.hbm_bps * (gpu.gather_fraction or gpu.hbm_fraction)
         passes = 2 if kr.kind == "gather" else 3      # gather: read + write; scatter-add: r + r/w
