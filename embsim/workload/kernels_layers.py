@@ -240,16 +240,22 @@ def additive_attention(p: dict, sh: Shape) -> LayerKernels:
 
 
 def _smoothing_grads(p: dict, elems: int) -> list:
-    """An eager label-smoothing loss (DeepLearningExamples GNMT seq2seq/train/smoothing.py:
-    -logprobs.gather(target) and -logprobs.mean(-1) of the FP32 log-probabilities): autograd
-    writes each term's gradient as a full (tokens, classes) FP32 tensor (the mean's
-    expanded division, the gather's zero-filled scatter) and adds the two before the
-    log-softmax backward."""
-    if not p.get("label_smoothing"):
+    """An eager label-smoothing loss: the NLL of the target (-logprobs.gather) plus a
+    smoothing term over every class of the FP32 log-probabilities. Autograd writes the
+    gather's gradient as a zero-filled (tokens, classes) FP32 tensor and adds the smoothing
+    term's gradient to it before the log-softmax backward. "mean" (DeepLearningExamples GNMT
+    seq2seq/train/smoothing.py, -logprobs.mean(-1)): the mean's backward divides the expanded
+    gradient, a full FP32 tensor written, then the two are added (read 2, write 1). "sum"
+    (DLE Transformer fairseq/criterions.py, -lprobs.sum(-1)): the sum's backward is an
+    expanded view, so the add reads one full tensor and writes one."""
+    style = p.get("label_smoothing", "none")
+    if style == "none":
         return []
-    return [stream("loss.mean_grad", elems * FP32, pointwise=True),
-            stream("loss.gather_grad", elems * FP32, pointwise=True),
-            stream("loss.grad_sum", 3 * elems * FP32, pointwise=True)]
+    zeros = [stream("loss.gather_grad", elems * FP32, pointwise=True)]
+    if style == "mean":
+        return zeros + [stream("loss.mean_grad", elems * FP32, pointwise=True),
+                        stream("loss.grad_sum", 3 * elems * FP32, pointwise=True)]
+    return zeros + [stream("loss.grad_sum", 2 * elems * FP32, pointwise=True)]
 
 
 def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: int | None = None,

@@ -35,7 +35,11 @@ ORIGINALS = {
 # gradient buckets on more than one GPU (schedulers.ddp_passes: apex for GNMT/Transformer,
 # torch DDP's bucket copies for BERT), GNMT/Transformer scaling differences down 0.005-0.015.
 # With bert-large on DLE's FusedLAMBAMP (embsim.workload.lamb): 4.96 % / 16.47 %, inside.
-MEAN_BOUND, MAX_BOUND = 0.05, 0.166
+# 0.05 / 0.166 -> 0.048 / 0.129 (4.28 % / 12.40 %) when memory-bound kernels outside
+# transformer blocks took their per-kernel class fractions and GNMT's eager Bahdanau attention
+# and the GNMT/Transformer label-smoothing losses were counted as DLE's code runs them (GNMT
+# TF32 4-GPU +16.5 -> +12.4 %).
+MEAN_BOUND, MAX_BOUND = 0.048, 0.129
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +86,10 @@ def test_bert_defaults_match_what_run_pretraining_executes(original):
 def test_gnmt_scaling_follows_the_benchmark_global_batch(original):
     # the zoo's global batch 1024 (README benchmark command) makes 1/4/8 GPUs accumulate
     # 8/2/1: the per-update cost is amortised on one GPU only, so the simulated scaling
-    # falls from 0.945-0.963 to 0.837-0.927 (measured 0.73-0.84)
+    # falls from 0.945-0.963 to 0.837-0.927 (measured 0.73-0.84); 0.803-0.912 once its eager
+    # attention and loss passes are counted (more per-sample work, the same per-update cost)
     _, pairs = original
     gnmt = [p for p in pairs if p.file == "dle-pytorch-gnmt"]
     assert len(gnmt) == 4
-    assert all(0.82 <= p.simulated <= 0.94 for p in gnmt)
-    assert max(p.simulated - p.measured for p in gnmt) <= 0.11
+    assert all(0.79 <= p.simulated <= 0.92 for p in gnmt)
+    assert max(p.simulated - p.measured for p in gnmt) <= 0.08
