@@ -116,7 +116,8 @@ def norm_fwd_bwd(name: str, n: int, dim: int, e: int, f: int = FP32) -> tuple[li
     elems = n * dim
     fwd = [stream(f"{name}", elems * (e + f) + 8 * n)] + fp32_cast(name, elems, e, f)
     bwd = (fp32_cast(f"{name}.bwd", elems, e, f)
-           + [stream(f"{name}.bwd", elems * (f + 2 * e) + 8 * n), stream(f"{name}.param_grad", elems * e, mechanism=COLUMN)])
+           + [stream(f"{name}.bwd", elems * (f + 2 * e) + 8 * n),
+              stream(f"{name}.param_grad", elems * e, mechanism=COLUMN)])
     return fwd, bwd
 
 
