@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .constants import MAX_THREADS, MAXCHANNELS, NCCL_MAX_NVLS_ARITY, THREAD_THRESHOLDS, speed_array
+from .constants import (MAX_THREADS, MAXCHANNELS, NCCL_MAX_NVLS_ARITY, THREAD_THRESHOLDS, speed_array,
+                        version_key)
 from .shape import CommShape
 
 
@@ -143,13 +144,31 @@ def search_graphs(shape: CommShape, consts=None) -> Graphs:
     ring = _search_ring(shape, "ring")
     tree = _search_ring(shape, "tree")
     nvls = _search_nvls(shape)
-    comm_channels = min(MAXCHANNELS, 2 * ring.n_channels)
+    comm_channels = compute_channels(shape, ring, None if consts is None else consts.version)
     sm100 = (24, 32) if consts is None else consts.nvls_channels_sm100
     if shape.arch >= 100 and sm100 is not None:
         nvls_channels = sm100[1] if shape.n_nodes > 1 else sm100[0]
     else:
         nvls_channels = 16
     return Graphs(ring, tree, nvls, comm_channels, nvls_channels)
+
+
+def compute_channels(shape: CommShape, ring: Graph, version: str | None = None) -> int:
+    """comm->nChannels, the CTAs Ring/Tree (and p2p, via p2pnChannels) run (connect.cc
+    ncclTopoPostset): the ring graph's channels duplicated, then on Hopper+ across nodes
+    doubled once more when a ring channel is faster than 45 GB/s inside the node ("Use 4
+    compute channels per search channel to reach peak BW on <8 PPN"): 2.18-2.19 while
+    2 x channels fit MAXCHANNELS, from 2.20 only below 16; sm90 only up to 2.24, sm90 and
+    newer from 2.25. `version`: the release's table (None: the newest)."""
+    ch = min(MAXCHANNELS, 2 * ring.n_channels)
+    key = version_key(version) if version else None
+    newest = key is None
+    arch_ok = shape.arch >= 90 if (newest or key >= (2, 25)) else 90 <= shape.arch < 100
+    if arch_ok and shape.n_nodes > 1 and ring.bw_intra > 45.0:
+        room = ch < 16 if (newest or key >= (2, 20)) else 2 * ch <= MAXCHANNELS
+        if room:
+            ch = min(MAXCHANNELS, 2 * ch)
+    return ch
 
 
 def runtime_lanes(nbytes: float, algo: str, proto: str, n_ranks: int, channels: int) -> tuple[int, int]:

@@ -23,6 +23,7 @@ from embsim.errors import InputError
 from embsim.network import Demand
 
 from . import demand as dm
+from . import legacy
 from . import nccl_model as nm
 from . import pipeline
 from .busbw import busbw_factor
@@ -65,8 +66,10 @@ class CollectiveModel:
     def __init__(self, topology, algo: str | None = None, proto: str | None = None,
                  nccl_version: str | None = "2.30",
                  measured: Mapping[tuple[str, int], tuple[Sequence[float], Sequence[float]]] | None = None,
-                 nccl_env: NcclEnv | None = None):
+                 nccl_env: NcclEnv | None = None, threshold_choice: bool = False):
         self.topology = topology
+        # a 2.4 log: NCCL picked by a size threshold (legacy.py), not by its cost model
+        self.threshold_choice = threshold_choice
         # the release's constants with the run's NCCL_BUFFSIZE & co (buffer/chunk sizes)
         self.consts: NcclConstants = apply_env(constants_for(nccl_version), nccl_env)
         self.algos = nm.parse_filter(algo, "algo")
@@ -113,8 +116,7 @@ class CollectiveModel:
 
     @staticmethod
     def _kernel_bw(op, algo, proto, shape, graphs) -> float:
-        # P2P off: the switch uplink is shared by the host-staged transfers (CommShape)
-        return CollectiveModel._link_bw(op, algo, proto, shape, graphs) / shape.host_flows(op)
+        return shape.host_staged_bw(CollectiveModel._link_bw(op, algo, proto, shape, graphs), op)
 
     @staticmethod
     def _link_bw(op, algo, proto, shape, graphs) -> float:
@@ -216,7 +218,7 @@ class CollectiveModel:
             t = fn(shape, self.consts, nbytes, graphs.comm_channels, proto)
             algo, proto, lat_us, model_us, time_us = "P2P", t.proto, t.latency, t.time, t.time
         else:
-            choice = nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
+            choice = self._choice(op, nbytes, shape, graphs)
             algo, proto, model_us = choice.algo, choice.proto, choice.time
             # NCCL picks on its own model; the time is the kernel's pipeline for that pick
             lat0, bw0 = self._pair(op, algo, proto, ranks, shape, graphs)
@@ -235,6 +237,19 @@ class CollectiveModel:
         else:
             time = max(time, latency + dem.bottleneck_time(self.capacity))
         return CollectivePlan(op, nbytes, n, algo, proto, time, latency, dem, model_us * 1e-6, source)
+
+    def _choice(self, op: str, nbytes: int, shape: CommShape, graphs: Graphs) -> nm.AlgoTime:
+        """NCCL's (algo, proto): its cost model's argmin, or 2.4's size threshold where the
+        run asks for it and the filters allow that pick (model_time: the pick's model time)."""
+        if self.threshold_choice:
+            algo, proto = legacy.choose(op, nbytes, shape.arch, shape.n_nodes, shape.n_ranks,
+                                        graphs.comm_channels, shape.intra != "pcie")
+            allowed = ((self.algos is None or algo in self.algos)
+                       and (self.protos is None or proto in self.protos))
+            picked = nm.algo_time(op, algo, proto, nbytes, shape, graphs, self.consts) if allowed else None
+            if picked is not None:
+                return picked
+        return nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
 
     def plan_servers(self, op: str, matrix, ranks: Sequence[int]) -> CollectivePlan:
         """A parameter-server push or pull (collectives.servers): not NCCL, no tuning."""

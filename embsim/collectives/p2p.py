@@ -49,6 +49,10 @@ NCCL has no bandwidth/latency table for p2p; its choices are rules, and we follo
   batch waits for the link, served at link rate, so the rate runs below both n x warp
   rate and the link where they meet (the machine-repairman queue, solved exactly; no
   constant of its own): 16 channels of 10 warps on H100 get ~0.94 of the link, not 1.
+* across nodes the GPU's send/recv warps and the net proxy are joined by the same FIFO
+  (NCCL_STEPS slots, net.cc send/recvProxyProgress): while the network carries the other
+  steps in flight, the warps' per-step flag/fence work is off the critical path, so a
+  network-bound op costs max(syncs + fabric time, network time), not their sum.
 * fill: a part moves through the FIFO in steps, written by one side and copied out by the
   other, so the part pays one step more than its data: (steps + 1) step times at the
   achieved rate -- the ~25-35 µs intercept of the H100 SendRecv and AlltoAll curves at
@@ -288,8 +292,7 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
         proto = "Simple"
     pi = PROTOS.index(proto)
     eff = LL_EFFICIENCY if proto == "LL" else 1.0
-    # P2P off: host-staged transfers share the switch uplink (CommShape.host_flows)
-    intra_bw = shape.intra_bw * shape.fabric_ratio * eff / shape.host_flows("alltoall")
+    intra_bw = shape.host_staged_bw(shape.intra_bw * shape.fabric_ratio * eff)
     in_flight = max(1, ch.total // max(1, nch) * P2P_PER_BATCH)
     # One p2p channel's proxy connection moves about P2P_PER_CHANNEL_NET_BW over the network
     # (NCCL sizes its net channels by that rate); the GPU's NIC carries what its ops'
@@ -310,14 +313,19 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
     if inter_bytes > 0:
         hop = max(hop, consts.hw_lat["NET"]["Ring"][pi] + shape.nic_latency_us)
     # The warps that wait on a step's flags and fence are the ones that copy: every step's
-    # sync is in series with its data. (Letting other channels fill the link while one
+    # sync is in series with its data -- over the fabric. Across nodes the proxy drains the
+    # FIFO while the warps sync, so the syncs hide behind the network time where it is longer. (Letting other channels fill the link while one
     # syncs fits the H100 SendRecv above 512 MiB better, 2.9 -> 0.8 %, but makes every
     # AlltoAll and nccl#2169 worse, 1.2 -> 5.9 %: all-to-all pays its syncs.)
     sync = steps * step_us(proto, shape, consts)
-    lat = consts.base_lat["Ring"][pi] + rounds * hop + sync
-    t = P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, 0.0, steps)
+    t = P2PTime(proto, 0.0, intra_bytes, inter_bytes, intra_bw, inter_bw, 0.0, steps)
+    hidden = 0.0
+    if inter_bytes > 0:
+        intra_us = intra_bytes / (1000 * intra_bw) if intra_bytes > 0 else 0.0
+        inter_us = inter_bytes / (1000 * inter_bw)
+        hidden = min(sync, max(0.0, inter_us - intra_us))
+    lat = consts.base_lat["Ring"][pi] + rounds * hop + sync - hidden
     lat += t.transfer / part_steps      # FIFO fill: every round's parts run one step longer
-    t = P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, 0.0, steps)
     return P2PTime(proto, lat, intra_bytes, inter_bytes, intra_bw, inter_bw, lat + t.transfer, steps)
 
 

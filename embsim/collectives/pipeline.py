@@ -309,14 +309,8 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
     if not tree_variant and nn == 1:
         return _nvls_serial(channels, heads, chunk, loops, rest, latency, bandwidth, consts, step)
     sync = step
-    full = loop / (1000.0 * bandwidth)
-    if consts.nvls_host_split and (nn == 1 or tree_variant):
-        # 2.20+: the host hands every channel an equal part (workCount; 2.22+ ncclCollCbdPart)
-        last = rest / (1000.0 * bandwidth)
-    else:
-        # the kernel's layout: channel c takes bytes [c, c+1) x heads x chunk of a loop, so a
-        # partial loop waits on its busiest channel, at one channel's share of the bandwidth
-        last = min(rest, heads * chunk) * channels / (1000.0 * bandwidth)
+    full, last = _nvls_loop_times(channels, heads, chunk, rest, bandwidth,
+                                  consts.nvls_host_split and (nn == 1 or tree_variant))
     first = full if loops > 1 else last
     transfer = (loops - 1) * full + last
     idle = (loops - 1) * max(0.0, sync - full) + max(0.0, sync - last)
@@ -327,6 +321,19 @@ def nvls(op: str, nbytes: float, channels: int, heads: int, nn: int, latency: fl
         stages = 2 + (2 * int(math.ceil(math.log2(nn))) if (tree_variant and nn > 1) else 0)
         fill = stages * max(first, sync)
     return PipelineTime(latency + idle + fill, transfer, loops + stages, loops, chunk)
+
+
+def _nvls_loop_times(channels: int, heads: int, chunk: int, rest: float, rate: float,
+                     host_split: bool) -> tuple[float, float]:
+    """(full, last): µs of a full loop's data and of the last, partial loop's, at `rate` GB/s."""
+    full = channels * heads * chunk / (1000.0 * rate)
+    if host_split:
+        # 2.20+: the host hands every channel an equal part (workCount; 2.22+ ncclCollCbdPart)
+        return full, rest / (1000.0 * rate)
+    # the kernel's layout (up to 2.19; NVLS over SHARP across nodes): channel c takes bytes
+    # [c, c+1) x heads x chunk of a loop, so a partial loop waits on its busiest channel,
+    # at one channel's share of the bandwidth
+    return full, min(rest, heads * chunk) * channels / (1000.0 * rate)
 
 
 def _nvls_serial(channels: int, heads: int, chunk: int, loops: int, rest: float,
@@ -349,14 +356,7 @@ def _nvls_serial(channels: int, heads: int, chunk: int, loops: int, rest: float,
     # data rate behind NCCL's bandwidth at its full chunk; a degenerate table (a handshake
     # longer than a full loop) keeps NCCL's bandwidth as the data rate
     rate = concurrent * NVLS_MAX_CHUNK / (1000.0 * (t_max - step)) if t_max > step else bandwidth
-    full = concurrent * chunk / (1000.0 * rate)
-    if consts.nvls_host_split:
-        # 2.20+: the host hands every channel an equal part (workCount; 2.22+ ncclCollCbdPart)
-        last = rest / (1000.0 * rate)
-    else:
-        # up to 2.19 channel c takes bytes [c, c+1) x heads x chunk of a loop: a partial
-        # loop waits on its busiest channel, at one channel's share of the bandwidth
-        last = min(rest, heads * chunk) * channels / (1000.0 * rate)
+    full, last = _nvls_loop_times(channels, heads, chunk, rest, rate, consts.nvls_host_split)
     first = full if loops > 1 else last
     transfer = (loops - 1) * full + last
     return PipelineTime(latency + (loops + 1) * step + first, transfer, loops + 1, loops, chunk)

@@ -7,6 +7,8 @@ enqueue and kernel code changed too), so their errors are not the model's errors
 that release. One change is large and certain enough to apply: LL128 does not exist
 before NCCL 2.5 (git show v2.4.8-1:src has no LL128 at all; v2.5.6-1, 2019-11-19, adds
 prims_ll128.h and the LL128 tuning rows), so a log from an older release cannot have run it.
+Nor did such a release pick with a cost model: tuning.cc arrives in the same 2.5.6, and
+before it a size threshold chose LL or Simple (legacy.py), which a 2.4 log is given.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .constants import DEFAULT_VERSION, VERSIONS, nearest_table, version_key
+from .legacy import THRESHOLD_CHOICE_BEFORE, THRESHOLD_CHOICE_SINCE
 
 LL128_SINCE = (2, 5)        # first release with the LL128 protocol (v2.5.6)
 
@@ -27,6 +30,7 @@ class ReleaseView:
     table: str | None       # the modelled release used (None: the default, 2.30)
     exclude_protos: tuple[str, ...]   # protocols the logged release did not have
     note: str               # what the output says ("" when the release is modelled as is)
+    threshold_choice: bool = False   # the release chose by 2.4's size threshold (legacy.py)
 
 
 def release_view(logged: str | None) -> ReleaseView:
@@ -43,7 +47,10 @@ def release_view(logged: str | None) -> ReleaseView:
                 f"{table}'s tables and kernels stand in")
         if excluded:
             note += " (LL128 excluded: NCCL added it in 2.5)"
-        return ReleaseView(text, table, excluded, note)
+        threshold = THRESHOLD_CHOICE_SINCE <= key < THRESHOLD_CHOICE_BEFORE
+        if threshold:
+            note += "; the protocol by 2.4's size threshold (its cost model came in 2.5)"
+        return ReleaseView(text, table, excluded, note, threshold)
     if key > _RANGE[1]:
         return ReleaseView(text, table, (), f"NCCL {text} is newer than the modelled "
                                              f"{DEFAULT_VERSION}: {table} stands in")

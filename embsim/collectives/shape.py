@@ -44,16 +44,22 @@ class CommShape:
     # is the most of them behind one switch (1: P2P on, or every GPU on its own root port).
     host_share: int = 1
 
-    def host_flows(self, op: str) -> int:
+    def host_flows(self, op: str | None = None) -> int:
         """Transfers that share the busiest switch uplink when P2P is off: every rank of a
-        ring sends (all_reduce, all_gather, reduce_scatter, alltoall, sendrecv); a
-        broadcast/reduce chain has n-1 senders, so a switch holding all n ranks carries n-1."""
+        ring sends (all_reduce, all_gather, reduce_scatter) and so does every rank of a
+        point-to-point group (op None: alltoall, sendrecv); a broadcast/reduce chain has
+        n-1 senders, so a switch holding all n ranks carries n-1."""
         k = self.host_share
         if k <= 1:
             return 1
         if op in ("broadcast", "reduce"):
             return max(1, min(k, self.n_ranks - 1))
         return k
+
+    def host_staged_bw(self, bw: float, op: str | None = None) -> float:
+        """`bw` as one transfer gets it: with P2P off its share of the switch uplink the
+        host-staged transfers cross (host_flows); `bw` itself otherwise."""
+        return bw / self.host_flows(op)
 
     def __post_init__(self) -> None:
         if self.intra not in INTRA_KINDS:

@@ -70,9 +70,31 @@ def _gpus_per_process(how: str) -> int:
 
 
 def _env(how: str, name: str) -> str | None:
-    """NCCL_ALGO / NCCL_PROTO as the measurement's command line set them."""
-    m = re.search(rf"{name}=(\S+)", how or "")
-    return m.group(1) if m else None
+    """NCCL_ALGO / NCCL_PROTO as the measurement's command line set them (NAME=VALUE), or as
+    NCCL's own log says (`NAME set by environment to VALUE`)."""
+    m = re.search(rf"{name}(?:=| set by environment to )(\S+)", how or "")
+    return m.group(1).rstrip(".,;") if m else None
+
+
+def run_filters(text: str) -> tuple[str | None, str | None]:
+    """(NCCL_ALGO, NCCL_PROTO) a run's text or NCCL INFO lines set, NCCL_NVLS_ENABLE=0 applied."""
+    return _algo(text), _env(text, "NCCL_PROTO")
+
+
+def _algo(how: str) -> str | None:
+    """NCCL_ALGO as the measurement set it, with NCCL_NVLS_ENABLE=0 applied: ncclNvlsInit
+    (transport/nvls.cc) then leaves nvlsSupport at 0, so neither NVLS nor NVLSTree can run."""
+    algo = _env(how, "NCCL_ALGO")
+    if _env(how, "NCCL_NVLS_ENABLE") != "0":
+        return algo
+    nvls = ("NVLS", "NVLSTree")
+    if algo is None:
+        return "^" + ",".join(nvls)
+    names = [t for t in algo.lstrip("^").split(",") if t]
+    if algo.startswith("^"):
+        return "^" + ",".join(names + [a for a in nvls if a.lower() not in {n.lower() for n in names}])
+    kept = [t for t in names if t.lower() not in ("nvls", "nvlstree", "nvls_tree")]
+    return ",".join(kept) if kept else algo
 
 
 def _nodes(value) -> int:
@@ -101,7 +123,8 @@ def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, 
     topo = _topology(preset, nodes, gpus, spec)
     release = release_view(nccl)
     model = CollectiveModel(topo, algo=algo, proto=proto_filter(release, proto),
-                            nccl_version=release.table, nccl_env=env_from_text(how, where))
+                            nccl_version=release.table, nccl_env=env_from_text(how, where),
+                            threshold_choice=release.threshold_choice)
     rows = nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
     return rows, "; ".join(n for n in (release.note, model.view_note) if n)
 
@@ -120,7 +143,7 @@ def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
     sizes = sorted(int(s) for s in d["busbw"])
     how = get(doc, (), d, "how", str, "")     # the command line, NCCL_* settings included
     rows, note = _simulate(d["preset"], _nodes(d["nodes"]), int(d["gpus_per_node"]), d["op"], sizes,
-                           nccl, how, _env(how, "NCCL_PROTO"), _env(how, "NCCL_ALGO"), spec=topology,
+                           nccl, how, _env(how, "NCCL_PROTO"), _algo(how), spec=topology,
                            where=f"{path}: how:")
     pts = tuple(PointError(r.size, float(d["busbw"][r.size]), r.busbw, r.algo, r.proto) for r in rows)
     return CurveError(Path(path).stem, _system(d.get("system", ""), note), d["op"], nccl, pts)
@@ -134,7 +157,7 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
         nodes = _nodes(p["nodes"])
         how = get(doc, ("points", i), p, "how", str, "")
         proto = _env(how, "NCCL_PROTO")
-        algo = _env(how, "NCCL_ALGO")
+        algo = _algo(how)
         # A point measured with NVLS switched off says so in its system line.
         if algo is None and "NVLS off" in str(p.get("system", "")):
             algo = "^NVLS,NVLSTree"

@@ -9,8 +9,8 @@ import click
 from embsim.collectives import CollectiveModel
 from embsim.collectives import nccl_tests as nt
 from embsim.collectives.busbw import OPS
-from embsim.collectives.nccl_env import parse_env
-from embsim.commands.options import split_pairs
+from embsim.collectives.nccl_env import NcclEnv
+from embsim.commands.options import NCCL_ENV
 from embsim.errors import InputError
 
 
@@ -28,9 +28,7 @@ from embsim.errors import InputError
 @click.option("--algo", default=None, help='NCCL_ALGO syntax, e.g. "Ring", "Tree,Ring", "^NVLS"')
 @click.option("--proto", default=None, help='NCCL_PROTO syntax, e.g. "LL128", "^LL"')
 @click.option("--nccl-version", default="2.30", show_default=True, help="NCCL release whose choices and kernels to model, 2.18 to 2.30 (e.g. 2.27.7)")
-@click.option("--nccl-env", "nccl_env", multiple=True, metavar="NAME=BYTES",
-              help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608 (also "
-                   "NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); repeatable")
+@NCCL_ENV
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of the table")
 def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, algo, proto,
             nccl_version, nccl_env, as_json):
@@ -50,7 +48,7 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
     if not 1 <= gpus <= 64:
         raise InputError(f"--ngpus {ngpus!r}: GPUs driven by one process must be 1..64")
     sizes = nt.sweep_sizes(nt.parse_size(minbytes, "--minbytes"), nt.parse_size(maxbytes, "--maxbytes"), factor)
-    env = parse_env(split_pairs(nccl_env, "--nccl-env", "NAME=BYTES"))
+    env = NcclEnv(nccl_env)     # the shared option's checked (NAME, bytes) pairs
     topo = load_topology(topology_spec)
     model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl_version, nccl_env=env)
     rows = nt.run(model, op, sizes, datatype, gpus_per_process=gpus)

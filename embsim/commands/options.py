@@ -1,4 +1,4 @@
-"""Options shared by the commands that run simulations (simulate, compare, scale)."""
+"""Options shared by the commands that run simulations (simulate, compare, scale; nccl-tests's --nccl-env)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ PADDING = click.option("--padding", help="how each micro-batch is padded: max (t
                                          "longest), packed (samples packed into --seq rows); the step computes "
                                          "the expectation over the padded lengths (default: the model's, else max)")
 NCCL_ENV = click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
-                        help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608; repeatable")
+                        help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608 (also "
+                             "NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); repeatable")
 
 
 def _options(f):

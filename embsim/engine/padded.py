@@ -13,8 +13,8 @@ import numpy as np
 from ..errors import InputError
 from ..workload.length_data import load_histogram
 from ..workload.padding import LengthMix, check_at_seq, length_mix, parse_padding
-from .jitter import CORPUS_FORMS, corpus_lengths, parse_jitter
-from .lengths import drawn_lengths, parse_lengths
+from .jitter import CORPUS_FORMS, parse_jitter, sentence_lengths
+from .lengths import parse_lengths
 
 # --jitter forms that pad batches themselves (their factors carry the padding)
 PADDING_JITTER = CORPUS_FORMS + ("seq",)
@@ -40,15 +40,14 @@ def check_padding(padding: str | None, lengths: str | None, corpus: str | None,
 
 
 def length_probabilities(lengths: str | None, corpus: str | None, seed: int, seq: int) -> tuple[np.ndarray, str]:
-    """P(sample length = i + 1), i < seq (longer samples cut to seq), and where it came from."""
-    if corpus:
-        drawn, label = corpus_lengths(corpus), f"--corpus {corpus}"
-    else:
-        parsed = parse_lengths(lengths)
-        if parsed[0] == "dataset":
-            hist = load_histogram(parsed[1])
-            return hist.probabilities(seq), f"{hist.name} lengths ({hist.source})"
-        drawn, label = drawn_lengths(lengths, seed), f"{lengths} lengths (seed {seed})"
+    """P(sample length = i + 1), i < seq (longer samples cut to seq), and where it came from.
+    A shipped histogram is used exactly; a corpus or a log-normal as --jitter draws it."""
+    parsed = None if corpus else parse_lengths(lengths)
+    if parsed is not None and parsed[0] == "dataset":
+        hist = load_histogram(parsed[1])
+        return hist.probabilities(seq), f"{hist.name} lengths ({hist.source})"
+    drawn = sentence_lengths(corpus, lengths, seed)
+    label = f"--corpus {corpus}" if corpus else f"{lengths} lengths (seed {seed})"
     counts = np.bincount(np.minimum(drawn, seq), minlength=seq + 1)[1:].astype(np.float64)
     return counts / counts.sum(), label
 

@@ -17,7 +17,7 @@ from ..collectives import nccl_tests as nt
 from ..collectives.busbw import busbw_factor
 from ..collectives.constants import nearest_table
 from ..collectives.releases import proto_filter, release_view
-from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_errors,
+from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_errors, run_filters,
                                       single_point_errors, validate_all)
 from ..errors import InputError
 from ..imports import NcclTestsRun, load_nccl_tests_log
@@ -52,8 +52,11 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     table = release.table
     nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
     # the buffer/chunk sizes the run's NCCL reports it took from the environment
-    model = CollectiveModel(topo, nccl_version=table, proto=proto_filter(release, None),
-                            nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"))
+    # the run's NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE and buffer sizes, as its NCCL logged them
+    algo, proto = run_filters("\n".join(run.env_lines))
+    model = CollectiveModel(topo, nccl_version=table, algo=algo, proto=proto_filter(release, proto),
+                            nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
+                            threshold_choice=release.threshold_choice)
     notes = "; ".join(n for n in (release.note, model.view_note) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})

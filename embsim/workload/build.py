@@ -33,6 +33,19 @@ def _lookups(p: dict, seq: int) -> int:
     return seq if value == "seq" else value
 
 
+def _output_vocab(p: dict, tables: dict) -> int:
+    """An output projection's vocabulary: its tied table's, else its own."""
+    return tables[p["tied"]].vocab if "tied" in p else p["vocab"]
+
+
+def _loss_classes(p: dict, tables: dict) -> int:
+    """Classes a softmax loss scores: a table's vocabulary or a count, and with sampling
+    only the candidates + the true class."""
+    classes = p["classes"]
+    classes = tables[classes].vocab if isinstance(classes, str) else classes
+    return min(classes, p["samples"] + 1) if "samples" in p else classes
+
+
 def _cost(kind: str, p: dict, sh: Shape, tables: dict, owns: bool) -> LayerCost:
     if kind == "embedding":
         t = tables[p["table"]]
@@ -44,14 +57,9 @@ def _cost(kind: str, p: dict, sh: Shape, tables: dict, owns: bool) -> LayerCost:
     if kind == "positional_embedding":
         return costs.positional_cost(p, sh)
     if kind == "output_projection":
-        vocab = tables[p["tied"]].vocab if "tied" in p else p["vocab"]
-        return costs.output_projection_cost(p, sh, vocab, "tied" in p)
+        return costs.output_projection_cost(p, sh, _output_vocab(p, tables), "tied" in p)
     if kind == "softmax_loss":
-        classes = p["classes"]
-        classes = tables[classes].vocab if isinstance(classes, str) else classes
-        if "samples" in p:
-            classes = min(classes, p["samples"] + 1)     # candidates + the true class
-        return costs.softmax_loss_cost(p, sh, classes)
+        return costs.softmax_loss_cost(p, sh, _loss_classes(p, tables))
     if kind == "fm_interaction":
         return costs.fm_interaction_cost(p, sh)
     if kind == "combine":
@@ -77,13 +85,11 @@ def _kernels(kind: str, p: dict, sh: Shape, tables: dict) -> kernels_layers.Laye
         p = {**p, "lookups": _lookups(p, sh.seq)}
         kw = {"vocab": t.vocab, "dim": t.dim}
     elif kind == "output_projection":
-        vocab = tables[p["tied"]].vocab if "tied" in p else p["vocab"]
+        vocab = _output_vocab(p, tables)
         samples = p.get("samples")
         kw = {"cols": min(vocab, samples + sh.tokens) if samples else vocab}
     elif kind == "softmax_loss":
-        classes = p["classes"]
-        classes = tables[classes].vocab if isinstance(classes, str) else classes
-        kw = {"classes": min(classes, p["samples"] + 1) if "samples" in p else classes}
+        kw = {"classes": _loss_classes(p, tables)}
     return kernels_layers.layer_kernels(kind, p, sh, **kw)
 
 

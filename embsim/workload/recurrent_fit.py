@@ -60,15 +60,19 @@ def recurrent_kernels(hidden: int, batch: int, steps: int, gates: int, e: int = 
     return fwd, bwd
 
 
+def _excess_per_step_s(dtype: str, hidden: int, batch: int, steps: int, gates: int, ms: float) -> float:
+    """Measured minus modelled seconds per timestep of one DeepBench row on the V100."""
+    e = 2 if dtype == "fp16" else 4
+    fwd, bwd = recurrent_kernels(hidden, batch, steps, gates, e)
+    p = precision(dtype)
+    model = kernels_time(fwd, V100, p, e) + kernels_time(bwd, V100, p, e)
+    return (ms * 1e-3 - model) / steps
+
+
 def step_excess_s() -> list[float]:
-    """Measured minus modelled seconds per timestep, one per DeepBench row."""
-    p = precision("fp16")
-    out = []
-    for hidden, batch, steps, _, gates, ms in DEEPBENCH_V100:
-        fwd, bwd = recurrent_kernels(hidden, batch, steps, gates)
-        model = kernels_time(fwd, V100, p, 2) + kernels_time(bwd, V100, p, 2)
-        out.append((ms * 1e-3 - model) / steps)
-    return out
+    """Measured minus modelled seconds per timestep, one per DeepBench row (mixed precision)."""
+    return [_excess_per_step_s("fp16", hidden, batch, steps, gates, ms)
+            for hidden, batch, steps, _, gates, ms in DEEPBENCH_V100]
 
 
 RECURRENT_STEP_S = statistics.median(step_excess_s())
@@ -88,14 +92,8 @@ DEEPBENCH_V100_SMALL_LSTM = (
 
 def latency_excess_s() -> list[float]:
     """Measured minus modelled seconds per timestep on DeepBench's small LSTM rows."""
-    out = []
-    for dtype, hidden, batch, steps, ms in DEEPBENCH_V100_SMALL_LSTM:
-        e = 2 if dtype == "fp16" else 4
-        fwd, bwd = recurrent_kernels(hidden, batch, steps, 4, e)
-        p = precision(dtype)
-        model = kernels_time(fwd, V100, p, e) + kernels_time(bwd, V100, p, e)
-        out.append((ms * 1e-3 - model) / steps)
-    return out
+    return [_excess_per_step_s(dtype, hidden, batch, steps, 4, ms)
+            for dtype, hidden, batch, steps, ms in DEEPBENCH_V100_SMALL_LSTM]
 
 
 RECURRENT_LATENCY_S = statistics.median(latency_excess_s())

@@ -254,3 +254,21 @@ def test_one_gpu_per_node_allreduce_is_one_nics_rate():
     busbw1 = size / t1 * 2 * 9 / 10 / 1e9
     assert 40 < busbw1 < 50, busbw1
     assert t8 < t1
+
+
+def test_hopper_doubles_compute_channels_across_nodes_when_a_ring_channel_is_fast():
+    """connect.cc ncclTopoPostset: 4 compute channels per search channel on sm90+ across
+    nodes when bwIntra > 45 GB/s and fewer than 16 channels; never on one node, and on
+    Blackwell only from 2.25 (before, minCompCap == 90)."""
+    from embsim.collectives.channels import Graph, compute_channels
+    _, (h100, _) = _shape("dgx-h100:2x8")
+    fast = Graph("ring", 4, 48.0, 48.0, "NVLINK")
+    slow = Graph("ring", 4, 45.0, 45.0, "NVLINK")
+    assert compute_channels(h100, fast, "2.26") == 16
+    assert compute_channels(h100, slow, "2.26") == 8
+    assert compute_channels(replace(h100, n_nodes=1, n_ranks=8), fast, "2.26") == 8
+    b200 = replace(h100, arch=100)
+    assert compute_channels(b200, fast, "2.24") == 8
+    assert compute_channels(b200, fast, "2.25") == 16
+    assert compute_channels(h100, Graph("ring", 8, 48.0, 48.0, "NVLINK"), "2.26") == 16
+    assert compute_channels(h100, Graph("ring", 8, 48.0, 48.0, "NVLINK"), "2.19") == 32

@@ -145,3 +145,50 @@ def test_values_read_as_nccls_strtoll_reads_them():
     for bad in ("1_000_000", "08", "1e6", "+4096", "0x"):
         with pytest.raises(InputError, match="not a whole number of bytes"):
             parse_env({"NCCL_BUFFSIZE": bad})
+
+
+def test_nvls_disabled_in_the_measurements_env_rules_out_nvls_and_nvlstree():
+    """transport/nvls.cc ncclNvlsInit: NCCL_NVLS_ENABLE=0 leaves nvlsSupport 0, so a run's
+    recipe that sets it can run neither NVLS nor NVLSTree (whatever NCCL_ALGO says)."""
+    from embsim.collectives.nccl_model import parse_filter
+    from embsim.collectives.validation import _algo
+    assert _algo("all_reduce_perf -g 1") is None
+    assert _algo("NCCL_NVLS_ENABLE=1 NCCL_ALGO=Ring") == "Ring"
+    assert parse_filter(_algo("NCCL_NVLS_ENABLE=0"), "algo") == parse_filter("^NVLS,NVLSTree", "algo")
+    assert parse_filter(_algo("NCCL_ALGO=^Tree NCCL_NVLS_ENABLE=0"), "algo") == parse_filter(
+        "^Tree,NVLS,NVLSTree", "algo")
+    assert parse_filter(_algo("NCCL_ALGO=Ring,NVLSTree NCCL_NVLS_ENABLE=0"), "algo") == {"Ring"}
+    model = CollectiveModel(load_topology("gb200-nvl72:2x64"), algo=_algo("NCCL_NVLS_ENABLE=0"))
+    picks = {model.plan("all_reduce", 1 << s, range(128)).algo for s in range(10, 36, 2)}
+    assert picks and not picks & {"NVLS", "NVLSTree"}
+
+
+def test_a_logs_algo_proto_and_nvls_settings_reach_the_simulation():
+    """A raw nccl-tests log's own `NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE set by environment
+    to ...` INFO lines restrict what the simulated NCCL may pick, as they did the real one."""
+    from embsim.collectives.validation import run_filters
+    from embsim.imports import parse_nccl_tests_log
+    from embsim.validate.collectives import run_errors
+    assert run_filters("x NCCL INFO NCCL_ALGO set by environment to Ring.") == ("Ring", None)
+    assert run_filters("NCCL INFO NCCL_PROTO set by environment to Simple\nNCCL INFO "
+                       "NCCL_NVLS_ENABLE set by environment to 0") == ("^NVLS,NVLSTree", "Simple")
+
+    def row(size, t_us):
+        algbw = size / t_us / 1e3
+        bus = algbw * 2 * 15 / 16
+        return (f"{size:>12} {size // 4:>12} float sum -1 {t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0 "
+                f"{t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0")
+    head = ["# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4294967296 step: 2(factor) warmup iters: 5 "
+            "iters: 20 agg iters: 1 validation: 1 graph: 0", "#"]
+    head += [f"#  Rank {r:2d} Group  0 Pid {r} on {'a' if r < 8 else 'b'} device {r % 8} [0x00] NVIDIA H100 80GB HBM3"
+             for r in range(16)]
+    body = head + [
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+        row(1 << 20, 60.0), row(1 << 32, 24000.0), "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0 ", "#"]
+    info = ["a:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring",
+            "a:1:1 [0] NCCL INFO NCCL_PROTO set by environment to Simple"]
+    run = parse_nccl_tests_log("\n".join(info + body), "log.txt", op="all_reduce")[0]
+    plain = parse_nccl_tests_log("\n".join(body), "log.txt", op="all_reduce")[0]
+    assert {(p.algo, p.proto) for p in run_errors(run, "dgx-h100:2x8").points} == {("Ring", "Simple")}
+    assert {(p.algo, p.proto) for p in run_errors(plain, "dgx-h100:2x8").points} != {("Ring", "Simple")}

@@ -55,8 +55,9 @@ def test_p2p_off_gpus_behind_one_switch_share_its_uplink(tmp_path):
     sw = CollectiveModel(load_topology("pcie-rtx2080ti-switch:1x2"))
     shape = sw.shape((0, 1))[0]
     assert shape.host_share == 2
-    assert shape.host_flows("all_reduce") == 2 and shape.host_flows("alltoall") == 2
+    assert shape.host_flows("all_reduce") == 2 and shape.host_flows() == 2
     assert shape.host_flows("broadcast") == 1
+    assert shape.host_staged_bw(12.0) == 6.0 and shape.host_staged_bw(12.0, "broadcast") == 12.0
     # every GPU on its own root port (pcie-rtx2080ti), or P2P on: nothing shared
     root = CollectiveModel(load_topology("pcie-rtx2080ti:1x2"))
     assert root.shape((0, 1))[0].host_share == 1
