@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .attention_rate import default_implementation, describe
 from .gpu_props import GpuCompute
 from .kernel_time import kernels_time
 from .kernels import stream
@@ -65,6 +66,25 @@ def elementwise_style(model: Model) -> str | None:
     if len(styles) == 1:
         return "fused" if True in styles else "eager"
     return f"fused in {', '.join(styles[True])}, eager in {', '.join(styles[False])}"
+
+
+def attention_source(model: Model, gpu: GpuCompute) -> str | None:
+    """Which fused-attention kernel the model's layers run on this GPU and whose published
+    figures time it (embsim.workload.attention_rate); None without flash attention or on a
+    device that times it as a GEMM (a CPU, a measured table)."""
+    if gpu.synchronous or gpu.gemm_table is not None:
+        return None
+    impls, seqs = [], set()
+    for layer in model.layers:
+        for k in layer.kernels.fwd:
+            if k.kind == "attention":
+                impl = k.impl or default_implementation(gpu.arch)
+                if impl not in impls:
+                    impls.append(impl)
+                seqs.add(k.m)
+    if not impls:
+        return None
+    return "; ".join(describe(i, gpu.arch, gpu.name, seqs) for i in impls)
 
 
 def optimizer_bytes_per_element(dtype_bytes: int, state_bytes: int, master_bytes: int) -> int:

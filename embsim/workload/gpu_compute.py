@@ -69,7 +69,7 @@ def for_gpu(gpu: Any) -> GpuCompute:
                recurrent_step_s=step16, recurrent_steps=steps,
                stream_efficiency=1.0 if is_cpu else FRAMEWORK_STREAM_EFFICIENCY,
                mechanism_efficiency={} if is_cpu else dict(MECHANISM_EFFICIENCY),
-               gemm_fractions=fractions)
+               gemm_fractions=fractions, arch=getattr(gpu, "arch", None))
 
 
 def _gemm_fractions(gpu: Any, rates: dict, is_cpu: bool, gaps: list) -> tuple[float, dict]:
@@ -138,7 +138,8 @@ def from_measurement(gpu: Any, compute: Any, trace_name: str) -> GpuCompute:
         gather_fraction=compute.gather_gbps / compute.stream_gbps, gaps=gaps,
         basis=f"measured: {trace_name} (GEMM {'/'.join(table.dtypes())})", gemm_table=table,
         recurrent_step_s=base.recurrent_step_s, recurrent_steps=base.recurrent_steps,
-        stream_efficiency=base.stream_efficiency, mechanism_efficiency=base.mechanism_efficiency)
+        stream_efficiency=base.stream_efficiency, mechanism_efficiency=base.mechanism_efficiency,
+        arch=base.arch)
     if compute.lstm is not None:     # measured on this device: every dtype uses it
         measured = replace(measured, recurrent_step_s=measured_step_overhead(measured, compute.lstm),
                            recurrent_steps={})

@@ -83,6 +83,7 @@ class GpuCompute:
     mechanism_efficiency: dict = field(default_factory=dict)
     # large-GEMM fraction of peak per gemm_rate key, where a source measured that dtype
     gemm_fractions: dict = field(default_factory=dict)
+    arch: int | None = None         # compute capability x 10 (80 Ampere, 90 Hopper, 100 Blackwell)
 
     def gemm_peak(self, prec: Precision) -> float:
         try:

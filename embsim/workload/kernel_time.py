@@ -17,6 +17,10 @@ kernel's shape and the GPU (embsim.workload.gpu_compute.GpuCompute).
   casts, torch.cat, .contiguous(): ATen's copy_, one contiguous read and write per
   element, the access pattern of the streaming copy the bandwidth figure measures) and
   cuDNN's recurrent kernels the whole of it.
+- fused (flash) attention: its FLOPs at the fraction of the GPU's 16-bit tensor peak that
+  the library kernel reaches at this head dim and sequence length, from published
+  benchmarks (embsim.workload.attention_rate), never faster than moving its real operands
+  (Q, K, V, O and their gradients; the scores stay on chip);
 - gather / scatter: random rows, each rounded up to whole 32-byte DRAM sectors; the
   scatter-add reads the gradient row and reads + writes the table row.
 - recurrent timesteps: a fixed per-step overhead of library RNN kernels, fitted on
@@ -32,6 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .attention_rate import attention_fraction, default_implementation
 from .gpu_props import GpuCompute
 from .kernels import Kernel
 from .precision import Precision
@@ -117,6 +122,30 @@ def gemm_s(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -> flo
     return max(compute, io / (gpu.hbm_bps * gpu.hbm_fraction))
 
 
+def attention_s(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -> float:
+    """One flash-attention launch. The published rates count a causal pass as half the
+    square's FLOPs, so the time is (FLOPs as counted there) / (fraction x 16-bit peak):
+    the kernels run in 16-bit under any mixed-precision recipe (fp8 included; see
+    attention_rate). A CPU or a measured GEMM table has no such kernel: timed as the
+    GEMM it performs."""
+    if gpu.synchronous or gpu.gemm_table is not None:
+        return gemm_s(kr, gpu, prec, elem_bytes)
+    s, hd = kr.m, kr.n
+    mult = 5 if kr.backward else 2
+    counted = 2.0 * s * hd * mult * s * kr.batch * (0.5 if kr.causal else 1.0)
+    impl = kr.impl or default_implementation(gpu.arch)
+    frac = attention_fraction(impl, gpu.arch, kr.backward, kr.causal, hd, s)
+    # a TF32/FP32 run has no fused kernel of its own (FlashAttention and cuDNN take 16-bit):
+    # it takes the same fraction of its own GEMM peak
+    rate_key = prec.gemm_rate if prec.storage_bytes >= 4 else (
+        "bf16" if "bf16" in gpu.rates else "fp16")
+    compute = counted / (frac * gpu.rates.get(rate_key, gpu.gemm_peak(prec)))
+    # forward reads Q, K, V and writes O (+ FP32 row statistics); backward reads Q, K, V,
+    # O, dO and writes dQ, dK, dV (+ statistics)
+    io = kr.batch * (s * hd * elem_bytes * (8 if kr.backward else 4) + 8 * s)
+    return max(compute, io / (gpu.hbm_bps * gpu.hbm_fraction))
+
+
 def _rows_bytes(rows: float, row_bytes: int) -> float:
     return rows * math.ceil(row_bytes / SECTOR) * SECTOR
 
@@ -126,6 +155,8 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
     bw = gpu.hbm_bps * gpu.hbm_fraction
     if kr.kind == "gemm":
         one = gemm_s(kr, gpu, prec, elem_bytes)
+    elif kr.kind == "attention":
+        one = attention_s(kr, gpu, prec, elem_bytes)
     elif kr.kind == "stream":
         full = kr.recurrent or kr.param_pass or kr.copy
         one = kr.nbytes / (bw if full else bw * gpu.memory_fraction(kr.mechanism))

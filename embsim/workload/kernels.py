@@ -7,7 +7,10 @@ layer's shapes, the batch, the sequence length and the stored element size. Clas
 - stream: a memory-bound kernel (elementwise, norm, softmax, dropout, reductions)
   moving `nbytes` through HBM;
 - gather / scatter: `rows` random row accesses of `row_bytes` each (embedding lookup,
-  its gradient's scatter-add).
+  its gradient's scatter-add);
+- attention: a fused (flash) attention pass over `batch` (sample, head) pairs of m queries,
+  head dim n, written as the GEMM of k-depth 2 x keys (forward) or 5 x keys (backward)
+  it performs; timed from published kernel throughput (embsim.workload.attention_rate).
 `count` repeats a kernel back to back (an LSTM's per-timestep kernels); `ops` is how
 many of those launches go through the framework's Python dispatcher (0 for kernels a
 library such as cuDNN launches internally, e.g. per timestep).
@@ -46,7 +49,7 @@ def fp32_cast(name: str, elems: float, e: int, f: int = FP32) -> list:
 
 @dataclass(frozen=True)
 class Kernel:
-    kind: str                 # "gemm" | "stream" | "gather" | "scatter"
+    kind: str                 # "gemm" | "stream" | "gather" | "scatter" | "attention"
     m: int = 0
     n: int = 0
     k: int = 0
@@ -71,15 +74,29 @@ class Kernel:
     # what embsim.workload.stream_alternatives tests (maps at copy bandwidth: rejected)
     pointwise: bool = False
     mechanism: str = STREAM   # memory-bound: what bounds it (STREAM, RNG, COLUMN or LAYER)
+    # attention: a causal mask, the backward pass, the library ("" = the GPU's default)
+    causal: bool = False
+    backward: bool = False
+    impl: str = ""
 
     @property
     def flops(self) -> float:
-        return 2.0 * self.m * self.n * self.k * self.batch * self.count if self.kind == "gemm" else 0.0
+        if self.kind not in ("gemm", "attention"):
+            return 0.0
+        return 2.0 * self.m * self.n * self.k * self.batch * self.count
 
 
 def gemm(name: str, m: int, n: int, k: int, batch: int = 1, count: int = 1, ops: int | None = None) -> Kernel:
     return Kernel("gemm", m=m, n=n, k=k, batch=batch, count=count,
                   ops=count if ops is None else ops, name=name)
+
+
+def attention(name: str, s: int, hd: int, keys: int, batch: int, backward: bool,
+              causal: bool, impl: str = "") -> Kernel:
+    """One flash-attention pass (one launch, one framework op): `keys` visited per query
+    (fewer than s under a causal mask: the skipped tiles)."""
+    return Kernel("attention", m=s, n=hd, k=(5 if backward else 2) * keys, batch=batch,
+                  ops=1, name=name, causal=causal, backward=backward, impl=impl)
 
 
 def stream(name: str, nbytes: float, count: float = 1, ops: float | None = None,

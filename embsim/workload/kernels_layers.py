@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .costs import Shape, tokens_for
-from .kernels import (COLUMN, FP32, LAYER, MASK_BYTES, Kernel, dropout_residual, embedding_kernels,
-                      fp32_cast, gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
+from .kernels import (COLUMN, FP32, LAYER, MASK_BYTES, Kernel, attention, dropout_residual,
+                      embedding_kernels, fp32_cast, gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
 
 
 FLASH_TILE = 128      # FlashAttention-2's key/query tile (Dao 2023: block sizes 64-128)
@@ -41,7 +41,7 @@ def causal_keys(s: int) -> int:
 
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
                dropout: bool, opb: int = FP32, fused: bool = False, bias: bool = True,
-               causal: bool = False) -> tuple[list, list]:
+               causal: bool = False, impl: str = "") -> tuple[list, list]:
     """Multi-head attention of s queries over s keys: QKV projection, the core, output
     projection. Unfused, the (b*a, s, s) scores go through HBM: scale+mask, softmax,
     dropout (a causal mask only adds to the scores: every product is still computed);
@@ -54,12 +54,10 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     scores = b * a * s * s
     if flash:
         keys = causal_keys(s) if causal else s
-        # one thread block per query tile keeps its (tile x head_dim) output resident while
-        # it loops over the key tiles, both products of each step feeding it: a GEMM of
-        # k-depth 2 x keys (forward) and 5 x keys (backward's five products), so the per-tile
-        # fixed cost is paid once per query tile, not once per key tile
-        fwd.append(gemm(f"{name}.flash", s, hd, 2 * keys, batch=b * a, ops=1))
-        bwd_core = [gemm(f"{name}.flash_bwd", s, hd, 5 * keys, batch=b * a, ops=1)]
+        # one fused kernel each way: forward's two products per key tile, backward's five
+        # (recomputing the scores); timed from published kernel throughput
+        fwd.append(attention(f"{name}.flash", s, hd, keys, b * a, False, causal, impl))
+        bwd_core = [attention(f"{name}.flash_bwd", s, hd, keys, b * a, True, causal, impl)]
     elif fused:
         # one generated kernel (TorchScript/nvFuser) for scale + mask + softmax + dropout:
         # reads the scores, writes the saved probabilities, the dropped ones and the mask;
@@ -107,6 +105,7 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     h, a, f = p["dim"], p["heads"], p["ffn"]
     kv = p.get("kv_heads", a) * (h // a)
     flash, dropout = p.get("flash_attention", False), p.get("dropout", True)
+    impl = flash if isinstance(flash, str) else ""      # "": the GPU's default library kernel
     fused = p.get("fused_elementwise", False)
     swiglu = p.get("ffn_kind", "gelu") == "swiglu"
     bias = p.get("bias", True)
@@ -114,8 +113,8 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     fwd, bwd = [], []
     for i in range(2 if cross else 1):
         tag = "cross" if i else "self"
-        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, flash, dropout, sh.op_bytes, fused,
-                            bias, causal=causal and not i)
+        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, bool(flash), dropout, sh.op_bytes, fused,
+                            bias, causal=causal and not i, impl=impl)
         fn, bn = add_norm(f"{tag}_attn", n, h, e, dropout, sh.op_bytes)
         fwd += fa + fn
         bwd = bn + ba + bwd

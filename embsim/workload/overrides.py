@@ -15,6 +15,7 @@ from typing import Mapping
 
 from ..errors import InputError
 from .model import OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
+from .attention_rate import IMPLEMENTATIONS as ATTENTION_IMPLEMENTATIONS
 from .spec import LAYER_SCHEMA, ModelSpec
 
 TABLE_KEYS = {"vocab": int, "dim": int}
@@ -22,7 +23,8 @@ OPTIMIZER_KEYS = {"name": str, "implementation": str, "clip_grad_norm": bool, "f
 
 
 def _check(value, kind, where: str):
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kind) or isinstance(value, bool) and bool not in kinds:
         raise InputError(f"{where}: must be {kind.__name__ if isinstance(kind, type) else kind}, got {value!r}")
     if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
         raise InputError(f"{where}: must be positive, got {value}")
@@ -62,6 +64,9 @@ def apply_overrides(spec: ModelSpec, overrides: Mapping | None, where: str = "ov
             _check(value, schema[key][0], f"{where}.layers.{name}.{key}")
             if key == "token_fraction" and not 0 < value <= 1:
                 raise InputError(f"{where}.layers.{name}.{key}: must be in (0, 1], got {value!r}")
+            if key == "flash_attention" and isinstance(value, str) and value not in ATTENTION_IMPLEMENTATIONS:
+                raise InputError(f"{where}.layers.{name}.{key}: must be true, false or one of "
+                                 f"{', '.join(ATTENTION_IMPLEMENTATIONS)}, got {value!r}")
             params[key] = value
         layers[name] = replace(layer, params=params)
     return replace(spec, tables=tuple(tables.values()), layers=tuple(layers.values()))

@@ -29,6 +29,7 @@ from typing import Any
 from ..yamlio import YamlDoc, check_mapping, check_type, get, load_yaml
 from ..errors import InputError
 from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
+from .attention_rate import IMPLEMENTATIONS as ATTENTION_IMPLEMENTATIONS
 from .padding import parse_padding
 
 # Bounds that keep a model file within memory and time: token statistics hold one float
@@ -60,6 +61,7 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
                            "normalize": (BOOL, False)},
     "transformer_encoder": {"dim": (INT, True), "heads": (INT, True), "ffn": (INT, True),
                             **{k: ((INT if k == "kv_heads" else STR if k in ("ffn_kind", "norm")
+                                    else (BOOL, STR) if k == "flash_attention"
                                     else BOOL), False) for k in BLOCK_KEYS}},
     "output_projection": {"dim": (INT, True), "tied": (STR, False), "vocab": (INT, False),
                           "bias": (BOOL, False), "samples": (INT, False), **HEAD_KEYS},
@@ -193,6 +195,9 @@ def _parse_layer(doc: YamlDoc, path: tuple, raw: Any) -> LayerSpec:
             raise doc.error(path + (key,), f"must be <= {LIMITS['layer_int']:,}, got {value:,}")
         if key == "token_fraction" and not 0 < value <= 1:
             raise doc.error(path + (key,), f"must be in (0, 1], got {value!r}")
+        if key == "flash_attention" and isinstance(value, str):
+            # true (the GPU's default library kernel) or a named one
+            _enum(doc, path + (key,), value, ATTENTION_IMPLEMENTATIONS)
         if key in ENUMS and not (key == "bias" and kind != "lstm"):
             _enum(doc, path + (key,), value, ENUMS[key])
         params[key] = value

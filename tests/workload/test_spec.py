@@ -54,6 +54,8 @@ def test_good_file_loads(tmp_path):
     ("  optimizer: adam\n", "  optimizer: adam\n  optimizer_options: {lr: 1}\n",
      "defaults.optimizer_options.lr", 8),
     ("  optimizer: adam\n", "  optimizer: adam\n  jitter: 3\n", "defaults.jitter", 8),
+    ("kind: linear, in: 16, out: 16}", "kind: transformer_encoder, dim: 16, heads: 2, ffn: 32, "
+     "flash_attention: fa9}", "layers.1.flash_attention", 12),                  # no such kernel
     ("  optimizer: adam\n", "  optimizer: adam\n  options: 25\n", "defaults.options", 8),
     ("  optimizer: adam\n", "  optimizer: adam\n  options: {bucket_bytes: [1, 2]}\n",
      "defaults.options.bucket_bytes", 8),
