@@ -9,16 +9,18 @@ these runs worse fails here. Mean 0.266 -> 0.279 (27.4 %) when torch DDP's bucke
 modelled (NCF trains under torch DDP, ncf.py:253; its 8-GPU rows 2-3 points slower on a 1-GPU
 base that is already 17-45 % slow; scaling 0.29 -> 0.262). Tightened to 0.27 / 0.47 / 0.26 when
 the sparse optimizer step stopped charging its row update's bytes once per launch (26.75 % /
-46.9 %, scaling 0.253; DLRM and NCF one-GPU rows 0.3-2.8 points closer). Tightened to
-0.14 / 0.31 / 0.20 when memory-bound kernels outside transformer blocks took their per-kernel
-class fractions (kernels.STREAM/RNG/COLUMN, fitted on substation's V100 per-kernel profile, not
-on these runs): 13.5 % / 30.5 %, scaling 0.194."""
+46.9 %, scaling 0.253; DLRM and NCF one-GPU rows 0.3-2.8 points closer). Mean 0.27 -> 0.275
+(27.35 %) with GPU-to-GPU speed variation (engine.gpu_speed, Sinha et al. SC22): NCF's 8-GPU
+rows wait for the slowest of 8 GPUs (1.5-1.7 points slower on their already-slow base; scaling
+differences 0.16-0.25 -> 0.15-0.24)."""
 
 import pytest
 
 from embsim.validate.training import default_files, heldout_files, summary, training_errors
 
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.14, 0.31, 0.20
+# s2-recsys: memory-bound kernels outside transformer blocks at their per-kernel class
+# fractions (substation's V100 per-kernel profile, nothing fitted here): 13.6 % / 30.5 %, 0.181
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.141, 0.31, 0.19
 
 
 # the recommender files; heldout/megatron-bridge-llama3-8b-more.yaml has its own test
@@ -48,14 +50,14 @@ def test_ncf_one_gpu_runs_are_slow_and_strong_scaling_too_good(heldout):
     # simulated too slow at batch 2^20, per-step fixed costs too small at 2^17
     runs, pairs = heldout
     one = [r.error for r in runs if r.gpus == 1 and r.file == "dle-pytorch-ncf"]
-    # -47..-37 % at the layer-level fraction; -31..-14 % with the per-kernel classes (the
-    # dropout forward at the RNG fraction, bias gradients at the column-reduction one)
+    # -47..-37 % at the transformer-layer fraction; -31..-14 % at the per-kernel classes
     assert len(one) == 6 and all(-0.31 <= e <= -0.13 for e in one)
     # 0.18..0.295 -> 0.165..0.265: torch DDP's bucket copies on 8 GPUs (schedulers.ddp_passes)
     # bring the NCF pairs 0.02-0.03 closer to measured (0.169-0.262); the sparse step's
-    # bytes counted once make the 1-GPU base faster: 0.164-0.253 (closer again); the
-    # per-kernel classes 0.136-0.194: still too good (a per-step cost the 8-GPU runs pay)
-    assert all(0.13 <= p.difference <= 0.20 for p in pairs)
+    # bytes counted once make the 1-GPU base faster: 0.164-0.253 (closer again); the 8-GPU
+    # rows waiting for the slowest of 8 GPUs (engine.gpu_speed): 0.146-0.238
+    # per-kernel classes: 0.120-0.181 (the 1-GPU base faster)
+    assert all(0.11 <= p.difference <= 0.19 for p in pairs)
     assert all("kernel model" in r.compute_source for r in runs if r.simulated is not None)
 
 
@@ -66,5 +68,5 @@ def test_dlrm_small_model_one_gpu_runs(heldout):
     # the eight-GPU "large" rows cannot be built (FL=3 table sizes unpublished)
     assert len(dlrm) == 8 and len(simulated) == 4
     assert all(r.gpus == 1 for r in simulated)
-    # -22..-8 % at the layer-level fraction; -2..+17 % with the per-kernel classes
+    # -22..-8 % at the layer fraction; -2..+17 % at the per-kernel classes
     assert all(-0.03 <= r.error <= 0.175 for r in simulated)

@@ -6,18 +6,20 @@ H100, -5.3 %), so a change that makes these runs worse fails here.
 LOOSENED by s2-bert to 4.9 % / 6.8 % (+0.5 points): flash attention now runs at the
 published cuDNN rates in BF16 instead of the FP8 rate behind an HBM floor on the scores it
 never writes; H100 -5.3 -> +0.5 %, B200 +2.0 -> +6.2 %, GB200 -0.3/+0.2 -> +6.3/+6.8 %.
-The old floor hid another error that makes Blackwell too fast (not fitted here).
-LOOSENED by s2-recsys to 7.9 % / 9.8 % (7.36 % / 9.26 % + 0.5): memory-bound kernels outside
-transformer blocks at their per-kernel class fractions; here the 128,256-class loss (the zoo's
-passes over 16,384 x 128,256 FP32 logits) runs at the stream fraction 0.85 instead of the
-transformer-layer 0.37, ~2.5 % of each step (Megatron's vocab-parallel cross entropy is not
-checked pass by pass)."""
+The old floor hid another error that makes Blackwell too fast (not fitted here). LOOSENED to 0.0295 / 0.073
+(2.90 % / 7.24 %) by GPU-to-GPU speed variation (engine.gpu_speed, Sinha et al. SC22): every
+8-GPU row waits for the slowest of 8 (x1.021), and H100 was already 5.3 % slow. With both
+merged the moves partly cancel: 3.56 % / 4.60 % -> bounds 0.036 / 0.047."""
 
 import pytest
 
 from embsim.validate.training import heldout_files, summary, training_errors
 
-MEAN_BOUND, MAX_BOUND = 0.079, 0.098
+# LOOSENED by s2-recsys 0.036/0.047 -> 0.056/0.075 (5.13 % / 6.99 % + 0.5): memory-bound kernels
+# outside transformer blocks at their per-kernel class fractions; the 128,256-class loss (the
+# zoo's passes over 16,384 x 128,256 FP32 logits) at the stream fraction 0.85, not 0.37: ~2.5 %
+# of each step faster (Megatron's vocab-parallel cross entropy not checked pass by pass).
+MEAN_BOUND, MAX_BOUND = 0.056, 0.075
 
 
 @pytest.fixture(scope="module")
