@@ -12,7 +12,7 @@ from typing import Any
 
 from .gpu_props import (A100_L2_MEASURED_BPS, A100_L2_SPEC_BPS, A100_TILE_SIDE_FULL,
                         DEFAULT_GEMM_FRACTION, DEFAULT_HBM_FRACTION, DEFAULT_KERNEL_GAP_S,
-                        FRAMEWORK_STREAM_EFFICIENCY, GpuCompute)
+                        FRAMEWORK_STREAM_EFFICIENCY, MECHANISM_EFFICIENCY, GpuCompute)
 from .recurrent_fit import recurrent_step_s
 
 __all__ = ["GpuCompute", "for_gpu", "from_measurement", "measured_step_overhead"]
@@ -68,6 +68,7 @@ def for_gpu(gpu: Any) -> GpuCompute:
                kernel_gap_s=0.0 if is_cpu else DEFAULT_KERNEL_GAP_S,
                recurrent_step_s=step16, recurrent_steps=steps,
                stream_efficiency=1.0 if is_cpu else FRAMEWORK_STREAM_EFFICIENCY,
+               mechanism_efficiency={} if is_cpu else dict(MECHANISM_EFFICIENCY),
                gemm_fractions=fractions, arch=getattr(gpu, "arch", None))
 
 
@@ -137,7 +138,8 @@ def from_measurement(gpu: Any, compute: Any, trace_name: str) -> GpuCompute:
         gather_fraction=compute.gather_gbps / compute.stream_gbps, gaps=gaps,
         basis=f"measured: {trace_name} (GEMM {'/'.join(table.dtypes())})", gemm_table=table,
         recurrent_step_s=base.recurrent_step_s, recurrent_steps=base.recurrent_steps,
-        stream_efficiency=base.stream_efficiency, arch=base.arch)
+        stream_efficiency=base.stream_efficiency, mechanism_efficiency=base.mechanism_efficiency,
+        arch=base.arch)
     if compute.lstm is not None:     # measured on this device: every dtype uses it
         measured = replace(measured, recurrent_step_s=measured_step_overhead(measured, compute.lstm),
                            recurrent_steps={})

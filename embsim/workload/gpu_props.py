@@ -46,6 +46,12 @@ A100_L2_MEASURED_BPS = 5.40e12
 # fitted on spcl/substation's eager-PyTorch BERT-large encoder layer timings on V100
 # (embsim.workload.stream_fit re-derives it; its test checks this value). Used on every GPU.
 FRAMEWORK_STREAM_EFFICIENCY = 0.37
+# Every other memory-bound kernel at the fraction of the copy bandwidth its kind reaches
+# per kernel (embsim.workload.kernels: STREAM, RNG, COLUMN): bytes-weighted over the
+# memory-bound kernels of spcl/substation's nvprof profile of its BERT-large encoder layer
+# on V100 (embsim.workload.kernel_check.mechanism_fractions re-derives them; its test
+# checks these values). Used on every GPU.
+MECHANISM_EFFICIENCY = {"stream": 0.85, "rng": 0.42, "column": 0.22}
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,9 @@ class GpuCompute:
     # activation kernels' fraction of the copy bandwidth (FRAMEWORK_STREAM_EFFICIENCY on a
     # GPU; 1 on a CPU, whose calibrated rates already are the framework's own)
     stream_efficiency: float = 1.0
+    # the other memory-bound kernels' fraction per Kernel.mechanism (MECHANISM_EFFICIENCY on
+    # a GPU); a mechanism left out (every one on a CPU) uses stream_efficiency
+    mechanism_efficiency: dict = field(default_factory=dict)
     # large-GEMM fraction of peak per gemm_rate key, where a source measured that dtype
     gemm_fractions: dict = field(default_factory=dict)
     arch: int | None = None         # compute capability x 10 (80 Ampere, 90 Hopper, 100 Blackwell)
@@ -88,6 +97,10 @@ class GpuCompute:
         """The large-GEMM fraction of this dtype's peak (FP8 and BF16 reach different
         fractions on the same GPU), else the GPU's single figure."""
         return self.gemm_fractions.get(prec.gemm_rate, self.gemm_fraction)
+
+    def memory_fraction(self, mechanism: str) -> float:
+        """The fraction of the copy bandwidth a memory-bound kernel of this kind reaches."""
+        return self.mechanism_efficiency.get(mechanism, self.stream_efficiency)
 
     def recurrent_step(self, prec: Precision) -> float:
         """Per-timestep RNN overhead (forward + backward) for this dtype."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from .gemm_fit import V100
 from .gpu_props import FRAMEWORK_STREAM_EFFICIENCY, GpuCompute
 from .kernel_time import gemm_s, kernel_time, kernels_time
-from .kernels import gemm, stream
+from .kernels import LAYER, gemm, stream
 from .precision import precision
 from .stream_fit import FITTED, GRID, LayerRow, layer_kernels
 from .stream_fit import load_rows as load_layer_rows
@@ -102,7 +102,7 @@ def model_s(row: KernelRow, gpu: GpuCompute = V100,
     p = precision("fp16")
     if row.kind == "gemm":
         return gemm_s(gemm(row.op, row.m, row.n, row.k, row.batch), gpu, p, ELEM_BYTES)
-    kr = stream(row.op, row.nbytes, param_pass=row.kernel == "aten_add")
+    kr = stream(row.op, row.nbytes, param_pass=row.kernel == "aten_add", mechanism=LAYER)
     g = replace(gpu, stream_efficiency=efficiency, kernel_gap_s=0.0)
     return kernel_time(kr, g, p, ELEM_BYTES).gpu_s
 

@@ -8,9 +8,12 @@ kernel's shape and the GPU (embsim.workload.gpu_compute.GpuCompute).
   too little reuse to feed the tensor cores (efficiency = tile harmonic side / the GPU's
   full-rate side, at most 1). Large shapes run at the GPU's measured fraction of peak.
   A GEMM is never faster than streaming its operands through HBM.
-- stream (memory-bound) kernels: bytes / (achievable HBM bandwidth); a layer's activation
-  kernels reach only the framework's fraction of it (GpuCompute.stream_efficiency, fitted
-  in embsim.workload.stream_fit), an optimizer's parameter passes, plain copies (dtype
+- stream (memory-bound) kernels: bytes / (achievable HBM bandwidth); a transformer block's
+  activation kernels reach only the framework's whole-layer fraction of it
+  (GpuCompute.stream_efficiency, fitted in embsim.workload.stream_fit), every other
+  activation kernel its mechanism's per-kernel fraction (Kernel.mechanism: a stream, a
+  dropout mask's RNG, a column reduction; GpuCompute.memory_fraction, fitted in
+  embsim.workload.kernel_check), an optimizer's parameter passes, plain copies (dtype
   casts, torch.cat, .contiguous(): ATen's copy_, one contiguous read and write per
   element, the access pattern of the streaming copy the bandwidth figure measures) and
   cuDNN's recurrent kernels the whole of it.
@@ -156,7 +159,7 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
         one = attention_s(kr, gpu, prec, elem_bytes)
     elif kr.kind == "stream":
         full = kr.recurrent or kr.param_pass or kr.copy
-        one = kr.nbytes / (bw if full else bw * gpu.stream_efficiency)
+        one = kr.nbytes / (bw if full else bw * gpu.memory_fraction(kr.mechanism))
     elif kr.kind in ("gather", "scatter"):
         gbw = gpu.hbm_bps * (gpu.gather_fraction or gpu.hbm_fraction)
         passes = 2 if kr.kind == "gather" else 3      # gather: read + write; scatter-add: r + r/w

@@ -26,6 +26,14 @@ from dataclasses import dataclass
 from .model import INDEX_BYTES
 
 MASK_BYTES = 1       # dropout keeps a 1-byte mask per element
+# What bounds a memory-bound kernel (Kernel.mechanism), each timed at its own fraction of
+# the copy bandwidth (embsim.workload.gpu_props.MECHANISM_EFFICIENCY, measured per kernel):
+STREAM = "stream"    # one pass, at most a row reduction (maps, softmax, norms, fills)
+RNG = "rng"          # draws random numbers per element (dropout's mask)
+COLUMN = "column"    # reduces over the rows (bias / norm-parameter gradients)
+# a transformer block's activation kernels: the whole-layer fraction fitted on such layers
+# (FRAMEWORK_STREAM_EFFICIENCY), which also holds their time no per-kernel class places
+LAYER = "layer"
 # Mixed precision as torch.autocast runs it: softmax, log-softmax, LayerNorm and losses
 # are FP32 ops (autocast's float32 list): they write FP32 outputs (f = 4 bytes), and a
 # cast back to 16-bit feeds the next GEMM (and the reverse in backward). With a 16-bit
@@ -65,6 +73,7 @@ class Kernel:
     # copy_ runs on, no reduction. Timed like any activation kernel; the classification is
     # what embsim.workload.stream_alternatives tests (maps at copy bandwidth: rejected)
     pointwise: bool = False
+    mechanism: str = STREAM   # memory-bound: what bounds it (STREAM, RNG, COLUMN or LAYER)
     # attention: a causal mask, the backward pass, the library ("" = the GPU's default)
     causal: bool = False
     backward: bool = False
@@ -92,10 +101,10 @@ def attention(name: str, s: int, hd: int, keys: int, batch: int, backward: bool,
 
 def stream(name: str, nbytes: float, count: float = 1, ops: float | None = None,
            recurrent: bool = False, param_pass: bool = False, copy: bool = False,
-           pointwise: bool = False) -> Kernel:
+           pointwise: bool = False, mechanism: str = STREAM) -> Kernel:
     return Kernel("stream", nbytes=float(nbytes), count=count,
                   ops=count if ops is None else ops, name=name, recurrent=recurrent,
-                  param_pass=param_pass, copy=copy, pointwise=pointwise)
+                  param_pass=param_pass, copy=copy, pointwise=pointwise, mechanism=mechanism)
 
 
 def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = True,
@@ -109,10 +118,11 @@ def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = 
         fwd.append(stream(f"{name}.act", 2 * n * fout * e, pointwise=True))
         bwd.insert(0, stream(f"{name}.act_bwd", 3 * n * fout * e, pointwise=True))
     if dropout:
-        fwd.append(stream(f"{name}.dropout", n * fout * (2 * e + MASK_BYTES), pointwise=True))
+        fwd.append(stream(f"{name}.dropout", n * fout * (2 * e + MASK_BYTES), pointwise=True,
+                          mechanism=RNG))
         bwd.insert(0, stream(f"{name}.dropout_bwd", n * fout * (2 * e + MASK_BYTES), pointwise=True))
     if bias:
-        bwd.append(stream(f"{name}.bias_grad", n * fout * e))
+        bwd.append(stream(f"{name}.bias_grad", n * fout * e, mechanism=COLUMN))
     return fwd, bwd
 
 
@@ -123,7 +133,8 @@ def norm_fwd_bwd(name: str, n: int, dim: int, e: int, f: int = FP32) -> tuple[li
     elems = n * dim
     fwd = [stream(f"{name}", elems * (e + f) + 8 * n)] + fp32_cast(name, elems, e, f)
     bwd = (fp32_cast(f"{name}.bwd", elems, e, f)
-           + [stream(f"{name}.bwd", elems * (f + 2 * e) + 8 * n), stream(f"{name}.param_grad", elems * e)])
+           + [stream(f"{name}.bwd", elems * (f + 2 * e) + 8 * n),
+              stream(f"{name}.param_grad", elems * e, mechanism=COLUMN)])
     return fwd, bwd
 
 
@@ -131,7 +142,8 @@ def dropout_residual(name: str, n: int, dim: int, e: int, dropout: bool) -> tupl
     """Dropout on a sublayer output, then the residual add."""
     fwd, bwd = [stream(f"{name}.residual", 3 * n * dim * e, pointwise=True)], []
     if dropout:
-        fwd.insert(0, stream(f"{name}.dropout", n * dim * (2 * e + MASK_BYTES), pointwise=True))
+        fwd.insert(0, stream(f"{name}.dropout", n * dim * (2 * e + MASK_BYTES), pointwise=True,
+                             mechanism=RNG))
         bwd.append(stream(f"{name}.dropout_bwd", n * dim * (2 * e + MASK_BYTES), pointwise=True))
     return fwd, bwd
 

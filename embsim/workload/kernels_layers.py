@@ -8,11 +8,11 @@ sparse-gradient backward (LayerKernels.bwd_sparse).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .costs import Shape, tokens_for
-from .kernels import (FP32, MASK_BYTES, Kernel, attention, dropout_residual, embedding_kernels,
-                      fp32_cast, gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
+from .kernels import (COLUMN, FP32, LAYER, MASK_BYTES, Kernel, attention, dropout_residual,
+                      embedding_kernels, fp32_cast, gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
 
 
 FLASH_TILE = 128      # FlashAttention-2's key/query tile (Dao 2023: block sizes 64-128)
@@ -126,8 +126,17 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     fn, bn = add_norm("ffn", n, h, e, dropout, sh.op_bytes)
     fwd += up_f + act_f + dn_f + fn
     bwd = bn + dn_b + act_b + up_b + bwd
-    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=transformer_tensors(p, cross),
-                        fused_elementwise=fused)
+    return LayerKernels(_layer_fitted(fwd), _layer_fitted(bwd),
+                        param_tensors=transformer_tensors(p, cross), fused_elementwise=fused)
+
+
+def _layer_fitted(kernels: list) -> tuple:
+    """A transformer block's activation kernels run at the whole-layer fraction fitted on
+    such blocks (embsim.workload.stream_fit), not at their per-kernel classes: the fit
+    also holds block time the per-kernel data cannot place (embsim.workload.kernel_check)."""
+    return tuple(replace(k, mechanism=LAYER)
+                 if k.kind == "stream" and not (k.copy or k.param_pass or k.recurrent) else k
+                 for k in kernels)
 
 
 def transformer_tensors(p: dict, cross: bool) -> int:
@@ -195,25 +204,57 @@ def lstm(p: dict, sh: Shape) -> LayerKernels:
 
 def additive_attention(p: dict, sh: Shape) -> LayerKernels:
     """Bahdanau attention of every decoder step over the encoder states, batched over
-    steps (teacher forcing): key/query projections, the (b, t, s, units) tanh(q + k)
-    tensor, the score vector product, softmax, and the context bmm."""
+    steps (teacher forcing), as DeepLearningExamples' GNMT runs it eagerly
+    (seq2seq/models/attention.py, calc_score): key/query projections; the broadcast sum
+    q + k written as a (b, t, s, units) tensor, plus the normalised form's bias (another
+    pass), tanh, the score vector product (a matrix-vector product over that tensor),
+    softmax and the context bmm. Backward: the vector product's two gradients (an outer
+    product written over the tensor, a product reading it), tanh's backward, the bias
+    gradient and the two broadcast operands' gradients (each a sum over one step axis)."""
     b, s, e, f = sh.batch, sh.seq, sh.dtype_bytes, sh.op_bytes
     n = b * s
     q, k, u = p["query"], p["key"], p["units"]
     pairs = b * s * s
+    big = pairs * u * e                 # one pass over the (b, t, s, units) tensor
+    norm = p.get("normalize", True)
     fq, bq = linear_fwd_bwd("attn.query", n, q, u, e, bias=False)
     fk, bk = linear_fwd_bwd("attn.key", n, k, u, e, bias=False)
-    fwd = (fq + fk + [stream("attn.add_tanh", pairs * u * e + 2 * n * u * e, pointwise=True),
-                      stream("attn.score_dot", pairs * u * e + pairs * e),
-                      stream("attn.softmax", pairs * (e + f))]
+    fwd = (fq + fk + [stream("attn.add", big + 2 * n * u * e, pointwise=True)]
+           + ([stream("attn.bias_add", 2 * big, pointwise=True)] if norm else [])
+           + [stream("attn.tanh", 2 * big, pointwise=True),
+              stream("attn.score_dot", big + pairs * e),
+              stream("attn.softmax", pairs * (e + f))]
            + fp32_cast("attn.probs", pairs, e, f) + [gemm("attn.context", s, k, s, batch=b)])
-    bwd = [gemm("attn.context_dgrad", s, s, k, batch=b), gemm("attn.context_vgrad", s, k, s, batch=b),
-           *fp32_cast("attn.probs_bwd", pairs, e, f),
-           stream("attn.softmax_bwd", pairs * (2 * f + e)),
-           stream("attn.score_dot_bwd", 2 * pairs * u * e + pairs * e),
-           stream("attn.add_tanh_bwd", 3 * pairs * u * e)] + bq + bk
+    bwd = ([gemm("attn.context_dgrad", s, s, k, batch=b), gemm("attn.context_vgrad", s, k, s, batch=b),
+            *fp32_cast("attn.probs_bwd", pairs, e, f),
+            stream("attn.softmax_bwd", pairs * (2 * f + e)),
+            stream("attn.score_dot_bwd", big + pairs * e),
+            stream("attn.score_vector_grad", big + pairs * e, mechanism=COLUMN),
+            stream("attn.tanh_bwd", 3 * big, pointwise=True)]
+           + ([stream("attn.bias_grad", big, mechanism=COLUMN)] if norm else [])
+           + [stream("attn.query_grad_sum", big + n * u * e, mechanism=COLUMN),
+              stream("attn.key_grad_sum", big + n * u * e, mechanism=COLUMN)] + bq + bk)
     # query and key projections, the score vector (+ the normalised form's scalar and bias)
-    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=5 if p.get("normalize", True) else 3)
+    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=5 if norm else 3)
+
+
+def _smoothing_grads(p: dict, elems: int) -> list:
+    """An eager label-smoothing loss: the NLL of the target (-logprobs.gather) plus a
+    smoothing term over every class of the FP32 log-probabilities. Autograd writes the
+    gather's gradient as a zero-filled (tokens, classes) FP32 tensor and adds the smoothing
+    term's gradient to it before the log-softmax backward. "mean" (DeepLearningExamples GNMT
+    seq2seq/train/smoothing.py, -logprobs.mean(-1)): the mean's backward divides the expanded
+    gradient, a full FP32 tensor written, then the two are added (read 2, write 1). "sum"
+    (DLE Transformer fairseq/criterions.py, -lprobs.sum(-1)): the sum's backward is an
+    expanded view, so the add reads one full tensor and writes one."""
+    style = p.get("label_smoothing", "none")
+    if style == "none":
+        return []
+    zeros = [stream("loss.gather_grad", elems * FP32, pointwise=True)]
+    if style == "mean":
+        return zeros + [stream("loss.mean_grad", elems * FP32, pointwise=True),
+                        stream("loss.grad_sum", 3 * elems * FP32, pointwise=True)]
+    return zeros + [stream("loss.grad_sum", 2 * elems * FP32, pointwise=True)]
 
 
 def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: int | None = None,
@@ -282,11 +323,11 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
             # FP32 log-probs, and its backward writes the 16-bit gradient; BF16 is cast first
             return LayerKernels((stream("loss.log_softmax", elems * (e + FP32)),
                                  stream("loss.nll", elems * FP32)),
-                                (stream("loss.grad", elems * (2 * FP32 + e)),))
+                                tuple(_smoothing_grads(p, elems) + [stream("loss.grad", elems * (2 * FP32 + e))]))
         return LayerKernels(tuple(fp32_cast("loss.logits", elems, e)
                                   + [stream("loss.log_softmax", 2 * elems * FP32),
                                      stream("loss.nll", elems * FP32)]),
-                            tuple([stream("loss.grad", 3 * elems * FP32)]
+                            tuple(_smoothing_grads(p, elems) + [stream("loss.grad", 3 * elems * FP32)]
                                   + fp32_cast("loss.grad", elems, e)))
     if kind == "fm_interaction":
         b, f, k, e = sh.batch, p["fields"], p["dim"], p.get("elem_bytes", e)

@@ -66,7 +66,8 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     "output_projection": {"dim": (INT, True), "tied": (STR, False), "vocab": (INT, False),
                           "bias": (BOOL, False), "samples": (INT, False), **HEAD_KEYS},
     "softmax_loss": {"classes": (SEQ_OR_INT, True), "samples": (INT, False), "per": (STR, False),
-                     "upcast_in_kernel": (BOOL, False), "fused": (BOOL, False), **HEAD_KEYS},
+                     "upcast_in_kernel": (BOOL, False), "fused": (BOOL, False),
+                     "label_smoothing": (STR, False), **HEAD_KEYS},
     "fm_interaction": {"fields": (INT, True), "dim": (INT, True)},
     # per-sample elementwise product or concatenation of `inputs` vectors of width `dim`
     "combine": {"op": (STR, True), "inputs": (INT, True), "dim": (INT, True)},
@@ -79,7 +80,8 @@ LAYER_SCHEMA["transformer_decoder"] = {**LAYER_SCHEMA["transformer_encoder"],
 
 ENUMS = {"activation": ("none", "relu", "gelu", "tanh"), "per": ("token", "sample"),
          "norm": ("layernorm", "rmsnorm"), "ffn_kind": ("gelu", "relu", "swiglu"),
-         "bias": ("double", "single", "none"), "op": ("product", "concat")}   # "bias" enum applies to lstm only
+         "bias": ("double", "single", "none"), "op": ("product", "concat"),   # "bias" enum applies to lstm only
+         "label_smoothing": ("none", "mean", "sum")}
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,9 @@ ORIGINALS = {
 # With bert-large on DLE's FusedLAMBAMP (embsim.workload.lamb): 4.96 % / 16.47 %, inside.
 # GPU-to-GPU speed variation (engine.gpu_speed, Sinha et al. SC22): 4.62 % / 14.73 % (BERT 8-GPU
 # scaling differences +0.010..+0.022 -> -0.011..+0.002, GNMT -0.015, Transformer -0.003).
-MEAN_BOUND, MAX_BOUND = 0.0465, 0.148
+# s2-recsys: 3.82 % / 10.72 % (per-kernel memory-bound classes, GNMT's eager attention and
+# label smoothing) -> 0.043 / 0.112.
+MEAN_BOUND, MAX_BOUND = 0.043, 0.112
 
 
 @pytest.fixture(scope="module")
@@ -91,5 +93,6 @@ def test_gnmt_scaling_follows_the_benchmark_global_batch(original):
     _, pairs = original
     gnmt = [p for p in pairs if p.file == "dle-pytorch-gnmt"]
     assert len(gnmt) == 4
-    assert all(0.80 <= p.simulated <= 0.92 for p in gnmt)
-    assert max(p.simulated - p.measured for p in gnmt) <= 0.11
+    # 0.786-0.898 once GNMT's eager attention and loss passes are counted (s2-recsys)
+    assert all(0.78 <= p.simulated <= 0.91 for p in gnmt)
+    assert max(p.simulated - p.measured for p in gnmt) <= 0.07

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from embsim.workload import kernel_check as kc
-from embsim.workload.gpu_props import FRAMEWORK_STREAM_EFFICIENCY
+from embsim.workload.gpu_props import FRAMEWORK_STREAM_EFFICIENCY, MECHANISM_EFFICIENCY
 
 B, J, I, H, P, U = 8, 512, 1024, 16, 64, 4096
 
@@ -52,6 +52,12 @@ def test_memory_bound_kernels_are_not_at_the_framework_fraction(rows):
     sm = next(r for r in rows if r.op == "softmax")
     assert sm.nbytes == 2 * 2 * B * H * J * J
     assert kc.fraction_of_copy(sm) == pytest.approx(0.89, abs=0.01)
+
+
+def test_shipped_mechanism_fractions_are_this_fit(rows):
+    # the simulator's per-class fractions (gpu_props) are these, to two places
+    frac = kc.mechanism_fractions(rows)
+    assert MECHANISM_EFFICIENCY == {k: round(v, 2) for k, v in frac.items()}
 
 
 def test_parameter_passes_near_copy_bandwidth(rows):

@@ -8,7 +8,8 @@ from embsim.workload import load_model
 from embsim.workload.compute import model_times
 from embsim.workload.gpu_compute import for_gpu
 from embsim.workload.kernel_time import kernel_time
-from embsim.workload.kernels import gemm, stream
+from embsim.workload.gpu_props import MECHANISM_EFFICIENCY
+from embsim.workload.kernels import COLUMN, LAYER, RNG, STREAM, gemm, stream
 from embsim.workload.precision import precision
 
 
@@ -18,6 +19,7 @@ def gpu(preset):
 
 A100, H100, B200, RTX = gpu("dgx-a100"), gpu("dgx-h100"), gpu("dgx-b200"), gpu("pcie-rtx3090")
 V100 = gpu("dgx1-v100")
+CPU_LIKE = gpu("local-cpu")
 FP16, TF32, FP32 = precision("fp16"), precision("tf32"), precision("fp32")
 
 
@@ -65,12 +67,22 @@ def test_precision_rates_per_gpu():
 
 
 def test_stream_kernel_at_achievable_bandwidth():
-    # an optimizer's parameter pass at the copy bandwidth; a layer's activation kernel at
-    # the framework's fraction of it (embsim.workload.stream_fit)
+    # an optimizer's parameter pass at the copy bandwidth; a transformer block's activation
+    # kernel at the whole-layer fraction (embsim.workload.stream_fit); any other memory-bound
+    # kernel at its mechanism's per-kernel fraction (embsim.workload.kernel_check)
     t = kernel_time(stream("x", 1e9, param_pass=True), A100, FP16, 2).gpu_s
     assert t == pytest.approx(1e9 / (2000e9 * 0.84) + A100.kernel_gap_s)
-    t = kernel_time(stream("x", 1e9), A100, FP16, 2).gpu_s
+    t = kernel_time(stream("x", 1e9, mechanism=LAYER), A100, FP16, 2).gpu_s
     assert t == pytest.approx(1e9 / (2000e9 * 0.84 * A100.stream_efficiency) + A100.kernel_gap_s)
+    for mech in (STREAM, RNG, COLUMN):
+        t = kernel_time(stream("x", 1e9, mechanism=mech), A100, FP16, 2).gpu_s
+        frac = MECHANISM_EFFICIENCY[mech]
+        assert t == pytest.approx(1e9 / (2000e9 * 0.84 * frac) + A100.kernel_gap_s)
+    # slowest to fastest: a column reduction, the layer fit, a dropout mask, a plain stream
+    assert (MECHANISM_EFFICIENCY[COLUMN] < A100.stream_efficiency < MECHANISM_EFFICIENCY[RNG]
+            < MECHANISM_EFFICIENCY[STREAM])
+    # a CPU device runs every class at its calibrated rate
+    assert CPU_LIKE.memory_fraction(RNG) == 1.0
 
 
 def test_missing_data_is_named_in_the_label():

@@ -8,7 +8,7 @@ from embsim.workload import stream_fit
 from embsim.workload.gpu_compute import for_gpu
 from embsim.workload.gpu_props import FRAMEWORK_STREAM_EFFICIENCY
 from embsim.workload.kernel_time import kernel_time
-from embsim.workload.kernels import stream
+from embsim.workload.kernels import LAYER, stream
 from embsim.workload.precision import precision
 
 
@@ -39,7 +39,7 @@ def test_only_activation_kernels_pay_it():
     gpu = for_gpu(load_topology("dgx-a100:1x1").node.gpu)
     p = precision("fp16")
     gap = gpu.kernel_gap_s
-    act = kernel_time(stream("x", 1e9), gpu, p, 2).gpu_s - gap
+    act = kernel_time(stream("x", 1e9, mechanism=LAYER), gpu, p, 2).gpu_s - gap
     opt = kernel_time(stream("x", 1e9, param_pass=True), gpu, p, 2).gpu_s - gap
     rnn = kernel_time(stream("x", 1e9, recurrent=True), gpu, p, 2).gpu_s - gap - gpu.recurrent_step_s / 2
     assert act == pytest.approx(opt / FRAMEWORK_STREAM_EFFICIENCY, rel=1e-3)
