@@ -6,13 +6,17 @@ H100, -5.3 %), so a change that makes these runs worse fails here.
 LOOSENED by s2-bert to 4.9 % / 6.8 % (+0.5 points): flash attention now runs at the
 published cuDNN rates in BF16 instead of the FP8 rate behind an HBM floor on the scores it
 never writes; H100 -5.3 -> +0.5 %, B200 +2.0 -> +6.2 %, GB200 -0.3/+0.2 -> +6.3/+6.8 %.
-The old floor hid another error that makes Blackwell too fast (not fitted here)."""
+The old floor hid another error that makes Blackwell too fast (not fitted here).
+TIGHTENED by s2-bert (issue 11 round 2) to 2.4 % / 5.35 % (+0.5 points): Transformer
+Engine's FP8 current-scaling quantize kernels (amax, scale, cast, and the FP8 transpose
+before Blackwell) are now charged: GB200 +6.3/+6.8 -> +1.2/+1.7 %, B200 +6.2 -> +1.3 %,
+H100 +0.5 -> -5.4 %. Nothing fitted on these rows."""
 
 import pytest
 
 from embsim.validate.training import heldout_files, summary, training_errors
 
-MEAN_BOUND, MAX_BOUND = 0.055, 0.073
+MEAN_BOUND, MAX_BOUND = 0.03, 0.059
 
 
 @pytest.fixture(scope="module")
@@ -36,3 +40,7 @@ def test_each_gpu_says_where_its_compute_times_came_from(llm):
     assert gpus == {"B200-GB200-186GB", "B200-SXM-180GB", "H100-SXM5-80GB"}
     # the GB200 and B200 rows use the per-dtype FP8 figures; TF32/FP32 fall back, and say so
     assert all("per dtype for tf32, fp32" in r.compute_source for r in runs)
+    # Megatron-Bridge's FP8-CS: TE current scaling; only Hopper writes the FP8 transposes
+    assert all("Transformer Engine current scaling" in r.compute_source for r in runs)
+    assert all(("with FP8 transposes" in r.compute_source) == ("H100-SXM5" in r.compute_source)
+               for r in runs)
