@@ -236,6 +236,14 @@ NCCL_2_18 = replace(
     nvls_small_chunk_multinode=False,
 )
 
+# Patch releases whose tuning table differs from the minor release's newest, as
+# (minor, first patch that has the minor's table, the older patches' constants). `git diff
+# v2.29.2-1 v2.29.7-1 -- src/graph/tuning.cc` changes one row: Blackwell's
+# perChMaxRingLL128Bws is (34.5, 34.6, 34.5) in 2.29.2 / 2.29.3 and (40, 40, 40) from 2.29.7.
+NCCL_2_29_3 = replace(NCCL_2_29, version="2.29", **_sm100_rows(
+    NCCL_2_29, 282.0, (34.5, 34.6, 34.5), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0), (0, 96.0, 43.8)))
+PATCH_TABLES = (("2.29", 7, NCCL_2_29_3),)
+
 VERSIONS = MappingProxyType({
     "2.18": NCCL_2_18, "2.19": NCCL_2_19, "2.20": NCCL_2_20, "2.21": NCCL_2_21, "2.22": NCCL_2_22,
     "2.23": NCCL_2_23, "2.24": NCCL_2_24, "2.25": replace(NCCL_2_26, version="2.25"),
@@ -275,6 +283,10 @@ def constants_for(version: str | None) -> NcclConstants:
     if key not in VERSIONS or not all(p.isdigit() for p in parts):
         raise InputError(f"--nccl-version {version!r}: releases 2.18 to 2.30 are modelled "
                          "(a patch level like 2.27.7 is accepted)")
+    if len(parts) > 2:
+        for minor, first, older in PATCH_TABLES:
+            if key == minor and int(parts[2]) < first:
+                return older
     return VERSIONS[key]
 
 

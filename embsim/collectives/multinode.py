@@ -51,24 +51,6 @@ def tree_net_fill(first_wire_bytes: float, net_rate: float, n_nodes: int) -> flo
     return tree_crossings(n_nodes) * (first_wire_bytes / (1000.0 * net_rate) + PROXY_HANDOFF_US)
 
 
-def chain_hop_bw(shape: CommShape, channels: int) -> float:
-    """GB/s one channel moves a chunk from GPU to GPU along the tree's chain in a node: the
-    channels fill in lockstep, so at every hop all of them send their first chunk over the
-    GPU's links at once (the file's NVLink or PCIe bandwidth per GPU, shared)."""
-    return shape.intra_bw * shape.fabric_ratio / max(1, channels)
-
-
-def tree_chain_fill(first_bytes: float, hop_bw: float, ppn: int) -> float:
-    """µs a Tree/Simple chunk spends going down the node's chain and back before the next
-    node (or the caller) has it: a Simple tree step is one slice of the whole chunk
-    (ProtoSimple<1, 1>, prims_simple.h sliceSize = the chunk), so each of the ppn - 1 hops
-    up and the ppn - 1 down forwards it only once all of it arrived. LL / LL128 forward
-    line by line (their flags are in every line): their hops are NCCL's per-hop latency."""
-    if ppn <= 1 or hop_bw <= 0:
-        return 0.0
-    return 2 * (ppn - 1) * first_bytes / (1000.0 * hop_bw)
-
-
 def nvls_heads(shape: CommShape) -> int:
     """NVLS heads per node: one per local GPU (search.cc: maxChannels = min(ARITY, nGPUs))."""
     return min(NCCL_MAX_NVLS_ARITY, shape.ppn)

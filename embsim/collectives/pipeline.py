@@ -42,12 +42,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .channels import runtime_lanes
-from .multinode import chain_hop_bw, nvlstree_fill, nvlstree_stage_bw, tree_chain_fill, tree_net_fill
+from .multinode import nvlstree_fill, nvlstree_stage_bw, tree_net_fill
 from .nccl_model import net_overhead_us
-from .constants import DEFAULT_BUFF_BYTES, NCCL_STEPS, NcclConstants
+from .constants import DEFAULT_BUFF_BYTES, NCCL_STEPS, NcclConstants, arch_family, constants_for
+from .tree_chain import chain_fill
 from .trimming import trimmed_slowdown
 
 WARP_SIZE = 32
+# perChMaxTreeBws of the newest table: what one Tree channel's warps move (the release's own
+# table only steers NCCL's choice, as for the kernel bandwidths in model.py)
+KERNEL_PER_CH_TREE = constants_for(None).per_ch_tree
 # Buffer bytes per connection, NCCL's defaults (the run's own: consts.buff_bytes, which
 # NCCL_BUFFSIZE & co set -- nccl_env.py).
 BUFF_BYTES = DEFAULT_BUFF_BYTES
@@ -215,18 +219,19 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
 def tree_chunk(nbytes: float, channels: int, depth: int, proto: str, nn: int, ppn: int,
                buff=BUFF_BYTES, halve_simple: bool = True) -> int:
     """Tree chunk size (enqueue.cc computeColl: a step of the run's buffer `buff`, halved
-    while too few chunks per depth; for Simple only up to 2.19, `halve_simple`)."""
+    while too few chunks per depth; for Simple only up to 2.19, `halve_simple`). NCCL
+    compares whole chunks per channel (integer division of its size_t byte count)."""
     chunk = buff[proto] // NCCL_STEPS
     if proto == "Simple":
         # 2.20+ keeps a whole step (halve_simple False): no halving rules
         rules = ((8, 131072), (4, 65536), (1, 32768)) if halve_simple else ()
         for mult, floor in rules:
-            while nbytes / (channels * chunk) < depth * mult and chunk > floor:
+            while nbytes // (channels * chunk) < depth * mult and chunk > floor:
                 chunk //= 2
     elif proto == "LL128":
         steps = 1 + int(math.log2(nn)) + 0.1 * ppn
         for mult, floor in ((64, 131072), (16, 32768)):
-            while nbytes / (channels * chunk) < steps * mult / ppn and chunk > floor:
+            while nbytes // (channels * chunk) < steps * mult / ppn and chunk > floor:
                 chunk //= 2
         chunk = chunk // 16 * 15
     else:
@@ -250,9 +255,10 @@ def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: f
     chunk's wire time at a channel's share of the NICs (`net_rate`, GB/s) before the far
     side has anything. NCCL's hwLat[NET] is the cost of an empty step, not of this fill.
     A Simple chunk is also store-and-forwarded inside a node, hop by hop along the chain
-    (multinode.tree_chain_fill): from 2.20 it is a whole step of the run's buffer.
+    (tree_chain.chain_fill): from 2.20 it is a whole step of the run's buffer.
     """
-    depth = max(1, ppn - 1 + int(math.ceil(math.log2(nn))) if nn > 1 else ppn - 1)
+    # connect.cc connectTrees: nRanks/nNodes - 1 + log2i(nNodes), log2i rounding down
+    depth = max(1, ppn - 1 + (int(nn).bit_length() - 1))
     chunk = (tree_chunk(nbytes, channels, depth, proto, nn, ppn) if consts is None else
              tree_chunk(nbytes, channels, depth, proto, nn, ppn, consts.buff_bytes,
                         consts.tree_simple_chunk_halving))
@@ -262,7 +268,9 @@ def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: f
     first = min(chunk, nbytes / channels) * WIRE_PER_BYTE[proto]
     fill = tree_net_fill(first, net_rate, nn)
     if proto == "Simple" and shape is not None:
-        fill += tree_chain_fill(min(chunk, nbytes / channels), chain_hop_bw(shape, channels), ppn)
+        per_ch = KERNEL_PER_CH_TREE[arch_family(shape.arch)][min(nn, 3) - 1]
+        fill += chain_fill(min(chunk, nbytes / channels), chunks, ppn, channels, 1,
+                           shape.intra_bw * shape.fabric_ratio, per_ch)
     return PipelineTime(latency + n_sync * step + fill, transfer, n_sync, chunks, chunk)
 
 

@@ -13,6 +13,7 @@ before it a size threshold chose LL or Simple (legacy.py), which a 2.4 log is gi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .constants import DEFAULT_VERSION, VERSIONS, nearest_table, version_key
@@ -31,6 +32,16 @@ class ReleaseView:
     exclude_protos: tuple[str, ...]   # protocols the logged release did not have
     note: str               # what the output says ("" when the release is modelled as is)
     threshold_choice: bool = False   # the release chose by 2.4's size threshold (legacy.py)
+
+    @property
+    def version(self) -> str | None:
+        """What the model's constants are built for: the logged release with its patch
+        level where the table is its own minor's (constants.PATCH_TABLES), else `table`."""
+        key = version_key(self.logged) if self.logged not in ("", "unknown") else None
+        m = re.match(r"\d+\.\d+(?:\.\d+)?", self.logged)
+        if key is None or m is None or self.table is None or version_key(self.table) != key:
+            return self.table
+        return m.group(0)
 
 
 def release_view(logged: str | None) -> ReleaseView:

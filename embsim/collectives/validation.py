@@ -123,7 +123,7 @@ def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, 
     topo = _topology(preset, nodes, gpus, spec)
     release = release_view(nccl)
     model = CollectiveModel(topo, algo=algo, proto=proto_filter(release, proto),
-                            nccl_version=release.table, nccl_env=env_from_text(how, where),
+                            nccl_version=release.version, nccl_env=env_from_text(how, where),
                             threshold_choice=release.threshold_choice)
     rows = nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
     return rows, "; ".join(n for n in (release.note, model.view_note) if n)

@@ -81,6 +81,10 @@ def _options(f):
                                       "sentences, --batch x --seq tokens each), "
                                       "or trace (the --trace's measured rank skew); none: off "
                                       "(default: the model's, else none)"),
+        click.option("--gpu-variation", type=FiniteFloat(0, 0.99), default=None,
+                     help="GPU-to-GPU speed variation of one SKU (whisker span / median; the "
+                          "slowest of N GPUs sets the step); default: 0.08 on GPUs (Sinha et al. "
+                          "SC22), 0 on CPU devices"),
         click.option("--iterations", type=int, default=4, show_default=True,
                      help="simulated iterations (the first is warm-up)"),
         click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True,

@@ -11,6 +11,7 @@ from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
 from .accumulate import check_accumulate, check_sync
 from .jitter import parse_jitter
+from .gpu_speed import check_variation
 from ..workload.padding import parse_padding
 from .lengths import parse_lengths
 
@@ -54,6 +55,9 @@ class SimulationConfig:
     accumulate_sync: str | None = None
     jitter: str | None = None      # per-GPU compute variation, e.g. normal:0.05 (embsim.engine.jitter); None: the model's; "none": off
     model_overrides: dict = field(default_factory=dict)   # tables/layers changes (workload.overrides)
+    # GPU-to-GPU speed variation (4 IQR / median, engine.gpu_speed); None: the published 8 %
+    # on GPU devices, none on CPU devices; 0: off
+    gpu_variation: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.iterations, int) or self.iterations < 2:
@@ -66,6 +70,7 @@ class SimulationConfig:
         if self.accumulate_sync is not None:
             check_sync(self.accumulate_sync)
         parse_jitter(self.jitter)
+        check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
         parse_padding(self.padding)
 

@@ -210,14 +210,18 @@ def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = N
                    batch: int | None = None, micro_batches: int = 1,
                    compute_at: Callable[[int, int], float] | None = None,
                    lengths: str | None = None,
-                   compute_sides: Callable[[int, int, int], float] | None = None) -> np.ndarray:
-    """Per-rank compute factors (ones without jitter). `compute_at(batch, seq)`: the compute
+                   compute_sides: Callable[[int, int, int], float] | None = None,
+                   speed: np.ndarray | None = None) -> np.ndarray:
+    """Per-rank compute factors (ones without jitter). `speed`: each GPU's static
+    compute-time factor (engine.gpu_speed), multiplied into its step times before their
+    order statistics are taken (without jitter: the factors themselves). `compute_at(batch, seq)`: the compute
     model's step time of another batch shape (maxtokens); `compute_sides(batch, source,
     target)`: the same with the source side at one length and the target side at another
     (maxtokens over sentence pairs whose sides differ; without it, the longer side)."""
     spec = parse_jitter(text)
+    speed = np.ones(max(n_gpus, 0)) if speed is None else np.asarray(speed, dtype=np.float64)
     if spec is None or n_gpus < 1:
-        return np.ones(n_gpus)
+        return speed.copy()
     kind, x = spec
     if kind == "maxtokens":
         if seq is None or batch is None or compute_at is None:
@@ -234,7 +238,7 @@ def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = N
                 {(int(b), int(s), int(t)) for b, s, t in zip(sizes, src_long, tgt_long)})}
             batch_time = np.array([time_of[(int(b), int(s), int(t))]
                                    for b, s, t in zip(sizes, src_long, tgt_long)])
-        times = batch_time[pick].mean(axis=1)        # micro-batches back to back
+        times = batch_time[pick].mean(axis=1) * speed   # micro-batches back to back, at each GPU's speed
         # expected order statistics of the GPUs' step times, relative to the budget's nominal
         # shape (--batch x --seq): the throughput still counts --batch x --seq tokens per step
         f = np.sort(times, axis=1).mean(axis=0) / compute_at(batch, seq)
@@ -252,6 +256,7 @@ def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = N
         cache = {int(L): compute_at_seq(max(1, int(round(L * at_seq)))) for L in np.unique(padded)}
         # a GPU's optimizer step is its micro-batches (--accumulate) back to back
         times = np.vectorize(cache.__getitem__)(padded).reshape(LENGTH_STEPS, micro_batches, n_gpus).mean(axis=1)
+        times = times * speed                        # each GPU at its own speed
         # expected order statistics of the GPUs' step times, relative to the time at --seq
         f = np.sort(times, axis=1).mean(axis=0) / compute_at_seq(seq)
         return f[rng.permutation(n_gpus)]
@@ -261,7 +266,7 @@ def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = N
             raise InputError("--jitter trace: needs a --trace with a measured rank skew")
         if n_gpus > 1:
             out[-1] = trace_skew
-        return out
+        return _with_speed(out, speed, np.random.default_rng(seed))
     q = quantiles(n_gpus)
     if kind == "normal":
         f = np.array([1 + x * NormalDist().inv_cdf(p) for p in q])
@@ -276,8 +281,23 @@ def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = N
         lengths = [max(1, int(round(seq + x * (p - 0.5)))) for p in q]
         f = np.array([compute_at_seq(s) / base for s in lengths])
     f = np.maximum(f, MIN_FACTOR)
-    perm = np.random.default_rng(seed).permutation(n_gpus)
-    return f[perm]
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n_gpus)
+    return _with_speed(f[perm], speed, rng)
+
+
+def _with_speed(f: np.ndarray, speed: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Static per-rank factors `f` on GPUs of static `speed`: the two are independent, so
+    the expected order statistics of their products over LENGTH_STEPS random pairings
+    (one pairing would make the slowest GPU's factor depend on which jitter it drew), in
+    the rank order of `f`."""
+    if np.all(speed == 1.0):
+        return f
+    products = np.sort([f * speed[rng.permutation(f.size)] for _ in range(LENGTH_STEPS)], axis=1)
+    expected = products.mean(axis=0)
+    out = np.empty_like(expected)
+    out[np.argsort(f, kind="stable")] = expected
+    return out
 
 
 def with_jitter(classes: tuple[RankClass, ...], factors: np.ndarray) -> tuple[RankClass, ...]:

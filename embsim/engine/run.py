@@ -28,6 +28,7 @@ from .classes import rank_classes
 from .config import SimulationConfig, with_options
 from .context import step_context
 from .jitter import NONE, budget_fill, jitter_factors, parse_jitter, with_jitter
+from . import gpu_speed
 from .lengths import parse_lengths
 from .padded import check_padding
 from ..workload.padding import parse_padding
@@ -127,8 +128,12 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         # (sparse embedding updates where the table allows them) and steps alike.
         splan = replace(splan, sync=(), extra=(), update_time=single_gpu_update_time(ctx))
     plan = build_step_plan(ctx, splan, strategy, scheduler)
+    variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
+    speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler),
-                          _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate))
+                          _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate, speed))
+    if variation > 0:
+        compute_source += f"; {gpu_speed.label(variation)}"
     curves = measured.collective_curves() if measured is not None else None
     if curves:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"
@@ -178,7 +183,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync, "jitter": cfg.jitter,
                   "lengths": cfg.lengths, "token_fill": fill,
                   "padding": cfg.padding if _pads(cfg) else None,
-                  "straggler": cfg.straggler, "seed": cfg.seed})
+                  "straggler": cfg.straggler, "seed": cfg.seed,
+                  "gpu_variation": variation})
 
 
 def _token_fill(cfg: SimulationConfig, model) -> float | None:
@@ -196,10 +202,12 @@ def _pads(cfg: SimulationConfig) -> bool:
     return policy is not None and policy.kind != "max"
 
 
-def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, micro_batches: int = 1):
-    """Per-rank compute factors of --jitter (ones without it)."""
+def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, micro_batches: int = 1,
+            speed=None):
+    """Per-rank compute factors of --jitter at each GPU's `speed` (gpu_speed; the speeds
+    alone without --jitter)."""
     if not cfg.jitter:
-        return jitter_factors(None, topo.n_gpus, cfg.seed)
+        return jitter_factors(None, topo.n_gpus, cfg.seed, speed=speed)
     from ..workload.compute import model_times
     from ..workload.gpu_compute import for_gpu
     gpu = for_gpu(topo.node.gpu)
@@ -234,7 +242,7 @@ def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, micro_batche
                           compute_at_seq=compute_at_seq, compute_at=compute_at,
                           corpus=cfg.corpus, lengths=cfg.lengths, batch=model.batch,
                           micro_batches=micro_batches, compute_sides=compute_sides,
-                          trace_skew=skew.factor if skew is not None else None)
+                          trace_skew=skew.factor if skew is not None else None, speed=speed)
 
 
 def source_layers(model) -> int:

@@ -54,7 +54,7 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     # the buffer/chunk sizes the run's NCCL reports it took from the environment
     # the run's NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE and buffer sizes, as its NCCL logged them
     algo, proto = run_filters("\n".join(run.env_lines))
-    model = CollectiveModel(topo, nccl_version=table, algo=algo, proto=proto_filter(release, proto),
+    model = CollectiveModel(topo, nccl_version=release.version, algo=algo, proto=proto_filter(release, proto),
                             nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
                             threshold_choice=release.threshold_choice)
     notes = "; ".join(n for n in (release.note, model.view_note) if n)

@@ -198,15 +198,6 @@ def test_proxy_hand_off_is_the_fit_on_its_named_curve():
     assert here <= fit_net.mean_error(multinode.PROXY_HANDOFF_US + 0.5)
 
 
-def test_tree_chain_fill_is_store_and_forward_down_the_chain():
-    from embsim.collectives.multinode import tree_chain_fill
-    assert tree_chain_fill(1 << 20, 20.0, 1) == 0.0
-    one = tree_chain_fill(1 << 20, 20.0, 2)
-    assert one == pytest.approx(2 * (1 << 20) / 20e3)        # one hop up, one down
-    assert tree_chain_fill(1 << 20, 20.0, 8) == pytest.approx(7 * one)
-    assert tree_chain_fill(1 << 19, 20.0, 8) == pytest.approx(3.5 * one)
-
-
 def test_tree_simple_kernel_bw_is_held_by_links_not_the_table():
     from embsim.collectives.model import CollectiveModel
     from embsim.collectives.multinode import tree_kernel_bw

@@ -187,3 +187,13 @@ def test_read_mode_keeps_the_handshake_in_series():
     t, lat, _ = _ring(model, 32 << 20)
     shape, _ = model.shape(A100)
     assert t.latency == pytest.approx(lat + t.n_sync * pipeline.step_us("Simple", shape, model.consts))
+
+
+def test_tree_ll128_chunk_counts_whole_chunks_as_nccl_does():
+    """enqueue.cc compares nBytes / (nChannels * chunkSize) in integers: 8.45 chunks per
+    channel is 8, under nstepsLL128 = 1 + log2(2) + 0.1 x 64 = 8.4, so the chunk halves."""
+    from embsim.collectives.pipeline import BUFF_BYTES, NCCL_STEPS, tree_chunk
+    step = BUFF_BYTES["LL128"] // NCCL_STEPS
+    halved = tree_chunk(8.45 * step, 1, 64, "LL128", 2, 64)
+    assert halved == (step // 2) // 16 * 15
+    assert tree_chunk(9 * step, 1, 64, "LL128", 2, 64) == step // 16 * 15

@@ -11,6 +11,15 @@ def test_modelled_releases_need_no_note():
         assert view.table == ".".join(logged.split(".")[:2])
 
 
+def test_model_version_keeps_the_patch_level_of_a_modelled_release():
+    assert release_view("2.29.2").version == "2.29.2"
+    assert release_view("2.29.2+cuda13.1").version == "2.29.2"
+    assert release_view("2.29").version == "2.29"
+    assert release_view("2.9.9").version == "2.18"      # a stand-in is the table itself
+    assert release_view("2.31.1").version == "2.30"
+    assert release_view("unknown").version is None
+
+
 def test_unknown_release_says_which_model_ran():
     for logged in (None, "", "unknown"):
         view = release_view(logged)

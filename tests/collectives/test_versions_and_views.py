@@ -56,6 +56,10 @@ def test_blackwell_one_node_rows_follow_each_release():
     assert rows("2.28") == ((73.4, 34.6, 73.4), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0))
     assert rows("2.29") == ((40.0, 40.0, 40.0), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0))
     assert constants_for("2.29").per_ch_nvlstree[100] == (0, 96.0, 43.8)
+    # a patch level whose table differs: 2.29.2 / 2.29.3 Ring LL128 (34.5, 34.6, 34.5), 40 from 2.29.7
+    assert rows("2.29.2")[0] == rows("2.29.3")[0] == (34.5, 34.6, 34.5)
+    assert rows("2.29.7") == rows("2.29") and rows("2.29.2")[1:] == rows("2.29")[1:]
+    assert constants_for("2.29.2").version == "2.29"
     assert constants_for("2.30").per_ch_nvlstree[100] == (0, 96.0, 80.0)
     # NVLSTree's network hop: 14 µs up to 2.27, 20.9 from 2.28
     assert constants_for("2.27").hw_lat["NET"]["NVLSTree"][2] == 14

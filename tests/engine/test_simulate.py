@@ -76,8 +76,10 @@ def test_chrome_trace_respects_dependencies(lstm_2x8):
 
 
 def test_straggler_slows_everyone():
-    base = run(topology="2x8", model="bert-base", efficiency_baseline=False)
-    slow = run(topology="2x8", model="bert-base", straggler="gpu:3:1.5", efficiency_baseline=False)
+    # without the GPU-to-GPU speed spread, so the straggler alone sets the slowest GPU
+    base = run(topology="2x8", model="bert-base", efficiency_baseline=False, gpu_variation=0.0)
+    slow = run(topology="2x8", model="bert-base", straggler="gpu:3:1.5", efficiency_baseline=False,
+               gpu_variation=0.0)
     assert slow.step_time > base.step_time * 1.2
     assert slow.compute == pytest.approx(base.compute * 1.5, rel=1e-6)
 

@@ -70,7 +70,8 @@ def test_output_says_what_workload_was_simulated(capsys):
     w = json.loads(capsys.readouterr().out)["workload"]
     assert w == {"batch": 4, "seq": w["seq"], "dtype": "bf16", "amp": "autocast", "params": "fp32", "tables": "fp32",
                  "accumulate": 2, "accumulate_sync": "last", "jitter": None, "lengths": None,
-                 "token_fill": None, "padding": None, "straggler": "gpu:1:1.5", "seed": 0}
+                 "token_fill": None, "padding": None, "straggler": "gpu:1:1.5", "seed": 0,
+                 "gpu_variation": 0.08}
     assert cli.main(argv) == 0
     text = " ".join(capsys.readouterr().out.replace("│", " ").split())    # cells wrap
     assert "batch 4 x seq" in text and "bf16 (autocast; parameters and tables FP32)" in text

@@ -20,8 +20,10 @@ TOPO = "dgx-a100:1x8"
 
 
 def run(topology=TOPO, model="bert-base", **options):
+    # every GPU alike (no GPU-to-GPU speed spread): one rank class, whose records are the passes
     return simulate(SimulationConfig(topology=topology, model=model, iterations=3,
-                                     efficiency_baseline=False, scheduler_options=options))
+                                     efficiency_baseline=False, scheduler_options=options,
+                                     gpu_variation=0.0))
 
 
 def records(r, tag, k=1):

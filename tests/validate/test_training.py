@@ -75,6 +75,23 @@ def test_padding_key_and_its_errors(tmp_path):
         file_runs(str(path))
 
 
+def test_gpu_variation_key(tmp_path):
+    """`gpu_variation:` in an embsim: block sets the GPU-to-GPU speed spread (0: off); a bad
+    value names file and run."""
+    path = tmp_path / "var.yaml"
+    text = ("embsim_defaults: {model: tiny-lm, topology: 'dgx-a100:1x8'}\n"
+            "runs:\n  - {id: default, gpus: 8, value: 100, embsim: {}}\n"
+            "  - {id: none, gpus: 8, value: 100, embsim: {gpu_variation: 0}}\n")
+    path.write_text(text)
+    default, off = file_runs(str(path))[0]
+    assert off.simulated > default.simulated
+    assert "GPU speed variation 8%" in default.compute_source
+    assert "GPU speed variation" not in off.compute_source
+    path.write_text(text.replace("gpu_variation: 0", "gpu_variation: 2"))
+    with pytest.raises(InputError, match=r"var.yaml: runs.1.embsim.*--gpu-variation 2"):
+        file_runs(str(path))
+
+
 def test_cli(capsys, tmp_path):
     assert cli.main(["validate", "--training", str(tmp_path / "none.yaml")]) == 2
     path = tmp_path / "one.yaml"

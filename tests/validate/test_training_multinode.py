@@ -35,12 +35,14 @@ def test_multi_node_rows_level():
     runs, pairs = file_runs(MULTI_NODE, iterations=2)
     assert len(runs) == 24 and len(pairs) == 20
     err = {r.id: r.error for r in runs}
-    # every row but TF32 phase 2 at 16-32 nodes within 9 % (AMP -5..0 %, TF32 seq 128 -8.5..-6 %:
-    # the compute model's level); those two are +11 % and +25 % too fast: the measured TF32
+    # every row but TF32 phase 2 at 16-32 nodes within 12 % (AMP -7.4..-4.9 %, TF32 seq 128
+    # -11.6..-10.1 %: the compute model's level, 2 points slower since every node's 8 GPUs
+    # wait for their slowest, engine.gpu_speed); those two are +6.5 % and +19 % too fast: the measured TF32
     # phase-2 step carries 0.23-0.36 s per optimizer step beyond its micro-batches at every
     # node count from 2 to 32, which no gradient sync explains (see the file's note)
     gap = {"a100-tf32-seq512-16node", "a100-tf32-seq512-32node"}
-    assert max(abs(e) for rid, e in err.items() if rid not in gap) <= 0.09
+    assert max(abs(e) for rid, e in err.items() if rid not in gap) <= 0.12
     assert all(0.05 < err[rid] < 0.27 for rid in gap)
-    # strong scaling: the AMP and TF32 phase-1 pairs within 0.045 of measured
-    assert max(abs(p.difference) for p in pairs if "tf32-seq512" not in p.run) <= 0.045
+    # strong scaling: the AMP and TF32 phase-1 pairs within 0.02 of measured (0.045 before each
+    # node waited for its slowest GPU, engine.gpu_speed: 0.035 -> 0.0165)
+    assert max(abs(p.difference) for p in pairs if "tf32-seq512" not in p.run) <= 0.02

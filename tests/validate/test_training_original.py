@@ -35,7 +35,9 @@ ORIGINALS = {
 # gradient buckets on more than one GPU (schedulers.ddp_passes: apex for GNMT/Transformer,
 # torch DDP's bucket copies for BERT), GNMT/Transformer scaling differences down 0.005-0.015.
 # With bert-large on DLE's FusedLAMBAMP (embsim.workload.lamb): 4.96 % / 16.47 %, inside.
-MEAN_BOUND, MAX_BOUND = 0.05, 0.166
+# GPU-to-GPU speed variation (engine.gpu_speed, Sinha et al. SC22): 4.62 % / 14.73 % (BERT 8-GPU
+# scaling differences +0.010..+0.022 -> -0.011..+0.002, GNMT -0.015, Transformer -0.003).
+MEAN_BOUND, MAX_BOUND = 0.0465, 0.148
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +64,11 @@ def test_bert_defaults_match_what_run_pretraining_executes(original):
     runs, _ = original
     bert = {r.id: r for r in runs if r.file == "dle-pytorch-bert-single-node"}
     # masked-position MLM head and fused elementwise chains are the zoo defaults: the
-    # accumulated batch at seq 128 lands within 8 % with no implementation keys
+    # accumulated batch at seq 128 lands within 8.5 % with no implementation keys (TF32 8 GPUs
+    # -8.4 %: the 1-GPU row's -7.6 % and the slowest of 8 GPUs, engine.gpu_speed)
     for rid, r in bert.items():
         if "seq128" in rid:
-            assert abs(r.error) <= 0.08, rid
+            assert abs(r.error) <= 0.085, rid
             assert "elementwise kernels fused" in r.compute_source
     # seq 512 as given: the zoo's Wikipedia lengths padded in LDDL's 64-token bins (mean
     # padded length 279 of 512) instead of every sample at 512 (-48..-54 %), with no key in
@@ -73,18 +76,20 @@ def test_bert_defaults_match_what_run_pretraining_executes(original):
     long = {rid: r for rid, r in bert.items() if "seq512" in rid}
     assert len(long) == 4 and all(abs(r.error) <= 0.08 for r in long.values())
     # mixed precision as run_pretraining.py runs it (model.half(): the zoo's amp o2), with no
-    # key in the file: within 4 % (autocast, FP32 parameters and all-reduce: -5.6..-7.4 %)
+    # key in the file: within 4.5 % (autocast, FP32 parameters and all-reduce: -5.6..-7.4 %;
+    # seq 128 8 GPUs -4.1 %: its 1-GPU row's -3.0 % and the slowest of 8, engine.gpu_speed)
     amp = [r for rid, r in bert.items() if "-amp-" in rid]
-    assert len(amp) == 4 and all(abs(r.error) <= 0.04 for r in amp)
+    assert len(amp) == 4 and all(abs(r.error) <= 0.045 for r in amp)
     assert all("padding bins:64:8 of wikipedia lengths" in r.compute_source for r in long.values())
 
 
 def test_gnmt_scaling_follows_the_benchmark_global_batch(original):
     # the zoo's global batch 1024 (README benchmark command) makes 1/4/8 GPUs accumulate
     # 8/2/1: the per-update cost is amortised on one GPU only, so the simulated scaling
-    # falls from 0.945-0.963 to 0.837-0.927 (measured 0.73-0.84)
+    # falls from 0.945-0.963 to 0.837-0.927 (measured 0.73-0.84); 0.811-0.898 with the
+    # slowest of N GPUs (engine.gpu_speed)
     _, pairs = original
     gnmt = [p for p in pairs if p.file == "dle-pytorch-gnmt"]
     assert len(gnmt) == 4
-    assert all(0.82 <= p.simulated <= 0.94 for p in gnmt)
+    assert all(0.80 <= p.simulated <= 0.92 for p in gnmt)
     assert max(p.simulated - p.measured for p in gnmt) <= 0.11

@@ -1,0 +1,77 @@
+"""Tree/Simple inside a node: store-and-forward chunks up and down rotated chains.
+
+NCCL's tree inside a node is a chain of its GPUs per channel (connect.cc ncclTopoPreset:
+tree.up / tree.down[0] from the tree graph's intra order), and a Simple tree step is ONE
+slice of the whole chunk (ProtoSimple<1, 1>, prims_simple.h sliceSize = the chunk): a GPU
+forwards a chunk up (reduced) or down only once all of it arrived. runTreeSplit runs the
+reduce-up and broadcast-down warps at once, so after the first chunk every GPU may send one
+chunk up and one down per channel at a time, over the same NVLink/PCIe egress.
+
+Which GPU each channel's chain starts at decides how many channels share a hop's link
+while the first chunks climb. The model runs every channel on ONE chain order (`starts` =
+1), as the NVSwitch search's neighbour order gives one node: the built-against A3 Mega
+2 x 8 Tree/Simple curve fits it (5.5 % mean) and not channels on rotated chains, one per
+NIC GPU (17.6 %: 1-64 MiB up to 41 % fast), which search.cc's NIC-first start
+(ncclTopoSearchRecNet) could also give; the held-out OCI 2 x 64 MNNVL curve would favour
+rotations (54.0 -> 30.5 %). `starts` > 1 computes that reading; it is not used.
+
+The pipeline is taken in lockstep rounds: in round t the GPU at chain position p (0 = the
+leaf, D = ppn - 1 the head) sends chunk t - p up and chunk t - (2D - p) down; a round lasts
+as long as its most loaded GPU needs for its sends at its link bandwidth, and at least one
+chunk at one channel's rate (NCCL's perChMaxTreeBw: what one channel's warps move).
+`chain_fill` is what these rounds take beyond the steady rounds the transfer already
+charges. No constant is fitted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _positions(ppn: int, starts: int) -> np.ndarray:
+    """(ppn, starts) chain position of every GPU in each rotation, 0 = leaf, ppn - 1 = head."""
+    heads = (np.arange(starts) * ppn) // starts
+    gpus = np.arange(ppn)[:, None]
+    return (ppn - 1) - (heads[None, :] - gpus) % ppn
+
+
+def chain_rounds_us(chunk: float, chunks: int, ppn: int, channels: int, starts: int,
+                    link_bw: float, per_channel_bw: float) -> float:
+    """µs the lockstep rounds of `chunks` chunks (bytes `chunk` per channel) take up and
+    down a `ppn`-GPU chain, `channels` channels over `starts` rotations."""
+    d = ppn - 1
+    if d <= 0 or chunks <= 0 or link_bw <= 0:
+        return 0.0
+    pos = _positions(ppn, starts)
+    per_rotation = channels / starts
+    floor = chunk / (1000.0 * per_channel_bw) if per_channel_bw > 0 else 0.0
+    total = 0.0
+    # rounds whose load pattern repeats (every GPU busy in every rotation) are counted once
+    steady_from, steady_to = 2 * d, chunks - 1
+    rounds = 2 * d + chunks - 1
+    t = 0
+    while t < rounds:
+        up = (pos <= d - 1) & (t - pos >= 0) & (t - pos <= chunks - 1)
+        down_k = t - (2 * d - pos)
+        down = (pos >= 1) & (down_k >= 0) & (down_k <= chunks - 1)
+        load = per_rotation * (up.sum(axis=1) + down.sum(axis=1)).max()
+        dur = max(floor, chunk * load / (1000.0 * link_bw))
+        if steady_from <= t < steady_to:
+            total += dur * (steady_to - t)
+            t = steady_to
+            continue
+        total += dur
+        t += 1
+    return total
+
+
+def chain_fill(chunk: float, chunks: int, ppn: int, channels: int, starts: int,
+               link_bw: float, per_channel_bw: float) -> float:
+    """µs the chain's rounds take beyond `chunks` steady rounds (each GPU sending one chunk
+    up and one down on every channel): the fill and drain of the store-and-forward chain."""
+    if ppn <= 1 or chunks <= 0 or link_bw <= 0:
+        return 0.0
+    steady = max(chunk / (1000.0 * per_channel_bw) if per_channel_bw > 0 else 0.0,
+                 chunk * 2 * channels / (1000.0 * link_bw))
+    return max(0.0, chain_rounds_us(chunk, chunks, ppn, channels, starts, link_bw, per_channel_bw)
+               - chunks * steady)
