@@ -275,6 +275,14 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         # log-softmax + NLL, FP32 ops under AMP: the logits are cast up, the gradient
         # (softmax - target) is written in FP32 and cast back down
         elems = tokens_for(p, sh) * classes
+        if p.get("fused"):
+            # a fused softmax cross-entropy kernel (apex's xentropy, flash-attn's
+            # xentropy_cuda_lib): the forward reads the logits in their own dtype (FP32
+            # math in registers; a row's second pass hits L2) and writes one loss and one
+            # log-sum-exp per row; the backward reads them again and writes the gradient in
+            # the logits' dtype. No casts, no FP32 log-probs in memory.
+            return LayerKernels((stream("loss.xentropy", elems * e),),
+                                (stream("loss.xentropy_bwd", 2 * elems * e),))
         if p.get("upcast_in_kernel") and sh.fp16 and e < FP32:
             # log_softmax(logits, dtype=float32) on FP16 CUDA logits takes ATen's
             # half_to_float path (SoftMax.cpp): one kernel reads the 16-bit logits and writes

@@ -67,7 +67,7 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     "output_projection": {"dim": (INT, True), "tied": (STR, False), "vocab": (INT, False),
                           "bias": (BOOL, False), "samples": (INT, False), **HEAD_KEYS},
     "softmax_loss": {"classes": (SEQ_OR_INT, True), "samples": (INT, False), "per": (STR, False),
-                     "upcast_in_kernel": (BOOL, False), **HEAD_KEYS},
+                     "upcast_in_kernel": (BOOL, False), "fused": (BOOL, False), **HEAD_KEYS},
     "fm_interaction": {"fields": (INT, True), "dim": (INT, True)},
     # per-sample elementwise product or concatenation of `inputs` vectors of width `dim`
     "combine": {"op": (STR, True), "inputs": (INT, True), "dim": (INT, True)},
