@@ -4,7 +4,8 @@ model), optimizer times and the token statistics of every embedding table."""
 from __future__ import annotations
 
 from ..plan.context import StepContext, TableTraffic
-from ..workload.compute import (attention_source, elementwise_style, model_times, optimizer_step_time,
+from ..workload.compute import (attention_source, elementwise_style, fp8_source, model_times,
+                                optimizer_step_time,
                                 sparse_optimizer_step_time)
 from ..workload.gpu_compute import for_gpu, from_measurement
 from ..workload.kernel_time import kernels_time
@@ -79,9 +80,9 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                    and not m.dense_gradient(m.layer(n).table) else t.bwd_s)
                for n, t in times.items()}
         source = f"compute: {_label_for(m, kgpu)}"
-        style, attn = elementwise_style(m), attention_source(m, kgpu)
+        style, attn, fp8 = elementwise_style(m), attention_source(m, kgpu), fp8_source(m, kgpu)
         return fwd, bwd, (source + (f"; elementwise kernels {style}" if style else "")
-                          + (f"; {attn}" if attn else ""))
+                          + (f"; {attn}" if attn else "") + (f"; {fp8}" if fp8 else ""))
 
     fwd, bwd, source = layer_times(model, times)
     padded = run_length_mix(cfg, model)

@@ -148,7 +148,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     precision(dtype)                      # one-line error for an unknown name
     d = DTYPE_BYTES[dtype]
     sh = Shape(batch, seq, d, op_bytes(d, amp), fp16=dtype == "fp16",
-               table_dtype_bytes=table_bytes(d, amp), param_dtype_bytes=param_bytes(d, amp))
+               table_dtype_bytes=table_bytes(d, amp), param_dtype_bytes=param_bytes(d, amp),
+               fp8=dtype == "fp8")
     cast = weight_cast_bytes(d, amp)
     tables = {t.name: t for t in spec.tables}
     owned: set[str] = set()

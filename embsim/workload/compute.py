@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .attention_rate import default_implementation, describe
 from .gpu_props import GpuCompute
-from .kernel_time import kernels_time
+from .kernel_time import fp8_tn_only, kernels_time
 from .kernels import stream
 from .lamb import lamb_kernels, tensor_chunks
 from .model import Layer, Model
@@ -85,6 +85,24 @@ def attention_source(model: Model, gpu: GpuCompute) -> str | None:
     if not impls:
         return None
     return "; ".join(describe(i, gpu.arch, gpu.name, seqs) for i in impls)
+
+
+def fp8_source(model: Model, gpu: GpuCompute) -> str | None:
+    """Which Transformer Engine FP8 recipe's quantize kernels the blocks run
+    (embsim.workload.fp8_quant) and whether this GPU writes the FP8 transposes; None
+    without them."""
+    recipes = []
+    for layer in model.layers:
+        for k in layer.kernels.fwd:
+            if k.name.startswith("fp8."):
+                r = "delayed" if k.name.endswith((".cast_transpose", ".transpose")) else "current"
+                if r not in recipes:
+                    recipes.append(r)
+    if not recipes:
+        return None
+    transpose = "with" if fp8_tn_only(gpu) else "without"
+    return (f"FP8 quantize kernels: Transformer Engine {'/'.join(recipes)} scaling, "
+            f"{transpose} FP8 transposes")
 
 
 def optimizer_bytes_per_element(dtype_bytes: int, state_bytes: int, master_bytes: int) -> int:

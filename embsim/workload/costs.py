@@ -36,6 +36,9 @@ class Shape:
     # element bytes of stored dense parameters and their gradients (precision.param_bytes:
     # FP32 under autocast); 0 = the model's dtype_bytes
     param_dtype_bytes: int = 0
+    # FP8 training (Transformer Engine): transformer blocks quantize their GEMM inputs
+    # (embsim.workload.fp8_quant)
+    fp8: bool = False
 
     @property
     def tokens(self) -> int:

@@ -146,6 +146,14 @@ def attention_s(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
     return max(compute, io / (gpu.hbm_bps * gpu.hbm_fraction))
 
 
+def fp8_tn_only(gpu: GpuCompute) -> bool:
+    """FP8 GEMMs take only the TN layout: Transformer Engine's
+    nvte_is_non_tn_fp8_gemm_supported() is false below compute capability 100 and on
+    120-129 (consumer Blackwell). An unknown arch counts as Hopper."""
+    arch = gpu.arch or 90
+    return not (100 <= arch < 120 or arch >= 130)
+
+
 def _rows_bytes(rows: float, row_bytes: int) -> float:
     return rows * math.ceil(row_bytes / SECTOR) * SECTOR
 
@@ -159,7 +167,14 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
         one = attention_s(kr, gpu, prec, elem_bytes)
     elif kr.kind == "stream":
         full = kr.recurrent or kr.param_pass or kr.copy
-        one = kr.nbytes / (bw if full else bw * gpu.memory_fraction(kr.mechanism))
+        nbytes = kr.nbytes
+        if kr.transpose_bytes:
+            if not fp8_tn_only(gpu):
+                if not nbytes:          # a transpose-only kernel: not launched here
+                    return KernelTime(0.0, 0.0)
+            else:
+                nbytes += kr.transpose_bytes
+        one = nbytes / (bw if full else bw * gpu.memory_fraction(kr.mechanism))
     elif kr.kind in ("gather", "scatter"):
         gbw = gpu.hbm_bps * (gpu.gather_fraction or gpu.hbm_fraction)
         passes = 2 if kr.kind == "gather" else 3      # gather: read + write; scatter-add: r + r/w

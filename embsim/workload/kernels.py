@@ -78,6 +78,10 @@ class Kernel:
     causal: bool = False
     backward: bool = False
     impl: str = ""
+    # stream: bytes of an FP8 transpose written (and, for a transpose-only kernel with
+    # nbytes 0, read) only where FP8 GEMMs take just the TN layout (before Blackwell;
+    # embsim.workload.fp8_quant); elsewhere not moved, and a transpose-only kernel not run
+    transpose_bytes: float = 0.0
 
     @property
     def flops(self) -> float:

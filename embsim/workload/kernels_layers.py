@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .costs import Shape, tokens_for
+from .fp8_quant import DEFAULT_RECIPE, block_quantize
 from .kernels import (COLUMN, FP32, LAYER, MASK_BYTES, Kernel, attention, dropout_residual,
                       embedding_kernels, fp32_cast, gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
 
@@ -126,6 +127,13 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     fn, bn = add_norm("ffn", n, h, e, dropout, sh.op_bytes)
     fwd += up_f + act_f + dn_f + fn
     bwd = bn + dn_b + act_b + up_b + bwd
+    if sh.fp8:
+        # Transformer Engine quantizes each FP8 GEMM's input and output gradient (copy
+        # kernels at full streaming bandwidth, so _layer_fitted leaves them alone)
+        qf, qb = block_quantize(n, h, h + 2 * kv, (2 if swiglu else 1) * f, f, e,
+                                p.get("fp8_recipe", DEFAULT_RECIPE), cross)
+        fwd += qf
+        bwd += qb
     return LayerKernels(_layer_fitted(fwd), _layer_fitted(bwd),
                         param_tensors=transformer_tensors(p, cross), fused_elementwise=fused)
 

@@ -9,7 +9,8 @@ bf16, fp16: automatic mixed precision (Micikevicius et al. 2018, "Mixed Precisio
       statistics, the loss) accumulated in FP32 inside their kernels, an FP32 master copy
       of the weights and FP32 optimizer state.
 fp8:  as bf16, with the GEMMs at the FP8 tensor rate (Transformer Engine keeps the
-      tensors between kernels in 16-bit; only GEMM inputs are cast to FP8).
+      tensors between kernels in 16-bit; only GEMM inputs are cast to FP8, by the
+      quantize kernels of embsim.workload.fp8_quant).
 
 Two mixed-precision styles (--amp): "autocast" (torch.cuda.amp, the default): softmax,
 LayerNorm and the loss are FP32 ops with FP32 outputs cast back to 16-bit; "o2" (apex

@@ -41,7 +41,7 @@ LIMITS = {"vocab": 100_000_000, "dim": 1_000_000, "layer_int": 1_000_000_000, "r
 
 COMMON_LAYER_KEYS = ("name", "kind", "repeat", "note")
 BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropout",
-              "fused_elementwise")
+              "fused_elementwise", "fp8_recipe")
 
 # kind -> {key: (type, required)}; "seq" is accepted where an int may be per sequence.
 INT, BOOL, STR, SEQ_OR_INT, FRACTION = int, bool, str, (int, str), (int, float)
@@ -60,7 +60,8 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     "additive_attention": {"query": (INT, True), "key": (INT, True), "units": (INT, True),
                            "normalize": (BOOL, False)},
     "transformer_encoder": {"dim": (INT, True), "heads": (INT, True), "ffn": (INT, True),
-                            **{k: ((INT if k == "kv_heads" else STR if k in ("ffn_kind", "norm")
+                            **{k: ((INT if k == "kv_heads" else STR if k in ("ffn_kind", "norm",
+                                                                     "fp8_recipe")
                                     else (BOOL, STR) if k == "flash_attention"
                                     else BOOL), False) for k in BLOCK_KEYS}},
     "output_projection": {"dim": (INT, True), "tied": (STR, False), "vocab": (INT, False),
@@ -81,7 +82,8 @@ LAYER_SCHEMA["transformer_decoder"] = {**LAYER_SCHEMA["transformer_encoder"],
 ENUMS = {"activation": ("none", "relu", "gelu", "tanh"), "per": ("token", "sample"),
          "norm": ("layernorm", "rmsnorm"), "ffn_kind": ("gelu", "relu", "swiglu"),
          "bias": ("double", "single", "none"), "op": ("product", "concat"),   # "bias" enum applies to lstm only
-         "label_smoothing": ("none", "mean", "sum")}
+         "label_smoothing": ("none", "mean", "sum"),
+         "fp8_recipe": ("current", "delayed")}   # embsim.workload.fp8_quant.RECIPES
 
 
 @dataclass(frozen=True)

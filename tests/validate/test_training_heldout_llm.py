@@ -9,7 +9,11 @@ never writes; H100 -5.3 -> +0.5 %, B200 +2.0 -> +6.2 %, GB200 -0.3/+0.2 -> +6.3/
 The old floor hid another error that makes Blackwell too fast (not fitted here). LOOSENED to 0.0295 / 0.073
 (2.90 % / 7.24 %) by GPU-to-GPU speed variation (engine.gpu_speed, Sinha et al. SC22): every
 8-GPU row waits for the slowest of 8 (x1.021), and H100 was already 5.3 % slow. With both
-merged the moves partly cancel: 3.56 % / 4.60 % -> bounds 0.036 / 0.047."""
+merged the moves partly cancel: 3.56 % / 4.60 % -> bounds 0.036 / 0.047.
+s2-bert (issue 11 round 2): Transformer Engine's FP8 current-scaling quantize kernels
+(amax, scale, cast, the FP8 transpose before Blackwell) are charged: 2.34 % / 7.32 %
+(GB200 +4.1/+4.6 -> -0.9/-0.4 %, B200 +4.0 -> -0.8 %, H100 -1.6 -> -7.3 %): mean TIGHTENED
+to 0.029, max LOOSENED to 0.078 (the H100 row). Nothing fitted on these rows."""
 
 import pytest
 
@@ -19,7 +23,8 @@ from embsim.validate.training import heldout_files, summary, training_errors
 # outside transformer blocks at their per-kernel class fractions; the 128,256-class loss (the
 # zoo's passes over 16,384 x 128,256 FP32 logits) at the stream fraction 0.85, not 0.37: ~2.5 %
 # of each step faster (Megatron's vocab-parallel cross entropy not checked pass by pass).
-MEAN_BOUND, MAX_BOUND = 0.056, 0.075
+# s2-bert's FP8 quantize kernels merged on top: 2.39 % / 5.17 % -> 0.024 / 0.052.
+MEAN_BOUND, MAX_BOUND = 0.024, 0.052
 
 
 @pytest.fixture(scope="module")
@@ -43,3 +48,7 @@ def test_each_gpu_says_where_its_compute_times_came_from(llm):
     assert gpus == {"B200-GB200-186GB", "B200-SXM-180GB", "H100-SXM5-80GB"}
     # the GB200 and B200 rows use the per-dtype FP8 figures; TF32/FP32 fall back, and say so
     assert all("per dtype for tf32, fp32" in r.compute_source for r in runs)
+    # Megatron-Bridge's FP8-CS: TE current scaling; only Hopper writes the FP8 transposes
+    assert all("Transformer Engine current scaling" in r.compute_source for r in runs)
+    assert all(("with FP8 transposes" in r.compute_source) == ("H100-SXM5" in r.compute_source)
+               for r in runs)
