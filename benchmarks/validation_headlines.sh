@@ -14,6 +14,7 @@ echo "== training, packaged copies (what the real runs execute)";  $E validate -
 echo "== training, the issue's original files as given";  $E validate --training $D/training/original/*.yaml | grep '^mean'
 echo "== training, held-out recommenders (DLE NCF, DLRM)";  $E validate --training $D/training/heldout/dle-pytorch-*.yaml | grep '^mean'
 echo "== training, held-out LLM (Megatron-Bridge Llama3 8B, more releases and GB200)";  $E validate --training $D/training/heldout/megatron-*.yaml | grep '^mean'
+echo "== training, held-out MosaicML MPT (llm-foundry benchmark tables, A100/H100, 8-512 GPUs)"; $E validate --training $D/training/heldout/llm-foundry-mpt.yaml | grep '^mean'
 for trace in traces/cpu-gloo-*.yaml; do
   echo "== CPU trace $trace";  $E validate --trace "$trace" | tail -1
 done
