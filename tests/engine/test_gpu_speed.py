@@ -87,3 +87,20 @@ def test_cpu_devices_have_no_variation_by_default():
 def test_bad_variation_is_refused_naming_the_flag():
     with pytest.raises(InputError, match="--gpu-variation"):
         SimulationConfig(gpu_variation=-0.1)
+
+
+def test_many_gpus_keep_the_exact_slowest_and_few_distinct_speeds():
+    from embsim.engine.gpu_speed import MAX_SPEED_CLASSES, VARIATION_PER_SIGMA
+    from statistics import NormalDist
+    n = 256
+    f = gpu_speed.speed_factors(n, seed=3, variation=0.08)
+    assert len(set(f.tolist())) <= MAX_SPEED_CLASSES
+    sigma = 0.08 / VARIATION_PER_SIGMA
+    slowest = 1 + sigma * NormalDist().inv_cdf((n - 0.375) / (n + 0.25))
+    assert f.max() == pytest.approx(slowest, rel=1e-12)
+    assert f.mean() == pytest.approx(1.0, abs=1e-9)      # group means keep the average
+
+
+def test_eight_gpus_are_exact_order_statistics():
+    f = np.sort(gpu_speed.speed_factors(8, seed=1, variation=0.08))
+    assert len(set(f.tolist())) == 8
