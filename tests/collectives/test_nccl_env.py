@@ -80,19 +80,8 @@ def test_log_env_lines_reach_the_model():
     from embsim.imports import parse_nccl_tests_log
     from embsim.validate.collectives import run_errors
 
-    def row(size, t_us):
-        algbw = size / t_us / 1e3
-        bus = algbw * 15 / 16
-        return (f"{size:>12} {size // 64:>12} float none -1 {t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0 "
-                f"{t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0")
-    head = ["# nThread 1 nGpus 1 minBytes 4294967296 maxBytes 8589934592 step: 2(factor) warmup iters: 5 "
-            "iters: 20 agg iters: 1 validation: 1 graph: 0", "#"]
-    head += [f"#  Rank {r:2d} Group  0 Pid {r} on {'a' if r < 8 else 'b'} device {r % 8} [0x00] NVIDIA H100 80GB HBM3"
-             for r in range(16)]
-    body = head + [
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
-        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
-        row(1 << 32, 24000.0), row(1 << 33, 48000.0), "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0 ", "#"]
+    body = _h100_2x8_log([(1 << 32, 24000.0), (1 << 33, 48000.0)], bus_factor=15 / 16,
+                         elem_bytes=64, redop="none")
     info = "a:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608."
     run = parse_nccl_tests_log("\n".join([info] + body), "log.txt", op="all_gather")[0]
     plain = parse_nccl_tests_log("\n".join(body), "log.txt", op="all_gather")[0]
@@ -173,22 +162,31 @@ def test_a_logs_algo_proto_and_nvls_settings_reach_the_simulation():
     assert run_filters("NCCL INFO NCCL_PROTO set by environment to Simple\nNCCL INFO "
                        "NCCL_NVLS_ENABLE set by environment to 0") == ("^NVLS,NVLSTree", "Simple")
 
-    def row(size, t_us):
-        algbw = size / t_us / 1e3
-        bus = algbw * 2 * 15 / 16
-        return (f"{size:>12} {size // 4:>12} float sum -1 {t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0 "
-                f"{t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0")
-    head = ["# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4294967296 step: 2(factor) warmup iters: 5 "
-            "iters: 20 agg iters: 1 validation: 1 graph: 0", "#"]
-    head += [f"#  Rank {r:2d} Group  0 Pid {r} on {'a' if r < 8 else 'b'} device {r % 8} [0x00] NVIDIA H100 80GB HBM3"
-             for r in range(16)]
-    body = head + [
-        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
-        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
-        row(1 << 20, 60.0), row(1 << 32, 24000.0), "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0 ", "#"]
+    body = _h100_2x8_log([(1 << 20, 60.0), (1 << 32, 24000.0)], bus_factor=2 * 15 / 16,
+                         elem_bytes=4, redop="sum")
     info = ["a:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring",
             "a:1:1 [0] NCCL INFO NCCL_PROTO set by environment to Simple"]
     run = parse_nccl_tests_log("\n".join(info + body), "log.txt", op="all_reduce")[0]
     plain = parse_nccl_tests_log("\n".join(body), "log.txt", op="all_reduce")[0]
     assert {(p.algo, p.proto) for p in run_errors(run, "dgx-h100:2x8").points} == {("Ring", "Simple")}
     assert {(p.algo, p.proto) for p in run_errors(plain, "dgx-h100:2x8").points} != {("Ring", "Simple")}
+
+
+def _h100_2x8_log(points, bus_factor: float, elem_bytes: int, redop: str) -> list[str]:
+    """The lines of a synthetic nccl-tests log of 2 nodes x 8 H100: header, rank lines and
+    one row per (size, time in us), out-of-place and in-place alike."""
+    def row(size, t_us):
+        algbw = size / t_us / 1e3
+        bus = algbw * bus_factor
+        return (f"{size:>12} {size // elem_bytes:>12} float {redop} -1 {t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0 "
+                f"{t_us:8.1f} {algbw:7.2f} {bus:7.2f} 0")
+    sizes = [size for size, _ in points]
+    head = [f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: 2(factor) warmup iters: 5 "
+            "iters: 20 agg iters: 1 validation: 1 graph: 0", "#"]
+    head += [f"#  Rank {r:2d} Group  0 Pid {r} on {'a' if r < 8 else 'b'} device {r % 8} [0x00] NVIDIA H100 80GB HBM3"
+             for r in range(16)]
+    return head + [
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
+        *(row(size, t) for size, t in points),
+        "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0 ", "#"]
