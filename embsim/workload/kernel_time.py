@@ -167,13 +167,10 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
         one = attention_s(kr, gpu, prec, elem_bytes)
     elif kr.kind == "stream":
         full = kr.recurrent or kr.param_pass or kr.copy
-        nbytes = kr.nbytes
-        if kr.transpose_bytes:
-            if not fp8_tn_only(gpu):
-                if not nbytes:          # a transpose-only kernel: not launched here
-                    return KernelTime(0.0, 0.0)
-            else:
-                nbytes += kr.transpose_bytes
+        # an FP8 transpose is written only where FP8 GEMMs take the TN layout alone
+        nbytes = kr.nbytes + (kr.transpose_bytes if kr.transpose_bytes and fp8_tn_only(gpu) else 0.0)
+        if not nbytes and kr.transpose_bytes:       # a transpose-only kernel: not launched here
+            return KernelTime(0.0, 0.0)
         one = nbytes / (bw if full else bw * gpu.memory_fraction(kr.mechanism))
     elif kr.kind in ("gather", "scatter"):
         gbw = gpu.hbm_bps * (gpu.gather_fraction or gpu.hbm_fraction)

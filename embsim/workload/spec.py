@@ -30,6 +30,7 @@ from ..yamlio import YamlDoc, check_mapping, check_type, get, load_yaml
 from ..errors import InputError
 from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
 from .attention_rate import IMPLEMENTATIONS as ATTENTION_IMPLEMENTATIONS
+from .fp8_quant import RECIPES
 from .padding import parse_padding
 
 # Bounds that keep a model file within memory and time: token statistics hold one float
@@ -83,7 +84,7 @@ ENUMS = {"activation": ("none", "relu", "gelu", "tanh"), "per": ("token", "sampl
          "norm": ("layernorm", "rmsnorm"), "ffn_kind": ("gelu", "relu", "swiglu"),
          "bias": ("double", "single", "none"), "op": ("product", "concat"),   # "bias" enum applies to lstm only
          "label_smoothing": ("none", "mean", "sum"),
-         "fp8_recipe": ("current", "delayed")}   # embsim.workload.fp8_quant.RECIPES
+         "fp8_recipe": RECIPES}
 
 
 @dataclass(frozen=True)
