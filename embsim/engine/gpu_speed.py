@@ -28,6 +28,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..errors import InputError
+from .jitter import quantiles
 
 # Sinha et al. SC22's average performance variation across GPUs of one SKU (see above)
 PUBLISHED_VARIATION = 0.08
@@ -59,13 +60,10 @@ def speed_factors(n_gpus: int, seed: int, variation: float) -> np.ndarray:
     """Per-rank compute-time factors of `variation` (4 IQR / median) over `n_gpus` GPUs:
     the expected order statistics of Normal(1, variation / VARIATION_PER_SIGMA), in a
     rank order drawn from `seed` (its own stream: the jitter draws are unchanged)."""
-    if n_gpus < 1:
-        return np.ones(max(n_gpus, 0))
+    if n_gpus <= 1:
+        return np.ones(max(n_gpus, 0))  # Blom's single quantile is the median exactly
     sigma = variation / VARIATION_PER_SIGMA
-    q = (np.arange(n_gpus) + 1 - 0.375) / (n_gpus + 0.25)
-    f = 1.0 + sigma * np.array([NormalDist().inv_cdf(p) for p in q])
-    if n_gpus == 1:
-        return np.ones(1)              # Blom's single quantile is the median exactly
+    f = 1.0 + sigma * np.array([NormalDist().inv_cdf(p) for p in quantiles(n_gpus)])
     if n_gpus > MAX_SPEED_CLASSES:
         # the slowest exact, the rest as group means (f is ascending)
         groups = np.array_split(np.arange(n_gpus - 1), MAX_SPEED_CLASSES - 1)
