@@ -8,12 +8,12 @@ reduce-up and broadcast-down warps at once, so after the first chunk every GPU m
 chunk up and one down per channel at a time, over the same NVLink/PCIe egress.
 
 Which GPU each channel's chain starts at decides how many channels share a hop's link
-while the first chunks climb. The model runs every channel on ONE chain order (`starts` =
-1), as the NVSwitch search's neighbour order gives one node: the built-against A3 Mega
-2 x 8 Tree/Simple curve fits it (5.5 % mean) and not channels on rotated chains, one per
-NIC GPU (17.6 %: 1-64 MiB up to 41 % fast), which search.cc's NIC-first start
-(ncclTopoSearchRecNet) could also give; the held-out OCI 2 x 64 MNNVL curve would favour
-rotations (54.0 -> 30.5 %). `starts` > 1 computes that reading; it is not used.
+while the first chunks climb. NCCL's tree search (search.cc ncclTopoCompute) first replays
+channel 0's GPU order for every channel (sameChannels) within 256 recursion steps; a
+channel costs one step a GPU plus three, so 8-GPU nodes get every channel on ONE order
+(the built-against A3 Mega 2 x 8 Tree/Simple curve fits it, 5.5 %) while a 64-GPU MNNVL
+rack gets 3 and falls to the second search, which starts each channel at its own NIC's
+GPU: rotations, channel c's head on GPU c (`chain_starts`).
 
 The pipeline is taken in lockstep rounds: in round t the GPU at chain position p (0 = the
 leaf, D = ppn - 1 the head) sends chunk t - p up and chunk t - (2D - p) down; a round lasts
@@ -29,8 +29,13 @@ import numpy as np
 
 
 def _positions(ppn: int, starts: int) -> np.ndarray:
-    """(ppn, starts) chain position of every GPU in each rotation, 0 = leaf, ppn - 1 = head."""
-    heads = (np.arange(starts) * ppn) // starts
+    """(ppn, starts) chain position of every GPU in each rotation, 0 = leaf, ppn - 1 = head.
+    Rotation c's head is GPU c: NCCL's NIC list holds GPU 0's NIC, then GPU 1's, ...
+    (search.cc ncclTopoPrefNetsGpuFirst / ChannelFirst with one NIC a GPU), channel c
+    starts at its NIC's local GPU (ncclTopoSearchRecNet) and the chain then walks the
+    NVSwitch neighbours (ncclTopoSearchNextGpuSort), so rotation c is rotation 0 shifted
+    by c GPUs."""
+    heads = np.arange(starts) % ppn
     gpus = np.arange(ppn)[:, None]
     return (ppn - 1) - (heads[None, :] - gpus) % ppn
 
@@ -75,3 +80,27 @@ def chain_fill(chunk: float, chunks: int, ppn: int, channels: int, starts: int,
                  chunk * 2 * channels / (1000.0 * link_bw))
     return max(0.0, chain_rounds_us(chunk, chunks, ppn, channels, starts, link_bw, per_channel_bw)
                - chunks * steady)
+
+
+# search.cc: the first tree search replays the first channel's GPU order for every channel
+# (sameChannels = 1) within NCCL_SEARCH_TIMEOUT_SAMECHANNELS recursion steps; only if
+# that search is not perfect does a second one (sameChannels = 0, NCCL_SEARCH_TIMEOUT_TREE)
+# start each channel afresh at its own NIC.
+SEARCH_TIMEOUT_SAMECHANNELS = 1 << 8
+
+
+def replay_steps(ppn: int) -> int:
+    """ncclTopoSearchRecGpu calls one BALANCED_TREE channel costs: one a GPU, one for each
+    of the two NIC returns (steps 0 and 1), one to close the channel."""
+    return ppn + 3
+
+
+def chain_starts(ppn: int, channels: int, nics: int) -> int:
+    """Distinct chain orders NCCL's tree channels take inside a node: 1 when the replayed
+    search covers all `channels` graph channels within its budget, else one rotation per
+    channel that has a NIC GPU of its own (at most `nics` and `ppn`)."""
+    if ppn <= 1 or channels <= 1:
+        return 1
+    if SEARCH_TIMEOUT_SAMECHANNELS // replay_steps(ppn) >= channels:
+        return 1
+    return max(1, min(channels, nics, ppn))
