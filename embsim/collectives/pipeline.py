@@ -273,7 +273,7 @@ def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: f
         per_ch = KERNEL_PER_CH_TREE[arch_family(shape.arch)][0]
         starts = chain_starts(ppn, tree_channels, shape.nics_per_node) if tree_channels else 1
         fill += chain_fill(min(chunk, nbytes / channels), chunks, ppn, channels, starts,
-                           shape.intra_bw * shape.fabric_ratio, per_ch)
+                           shape.intra_bw * shape.fabric_ratio, per_ch, shape.nic_local_gpus)
     return PipelineTime(latency + n_sync * step + fill, transfer, n_sync, chunks, chunk)
 
 

@@ -28,26 +28,35 @@ from __future__ import annotations
 import numpy as np
 
 
-def _positions(ppn: int, starts: int) -> np.ndarray:
+def _positions(ppn: int, starts: int, local: int = 1) -> np.ndarray:
     """(ppn, starts) chain position of every GPU in each rotation, 0 = leaf, ppn - 1 = head.
+
     Rotation c's head is GPU c: NCCL's NIC list holds GPU 0's NIC, then GPU 1's, ...
-    (search.cc ncclTopoPrefNetsGpuFirst / ChannelFirst with one NIC a GPU), channel c
-    starts at its NIC's local GPU (ncclTopoSearchRecNet) and the chain then walks the
-    NVSwitch neighbours (ncclTopoSearchNextGpuSort), so rotation c is rotation 0 shifted
-    by c GPUs."""
+    (search.cc ncclTopoPrefNetsGpuFirst / ChannelFirst with one NIC a GPU) and channel c
+    starts at its NIC's local GPU (ncclTopoSearchRecNet). On an NVSwitch the chain then
+    walks index neighbours (ncclTopoSearchNextGpuSort tries only GPU+1 and GPU-1). A
+    BALANCED_TREE channel's second GPU must also reach the head's NIC at the search's path
+    type, so with NICs shared by `local` consecutive GPUs (a Grace's two B200s) the head's
+    last GPU of its group turns the chain downwards and the others upwards; `local` = 1:
+    no neighbour qualifies, the search relaxes the path type and every chain goes the
+    same way."""
     heads = np.arange(starts) % ppn
     gpus = np.arange(ppn)[:, None]
-    return (ppn - 1) - (heads[None, :] - gpus) % ppn
+    down = (ppn - 1) - (heads[None, :] - gpus) % ppn
+    if local <= 1:
+        return down
+    up = (ppn - 1) - (gpus - heads[None, :]) % ppn
+    return np.where((heads % local < local - 1)[None, :], up, down)
 
 
 def chain_rounds_us(chunk: float, chunks: int, ppn: int, channels: int, starts: int,
-                    link_bw: float, per_channel_bw: float) -> float:
+                    link_bw: float, per_channel_bw: float, local: int = 1) -> float:
     """µs the lockstep rounds of `chunks` chunks (bytes `chunk` per channel) take up and
     down a `ppn`-GPU chain, `channels` channels over `starts` rotations."""
     d = ppn - 1
     if d <= 0 or chunks <= 0 or link_bw <= 0:
         return 0.0
-    pos = _positions(ppn, starts)
+    pos = _positions(ppn, starts, local)
     per_rotation = channels / starts
     floor = chunk / (1000.0 * per_channel_bw) if per_channel_bw > 0 else 0.0
     total = 0.0
@@ -71,15 +80,15 @@ def chain_rounds_us(chunk: float, chunks: int, ppn: int, channels: int, starts: 
 
 
 def chain_fill(chunk: float, chunks: int, ppn: int, channels: int, starts: int,
-               link_bw: float, per_channel_bw: float) -> float:
+               link_bw: float, per_channel_bw: float, local: int = 1) -> float:
     """µs the chain's rounds take beyond `chunks` steady rounds (each GPU sending one chunk
     up and one down on every channel): the fill and drain of the store-and-forward chain."""
     if ppn <= 1 or chunks <= 0 or link_bw <= 0:
         return 0.0
     steady = max(chunk / (1000.0 * per_channel_bw) if per_channel_bw > 0 else 0.0,
                  chunk * 2 * channels / (1000.0 * link_bw))
-    return max(0.0, chain_rounds_us(chunk, chunks, ppn, channels, starts, link_bw, per_channel_bw)
-               - chunks * steady)
+    return max(0.0, chain_rounds_us(chunk, chunks, ppn, channels, starts, link_bw, per_channel_bw,
+                                    local) - chunks * steady)
 
 
 # search.cc: the first tree search replays the first channel's GPU order for every channel

@@ -66,3 +66,16 @@ def test_replayed_search_keeps_one_chain_while_its_budget_covers_the_channels():
     assert chain_starts(64, 16, 64) == 16
     assert chain_starts(64, 16, 4) == 4
     assert chain_starts(1, 16, 1) == 1
+
+
+def test_grace_pairs_turn_every_other_chain_downwards():
+    # NICs shared by 2 GPUs: a head with its pair above climbs upwards, the pair's upper
+    # GPU downwards (its second GPU must reach the head's NIC); one-GPU NICs: one way
+    pos = _positions(8, 4, 2)
+    assert pos[:, 0].tolist() == [7, 6, 5, 4, 3, 2, 1, 0]       # head 0, then 1, 2, ...
+    assert pos[:, 1].tolist() == [6, 7, 0, 1, 2, 3, 4, 5]       # head 1, then 0, 7, ...
+    assert (_positions(8, 4, 1) == _positions(8, 4)).all()
+    # opposite directions cross instead of climbing together: less fill on a 64-GPU rack
+    same = chain_fill(2 * MIB, 16, 64, 32, 16, 720.0, 70.0, 1)
+    mixed = chain_fill(2 * MIB, 16, 64, 32, 16, 720.0, 70.0, 2)
+    assert 0 < mixed < same
