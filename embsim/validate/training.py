@@ -1,7 +1,8 @@
 """Published training throughput vs the simulation (`embsim validate --training`).
 
 Reads the validation_data/training dialect: `embsim_defaults:` and `runs:`, each run with
-its measured `value`, `gpus` and an `embsim:` block (merged over the defaults) saying how
+its measured `value`, `gpus` and an `embsim:` block (merged over the defaults, mappings such
+as tables/layers/options key by key, so a run's override keeps the defaults' others) saying how
 to simulate it: topology, model, batch, seq, dtype, amp, accumulate (accumulate_sync:
 last | every), jitter (lengths: a length distribution for its corpus forms), padding (how
 batches are padded over `lengths`: max, longest[:ALIGN], bins:WIDTH[:ALIGN], packed), tables/layers
@@ -90,6 +91,18 @@ def _doc_section(title: str, files: list[str], intro: list[str], notes: list[str
     return [f"## {title}", "", *intro, "", training_table(runs, pairs, markdown=True), "", *notes, ""]
 
 
+def merged_over(defaults: dict, run: dict) -> dict:
+    """A run's embsim: block over the file's defaults. Mappings merge key by key at every
+    depth (a run setting `layers: {encoder: {dropout: 0}}` keeps the defaults' other layer
+    and encoder overrides); anything else in the run replaces the default."""
+    out = dict(defaults)
+    for key, value in run.items():
+        base = out.get(key)
+        out[key] = (merged_over(base, value) if isinstance(base, dict) and isinstance(value, dict)
+                    else value)
+    return out
+
+
 def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[SimulationConfig, str, float]:
     path = ("runs", i, "embsim")
     for key, value in merged.items():
@@ -140,7 +153,7 @@ def file_runs(path: str, iterations: int = 4) -> tuple[list[TrainingRun], list[S
             continue
         if "embsim" not in raw:
             raise doc.error(("runs", i), "needs an embsim: block (or not_simulated: WHY)")
-        merged = {**defaults, **raw["embsim"]}
+        merged = merged_over(defaults, raw["embsim"])
         cfg, metric, scale = _config(doc, i, merged, iterations)
         try:
             result = simulate(cfg)
