@@ -6,7 +6,8 @@ as tables/layers/options key by key, so a run's override keeps the defaults' oth
 to simulate it: topology, model, batch, seq, dtype, amp, accumulate (accumulate_sync:
 last | every), jitter (lengths: a length distribution for its corpus forms), padding (how
 batches are padded over `lengths`: max, longest[:ALIGN], bins:WIDTH[:ALIGN], packed), tables/layers
-overrides, options (strategy/scheduler parameters, as --option), metric (samples_per_s |
+overrides, options (strategy/scheduler parameters, as --option), nccl_version (a quoted
+release, "2.18" to "2.30"), metric (samples_per_s |
 tokens_per_s), scale (a factor on the simulated
 metric, e.g. 2 for source + target tokens). `scaling_base:` names the run a multi-GPU
 run scales from; runs with `not_simulated:` are listed, not simulated.
@@ -37,7 +38,7 @@ HELDOUT_DIR = DATA_DIR / "heldout"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
                "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str, "padding": str, "tables": dict, "layers": dict, "optimizer": dict,
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
-               "options": dict, "gpu_variation": (int, float)}
+               "options": dict, "gpu_variation": (int, float), "nccl_version": str}
 METRICS = ("samples_per_s", "tokens_per_s")
 
 
@@ -124,6 +125,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                                accumulate_sync=merged.get("accumulate_sync"),
                                jitter=merged.get("jitter"), lengths=merged.get("lengths"),
                                padding=merged.get("padding"), gpu_variation=merged.get("gpu_variation"),
+                               nccl_version=merged.get("nccl_version"),
                                strategy=merged.get("strategy", "allreduce"),
                                scheduler=merged.get("scheduler", "fifo"),
                                model_overrides=overrides, iterations=iterations,
