@@ -11,9 +11,12 @@ Which GPU each channel's chain starts at decides how many channels share a hop's
 while the first chunks climb. NCCL's tree search (search.cc ncclTopoCompute) first replays
 channel 0's GPU order for every channel (sameChannels) within 256 recursion steps; a
 channel costs one step a GPU plus three, so 8-GPU nodes get every channel on ONE order
-(the built-against A3 Mega 2 x 8 Tree/Simple curve fits it, 5.5 %) while a 64-GPU MNNVL
+(the built-against A3 Mega 2 x 8 Tree/Simple curve fits it, 5.4 %) while a 64-GPU MNNVL
 rack gets 3 and falls to the second search, which starts each channel at its own NIC's
-GPU: rotations, channel c's head on GPU c (`chain_starts`).
+GPU: rotations, channel c's head on GPU c (`chain_starts`), running up or down the GPU
+index as the head's NIC-sharing neighbour lies (`_positions`). Not settled: the replay
+can also stop where the head reaches no further NIC at the search's path type, which
+would rotate A3 Mega's chains too (16.8 % there); the model tests the budget only.
 
 The pipeline is taken in lockstep rounds: in round t the GPU at chain position p (0 = the
 leaf, D = ppn - 1 the head) sends chunk t - p up and chunk t - (2D - p) down; a round lasts
