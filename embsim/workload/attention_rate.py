@@ -153,7 +153,7 @@ def describe(impl: str, arch: int | None, gpu_name: str, seqs: set) -> str:
         basis = (f"no data for {gpu_name}: {names[used]}'s fraction of H100's peak "
                  f"(FlashAttention-3 paper) used")
     if impl == "triton":
-        basis = f"FlashAttention-1's speed: {FA2_OVER_FA1:g}x FlashAttention-2's time (Dao 2023), whose {basis}"
+        basis = f"FlashAttention-1's speed: {FA2_OVER_FA1:g}x FlashAttention-2's time (Dao 2023); FlashAttention-2: {basis}"
     out = f"flash attention {names[impl]} ({basis})"
     outside = sorted(s for s in seqs if s < SEQS[0] or s > SEQS[-1])
     if outside:
