@@ -144,3 +144,22 @@ def test_bad_ddp_options():
         FifoOptions(ddp="torch", message_size=1e6)
     with pytest.raises(InputError, match="message_size"):
         FifoOptions(ddp="apex", message_size=0)
+
+
+def test_apex_buckets_run_one_bucket_per_element_type_and_leftovers_half_first():
+    from types import SimpleNamespace
+
+    from embsim.plan.names import bwd_name
+    from embsim.plan.ops import SyncTensor
+    from embsim.schedulers.fifo import FifoScheduler
+
+    elem = {"a": 4, "b": 2, "c": 4, "d": 2}        # FP32 and 16-bit gradients interleaved
+    numel = {"a": 6e6, "b": 3e6, "c": 5e6, "d": 1e6}
+    model = SimpleNamespace(grad_elem_bytes=lambda layer: elem[layer.name])
+    ctx = SimpleNamespace(model=model, layer=lambda name: SimpleNamespace(name=name))
+    tensors = [SyncTensor(name=f"grad:{n}", layer=n, op="all_reduce", nbytes=numel[n] * elem[n],
+                          category="dense", ready_after=bwd_name(n)) for n in "abcd"]
+    comms = FifoScheduler.from_options({"ddp": "apex"}).build(tensors, ctx)
+    # a + c reach 10M FP32 elements; b + d (4M half) are left over, shipped after the backward
+    assert [c.tensors for c in comms] == [("grad:a", "grad:c"), ("grad:b", "grad:d")]
+    assert [c.priority for c in comms] == [0.0, 1.0]
