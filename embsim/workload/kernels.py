@@ -118,10 +118,14 @@ def stream(name: str, nbytes: float, count: float = 1, ops: float | None = None,
 
 
 def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = True,
-                   act: bool = False, dropout: bool = False) -> tuple[list, list]:
+                   act: bool = False, dropout: bool = False,
+                   fused_bias_grad: bool = False) -> tuple[list, list]:
     """nn.Linear (bias folded into the GEMM epilogue), an optional activation and an
     optional dropout on the output (fused dropout: read x, write y and the 1-byte mask;
-    backward reads the gradient and the mask, writes the gradient)."""
+    backward reads the gradient and the mask, writes the gradient). `fused_bias_grad`:
+    the activation's backward also sums the bias gradient in the same pass (apex's fused
+    MLP, csrc/mlp_cuda.cu biasAddRelu_bprop: reads y and dy, writes dx, reduces db in FP32
+    registers and per-block partials), so no separate bias-gradient kernel reads dy again."""
     fwd = [gemm(f"{name}.gemm", n, fout, fin)]
     bwd = [gemm(f"{name}.dgrad", n, fin, fout), gemm(f"{name}.wgrad", fin, fout, n)]
     if act:
@@ -131,7 +135,7 @@ def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = 
         fwd.append(stream(f"{name}.dropout", n * fout * (2 * e + MASK_BYTES), pointwise=True,
                           mechanism=RNG))
         bwd.insert(0, stream(f"{name}.dropout_bwd", n * fout * (2 * e + MASK_BYTES), pointwise=True))
-    if bias:
+    if bias and not (fused_bias_grad and act):
         bwd.append(stream(f"{name}.bias_grad", n * fout * e, mechanism=COLUMN))
     return fwd, bwd
 

@@ -285,7 +285,7 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         n = tokens_for(p, sh)
         f, b = linear_fwd_bwd("linear", n, p["in"], p["out"], e,
                               p.get("bias", True), p.get("activation", "none") != "none",
-                              p.get("dropout", False))
+                              p.get("dropout", False), p.get("fused_bias_grad", False))
         if p.get("input_bytes", e) > e:
             # autocast casts a wider input (FP32 looked-up rows) down for the GEMM, and
             # the cast's backward casts the input gradient back up

@@ -54,6 +54,8 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     "positional_embedding": {"rows": (INT, True), "dim": (INT, True), "learned": (BOOL, False)},
     "linear": {"in": (INT, True), "out": (INT, True), "bias": (BOOL, False),
                "activation": (STR, False), "dropout": (BOOL, False), "per": (STR, False),
+               # the activation's backward also reduces the bias gradient (apex fused MLP)
+               "fused_bias_grad": (BOOL, False),
                **HEAD_KEYS},
     "layernorm": {"dim": (INT, True), "norm": (STR, False), "per": (STR, False), **HEAD_KEYS},
     "lstm": {"in": (INT, True), "hidden": (INT, True), "proj": (INT, False),
