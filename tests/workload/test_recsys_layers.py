@@ -108,3 +108,19 @@ def test_dense_embedding_backward_reads_each_lookup_once_and_writes_distinct_row
     assert out.rows == 26_744 and out.passes == 1        # one row per distinct index
     partials = next(k for k in dense if k.name == "e.partials")
     assert partials.nbytes == 2 * (100_000 + 26_744) * 128 * 4
+
+
+def test_fused_cast_gathers_fp32_rows_and_writes_half_in_one_kernel():
+    amp = load_model("dlrm-criteo-f15", dtype="fp16")
+    emb = amp.layer("embedding").kernels
+    names = [k.name for k in emb.fwd]
+    assert "embedding.rows.cast" not in names and "embedding.write_cast" in names
+    rows = amp.batch * 26
+    write = next(k for k in emb.fwd if k.name == "embedding.write_cast")
+    assert write.nbytes == rows * 128 * 2                  # half rows out
+    gather = next(k for k in emb.fwd if k.name == "embedding.gather")
+    assert gather.passes == 1 and gather.row_bytes == 128 * 4   # FP32 rows in
+    # the same layer without fused_cast casts in a separate pass
+    plain = load_model("dlrm-criteo-f15", dtype="fp16",
+                       overrides={"layers": {"embedding": {"fused_cast": False}}})
+    assert "embedding.rows.cast" in [k.name for k in plain.layer("embedding").kernels.fwd]
