@@ -50,10 +50,14 @@ HEAD_KEYS = {"token_fraction": (FRACTION, False)}   # a head on a fraction of th
 LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     # cast_output: the looked-up rows are cast to the model's dtype right after the lookup
     # (as DLE DLRM's --amp does); without it they stay in the table's precision
-    "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False), "cast_output": (BOOL, False)},
+    # fused_cast: the lookup kernel itself writes the cast rows (no separate cast pass)
+    "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False), "cast_output": (BOOL, False),
+                  "fused_cast": (BOOL, False)},
     "positional_embedding": {"rows": (INT, True), "dim": (INT, True), "learned": (BOOL, False)},
     "linear": {"in": (INT, True), "out": (INT, True), "bias": (BOOL, False),
                "activation": (STR, False), "dropout": (BOOL, False), "per": (STR, False),
+               # the activation's backward also reduces the bias gradient (apex fused MLP)
+               "fused_bias_grad": (BOOL, False),
                **HEAD_KEYS},
     "layernorm": {"dim": (INT, True), "norm": (STR, False), "per": (STR, False), **HEAD_KEYS},
     "lstm": {"in": (INT, True), "hidden": (INT, True), "proj": (INT, False),
