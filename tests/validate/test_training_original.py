@@ -39,7 +39,9 @@ ORIGINALS = {
 # scaling differences +0.010..+0.022 -> -0.011..+0.002, GNMT -0.015, Transformer -0.003).
 # s2-recsys: 3.82 % / 10.72 % (per-kernel memory-bound classes, GNMT's eager attention and
 # label smoothing) -> 0.043 / 0.112.
-MEAN_BOUND, MAX_BOUND = 0.043, 0.112
+# s2-bert: A100 TF32 GEMMs at 0.789 (CUTLASS TF32/FP16 peaks on the FP16 cube): 3.74 % / 10.06 %
+# -> 0.0377 / 0.1011.
+MEAN_BOUND, MAX_BOUND = 0.0377, 0.1011
 
 
 @pytest.fixture(scope="module")
