@@ -32,6 +32,7 @@ from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSO
 from .attention_rate import IMPLEMENTATIONS as ATTENTION_IMPLEMENTATIONS
 from .fp8_quant import RECIPES
 from .padding import parse_padding
+from .precision import AMP_STYLES
 
 # Bounds that keep a model file within memory and time: token statistics hold one float
 # per vocabulary row (1e8 rows = 800 MB), a batch samples batch x seq tokens per GPU, and
@@ -279,7 +280,6 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
         path=doc.source, **trainer)
 
 
-AMP_STYLES = ("autocast", "o2")
 ACCUMULATE_SYNCS = ("last", "every")   # embsim.engine.accumulate.SYNCS (the engine imports workload, not back)
 OPTIMIZER_OPTIONS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
 
