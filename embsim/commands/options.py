@@ -33,6 +33,14 @@ def _nccl_env(ctx, param, value):
     return parse_env(split_pairs(value, "--nccl-env", "NAME=BYTES")).values
 
 
+def _nccl_version(ctx, param, value):
+    """--nccl-version checked at the flag (2.18-2.30, a patch level accepted)."""
+    if value is not None:
+        from ..collectives.constants import constants_for
+        constants_for(value)
+    return value
+
+
 # The trainer and NCCL flags, shared by simulate/compare (_options) and scale.
 OPTIMIZER = click.option("--optimizer", type=click.Choice(sorted(OPTIMIZER_STATE_TENSORS)),
                          help="optimizer algorithm (lamb: NVIDIA FusedLAMBAMP's passes) (default: the model's)")
@@ -51,6 +59,10 @@ PADDING = click.option("--padding", help="how each micro-batch is padded: max (t
 NCCL_ENV = click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
                         help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608 (also "
                              "NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); repeatable")
+
+NCCL_VERSION = click.option("--nccl-version", callback=_nccl_version,
+                            help="NCCL release whose algorithm choice and kernels the collectives "
+                                 "follow, 2.18 to 2.30 (e.g. 2.21.5) (default: the newest, 2.30)")
 
 
 def _options(f):
@@ -109,6 +121,7 @@ def _options(f):
         click.option("--nccl-proto", callback=_nccl_filter("proto"),
                      help="NCCL_PROTO-style override, e.g. Simple"),
         NCCL_ENV,
+        NCCL_VERSION,
         click.option("--option", "-o", "extra", multiple=True,
                      help="strategy/scheduler parameter KEY=VALUE (e.g. shard=rows, partition_bytes=4e6)"),
     ]
@@ -167,7 +180,7 @@ def optimizer_override(optimizer: str | None) -> dict:
 
 
 def trainer_fields(optimizer: str | None, corpus: str | None, lengths: str | None,
-                   padding: str | None, nccl_env: tuple) -> dict:
+                   padding: str | None, nccl_env: tuple, nccl_version: str | None = None) -> dict:
     """The trainer and NCCL flags (OPTIMIZER .. NCCL_ENV) as JSON-able SimulationConfig fields
     for sweep points (scale), each checked here so a bad value names its flag, not a point."""
     parse_lengths(lengths)
@@ -175,7 +188,8 @@ def trainer_fields(optimizer: str | None, corpus: str | None, lengths: str | Non
     if corpus is not None and not Path(corpus).is_file():
         raise InputError(f"--corpus {corpus}: no such file")
     return {"corpus": corpus, "lengths": lengths, "padding": padding,
-            "nccl_env": [list(pair) for pair in nccl_env], **optimizer_override(optimizer)}
+            "nccl_env": [list(pair) for pair in nccl_env], "nccl_version": nccl_version,
+            **optimizer_override(optimizer)}
 
 
 def explicit_flags() -> set[str]:

@@ -9,7 +9,7 @@ import click
 from ..report.scaling_table import scaling_table
 from ..sweep.check import check_points
 from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count
-from .options import CORPUS, LENGTHS, NCCL_ENV, OPTIMIZER, PADDING, trainer_fields
+from .options import CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, trainer_fields
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
 
@@ -35,19 +35,20 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @LENGTHS
 @PADDING
 @NCCL_ENV
+@NCCL_VERSION
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the curve")
 @click.option("--dask-scheduler", help="address of an existing Dask scheduler")
 @click.option("--workers", type=click.IntRange(min=1), help="local cluster workers")
 @click.option("--out", type=click.Path(file_okay=False), help="keep the sweep results here (resumable)")
 @click.option("--json", "as_json", is_flag=True)
 def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, dtype, amp, accumulate,
-            jitter, optimizer, corpus, lengths, padding, nccl_env, plot, dask_scheduler, workers, out,
+            jitter, optimizer, corpus, lengths, padding, nccl_env, nccl_version, plot, dask_scheduler, workers, out,
             as_json):
     """Simulate MODEL with STRATEGY at each GPU count and report how it scales."""
     import json
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
             "iterations": iterations, "trace": trace, "dtype": dtype, "amp": amp, "accumulate": accumulate,
-            "jitter": jitter, **trainer_fields(optimizer, corpus, lengths, padding, nccl_env)}
+            "jitter": jitter, **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version)}
     if dtype:      # refuse a precision the GPU lacks before any point runs
         from ..topology import load_topology
         from ..workload.gpu_compute import for_gpu

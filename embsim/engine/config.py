@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from ..collectives.constants import constants_for
 from ..errors import InputError
 from ..options import option_keys, route
 from ..schedulers import SCHEDULERS
@@ -43,6 +44,7 @@ class SimulationConfig:
     nccl_algo: str | None = None
     nccl_proto: str | None = None
     nccl_env: tuple = ()           # NCCL_BUFFSIZE & co as (NAME, bytes) pairs (collectives.nccl_env)
+    nccl_version: str | None = None   # NCCL release whose choices and kernels are modelled (2.18-2.30); None: the newest
     hardware: dict = field(default_factory=dict)   # what-ifs: nic_gbit, nvlink_gbps, oversubscription
     efficiency_baseline: bool = True               # also simulate 1 GPU for scaling efficiency
     untie_outputs: bool = False                    # tied output projections get their own weight
@@ -73,6 +75,8 @@ class SimulationConfig:
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
         parse_padding(self.padding)
+        if self.nccl_version is not None:
+            constants_for(self.nccl_version)      # an unmodelled release: InputError naming --nccl-version
 
 
 def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:

@@ -138,7 +138,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     if curves:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"
     collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves,
-                                  nccl_env=NcclEnv(tuple(cfg.nccl_env)))
+                                  nccl_version=cfg.nccl_version, nccl_env=NcclEnv(tuple(cfg.nccl_env)))
+    compute_source += f"; {'other ' if curves else ''}collectives: NCCL {collectives.consts.version} model"
     if collectives.view_note:
         compute_source += f"; {collectives.view_note}"
     if collectives.consts.env:

@@ -1,11 +1,13 @@
 """Published training throughput vs the simulation (`embsim validate --training`).
 
 Reads the validation_data/training dialect: `embsim_defaults:` and `runs:`, each run with
-its measured `value`, `gpus` and an `embsim:` block (merged over the defaults) saying how
+its measured `value`, `gpus` and an `embsim:` block (merged over the defaults, mappings such
+as tables/layers/options key by key, so a run's override keeps the defaults' others) saying how
 to simulate it: topology, model, batch, seq, dtype, amp, accumulate (accumulate_sync:
 last | every), jitter (lengths: a length distribution for its corpus forms), padding (how
 batches are padded over `lengths`: max, longest[:ALIGN], bins:WIDTH[:ALIGN], packed), tables/layers
-overrides, options (strategy/scheduler parameters, as --option), metric (samples_per_s |
+overrides, options (strategy/scheduler parameters, as --option), nccl_version (a quoted
+release, "2.18" to "2.30"), metric (samples_per_s |
 tokens_per_s), scale (a factor on the simulated
 metric, e.g. 2 for source + target tokens). `scaling_base:` names the run a multi-GPU
 run scales from; runs with `not_simulated:` are listed, not simulated.
@@ -36,7 +38,7 @@ HELDOUT_DIR = DATA_DIR / "heldout"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
                "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str, "padding": str, "tables": dict, "layers": dict, "optimizer": dict,
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
-               "options": dict, "gpu_variation": (int, float)}
+               "options": dict, "gpu_variation": (int, float), "nccl_version": str}
 METRICS = ("samples_per_s", "tokens_per_s")
 
 
@@ -90,6 +92,18 @@ def _doc_section(title: str, files: list[str], intro: list[str], notes: list[str
     return [f"## {title}", "", *intro, "", training_table(runs, pairs, markdown=True), "", *notes, ""]
 
 
+def merged_over(defaults: dict, run: dict) -> dict:
+    """A run's embsim: block over the file's defaults. Mappings merge key by key at every
+    depth (a run setting `layers: {encoder: {dropout: 0}}` keeps the defaults' other layer
+    and encoder overrides); anything else in the run replaces the default."""
+    out = dict(defaults)
+    for key, value in run.items():
+        base = out.get(key)
+        out[key] = (merged_over(base, value) if isinstance(base, dict) and isinstance(value, dict)
+                    else value)
+    return out
+
+
 def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[SimulationConfig, str, float]:
     path = ("runs", i, "embsim")
     for key, value in merged.items():
@@ -111,6 +125,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                                accumulate_sync=merged.get("accumulate_sync"),
                                jitter=merged.get("jitter"), lengths=merged.get("lengths"),
                                padding=merged.get("padding"), gpu_variation=merged.get("gpu_variation"),
+                               nccl_version=merged.get("nccl_version"),
                                strategy=merged.get("strategy", "allreduce"),
                                scheduler=merged.get("scheduler", "fifo"),
                                model_overrides=overrides, iterations=iterations,
@@ -140,7 +155,7 @@ def file_runs(path: str, iterations: int = 4) -> tuple[list[TrainingRun], list[S
             continue
         if "embsim" not in raw:
             raise doc.error(("runs", i), "needs an embsim: block (or not_simulated: WHY)")
-        merged = {**defaults, **raw["embsim"]}
+        merged = merged_over(defaults, raw["embsim"])
         cfg, metric, scale = _config(doc, i, merged, iterations)
         try:
             result = simulate(cfg)

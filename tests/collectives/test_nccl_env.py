@@ -1,5 +1,6 @@
 """NCCL_BUFFSIZE & co: parsed, refused when wrong, and they reach the kernel's pipeline."""
 
+import json
 import re
 
 import pytest
@@ -74,6 +75,25 @@ def test_simulate_takes_nccl_env(capsys):
                  "--nccl-env", "NCCL_BUFFSIZE=8388608"]) == 0
     assert "NCCL_BUFFSIZE=8388608" in capsys.readouterr().out
     assert main(["simulate", "--nccl-env", "NCCL_LL_BUFFSIZE=-1"]) == 2
+
+
+def test_simulate_takes_nccl_version(capsys):
+    """--nccl-version picks the release the collectives follow, and the output says which;
+    a release outside 2.18-2.30 is one line naming the flag, exit 2."""
+    args = ["simulate", "--topology", "dgx-h100:2x8", "--model", "bert-large", "--iterations", "2", "--json"]
+    steps = {}
+    for version in ("2.18", "2.30"):
+        assert main(args + ["--nccl-version", version]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert f"collectives: NCCL {version} model" in out["compute_source"]
+        steps[version] = out["step_time_ms"]
+    assert steps["2.18"] != steps["2.30"]          # 2.18's tables choose and time otherwise
+    assert main(args) == 0
+    assert "collectives: NCCL 2.30 model" in json.loads(capsys.readouterr().out)["compute_source"]
+    assert main(["simulate", "--nccl-version", "2.17.1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("embsim: error: --nccl-version '2.17.1': releases 2.18 to 2.30 are modelled "
+                   "(a patch level like 2.27.7 is accepted)")
 
 
 def test_log_env_lines_reach_the_model():

@@ -1,5 +1,5 @@
 """`embsim scale` takes the trainer and NCCL flags of simulate/compare (--optimizer, --corpus,
---lengths, --padding, --nccl-env): each reaches every point's SimulationConfig, and a bad
+--lengths, --padding, --nccl-env, --nccl-version): each reaches every point's SimulationConfig, and a bad
 value is one line naming its flag, exit 2, before any point runs."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from embsim.sweep.spec import config_hash
 
 SCALE = ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--iterations", "2"]
 FLAGS = ["--optimizer", "lamb", "--lengths", "squad-1.1", "--padding", "longest:8",
-         "--nccl-env", "NCCL_BUFFSIZE=8388608", "--nccl-env", "NCCL_P2P_NET_CHUNKSIZE=0x40000"]
+         "--nccl-env", "NCCL_BUFFSIZE=8388608", "--nccl-env", "NCCL_P2P_NET_CHUNKSIZE=0x40000",
+         "--nccl-version", "2.21.5"]
 
 
 class _Stop(Exception):
@@ -43,6 +44,7 @@ def test_flags_reach_every_point(captured):
         assert cfg.model_overrides == {"optimizer": {"name": "lamb"}}
         assert [tuple(x) for x in cfg.nccl_env] == [("NCCL_BUFFSIZE", 8388608),
                                                     ("NCCL_P2P_NET_CHUNKSIZE", 0x40000)]
+        assert cfg.nccl_version == "2.21.5"
         # JSON-able (results.jsonl, Dask) and the hash survives the round trip (resume)
         assert config_hash(json.loads(json.dumps(p.config))) == p.hash
 
@@ -54,10 +56,10 @@ def test_without_the_flags_points_are_unchanged(captured):
         main(SCALE + ["--gpus", "1,2"])
     for p in captured:
         cfg = p.simulation_config()
-        assert (cfg.padding, cfg.lengths, cfg.corpus, tuple(cfg.nccl_env), cfg.model_overrides) \
-            == (None, None, None, (), {})
+        assert (cfg.padding, cfg.lengths, cfg.corpus, tuple(cfg.nccl_env), cfg.model_overrides,
+                cfg.nccl_version) == (None, None, None, (), {}, None)
         old = {k: v for k, v in p.config.items()
-               if k not in ("corpus", "lengths", "padding", "nccl_env")}
+               if k not in ("corpus", "lengths", "padding", "nccl_env", "nccl_version")}
         assert config_hash(old) == p.hash
 
 
@@ -99,6 +101,7 @@ def test_optimizer_changes_the_step(capsys):
     (["--lengths", "lognormal:-1:2"], "--lengths"),
     (["--corpus", "/no/such/corpus.txt"], "--corpus /no/such/corpus.txt: no such file"),
     (["--optimizer", "nope"], "'--optimizer'"),
+    (["--nccl-version", "2.17"], "--nccl-version '2.17': releases 2.18 to 2.30"),
     # needs the model's sample lengths, checked per point up front (sweep/check.py)
     (["--padding", "longest"], "scale point 0: --padding longest: needs sample lengths"),
     (["--lengths", "squad-1.1", "--corpus", __file__], "both give the sample lengths"),

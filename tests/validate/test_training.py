@@ -4,7 +4,7 @@ import pytest
 
 from embsim import cli
 from embsim.errors import InputError
-from embsim.validate.training import default_files, file_runs, summary, training_errors
+from embsim.validate.training import default_files, file_runs, merged_over, summary, training_errors
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +73,32 @@ def test_padding_key_and_its_errors(tmp_path):
     path.write_text(text.replace("lengths: wikipedia, ", ""))
     with pytest.raises(InputError, match=r"pad.yaml: run binned: --padding bins:64:8: needs sample lengths"):
         file_runs(str(path))
+
+
+def test_run_mappings_merge_over_defaults_key_by_key():
+    defaults = {"model": "bert-base", "layers": {"encoder": {"fused_elementwise": True},
+                                                 "mlm_norm": {"token_fraction": 0.15}},
+                "options": {"bucket_bytes": 1}}
+    run = {"layers": {"encoder": {"dropout": 0.0}}, "options": 3, "batch": 8}
+    merged = merged_over(defaults, run)
+    assert merged["layers"] == {"encoder": {"fused_elementwise": True, "dropout": 0.0},
+                                "mlm_norm": {"token_fraction": 0.15}}
+    assert merged["options"] == 3 and merged["batch"] == 8 and merged["model"] == "bert-base"
+    assert defaults["layers"]["encoder"] == {"fused_elementwise": True}     # not mutated
+
+
+def test_a_run_layer_override_keeps_the_defaults_others(tmp_path):
+    """Through file_runs: a run overriding one layer key simulates like the defaults plus that
+    key, not like a file without the defaults' layer overrides."""
+    path = tmp_path / "merge.yaml"
+    path.write_text("embsim_defaults: {model: bert-base, dtype: fp16, batch: 8, seq: 128, "
+                    "topology: 'dgx-a100:1x1', layers: {encoder: {fused_elementwise: false}}}\n"
+                    "runs:\n  - {id: eager, gpus: 1, value: 100, embsim: {}}\n"
+                    "  - {id: plus, gpus: 1, value: 100, embsim: {layers: {mlm_norm: {token_fraction: 0.15}}}}\n"
+                    "  - {id: fused, gpus: 1, value: 100, embsim: {layers: {encoder: {fused_elementwise: true}}}}\n")
+    eager, plus, fused = file_runs(str(path))[0]
+    assert plus.simulated == eager.simulated       # the defaults' eager encoder kept
+    assert fused.simulated > eager.simulated
 
 
 def test_gpu_variation_key(tmp_path):
