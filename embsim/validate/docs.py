@@ -461,7 +461,7 @@ MODEL_NOTES = (
     "- AWS p5 on SageMaker HyperPod, 2-32 nodes, NCCL 2.27.7 with aws-ofi-nccl 1.16.3 and its",
     "  tuner (crazyguitar/aws-gpu-communication-benchmark). AlltoAll: 8.8-12.3 % mean; >= 512 MiB",
     "  6-16 % fast at every node count: the measured per-GPU EFA rate is 42.3 GB/s on 2 nodes",
-    "  (0.85 of 4 x 100 Gb/s) and ~40 on 32, where the model's is ~47 (0.95). AllGather",
+    "  (0.85 of 4 x 100 Gb/s) and ~40 on 32, where the model's is 47 and 45 (0.95, 0.90). AllGather",
     "  12.7 % (2 nodes) to 31.0 % (32 nodes): Ring/LL128 at 32-512 MiB 20-56 % fast on 256",
     "  ranks, the per-step cost across EFA the 10-node H100 AllGather shows too. AllReduce 4.3 %",
     "  (2 nodes, NVLSTree within 4.3 % from 64 MiB) to 22.0 % (32 nodes: NVLSTree 10-42 % fast);",

@@ -236,7 +236,7 @@ CURVE_BOUNDS.update({
     # libfabric/CXI small-message cost), 2-128 MiB Tree/Simple 2-14 % fast
     "ext-alps-gh200-2x4-allreduce": (0.266, 0.817),
     # AWS p5 HyperPod (NCCL 2.27.7, aws-ofi-nccl tuner): AlltoAll >= 512 MiB 6-16 % fast on 2-32
-    # nodes (the model's per-GPU EFA rate ~0.95 of 4 x 100 Gb/s, measured 0.80-0.85)
+    # nodes (the model's per-GPU EFA rate 0.90-0.95 of 4 x 100 Gb/s, measured 0.80-0.85)
     "ext-aws-p5-2x8-alltoall": (0.089, 0.118),
     "ext-aws-p5-4x8-alltoall": (0.124, 0.379),
     "ext-aws-p5-8x8-alltoall": (0.1, 0.274),
