@@ -45,7 +45,7 @@ from .channels import runtime_lanes
 from .multinode import nvlstree_fill, nvlstree_stage_bw, tree_net_fill
 from .nccl_model import net_overhead_us
 from .constants import DEFAULT_BUFF_BYTES, NCCL_STEPS, NcclConstants, arch_family, constants_for
-from .tree_chain import chain_fill
+from .tree_chain import chain_fill, chain_starts
 from .trimming import trimmed_slowdown
 
 WARP_SIZE = 32
@@ -246,7 +246,7 @@ WIRE_PER_BYTE = MappingProxyType({"LL": 2.0, "LL128": 16.0 / 15.0, "Simple": 1.0
 
 def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: float,
          bandwidth: float, slowdown: float, step: float, net_rate: float = 0.0,
-         consts: NcclConstants | None = None, shape=None) -> PipelineTime:
+         consts: NcclConstants | None = None, shape=None, tree_channels: int = 0) -> PipelineTime:
     """Tree AllReduce: every chunk is reduced up and broadcast down; each pays a sync.
 
     Across nodes the first chunk is store-and-forwarded: the net proxy posts a FIFO step
@@ -268,9 +268,12 @@ def tree(proto: str, nbytes: float, channels: int, nn: int, ppn: int, latency: f
     first = min(chunk, nbytes / channels) * WIRE_PER_BYTE[proto]
     fill = tree_net_fill(first, net_rate, nn)
     if proto == "Simple" and shape is not None:
-        per_ch = KERNEL_PER_CH_TREE[arch_family(shape.arch)][min(nn, 3) - 1]
-        fill += chain_fill(min(chunk, nbytes / channels), chunks, ppn, channels, 1,
-                           shape.intra_bw * shape.fabric_ratio, per_ch)
+        # a chain hop is a one-node NVLink/PCIe copy: one channel's rate is tuning.cc's
+        # one-node perChMaxTreeBw (the N2/N4 columns also hold the network's share)
+        per_ch = KERNEL_PER_CH_TREE[arch_family(shape.arch)][0]
+        starts = chain_starts(ppn, tree_channels, shape.nics_per_node) if tree_channels else 1
+        fill += chain_fill(min(chunk, nbytes / channels), chunks, ppn, channels, starts,
+                           shape.intra_bw * shape.fabric_ratio, per_ch, shape.nic_local_gpus)
     return PipelineTime(latency + n_sync * step + fill, transfer, n_sync, chunks, chunk)
 
 
@@ -405,7 +408,7 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
             # Simple); the tree's chunk steps up and down cross the same proxy
             step = max(step, net_overhead_us(shape) * (3 if proto == "Simple" else 1))
         return tree(proto, nbytes, channels, shape.n_nodes, shape.ppn, nccl_latency, nccl_bandwidth,
-                    slowdown, step, net_rate, consts, shape)
+                    slowdown, step, net_rate, consts, shape, graphs.tree.n_channels)
     # Ring and PAT (PAT's per-step pattern is not modelled: NCCL's formula, as a ring)
     hop = None
     if proto == "Simple" and shape.n_nodes == 1 and not p2p_read(shape):

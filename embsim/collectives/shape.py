@@ -43,6 +43,7 @@ class CommShape:
     # the receiver's, so the communicator's GPUs behind one switch share its uplink. This
     # is the most of them behind one switch (1: P2P on, or every GPU on its own root port).
     host_share: int = 1
+    nic_local_gpus: int = 1       # GPUs on each NIC's closest path (topology nics.nccl_local_gpus)
 
     def host_flows(self, op: str | None = None) -> int:
         """Transfers that share the busiest switch uplink when P2P is off: every rank of a
@@ -249,5 +250,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         net_hop_us=(float(node.nics.latency_us) + float(node.network.switch_latency_us)) if n_nodes > 1 else 0.0,
         collnet=bool(node.network.sharp) and n_nodes > 1,
         sm_clock_mhz=float(node.gpu.clock_mhz or 0.0), host_share=host_share,
+        nic_local_gpus=int(node.nics.nccl_local_gpus),
         fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
         if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])

@@ -8,12 +8,15 @@ reduce-up and broadcast-down warps at once, so after the first chunk every GPU m
 chunk up and one down per channel at a time, over the same NVLink/PCIe egress.
 
 Which GPU each channel's chain starts at decides how many channels share a hop's link
-while the first chunks climb. The model runs every channel on ONE chain order (`starts` =
-1), as the NVSwitch search's neighbour order gives one node: the built-against A3 Mega
-2 x 8 Tree/Simple curve fits it (5.5 % mean) and not channels on rotated chains, one per
-NIC GPU (17.6 %: 1-64 MiB up to 41 % fast), which search.cc's NIC-first start
-(ncclTopoSearchRecNet) could also give; the held-out OCI 2 x 64 MNNVL curve would favour
-rotations (54.0 -> 30.5 %). `starts` > 1 computes that reading; it is not used.
+while the first chunks climb. NCCL's tree search (search.cc ncclTopoCompute) first replays
+channel 0's GPU order for every channel (sameChannels) within 256 recursion steps; a
+channel costs one step a GPU plus three, so 8-GPU nodes get every channel on ONE order
+(the built-against A3 Mega 2 x 8 Tree/Simple curve fits it, 5.4 %) while a 64-GPU MNNVL
+rack gets 3 and falls to the second search, which starts each channel at its own NIC's
+GPU: rotations, channel c's head on GPU c (`chain_starts`), running up or down the GPU
+index as the head's NIC-sharing neighbour lies (`_positions`). Not settled: the replay
+can also stop where the head reaches no further NIC at the search's path type, which
+would rotate A3 Mega's chains too (16.8 % there); the model tests the budget only.
 
 The pipeline is taken in lockstep rounds: in round t the GPU at chain position p (0 = the
 leaf, D = ppn - 1 the head) sends chunk t - p up and chunk t - (2D - p) down; a round lasts
@@ -28,21 +31,35 @@ from __future__ import annotations
 import numpy as np
 
 
-def _positions(ppn: int, starts: int) -> np.ndarray:
-    """(ppn, starts) chain position of every GPU in each rotation, 0 = leaf, ppn - 1 = head."""
-    heads = (np.arange(starts) * ppn) // starts
+def _positions(ppn: int, starts: int, local: int = 1) -> np.ndarray:
+    """(ppn, starts) chain position of every GPU in each rotation, 0 = leaf, ppn - 1 = head.
+
+    Rotation c's head is GPU c: NCCL's NIC list holds GPU 0's NIC, then GPU 1's, ...
+    (search.cc ncclTopoPrefNetsGpuFirst / ChannelFirst with one NIC a GPU) and channel c
+    starts at its NIC's local GPU (ncclTopoSearchRecNet). On an NVSwitch the chain then
+    walks index neighbours (ncclTopoSearchNextGpuSort tries only GPU+1 and GPU-1). A
+    BALANCED_TREE channel's second GPU must also reach the head's NIC at the search's path
+    type, so with NICs shared by `local` consecutive GPUs (a Grace's two B200s) the head's
+    last GPU of its group turns the chain downwards and the others upwards; `local` = 1:
+    no neighbour qualifies, the search relaxes the path type and every chain goes the
+    same way."""
+    heads = np.arange(starts) % ppn
     gpus = np.arange(ppn)[:, None]
-    return (ppn - 1) - (heads[None, :] - gpus) % ppn
+    down = (ppn - 1) - (heads[None, :] - gpus) % ppn
+    if local <= 1:
+        return down
+    up = (ppn - 1) - (gpus - heads[None, :]) % ppn
+    return np.where((heads % local < local - 1)[None, :], up, down)
 
 
 def chain_rounds_us(chunk: float, chunks: int, ppn: int, channels: int, starts: int,
-                    link_bw: float, per_channel_bw: float) -> float:
+                    link_bw: float, per_channel_bw: float, local: int = 1) -> float:
     """µs the lockstep rounds of `chunks` chunks (bytes `chunk` per channel) take up and
     down a `ppn`-GPU chain, `channels` channels over `starts` rotations."""
     d = ppn - 1
     if d <= 0 or chunks <= 0 or link_bw <= 0:
         return 0.0
-    pos = _positions(ppn, starts)
+    pos = _positions(ppn, starts, local)
     per_rotation = channels / starts
     floor = chunk / (1000.0 * per_channel_bw) if per_channel_bw > 0 else 0.0
     total = 0.0
@@ -66,12 +83,36 @@ def chain_rounds_us(chunk: float, chunks: int, ppn: int, channels: int, starts: 
 
 
 def chain_fill(chunk: float, chunks: int, ppn: int, channels: int, starts: int,
-               link_bw: float, per_channel_bw: float) -> float:
+               link_bw: float, per_channel_bw: float, local: int = 1) -> float:
     """µs the chain's rounds take beyond `chunks` steady rounds (each GPU sending one chunk
     up and one down on every channel): the fill and drain of the store-and-forward chain."""
     if ppn <= 1 or chunks <= 0 or link_bw <= 0:
         return 0.0
     steady = max(chunk / (1000.0 * per_channel_bw) if per_channel_bw > 0 else 0.0,
                  chunk * 2 * channels / (1000.0 * link_bw))
-    return max(0.0, chain_rounds_us(chunk, chunks, ppn, channels, starts, link_bw, per_channel_bw)
-               - chunks * steady)
+    return max(0.0, chain_rounds_us(chunk, chunks, ppn, channels, starts, link_bw, per_channel_bw,
+                                    local) - chunks * steady)
+
+
+# search.cc: the first tree search replays the first channel's GPU order for every channel
+# (sameChannels = 1) within NCCL_SEARCH_TIMEOUT_SAMECHANNELS recursion steps; only if
+# that search is not perfect does a second one (sameChannels = 0, NCCL_SEARCH_TIMEOUT_TREE)
+# start each channel afresh at its own NIC.
+SEARCH_TIMEOUT_SAMECHANNELS = 1 << 8
+
+
+def replay_steps(ppn: int) -> int:
+    """ncclTopoSearchRecGpu calls one BALANCED_TREE channel costs: one a GPU, one for each
+    of the two NIC returns (steps 0 and 1), one to close the channel."""
+    return ppn + 3
+
+
+def chain_starts(ppn: int, channels: int, nics: int) -> int:
+    """Distinct chain orders NCCL's tree channels take inside a node: 1 when the replayed
+    search covers all `channels` graph channels within its budget, else one rotation per
+    channel that has a NIC GPU of its own (at most `nics` and `ppn`)."""
+    if ppn <= 1 or channels <= 1:
+        return 1
+    if SEARCH_TIMEOUT_SAMECHANNELS // replay_steps(ppn) >= channels:
+        return 1
+    return max(1, min(channels, nics, ppn))

@@ -241,7 +241,7 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     if count == 0:
         check_mapping(doc, p, m, required=["count"], optional=["gbit", "latency_us", "gpus"])
         return NicSpec(count=0)
-    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus", "nccl_latency_us", "nccl_group"])
+    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus", "nccl_latency_us", "nccl_group", "nccl_local_gpus"])
     if not fabric.has_pcie and fabric.kind != "host":
         raise doc.error(p + ("count",), "NICs attach to the PCIe tree: the fabric needs its pcie_* keys")
     latency = get(doc, p, m, "latency_us", float, hi=LIMITS["latency_us"])
@@ -259,8 +259,10 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     group = get(doc, p, m, "nccl_group", int, default=1, positive=True, hi=LIMITS["nics"])
     if count % group:
         raise doc.error(p + ("nccl_group",), f"must divide nics.count {count}, got {group}")
+    local = get(doc, p, m, "nccl_local_gpus", int, default=1, positive=True, hi=gpu.count)
     return NicSpec(count=count, gbit=get(doc, p, m, "gbit", float, positive=True, hi=LIMITS["gbit"]),
-                   latency_us=latency, gpus=gpus, nccl_latency_us=reported, nccl_group=group)
+                   latency_us=latency, gpus=gpus, nccl_latency_us=reported, nccl_group=group,
+                   nccl_local_gpus=local)
 
 
 def _nic_gpus(doc: YamlDoc, value, count: int, n_gpus: int):

@@ -125,6 +125,11 @@ class NicSpec:
     # the EFA NICs next to a GPU into one multi-rail device at their summed speed): NCCL's
     # graph search sees count / nccl_group NICs of gbit x nccl_group.
     nccl_group: int = 1
+    # Consecutive GPUs that reach each NIC at NCCL's closest GPU-NIC path type (GB200: the
+    # two B200s of one Grace superchip, whose NICs hang off that Grace's PCIe, P2C over
+    # NVLink-C2C). NCCL's tree search needs a chain's second GPU on that path, which
+    # decides the chain's direction (collectives.tree_chain). 1: each NIC's own GPU only.
+    nccl_local_gpus: int = 1
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ CURVE_BOUNDS = {
     "aws-p5-2node-allreduce": (0.085, 0.27),            # 2 nodes over EFA: Ring/LL128 32 MiB 23 % fast, Tree/LL 64 KiB 26 %
     # TCPXO profile (Ring,Tree / Simple, NCCL_BUFFSIZE 8 MiB): 1 MiB Tree/Simple chunks (2.20+) fill the
     # chain and the NICs store-and-forward; 128 KiB 14 % fast, >= 512 MiB 5 % slow
-    "gcp-a3-mega-2node-allreduce": (0.056, 0.115),   # s2-mn r2: chain rounds 5.7/13.6 -> 5.5/11.4
+    "gcp-a3-mega-2node-allreduce": (0.055, 0.115),   # s2-mn r2: chain rounds 5.7/13.6 -> 5.5/11.4; chain hops at the one-node rate 5.4
     "coreweave-gb200-2rack-allreduce": (0.16, 0.21),  # NVLSTree held by one rack's NVLS (B200 saturation); 2.26's 14 µs NVLSTree hop
     # TCPXO: 8-128 MiB 1.2-2.2x fast, >= 512 MiB within 4 %; 0.215 -> 0.22 when the profile's
     # NCCL_BUFFSIZE 8 MiB reached the model (4 MiB ring chunks: half the slices' handshakes
@@ -223,9 +223,10 @@ CURVE_BOUNDS.update({
     "h100-slurm-10x8-sendrecv": (0.092, 0.098),
     # run with NCCL_NVLS_ENABLE=0 (its manifest): Ring/Simple >= 4 GiB within 3.5 %; Tree/LL
     # 1 KiB-512 KiB and Tree/LL128 1-256 MiB 16-48 % fast on the 64-GPU chain; Tree/Simple at
-    # 512 MiB-2 GiB 2-5x slow (2 MiB steps store-and-forwarded down a 64-GPU chain; channels on
-    # one chain order: rotated chains, one per NIC GPU, would give 30.5 / 176 %, see tree_chain.py)
-    "oci-gb200-2rack-128gpu-allreduce": (0.545, 4.238),
+    # 512 MiB-2 GiB: 2 MiB steps store-and-forwarded down 64-GPU chains, rotated per NIC GPU
+    # and alternating direction on GB200's Grace pairs (tree_chain.py; s2-mn 2026-12-02,
+    # 54.0 / 423.3 -> 28.8 / 101.8 %): 1 GiB within 8.4 %, 512 MiB / 2 GiB 2x / 1.45x slow
+    "oci-gb200-2rack-128gpu-allreduce": (0.290, 1.024),
 })
 
 

@@ -263,3 +263,14 @@ def test_hopper_doubles_compute_channels_across_nodes_when_a_ring_channel_is_fas
     assert compute_channels(b200, fast, "2.25") == 16
     assert compute_channels(h100, Graph("ring", 8, 48.0, 48.0, "NVLINK"), "2.26") == 16
     assert compute_channels(h100, Graph("ring", 8, 48.0, 48.0, "NVLINK"), "2.19") == 32
+
+
+def test_gb200_nics_are_shared_by_a_grace_pair(tmp_path):
+    """gb200-nvl72: a NIC's closest path spans the two B200s of its Grace."""
+    _, (shape, _) = _shape("gb200-nvl72:2x64")
+    assert shape.nic_local_gpus == 2 and shape.ppn == 64
+    text = (ROOT / "topologies" / "gb200-nvl72.yaml").read_text().replace("nccl_local_gpus: 2", "nccl_local_gpus: 0")
+    path = tmp_path / "gb200-bad.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match="nccl_local_gpus"):
+        load_topology(f"{path}:2x64")

@@ -49,3 +49,33 @@ def test_rotated_chains_share_the_first_hops_less():
 def test_no_chain_no_fill():
     assert chain_fill(MIB, 10, 1, 8, 1, 400.0, 40.0) == 0.0
     assert chain_rounds_us(MIB, 0, 8, 8, 1, 400.0, 40.0) == 0.0
+
+
+def test_rotations_start_at_consecutive_nic_gpus():
+    # channel c starts at GPU c (NCCL's NIC list is ordered by GPU): heads 0, 1, 2, 3
+    pos = _positions(8, 4)
+    assert [int(pos[:, r].argmax()) for r in range(4)] == [0, 1, 2, 3]
+
+
+def test_replayed_search_keeps_one_chain_while_its_budget_covers_the_channels():
+    from embsim.collectives.tree_chain import chain_starts
+    # 8 GPUs: 11 recursion steps a channel, 256 // 11 = 23 channels replayed -> one order
+    assert chain_starts(8, 8, 8) == 1
+    assert chain_starts(8, 16, 8) == 1
+    # 64 GPUs (an MNNVL rack): 67 steps a channel, 3 replayed < 16 -> one chain per NIC GPU
+    assert chain_starts(64, 16, 64) == 16
+    assert chain_starts(64, 16, 4) == 4
+    assert chain_starts(1, 16, 1) == 1
+
+
+def test_grace_pairs_turn_every_other_chain_downwards():
+    # NICs shared by 2 GPUs: a head with its pair above climbs upwards, the pair's upper
+    # GPU downwards (its second GPU must reach the head's NIC); one-GPU NICs: one way
+    pos = _positions(8, 4, 2)
+    assert pos[:, 0].tolist() == [7, 6, 5, 4, 3, 2, 1, 0]       # head 0, then 1, 2, ...
+    assert pos[:, 1].tolist() == [6, 7, 0, 1, 2, 3, 4, 5]       # head 1, then 0, 7, ...
+    assert (_positions(8, 4, 1) == _positions(8, 4)).all()
+    # opposite directions cross instead of climbing together: less fill on a 64-GPU rack
+    same = chain_fill(2 * MIB, 16, 64, 32, 16, 720.0, 70.0, 1)
+    mixed = chain_fill(2 * MIB, 16, 64, 32, 16, 720.0, 70.0, 2)
+    assert 0 < mixed < same
