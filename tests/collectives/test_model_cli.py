@@ -234,8 +234,8 @@ CURVE_BOUNDS.update({
 # on first contact + 0.5 % (nothing tuned on them; docs/validation.md "Held-out systems (ext-*)").
 CURVE_BOUNDS.update({
     # Alps GH200 2x4 over Slingshot (NCCL_PROTO=^LL128): 64 KiB-1 MiB 29-81 % fast (the
-    # libfabric/CXI small-message cost), 2-128 MiB Tree/Simple 2-14 % fast
-    "ext-alps-gh200-2x4-allreduce": (0.266, 0.817),
+    # libfabric/CXI small-message cost), 2-128 MiB Tree/Simple 1-13 % fast
+    "ext-alps-gh200-2x4-allreduce": (0.26, 0.817),
     # AWS p5 HyperPod (NCCL 2.27.7, aws-ofi-nccl tuner): AlltoAll >= 512 MiB 6-16 % fast on 2-32
     # nodes (the model's per-GPU EFA rate 0.90-0.95 of 4 x 100 Gb/s, measured 0.80-0.85)
     "ext-aws-p5-2x8-alltoall": (0.089, 0.118),
