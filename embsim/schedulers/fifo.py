@@ -2,7 +2,16 @@
 (the first bucket is 1 MB, as in DDP, so communication starts early); one NCCL stream,
 so one collective at a time; optimizer.step() after every gradient is reduced. On more
 than one GPU the wrapper's own passes over the gradient (bucket copies, the divide by the
-world size) run as the `ddp` style says (schedulers.ddp_passes)."""
+world size) run as the `ddp` style says (schedulers.ddp_passes).
+
+With ``ddp=apex`` the buckets are apex DistributedDataParallel's instead
+(apex/parallel/distributed.py at 43a6f9f, allreduce_hook lines 358-390 and
+sync_bucket_structure lines 283-287): the first backward records the order gradients
+arrive in and closes a bucket as soon as it holds ``message_size`` elements (default
+10,000,000), with no small first bucket and one running bucket per element type (half,
+float, double, in that order for the leftovers appended after the backward); later
+iterations reuse that structure and all-reduce the buckets in index order
+(comm_ready_buckets)."""
 
 from __future__ import annotations
 
@@ -27,9 +36,11 @@ class FifoOptions:
     # (allreduce_hook's by the world size, a wrapper's by the accumulation steps); 0 = no
     # hook, the reducer divides each gradient itself
     hook_divides: int = 0
+    # ddp=apex only: apex DDP's message_size, elements per bucket (its constructor default)
+    message_size: float = 10_000_000
 
     def __post_init__(self):
-        for key in ("bucket_bytes", "first_bucket_bytes"):
+        for key in ("bucket_bytes", "first_bucket_bytes", "message_size"):
             positive_number(getattr(self, key), key)
         if self.ddp not in DDP_STYLES:
             raise InputError(f"--option ddp={self.ddp!r}: must be one of {', '.join(DDP_STYLES)}")
@@ -39,6 +50,12 @@ class FifoOptions:
         if self.hook_divides and self.ddp != "torch-view":
             raise InputError("--option hook_divides: only with ddp=torch-view "
                              "(gradient_as_bucket_view with a comm hook)")
+        if self.ddp == "apex" and (self.bucket_bytes != 25 * MiB or self.first_bucket_bytes != 1 * MiB):
+            raise InputError("--option bucket_bytes/first_bucket_bytes: not with ddp=apex, whose "
+                             "buckets close at message_size elements (set --option message_size)")
+        if self.ddp != "apex" and self.message_size != 10_000_000:
+            raise InputError("--option message_size: only with ddp=apex (torch DDP buckets by "
+                             "bucket_bytes)")
 
 
 @SCHEDULERS.register("fifo")
@@ -49,6 +66,8 @@ class FifoScheduler(Scheduler):
     Options = FifoOptions
 
     def build(self, tensors, ctx):
+        if self.options.ddp == "apex":
+            return self._apex_buckets(tensors, ctx)
         ops: list[CommOp] = []
         bucket: list = []
         cap = self.options.first_bucket_bytes
@@ -75,6 +94,40 @@ class FifoScheduler(Scheduler):
             else:
                 ops.append(single_op(t, priority=float(len(ops))))
         flush()
+        return tuple(ops)
+
+    def _apex_buckets(self, tensors, ctx):
+        """apex DDP's buckets: per element type, closed at message_size elements in
+        gradient arrival (backward) order; leftovers after the backward, half before
+        float before double. One SyncTensor is one layer's gradient, so a bucket closes
+        at the end of the layer that crosses message_size (apex: at that parameter)."""
+        ops: list[CommOp] = []
+        running: dict[int, list] = {}      # element bytes -> open bucket
+        numel: dict[int, float] = {}
+        shipped = 0
+
+        def ship(bucket):
+            nonlocal shipped
+            ops.append(CommOp(
+                name=f"bucket{shipped}",
+                op="all_reduce", nbytes=sum(t.nbytes for t in bucket), category="dense",
+                channel="dense", ready_after=tuple((t.ready_after, 0) for t in bucket),
+                priority=float(len(ops)), tensors=tuple(t.name for t in bucket)))
+            shipped += 1
+
+        for t in tensors:
+            if t.op == "all_reduce" and t.category == "dense" and t.needed_by is None:
+                elem = ctx.model.grad_elem_bytes(ctx.layer(t.layer))
+                running.setdefault(elem, []).append(t)
+                numel[elem] = numel.get(elem, 0.0) + t.nbytes / elem
+                if numel[elem] >= self.options.message_size:
+                    ship(running.pop(elem))
+                    numel[elem] = 0.0
+            else:
+                ops.append(single_op(t, priority=float(len(ops))))
+        for elem in sorted(running):       # half (2), float (4), double (8)
+            if running[elem]:
+                ship(running[elem])
         return tuple(ops)
 
     def gradient_passes(self, comms, tensors, ctx):

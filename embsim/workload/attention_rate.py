@@ -28,6 +28,18 @@ transformer_engine/pytorch/attention/dot_product_attention/utils.py,
 get_attention_backend: FP8 attention only `if fp8 and fp8_meta["recipe"].fp8_dpa`), so an
 fp8 run's attention is charged at the 16-bit rate.
 
+Dao's Triton port (`triton`): MosaicML llm-foundry's attn_impl triton
+(llmfoundry/models/layers/flash_attn_triton.py at v0.3.0, a copy of HazyResearch
+flash-attention eff9fe6's flash_attn_triton.py on the pre-MLIR Triton of Dec 2022). No
+figure is published for it; its own header says its forward + backward is "slightly
+slower" than the CUDA FlashAttention of the time (v1), and llm-foundry's TUTORIAL.md (v0.3.0)
+that it is "slightly faster" than attn_impl flash (flash-attn 1.0.9, the [gpu] extra's pin):
+FlashAttention-1's speed. FlashAttention-2 gives "around 2x" over FlashAttention-1 (Dao
+2023, arXiv 2307.08691 abstract: 50-73 % of A100's peak against 25-40 %), so the port runs
+at FA2_OVER_FA1 times FlashAttention-2's time. Neither uses Hopper's instructions (the
+pre-MLIR compiler predates them; the FA3 paper's FlashAttention-2 figures are the Ampere
+kernel on H100), so the ratio holds on H100 as on A100.
+
 Which implementation: Transformer Engine (Megatron, NeMo) gives its FusedAttention (cuDNN)
 backend preference over FlashAttention on compute capability 9.0 and newer ("Disabling
 FlashAttention to give FusedAttention preference on Hopper+ for performance reasons", the
@@ -42,7 +54,10 @@ import math
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)
 REF_PEAK_TFLOPS = 989.0      # H100 SXM5 dense BF16 (the dgx-h100 preset's figure)
 REF_ARCH = 90                # the figures' GPU: Hopper
-IMPLEMENTATIONS = ("cudnn", "fa2", "fa3")
+IMPLEMENTATIONS = ("cudnn", "fa2", "fa3", "triton")
+# FlashAttention-1 (and the Triton port at its speed) takes this many times FlashAttention-2's
+# time: "around 2x speedup compared to FlashAttention" (Dao 2023, arXiv 2307.08691, abstract)
+FA2_OVER_FA1 = 2.0
 
 # (implementation, pass, causal, head_dim) -> TFLOPS at SEQS (FA3 paper Figs. 5-6)
 H100_TFLOPS = {
@@ -98,6 +113,8 @@ def h100_tflops(impl: str, backward: bool, causal: bool, hd: int, seq: float) ->
     """Achieved TFLOPS on H100 SXM5 (FLOPs counted as the figures count them)."""
     if impl not in IMPLEMENTATIONS:
         raise ValueError(f"unknown attention implementation {impl!r}")
+    if impl == "triton":
+        return h100_tflops("fa2", backward, causal, hd, seq) / FA2_OVER_FA1
     rate = _forward(impl, hd, seq)
     fwd128 = _at_seq(H100_TFLOPS[(impl, "fwd", False, 128)], seq)
     if backward:
@@ -110,8 +127,9 @@ def h100_tflops(impl: str, backward: bool, causal: bool, hd: int, seq: float) ->
 def transferred_implementation(impl: str, arch: int | None) -> str:
     """Whose H100 fraction a GPU of another architecture takes: FlashAttention-2 is the
     kernel written for Ampere/Ada, FlashAttention-3 the one for Hopper, so FA2 elsewhere
-    runs at FA3's H100 fraction; cuDNN ships a kernel per architecture (its own)."""
-    if (arch or 0) == REF_ARCH or impl != "fa2":
+    runs at FA3's H100 fraction; cuDNN ships a kernel per architecture (its own). The
+    Triton port is FlashAttention-2's transfer at FA2_OVER_FA1 times its time."""
+    if (arch or 0) == REF_ARCH or impl not in ("fa2", "triton"):
         return impl
     return "fa3"
 
@@ -120,18 +138,22 @@ def attention_fraction(impl: str, arch: int | None, backward: bool, causal: bool
                        seq: float) -> float:
     """Fraction of the GPU's dense 16-bit tensor peak one flash-attention pass reaches."""
     used = transferred_implementation(impl, arch)
-    return h100_tflops(used, backward, causal, hd, seq) / REF_PEAK_TFLOPS
+    slow = FA2_OVER_FA1 if impl == "triton" and used != "triton" else 1.0
+    return h100_tflops(used, backward, causal, hd, seq) / slow / REF_PEAK_TFLOPS
 
 
 def describe(impl: str, arch: int | None, gpu_name: str, seqs: set) -> str:
     """The compute-source phrase: which kernel, whose data."""
-    names = {"cudnn": "cuDNN", "fa2": "FlashAttention-2", "fa3": "FlashAttention-3"}
+    names = {"cudnn": "cuDNN", "fa2": "FlashAttention-2", "fa3": "FlashAttention-3",
+             "triton": "Triton (llm-foundry's pre-MLIR port)"}
     used = transferred_implementation(impl, arch)
     if (arch or 0) == REF_ARCH:
         basis = "FlashAttention-3 paper's H100 figures"
     else:
         basis = (f"no data for {gpu_name}: {names[used]}'s fraction of H100's peak "
                  f"(FlashAttention-3 paper) used")
+    if impl == "triton":
+        basis = f"FlashAttention-1's speed: {FA2_OVER_FA1:g}x FlashAttention-2's time (Dao 2023); FlashAttention-2: {basis}"
     out = f"flash attention {names[impl]} ({basis})"
     outside = sorted(s for s in seqs if s < SEQS[0] or s > SEQS[-1])
     if outside:

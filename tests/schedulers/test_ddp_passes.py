@@ -89,6 +89,35 @@ def test_apex_flattens_on_the_compute_stream_and_holds_its_bucket_stream_after()
     assert apex.step_time > none.step_time
 
 
+def _buckets(r, k=1):
+    return sorted((c for c in r.run.comm if c.iteration == k and c.name.startswith("bucket")),
+                  key=lambda c: c.start)
+
+
+def test_apex_buckets_close_at_message_size_elements_with_no_small_first_bucket():
+    m = load_model("bert-base")
+    elem = {m.grad_elem_bytes(l) for l in m.layers if l.params > 0}
+    assert len(elem) == 1
+    (elem,) = elem
+    sizes = [l.params for l in reversed(m.layers) if l.params > 0]   # backward arrival order
+    expect, numel = [], 0
+    for n in sizes:
+        numel += n
+        if numel >= 10_000_000:
+            expect.append(numel)
+            numel = 0
+    if numel:
+        expect.append(numel)
+    apex = _buckets(run(ddp="apex"))
+    assert [c.nbytes / elem for c in apex] == expect
+    assert apex[0].nbytes / elem >= 10_000_000                 # no 1 MiB first bucket
+    # message_size is apex's own knob; torch's byte caps are refused with apex
+    small = _buckets(run(ddp="apex", message_size=2_000_000))
+    assert len(small) > len(apex) and sum(c.nbytes for c in small) == sum(c.nbytes for c in apex)
+    torch = _buckets(run(ddp="torch"))
+    assert torch[0].nbytes <= 1024 * 1024 + max(sizes) * elem and torch[0].nbytes < apex[0].nbytes
+
+
 def test_seq2seq_zoo_models_use_apex_ddp():
     for name in ("gnmt", "transformer-wmt"):
         zoo = Path(embsim.__file__).parent / "workload" / "zoo" / f"{name}.yaml"
@@ -109,3 +138,28 @@ def test_bad_ddp_options():
         FifoOptions(ddp="torch", hook_divides=1)
     with pytest.raises(InputError, match="hook_divides"):
         FifoOptions(ddp="torch-view", hook_divides=-1)
+    with pytest.raises(InputError, match="message_size"):
+        FifoOptions(ddp="apex", bucket_bytes=4e7)
+    with pytest.raises(InputError, match="message_size"):
+        FifoOptions(ddp="torch", message_size=1e6)
+    with pytest.raises(InputError, match="message_size"):
+        FifoOptions(ddp="apex", message_size=0)
+
+
+def test_apex_buckets_run_one_bucket_per_element_type_and_leftovers_half_first():
+    from types import SimpleNamespace
+
+    from embsim.plan.names import bwd_name
+    from embsim.plan.ops import SyncTensor
+    from embsim.schedulers.fifo import FifoScheduler
+
+    elem = {"a": 4, "b": 2, "c": 4, "d": 2}        # FP32 and 16-bit gradients interleaved
+    numel = {"a": 6e6, "b": 3e6, "c": 5e6, "d": 1e6}
+    model = SimpleNamespace(grad_elem_bytes=lambda layer: elem[layer.name])
+    ctx = SimpleNamespace(model=model, layer=lambda name: SimpleNamespace(name=name))
+    tensors = [SyncTensor(name=f"grad:{n}", layer=n, op="all_reduce", nbytes=numel[n] * elem[n],
+                          category="dense", ready_after=bwd_name(n)) for n in "abcd"]
+    comms = FifoScheduler.from_options({"ddp": "apex"}).build(tensors, ctx)
+    # a + c reach 10M FP32 elements; b + d (4M half) are left over, shipped after the backward
+    assert [c.tensors for c in comms] == [("grad:a", "grad:c"), ("grad:b", "grad:d")]
+    assert [c.priority for c in comms] == [0.0, 1.0]

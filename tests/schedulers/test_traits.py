@@ -29,8 +29,10 @@ def test_every_strategy_declares_its_traits():
         cls = STRATEGIES.get(name)
         assert isinstance(cls.embedding_payload, Payload), name
         assert isinstance(cls.dense_table_gradient, bool), name
-    assert STRATEGIES.get("allreduce").dense_table_gradient
-    assert not any(STRATEGIES.get(n).dense_table_gradient for n in STRATEGIES.names() if n != "allreduce")
+    # the data-parallel wrappers reduce every table's gradient densely (DDP, FSDP)
+    dense = {"allreduce", "fsdp"}
+    assert all(STRATEGIES.get(n).dense_table_gradient for n in dense)
+    assert not any(STRATEGIES.get(n).dense_table_gradient for n in STRATEGIES.names() if n not in dense)
 
 
 def test_embrace_2d_refuses_a_strategy_without_rows_to_split():

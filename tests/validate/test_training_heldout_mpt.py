@@ -11,8 +11,12 @@ import pytest
 from embsim.validate.training import heldout_files, summary, training_errors
 from embsim.workload import load_model
 
-# 12.3 % / 54.2 % after s2-recsys's per-mechanism stream fractions (was 11.0 / 53.2)
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.124, 0.545, 0.23
+# 12.3 % / 54.2 % after s2-recsys's per-mechanism stream fractions (was 11.0 / 53.2);
+# 8.0 % / 26.7 % with attn_impl triton at FlashAttention-1's speed (zoo flash_attention triton);
+# 10.3 % / 35.6 % / 0.225 with strategy fsdp (what Composer ran; the 1/N optimizer step no
+# longer hides the collectives' overlap cost, docs/validation.md): 0.104 / 0.358 / 0.226,
+# tighter than main's 0.124 / 0.545 / 0.23 (looser than the triton-only 8.0 % / 26.7 %)
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.104, 0.358, 0.226
 
 
 @pytest.fixture(scope="module")
@@ -35,23 +39,36 @@ def _err(runs, rid):
     return next(r.error for r in runs if r.id == rid)
 
 
-def test_a100_mid_sizes_at_2048_are_close_and_long_sequences_run_fast(mpt):
+def test_the_sequence_sweep_no_longer_grows_with_length(mpt):
+    """With the Triton kernel at FlashAttention-1's speed the 1b sweep (attention 6 % of the
+    time at 512, 75 % at 32768) is flat within a few points (it was -3 % .. +48 % at
+    FlashAttention-2's): the kernel's rate, not the rest of the model, made it grow."""
     runs, _ = mpt
-    a100 = [r for r in runs if r.id.startswith("a100-80gb-") and "-s2048-" in r.id
-            and r.id.split("-")[2] in ("760m", "1b", "3b", "7b", "13b")]
-    assert len(a100) == 5 and all(0 < r.error <= 0.075 for r in a100)
-    # the Triton attention kernel's gap grows with sequence length (docs/validation.md)
-    sweep = [_err(runs, f"a100-80gb-1b-s{s}-mb{mb}x4-8gpu")
-             for s, mb in ((512, 56), (2048, 14), (8192, 3), (32768, 1))]
-    assert sweep == sorted(sweep) and sweep[-1] > 0.3
+    for gpu in ("a100-80gb", "h100"):
+        sweep = [_err(runs, f"{gpu}-1b-s{s}-mb{mb}x{acc}-8gpu")
+                 for s, mb, acc in ((512, 56, 4), (2048, 14, 4 if gpu == "a100-80gb" else 1),
+                                    (8192, 3, 4), (32768, 1, 4))]
+        assert max(sweep) - min(sweep) < 0.15 and max(abs(e) for e in sweep) < 0.11
     assert all("kernel model" in r.compute_source for r in runs)
-    assert all("FlashAttention-2" in r.compute_source for r in runs)
+    triton = [r for r in runs if "Triton" in r.compute_source]
+    assert len(triton) == 74 - 9 and all("FlashAttention-1's speed" in r.compute_source for r in triton)
 
 
-def test_every_h100_row_is_fast(mpt):
+def test_what_is_left_follows_the_fsdp_collectives_share(mpt):
+    """H100 8-GPU rows: 13b (FSDP collectives 0.40 of the compute as embsim times them
+    alone) far too fast, 7b (0.13) in between, 1b (0.04) close: embsim overlaps the
+    collectives almost for free, the measured steps do not (docs/validation.md)."""
     runs, _ = mpt
-    h100 = [r.error for r in runs if r.id.startswith("h100-")]
-    assert len(h100) == 30 and min(h100) > 0.05
+    e13, e7, e1 = (_err(runs, f"h100-{m}-s2048-mb{mb}x1-8gpu") for m, mb in (("13b", 2), ("7b", 6), ("1b", 14)))
+    assert e13 > 0.25 and 0.05 < e7 < 0.2 and abs(e1) < 0.06
+
+
+def test_large_scale_h100_rows_run_flash_attention_2_and_are_fast(mpt):
+    """5e85bd6's >= 128-GPU table ran attn_impl flash (flash-attn 2.4.2): still +11..+27 %."""
+    runs, _ = mpt
+    big = [r for r in runs if r.id.startswith("h100-") and r.gpus >= 128]
+    assert len(big) == 9 and all("FlashAttention-2" in r.compute_source for r in big)
+    assert min(r.error for r in big) > 0.05
 
 
 @pytest.mark.parametrize("size,params", [("125m", 125311488), ("1b", 1315950592), ("13b", 12853954560)])

@@ -104,3 +104,20 @@ def test_an_unknown_kernel_name_is_refused():
         apply_overrides(load_spec("llama3-8b"), {"layers": {"decoder": {"flash_attention": "fa9"}}})
     spec = apply_overrides(load_spec("llama3-8b"), {"layers": {"decoder": {"flash_attention": "fa3"}}})
     assert spec.layers[1].params["flash_attention"] == "fa3"
+
+
+def test_the_triton_port_runs_at_flashattention_1s_speed():
+    """llm-foundry's attn_impl triton: FlashAttention-2's time x FA2_OVER_FA1 on any GPU
+    (neither kernel uses Hopper's instructions), named as such in the compute source."""
+    from embsim.workload.attention_rate import FA2_OVER_FA1
+    for arch in (80, 90):
+        for bwd, causal in ((False, False), (True, True)):
+            fa2 = attention_fraction("fa2", arch, bwd, causal, 128, 4096)
+            assert attention_fraction("triton", arch, bwd, causal, 128, 4096) == pytest.approx(fa2 / FA2_OVER_FA1)
+    assert FA2_OVER_FA1 == 2.0
+    text = describe("triton", 80, "A100", {2048})
+    assert "FlashAttention-1's speed" in text and "no data for A100" in text
+    k = attention("x.flash_bwd", 4096, 128, 4096, 16, backward=True, causal=True, impl="triton")
+    k2 = attention("x.flash_bwd", 4096, 128, 4096, 16, backward=True, causal=True, impl="fa2")
+    t, t2 = (kernel_time(x, A100, precision("bf16"), 2).gpu_s - A100.kernel_gap_s for x in (k, k2))
+    assert t == pytest.approx(2 * t2, rel=1e-6)

@@ -1,0 +1,140 @@
+"""fsdp: PyTorch FullyShardedDataParallel as Composer wraps a transformer (MosaicML
+llm-foundry's MPT: llmfoundry/models/mpt/modeling_mpt.py fsdp_wrap_fn wraps every MPTBlock;
+composer/trainer/dist_strategy.py prepare_fsdp_module). Every repeated block (a zoo layer
+with `repeat`, named `<layer>.<i>`) is one FSDP unit; every other layer belongs to the root
+unit (embeddings, final norm, tied head). Each GPU holds 1/N of every parameter, gradient
+and optimizer state.
+
+Per unit, in every micro-batch (Composer syncs an FSDP model on every micro-batch: its
+trainer's no_sync context applies to DDP only, so run it with accumulate_sync every), as
+torch 2.1's FSDP (torch/distributed/fsdp/_runtime_utils.py) with limit_all_gathers (the
+llm-foundry yamls' setting) issues them:
+- an all-gather of the unit's parameters in MixedPrecision's param_dtype (the model's
+  parameter bytes: 16-bit under Composer's DEFAULT and PURE) before its forward. The rate
+  limiter lets at most two gathered units wait to be freed, and FULL_SHARD frees a block
+  after its forward, so block i's gather waits for block i-2's forward; the root's and the
+  first two blocks' go after the previous optimizer step (the root waits for the
+  computation stream). SHARD_GRAD_OP frees nothing after the forward: every gather goes at
+  once.
+- FULL_SHARD only: the block is gathered again before its backward (not the root: FSDP
+  keeps the root unsharded from forward to backward). The first two blocks of the backward
+  are gathered as it begins; after that, with either backward_prefetch, block i's gather is
+  issued once block i+2's backward has finished (the rate limiter waits for block i+2's
+  free event), behind block i+2's reduce-scatter.
+- a reduce-scatter of the unit's gradient in reduce_dtype after its backward (the model's
+  gradient bytes: FP32 under Composer's DEFAULT, 16-bit under PURE).
+- the optimizer steps the unit's 1/N shard after every reduce-scatter has finished.
+PyTorch's ProcessGroupNCCL runs every collective of the process group on one internal
+stream: gathers and reduce-scatters go one at a time, in issue order (scheduler fifo).
+Not modelled: the post-backward stream's casts of the unsharded gradient to reduce_dtype
+and its divides by the world size (memory passes of ~14 bytes a parameter beside the
+backward, ~1 % of these steps).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..plan.names import bwd_name, fwd_name, update_name
+from ..plan.ops import SyncTensor
+from ..workload.compute import optimizer_kernels
+from ..workload.memory import memory_per_gpu
+from .base import STRATEGIES, Strategy, StrategyPlan
+
+SHARDING = ("FULL_SHARD", "SHARD_GRAD_OP")
+ROOT = "root"
+_BLOCK = re.compile(r".+\.\d+")
+
+
+@dataclass(frozen=True)
+class FsdpOptions:
+    sharding: str = "FULL_SHARD"              # FSDP sharding_strategy
+
+    def __post_init__(self):
+        if self.sharding not in SHARDING:
+            raise InputError(f"--option sharding={self.sharding!r}: must be one of {', '.join(SHARDING)}")
+
+
+def units(model) -> list[tuple[str, list]]:
+    """FSDP units in forward order: (name, layers with parameters). The root first (its
+    forward starts the model), then every repeated block."""
+    root, blocks = [], []
+    for layer in model.layers:
+        if layer.params <= 0:
+            continue
+        if _BLOCK.fullmatch(layer.name):
+            blocks.append((layer.name, [layer]))
+        else:
+            root.append(layer)
+    return ([(ROOT, root)] if root else []) + blocks
+
+
+@STRATEGIES.register("fsdp")
+class FsdpStrategy(Strategy):
+    description = "PyTorch FSDP: per-block all-gathers and reduce-scatters, 1/N optimizer (Composer)"
+    dense_table_gradient = True
+    Options = FsdpOptions
+
+    def plan(self, ctx):
+        model, n, o = ctx.model, ctx.n_gpus, self.options
+        us = units(model)
+        if not any(name != ROOT for name, _ in us):
+            raise InputError("--strategy fsdp: the model has no repeated blocks to shard as FSDP units")
+        layers = [l.name for l in model.layers]
+        step_end = update_name(next(l.name for l in reversed(model.layers) if l.params > 0))
+        first = {name: ls[0].name for name, ls in us}
+        last = {name: ls[-1].name for name, ls in us}
+        param_b = {name: float(sum(l.params * model.param_bytes(l) for l in ls)) for name, ls in us}
+        grad_b = {name: float(sum(l.params * model.grad_elem_bytes(l) for l in ls)) for name, ls in us}
+        blocks = [name for name, _ in us if name != ROOT]
+        full = o.sharding == "FULL_SHARD"
+
+        # forward gathers, in issue order
+        fwd: list[SyncTensor] = []
+        for name, _ in us:
+            i = blocks.index(name) if name != ROOT else -1
+            after = step_end
+            if full and i >= 2:
+                after = fwd_name(last[blocks[i - 2]])      # the rate limiter: i-2 freed
+            fwd.append(SyncTensor(f"fsdp-ag-fwd:{name}", first[name], "all_gather", param_b[name],
+                                  "dense", ready_after=after, needed_by=fwd_name(first[name])))
+        # backward: reduce-scatters, and FULL_SHARD's gathers queued behind the one they follow
+        bwd: list[SyncTensor] = []
+        order = list(reversed(blocks)) + ([ROOT] if ROOT in first else [])
+        lag = 2       # block i's backward gather goes behind block i+2's reduce-scatter
+        for j, name in enumerate(order):
+            bwd.append(SyncTensor(f"fsdp-rs:{name}", last[name], "reduce_scatter", grad_b[name],
+                                  "dense", ready_after=bwd_name(first[name])))
+            if full:
+                # the block `lag` places earlier in forward order is gathered behind this one
+                k = j + lag
+                if k < len(order) and order[k] != ROOT:
+                    t = order[k]
+                    bwd.append(SyncTensor(f"fsdp-ag-bwd:{t}", first[t], "all_gather", param_b[t],
+                                          "dense", ready_after=bwd_name(first[name]),
+                                          needed_by=bwd_name(last[t])))
+        if full:
+            # the first two blocks of the backward: gathered as it begins
+            covered = {t.layer for t in bwd if t.name.startswith("fsdp-ag-bwd:")}
+            start = [name for name in order[:lag] if name != ROOT and first[name] not in covered]
+            bwd[:0] = [SyncTensor(f"fsdp-ag-bwd:{name}", first[name], "all_gather", param_b[name],
+                                  "dense", ready_after=bwd_name(layers[-1]),
+                                  needed_by=bwd_name(last[name])) for name in start]
+        update = {}
+        for l in model.layers:
+            if l.params > 0:
+                shard = math.ceil(l.params / n)
+                update[l.name] = ctx.kernel_seconds(optimizer_kernels(
+                    shard, model, tensors=getattr(l.kernels, "param_tensors", None),
+                    table=l.kind == "embedding")) if ctx.kernel_seconds else ctx.layer_update[l.name] / n
+        # gathered parameters held at once: two blocks under the rate limiter (FULL_SHARD),
+        # every block through the backward under SHARD_GRAD_OP; the root's throughout
+        gathered = param_b.get(ROOT, 0.0) + (2 * max(param_b[b] for b in blocks) if full
+                                             else sum(param_b[b] for b in blocks))
+        memory = memory_per_gpu(model, embedding_shards=n, dense_shards=n,
+                                buffers={"fsdp gathered parameters": gathered})
+        notes = (f"fsdp: {o.sharding}, {len(blocks)} blocks + root unit, limit_all_gathers",)
+        return StrategyPlan(sync=tuple(fwd + bwd), update_time=update, memory=memory, notes=notes)
