@@ -173,7 +173,9 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
         else:
             measured, simulated = float(p["busbw"]), r.busbw
         pt = PointError(r.size, measured, simulated, r.algo, r.proto)
-        out.append(CurveError(f"single-points[{i}]", _system(p.get("system", ""), note), p["op"],
+        # named by the file (single-points.yaml -> single-points[i]) so that two point files
+        # do not share names
+        out.append(CurveError(f"{Path(path).stem}[{i}]", _system(p.get("system", ""), note), p["op"],
                               str(p.get("nccl", "unknown")), (pt,)))
     return out
 

@@ -228,3 +228,41 @@ CURVE_BOUNDS.update({
     # 54.0 / 423.3 -> 28.8 / 101.8 %): 1 GiB within 8.4 %, 512 MiB / 2 GiB 2x / 1.45x slow
     "oci-gb200-2rack-128gpu-allreduce": (0.290, 1.024),
 })
+
+
+# Held-out systems found on 2026-12-02 (embsim/validation_data/ext-*.yaml), at the level reached
+# on first contact + 0.5 % (nothing tuned on them; docs/validation.md "Held-out systems (ext-*)").
+CURVE_BOUNDS.update({
+    # Alps GH200 2x4 over Slingshot (NCCL_PROTO=^LL128): 64 KiB-1 MiB 29-81 % fast (the
+    # libfabric/CXI small-message cost), 2-128 MiB Tree/Simple 1-13 % fast
+    "ext-alps-gh200-2x4-allreduce": (0.26, 0.817),
+    # AWS p5 HyperPod (NCCL 2.27.7, aws-ofi-nccl tuner): AlltoAll >= 512 MiB 6-16 % fast on 2-32
+    # nodes (the model's per-GPU EFA rate 0.90-0.95 of 4 x 100 Gb/s, measured 0.80-0.85)
+    "ext-aws-p5-2x8-alltoall": (0.089, 0.118),
+    "ext-aws-p5-4x8-alltoall": (0.124, 0.379),
+    "ext-aws-p5-8x8-alltoall": (0.1, 0.274),
+    "ext-aws-p5-16x8-alltoall": (0.094, 0.134),
+    "ext-aws-p5-32x8-alltoall": (0.099, 0.158),
+    # AllGather Ring/LL128 fast at 32-512 MiB as ranks grow (per-step cost across EFA), AllReduce
+    # NVLSTree 10-42 % fast on 32 nodes; AWS's tuner plugin choice is not modelled
+    "ext-aws-p5-2x8-all-gather": (0.128, 0.273),
+    "ext-aws-p5-4x8-all-gather": (0.143, 0.383),
+    "ext-aws-p5-8x8-all-gather": (0.2, 0.488),
+    "ext-aws-p5-16x8-all-gather": (0.236, 0.516),
+    "ext-aws-p5-32x8-all-gather": (0.312, 0.56),
+    "ext-aws-p5-2x8-all-reduce": (0.044, 0.248),
+    "ext-aws-p5-4x8-all-reduce": (0.079, 0.178),
+    "ext-aws-p5-8x8-all-reduce": (0.115, 0.195),
+    "ext-aws-p5-16x8-all-reduce": (0.162, 0.205),
+    "ext-aws-p5-32x8-all-reduce": (0.221, 0.419),
+    # single points: H800 NVLS (8 links) 9.5 % fast; H200 2.20.3 NVLS; H100 Ring 2/8 GPUs; H100
+    # NVLS on 5-8 GPUs (6 and 7 GPUs 13 and 9 % fast: NVLS below 8 GPUs, unexplained)
+    "ext-points[0]": (0.095, 0.095),
+    "ext-points[1]": (0.004, 0.004),
+    "ext-points[2]": (0.023, 0.023),
+    "ext-points[3]": (0.024, 0.024),
+    "ext-points[4]": (0.034, 0.034),
+    "ext-points[5]": (0.134, 0.134),
+    "ext-points[6]": (0.094, 0.094),
+    "ext-points[7]": (0.015, 0.015),
+})
