@@ -39,7 +39,9 @@ ORIGINALS = {
 # scaling differences +0.010..+0.022 -> -0.011..+0.002, GNMT -0.015, Transformer -0.003).
 # s2-recsys: 3.82 % / 10.72 % (per-kernel memory-bound classes, GNMT's eager attention and
 # label smoothing) -> 0.043 / 0.112.
-MEAN_BOUND, MAX_BOUND = 0.043, 0.112
+# s2-sn round 2: compute 18.9 % slower while collectives run (arXiv 2507.03114 mean) by default on GPUs: 
+# 3.82 % / 10.72 % -> 3.47 % / 9.73 % -> 0.0349 / 0.0978.
+MEAN_BOUND, MAX_BOUND = 0.0349, 0.0978
 
 
 @pytest.fixture(scope="module")
