@@ -391,7 +391,7 @@ def training_section() -> list[str]:
         "  bucket_bytes=1e12): all 20 pairs of the three apex-DDP trainers' packaged files",
         "  (GNMT, Transformer, SQuAD; A100 and V100) then fall within -0.007..+0.041 (max",
         "  0.085 -> 0.038; SQuAD 0.074 -> 0.041), the originals' 8 within +0.010..+0.041",
-        "  (3.8/10.7 % -> 3.2/5.8 %). But apex DDP (unchanged 2019-2022), ProcessGroupNCCL",
+        "  (3.8/10.7 % -> 3.2/5.8 %, both before the GPU interference default). But apex DDP (unchanged 2019-2022), ProcessGroupNCCL",
         "  and PyTorch's non-blocking pool streams launch each bucket asynchronously beside",
         "  the backward: no code path serialises it. arXiv 2606.09200 (abstract) gives a GPU-side",
         "  account (compute kernels' residency leaves NCCL's kernels no resources to progress on",

@@ -96,5 +96,7 @@ def test_gnmt_scaling_follows_the_benchmark_global_batch(original):
     gnmt = [p for p in pairs if p.file == "dle-pytorch-gnmt"]
     assert len(gnmt) == 4
     # 0.786-0.898 once GNMT's eager attention and loss passes are counted (s2-recsys)
-    assert all(0.78 <= p.simulated <= 0.91 for p in gnmt)
-    assert max(p.simulated - p.measured for p in gnmt) <= 0.07
+    # 0.779-0.890 (differences +0.043..+0.053) with compute 18.9 % slower while the all-reduce
+    # overlaps it (arXiv 2507.03114's mean, the GPU default): the 4/8-GPU steps pay for it
+    assert all(0.775 <= p.simulated <= 0.895 for p in gnmt)
+    assert max(p.simulated - p.measured for p in gnmt) <= 0.055
