@@ -13,6 +13,7 @@ from ..engine.lengths import parse_lengths
 from ..errors import InputError
 from ..workload.model import OPTIMIZER_STATE_TENSORS
 from ..workload.padding import parse_padding
+from ..workload.precision import AMP_STYLES
 from .checks import MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
 
 
@@ -75,9 +76,10 @@ def _options(f):
         click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
                      help="training precision; bf16/fp16/fp8 = mixed precision (AMP) "
                           "(default: the model's)"),
-        click.option("--amp", type=click.Choice(["autocast", "o2"]),
-                     help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs, FP32 embedding tables) or o2 "
-                          "(16-bit model, apex O2 / model.half()) (default: the model's, else autocast)"),
+        click.option("--amp", type=click.Choice(list(AMP_STYLES)),
+                     help="mixed-precision style: autocast (FP32 softmax/LayerNorm outputs, FP32 embedding tables), o2 "
+                          "(16-bit model, apex O2 / model.half()) or megatron (16-bit model, FP32 main_grad the "
+                          "weight-gradient GEMMs accumulate into: Megatron-Core, NeMo) (default: the model's, else autocast)"),
         OPTIMIZER,
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "

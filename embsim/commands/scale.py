@@ -7,6 +7,7 @@ import tempfile
 import click
 
 from ..report.scaling_table import scaling_table
+from ..workload.precision import AMP_STYLES
 from ..sweep.check import check_points
 from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count
 from .options import CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, trainer_fields
@@ -25,7 +26,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace")
 @click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
               help="training precision (default: the model's)")
-@click.option("--amp", type=click.Choice(["autocast", "o2"]),
+@click.option("--amp", type=click.Choice(list(AMP_STYLES)),
               help="mixed-precision style (see embsim simulate --help; default: the model's, else autocast)")
 @click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
               help="micro-batches per optimizer step (default: the model's global batch over the GPUs' batches, else 1)")

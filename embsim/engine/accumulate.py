@@ -43,7 +43,9 @@ def check_sync(sync) -> str:
 
 def master_accumulate_s(ctx, amp: str) -> float:
     """Seconds of one later micro-batch's apex-O2 unscale into the stashed master gradients
-    (0 unless amp o2 with FP32 master weights)."""
+    (0 unless amp o2 with FP32 master weights; amp megatron has no such pass: each
+    weight-gradient GEMM accumulates into the FP32 main_grad itself, Megatron-Core's
+    gradient_accumulation_fusion)."""
     m = ctx.model
     if amp != "o2" or not m.optimizer.master_bytes_per_param:
         return 0.0

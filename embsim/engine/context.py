@@ -103,11 +103,13 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     if per_elem is not None and per_elem.get("dense"):
         dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
 
-    def sparse_update(layer_name: str, rows: float) -> float:
+    def sparse_update(layer_name: str, rows: float, lookups: float | None = None) -> float:
+        """`rows` distinct rows touched; `lookups`: the gradient rows the step receives
+        (one per lookup) where the caller knows them (plain SGD updates per lookup)."""
         table = model.table(model.layer(layer_name).table)
         if per_elem is not None and per_elem.get("sparse-rows"):
             return per_elem["sparse-rows"] * rows * table.dim
-        return sparse_optimizer_step_time(rows, table.dim, model, kgpu)
+        return sparse_optimizer_step_time(rows, table.dim, model, kgpu, lookups)
 
     if cfg.corpus:
         def stats_for(table):

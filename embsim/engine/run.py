@@ -269,7 +269,8 @@ def single_gpu_update_time(ctx) -> dict:
             continue
         traffic = ctx.tables.get(layer.name)
         if traffic is not None and not traffic.dense_grad:
-            out[layer.name] = ctx.sparse_update(layer.name, traffic.unique_per_gpu)
+            out[layer.name] = ctx.sparse_update(layer.name, traffic.unique_per_gpu,
+                                                traffic.lookups_per_gpu)
         else:
             out[layer.name] = ctx.layer_update[layer.name]
     return out

@@ -36,7 +36,8 @@ class StepContext:
     layer_fwd: Mapping[str, float]     # seconds
     layer_bwd: Mapping[str, float]
     layer_update: Mapping[str, float]  # dense optimizer step of the whole layer
-    sparse_update: Callable[[str, float], float]  # (table owner layer, rows) -> optimizer seconds
+    # (table owner layer, distinct rows[, lookups]) -> optimizer seconds
+    sparse_update: Callable[..., float]
     tables: Mapping[str, TableTraffic]    # by table owner layer name
     hbm_bytes: float
     # seconds of a list of workload.kernels.Kernel on this GPU, from the kernel model that

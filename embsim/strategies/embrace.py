@@ -148,7 +148,9 @@ class EmbRaceStrategy(Strategy):
                                        needed_by=grad_consumer, matrix=bwd_matrix))
             # the shard updates its rows (cols: union x D/N elements); with rows the hottest
             # shard also scatters more gradients than an even share
-            update[t.layer] = (ctx.sparse_update(t.layer, shard_rows)
+            # (a shard receives every GPU's gradient for its D/N columns: total x hot
+            # lookup-rows of work, what an uncoalesced plain-SGD step updates)
+            update[t.layer] = (ctx.sparse_update(t.layer, shard_rows, total * hot)
                                + bwd_per_lookup * total * (hot - 1.0))
             sharded[t.table] = n
             buffers[f"embrace alltoall buffers ({t.table})"] = 2 * total * vec

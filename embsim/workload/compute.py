@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .attention_rate import default_implementation, describe
 from .gpu_props import GpuCompute
 from .kernel_time import fp8_tn_only, kernels_time
-from .kernels import stream
+from .kernels import Kernel, stream
 from .lamb import lamb_kernels, tensor_chunks
 from .model import Layer, Model
 from .precision import precision
@@ -208,8 +208,30 @@ def optimizer_step_time(elements: float, model: Model, gpu: GpuCompute, kernels:
                         precision(model.dtype), model.dtype_bytes)
 
 
-def sparse_optimizer_step_time(rows: float, dim: int, model: Model, gpu: GpuCompute) -> float:
+def sparse_optimizer_step_time(rows: float, dim: int, model: Model, gpu: GpuCompute,
+                               lookups: float | None = None) -> float:
     """Update only the `rows` touched rows of a `dim`-wide table (8-byte indices): a
-    coalesce kernel and the row update."""
+    coalesce kernel and the row update. Plain SGD on an FP32 table never coalesces: given
+    the `lookups` whose gradient rows the step holds, it is an index_add over them
+    (uncoalesced_sgd_kernels)."""
+    if lookups is not None and model.optimizer.name == "sgd" and model.table_bytes >= FP32:
+        return kernels_time(uncoalesced_sgd_kernels(lookups, dim, model), gpu,
+                            precision(model.dtype), model.dtype_bytes)
     r = int(round(rows))
     return optimizer_step_time(r * dim, model, gpu, kernels=2, index_bytes=8 * r, table=True)
+
+
+def uncoalesced_sgd_kernels(lookups: float, dim: int, model: Model) -> list:
+    """Plain SGD on a sparse gradient with one row per lookup (torch.optim.SGD's
+    param.add_(grad, alpha=-lr): add_out_dense_sparse_cuda sends an uncoalesced gradient
+    to index_add_, an atomic read-modify-write of the table row per lookup; Keras SGD's
+    _resource_apply_sparse: ResourceScatterAdd of the IndexedSlices, likewise per lookup).
+    Under autocast the loss scaler first unscales those FP32 values in place
+    (torch.cuda.amp GradScaler._unscale_grads_ takes a sparse FP32 gradient's _values()
+    without coalescing)."""
+    row = dim * model.table_bytes
+    out = [Kernel("scatter", rows=lookups, row_bytes=row, name="optimizer.index_add"),
+           stream("optimizer.indices", lookups * 8, param_pass=True, ops=0)]
+    if model.optimizer.master_bytes_per_param:
+        out.insert(0, stream("amp.unscale", lookups * row * 2, param_pass=True))
+    return out

@@ -21,6 +21,10 @@ Two kinds of published figure:
 So MAMF figures are used only as ratios within one search (one GPU, one torch/CUDA build,
 dtype against dtype), where the selection bias is common to both, anchored on a CUBE
 figure: fraction(gpu, d) = cube(gpu, d0) x mamf(gpu, d) / mamf(gpu, d0).
+- CUTLASS: NVIDIA's CUTLASS team's A100 peaks with the CUDA 11.3 compiler, FP16 and
+  TF32 stated together (one GPU, one toolkit, each dtype's best kernel: the same kind of
+  figure as MAMF, so used the same way, as a ratio). The only published A100 TF32 large-GEMM
+  figure that pairs with a 16-bit one from the same build.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ AZURE = ("Azure/AI-benchmarking-guide Azure_Results/ND_*_results.md (cuBLASLt, r
          "10,000 warm-up iterations)")
 STAS00 = ("stas00/ml-engineering compute/accelerator/README.md 'Maximum Achievable Matmul FLOPS "
           "comparison table' (mirror commit 744d01e1)")
+CUTLASS_SRC = ("github.com/NVIDIA/cutlass/discussions/241 (CUTLASS team, 2021-04-19): with CUDA 11.3 "
+               "'298TFLOPS ... CUTLASS FP16 GEMM on A100' and 'FP32(via TF32) GEMM ... can reach "
+               "143TFLOPS'")
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,13 @@ MAMF = (
 )
 
 
+# The CUTLASS team's A100 peaks, both dtypes on one toolkit (CUTLASS_SRC; shape not stated).
+CUTLASS = (
+    Measured("A100", "fp16", 298.0, 312, (0, 0, 0), "CUTLASS profiler, CUDA 11.3"),
+    Measured("A100", "tf32", 143.0, 156, (0, 0, 0), "CUTLASS profiler, CUDA 11.3"),
+)
+
+
 @dataclass(frozen=True)
 class Derived:
     fraction: float
@@ -79,15 +93,17 @@ def _one(table, gpu: str, dtype: str) -> Measured:
 
 
 def scaled(anchor_gpu: str, anchor_dtype: str, ratio_gpu: str, dtype: str,
-           base_gpu: str | None = None) -> Derived:
-    """cube(anchor_gpu, anchor_dtype) x mamf(ratio_gpu, dtype) / mamf(base_gpu or ratio_gpu,
-    anchor_dtype): the anchor's sustained cube rate moved by one search's ratio."""
+           base_gpu: str | None = None, table: tuple = MAMF) -> Derived:
+    """cube(anchor_gpu, anchor_dtype) x best(ratio_gpu, dtype) / best(base_gpu or ratio_gpu,
+    anchor_dtype): the anchor's sustained cube rate moved by one search's ratio (`table`:
+    MAMF, or CUTLASS's peaks)."""
     cube = _one(CUBE, anchor_gpu, anchor_dtype)
-    num = _one(MAMF, ratio_gpu, dtype)
-    den = _one(MAMF, base_gpu or ratio_gpu, anchor_dtype)
+    num = _one(table, ratio_gpu, dtype)
+    den = _one(table, base_gpu or ratio_gpu, anchor_dtype)
     if num.build != den.build and (base_gpu or ratio_gpu) == ratio_gpu:
         raise ValueError(f"{ratio_gpu}: {dtype} and {anchor_dtype} searched on different builds")
-    how = (f"{anchor_gpu} {anchor_dtype} cube {cube.fraction:.3f} x MAMF {num.gpu} {dtype} "
+    kind = "MAMF" if table is MAMF else "CUTLASS"
+    how = (f"{anchor_gpu} {anchor_dtype} cube {cube.fraction:.3f} x {kind} {num.gpu} {dtype} "
            f"{num.fraction:.3f} / {den.gpu} {anchor_dtype} {den.fraction:.3f}")
     return Derived(cube.fraction * num.fraction / den.fraction, how)
 
@@ -103,9 +119,12 @@ def derive() -> dict[str, dict[str, Derived]]:
     - B200 (no cube figure): GB200's FP8 cube x B200/GB200 FP8 MAMF (the same Blackwell
       die; the two searches ran on different torch builds, a stated mismatch); BF16 = B200
       FP8 x B200's BF16/FP8 MAMF.
-    - A100: FP16 the Azure cube; no MAMF pair on one build, so other dtypes use it.
-    FP16 and BF16 take each other's figure (same datapath and peak). TF32 and FP32 have no
-    published large-GEMM figure on these GPUs: they use the preset's single gemm_fraction.
+    - A100: FP16 the Azure cube; TF32 = that x the CUTLASS team's TF32/FP16 peaks on CUDA
+      11.3 (0.917 / 0.955 of each peak: TF32 reaches 0.96 of FP16's fraction); no MAMF pair
+      on one build.
+    FP16 and BF16 take each other's figure (same datapath and peak). FP32, and TF32 beyond
+    A100, have no published large-GEMM figure on these GPUs: the preset's single
+    gemm_fraction.
     """
     h100_fp8 = Derived(_one(CUBE, "H100", "fp8").fraction, "H100 fp8 cube (Azure)")
     h200_fp8 = Derived(_one(CUBE, "H200", "fp8").fraction, "H200 fp8 cube (Azure)")
@@ -115,7 +134,8 @@ def derive() -> dict[str, dict[str, Derived]]:
     h100_bf16 = scaled("H100", "fp8", "H100", "bf16")
     h100_ratio = h100_bf16.fraction / h100_fp8.fraction
     out = {
-        "A100": {"fp16": Derived(_one(CUBE, "A100", "fp16").fraction, "A100 fp16 cube (Azure)")},
+        "A100": {"fp16": Derived(_one(CUBE, "A100", "fp16").fraction, "A100 fp16 cube (Azure)"),
+                 "tf32": scaled("A100", "fp16", "A100", "tf32", table=CUTLASS)},
         "H100": {"fp8": h100_fp8, "bf16": h100_bf16},
         "H200": {"fp8": h200_fp8,
                  "bf16": Derived(h200_fp8.fraction * h100_ratio,

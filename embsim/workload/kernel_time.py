@@ -21,8 +21,9 @@ kernel's shape and the GPU (embsim.workload.gpu_compute.GpuCompute).
   the library kernel reaches at this head dim and sequence length, from published
   benchmarks (embsim.workload.attention_rate), never faster than moving its real operands
   (Q, K, V, O and their gradients; the scores stay on chip);
-- gather / scatter: random rows, each rounded up to whole 32-byte DRAM sectors; the
-  scatter-add reads the gradient row and reads + writes the table row.
+- gather / scatter: random rows, each rounded up to whole 32-byte DRAM sectors; a gather
+  reads the row and writes it out, a scatter-add reads the gradient row and reads + writes
+  the table row; a kernel that only reads (or only writes) its rows says so (passes=1).
 - recurrent timesteps: a fixed per-step overhead of library RNN kernels, fitted on
   published recurrent benchmarks (embsim.workload.recurrent_fit) or measured by calibrate;
 - every kernel: a GPU-side gap before the next dependent kernel can start; on the host
@@ -174,7 +175,8 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
         one = nbytes / (bw if full else bw * gpu.memory_fraction(kr.mechanism))
     elif kr.kind in ("gather", "scatter"):
         gbw = gpu.hbm_bps * (gpu.gather_fraction or gpu.hbm_fraction)
-        passes = 2 if kr.kind == "gather" else 3      # gather: read + write; scatter-add: r + r/w
+        # gather: read + write; scatter-add: r + r/w; a kernel's own count when it sets one
+        passes = kr.passes or (2 if kr.kind == "gather" else 3)
         one = passes * _rows_bytes(kr.rows, kr.row_bytes) / gbw
     else:
         raise AssertionError(f"unknown kernel kind {kr.kind!r}")

@@ -7,7 +7,7 @@ layer's shapes, the batch, the sequence length and the stored element size. Clas
 - stream: a memory-bound kernel (elementwise, norm, softmax, dropout, reductions)
   moving `nbytes` through HBM;
 - gather / scatter: `rows` random row accesses of `row_bytes` each (embedding lookup,
-  its gradient's scatter-add);
+  its gradient's segment sums and row writes; `passes` HBM passes per row);
 - attention: a fused (flash) attention pass over `batch` (sample, head) pairs of m queries,
   head dim n, written as the GEMM of k-depth 2 x keys (forward) or 5 x keys (backward)
   it performs; timed from published kernel throughput (embsim.workload.attention_rate).
@@ -40,6 +40,9 @@ LAYER = "layer"
 # model (apex O2, model.half()) they compute in FP32 inside but read and write 16-bit
 # (f = e); only the loss's log-softmax is upcast (frameworks do .float() on the logits).
 FP32 = 4
+# embedding_dense_backward_cuda sums at most this many equal sorted indices per partial
+# (NROWS_PER_THREAD in aten/src/ATen/native/cuda/EmbeddingBackwardKernel.cu)
+SEGMENT_ROWS = 10
 
 
 def fp32_cast(name: str, elems: float, e: int, f: int = FP32) -> list:
@@ -57,6 +60,9 @@ class Kernel:
     nbytes: float = 0.0       # stream: HBM bytes read + written
     rows: float = 0.0         # gather/scatter: random rows accessed
     row_bytes: int = 0        # gather/scatter: bytes per row
+    # gather/scatter: HBM passes per row (0: the kind's own, gather 2 = read + write,
+    # scatter 3 = read + read/write); 1 for a kernel that only reads or only writes rows
+    passes: int = 0
     # back-to-back repetitions (timesteps); fractional for a layer's share of a
     # whole-model multi-tensor step's launches (embsim.workload.lamb)
     count: float = 1
@@ -112,10 +118,14 @@ def stream(name: str, nbytes: float, count: float = 1, ops: float | None = None,
 
 
 def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = True,
-                   act: bool = False, dropout: bool = False) -> tuple[list, list]:
+                   act: bool = False, dropout: bool = False,
+                   fused_bias_grad: bool = False) -> tuple[list, list]:
     """nn.Linear (bias folded into the GEMM epilogue), an optional activation and an
     optional dropout on the output (fused dropout: read x, write y and the 1-byte mask;
-    backward reads the gradient and the mask, writes the gradient)."""
+    backward reads the gradient and the mask, writes the gradient). `fused_bias_grad`:
+    the activation's backward also sums the bias gradient in the same pass (apex's fused
+    MLP, csrc/mlp_cuda.cu biasAddRelu_bprop: reads y and dy, writes dx, reduces db in FP32
+    registers and per-block partials), so no separate bias-gradient kernel reads dy again."""
     fwd = [gemm(f"{name}.gemm", n, fout, fin)]
     bwd = [gemm(f"{name}.dgrad", n, fin, fout), gemm(f"{name}.wgrad", fin, fout, n)]
     if act:
@@ -125,7 +135,7 @@ def linear_fwd_bwd(name: str, n: int, fin: int, fout: int, e: int, bias: bool = 
         fwd.append(stream(f"{name}.dropout", n * fout * (2 * e + MASK_BYTES), pointwise=True,
                           mechanism=RNG))
         bwd.insert(0, stream(f"{name}.dropout_bwd", n * fout * (2 * e + MASK_BYTES), pointwise=True))
-    if bias:
+    if bias and not (fused_bias_grad and act):
         bwd.append(stream(f"{name}.bias_grad", n * fout * e, mechanism=COLUMN))
     return fwd, bwd
 
@@ -153,15 +163,25 @@ def dropout_residual(name: str, n: int, dim: int, e: int, dropout: bool) -> tupl
 
 
 def embedding_kernels(name: str, rows: int, dim: int, vocab: int, e: int) -> tuple[list, list, list]:
-    """(forward, dense-gradient backward, sparse-gradient backward).
-    Forward gathers one row per lookup. The dense gradient (PyTorch's default
-    embedding_dense_backward) zero-fills a vocab x dim buffer, sorts the indices and
-    scatter-adds one row per lookup; the sparse one (sparse=True) keeps the output
-    gradient as the values and copies the indices."""
+    """(forward, dense-gradient backward, sparse-gradient backward), as ATen runs them.
+    Forward (embedding -> index_select): one kernel reads the indices and each looked-up
+    row and writes it once to the output. The dense gradient (embedding_dense_backward_cuda,
+    aten/src/ATen/native/cuda/EmbeddingBackwardKernel.cu) zero-fills a vocab x dim buffer,
+    sorts the indices, then (compute_grad_weight) reads each lookup's gradient row once and
+    writes one FP32 partial sum per run of at most NROWS_PER_THREAD = 10 equal indices, and
+    (sum_and_scatter) reads the partials and writes one row per distinct index: no
+    read-modify-write per lookup. Distinct rows are bounded by min(vocab, lookups) here (the
+    layer's kernels do not see the token statistics). The sparse gradient (sparse=True)
+    keeps the output gradient as the values and copies the indices."""
     fwd = [Kernel("gather", rows=rows, row_bytes=dim * e, name=f"{name}.gather"),
-           stream(f"{name}.write", rows * dim * e + rows * INDEX_BYTES, ops=0)]
+           stream(f"{name}.indices", rows * INDEX_BYTES, ops=0)]
+    distinct = min(vocab, rows)
+    partials = min(rows, -(-rows // SEGMENT_ROWS) + distinct)
+    partial_bytes = partials * dim * FP32       # acc_type: FP32 partials for 16-bit grads too
     dense = [stream(f"{name}.zero_grad", vocab * dim * e, pointwise=True),
              stream(f"{name}.sort_indices", 4 * 2 * rows * INDEX_BYTES),   # radix passes over (key, value)
-             Kernel("scatter", rows=rows, row_bytes=dim * e, name=f"{name}.scatter_add")]
+             Kernel("gather", rows=rows, row_bytes=dim * e, passes=1, name=f"{name}.segment_sum"),
+             stream(f"{name}.partials", 2 * partial_bytes, ops=0),        # written, read back
+             Kernel("scatter", rows=distinct, row_bytes=dim * e, passes=1, name=f"{name}.row_write")]
     sparse = [stream(f"{name}.sparse_grad", 2 * rows * INDEX_BYTES)]
     return fwd, dense, sparse

@@ -275,17 +275,25 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
         t = sh.table_bytes
         f, dense, sparse = embedding_kernels("embedding", rows, dim, vocab, t)
         if p.get("cast_output") and t > e:
-            # the rows cast to the model's dtype after the lookup (DLE DLRM's x.half()),
-            # their gradient cast back up before the table's backward
-            f += fp32_cast("embedding.rows", rows * dim, e, t)
+            # the rows cast to the model's dtype after the lookup, their gradient cast back
+            # up before the table's backward
             up = fp32_cast("embedding.rows_grad", rows * dim, e, t)
+            if p.get("fused_cast"):
+                # one kernel reads the t-byte rows and writes them as e bytes (DLE DLRM's
+                # gather_gpu_fused_fwd with amp_train; its backward reads the 16-bit
+                # gradient and writes the FP32 values: the up-cast's bytes, one kernel)
+                f = [Kernel("gather", rows=rows, row_bytes=dim * t, passes=1, name="embedding.gather"),
+                     stream("embedding.write_cast", rows * dim * e, copy=True, ops=0)] + f[1:]
+                up = [stream("embedding.rows_grad", rows * dim * (e + t), copy=True, ops=0)]
+            else:
+                f += fp32_cast("embedding.rows", rows * dim, e, t)
             dense, sparse = up + dense, up + sparse
         return LayerKernels(tuple(f), tuple(dense), tuple(sparse))
     if kind == "linear":
         n = tokens_for(p, sh)
         f, b = linear_fwd_bwd("linear", n, p["in"], p["out"], e,
                               p.get("bias", True), p.get("activation", "none") != "none",
-                              p.get("dropout", False))
+                              p.get("dropout", False), p.get("fused_bias_grad", False))
         if p.get("input_bytes", e) > e:
             # autocast casts a wider input (FP32 looked-up rows) down for the GEMM, and
             # the cast's backward casts the input gradient back up

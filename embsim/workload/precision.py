@@ -12,10 +12,19 @@ fp8:  as bf16, with the GEMMs at the FP8 tensor rate (Transformer Engine keeps t
       tensors between kernels in 16-bit; only GEMM inputs are cast to FP8, by the
       quantize kernels of embsim.workload.fp8_quant).
 
-Two mixed-precision styles (--amp): "autocast" (torch.cuda.amp, the default): softmax,
+Three mixed-precision styles (--amp): "autocast" (torch.cuda.amp, the default): softmax,
 LayerNorm and the loss are FP32 ops with FP32 outputs cast back to 16-bit; "o2" (apex
 O2, model.half() with FP32 master weights, as NVIDIA DeepLearningExamples run): those
-kernels read and write 16-bit (FP32 math inside), and only the loss is upcast.
+kernels read and write 16-bit (FP32 math inside), and only the loss is upcast;
+"megatron" (Megatron-Core, as NeMo and Megatron-Bridge run it): a 16-bit model as under
+o2 (Float16Module casts the module to bf16, megatron/core/transformer/module.py; NeMo's
+megatron_amp_O2, Megatron-Bridge's bf16_mixed params_dtype bf16 with autocast off), FP32
+master weights in the distributed optimizer, and an FP32 main_grad per parameter that the
+weight-gradient GEMM accumulates into itself (gradient_accumulation_fusion, TE's
+fuse_wgrad_accumulation): no per-micro-batch gradient pass of its own, where apex O2
+unscales each micro-batch's 16-bit gradients into stashed FP32 ones
+(embsim.engine.accumulate.master_accumulate_s). Its gradients are reduced in FP32 when the
+run says so (grad_reduce_in_fp32, the optimizer option fp32_gradients).
 
 Parameters follow the style (param_bytes and table_bytes, the one place it is decided).
 Under autocast (torch.cuda.amp) the model is never cast: every parameter stays FP32, so
@@ -74,7 +83,7 @@ PRECISIONS = {
 DTYPES = tuple(PRECISIONS)
 
 
-AMP_STYLES = ("autocast", "o2")
+AMP_STYLES = ("autocast", "o2", "megatron")
 
 
 def op_bytes(dtype_bytes: int, amp: str = "autocast") -> int:

@@ -32,6 +32,7 @@ from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSO
 from .attention_rate import IMPLEMENTATIONS as ATTENTION_IMPLEMENTATIONS
 from .fp8_quant import RECIPES
 from .padding import parse_padding
+from .precision import AMP_STYLES
 
 # Bounds that keep a model file within memory and time: token statistics hold one float
 # per vocabulary row (1e8 rows = 800 MB), a batch samples batch x seq tokens per GPU, and
@@ -50,10 +51,14 @@ HEAD_KEYS = {"token_fraction": (FRACTION, False)}   # a head on a fraction of th
 LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     # cast_output: the looked-up rows are cast to the model's dtype right after the lookup
     # (as DLE DLRM's --amp does); without it they stay in the table's precision
-    "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False), "cast_output": (BOOL, False)},
+    # fused_cast: the lookup kernel itself writes the cast rows (no separate cast pass)
+    "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False), "cast_output": (BOOL, False),
+                  "fused_cast": (BOOL, False)},
     "positional_embedding": {"rows": (INT, True), "dim": (INT, True), "learned": (BOOL, False)},
     "linear": {"in": (INT, True), "out": (INT, True), "bias": (BOOL, False),
                "activation": (STR, False), "dropout": (BOOL, False), "per": (STR, False),
+               # the activation's backward also reduces the bias gradient (apex fused MLP)
+               "fused_bias_grad": (BOOL, False),
                **HEAD_KEYS},
     "layernorm": {"dim": (INT, True), "norm": (STR, False), "per": (STR, False), **HEAD_KEYS},
     "lstm": {"in": (INT, True), "hidden": (INT, True), "proj": (INT, False),
@@ -275,7 +280,6 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
         path=doc.source, **trainer)
 
 
-AMP_STYLES = ("autocast", "o2")
 ACCUMULATE_SYNCS = ("last", "every")   # embsim.engine.accumulate.SYNCS (the engine imports workload, not back)
 OPTIMIZER_OPTIONS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
 

@@ -177,6 +177,8 @@ def test_apex_o2_unscales_every_micro_batch_into_the_master_gradients():
     # read the 16-bit gradient and the FP32 stash, write FP32: 10 B per parameter
     assert seen[-1][0].nbytes == half.params * (2 + 8)
     assert master_accumulate_s(ctx(half), "autocast") == 0.0
+    # Megatron's wgrad GEMMs accumulate into the FP32 main_grad themselves: no pass
+    assert master_accumulate_s(ctx(half), "megatron") == 0.0
     assert master_accumulate_s(ctx(load_model("tiny-lm", dtype="fp32")), "o2") == 0.0
     # the three earlier micro-batches of an optimizer step each pay it once
     from dataclasses import dataclass

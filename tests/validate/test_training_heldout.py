@@ -20,9 +20,11 @@ from embsim.validate.training import default_files, heldout_files, summary, trai
 
 # s2-recsys: memory-bound kernels outside transformer blocks at their per-kernel class
 # fractions (substation's V100 per-kernel profile, nothing fitted here): 13.6 % / 30.5 %, 0.181
-# s2-sn round 2: compute 18.9 % slower while collectives run (arXiv 2507.03114 mean) by default on GPUs: 
-# 13.64 % / 30.47 % / 0.181 -> 13.67 % / 30.47 % / 0.179 -> 0.1374 / 0.3062 / 0.1796.
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.1374, 0.3062, 0.1796
+# s2-recsys (2026-12-02): code facts of ATen / apex / DLE's kernels (docs/compute.md), nothing
+# tuned here: embedding fwd/bwd as ATen runs them 12.25 / 24.40 / 0.139; apex fused MLP and
+# plain SGD's per-lookup sparse step 12.2 / 24.4; DLE's fused gather+cast 13.25 / 25.47 / 0.139
+# lead, s2-recsys merged with s2-bert (A100 TF32 0.789): 13.12 % / 25.47 % / 0.139
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.132, 0.256, 0.14
 
 
 # the recommender files; heldout/megatron-bridge-llama3-8b-more.yaml has its own test
@@ -52,14 +54,16 @@ def test_ncf_one_gpu_runs_are_slow_and_strong_scaling_too_good(heldout):
     # simulated too slow at batch 2^20, per-step fixed costs too small at 2^17
     runs, pairs = heldout
     one = [r.error for r in runs if r.gpus == 1 and r.file == "dle-pytorch-ncf"]
-    # -47..-37 % at the transformer-layer fraction; -31..-14 % at the per-kernel classes
-    assert len(one) == 6 and all(-0.31 <= e <= -0.13 for e in one)
+    # -47..-37 % at the transformer-layer fraction; -31..-14 % at the per-kernel classes;
+    # -24..-8 % with ATen's embedding kernels (one write forward, no per-lookup r/m/w backward)
+    assert len(one) == 6 and all(-0.25 <= e <= -0.08 for e in one)
     # 0.18..0.295 -> 0.165..0.265: torch DDP's bucket copies on 8 GPUs (schedulers.ddp_passes)
     # bring the NCF pairs 0.02-0.03 closer to measured (0.169-0.262); the sparse step's
     # bytes counted once make the 1-GPU base faster: 0.164-0.253 (closer again); the 8-GPU
     # rows waiting for the slowest of 8 GPUs (engine.gpu_speed): 0.146-0.238
-    # per-kernel classes: 0.120-0.181 (the 1-GPU base faster)
-    assert all(0.11 <= p.difference <= 0.19 for p in pairs)
+    # per-kernel classes: 0.120-0.181 (the 1-GPU base faster); ATen's embedding kernels:
+    # 0.097-0.139
+    assert all(0.09 <= p.difference <= 0.14 for p in pairs)
     assert all("kernel model" in r.compute_source for r in runs if r.simulated is not None)
 
 
@@ -70,5 +74,6 @@ def test_dlrm_small_model_one_gpu_runs(heldout):
     # the eight-GPU "large" rows cannot be built (FL=3 table sizes unpublished)
     assert len(dlrm) == 8 and len(simulated) == 4
     assert all(r.gpus == 1 for r in simulated)
-    # -22..-8 % at the layer fraction; -2..+17 % at the per-kernel classes
-    assert all(-0.03 <= r.error <= 0.175 for r in simulated)
+    # -22..-8 % at the layer fraction; -2..+17 % at the per-kernel classes; with DLE's own
+    # kernels (apex fused MLP, fused gather+cast, SGD's per-lookup index_add) +3..+26 %
+    assert all(0.02 <= r.error <= 0.26 for r in simulated)

@@ -65,3 +65,15 @@ def test_single_figure_gpu_says_it_is_used_for_every_dtype():
     assert "measured GEMM efficiency (0.7 used)" in l40s.label      # no figure at all
     v100 = for_gpu(load_topology("dgx1-v100").node.gpu)       # both DeepBench sheets
     assert v100.gemm_fractions == {"fp16": 0.87, "fp32": 0.87} and "GEMM" not in v100.label
+
+
+def test_a100_tf32_is_the_cube_moved_by_the_cutlass_peaks():
+    # FP16 and TF32 peaks from one statement (CUDA 11.3): TF32 reaches 0.96 of FP16's fraction
+    from embsim.workload.gemm_efficiency import CUTLASS
+    tf32 = derive()["A100"]["tf32"]
+    assert {m.build for m in CUTLASS} == {"CUTLASS profiler, CUDA 11.3"}
+    assert tf32.fraction == pytest.approx(0.822 * (143 / 156) / (298 / 312), rel=1e-3)
+    assert tf32.fraction < derive()["A100"]["fp16"].fraction
+    a100 = for_gpu(load_topology("dgx-a100").node.gpu)
+    assert tflops(a100, (16384,) * 3, "tf32") == pytest.approx(156 * 0.789, rel=0.01)
+    assert "per dtype for fp32 (0.822 used)" in a100.label

@@ -99,3 +99,24 @@ def test_sparse_row_update_moves_its_bytes_once_over_two_launches():
     # GPU-bound here (~0.21 ms on an A100); charging the bytes per launch took twice that
     assert gpu_s > host_s
     assert sparse_optimizer_step_time(rows, dim, m, gpu) < 0.55 * (2 * want_bytes / bw)
+
+
+def test_plain_sgd_on_a_sparse_gradient_updates_per_lookup_not_per_row():
+    # torch.optim.SGD's add_ of an uncoalesced sparse gradient is index_add_ over every
+    # lookup's row (DLE DLRM: 26 x 65,536 rows of 128 FP32 per step)
+    from embsim.workload.compute import uncoalesced_sgd_kernels
+    gpu = for_gpu(load_topology("dgx-a100:1x1").node.gpu)
+    lookups, rows, dim = 26 * 65536, 400_000, 128
+    fp32 = load_model("dlrm-criteo-f15", dtype="fp32")
+    names = [k.name for k in uncoalesced_sgd_kernels(lookups, dim, fp32)]
+    assert names == ["optimizer.index_add", "optimizer.indices"]
+    amp = load_model("dlrm-criteo-f15", dtype="fp16")
+    assert amp.table_bytes == 4          # autocast: FP32 table, the scaler unscales its values
+    assert [k.name for k in uncoalesced_sgd_kernels(lookups, dim, amp)][0] == "amp.unscale"
+    per_lookup = sparse_optimizer_step_time(rows, dim, fp32, gpu, lookups)
+    per_row = sparse_optimizer_step_time(rows, dim, fp32, gpu)
+    assert per_lookup > 2 * per_row        # 1.7M atomic row updates against 0.4M rows
+    # a stateful optimizer coalesces first: the lookups do not change its step
+    adam = load_model("dlrm-criteo-f15", dtype="fp32", overrides={"optimizer": {"name": "adam"}})
+    assert sparse_optimizer_step_time(rows, dim, adam, gpu, lookups) == \
+        sparse_optimizer_step_time(rows, dim, adam, gpu)

@@ -74,3 +74,15 @@ def test_weight_casts_once_per_tensor_each_forward_under_autocast_only():
     for m in (o2, fp32):
         assert not [k for layer in m.layers for k in layer.kernels.fwd + layer.kernels.bwd
                     if k.name.startswith("amp.weight")]
+
+
+def test_megatron_style_is_a_16_bit_model_without_casts():
+    # Megatron-Core's Float16Module: 16-bit parameters and norm outputs as under o2, FP32
+    # masters in the optimizer, no autocast weight casts
+    assert param_bytes(2, "megatron") == 2 and weight_cast_bytes(2, "megatron") == 0
+    meg, o2 = _tiny("megatron"), _tiny("o2")
+    assert memory_per_gpu(meg).master_weights == memory_per_gpu(o2).master_weights == 4 * meg.params
+    assert not [k for layer in meg.layers for k in layer.kernels.fwd + layer.kernels.bwd
+                if k.name.startswith("amp.weight")]
+    assert [k.nbytes for layer in meg.layers for k in layer.kernels.fwd] == \
+        [k.nbytes for layer in o2.layers for k in layer.kernels.fwd]

@@ -78,3 +78,49 @@ def test_dlrm_is_dle_main_defaults():
     # the interaction output: 27 x 26 / 2 pairs + the 128-wide bottom output, padded to 8
     pairs = 27 * 26 // 2 + 128
     assert m.layer("top_mlp0").kernels.fwd[0].k == pairs + (-pairs) % 8
+
+
+def test_fused_bias_grad_drops_the_separate_bias_reduction():
+    p = {"in": 64, "out": 128, "activation": "relu"}
+    plain = [k.name for k in layer_kernels("linear", p, SH).bwd]
+    fused = [k.name for k in layer_kernels("linear", {**p, "fused_bias_grad": True}, SH).bwd]
+    assert "linear.bias_grad" in plain and "linear.bias_grad" not in fused
+    assert set(fused) == set(plain) - {"linear.bias_grad"}
+    # without an activation there is no fused kernel to carry the bias gradient
+    no_act = {"in": 64, "out": 128, "fused_bias_grad": True}
+    assert "linear.bias_grad" in [k.name for k in layer_kernels("linear", no_act, SH).bwd]
+
+
+def test_dlrm_mlps_are_apex_fused_and_its_output_layer_is_not():
+    m = load_model("dlrm-criteo-f15")
+    fused = {l.name for l in m.layers if l.kind == "linear"
+             and not any(k.name == "linear.bias_grad" for k in l.kernels.bwd)}
+    assert fused == {f"bottom_mlp{i}" for i in range(3)} | {f"top_mlp{i}" for i in range(4)}
+
+
+def test_dense_embedding_backward_reads_each_lookup_once_and_writes_distinct_rows():
+    from embsim.workload.kernels import embedding_kernels
+    fwd, dense, _ = embedding_kernels("e", rows=1_000_000, dim=128, vocab=26_744, e=4)
+    assert [k.kind for k in fwd] == ["gather", "stream"] and fwd[0].passes == 0   # read + write
+    seg = next(k for k in dense if k.name == "e.segment_sum")
+    out = next(k for k in dense if k.name == "e.row_write")
+    assert seg.rows == 1_000_000 and seg.passes == 1
+    assert out.rows == 26_744 and out.passes == 1        # one row per distinct index
+    partials = next(k for k in dense if k.name == "e.partials")
+    assert partials.nbytes == 2 * (100_000 + 26_744) * 128 * 4
+
+
+def test_fused_cast_gathers_fp32_rows_and_writes_half_in_one_kernel():
+    amp = load_model("dlrm-criteo-f15", dtype="fp16")
+    emb = amp.layer("embedding").kernels
+    names = [k.name for k in emb.fwd]
+    assert "embedding.rows.cast" not in names and "embedding.write_cast" in names
+    rows = amp.batch * 26
+    write = next(k for k in emb.fwd if k.name == "embedding.write_cast")
+    assert write.nbytes == rows * 128 * 2                  # half rows out
+    gather = next(k for k in emb.fwd if k.name == "embedding.gather")
+    assert gather.passes == 1 and gather.row_bytes == 128 * 4   # FP32 rows in
+    # the same layer without fused_cast casts in a separate pass
+    plain = load_model("dlrm-criteo-f15", dtype="fp16",
+                       overrides={"layers": {"embedding": {"fused_cast": False}}})
+    assert "embedding.rows.cast" in [k.name for k in plain.layer("embedding").kernels.fwd]
