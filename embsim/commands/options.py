@@ -107,7 +107,8 @@ def _options(f):
         click.option("--straggler", help="gpu:RANK:FACTOR or node:NODE:FACTOR (compute slowdown)"),
         click.option("--interference", type=FiniteFloat(0, 100), default=None,
                      help="compute slowdown while collectives run (0.1 = 10 % slower); default: "
-                          "the trace's or topology's measured fabric.interference, else 0"),
+                          "the trace's or topology's measured fabric.interference, else 0.189 on "
+                          "GPUs (arXiv 2507.03114 mean), 0 on CPU devices"),
         click.option("--comm-interference", type=FiniteFloat(0, 100), default=None,
                      help="collective slowdown while compute runs; default: the trace's or "
                           "topology's measured fabric.comm_interference, else 0"),

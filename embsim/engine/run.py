@@ -28,7 +28,7 @@ from .classes import rank_classes
 from .config import SimulationConfig, with_options
 from .context import step_context
 from .jitter import NONE, budget_fill, jitter_factors, parse_jitter, with_jitter
-from . import gpu_speed
+from . import gpu_speed, interference
 from .lengths import parse_lengths
 from .padded import check_padding
 from ..workload.padding import parse_padding
@@ -134,6 +134,9 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                           _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate, speed))
     if variation > 0:
         compute_source += f"; {gpu_speed.label(variation)}"
+    factors, published = interference.resolved(cfg, measured, topo)
+    if published and topo.n_gpus > 1:
+        compute_source += f"; {interference.label(factors['interference'])}"
     curves = measured.collective_curves() if measured is not None else None
     if curves:
         compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"
@@ -150,7 +153,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     def run_engine(plan):
         engine = Engine(plan, scheduler, classes, collectives,
                         lambda env: Network(env, topo.capacity), ranks,
-                        iterations=cfg.iterations, **resolved_interference(cfg, measured, topo))
+                        iterations=cfg.iterations, **factors)
         run = engine.run()
         # a PS push/pull's size is what one worker sends or receives
         return run, step_metrics(run, lambda r: r.nbytes * (1.0 if r.op in SERVER_OPS else busbw_factor(r.op, topo.n_gpus)),
@@ -274,18 +277,5 @@ def single_gpu_update_time(ctx) -> dict:
 
 
 def resolved_interference(cfg, measured, topo) -> dict:
-    """The engine's interference factors: each flag if given, else what was measured for
-    this machine — the trace's own measurement on the topology it was captured on, else
-    the topology's fabric.interference / comm_interference — else 0."""
-    on_machine = measured.interference() if measured is not None else None
-    fabric = topo.node.fabric
-    out = {}
-    for key, given, i in (("interference", cfg.interference, 0),
-                          ("comm_interference", cfg.comm_interference, 1)):
-        if given is not None:
-            out[key] = given
-        elif on_machine is not None:
-            out[key] = on_machine[i]
-        else:
-            out[key] = getattr(fabric, key) or 0.0
-    return out
+    """The engine's interference factors (see engine.interference for the precedence)."""
+    return interference.resolved(cfg, measured, topo)[0]

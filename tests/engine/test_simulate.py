@@ -76,10 +76,12 @@ def test_chrome_trace_respects_dependencies(lstm_2x8):
 
 
 def test_straggler_slows_everyone():
-    # without the GPU-to-GPU speed spread, so the straggler alone sets the slowest GPU
-    base = run(topology="2x8", model="bert-base", efficiency_baseline=False, gpu_variation=0.0)
+    # without the GPU-to-GPU speed spread, so the straggler alone sets the slowest GPU, and
+    # without interference, whose stretch of compute depends on how much overlaps a collective
+    base = run(topology="2x8", model="bert-base", efficiency_baseline=False, gpu_variation=0.0,
+               interference=0.0)
     slow = run(topology="2x8", model="bert-base", straggler="gpu:3:1.5", efficiency_baseline=False,
-               gpu_variation=0.0)
+               gpu_variation=0.0, interference=0.0)
     assert slow.step_time > base.step_time * 1.2
     assert slow.compute == pytest.approx(base.compute * 1.5, rel=1e-6)
 
@@ -153,8 +155,10 @@ def test_a_network_only_trace_replaces_the_collective_model(tmp_path):
     log = Path(__file__).resolve().parents[1] / "imports" / "fixtures" / "h100-2x8-all_reduce.log"
     out = tmp_path / "net.yaml"
     assert cli.main(["import-nccl-tests", str(log), "--out", str(out), "--topology", "dgx-h100:2x8"]) == 0
-    model_only = run(topology="dgx-h100:2x8", model="bert-base", efficiency_baseline=False)
-    measured = run(topology="dgx-h100:2x8", model="bert-base", trace=str(out), efficiency_baseline=False)
+    # without interference: other collective times overlap the compute differently
+    model_only = run(topology="dgx-h100:2x8", model="bert-base", efficiency_baseline=False, interference=0.0)
+    measured = run(topology="dgx-h100:2x8", model="bert-base", trace=str(out), efficiency_baseline=False,
+                   interference=0.0)
     assert "kernel model" in measured.compute_source
     assert "collectives: measured" in measured.compute_source
     assert measured.compute == pytest.approx(model_only.compute, rel=1e-9)

@@ -16,7 +16,9 @@ from embsim.workload import load_model
 # 10.3 % / 35.6 % / 0.225 with strategy fsdp (what Composer ran; the 1/N optimizer step no
 # longer hides the collectives' overlap cost, docs/validation.md): 0.104 / 0.358 / 0.226,
 # tighter than main's 0.124 / 0.545 / 0.23 (looser than the triton-only 8.0 % / 26.7 %)
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.104, 0.358, 0.226
+# s2-sn round 2: compute 18.9 % slower while collectives run (arXiv 2507.03114 mean) by default on GPUs: 
+# 10.29 % / 35.60 % / 0.2249 -> 9.36 % / 27.82 % / 0.2257 -> 0.0941 / 0.2796 / 0.226.
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.0941, 0.2796, 0.226
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +59,11 @@ def test_the_sequence_sweep_no_longer_grows_with_length(mpt):
 def test_what_is_left_follows_the_fsdp_collectives_share(mpt):
     """H100 8-GPU rows: 13b (FSDP collectives 0.40 of the compute as embsim times them
     alone) far too fast, 7b (0.13) in between, 1b (0.04) close: embsim overlaps the
-    collectives almost for free, the measured steps do not (docs/validation.md)."""
+    collectives at only the published 18.9 % compute slowdown, the measured steps pay far
+    more (docs/validation.md)."""
     runs, _ = mpt
     e13, e7, e1 = (_err(runs, f"h100-{m}-s2048-mb{mb}x1-8gpu") for m, mb in (("13b", 2), ("7b", 6), ("1b", 14)))
-    assert e13 > 0.25 and 0.05 < e7 < 0.2 and abs(e1) < 0.06
+    assert e13 > 0.2 and 0.05 < e7 < 0.2 and abs(e1) < 0.06
 
 
 def test_large_scale_h100_rows_run_flash_attention_2_and_are_fast(mpt):

@@ -41,7 +41,9 @@ ORIGINALS = {
 # label smoothing) -> 0.043 / 0.112.
 # s2-bert: A100 TF32 GEMMs at 0.789 (CUTLASS TF32/FP16 peaks on the FP16 cube): 3.74 % / 10.06 %
 # -> 0.0377 / 0.1011.
-MEAN_BOUND, MAX_BOUND = 0.0377, 0.1011
+# s2-sn round 2: compute 18.9 % slower while collectives run (arXiv 2507.03114 mean) by default on GPUs
+# (main 5d89dbe): 3.74 % / 10.06 % -> 3.51 % / 10.04 % -> 0.0353 / 0.1009.
+MEAN_BOUND, MAX_BOUND = 0.0353, 0.1009
 
 
 @pytest.fixture(scope="module")
@@ -97,5 +99,7 @@ def test_gnmt_scaling_follows_the_benchmark_global_batch(original):
     gnmt = [p for p in pairs if p.file == "dle-pytorch-gnmt"]
     assert len(gnmt) == 4
     # 0.786-0.898 once GNMT's eager attention and loss passes are counted (s2-recsys)
-    assert all(0.78 <= p.simulated <= 0.91 for p in gnmt)
-    assert max(p.simulated - p.measured for p in gnmt) <= 0.07
+    # 0.779-0.892 (differences +0.046..+0.055) with compute 18.9 % slower while the all-reduce
+    # overlaps it (arXiv 2507.03114's mean, the GPU default): the 4/8-GPU steps pay for it
+    assert all(0.775 <= p.simulated <= 0.895 for p in gnmt)
+    assert max(p.simulated - p.measured for p in gnmt) <= 0.057
