@@ -70,30 +70,19 @@ class FifoScheduler(Scheduler):
             return self._apex_buckets(tensors, ctx)
         ops: list[CommOp] = []
         bucket: list = []
+        size, buckets = 0.0, 0
         cap = self.options.first_bucket_bytes
-        buckets = 0
-
-        def flush():
-            nonlocal bucket, cap, buckets
-            if bucket:
-                size = sum(t.nbytes for t in bucket)
-                ops.append(CommOp(
-                    name=f"bucket{buckets}",
-                    op="all_reduce", nbytes=size, category="dense", channel="dense",
-                    ready_after=tuple((t.ready_after, 0) for t in bucket),
-                    priority=float(len(ops)), tensors=tuple(t.name for t in bucket)))
-                bucket = []
-                buckets += 1
-                cap = self.options.bucket_bytes
-
         for t in tensors:
-            if t.op == "all_reduce" and t.category == "dense" and t.needed_by is None:
+            if _bucketable(t):
                 bucket.append(t)
-                if sum(x.nbytes for x in bucket) >= cap:
-                    flush()
+                size += t.nbytes
+                if size >= cap:
+                    ops.append(_bucket_op(bucket, ops, buckets))
+                    bucket, size, cap, buckets = [], 0.0, self.options.bucket_bytes, buckets + 1
             else:
                 ops.append(single_op(t, priority=float(len(ops))))
-        flush()
+        if bucket:
+            ops.append(_bucket_op(bucket, ops, buckets))
         return tuple(ops)
 
     def _apex_buckets(self, tensors, ctx):
@@ -104,31 +93,36 @@ class FifoScheduler(Scheduler):
         ops: list[CommOp] = []
         running: dict[int, list] = {}      # element bytes -> open bucket
         numel: dict[int, float] = {}
-        shipped = 0
-
-        def ship(bucket):
-            nonlocal shipped
-            ops.append(CommOp(
-                name=f"bucket{shipped}",
-                op="all_reduce", nbytes=sum(t.nbytes for t in bucket), category="dense",
-                channel="dense", ready_after=tuple((t.ready_after, 0) for t in bucket),
-                priority=float(len(ops)), tensors=tuple(t.name for t in bucket)))
-            shipped += 1
-
+        buckets = 0
         for t in tensors:
-            if t.op == "all_reduce" and t.category == "dense" and t.needed_by is None:
+            if _bucketable(t):
                 elem = ctx.model.grad_elem_bytes(ctx.layer(t.layer))
                 running.setdefault(elem, []).append(t)
                 numel[elem] = numel.get(elem, 0.0) + t.nbytes / elem
                 if numel[elem] >= self.options.message_size:
-                    ship(running.pop(elem))
+                    ops.append(_bucket_op(running.pop(elem), ops, buckets))
+                    buckets += 1
                     numel[elem] = 0.0
             else:
                 ops.append(single_op(t, priority=float(len(ops))))
         for elem in sorted(running):       # half (2), float (4), double (8)
             if running[elem]:
-                ship(running[elem])
+                ops.append(_bucket_op(running[elem], ops, buckets))
+                buckets += 1
         return tuple(ops)
 
     def gradient_passes(self, comms, tensors, ctx):
         return gradient_passes(comms, tensors, ctx, self.options.ddp, self.options.hook_divides)
+
+
+def _bucketable(t) -> bool:
+    """A dense gradient AllReduce nothing in this iteration waits on: DDP buckets it."""
+    return t.op == "all_reduce" and t.category == "dense" and t.needed_by is None
+
+
+def _bucket_op(bucket: list, ops: list, index: int) -> CommOp:
+    """Bucket `index`'s AllReduce, issued after everything already in `ops`."""
+    return CommOp(name=f"bucket{index}", op="all_reduce", nbytes=sum(t.nbytes for t in bucket),
+                  category="dense", channel="dense",
+                  ready_after=tuple((t.ready_after, 0) for t in bucket),
+                  priority=float(len(ops)), tensors=tuple(t.name for t in bucket))
