@@ -275,7 +275,3 @@ def single_gpu_update_time(ctx) -> dict:
             out[layer.name] = ctx.layer_update[layer.name]
     return out
 
-
-def resolved_interference(cfg, measured, topo) -> dict:
-    """The engine's interference factors (see engine.interference for the precedence)."""
-    return interference.resolved(cfg, measured, topo)[0]

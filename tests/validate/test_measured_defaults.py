@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from embsim.engine.measured import MeasuredInputs
-from embsim.engine.run import SimulationConfig, resolved_interference, simulate
+from embsim.engine.interference import resolved
+from embsim.engine.run import SimulationConfig, simulate
+
+
+def resolved_interference(cfg, measured, topo) -> dict:
+    return resolved(cfg, measured, topo)[0]
 from embsim.errors import InputError
 from embsim.topology import load_topology
 from embsim.topology.parse import parse_node_type
