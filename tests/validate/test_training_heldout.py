@@ -16,7 +16,8 @@ differences 0.16-0.25 -> 0.15-0.24)."""
 
 import pytest
 
-from embsim.validate.training import default_files, heldout_files, summary, training_errors
+from embsim.validate.training import default_files, heldout_files, training_errors
+from heldout_bounds import assert_within, one_heldout_file
 
 # s2-recsys: memory-bound kernels outside transformer blocks at their per-kernel class
 # fractions (substation's V100 per-kernel profile, nothing fitted here): 13.6 % / 30.5 %, 0.181
@@ -44,12 +45,8 @@ def test_heldout_files_are_outside_the_default_set():
 
 
 def test_heldout_within_the_achieved_bounds(heldout):
-    runs, pairs = heldout
-    s = summary(runs, pairs)
-    assert s["simulated_runs"] == 16 and s["pairs"] == 6 and s["skipped"] == 4
-    assert s["mean_abs_error"] <= MEAN_BOUND
-    assert s["max_abs_error"] <= MAX_BOUND
-    assert s["max_scaling_difference"] <= SCALING_BOUND
+    assert_within(*heldout, counts={"simulated_runs": 16, "pairs": 6, "skipped": 4},
+                  mean=MEAN_BOUND, max_=MAX_BOUND, scaling=SCALING_BOUND)
 
 
 def test_ncf_one_gpu_runs_are_slow_and_strong_scaling_too_good(heldout):

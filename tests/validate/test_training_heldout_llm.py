@@ -17,7 +17,7 @@ to 0.029, max LOOSENED to 0.078 (the H100 row). Nothing fitted on these rows."""
 
 import pytest
 
-from embsim.validate.training import heldout_files, summary, training_errors
+from heldout_bounds import assert_within, one_heldout_file
 
 # LOOSENED by s2-recsys 0.036/0.047 -> 0.056/0.075 (5.13 % / 6.99 % + 0.5): memory-bound kernels
 # outside transformer blocks at their per-kernel class fractions; the 128,256-class loss (the
@@ -32,17 +32,11 @@ MEAN_BOUND, MAX_BOUND = 0.0227, 0.0538
 
 @pytest.fixture(scope="module")
 def llm():
-    files = [f for f in heldout_files() if f.endswith("megatron-bridge-llama3-8b-more.yaml")]
-    assert len(files) == 1
-    return training_errors(files)
+    return one_heldout_file("megatron-bridge-llama3-8b-more.yaml")
 
 
 def test_llm_heldout_within_the_achieved_bounds(llm):
-    runs, pairs = llm
-    s = summary(runs, pairs)
-    assert s["simulated_runs"] == 4 and s["pairs"] == 0
-    assert s["mean_abs_error"] <= MEAN_BOUND
-    assert s["max_abs_error"] <= MAX_BOUND
+    assert_within(*llm, counts={"simulated_runs": 4, "pairs": 0}, mean=MEAN_BOUND, max_=MAX_BOUND)
 
 
 def test_each_gpu_says_where_its_compute_times_came_from(llm):

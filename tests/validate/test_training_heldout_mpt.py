@@ -8,7 +8,7 @@ says of the errors."""
 
 import pytest
 
-from embsim.validate.training import heldout_files, summary, training_errors
+from heldout_bounds import assert_within, one_heldout_file
 from embsim.workload import load_model
 
 # 12.3 % / 54.2 % after s2-recsys's per-mechanism stream fractions (was 11.0 / 53.2);
@@ -23,18 +23,12 @@ MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.0941, 0.2796, 0.226
 
 @pytest.fixture(scope="module")
 def mpt():
-    files = [f for f in heldout_files() if f.endswith("llm-foundry-mpt.yaml")]
-    assert len(files) == 1
-    return training_errors(files)
+    return one_heldout_file("llm-foundry-mpt.yaml")
 
 
 def test_mpt_heldout_within_the_achieved_bounds(mpt):
-    runs, pairs = mpt
-    s = summary(runs, pairs)
-    assert s["simulated_runs"] == 74 and s["pairs"] == 31 and s["skipped"] == 0
-    assert s["mean_abs_error"] <= MEAN_BOUND
-    assert s["max_abs_error"] <= MAX_BOUND
-    assert s["max_scaling_difference"] <= SCALING_BOUND
+    assert_within(*mpt, counts={"simulated_runs": 74, "pairs": 31, "skipped": 0},
+                  mean=MEAN_BOUND, max_=MAX_BOUND, scaling=SCALING_BOUND)
 
 
 def _err(runs, rid):

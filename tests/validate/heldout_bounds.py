@@ -1,0 +1,25 @@
+"""Shared by the held-out training tests: one held-out file's errors, and its summary held
+to the achieved bounds (each test file keeps its own counts and bounds)."""
+
+from __future__ import annotations
+
+from embsim.validate.training import heldout_files, summary, training_errors
+
+
+def one_heldout_file(suffix: str):
+    """(runs, pairs) of the single held-out file whose path ends with `suffix`."""
+    files = [f for f in heldout_files() if f.endswith(suffix)]
+    assert len(files) == 1
+    return training_errors(files)
+
+
+def assert_within(runs, pairs, *, counts: dict, mean: float, max_: float,
+                  scaling: float | None = None) -> None:
+    """The summary's counts equal `counts`; mean/max |error| (and the scaling difference)
+    within the bounds."""
+    s = summary(runs, pairs)
+    assert {k: s[k] for k in counts} == counts
+    assert s["mean_abs_error"] <= mean
+    assert s["max_abs_error"] <= max_
+    if scaling is not None:
+        assert s["max_scaling_difference"] <= scaling
