@@ -22,9 +22,9 @@ from . import nccl_tests as nt
 from .model import CollectiveModel
 from .nccl_env import env_from_text
 from .releases import proto_filter, release_view
+from .validation_file import MIN_SIZE, check_curve_file, check_points_file
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data"
-MIN_SIZE = 64 << 10
 LARGE = 8 << 30
 MANY_NODES = 16
 
@@ -135,10 +135,8 @@ def _system(text: str, note: str) -> str:
 
 def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
     doc = load_yaml(path)
+    check_curve_file(doc)
     d = doc.data
-    for key in ("preset", "nodes", "gpus_per_node", "op", "busbw"):
-        if key not in d:
-            raise doc.error((key,), "missing key")
     nccl = str(d.get("nccl", "unknown"))
     sizes = sorted(int(s) for s in d["busbw"])
     how = get(doc, (), d, "how", str, "")     # the command line, NCCL_* settings included
@@ -151,8 +149,9 @@ def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
 
 def single_point_errors(path: str | Path, topology: str | None = None) -> list[CurveError]:
     doc = load_yaml(path)
+    check_points_file(doc)
     out = []
-    for i, p in enumerate(doc.data.get("points", [])):
+    for i, p in enumerate(doc.data["points"]):
         size = LARGE if p.get("size") == "large" else int(p["size"])
         nodes = _nodes(p["nodes"])
         how = get(doc, ("points", i), p, "how", str, "")
