@@ -8,6 +8,6 @@ for topo in pcie-rtx3090:4x4 dgx-h100:16x8; do
   for model in lstm-lm1b gnmt transformer-wmt bert-base; do
     stem="${model}_${topo%%:*}"
     $EMBSIM compare --topology "$topo" --model "$model" --iterations 3 \
-      --plot "docs/results/${stem}.png" --json > "docs/results/${stem}.json"
+      --plot "docs/results/${stem}.png" --force --json > "docs/results/${stem}.json"
   done
 done

@@ -50,9 +50,15 @@ def count(lo: int, hi: int) -> click.IntRange:
     return click.IntRange(min=lo, max=hi)
 
 
+def force_option(flags: str):
+    """--force: the one way to let a command replace an existing output file."""
+    return click.option("--force", is_flag=True, help=f"overwrite an existing {flags}")
+
+
 def refuse_overwrite(path, force: bool, flag: str = "--out") -> None:
-    """An import never replaces an existing file (a user's trace, or a shipped one in
-    traces/) unless asked: checked before anything is read, so a refusal costs nothing."""
+    """A command never replaces an existing file (a user's trace or chart, a shipped
+    preset or trace) unless asked: checked before anything is read or simulated, so a
+    refusal costs nothing."""
     if path and not force and (Path(path).exists() or Path(path).is_symlink()):
         raise InputError(f"{flag} {path}: exists; not overwritten (choose another name, "
                          f"or add --force)")

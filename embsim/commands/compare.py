@@ -16,6 +16,7 @@ from ..report.compare_table import print_matrix
 from ..report.result_json import compare_json
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
+from .checks import force_option, refuse_overwrite
 from .options import config_from_options, simulation_options
 
 
@@ -30,9 +31,11 @@ from .options import config_from_options, simulation_options
 @click.option("--ablation", is_flag=True,
               help="EmbRace 2D taken apart: one strategy (--strategies, default embrace) under fifo, "
                    "priority, embrace-2d and embrace-2d with each part off")
-def command(strategies, schedulers, workers, plot, as_json, ablation, **options):
+@force_option("--plot file")
+def command(strategies, schedulers, workers, plot, as_json, ablation, force, **options):
     """Simulate every strategy x scheduler and rank them by step time.
     --option NAME.KEY=VALUE reaches only the strategy or scheduler called NAME."""
+    refuse_overwrite(plot, force, "--plot")
     cfg, option_bag = config_from_options(options)
     if ablation:
         # its runs are fixed (fifo, priority, embrace-2d part by part) and it draws no chart

@@ -9,7 +9,7 @@ import click
 from ..report.scaling_table import scaling_table
 from ..workload.precision import AMP_STYLES
 from ..sweep.check import check_points
-from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count
+from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, refuse_overwrite
 from .options import CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, trainer_fields
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
@@ -42,11 +42,13 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--workers", type=click.IntRange(min=1), help="local cluster workers")
 @click.option("--out", type=click.Path(file_okay=False), help="keep the sweep results here (resumable)")
 @click.option("--json", "as_json", is_flag=True)
+@force_option("--plot file")
 def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, dtype, amp, accumulate,
             jitter, optimizer, corpus, lengths, padding, nccl_env, nccl_version, plot, dask_scheduler, workers, out,
-            as_json):
+            as_json, force):
     """Simulate MODEL with STRATEGY at each GPU count and report how it scales."""
     import json
+    refuse_overwrite(plot, force, "--plot")
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
             "iterations": iterations, "trace": trace, "dtype": dtype, "amp": amp, "accumulate": accumulate,
             "jitter": jitter, **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version)}

@@ -11,6 +11,7 @@ from ..engine.run import simulate
 from ..report.chrome_trace import write_chrome_trace
 from ..report.result_json import simulation_json
 from ..report.summary import print_summary
+from .checks import force_option, refuse_overwrite
 from .options import simulation_options, config_from_options
 
 
@@ -21,8 +22,10 @@ from .options import simulation_options, config_from_options
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 @click.option("--chrome-trace", "chrome_trace", type=click.Path(dir_okay=False),
               help="write a Chrome/Perfetto trace of the simulated timeline")
-def command(strategy, scheduler, as_json, chrome_trace, **options):
+@force_option("--chrome-trace file")
+def command(strategy, scheduler, as_json, chrome_trace, force, **options):
     """Simulate data-parallel training steps and say where the time goes."""
+    refuse_overwrite(chrome_trace, force, "--chrome-trace")
     cfg, option_bag = config_from_options(options, strategy=strategy, scheduler=scheduler)
     result = simulate(with_options(cfg, option_bag))
     if chrome_trace:

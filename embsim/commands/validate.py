@@ -20,7 +20,7 @@ import click
 from ..errors import InputError
 from ..validate import (collective_errors, collective_json, collective_summary, collective_table,
                         plot_collectives, step_errors, step_json, step_summary, step_table)
-from .checks import MAX_ITERATIONS, FiniteFloat, count
+from .checks import MAX_ITERATIONS, FiniteFloat, count, force_option, refuse_overwrite
 
 
 @click.command("validate")
@@ -42,10 +42,12 @@ from .checks import MAX_ITERATIONS, FiniteFloat, count
 @click.option("--max-error", type=FiniteFloat(0, None),
               help="exit 1 when any point's |error| exceeds this (0.15 = 15 %)")
 @click.option("--plot", type=click.Path(dir_okay=False), help="PNG of measured vs simulated curves")
+@force_option("--plot file")
 def command(inputs, nccl_tests, trace, training, topology, op, placement, iterations, as_json,
-            mean_error, max_error, plot):
+            mean_error, max_error, plot, force):
     """Compare simulated nccl-tests curves, training steps or published training
     throughput with real measurements."""
+    refuse_overwrite(plot, force, "--plot")
     if bool(nccl_tests) + bool(trace) + bool(training) != 1:
         raise InputError("validate: give exactly one of --nccl-tests [LOG...], --trace FILE "
                          "or --training [FILE...]")
