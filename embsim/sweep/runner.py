@@ -92,6 +92,30 @@ def read_results(out_dir: Path) -> dict[str, dict]:
     return rows
 
 
+# How the files a sweep writes begin: a results.jsonl row is json.dumps(sort_keys=True),
+# so "config" comes first; results.csv starts with its header.
+_JSONL_START = b'{"config": '
+_CSV_START = b"index,hash,status,"
+
+
+def refuse_foreign_results(out_dir: Path) -> None:
+    """--out may be any folder: a results.jsonl / results.csv there that a sweep did not
+    write (a user's own file) is neither appended to, cut nor replaced."""
+    for name, start in ((JSONL, _JSONL_START), (CSV, _CSV_START)):
+        path = out_dir / name
+        if not path.exists() and not path.is_symlink():
+            continue
+        check_regular_file(path, "sweep results file", max_bytes=1 << 30)
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(start))
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read sweep results file: {exc.strerror or exc}") from None
+        # a row torn by a kill can be shorter than the prefix; an empty file is a sweep's too
+        if not start.startswith(head):
+            raise InputError(f"{path}: not written by an embsim sweep; not touched (choose another --out)")
+
+
 def repair_tail(path: Path) -> None:
     """Cut a torn last line (a sweep killed mid-write) so that the next row appended
     starts on a line of its own instead of being glued onto the fragment."""
@@ -172,6 +196,7 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"{out_dir}: cannot create the results folder: {exc.strerror or exc}") from None
+    refuse_foreign_results(out_dir)
     done = read_results(out_dir)
     repair_tail(out_dir / JSONL)
     todo = [p for p in points if done.get(p.hash, {}).get("status") != "ok"]
