@@ -30,7 +30,7 @@ def simulation_json(result) -> dict:
         "fits_in_memory": result.fits_in_memory,
         "compute_source": result.compute_source,
         "events": result.events,
-        "wall_s": result.wall_s,
+        # no wall-clock time: the same inputs and seed print the same bytes (result.wall_s has it)
         "scaling_efficiency": result.scaling_efficiency,
         "busiest_link": None if busiest is None else
             {"kind": busiest[0], "mean_utilisation": busiest[1], "max_utilisation": busiest[2]},

@@ -41,7 +41,8 @@ def print_summary(result, console: Console | None = None) -> None:
               f"optimizer {human_bytes(mem['optimizer_state'] + mem['master_weights'])}, "
               f"activations {human_bytes(mem['activations'])})")
     t.add_row("compute times", compute_source_text(result.compute_source))
-    t.add_row("simulated", f"{result.events:,} events in {result.wall_s:.2f} s wall")
+    # events, not wall time: the same inputs and seed print the same table
+    t.add_row("simulated", f"{result.events:,} events")
     console.print(t)
     if not result.fits_in_memory:
         console.print(f"[bold red]WARNING: does not fit: {human_bytes(mem['total'])} needed per GPU, "
