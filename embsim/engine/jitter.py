@@ -61,6 +61,12 @@ VALUELESS = ("trace", "shuffle", "maxtokens")
 CORPUS_FORMS = ("bucket", "shuffle", "maxtokens")
 BATCH_MULTIPLE = 8      # fairseq's --required-batch-size-multiple default (DLE train.py passes 8)
 MIN_FACTOR = 0.1
+# Largest spreads taken. Input bounds, not model constants: a normal CV above 1 puts a
+# sixth of the GPUs' factors below zero (floored at MIN_FACTOR); a mean-1 lognormal of
+# SIGMA 3 has its median at exp(-4.5) = 1 % of the mean, so beyond it every GPU but the
+# slowest sits at the floor (and SIGMA^2 overflows near 1e154: NaN step times); seq:W
+# is a width in tokens, at most --seq's own bound.
+MAX_SPREAD = {"normal": 1.0, "lognormal": 3.0, "seq": 1_000_000}
 LENGTH_STEPS = 256
 TOKEN_BATCH_STEPS = 2048   # maxtokens: every GPU's own batch each step, so more steps to settle the mean
 
@@ -87,6 +93,8 @@ def parse_jitter(text: str | None) -> tuple[str, float] | None:
         return kind, x
     if not (x >= 0 and math.isfinite(x)) or (kind == "uniform" and x >= 1):
         raise InputError(f"--jitter {text!r}: the spread must be >= 0{' and < 1' if kind == 'uniform' else ''}")
+    if x > MAX_SPREAD.get(kind, math.inf):
+        raise InputError(f"--jitter {text!r}: the spread must be at most {MAX_SPREAD[kind]:g}")
     return kind, x
 
 
