@@ -28,6 +28,7 @@ from embsim.lifetime import die_with_parent, temp_dir
 from embsim.trace import SCHEMA_VERSION, Provenance, StepSamples, Trace, write_trace
 
 from .config import CalibrateConfig
+from .spec import model_spec
 from .host_topology import fit_links, host_topology_doc, measure_device, write_host_topology
 from .worker import progress, run_rank
 
@@ -35,6 +36,8 @@ from .worker import progress, run_rank
 def check_outputs(cfg: CalibrateConfig) -> None:
     """Refuse, before anything is measured, to overwrite a file without --force."""
     for flag, path in (("--out", cfg.out), ("--topology-out", cfg.topology_out)):
+        if path is not None and not str(path).strip():
+            raise InputError(f"{flag}: empty file name")
         if path and not cfg.force and (Path(path).exists() or Path(path).is_symlink()):
             raise InputError(f"{flag} {path}: exists; calibrate never overwrites a trace or "
                              f"topology unasked (choose another name, or add --force)")
@@ -87,6 +90,8 @@ def under_torchrun() -> bool:
 
 def run_calibration(cfg: CalibrateConfig) -> Path | None:
     check_outputs(cfg)
+    # an unknown --model fails here, once, not in every spawned rank after their start-up
+    model_spec(cfg.model)
     backend = resolve_backend(cfg.backend)
     loadavg = os.getloadavg()
     if under_torchrun():

@@ -43,6 +43,8 @@ def command(backend, world, model, batch, seq, quick, corpus, out, topology_out,
     chosen = resolve_backend(backend)
     if world is None:
         world = default_world(chosen)
+    if out is not None and not out.strip():
+        raise InputError("--out: empty file name")
     if out is None:
         # a new name per run: a calibration never replaces a shipped or earlier trace
         host = re.sub(r"[^A-Za-z0-9]+", "-", socket.gethostname()).strip("-").lower() or "host"
