@@ -42,7 +42,8 @@ class LazyGroup(click.Group):
     def get_command(self, ctx, name: str):
         if name not in COMMANDS:
             return None
-        return importlib.import_module(f"embsim.commands.{COMMANDS[name][0]}").command
+        from .commands.checks import refuse_empty
+        return refuse_empty(importlib.import_module(f"embsim.commands.{COMMANDS[name][0]}").command)
 
     def format_commands(self, ctx, formatter) -> None:
         limit = formatter.width - 6 - max(len(n) for n in COMMANDS)

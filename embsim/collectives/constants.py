@@ -280,7 +280,8 @@ def constants_for(version: str | None) -> NcclConstants:
     text = DEFAULT_VERSION if version in (None, "", "unknown") else str(version).strip()
     parts = text.split(".")
     key = ".".join(parts[:2])
-    if key not in VERSIONS or not all(p.isdigit() for p in parts):
+    # MAJOR.MINOR or MAJOR.MINOR.PATCH: "2.18.0.1" is no NCCL release
+    if key not in VERSIONS or len(parts) > 3 or not all(p.isdigit() for p in parts):
         raise InputError(f"--nccl-version {version!r}: releases 2.18 to 2.30 are modelled "
                          "(a patch level like 2.27.7 is accepted)")
     if len(parts) > 2:

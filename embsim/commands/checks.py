@@ -50,6 +50,30 @@ def count(lo: int, hi: int) -> click.IntRange:
     return click.IntRange(min=lo, max=hi)
 
 
+def refuse_empty(command: click.Command) -> click.Command:
+    """Make every text or path parameter of `command` (and of its subcommands) refuse an
+    empty or blank value: `--jitter ""`, `--nccl-algo ""`, `--out ""` ... would otherwise
+    mean "not given" and run with the default, which the user did not ask for."""
+    if getattr(command, "_embsim_refuses_empty", False):
+        return command
+    command._embsim_refuses_empty = True
+    for param in command.params:
+        if isinstance(param.type, (click.types.StringParamType, click.Path)):
+            param.callback = _non_empty(param.callback)
+    for sub in getattr(command, "commands", {}).values():
+        refuse_empty(sub)
+    return command
+
+
+def _non_empty(callback):
+    def check(ctx, param, value):
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            raise click.BadParameter("empty value", ctx=ctx, param=param)
+        return callback(ctx, param, value) if callback is not None else value
+    return check
+
+
 def force_option(flags: str):
     """--force: the one way to let a command replace an existing output file."""
     return click.option("--force", is_flag=True, help=f"overwrite an existing {flags}")

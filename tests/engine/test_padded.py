@@ -126,8 +126,8 @@ def test_cli_empty_padding_is_one_line(capsys):
     argv = ["simulate", "--topology", "1x2", "--model", "bert-large", "--iterations", "2", "--seq", "512"]
     assert cli.main(argv + ["--padding", ""]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("embsim: error: --padding '': expected max, longest[:ALIGN], bins:WIDTH[:ALIGN] "
-                   "or packed"), err
+    # every command refuses an empty text value at the flag (commands.checks.refuse_empty)
+    assert err == "embsim: error: embsim simulate: Invalid value for '--padding': empty value (see --help)", err
 
 
 @pytest.mark.parametrize("flags", [
