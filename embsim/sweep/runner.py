@@ -174,7 +174,7 @@ class _Client:
         if scheduler:
             try:
                 self.client = Client(scheduler, timeout="10s")
-            except (OSError, TimeoutError) as exc:
+            except (OSError, TimeoutError, ValueError) as exc:   # ValueError: not an address
                 raise InputError(f"Dask scheduler {scheduler} (sweep --scheduler, scale --dask-scheduler): "
                                  f"cannot reach it: {exc}") from None
         else:
