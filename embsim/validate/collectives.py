@@ -102,6 +102,12 @@ def validation_file_errors(path: str | Path, topology: str | None = None) -> lis
 def collective_errors(inputs: list[str], topology: str | None, placement: str = "in-place",
                       op: str | None = None) -> list[CurveError]:
     """Every curve of the given logs / YAML files; the packaged data when none are given."""
+    if op is not None:
+        if op not in nt.OPS:
+            raise InputError(f"--op {op!r}: known ops are {', '.join(nt.OPS)}")
+        if not any(not item.endswith((".yaml", ".yml")) for item in inputs):
+            # it would be ignored: each validation file names its own op
+            raise InputError("--op is for nccl-tests logs; the YAML validation files name their op")
     if not inputs:
         return validate_all(DATA_DIR, topology)
     out: list[CurveError] = []
