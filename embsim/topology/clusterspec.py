@@ -128,7 +128,9 @@ def load_topology(spec: "str | TopologySpec") -> Topology:
     if _looks_like_path(where):
         path = Path(where)
         if not path.is_file():
-            raise TopologyError(f"--topology {spec!r}: no such file {where}")
+            why = ("a directory, not a topology file" if path.is_dir() else
+                   "not a regular file" if path.exists() else "no such file")
+            raise TopologyError(f"--topology {spec!r}: {where}: {why}")
         node = load_node(path)
         preset = node.name
     else:

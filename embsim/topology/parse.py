@@ -58,7 +58,7 @@ def parse_node_type(text: str, source: str = "<string>") -> NodeType:
 def node_type_from_doc(doc: YamlDoc) -> NodeType:
     top = check_mapping(doc, (), doc.data, required=["name", "gpu", "fabric", "nics"],
                         optional=["description", "network", "parameter_servers"])
-    name = get(doc, (), top, "name", str)
+    name = _text(doc, (), top, "name")
     description = get(doc, (), top, "description", str, default="")
     gpu = _gpu(doc, top["gpu"])
     fabric = _fabric(doc, top["fabric"], gpu)
@@ -80,6 +80,14 @@ def node_type_from_doc(doc: YamlDoc) -> NodeType:
     return node
 
 
+def _text(doc: YamlDoc, path: tuple, m, key: str) -> str:
+    """A required name: a string with something in it (outputs print it as the source)."""
+    value = get(doc, path, m, key, str)
+    if not value.strip():
+        raise doc.error(path + (key,), "must not be empty")
+    return value
+
+
 def _gpu(doc: YamlDoc, m) -> GpuSpec:
     p = ("gpu",)
     keys = ["model", "arch", "count", "bf16_tflops", "hbm_gb", "hbm_gbps"]
@@ -93,7 +101,7 @@ def _gpu(doc: YamlDoc, m) -> GpuSpec:
         return get(doc, p, m, key, kind, positive=True, hi=LIMITS[key], **kw)
 
     tensor = _tensor_tflops(doc, m.get("tensor_tflops"))
-    return GpuSpec(model=get(doc, p, m, "model", str), arch=arch,
+    return GpuSpec(model=_text(doc, p, m, "model"), arch=arch,
                    count=num("count", int), bf16_tflops=num("bf16_tflops"),
                    hbm_gb=num("hbm_gb"), hbm_gbps=num("hbm_gbps"),
                    fp32_tflops=num("fp32_tflops", default=None),
