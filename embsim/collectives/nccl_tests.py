@@ -77,6 +77,11 @@ def run(model: CollectiveModel, op: str, sizes: list[int], datatype: str = "floa
         raise InputError(f"--op {op!r}: known ops are {', '.join(OPS)}")
     if gpus_per_process < 1:
         raise InputError(f"--ngpus {gpus_per_process}: must be >= 1")
+    per_node = model.topology.gpus_per_node
+    if per_node % gpus_per_process:
+        # nccl-tests runs whole processes on a node: -g 3 on 2 (or 8) GPUs per node is no run
+        raise InputError(f"--ngpus {gpus_per_process}: a process drives GPUs of one node, and "
+                         f"{model.topology.preset} has {per_node} per node (use a divisor of it)")
     dtype, elt = datatype_size(datatype)
     ranks = tuple(range(model.topology.n_gpus)) if ranks is None else tuple(ranks)
     n = len(ranks)
