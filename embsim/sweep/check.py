@@ -29,6 +29,8 @@ def check_config(cfg, seen: set) -> None:
     if isinstance(accumulate, int) and not isinstance(accumulate, bool) \
             and accumulate > MAX_ACCUMULATE:
         raise InputError(f"accumulate {accumulate!r}: need an integer 1..{MAX_ACCUMULATE}")
+    if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool) or not 0 <= cfg.seed < 2 ** 63:
+        raise InputError(f"seed {cfg.seed!r}: need an integer 0..{2 ** 63 - 1}")
     for key in ("interference", "comm_interference", "zipf_s"):
         value = getattr(cfg, key)
         if value is not None and (not math.isfinite(value) or value < 0):

@@ -42,6 +42,7 @@ _FIELD_TYPES = {
     "strategy_options": dict, "scheduler_options": dict, "hardware": dict,
     "dtype": str, "amp": str, "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str,
     "padding": str, "model_overrides": dict,
+    "nccl_version": str, "untie_outputs": bool, "gpu_variation": float, "nccl_env": (dict, list),
 }
 
 
@@ -83,9 +84,28 @@ def _value(doc: YamlDoc, path: tuple, key: str, value):
     if key == "hardware":
         check_mapping(doc, path, value, (), HARDWARE_KEYS)
         return {k: _hardware(doc, path + (k,), v) for k, v in value.items()}
+    if key == "nccl_env":
+        return _nccl_env(doc, path, value)
     if value is None and key not in ("topology", "model", "strategy", "scheduler", "iterations"):
         return None
-    return check_type(doc, path, value, kind)
+    value = check_type(doc, path, value, kind)
+    if kind is str and not value.strip():
+        # as on the command line: "" would silently mean the default
+        raise doc.error(path, "must not be empty (leave the key out for the default)")
+    return value
+
+
+def _nccl_env(doc: YamlDoc, path: tuple, value) -> list:
+    """nccl_env: {NCCL_BUFFSIZE: 4194304, ...} or [[NAME, BYTES], ...], checked as
+    --nccl-env checks it (names the model uses, byte counts in range)."""
+    from ..collectives.nccl_env import parse_env
+    check_type(doc, path, value, (dict, list))
+    if isinstance(value, list):
+        for i, pair in enumerate(value):
+            if not (isinstance(pair, list) and len(pair) == 2):
+                raise doc.error(path + (i,), f"must be a [NAME, BYTES] pair, got {pair!r}")
+    return [list(p) for p in parse_env(value if isinstance(value, dict) else [tuple(p) for p in value],
+                                       where=doc.where(path) + ":").values]
 
 
 def _hardware(doc: YamlDoc, path: tuple, value) -> float:
