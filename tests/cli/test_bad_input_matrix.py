@@ -1,0 +1,229 @@
+"""One pinned case per defect an adversarial pass over every command found: each bad flag
+or file is one line on stderr naming the flag/file/key, exit status 2, no traceback; no
+existing file is replaced unasked; the same inputs and seed print the same bytes.
+
+Every case fails before anything is simulated, so the matrix runs in-process in a few
+seconds (tests/test_fuzz_inputs.py fuzzes the same property over mutated inputs).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from embsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+CURVE = ROOT / "embsim" / "validation_data" / "dgx1-v100-allreduce.yaml"
+SWEEP = "name: t\nbase: {model: tiny-lm, iterations: 2}\ngrid: {topology: [1x2]}\n"
+
+
+def run_cli(argv, capsys) -> tuple[int, str]:
+    rc = main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    return rc, err
+
+
+def assert_one_line_error(rc: int, err: str, *words: str) -> None:
+    assert rc == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("embsim: error:"), err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+# (argv, words the one error line must contain)
+FLAG_CASES = [
+    # empty values meant "not given" and ran with the default (commands.checks.refuse_empty)
+    (["simulate", "--topology", "1x2", "--jitter", ""], ["--jitter", "empty"]),
+    (["simulate", "--topology", "1x2", "--straggler", " "], ["--straggler", "empty"]),
+    (["simulate", "--topology", "1x2", "--nccl-algo", ""], ["--nccl-algo", "empty"]),
+    (["simulate", "--topology", "1x2", "--nccl-proto", ""], ["--nccl-proto", "empty"]),
+    (["simulate", "--topology", "1x2", "--nccl-version", ""], ["--nccl-version", "empty"]),
+    (["simulate", "--topology", "1x2", "--trace", ""], ["--trace", "empty"]),
+    (["simulate", "--topology", "1x2", "--chrome-trace", ""], ["--chrome-trace", "empty"]),
+    (["compare", "--topology", "1x2", "--strategies", ""], ["--strategies", "empty"]),
+    (["compare", "--topology", "1x2", "--schedulers", ""], ["--schedulers", "empty"]),
+    (["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--dask-scheduler", ""],
+     ["--dask-scheduler", "empty"]),
+    (["nccl-tests", "--topology", "1x2", "--algo", ""], ["--algo", "empty"]),
+    (["nccl-tests", "--topology", "1x2", "--proto", ""], ["--proto", "empty"]),
+    (["validate", "--nccl-tests", "--op", ""], ["--op", "empty"]),
+    (["validate", "--nccl-tests", ""], ["INPUTS", "empty"]),
+    # values beyond any sense: NaN step time / silent garbage / a 300-digit message
+    (["simulate", "--topology", "1x2", "--jitter", "normal:1e308"], ["--jitter", "at most 1"]),
+    (["simulate", "--topology", "1x2", "--jitter", "lognormal:1e308"], ["--jitter", "at most 3"]),
+    (["simulate", "--topology", "1x2", "--jitter", "seq:1e300"], ["--jitter", "at most"]),
+    (["simulate", "--topology", "1x2", "--nccl-version", "2.18.0.1"], ["--nccl-version"]),
+    (["simulate", "--topology", "1x2", "--nccl-version", "2.31"], ["--nccl-version", "2.18 to 2.30"]),
+    (["simulate", "--topology", "1x2", "--nccl-version", "2.17"], ["--nccl-version"]),
+    (["simulate", "--topology", "1x2", "--nccl-proto", "^Simple,LL,LL128"], ["--nccl-proto", "excludes every"]),
+    (["simulate", "--topology", "100000x8"], ["--topology", "at most 16384 nodes"]),
+    (["nccl-tests", "--topology", "1x2", "-g", "3"], ["--ngpus 3", "per node"]),
+    # an unknown --op was ignored where no log is read
+    (["validate", "--nccl-tests", "--op", "nosuch"], ["--op 'nosuch'"]),
+    (["validate", "--nccl-tests", "--op", "all_reduce"], ["--op is for nccl-tests logs"]),
+    # Dask could not parse the address: a ValueError traceback
+    (["sweep", "{sweep}", "--scheduler", "nosuch", "--out", "{tmp}/s"], ["Dask scheduler nosuch"]),
+    # a directory where a topology file belongs was "no such file"
+    (["topology", "show", "{tmp}"], ["a directory"]),
+    (["calibrate", "--out", ""], ["--out", "empty"]),      # refused at the flag, before torch loads
+]
+
+
+@pytest.mark.parametrize("argv,words", FLAG_CASES, ids=[" ".join(a[:4]) + "|" + "|".join(a[4:])
+                                                        for a, _ in FLAG_CASES])
+def test_bad_flag_is_one_line_exit_2(argv, words, tmp_path, capsys):
+    sweep = tmp_path / "t.yaml"
+    sweep.write_text(SWEEP)
+    argv = [a.format(tmp=tmp_path, sweep=sweep) for a in argv]
+    rc, err = run_cli(argv, capsys)
+    assert_one_line_error(rc, err, *words)
+
+
+def _curve(tmp_path: Path, **change) -> Path:
+    doc = yaml.safe_load(CURVE.read_text())
+    for key, value in change.items():
+        if value is KeyError:
+            del doc[key]
+        else:
+            doc[key] = value
+    path = tmp_path / "curve.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+# the validation file's shape (collectives/validation_file.py): each was a ValueError,
+# TypeError or ZeroDivisionError traceback, or a report of "mean nan%" with exit 0
+CURVE_CASES = [
+    ({"busbw": {"abc": 1.0}}, "busbw.abc"),
+    ({"busbw": {0: 1.0}}, "busbw.0"),
+    ({"busbw": [1, 2]}, "busbw"),
+    ({"busbw": {}}, "busbw"),
+    ({"busbw": {1 << 20: "x"}}, f"busbw.{1 << 20}"),
+    ({"busbw": {1 << 20: -1.0}}, f"busbw.{1 << 20}"),
+    ({"busbw": {1024: 5.0}}, "no size of at least"),
+    ({"nodes": "abc"}, "nodes"),
+    ({"nodes": [1]}, "nodes"),
+    ({"gpus_per_node": "x"}, "gpus_per_node"),
+    ({"op": "nosuch"}, "op"),
+    ({"nccl": 2.1}, "nccl"),
+    ({"nccl": "abc"}, "nccl"),
+    ({"bogus": 1}, "bogus"),
+    ({"preset": KeyError}, "missing required key 'preset'"),
+]
+
+
+@pytest.mark.parametrize("change,words", CURVE_CASES, ids=[w for _, w in CURVE_CASES])
+def test_bad_validation_file_is_one_line_exit_2(change, words, tmp_path, capsys):
+    path = _curve(tmp_path, **change)
+    rc, err = run_cli(["validate", "--nccl-tests", path], capsys)
+    assert_one_line_error(rc, err, str(path), words)
+
+
+@pytest.mark.parametrize("text,words", [
+    ("42\n", "must be a mapping"),
+    ("points: x\n", "points"),
+    ("points:\n- {preset: dgx-h100, nodes: 1, gpus_per_node: 8, op: all_reduce, size: large}\n",
+     "exactly one of busbw"),
+])
+def test_bad_points_file_is_one_line_exit_2(text, words, tmp_path, capsys):
+    path = tmp_path / "points.yaml"
+    path.write_text(text)
+    rc, err = run_cli(["validate", "--nccl-tests", path], capsys)
+    assert_one_line_error(rc, err, words)
+
+
+@pytest.mark.parametrize("base,words", [
+    ("gpu_variation: x", "base.gpu_variation"),            # TypeError traceback
+    ("untie_outputs: 'yes'", "base.untie_outputs"),        # counted as true
+    ("nccl_env: [[FOO, -1]]", "FOO"),                      # silently ignored
+    ("nccl_env: NCCL_BUFFSIZE=1", "base.nccl_env"),        # failed every point at run time
+    ("nccl_version: 2.20", "base.nccl_version"),           # YAML reads 2.2
+    ("jitter: ''", "base.jitter"),                         # meant the default
+    ("seed: -1", "seed -1"),                               # failed every point at run time
+])
+def test_bad_sweep_value_is_one_line_exit_2(base, words, tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: t\nbase: {{model: tiny-lm, iterations: 2, {base}}}\ngrid: {{topology: [1x2]}}\n")
+    rc, err = run_cli(["sweep", path, "--out", tmp_path / "out", "--threads", "--no-progress"], capsys)
+    assert_one_line_error(rc, err, words)
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+def test_bad_topology_name_is_refused(tmp_path, capsys):
+    text = (ROOT / "topologies" / "dgx-h100.yaml").read_text().replace(
+        "model: H100-SXM5-80GB", "model: ''", 1)
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    rc, err = run_cli(["topology", "show", path], capsys)
+    assert_one_line_error(rc, err, "gpu.model", "empty")
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--topology", "1x2", "--model", "tiny-lm", "--chrome-trace", "{file}"],
+    ["compare", "--topology", "1x2", "--model", "tiny-lm", "--plot", "{file}"],
+    ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "2", "--plot", "{file}"],
+    ["validate", "--nccl-tests", "--plot", "{file}"],
+    ["validate", "--training", "--plot", "{file}"],
+])
+def test_an_existing_output_file_is_not_replaced(argv, tmp_path, capsys):
+    """`simulate --chrome-trace topologies/dgx-h100.yaml` replaced the shipped preset."""
+    target = tmp_path / "mine.yaml"
+    target.write_text("mine\n")
+    rc, err = run_cli([a.format(file=target) for a in argv], capsys)
+    assert_one_line_error(rc, err, str(target), "--force")
+    assert target.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("name,text", [("results.csv", "my,own,data\n"),
+                                       ("results.jsonl", "line 1\nhalf a line")])
+@pytest.mark.parametrize("command", ["sweep", "scale"])
+def test_a_folder_of_foreign_results_is_not_touched(name, text, command, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).write_text(text)
+    sweep = tmp_path / "t.yaml"
+    sweep.write_text(SWEEP)
+    argv = (["sweep", sweep, "--threads", "--no-progress"] if command == "sweep" else
+            ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "2", "--iterations", "2"])
+    rc, err = run_cli(argv + ["--out", out], capsys)
+    assert_one_line_error(rc, err, name, "not written by an embsim sweep")
+    assert (out / name).read_text() == text
+    assert sorted(p.name for p in out.iterdir()) == [name]
+
+
+def test_force_replaces_the_file(tmp_path, capsys):
+    target = tmp_path / "t.json"
+    target.write_text("old")
+    assert main(["simulate", "--topology", "1x2", "--model", "tiny-lm", "--iterations", "2",
+                 "--chrome-trace", str(target), "--force"]) == 0
+    assert target.read_text().startswith('{"traceEvents"')
+
+
+def test_same_inputs_and_seed_print_the_same_bytes_across_hash_seeds():
+    """Text (the summary table printed a wall-clock time) and JSON, from fresh processes
+    with different PYTHONHASHSEEDs, under jitter and GPU variation."""
+    runs = {
+        "simulate": ["simulate", "--topology", "dgx-a100:2x2", "--model", "tiny-lm", "--iterations", "3",
+                     "--jitter", "lognormal:0.1", "--seed", "5"],
+        "compare": ["compare", "--topology", "1x2", "--model", "tiny-lm", "--iterations", "2",
+                    "--workers", "1", "--jitter", "normal:0.05", "--json"],
+    }
+    procs = {(name, seed): subprocess.Popen([sys.executable, "-m", "embsim", *argv], stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONHASHSEED": seed})
+             for name, argv in runs.items() for seed in ("1", "2")}
+    outs = {}
+    for key, p in procs.items():
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+        outs[key] = out
+    for name in runs:
+        assert outs[(name, "1")] == outs[(name, "2")], name
+    assert b"wall" not in outs[("simulate", "1")]
