@@ -13,7 +13,7 @@ from ..engine.lengths import parse_lengths
 from ..errors import InputError
 from ..workload.model import OPTIMIZER_STATE_TENSORS
 from ..workload.padding import parse_padding
-from ..workload.precision import AMP_STYLES
+from ..workload.precision import AMP_STYLES, check_amp_flags
 from .checks import MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
 
 
@@ -159,7 +159,11 @@ def parse_kv(items) -> dict:
                 continue
         if isinstance(value, float) and not math.isfinite(value):
             raise InputError(f"--option {key}={value}: not a finite number")
-        out[key.replace("-", "_")] = value
+        key = key.replace("-", "_")
+        if key in out and out[key] != value:
+            # click keeps both; the last would silently win
+            raise InputError(f"--option {key}: given twice, {out[key]!r} and {value!r}")
+        out[key] = value
     return out
 
 
@@ -168,6 +172,7 @@ def config_from_options(options: dict, **fixed) -> tuple[SimulationConfig, dict]
     the caller to route: to one strategy and scheduler (engine.config.with_options) or
     across a compare matrix."""
     options = dict(options)
+    check_amp_flags(options.get("dtype"), options.get("amp"))
     extra = parse_kv(options.pop("extra", ()))
     options.update(optimizer_override(options.pop("optimizer", None)))
     if options.get("iterations") is not None and not 2 <= options["iterations"] <= MAX_ITERATIONS:

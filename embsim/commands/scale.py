@@ -7,7 +7,7 @@ import tempfile
 import click
 
 from ..report.scaling_table import scaling_table
-from ..workload.precision import AMP_STYLES
+from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..sweep.check import check_points
 from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, refuse_overwrite
 from .options import CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, trainer_fields
@@ -49,6 +49,7 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
     """Simulate MODEL with STRATEGY at each GPU count and report how it scales."""
     import json
     refuse_overwrite(plot, force, "--plot")
+    check_amp_flags(dtype, amp)
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
             "iterations": iterations, "trace": trace, "dtype": dtype, "amp": amp, "accumulate": accumulate,
             "jitter": jitter, **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version)}

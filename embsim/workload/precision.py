@@ -116,6 +116,14 @@ def weight_cast_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
     return p + dtype_bytes if dtype_bytes < p else 0
 
 
+def check_amp_flags(dtype: str | None, amp: str | None) -> None:
+    """--amp names a mixed-precision style: with an explicit FP32/TF32 --dtype it would be
+    silently ignored (a full-precision run has no 16-bit copy to keep)."""
+    if amp is not None and dtype is not None and not precision(dtype).mixed:
+        raise InputError(f"--amp {amp} with --dtype {dtype}: --amp is a mixed-precision style "
+                         f"(for --dtype bf16, fp16 or fp8)")
+
+
 def precision(name: str, flag: str = "--dtype") -> Precision:
     try:
         return PRECISIONS[name]

@@ -66,6 +66,12 @@ FLAG_CASES = [
     (["simulate", "--topology", "1x2", "--nccl-proto", "^Simple,LL,LL128"], ["--nccl-proto", "excludes every"]),
     (["simulate", "--topology", "100000x8"], ["--topology", "at most 16384 nodes"]),
     (["nccl-tests", "--topology", "1x2", "-g", "3"], ["--ngpus 3", "per node"]),
+    # conflicting flags: one was silently ignored, or the last silently won
+    (["simulate", "--topology", "1x2", "--dtype", "fp32", "--amp", "o2"], ["--amp o2 with --dtype fp32"]),
+    (["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--dtype", "tf32", "--amp", "megatron"],
+     ["--amp megatron with --dtype tf32"]),
+    (["simulate", "--topology", "1x2", "-o", "bucket_bytes=1e6", "-o", "bucket-bytes=2e6"],
+     ["--option bucket_bytes: given twice"]),
     # an unknown --op was ignored where no log is read
     (["validate", "--nccl-tests", "--op", "nosuch"], ["--op 'nosuch'"]),
     (["validate", "--nccl-tests", "--op", "all_reduce"], ["--op is for nccl-tests logs"]),
