@@ -153,6 +153,14 @@ def _enum(doc: YamlDoc, path: tuple, value: str, allowed: tuple) -> str:
     return value
 
 
+def _name(doc: YamlDoc, path: tuple, raw) -> str:
+    """A model, table or layer name: outputs and other keys refer to it, so not blank."""
+    value = get(doc, path, raw, "name", str)
+    if not value.strip():
+        raise doc.error(path + ("name",), "must not be empty")
+    return value
+
+
 def _positive(doc: YamlDoc, path: tuple, value: Any) -> None:
     if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
         raise doc.error(path, f"must be positive, got {value}")
@@ -161,7 +169,7 @@ def _positive(doc: YamlDoc, path: tuple, value: Any) -> None:
 def _parse_table(doc: YamlDoc, path: tuple, raw: Any) -> TableSpec:
     check_mapping(doc, path, raw, ["name", "dim", "input"],
                   ["vocab", "fields", "hash_buckets", "note"])
-    name = get(doc, path, raw, "name", str)
+    name = _name(doc, path, raw)
     dim = get(doc, path, raw, "dim", int, positive=True, hi=LIMITS["dim"])
     if ("vocab" in raw) == ("fields" in raw):
         raise doc.error(path, "give exactly one of 'vocab' or 'fields' (per-field cardinalities)")
@@ -211,7 +219,7 @@ def _parse_layer(doc: YamlDoc, path: tuple, raw: Any) -> LayerSpec:
             _enum(doc, path + (key,), value, ENUMS[key])
         params[key] = value
     repeat = get(doc, path, raw, "repeat", int, default=1, positive=True, hi=LIMITS["repeat"])
-    return LayerSpec(get(doc, path, raw, "name", str), kind, repeat, params)
+    return LayerSpec(_name(doc, path, raw), kind, repeat, params)
 
 
 def _check_references(doc: YamlDoc, spec_tables: dict, layers: list[LayerSpec]) -> None:
@@ -272,7 +280,7 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
     layers = [_parse_layer(doc, ("layers", i), raw) for i, raw in enumerate(layers_raw)]
     _check_references(doc, by_name, layers)
     return ModelSpec(
-        name=get(doc, (), top, "name", str), description=get(doc, (), top, "description", str, ""),
+        name=_name(doc, (), top), description=get(doc, (), top, "description", str, ""),
         source=get(doc, (), top, "source", str), published=published,
         batch=get(doc, ("defaults",), d, "batch", int, positive=True, hi=LIMITS["batch"]),
         seq=get(doc, ("defaults",), d, "seq", int, positive=True, hi=LIMITS["seq"]),

@@ -163,6 +163,14 @@ def test_bad_sweep_value_is_one_line_exit_2(base, words, tmp_path, capsys):
     assert not (tmp_path / "out" / "results.csv").exists()
 
 
+def test_blank_model_name_is_refused(tmp_path, capsys):
+    text = (ROOT / "embsim" / "workload" / "zoo" / "tiny-lm.yaml").read_text().replace("name: word,", "name: ' ',")
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    rc, err = run_cli(["simulate", "--topology", "1x2", "--model", path], capsys)
+    assert_one_line_error(rc, err, "tables.0.name", "empty")
+
+
 def test_bad_topology_name_is_refused(tmp_path, capsys):
     text = (ROOT / "topologies" / "dgx-h100.yaml").read_text().replace(
         "model: H100-SXM5-80GB", "model: ''", 1)
