@@ -147,3 +147,18 @@ def test_sigint_leaves_old_trace(tmp_path):
     assert proc.returncode != 0
     assert out.read_text() == "old trace\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.yaml"]
+
+
+def test_unknown_model_is_refused_before_any_rank_starts(tmp_path, monkeypatch):
+    """It was refused inside every spawned rank: a torch 'Terminating process' warning and
+    'calibration failed on rank 1: ...' on stderr instead of one line."""
+    import embsim.calibrate.launch as launch
+
+    def no_spawn(*a, **k):
+        raise AssertionError("a rank was started")
+    monkeypatch.setattr(launch.mp, "start_processes", no_spawn)
+    cfg = CalibrateConfig(model="nosuch", world=2, backend="gloo", quick=True, out=str(tmp_path / "t.yaml"))
+    with pytest.raises(InputError, match="unknown model 'nosuch'"):
+        run_calibration(cfg)
+    with pytest.raises(InputError, match="--topology-out: empty"):
+        run_calibration(CalibrateConfig(world=2, backend="gloo", out=str(tmp_path / "t.yaml"), topology_out=""))
