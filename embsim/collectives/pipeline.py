@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .channels import runtime_lanes
-from .multinode import RingStepFloor, nvlstree_fill, nvlstree_stage_bw, ring_step_floor, tree_net_fill
+from .multinode import (RingStepFloor, nvlstree_fill, nvlstree_stage_bw, ring_messages_per_step,
+                        ring_step_floor, tree_net_fill)
 from .nccl_model import net_overhead_us
 from .constants import DEFAULT_BUFF_BYTES, NCCL_STEPS, NcclConstants, arch_family, constants_for
 from .tree_chain import chain_fill, chain_starts
@@ -420,9 +421,9 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
         # next slice (prims_simple.h), so the handshake (NCCL's per-hop latency) overlaps
         hop = consts.hw_lat[shape.intra_hw]["Ring"][2]
     step = step_us(proto, shape, consts)
-    # across nodes every ring step passes the network proxy (multinode.ring_step_floor)
-    floor = ring_step_floor(op, proto, shape, consts, step * (RING_STEPS[op][0] // RING_STEPS[op][1]
-                                                            if proto == "Simple" else 1)) \
-        if algo == "Ring" else None
+    # across nodes every ring step passes the network proxy (multinode.ring_step_floor); a
+    # step's own handshakes are one per slice (= per network message)
+    floor = (ring_step_floor(op, proto, shape, consts, step * ring_messages_per_step(proto))
+             if algo == "Ring" else None)
     return ring(op, proto, nbytes, n, channels, threads, nccl_latency, nccl_bandwidth, slowdown, consts,
                 step, hop, floor)

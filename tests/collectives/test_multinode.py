@@ -324,3 +324,11 @@ def test_multi_node_ring_all_gather_pays_the_step_floor_at_small_sizes_only():
     s1, g1 = one.shape(tuple(range(8)))
     l1, b1 = one._pair("all_gather", "Ring", "LL128", tuple(range(8)), s1, g1)
     assert pipeline.collective_time("all_gather", "Ring", "LL128", 32 << 20, s1, g1, one.consts, l1, b1).latency == l1
+
+
+def test_ring_messages_per_step_are_the_slices_of_a_ring_chunk():
+    from embsim.collectives.multinode import ring_messages_per_step
+    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        chunk_steps, slice_steps = pipeline.RING_STEPS[op]
+        assert ring_messages_per_step("Simple") == chunk_steps // slice_steps
+    assert ring_messages_per_step("LL") == ring_messages_per_step("LL128") == 1
