@@ -110,4 +110,10 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    from ..errors import InputError
+    try:
+        main()
+    except InputError as exc:         # bad input: one line, exit status 2
+        print(f"embsim.workload.breakdown: error: {exc}", file=sys.stderr)
+        sys.exit(2)
