@@ -584,9 +584,10 @@ def heldout_section() -> list[str]:
         "  mean; without it H100 13b was +34..+36 % and the file 10.3 % / 35.6 %; the GNMT rows of the",
         "  training section show the same, 1.7-2.1x the all-reduce). Before FSDP was modelled every GPU stepped the whole",
         "  optimizer and DDP's copies, which hid part of this (8.0 % / 26.7 % then).",
-        "- The large-scale H100 rows (FlashAttention-2, 128-512 GPUs) are +16..+28 % and scale",
-        "  0.90-0.97 from 128 GPUs where embsim gives 0.99; their measured per-GPU rate is no",
-        "  higher than the 64-GPU Triton rows' although attention is 2x faster.",
+        "- The large-scale H100 rows (FlashAttention-2, 128-512 GPUs) are +15..+24 % (+16..+28 %",
+        "  before the multi-node ring step floor slowed their FSDP all-gathers / reduce-scatters,",
+        "  the collectives notes) and scale 0.90-0.97 from 128 GPUs where embsim gives 0.92-0.99; their measured",
+        "  per-GPU rate is no higher than the 64-GPU Triton rows' although attention is 2x faster.",
         "- The A100 40GB 1b 32-GPU row's own MFU is 45.4 % against 54-56 % at 16, 64 and 128",
         "  GPUs (kept, as measured; it is the base of the two worst scaling pairs, -0.20/-0.22).",
         ])
