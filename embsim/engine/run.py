@@ -124,9 +124,10 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     ctx = accumulate(ctx, 1 if each else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
     if topo.n_gpus == 1:
-        # One GPU synchronises nothing: every strategy is plain single-GPU training
-        # (sparse embedding updates where the table allows them) and steps alike.
-        splan = replace(splan, sync=(), extra=(), update_time=single_gpu_update_time(ctx))
+        # One GPU synchronises nothing: every strategy is plain single-GPU training and
+        # steps alike, its tables updated as its backward leaves their gradient
+        splan = replace(splan, sync=(), extra=(),
+                        update_time=single_gpu_update_time(ctx, strategy.dense_table_gradient))
     plan = build_step_plan(ctx, splan, strategy, scheduler)
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
@@ -260,15 +261,21 @@ def source_layers(model) -> int:
     return emb[1]
 
 
-def single_gpu_update_time(ctx) -> dict:
-    """Optimizer seconds per layer of single-GPU training: dense layers whole, embedding
-    tables only on the rows the batch touched (unless a dense softmax makes them dense)."""
+def single_gpu_update_time(ctx, dense_table_gradient: bool) -> dict:
+    """Optimizer seconds per layer of single-GPU training: dense layers whole; embedding
+    tables only on the rows the batch touched where the gradient is sparse (a strategy
+    whose lookups leave (index, row) pairs, e.g. nn.Embedding(sparse=True), and no dense
+    softmax tied to the table), otherwise whole. `dense_table_gradient`: the strategy's
+    trait, the same that picks the lookups' dense backward kernel (step_context): the
+    allreduce strategy is DDP over nn.Embedding(sparse=False), whose one-GPU run (world
+    size 1, as DeepLearningExamples' GNMT and NCF run it) scatter-adds into a dense
+    vocab x dim gradient that torch.optim / apex Adam then steps in every row."""
     out = {}
     for layer in ctx.model.layers:
         if layer.params <= 0:
             continue
         traffic = ctx.tables.get(layer.name)
-        if traffic is not None and not traffic.dense_grad:
+        if traffic is not None and not traffic.dense_grad and not dense_table_gradient:
             out[layer.name] = ctx.sparse_update(layer.name, traffic.unique_per_gpu,
                                                 traffic.lookups_per_gpu)
         else:
