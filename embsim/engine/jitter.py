@@ -131,6 +131,14 @@ def corpus_lengths(path: str | None) -> np.ndarray:
 def batch_lengths(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, batch: int,
                   rng: np.random.Generator, steps: int) -> np.ndarray:
     """(steps, n_gpus) padded lengths: each GPU's batch padded to its longest sentence."""
+    return batch_draws(kind, buckets, lengths, n_gpus, batch, rng, steps)[0]
+
+
+def batch_draws(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, batch: int,
+                rng: np.random.Generator, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """batch_lengths' draws: (steps, n_gpus) padded lengths and the real tokens of each
+    GPU's batch (the sum of its sentences' lengths, what a trainer counting real tokens
+    counts)."""
     if kind == "bucket":
         width = -(-int(lengths.max()) // buckets)            # ceil(max / K), as the sampler
         ids = np.minimum(lengths // width, buckets - 1)
@@ -144,8 +152,11 @@ def batch_lengths(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, bat
         counts = np.floor(exact).astype(int)
         counts[np.argsort(counts - exact, kind="stable")[:steps - counts.sum()]] += 1
         chosen = rng.permutation(np.repeat(np.arange(len(pools)), counts))
-        return np.array([rng.choice(pools[b], size=(n_gpus, batch)).max(axis=1) for b in chosen])
-    return rng.choice(lengths, size=(steps, n_gpus, batch)).max(axis=2)
+        drawn = [rng.choice(pools[b], size=(n_gpus, batch)) for b in chosen]
+        return (np.array([d.max(axis=1) for d in drawn]),
+                np.array([d.sum(axis=1) for d in drawn], dtype=np.float64))
+    drawn = rng.choice(lengths, size=(steps, n_gpus, batch))
+    return drawn.max(axis=2), drawn.sum(axis=2).astype(np.float64)
 
 
 def token_budget_batches(lengths: np.ndarray, max_tokens: int,

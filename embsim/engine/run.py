@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+import numpy as np
+
 from ..collectives import CollectiveModel
 from ..collectives.nccl_env import NcclEnv
 from ..errors import InputError
@@ -28,7 +30,7 @@ from .classes import rank_classes
 from .config import SimulationConfig, with_options
 from .context import step_context
 from .jitter import NONE, budget_fill, jitter_factors, parse_jitter, with_jitter
-from . import gpu_speed, interference
+from . import gpu_speed, interference, iteration_rate
 from .lengths import parse_lengths
 from .padded import check_padding
 from ..workload.padding import parse_padding
@@ -95,7 +97,8 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
                       scheduler_options={**zoo.scheduler_options, **cfg.scheduler_options})
     return replace(cfg, amp=cfg.amp or spec.amp or "autocast", jitter=jitter, lengths=lengths,
                    padding=padding,
-                   accumulate_sync=cfg.accumulate_sync or spec.accumulate_sync or "last")
+                   accumulate_sync=cfg.accumulate_sync or spec.accumulate_sync or "last",
+                   throughput=cfg.throughput or spec.throughput or "time")
 
 
 def with_global_batch(cfg: SimulationConfig, batch: int, n_gpus: int) -> SimulationConfig:
@@ -119,6 +122,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     topo = strategy.topology(topo)     # e.g. parameter-server machines attached
     measured = MeasuredInputs.resolve(trace, topo)
     ctx, compute_source = step_context(model, topo, measured, cfg, strategy.dense_table_gradient)
+    one_micro_batch = ctx
     # apex-DDP-style accumulation synchronises every micro-batch: simulated one at a time
     each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus > 1
     ctx = accumulate(ctx, 1 if each else cfg.accumulate, cfg.amp)
@@ -131,8 +135,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     plan = build_step_plan(ctx, splan, strategy, scheduler)
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
-    classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler),
-                          _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate, speed))
+    jitter = _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate, speed)
+    classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter)
     if variation > 0:
         compute_source += f"; {gpu_speed.label(variation)}"
     factors, published = interference.resolved(cfg, measured, topo)
@@ -161,13 +165,25 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                                  kinds, topo.capacity)
 
     run, metrics = run_engine(plan)
+    last_s = metrics.step_time
     if each:
         plain_plan = without_update(splan, master_accumulate_s(ctx, cfg.amp))
         _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
+        plain_s = plain.step_time
+    else:
+        # the folded micro-batches before the last: compute only, on the slowest GPU
+        one = one_micro_batch
+        plain_s = float(np.max(jitter)) * (sum(one.layer_fwd.values()) + sum(one.layer_bwd.values())
+                                           + master_accumulate_s(one, cfg.amp))
+        last_s = metrics.step_time - (cfg.accumulate - 1) * plain_s
 
     samples_per_s = topo.n_gpus * model.batch * cfg.accumulate / metrics.step_time
     fill = _token_fill(cfg, model)
+    tokens_per_s = samples_per_s * model.seq * (fill or 1.0)
+    if cfg.throughput == "iterations":
+        samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, plain_s, last_s)
+        compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
     if cfg.efficiency_baseline and topo.n_gpus > 1:
         # the same node type with one GPU (no communication)
@@ -176,7 +192,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         efficiency = samples_per_s / (topo.n_gpus * single.samples_per_s)
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
-        samples_per_s=samples_per_s, tokens_per_s=samples_per_s * model.seq * (fill or 1.0),
+        samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,
         memory=splan.memory, hbm_bytes=ctx.hbm_bytes, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
         scaling_efficiency=efficiency, notes=plan.notes, run=run,
@@ -185,11 +201,32 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   # dense parameters and embedding tables wider than the model (FP32 under autocast)
                   "params": "fp32" if model.dense_param_bytes > model.dtype_bytes else None,
                   "tables": "fp32" if model.table_bytes > model.dtype_bytes else None,
-                  "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync, "jitter": cfg.jitter,
+                  "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync,
+                  "throughput": cfg.throughput, "jitter": cfg.jitter,
                   "lengths": cfg.lengths, "token_fill": fill,
                   "padding": cfg.padding if _pads(cfg) else None,
                   "straggler": cfg.straggler, "seed": cfg.seed,
                   "gpu_variation": variation})
+
+
+def _iteration_mean(cfg: SimulationConfig, topo: Topology, model, speed, plain_s: float,
+                    last_s: float) -> tuple[float, float]:
+    """(samples/s, tokens/s) as the mean of per-iteration rates (engine.iteration_rate)."""
+    from ..workload.compute import model_times
+    from ..workload.gpu_compute import for_gpu
+    gpu = for_gpu(topo.node.gpu)
+
+    def compute_at_seq(seq: int) -> float:
+        m = load_model(cfg.model, batch=model.batch, seq=seq, untie_outputs=cfg.untie_outputs,
+                       dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+        return sum(t.fwd_s + t.bwd_s for t in model_times(m, gpu).values())
+
+    m, r = iteration_rate.step_profile(cfg.jitter, topo.n_gpus, cfg.seed, model.batch, model.seq,
+                                       compute_at_seq, cfg.corpus, cfg.lengths, speed)
+    c = compute_at_seq(model.seq)
+    nominal = topo.n_gpus * model.batch
+    return (nominal * iteration_rate.mean_rate(plain_s, last_s, cfg.accumulate, c, m, np.ones_like(r)),
+            nominal * model.seq * iteration_rate.mean_rate(plain_s, last_s, cfg.accumulate, c, m, r))
 
 
 def _token_fill(cfg: SimulationConfig, model) -> float | None:

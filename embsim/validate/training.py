@@ -36,7 +36,7 @@ ORIGINAL_DIR = DATA_DIR / "original"
 # stays the fitted-on level; docs/validation.md reports them on their own.
 HELDOUT_DIR = DATA_DIR / "heldout"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
-               "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str, "padding": str, "tables": dict, "layers": dict, "optimizer": dict,
+               "accumulate": int, "accumulate_sync": str, "throughput": str, "jitter": str, "lengths": str, "padding": str, "tables": dict, "layers": dict, "optimizer": dict,
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
                "options": dict, "gpu_variation": (int, float), "nccl_version": str}
 METRICS = ("samples_per_s", "tokens_per_s")
@@ -123,6 +123,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                                dtype=merged.get("dtype"), amp=merged.get("amp"),
                                accumulate=merged.get("accumulate"),
                                accumulate_sync=merged.get("accumulate_sync"),
+                               throughput=merged.get("throughput"),
                                jitter=merged.get("jitter"), lengths=merged.get("lengths"),
                                padding=merged.get("padding"), gpu_variation=merged.get("gpu_variation"),
                                nccl_version=merged.get("nccl_version"),
