@@ -311,13 +311,34 @@ def _with_speed(f: np.ndarray, speed: np.ndarray, rng: np.random.Generator) -> n
     return out
 
 
-def with_jitter(classes: tuple[RankClass, ...], factors: np.ndarray) -> tuple[RankClass, ...]:
+def with_jitter(classes: tuple[RankClass, ...], factors: np.ndarray,
+                param: np.ndarray | None = None) -> tuple[RankClass, ...]:
     """Split the rank classes so every rank's slowdown includes its jitter factor; ranks
-    with equal slowdowns stay one class (classes.group_ranks: one stream per class)."""
-    if np.all(factors == 1.0):
+    with equal slowdowns stay one class (classes.group_ranks: one stream per class).
+    `param`: each rank's factor for parameter-sized ops where it is not `factors` (a length
+    jitter's factor is the batch's padded or budgeted length, which the optimizer step and
+    the DDP bucket passes do not see: for them only the GPU's speed, param_factors)."""
+    if np.all(factors == 1.0) and (param is None or np.all(param == 1.0)):
         return classes
     slowdown = np.ones(factors.size)
     for c in classes:
         slowdown[list(c.ranks)] = c.slowdown
+    if param is not None and np.array_equal(param, factors):
+        param = None
     return group_ranks(slowdown * factors,
-                       names=lambda ranks, s: "all" if s == 1.0 else f"jitter-{ranks[0]}")
+                       names=lambda ranks, s: "all" if s == 1.0 else f"jitter-{ranks[0]}",
+                       param=None if param is None else slowdown * param)
+
+
+# forms whose factor is a batch's length (padded, or a token budget's shape), not the GPU
+LENGTH_FORMS = ("seq", "bucket", "shuffle", "maxtokens")
+
+
+def param_factors(text: str | None, factors: np.ndarray, speed: np.ndarray | None) -> np.ndarray:
+    """Each rank's factor for parameter-sized ops: its GPU speed (engine.gpu_speed) under a
+    length form, which leaves the optimizer and DDP passes alone; `factors` otherwise (a
+    whole-GPU variation such as normal:CV moves every kernel)."""
+    spec = parse_jitter(text)
+    if spec is None or spec[0] not in LENGTH_FORMS:
+        return factors
+    return np.ones(factors.size) if speed is None else np.asarray(speed, dtype=np.float64)

@@ -29,7 +29,7 @@ from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, 
 from .classes import rank_classes
 from .config import SimulationConfig, with_options
 from .context import step_context
-from .jitter import NONE, budget_fill, jitter_factors, parse_jitter, with_jitter
+from .jitter import NONE, budget_fill, jitter_factors, param_factors, parse_jitter, with_jitter
 from . import gpu_speed, interference, iteration_rate
 from .lengths import parse_lengths
 from .padded import check_padding
@@ -136,7 +136,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
     jitter = _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate, speed)
-    classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter)
+    param = param_factors(cfg.jitter, jitter, speed)
+    classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter, param)
     if variation > 0:
         compute_source += f"; {gpu_speed.label(variation)}"
     factors, published = interference.resolved(cfg, measured, topo)
@@ -174,8 +175,9 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     else:
         # the folded micro-batches before the last: compute only, on the slowest GPU
         one = one_micro_batch
-        plain_s = float(np.max(jitter)) * (sum(one.layer_fwd.values()) + sum(one.layer_bwd.values())
-                                           + master_accumulate_s(one, cfg.amp))
+        slowest = int(np.argmax(jitter))
+        plain_s = (float(jitter[slowest]) * (sum(one.layer_fwd.values()) + sum(one.layer_bwd.values()))
+                   + float(param[slowest]) * master_accumulate_s(one, cfg.amp))
         last_s = metrics.step_time - (cfg.accumulate - 1) * plain_s
 
     samples_per_s = topo.n_gpus * model.batch * cfg.accumulate / metrics.step_time
