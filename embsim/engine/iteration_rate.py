@@ -12,7 +12,8 @@ time ratio when iterations differ in length: a short-bucket iteration carries th
 fixed cost over fewer tokens. With gradient accumulation the same holds for the one
 iteration in K that updates.
 
-`--throughput iterations` (zoo default of gnmt) reports that mean. Iteration j's time is
+`throughput: iterations` (SimulationConfig, a training file's embsim: key; the zoo default of gnmt)
+reports that mean. Iteration j's time is
 the simulated iteration (the plain micro-batches' and the updating one's, from the
 engine) moved by how much its slowest GPU's compute differs from the simulated slowest
 GPU's: T_j = T + C x (m_j - mean(m)), where C is the compute of one micro-batch at --seq
@@ -38,7 +39,7 @@ LABEL = ("throughput: mean of per-iteration rates (DeepLearningExamples GNMT tra
 
 def check_average(value) -> str:
     if value not in AVERAGES:
-        raise InputError(f"--throughput {value!r}: must be one of {', '.join(AVERAGES)}")
+        raise InputError(f"throughput {value!r}: must be one of {', '.join(AVERAGES)}")
     return value
 
 

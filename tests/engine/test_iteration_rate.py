@@ -53,7 +53,7 @@ def test_step_profile_of_buckets_spreads_lengths_and_is_seeded():
 
 
 def test_bad_value_is_refused():
-    with pytest.raises(InputError, match="--throughput"):
+    with pytest.raises(InputError, match="throughput .epochs."):
         SimulationConfig(model="gnmt", throughput="epochs")
 
 
