@@ -7,7 +7,8 @@ to simulate it: topology, model, batch, seq, dtype, amp, accumulate (accumulate_
 last | every), jitter (lengths: a length distribution for its corpus forms), padding (how
 batches are padded over `lengths`: max, longest[:ALIGN], bins:WIDTH[:ALIGN], packed), tables/layers
 overrides, options (strategy/scheduler parameters, as --option), nccl_version (a quoted
-release, "2.18" to "2.30"), metric (samples_per_s |
+release, "2.18" to "2.30"), throughput (time | iterations: how the trainer averages its
+rate, engine.iteration_rate), metric (samples_per_s |
 tokens_per_s), scale (a factor on the simulated
 metric, e.g. 2 for source + target tokens). `scaling_base:` names the run a multi-GPU
 run scales from; runs with `not_simulated:` are listed, not simulated.
