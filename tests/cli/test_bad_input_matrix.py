@@ -241,3 +241,10 @@ def test_same_inputs_and_seed_print_the_same_bytes_across_hash_seeds():
     for name in runs:
         assert outs[(name, "1")] == outs[(name, "2")], name
     assert b"wall" not in outs[("simulate", "1")]
+
+
+def test_every_config_field_is_type_checked_in_sweep_files():
+    """A SimulationConfig field the sweep dialect does not type reaches the simulator as
+    whatever YAML made of it (gpu_variation: x was a TypeError traceback)."""
+    from embsim.sweep.spec import _FIELD_TYPES, CONFIG_FIELDS
+    assert set(CONFIG_FIELDS) <= set(_FIELD_TYPES)
