@@ -76,6 +76,7 @@ def units(model) -> list[tuple[str, list]]:
 class FsdpStrategy(Strategy):
     description = "PyTorch FSDP: per-block all-gathers and reduce-scatters, 1/N optimizer (Composer)"
     dense_table_gradient = True
+    gathers_updated_parameters = True
     Options = FsdpOptions
 
     def plan(self, ctx):
