@@ -110,7 +110,12 @@ def ps_vs_embrace(topology, model) -> dict:
 
 
 def render(data: dict) -> str:
-    lines = []
+    by_source: dict[str, list[str]] = {}
+    for key, source in data["compute_source"].items():
+        by_source.setdefault(source, []).append(key)
+    lines = ["Compute times in every table below:", ""]
+    lines += [f"- {'; '.join(keys)}: `{source}`" for source, keys in by_source.items()]
+    lines.append("")
     for key, d in data["ablation"].items():
         rows = d["rows"]
         lines += [f"#### 2D ablation: embrace, {key}", "",
@@ -164,7 +169,8 @@ def render(data: dict) -> str:
 
 
 def main() -> None:
-    data = {"ablation": {}, "ablation_credit32": {}, "overlap": {}, "s2reducer": {}, "ps": {}}
+    data = {"ablation": {}, "ablation_credit32": {}, "overlap": {}, "s2reducer": {}, "ps": {},
+            "compute_source": {}}
     for topology in CLUSTERS:
         for model in MODELS:
             key = f"{model}, {topology}"
@@ -173,6 +179,7 @@ def main() -> None:
             data["overlap"][key] = {}
             for label, sched, opts in OVERLAP_RUNS:
                 r = simulate(cfg(topology, model, strategy="embrace", scheduler=sched, scheduler_options=opts))
+                data["compute_source"][key] = r.compute_source
                 data["overlap"][key][label] = overlap_with_next_forward(r.run, ITERATIONS - 2)
                 if label in TRACED and topology == CLUSTERS[0] and model == MODELS[0]:
                     write_chrome_trace(TRACE.format(TRACED[label]), r.run, r.n_gpus, r.cluster.gpus_per_node)

@@ -13,7 +13,7 @@ from embsim.engine.run import SimulationConfig, simulate
 from embsim.report.plots import scaling_plot
 
 GPUS = (8, 16, 32, 64, 128, 256, 512, 1024)
-SERIES = ("allreduce/fifo", "allgather/fifo", "ps/fifo", "embrace/fifo", "embrace/embrace-2d")
+SERIES = ("allreduce/fifo", "allgather/fifo", "ps/fifo", "embrace/fifo", "embrace/embrace-2d", "fsdp/fifo")
 
 
 def topology(gpus: int) -> str:
@@ -32,7 +32,9 @@ def main(model: str, png: str) -> None:
             sources.add(r.compute_source)
     scaling_plot(series, png, f"{model} on dgx-h100 nodes: simulated step time vs GPU count\n"
                  + "; ".join(sorted(sources)))
-    print(json.dumps({k: [[g, t * 1e3] for g, t in v] for k, v in series.items()}, indent=1))
+    out = {k: [[g, t * 1e3] for g, t in v] for k, v in series.items()}
+    out["compute_source"] = sorted(sources)
+    print(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -21,23 +21,30 @@ def table(model: str, cluster: str, data: dict) -> str:
     lines = [f"#### {model} on {cluster}", "",
              "| rank | strategy/scheduler | step (ms) | speedup | exposed comm (ms) | sent per GPU (MB) "
              "| memory per GPU (GB) | fits |", "|---|---|---|---|---|---|---|---|"]
-    refused = []
+    refused: dict[str, list[str]] = {}
     rank = 0
     for r in data["rows"]:
         if r.get("refused"):
-            refused.append(f"{r['strategy']}/{r['scheduler']}")
+            refused.setdefault(_reason(r["refused"]), []).append(f"{r['strategy']}/{r['scheduler']}")
             continue
         rank += 1
         lines.append(f"| {rank} | {r['strategy']}/{r['scheduler']} | {r['step_time_ms']:.2f} | "
                      f"{r['speedup']:.2f}× | {r['exposed_comm_ms']:.2f} | {r['comm_bytes_per_gpu'] / 1e6:.1f} | "
                      f"{r['memory_per_gpu_bytes'] / 1e9:.2f} | {'yes' if r['fits_in_memory'] else '**no**'} |")
-    if refused:
-        lines += ["", f"Refused: {', '.join(refused)} (no row-level split to defer)."]
+    lines += ["", f"Compute times: `{data['compute_source']}`."]
+    for reason, combos in refused.items():
+        lines += ["", f"Refused: {', '.join(combos)}: {reason}."]
     slower = data.get("slower_than_fifo", [])
     if slower:
         lines += [""] + [f"- slower than fifo: {line}" for line in slower]
     lines += ["", f"![{model} on {cluster}](results/{model}_{cluster}.png)", ""]
     return "\n".join(lines)
+
+
+def _reason(text: str) -> str:
+    """The refusal's reason without its leading '--scheduler X with --strategy Y: ', so
+    the combinations refused for one reason share a line."""
+    return text.split(": ", 1)[1] if text.startswith("--scheduler ") and ": " in text else text
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from .engine.config import with_options
 from .engine.run import SimulationConfig, simulate
-from .errors import InputError
+from .errors import InputError, ModelNotSupported
 from .lifetime import die_with_parent
 from .options import build_options, route
 from .schedulers import SCHEDULERS
@@ -82,8 +82,12 @@ def refusal(cfg: SimulationConfig) -> str | None:
 
 
 def run_one(cfg: SimulationConfig) -> CompareRow:
-    """One cell of the matrix (top level, so worker processes can pickle it)."""
-    r = simulate(cfg)
+    """One cell of the matrix (top level, so worker processes can pickle it); a strategy
+    that cannot run the model comes back refused, with its reason."""
+    try:
+        r = simulate(cfg)
+    except ModelNotSupported as e:
+        return CompareRow(strategy=cfg.strategy, scheduler=cfg.scheduler, refused=str(e))
     return CompareRow(strategy=cfg.strategy, scheduler=cfg.scheduler, step_time=r.step_time,
                       exposed_comm=r.exposed_comm, compute=r.compute,
                       comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
@@ -150,6 +154,8 @@ def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
     for combo in combos:
         if refused[combo] is not None:
             rows.append(CompareRow(strategy=combo[0], scheduler=combo[1], refused=refused[combo]))
+        elif by_combo[combo].refused is not None:
+            rows.append(by_combo[combo])
         else:
             r = by_combo[combo]
             rows.append(replace(r, speedup=baseline.step_time / r.step_time))

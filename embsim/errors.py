@@ -7,3 +7,9 @@ Messages name the file, key or flag and, for YAML files, the line.
 
 class InputError(Exception):
     """Bad user input: a file, key, flag or value that cannot be used."""
+
+
+class ModelNotSupported(InputError):
+    """A strategy that cannot run this model at all (FSDP on a model with no repeated
+    blocks): `simulate` reports it like any bad input; `compare`, which runs every
+    strategy, lists the combination as refused with this reason."""

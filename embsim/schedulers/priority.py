@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import InputError
 from ..plan.names import update_name
 from ..plan.ops import CommOp
 from ..options import positive_number
@@ -75,6 +76,15 @@ class PriorityScheduler(Scheduler):
         for t in tensors:
             ops += partitions(t, self.options.partition_bytes, CHANNEL, self.priority_of(t, ctx), ctx.n_gpus)
         return tuple(ops)
+
+    def check(self, strategy) -> None:
+        # P3's per-layer updates run inside the next forward, after that forward's
+        # parameter gathers were issued: FSDP would gather parameters one update stale
+        if strategy.gathers_updated_parameters:
+            raise InputError(f"--scheduler priority with --strategy {strategy.name}: its forward "
+                             f"all-gathers parameters after one optimizer step, which per-layer "
+                             f"updates inside the next forward would leave one update stale; "
+                             f"use fifo")
 
     def queue_key(self, op, iteration=0):
         return (op.priority,)

@@ -22,6 +22,9 @@ class Strategy(Configurable):
     dense_table_gradient = False
     # what its embedding sync tensors carry (what a scheduler such as embrace-2d may split)
     embedding_payload = Payload.NONE
+    # True: the forward all-gathers parameters updated by one optimizer step at the end of
+    # the previous iteration (FSDP), so updates may not move into the next forward
+    gathers_updated_parameters = False
     component_kind = "strategy"   # --option keys: an Options dataclass (embsim.options)
 
     def topology(self, topo):

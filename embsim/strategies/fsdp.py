@@ -37,7 +37,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..errors import InputError, ModelNotSupported
 from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
 from ..workload.compute import optimizer_kernels
@@ -76,13 +76,14 @@ def units(model) -> list[tuple[str, list]]:
 class FsdpStrategy(Strategy):
     description = "PyTorch FSDP: per-block all-gathers and reduce-scatters, 1/N optimizer (Composer)"
     dense_table_gradient = True
+    gathers_updated_parameters = True
     Options = FsdpOptions
 
     def plan(self, ctx):
         model, n, o = ctx.model, ctx.n_gpus, self.options
         us = units(model)
         if not any(name != ROOT for name, _ in us):
-            raise InputError("--strategy fsdp: the model has no repeated blocks to shard as FSDP units")
+            raise ModelNotSupported("--strategy fsdp: the model has no repeated blocks to shard as FSDP units")
         layers = [l.name for l in model.layers]
         step_end = update_name(next(l.name for l in reversed(model.layers) if l.params > 0))
         first = {name: ls[0].name for name, ls in us}

@@ -30,6 +30,22 @@ def test_matrix_ranked_with_baseline_and_refusals():
     assert res.rows[-1].refused is not None        # refused listed last
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_strategy_that_cannot_run_the_model_is_refused_not_fatal(workers):
+    """ncf-ml20m has no repeated blocks for FSDP to wrap: compare (which runs every
+    strategy by default) lists fsdp as refused instead of exiting on its error, and
+    simulate still reports it as bad input."""
+    cfg = SimulationConfig(topology="1x2", model="ncf-ml20m", iterations=2)
+    res = compare(cfg, ["allreduce", "fsdp"], ["fifo"], workers=workers)
+    fsdp = next(r for r in res.rows if r.label == "fsdp/fifo")
+    assert "no repeated blocks" in fsdp.refused and fsdp.step_time is None
+    assert res.rows[-1] is fsdp
+    assert [r.label for r in res.rows if r.refused is None] == ["allreduce/fifo"]
+    from embsim.engine.run import simulate
+    with pytest.raises(InputError, match="no repeated blocks"):
+        simulate(SimulationConfig(topology="1x2", model="ncf-ml20m", strategy="fsdp", iterations=2))
+
+
 def test_baseline_added_when_not_asked_for():
     cfg = SimulationConfig(topology="1x4", model="tiny-lm", iterations=3)
     res = compare(cfg, ["embrace"], ["priority"], workers=1)

@@ -61,8 +61,8 @@ def test_embrace_2d_beats_embrace_fifo_when_communication_bound(head_heavy):
     assert full.step_time > no_reorder.step_time
     # Small blocks on NCCL: every block is a collective that pays NCCL's per-operation and
     # per-step costs, so the same schedule in 0.5 MB blocks is slower than with the
-    # AllReduce-backend blocks embrace-2d defaults to (35.6 vs 18.4 ms; ByteScheduler's
-    # parameter-server 4 MB blocks land between, 21.1 ms).
+    # AllReduce-backend blocks embrace-2d defaults to (35.7 vs 19.5 ms; ByteScheduler's
+    # parameter-server 4 MB blocks land between, 21.0 ms).
     ps_blocks = run(topology="2x8", model=head_heavy, hardware=SLOW_NET, strategy="embrace",
                     scheduler="embrace-2d",
                     scheduler_options={"reorder": "off", "partition_bytes": 5e5, "credit_bytes": 2e6})
