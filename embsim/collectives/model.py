@@ -25,6 +25,7 @@ from embsim.network import Demand
 from . import demand as dm
 from . import legacy
 from . import nccl_model as nm
+from . import ofi_tuner
 from . import pipeline
 from .busbw import busbw_factor
 from .multinode import kernel_view, nvlstree_kernel_bw, tree_kernel_bw
@@ -249,6 +250,14 @@ class CollectiveModel:
             picked = nm.algo_time(op, algo, proto, nbytes, shape, graphs, self.consts) if allowed else None
             if picked is not None:
                 return picked
+        if ofi_tuner.loaded(shape.nccl_tuner, self.consts.version):
+            # the net plugin's tuner zeroes one pair's cost where NCCL has one (ofi_tuner.py)
+            pairs = {(a, p) for a, p in nm.candidates(op, shape, graphs, self.consts, self.algos, self.protos)
+                     if nm.bandwidth(op, a, p, shape, graphs, self.consts) > 0}
+            forced = ofi_tuner.pick(shape.nccl_tuner, op, nbytes, shape.n_ranks, shape.n_nodes,
+                                    lambda a, p: (a, p) in pairs)
+            if forced is not None:
+                return nm.algo_time(op, *forced, nbytes, shape, graphs, self.consts)
         return nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
 
     def plan_servers(self, op: str, matrix, ranks: Sequence[int]) -> CollectivePlan:

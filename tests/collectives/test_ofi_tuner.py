@@ -1,0 +1,73 @@
+"""AWS's region tuner (aws-ofi-nccl v1.16.3 src/tuner/nccl_ofi_regions.cpp): the geometry,
+the p5 tables' picks, and how the model lets it override NCCL's choice."""
+
+import pytest
+
+from embsim.collectives import CollectiveModel
+from embsim.collectives import ofi_tuner as ot
+from embsim.topology import load_topology
+
+SQUARE = ((0.0, 0.0), (10.0, 0.0), (10.0, 10.0), (0.0, 10.0))
+ANY = lambda a, p: True  # noqa: E731
+
+
+def test_inside_edge_outside():
+    assert ot.inside((5, 5), SQUARE) == 1
+    assert ot.inside((10, 5), SQUARE) == 0 and ot.inside((0, 0), SQUARE) == 0   # edge, vertex
+    assert ot.inside((11, 5), SQUARE) == -1 and ot.inside((5, -1e-3), SQUARE) == -1
+    # a zero-area region (two vertices the same) still holds the points on its segment
+    seg = ((1.0, 4.0), (9.0, 4.0), (1.0, 4.0))
+    assert ot.inside((5, 4), seg) == 0 and ot.inside((5, 5), seg) == -1
+
+
+def test_extend_region():
+    z = (ot.MAX_SIZE, ot.MAX_RANKS)
+    assert ot.extend((3, 1), (3, 7), z) == (3, ot.MAX_RANKS)           # vertical
+    assert ot.extend((3, 1), (5, 1), z) == (ot.MAX_SIZE, 1)            # horizontal
+    x, y = ot.extend((0, 0), (1, 1), z)                                # y = x: hits MAX_RANKS first
+    assert y == ot.MAX_RANKS and x == pytest.approx(ot.MAX_RANKS)
+
+
+@pytest.mark.parametrize("nodes, size, want", [
+    # vertices of the p5 8-GPU table: on an edge counts as inside
+    (16, 301989888, ("Tree", "LL128")),
+    (32, 2147483648, ("Ring", "LL128")),
+    # inside
+    (4, 64 << 20, ("Ring", "LL128")), (4, 4 << 30, ("Ring", "Simple")),
+    (16, 4 << 30, ("NVLSTree", "Simple")), (32, 1 << 30, ("NVLSTree", "Simple")),
+    (128, 256 << 20, ("Tree", "LL128")), (128, 1 << 30, ("NVLSTree", "Simple")),
+])
+def test_p5_allreduce_regions(nodes, size, want):
+    assert ot.pick("aws-ofi-nccl-p5", "all_reduce", size, 8 * nodes, nodes, ANY) == want
+
+
+def test_skipped_cases():
+    t = "aws-ofi-nccl-p5"
+    assert ot.pick(t, "all_reduce", 1 << 30, 16, 2, ANY) is None          # two nodes: NCCL's
+    assert ot.pick(t, "all_gather", 1 << 30, 64, 8, ANY) is None          # no 8-GPU AllGather table
+    assert ot.pick(t, "all_reduce", 1 << 30, 24, 4, ANY) is None          # 6 per node: no table
+    assert ot.pick(t, "all_gather", 1 << 30, 8, 8, ANY) == ("Ring", "Simple")   # 1 per node
+    # NVLSTree unavailable: the next region that holds the point, else NCCL's choice
+    no_nvls = lambda a, p: a != "NVLSTree"  # noqa: E731
+    assert ot.pick(t, "all_reduce", 1 << 30, 256, 32, no_nvls) is None
+    assert ot.pick(t, "all_reduce", 4 << 30, 128, 16, no_nvls) is None
+    assert not ot.loaded(t, "2.20") and ot.loaded(t, "2.21") and not ot.loaded("", "2.27")
+    with pytest.raises(ValueError):
+        ot.regions("nope", "all_reduce", 64, 8)
+
+
+def test_model_follows_the_tuner_on_p5_only_from_2_21():
+    ranks = range(32)
+    topo = load_topology("aws-p5:4x8")
+    plan = CollectiveModel(topo, nccl_version="2.27").plan("all_reduce", 1 << 30, ranks)
+    assert (plan.algo, plan.proto) == ("Ring", "LL128")
+    # NCCL's own choice: without the tuner (2.20) and on the same nodes without it (dgx-h100)
+    own = CollectiveModel(topo, nccl_version="2.20").plan("all_reduce", 1 << 30, ranks)
+    assert (own.algo, own.proto) != ("Ring", "LL128")
+    # a protocol filter makes the pair unavailable: the tuner's region is skipped
+    filt = CollectiveModel(topo, nccl_version="2.27", proto="^LL128").plan("all_reduce", 1 << 30, ranks)
+    assert filt.proto != "LL128"
+    # two nodes: NCCL decides
+    two = load_topology("aws-p5:2x8")
+    assert (CollectiveModel(two, nccl_version="2.27").plan("all_reduce", 1 << 30, range(16)).algo
+            == CollectiveModel(two, nccl_version="2.20").plan("all_reduce", 1 << 30, range(16)).algo)
