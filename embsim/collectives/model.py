@@ -139,6 +139,14 @@ class CollectiveModel:
             return ""
         return note
 
+    @property
+    def tuner_note(self) -> str:
+        """A line for the output when a net plugin's tuner, not NCCL, picks the algorithm."""
+        tuner = self.topology.node.nics.nccl_tuner
+        if not ofi_tuner.loaded(tuner, self.consts.version) or self.topology.n_nodes <= 2:
+            return ""
+        return f"algo/proto on > 2 nodes: {ofi_tuner.described(tuner)}"
+
     def _alltoall_routes(self, ranks: tuple[int, ...], pairwise: bool = False):
         """The communicator's all-to-all structure (AlltoallPattern), or the pairwise
         route table (AlltoallRoutes) for a dense matrix or an irregular communicator."""

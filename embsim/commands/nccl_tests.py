@@ -62,6 +62,6 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
         header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "
                   f"NCCL {model.consts.version} model, -g {gpus}"
                   + (f", {model.consts.env}" if model.consts.env else ""))
-        if model.view_note:
-            header += f"\n# {model.view_note}"
+        for note in (model.view_note, model.tuner_note):
+            header += f"\n# {note}" if note else ""
         click.echo(nt.format_table(rows, header))
