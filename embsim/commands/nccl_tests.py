@@ -56,7 +56,7 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
     if as_json:
         click.echo(json.dumps({"topology": label, "op": op, "ranks": topo.n_gpus,
                                "nccl_version": model.consts.version, "nccl_env": model.consts.env,
-                               "view_note": model.view_note,
+                               "view_note": model.view_note, "tuner_note": model.tuner_note,
                                "rows": nt.rows_json(rows)}, indent=1))
     else:
         header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "

@@ -71,3 +71,13 @@ def test_model_follows_the_tuner_on_p5_only_from_2_21():
     two = load_topology("aws-p5:2x8")
     assert (CollectiveModel(two, nccl_version="2.27").plan("all_reduce", 1 << 30, range(16)).algo
             == CollectiveModel(two, nccl_version="2.20").plan("all_reduce", 1 << 30, range(16)).algo)
+
+
+def test_outputs_say_the_tuner_picks(capsys):
+    from embsim.cli import main
+    assert main(["nccl-tests", "--topology", "aws-p5:4x8", "-b", "1G", "-e", "1G", "--nccl-version", "2.27.7"]) == 0
+    out = capsys.readouterr().out
+    assert "aws-ofi-nccl region tuner" in out and "Ring  LL128" in out
+    assert CollectiveModel(load_topology("aws-p5:2x8")).tuner_note == ""          # 2 nodes: NCCL's
+    assert CollectiveModel(load_topology("aws-p5:4x8"), nccl_version="2.20").tuner_note == ""
+    assert CollectiveModel(load_topology("dgx-h100:4x8")).tuner_note == ""        # no plugin tuner
