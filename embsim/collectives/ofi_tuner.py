@@ -22,6 +22,8 @@ and closes the 1-rank-per-node Tree/LL128 region with one more vertex; not model
 from __future__ import annotations
 
 import math
+from fractions import Fraction
+from functools import lru_cache
 from typing import Callable
 
 from embsim.topology.spec import NCCL_TUNERS as TUNERS   # the tables modelled below
@@ -47,18 +49,20 @@ def _cross(a: Point, b: Point) -> float:
 def _intersect(x0: Point, x1: Point, y0: Point, y1: Point) -> tuple[int, Point | None]:
     """intersect(): 1 if segment x0->x1 crosses y0->y1, -1 if not, 0 when the crossing is
     within eps of y0 or y1 or the segments are parallel; and the crossing point (None when
-    parallel: the C code leaves it unset)."""
+    parallel: the C code leaves it unset). The C code divides into a `long double` and
+    forms the crossing point from it, so a point on a long edge lands on it exactly; the
+    quotient is taken exactly here (Fraction) for the same result on every platform."""
     dx, dy = _sub(x1, x0), _sub(y1, y0)
     d = _cross(dy, dx)
     if abs(d) < _EPS:
         return 0, None
-    a = (_cross(x0, dx) - _cross(y0, dx)) / d
-    sect = (y0[0] + a * dy[0], y0[1] + a * dy[1])
+    a = Fraction(_cross(x0, dx) - _cross(y0, dx)) / Fraction(d)
+    sect = (float(Fraction(y0[0]) + a * Fraction(dy[0])), float(Fraction(y0[1]) + a * Fraction(dy[1])))
     if a < -_EPS or a > 1 + _EPS:
         return -1, sect
     if a < _EPS or a > 1 - _EPS:
         return 0, sect
-    a = (_cross(x0, dy) - _cross(y0, dy)) / d
+    a = Fraction(_cross(x0, dy) - _cross(y0, dy)) / Fraction(d)
     if a < 0 or a > 1:
         return -1, sect
     return 1, sect
@@ -79,11 +83,13 @@ def inside(point: Point, vertices: tuple[Point, ...]) -> int:
     """is_inside_region(): 1 inside, 0 on an edge, -1 outside (ray casting towards
     (2 MAX_SIZE, 2 MAX_RANKS), crossings within eps of a vertex not counted)."""
     n = len(vertices)
+    xs = [v[0] for v in vertices]
+    ys = [v[1] for v in vertices]
+    if not (min(xs) - _EPS <= point[0] <= max(xs) + _EPS and min(ys) - _EPS <= point[1] <= max(ys) + _EPS):
+        return -1       # beyond eps of the bounding box: on no edge either (a shortcut, same answer)
     for i in range(n):
         if _distance(point, vertices[i], vertices[(i + 1) % n]) < _EPS:
             return 0
-    xs = [v[0] for v in vertices]
-    ys = [v[1] for v in vertices]
     if not (min(xs) <= point[0] <= max(xs) and min(ys) <= point[1] <= max(ys)):
         return -1
     far = (2.0 * MAX_SIZE, 2.0 * MAX_RANKS)
@@ -202,15 +208,20 @@ def regions(tuner: str, op: str, n_ranks: int, n_nodes: int) -> tuple[Region, ..
     return _TABLES[tuner].get(n_ranks // n_nodes, {}).get(_FUNCS[op], ())
 
 
+@lru_cache(maxsize=4096)
+def _holding(tuner: str, op: str, nbytes: float, n_ranks: int, n_nodes: int) -> tuple[tuple[str, str], ...]:
+    """The (algo, proto) of every region that holds the point, in table order."""
+    point = (float(nbytes), float(n_ranks))
+    return tuple((algo, proto) for algo, proto, vertices in regions(tuner, op, n_ranks, n_nodes)
+                 if inside(point, vertices) >= 0)
+
+
 def pick(tuner: str, op: str, nbytes: float, n_ranks: int, n_nodes: int,
          available: Callable[[str, str], bool]) -> tuple[str, str] | None:
     """The (algo, proto) the tuner forces for NCCL's nBytes on this communicator, or None
     (NCCL's own choice). `available(algo, proto)`: NCCL has a cost for the pair."""
-    point = (float(nbytes), float(n_ranks))
-    for algo, proto, vertices in regions(tuner, op, n_ranks, n_nodes):
-        if available(algo, proto) and inside(point, vertices) >= 0:
-            return algo, proto
-    return None
+    return next((pair for pair in _holding(tuner, op, float(nbytes), n_ranks, n_nodes)
+                 if available(*pair)), None)
 
 
 def described(tuner: str) -> str:

@@ -81,3 +81,38 @@ def test_outputs_say_the_tuner_picks(capsys):
     assert CollectiveModel(load_topology("aws-p5:2x8")).tuner_note == ""          # 2 nodes: NCCL's
     assert CollectiveModel(load_topology("aws-p5:4x8"), nccl_version="2.20").tuner_note == ""
     assert CollectiveModel(load_topology("dgx-h100:4x8")).tuner_note == ""        # no plugin tuner
+
+
+def test_aws_unit_test_cases():
+    """aws-ofi-nccl's own unit test of the geometry (tests/unit/region_based_tuner.cpp @v1.16.3;
+    its loops read the first 20 points of each list)."""
+    M, G = 1024.0 * 1024, 1024.0 * 1024 * 1024
+    assert ot.extend((2, 8), (4, 8)) == (ot.MAX_SIZE, 8)
+    assert ot.extend((8, 2), (8, 4)) == (8, ot.MAX_RANKS)
+    slope = (72.0 - 64.0) / (8290304.0 - 8.0)
+    assert ot.extend((8, 64), (8290304, 72)) == (ot.MAX_SIZE, 72.0 + slope * (ot.MAX_SIZE - 8290304.0))
+    assert ot.extend((8, 64), (16, 1024)) == ((ot.MAX_RANKS - 1024.0) / ((1024.0 - 64.0) / 8.0) + 16, ot.MAX_RANKS)
+    e = ot.extend((48 * M, 16), (288 * M, 128))
+    region = (e, (288 * M, 128), (48 * M, 16), (4 * M, 2), (ot.MAX_SIZE, 2))
+    assert all(ot.inside(v, region) == 0 for v in region)
+    for i, a in enumerate(region):
+        b = region[(i + 1) % len(region)]
+        if b[0] == a[0]:
+            continue
+        slope = (b[1] - a[1]) / (b[0] - a[0])
+        c = b[1] - slope * a[0]          # sic: the C test's intercept, through (a.x, b.y)
+        x = a[0]
+        while x < b[0]:
+            assert ot.inside((x, slope * x + c), region) == 0, (x, i)
+            x *= 2
+    inside = [(16 * M, 4), (128 * M, 4), (1 * G, 4), (4 * G, 4), (16 * G, 4), (32 * G, 4), (64 * M, 16),
+              (1 * G, 16), (4 * G, 16), (16 * G, 16), (32 * G, 16), (64 * G, 16), (512 * M, 128),
+              (4 * G, 128), (16 * G, 128), (32 * G, 128), (64 * G, 128), (64 * G, 256),
+              (ot.MAX_SIZE - 1.0, 128), (e[0] - 1.0, e[1] - 1.0)]
+    assert all(ot.inside(p, region) == 1 for p in inside)
+    outside = [(8 * M, 4), (8 * M, 32), (8 * M, 128), (8 * M, 512), (8 * M, ot.MAX_RANKS), (16 * M, 8),
+               (16 * M, 32), (16 * M, 128), (16 * M, 512), (16 * M, ot.MAX_RANKS), (32 * M, 16),
+               (32 * M, 32), (32 * M, 64), (32 * M, 128), (32 * M, 256), (64 * M, 32), (64 * M, 64),
+               (64 * M, 256), (64 * M, 1024), (256 * M, 256),
+               (2 * M, 2), (64 * M, 64), (200 * M, 128), (1024 * M, 1024), (1024 * M, 2048)]
+    assert all(ot.inside(p, region) == -1 for p in outside)
