@@ -15,8 +15,11 @@ skipped ("the regions are not well defined"). Regions are tried in table order.
 Source: github.com/aws/aws-ofi-nccl src/tuner/nccl_ofi_regions.cpp and
 include/tuner/nccl_ofi_tuner_region.h, v1.16.3 (b9e4cc4, 2025-08-12), the release of the
 held-out AWS p5 runs. The p5/p5e tables are the same from v1.14.0 to v1.18.0 (git diff of
-region_init_internal_p5_p5e). v1.19.0 tests points in log2 coordinates (transform_log2)
-and closes the 1-rank-per-node Tree/LL128 region with one more vertex; not modelled.
+region_init_internal_p5_p5e; the two-node skip is in every release from v1.14). v1.19.0
+tests points in log2 coordinates (transform_log2) and closes the 1-rank-per-node
+Tree/LL128 region with one more vertex: not modelled. The p5en and p6 tables are not
+modelled either: they changed between v1.16 and v1.19 and no run here says which a P6
+user has (the aws-p6-b200 preset keeps NCCL's own choice).
 """
 
 from __future__ import annotations
