@@ -1,7 +1,6 @@
 """Rank classes are found from per-rank behaviour: identical GPUs share one compute
-stream, distinct ones get their own, and 1,024 distinct GPUs simulate in seconds."""
-
-import time
+stream and distinct ones get their own, even 1,024 of them (how long that takes is a
+benchmark figure, benchmarks/simulate_speed.py, not a test: tests check behaviour)."""
 
 import numpy as np
 
@@ -32,15 +31,13 @@ def test_grouping_is_automatic():
     assert [c.ranks for c in group_ranks(rows)] == [(0, 1), (2,)]
 
 
-def test_every_gpu_distinct_at_1024_gpus_is_practical(monkeypatch):
+def test_every_gpu_distinct_at_1024_gpus_runs_one_stream_each(monkeypatch):
     factors = 1.0 + 0.05 * np.random.default_rng(0).random(1024)
 
     def distinct(n, gpn, straggler):
         return group_ranks(factors[:n]) if n == factors.size else (RankClass("all", tuple(range(n))),)
     monkeypatch.setattr(run_module, "rank_classes", distinct)
-    t0 = time.perf_counter()
     result = run_module.simulate(run_module.SimulationConfig(topology="128x8", strategy="embrace", iterations=4))
-    assert time.perf_counter() - t0 < 15
     assert len(result.run.classes) == 1024
     # each class ran its own stream at its own speed
     slowest = max(result.run.classes, key=lambda c: c.slowdown)

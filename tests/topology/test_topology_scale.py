@@ -2,7 +2,6 @@
 where the leaves outnumber a spine switch's ports, switch counts per tier, and a
 16,384-GPU cluster that builds in well under a second."""
 
-import time
 
 import numpy as np
 import pytest
@@ -75,9 +74,8 @@ def test_spine_oversubscription_thins_the_core_links(write_yaml):
     assert core[0].bandwidth == pytest.approx(32 * spine[0].bandwidth / 4)
 
 
-def test_sixteen_thousand_gpus_build_fast():
-    t0 = time.perf_counter()
+def test_sixteen_thousand_gpus_build_whole():
+    # how fast is benchmarks/scale_speed.py's figure; the test checks what is built
     t = load_topology("dgx-h100:2048x8")
-    assert time.perf_counter() - t0 < 1.5
     assert t.n_gpus == 16384 and t.capacity.size == t.n_links
     assert t.route(0, 16383)[-1] < t.n_links
