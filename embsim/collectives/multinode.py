@@ -16,7 +16,7 @@ sm100) leaves a third of the wire unused; the kernel is not held to that step.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from .constants import NCCL_MAX_NVLS_ARITY, NcclConstants
@@ -34,6 +34,66 @@ from .shape import CommShape
 # points >= 64 KiB, by `python -m embsim.collectives.fit_net` (0.5 µs grid, least mean
 # |error|). Every other multi-node curve (B200 over IB, H100 over EFA, ...) is a prediction.
 PROXY_HANDOFF_US = 5.5
+
+
+def ring_messages_per_step(proto: str) -> int:
+    """Network messages the proxy hands off per ring step: one isend per slice (net.cc
+    sendProxyProgress: `transmitted += sliceSteps`); a Simple ring step is a chunk of
+    ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS = 2 slices, an LL / LL128 step is one."""
+    return 2 if proto == "Simple" else 1
+
+
+@dataclass(frozen=True)
+class RingStepFloor:
+    """The least time a step of a multi-node ring takes (see ring_step_floor).
+
+    floor: µs per step; steps: the ring's steps per loop (nsteps); raised: how many of them
+    the floor can lengthen (the nNodes-1 / 2(nNodes-1) network hops NCCL already prices as
+    one crossing are left to its hwLat[NET]); base: µs every step already pays besides its
+    data (NCCL's per-step latency share and the kernel's per-step handshake)."""
+    floor: float
+    steps: int
+    raised: int
+    base: float
+
+    def stall(self, loops: int, full_loop_us: float, last_loop_us: float) -> float:
+        """µs the floor adds: per raised step, what its data and base leave of the floor."""
+        def short(loop_us: float) -> float:
+            return max(0.0, self.floor - self.base - loop_us / self.steps)
+        return self.raised * ((loops - 1) * short(full_loop_us) + short(last_loop_us))
+
+
+def ring_step_floor(op: str, proto: str, shape: CommShape, consts: NcclConstants,
+                    step_sync: float = 0.0) -> RingStepFloor | None:
+    """A multi-node AllReduce / AllGather / ReduceScatter ring's steps are held to the cost
+    of one network crossing (None on one node or for other ops).
+
+    In a ring every chunk crosses every link, so each of the ring's nsteps (n-1 for
+    AllGather / ReduceScatter, 2(n-1) for AllReduce) goes through every network connection
+    -- not only the nNodes-1 steps NCCL's latency counts as network hops; tuning.cc knows
+    ("Inter-node rings still have to launch nsteps * net overhead") but charges the other
+    steps only max(hwLat[intra], getNetOverhead = 1 µs, x3 for Simple). A connection's
+    proxy moves its steps one phase per progress pass (net.cc: sendProxyProgress does one
+    post or isend per sub and call, recvProxyProgress returns after the first phase that
+    progressed: post, test, tail, done), so the steps file through it one by one: a ring
+    step takes at least what one step takes to cross the network -- NCCL's own per-hop
+    price for it (hwLat[NET][Ring][proto] + the fabric's latency, twice for Simple's flush
+    term, as nccl_model.latency charges a network hop) plus the hand-off NCCL does not
+    count (PROXY_HANDOFF_US per message the step sends). It is a bound on the step rate:
+    a step's data and handshake overlap it (RingStepFloor.stall takes the larger), so
+    steps that carry enough data (large messages, few ranks) do not see it. No constant is
+    new: hwLat from tuning.cc, the hand-off fitted on the Nebius curve.
+    """
+    if shape.n_nodes < 2 or op not in ("all_reduce", "all_gather", "reduce_scatter"):
+        return None
+    from . import nccl_model as nm
+    pi = nm.PROTOS.index(proto)
+    steps = nm.nsteps(op, shape.n_ranks)
+    inter = 2 * (shape.n_nodes - 1) if op == "all_reduce" else shape.n_nodes - 1
+    intra = consts.hw_lat[shape.intra_hw]["Ring"][pi]
+    ncclq = max(intra, nm.net_overhead_us(shape) * (3 if proto == "Simple" else 1))
+    floor = consts.hw_lat["NET"]["Ring"][pi] + ring_messages_per_step(proto) * PROXY_HANDOFF_US
+    return RingStepFloor(floor, steps, max(0, steps - inter), ncclq + step_sync)
 
 
 def tree_crossings(n_nodes: int) -> int:

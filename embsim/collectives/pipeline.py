@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .channels import runtime_lanes
-from .multinode import nvlstree_fill, nvlstree_stage_bw, tree_net_fill
+from .multinode import (RingStepFloor, nvlstree_fill, nvlstree_stage_bw, ring_messages_per_step,
+                        ring_step_floor, tree_net_fill)
 from .nccl_model import net_overhead_us
 from .constants import DEFAULT_BUFF_BYTES, NCCL_STEPS, NcclConstants, arch_family, constants_for
 from .tree_chain import chain_fill, chain_starts
@@ -175,11 +176,12 @@ def hidden_handshake_stall(hop: float, prims: int, slices: int, loops: int, full
 
 def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int,
          latency: float, bandwidth: float, slowdown: float, consts: NcclConstants,
-         step: float, hop: float | None = None) -> PipelineTime:
+         step: float, hop: float | None = None, floor: RingStepFloor | None = None) -> PipelineTime:
     """Ring AllReduce/AllGather/ReduceScatter (chunks per rank) or Broadcast/Reduce chain.
 
     `hop` (µs, AllReduce/AllGather/ReduceScatter only): the handshake overlaps the other
-    slices' data (hidden_handshake_stall) instead of `step` being paid by every slice."""
+    slices' data (hidden_handshake_stall) instead of `step` being paid by every slice.
+    `floor` (across nodes): the least time a ring step takes (multinode.ring_step_floor)."""
     chunk_steps, slice_steps = RING_STEPS.get(op, (1, 1)) if proto == "Simple" else (1, 1)
     chunk = step_bytes(proto, consts.buff_bytes) * chunk_steps
     slices = max(1, chunk_steps // slice_steps)
@@ -213,6 +215,9 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
             stall = hidden_handshake_stall(hop, ring_primitives(op, n), slices, loops, full_us,
                                            transfer - (loops - 1) * full_us)
             return PipelineTime(latency + stall, transfer, n_sync, loops, chunk)
+        if floor is not None:
+            full_us = loop / (1000.0 * bandwidth) * slowdown
+            latency += floor.stall(loops, full_us, transfer - (loops - 1) * full_us)
     return PipelineTime(latency + n_sync * step, transfer, n_sync, loops, chunk)
 
 
@@ -415,5 +420,10 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
         # P2P write in one node: the post warp fences and flags while the workers copy the
         # next slice (prims_simple.h), so the handshake (NCCL's per-hop latency) overlaps
         hop = consts.hw_lat[shape.intra_hw]["Ring"][2]
+    step = step_us(proto, shape, consts)
+    # across nodes every ring step passes the network proxy (multinode.ring_step_floor); a
+    # step's own handshakes are one per slice (= per network message)
+    floor = (ring_step_floor(op, proto, shape, consts, step * ring_messages_per_step(proto))
+             if algo == "Ring" else None)
     return ring(op, proto, nbytes, n, channels, threads, nccl_latency, nccl_bandwidth, slowdown, consts,
-                step_us(proto, shape, consts), hop)
+                step, hop, floor)

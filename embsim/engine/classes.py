@@ -47,14 +47,17 @@ def rank_slowdowns(n_gpus: int, gpus_per_node: int, straggler: str | None) -> np
     return out
 
 
-def group_ranks(slowdown, names=None) -> tuple[RankClass, ...]:
+def group_ranks(slowdown, names=None, param=None) -> tuple[RankClass, ...]:
     """One class per distinct per-rank behaviour, found automatically: ranks whose rows
     of `slowdown` (n,) or (n, k) are equal share a class (ordered by their first rank), so
     identical GPUs cost one compute stream however many there are, and n distinct GPUs
     cost n. The nominal class (all ones) comes first, the rest in order of first rank. `names(ranks, value)` names a class (default: "all" for one class, else
-    "ranks-<first>")."""
+    "ranks-<first>"). `param` (n,): each rank's parameter-sized-op slowdown
+    (RankClass.param_slowdown), grouped with the rest."""
     s = np.asarray(slowdown, dtype=np.float64)
     rows = s.reshape(s.shape[0], -1)
+    if param is not None:
+        rows = np.column_stack([rows, np.asarray(param, dtype=np.float64)])
     _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
     # the nominal class (all ones) first, then in order of first rank
@@ -70,7 +73,8 @@ def group_ranks(slowdown, names=None) -> tuple[RankClass, ...]:
             name = names(ranks, value)
         else:
             name = "all" if first.size == 1 else f"ranks-{ranks[0]}"
-        out.append(RankClass(name, ranks, value))
+        out.append(RankClass(name, ranks, value,
+                             None if param is None else float(rows[first[c], -1])))
     return tuple(out)
 
 

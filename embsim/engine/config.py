@@ -11,6 +11,7 @@ from ..options import option_keys, route
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
 from .accumulate import check_accumulate, check_sync
+from .iteration_rate import check_average
 from .jitter import parse_jitter
 from .gpu_speed import check_variation
 from ..workload.padding import parse_padding
@@ -55,6 +56,9 @@ class SimulationConfig:
     accumulate: int | None = None
     # gradients synchronised after the last micro-batch or every one; None: the model's, else last
     accumulate_sync: str | None = None
+    # how the throughput averages: "time" (work over elapsed time) or "iterations" (the
+    # mean of per-iteration rates, engine.iteration_rate); None: the model's, else time
+    throughput: str | None = None
     jitter: str | None = None      # per-GPU compute variation, e.g. normal:0.05 (embsim.engine.jitter); None: the model's; "none": off
     model_overrides: dict = field(default_factory=dict)   # tables/layers changes (workload.overrides)
     # GPU-to-GPU speed variation (4 IQR / median, engine.gpu_speed); None: the published 8 %
@@ -71,6 +75,8 @@ class SimulationConfig:
             check_accumulate(self.accumulate)
         if self.accumulate_sync is not None:
             check_sync(self.accumulate_sync)
+        if self.throughput is not None:
+            check_average(self.throughput)
         parse_jitter(self.jitter)
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)

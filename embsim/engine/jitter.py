@@ -131,6 +131,14 @@ def corpus_lengths(path: str | None) -> np.ndarray:
 def batch_lengths(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, batch: int,
                   rng: np.random.Generator, steps: int) -> np.ndarray:
     """(steps, n_gpus) padded lengths: each GPU's batch padded to its longest sentence."""
+    return batch_draws(kind, buckets, lengths, n_gpus, batch, rng, steps)[0]
+
+
+def batch_draws(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, batch: int,
+                rng: np.random.Generator, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """batch_lengths' draws: (steps, n_gpus) padded lengths and the real tokens of each
+    GPU's batch (the sum of its sentences' lengths, what a trainer counting real tokens
+    counts)."""
     if kind == "bucket":
         width = -(-int(lengths.max()) // buckets)            # ceil(max / K), as the sampler
         ids = np.minimum(lengths // width, buckets - 1)
@@ -144,8 +152,11 @@ def batch_lengths(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, bat
         counts = np.floor(exact).astype(int)
         counts[np.argsort(counts - exact, kind="stable")[:steps - counts.sum()]] += 1
         chosen = rng.permutation(np.repeat(np.arange(len(pools)), counts))
-        return np.array([rng.choice(pools[b], size=(n_gpus, batch)).max(axis=1) for b in chosen])
-    return rng.choice(lengths, size=(steps, n_gpus, batch)).max(axis=2)
+        drawn = [rng.choice(pools[b], size=(n_gpus, batch)) for b in chosen]
+        return (np.array([d.max(axis=1) for d in drawn]),
+                np.array([d.sum(axis=1) for d in drawn], dtype=np.float64))
+    drawn = rng.choice(lengths, size=(steps, n_gpus, batch))
+    return drawn.max(axis=2), drawn.sum(axis=2).astype(np.float64)
 
 
 def token_budget_batches(lengths: np.ndarray, max_tokens: int,
@@ -300,13 +311,34 @@ def _with_speed(f: np.ndarray, speed: np.ndarray, rng: np.random.Generator) -> n
     return out
 
 
-def with_jitter(classes: tuple[RankClass, ...], factors: np.ndarray) -> tuple[RankClass, ...]:
+def with_jitter(classes: tuple[RankClass, ...], factors: np.ndarray,
+                param: np.ndarray | None = None) -> tuple[RankClass, ...]:
     """Split the rank classes so every rank's slowdown includes its jitter factor; ranks
-    with equal slowdowns stay one class (classes.group_ranks: one stream per class)."""
-    if np.all(factors == 1.0):
+    with equal slowdowns stay one class (classes.group_ranks: one stream per class).
+    `param`: each rank's factor for parameter-sized ops where it is not `factors` (a length
+    jitter's factor is the batch's padded or budgeted length, which the optimizer step and
+    the DDP bucket passes do not see: for them only the GPU's speed, param_factors)."""
+    if np.all(factors == 1.0) and (param is None or np.all(param == 1.0)):
         return classes
     slowdown = np.ones(factors.size)
     for c in classes:
         slowdown[list(c.ranks)] = c.slowdown
+    if param is not None and np.array_equal(param, factors):
+        param = None
     return group_ranks(slowdown * factors,
-                       names=lambda ranks, s: "all" if s == 1.0 else f"jitter-{ranks[0]}")
+                       names=lambda ranks, s: "all" if s == 1.0 else f"jitter-{ranks[0]}",
+                       param=None if param is None else slowdown * param)
+
+
+# forms whose factor is a batch's length (padded, or a token budget's shape), not the GPU
+LENGTH_FORMS = ("seq", "bucket", "shuffle", "maxtokens")
+
+
+def param_factors(text: str | None, factors: np.ndarray, speed: np.ndarray | None) -> np.ndarray:
+    """Each rank's factor for parameter-sized ops: its GPU speed (engine.gpu_speed) under a
+    length form, which leaves the optimizer and DDP passes alone; `factors` otherwise (a
+    whole-GPU variation such as normal:CV moves every kernel)."""
+    spec = parse_jitter(text)
+    if spec is None or spec[0] not in LENGTH_FORMS:
+        return factors
+    return np.ones(factors.size) if speed is None else np.asarray(speed, dtype=np.float64)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+import numpy as np
+
 from ..collectives import CollectiveModel
 from ..collectives.nccl_env import NcclEnv
 from ..errors import InputError
@@ -27,8 +29,8 @@ from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, 
 from .classes import rank_classes
 from .config import SimulationConfig, with_options
 from .context import step_context
-from .jitter import NONE, budget_fill, jitter_factors, parse_jitter, with_jitter
-from . import gpu_speed, interference
+from .jitter import NONE, budget_fill, jitter_factors, param_factors, parse_jitter, with_jitter
+from . import gpu_speed, interference, iteration_rate
 from .lengths import parse_lengths
 from .padded import check_padding
 from ..workload.padding import parse_padding
@@ -95,7 +97,8 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
                       scheduler_options={**zoo.scheduler_options, **cfg.scheduler_options})
     return replace(cfg, amp=cfg.amp or spec.amp or "autocast", jitter=jitter, lengths=lengths,
                    padding=padding,
-                   accumulate_sync=cfg.accumulate_sync or spec.accumulate_sync or "last")
+                   accumulate_sync=cfg.accumulate_sync or spec.accumulate_sync or "last",
+                   throughput=cfg.throughput or spec.throughput or "time")
 
 
 def with_global_batch(cfg: SimulationConfig, batch: int, n_gpus: int) -> SimulationConfig:
@@ -119,19 +122,22 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     topo = strategy.topology(topo)     # e.g. parameter-server machines attached
     measured = MeasuredInputs.resolve(trace, topo)
     ctx, compute_source = step_context(model, topo, measured, cfg, strategy.dense_table_gradient)
+    one_micro_batch = ctx
     # apex-DDP-style accumulation synchronises every micro-batch: simulated one at a time
     each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus > 1
     ctx = accumulate(ctx, 1 if each else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
     if topo.n_gpus == 1:
-        # One GPU synchronises nothing: every strategy is plain single-GPU training
-        # (sparse embedding updates where the table allows them) and steps alike.
-        splan = replace(splan, sync=(), extra=(), update_time=single_gpu_update_time(ctx))
+        # One GPU synchronises nothing: every strategy is plain single-GPU training and
+        # steps alike, its tables updated as its backward leaves their gradient
+        splan = replace(splan, sync=(), extra=(),
+                        update_time=single_gpu_update_time(ctx, strategy.dense_table_gradient))
     plan = build_step_plan(ctx, splan, strategy, scheduler)
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
-    classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler),
-                          _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate, speed))
+    jitter = _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate, speed)
+    param = param_factors(cfg.jitter, jitter, speed)
+    classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter, param)
     if variation > 0:
         compute_source += f"; {gpu_speed.label(variation)}"
     factors, published = interference.resolved(cfg, measured, topo)
@@ -160,13 +166,26 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                                  kinds, topo.capacity)
 
     run, metrics = run_engine(plan)
+    last_s = metrics.step_time
     if each:
         plain_plan = without_update(splan, master_accumulate_s(ctx, cfg.amp))
         _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
+        plain_s = plain.step_time
+    else:
+        # the folded micro-batches before the last: compute only, on the slowest GPU
+        one = one_micro_batch
+        slowest = int(np.argmax(jitter))
+        plain_s = (float(jitter[slowest]) * (sum(one.layer_fwd.values()) + sum(one.layer_bwd.values()))
+                   + float(param[slowest]) * master_accumulate_s(one, cfg.amp))
+        last_s = metrics.step_time - (cfg.accumulate - 1) * plain_s
 
     samples_per_s = topo.n_gpus * model.batch * cfg.accumulate / metrics.step_time
     fill = _token_fill(cfg, model)
+    tokens_per_s = samples_per_s * model.seq * (fill or 1.0)
+    if cfg.throughput == "iterations":
+        samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, plain_s, last_s)
+        compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
     if cfg.efficiency_baseline and topo.n_gpus > 1:
         # the same node type with one GPU (no communication)
@@ -175,7 +194,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         efficiency = samples_per_s / (topo.n_gpus * single.samples_per_s)
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
-        samples_per_s=samples_per_s, tokens_per_s=samples_per_s * model.seq * (fill or 1.0),
+        samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,
         memory=splan.memory, hbm_bytes=ctx.hbm_bytes, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
         scaling_efficiency=efficiency, notes=plan.notes, run=run,
@@ -184,11 +203,32 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   # dense parameters and embedding tables wider than the model (FP32 under autocast)
                   "params": "fp32" if model.dense_param_bytes > model.dtype_bytes else None,
                   "tables": "fp32" if model.table_bytes > model.dtype_bytes else None,
-                  "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync, "jitter": cfg.jitter,
+                  "accumulate": cfg.accumulate, "accumulate_sync": cfg.accumulate_sync,
+                  "throughput": cfg.throughput, "jitter": cfg.jitter,
                   "lengths": cfg.lengths, "token_fill": fill,
                   "padding": cfg.padding if _pads(cfg) else None,
                   "straggler": cfg.straggler, "seed": cfg.seed,
                   "gpu_variation": variation})
+
+
+def _iteration_mean(cfg: SimulationConfig, topo: Topology, model, speed, plain_s: float,
+                    last_s: float) -> tuple[float, float]:
+    """(samples/s, tokens/s) as the mean of per-iteration rates (engine.iteration_rate)."""
+    from ..workload.compute import model_times
+    from ..workload.gpu_compute import for_gpu
+    gpu = for_gpu(topo.node.gpu)
+
+    def compute_at_seq(seq: int) -> float:
+        m = load_model(cfg.model, batch=model.batch, seq=seq, untie_outputs=cfg.untie_outputs,
+                       dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+        return sum(t.fwd_s + t.bwd_s for t in model_times(m, gpu).values())
+
+    m, r = iteration_rate.step_profile(cfg.jitter, topo.n_gpus, cfg.seed, model.batch, model.seq,
+                                       compute_at_seq, cfg.corpus, cfg.lengths, speed)
+    c = compute_at_seq(model.seq)
+    nominal = topo.n_gpus * model.batch
+    return (nominal * iteration_rate.mean_rate(plain_s, last_s, cfg.accumulate, c, m, np.ones_like(r)),
+            nominal * model.seq * iteration_rate.mean_rate(plain_s, last_s, cfg.accumulate, c, m, r))
 
 
 def _token_fill(cfg: SimulationConfig, model) -> float | None:
@@ -260,15 +300,21 @@ def source_layers(model) -> int:
     return emb[1]
 
 
-def single_gpu_update_time(ctx) -> dict:
-    """Optimizer seconds per layer of single-GPU training: dense layers whole, embedding
-    tables only on the rows the batch touched (unless a dense softmax makes them dense)."""
+def single_gpu_update_time(ctx, dense_table_gradient: bool) -> dict:
+    """Optimizer seconds per layer of single-GPU training: dense layers whole; embedding
+    tables only on the rows the batch touched where the gradient is sparse (a strategy
+    whose lookups leave (index, row) pairs, e.g. nn.Embedding(sparse=True), and no dense
+    softmax tied to the table), otherwise whole. `dense_table_gradient`: the strategy's
+    trait, the same that picks the lookups' dense backward kernel (step_context): the
+    allreduce strategy is DDP over nn.Embedding(sparse=False), whose one-GPU run (world
+    size 1, as DeepLearningExamples' GNMT and NCF run it) scatter-adds into a dense
+    vocab x dim gradient that torch.optim / apex Adam then steps in every row."""
     out = {}
     for layer in ctx.model.layers:
         if layer.params <= 0:
             continue
         traffic = ctx.tables.get(layer.name)
-        if traffic is not None and not traffic.dense_grad:
+        if traffic is not None and not traffic.dense_grad and not dense_table_gradient:
             out[layer.name] = ctx.sparse_update(layer.name, traffic.unique_per_gpu,
                                                 traffic.lookups_per_gpu)
         else:

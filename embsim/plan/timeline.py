@@ -14,6 +14,10 @@ class RankClass:
     name: str
     ranks: tuple[int, ...]
     slowdown: float = 1.0      # compute time multiplier (a straggler has > 1)
+    # multiplier of the parameter-sized ops (optimizer updates, DDP bucket passes) where it
+    # differs from `slowdown`: a batch's length (padding, token budget) moves its forward and
+    # backward, not them; None: `slowdown`
+    param_slowdown: float | None = None
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,7 @@ class ModelSpec:
     lengths: str | None = None
     global_batch: int | None = None       # sentences per optimizer step over all GPUs
     accumulate_sync: str | None = None
+    throughput: str | None = None         # how the trainer averages its throughput (engine.iteration_rate)
     # how batches are padded (embsim.workload.padding), per sequence length: (seq, policy)
     # pairs, seq None for every other length
     padding: tuple[tuple[int | None, str], ...] = ()
@@ -248,7 +249,7 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
     d = check_mapping(doc, ("defaults",), top["defaults"],
                       ["batch", "seq", "dtype", "optimizer"],
                       ["amp", "optimizer_options", "jitter", "lengths", "padding", "global_batch",
-                       "accumulate_sync", "options"])
+                       "accumulate_sync", "throughput", "options"])
     dtype = _enum(doc, ("defaults", "dtype"), get(doc, ("defaults",), d, "dtype", str),
                   tuple(DTYPE_BYTES))
     optimizer = _enum(doc, ("defaults", "optimizer"),
@@ -281,6 +282,7 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
 
 
 ACCUMULATE_SYNCS = ("last", "every")   # embsim.engine.accumulate.SYNCS (the engine imports workload, not back)
+THROUGHPUT_AVERAGES = ("time", "iterations")   # embsim.engine.iteration_rate.AVERAGES
 OPTIMIZER_OPTIONS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
 
 
@@ -301,6 +303,9 @@ def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
     if "accumulate_sync" in out:
         out["accumulate_sync"] = _enum(doc, ("defaults", "accumulate_sync"), out["accumulate_sync"],
                                        ACCUMULATE_SYNCS)
+    if "throughput" in d:
+        out["throughput"] = _enum(doc, ("defaults", "throughput"),
+                                  get(doc, ("defaults",), d, "throughput", str), THROUGHPUT_AVERAGES)
     if "global_batch" in d:
         out["global_batch"] = get(doc, ("defaults",), d, "global_batch", int, positive=True)
     if "options" in d:

@@ -274,3 +274,61 @@ def test_gb200_nics_are_shared_by_a_grace_pair(tmp_path):
     path.write_text(text)
     with pytest.raises(InputError, match="nccl_local_gpus"):
         load_topology(f"{path}:2x64")
+
+
+def test_ring_step_floor_only_across_nodes_and_for_ring_collectives():
+    from embsim.collectives.multinode import ring_step_floor
+    consts = constants_for("2.29")
+    _, (one, _) = _shape("dgx-h100:1x8")
+    _, (ten, _) = _shape("dgx-h100:10x8")
+    assert ring_step_floor("all_gather", "LL128", one, consts) is None
+    assert ring_step_floor("broadcast", "LL128", ten, consts) is None
+    f = ring_step_floor("all_gather", "LL128", ten, consts)
+    # every step but the nNodes-1 network hops NCCL prices itself; one message per LL128 step
+    assert (f.steps, f.raised) == (79, 70)
+    from embsim.collectives import multinode
+    assert f.floor == pytest.approx(consts.hw_lat["NET"]["Ring"][1] + multinode.PROXY_HANDOFF_US)
+    ar = ring_step_floor("all_reduce", "Simple", ten, consts)
+    assert (ar.steps, ar.raised) == (158, 140)
+    # two slices per Simple step: two hand-offs
+    assert ar.floor == pytest.approx(consts.hw_lat["NET"]["Ring"][2] + 2 * multinode.PROXY_HANDOFF_US)
+    # one GPU per node: every step is a network hop NCCL already prices
+    _, (flat, _) = _shape("dgx-h100:10x1")
+    assert ring_step_floor("all_reduce", "LL128", flat, consts).raised == 0
+
+
+def test_ring_step_floor_is_a_rate_bound_that_data_hides():
+    from embsim.collectives.multinode import RingStepFloor
+    f = RingStepFloor(floor=10.0, steps=10, raised=8, base=2.0)
+    # a loop whose steps carry 1 µs of data each: 7 µs short per raised step
+    assert f.stall(1, 0.0, 10.0) == pytest.approx(8 * 7.0)
+    # steps with 8 µs of data or more already take the floor
+    assert f.stall(1, 0.0, 80.0) == 0.0
+    assert f.stall(3, 200.0, 10.0) == pytest.approx(8 * 7.0)
+
+
+def test_multi_node_ring_all_gather_pays_the_step_floor_at_small_sizes_only():
+    """A small AllGather across nodes is bound by its step rate, a large one by its data."""
+    from embsim.collectives.multinode import ring_step_floor
+    model = CollectiveModel(load_topology("dgx-h100:10x8"), algo="Ring", proto="LL128", nccl_version="2.29")
+    ranks = tuple(range(80))
+    shape, graphs = model.shape(ranks)
+    lat, bw = model._pair("all_gather", "Ring", "LL128", ranks, shape, graphs)
+    floor = ring_step_floor("all_gather", "LL128", shape, model.consts)
+    small = pipeline.collective_time("all_gather", "Ring", "LL128", 32 << 20, shape, graphs, model.consts, lat, bw)
+    assert small.latency == pytest.approx(lat + floor.stall(1, 0.0, small.transfer))
+    assert small.latency > lat + 0.5 * floor.raised * (floor.floor - floor.base)
+    big = pipeline.collective_time("all_gather", "Ring", "LL128", 1 << 30, shape, graphs, model.consts, lat, bw)
+    assert big.latency == pytest.approx(lat)
+    one = CollectiveModel(load_topology("dgx-h100:1x8"), algo="Ring", proto="LL128", nccl_version="2.29")
+    s1, g1 = one.shape(tuple(range(8)))
+    l1, b1 = one._pair("all_gather", "Ring", "LL128", tuple(range(8)), s1, g1)
+    assert pipeline.collective_time("all_gather", "Ring", "LL128", 32 << 20, s1, g1, one.consts, l1, b1).latency == l1
+
+
+def test_ring_messages_per_step_are_the_slices_of_a_ring_chunk():
+    from embsim.collectives.multinode import ring_messages_per_step
+    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        chunk_steps, slice_steps = pipeline.RING_STEPS[op]
+        assert ring_messages_per_step("Simple") == chunk_steps // slice_steps
+    assert ring_messages_per_step("LL") == ring_messages_per_step("LL128") == 1

@@ -163,3 +163,19 @@ def test_a_network_only_trace_replaces_the_collective_model(tmp_path):
     assert "collectives: measured" in measured.compute_source
     assert measured.compute == pytest.approx(model_only.compute, rel=1e-9)
     assert measured.comm_time["all_reduce"] != pytest.approx(model_only.comm_time["all_reduce"], rel=1e-3)
+
+
+def _embedding_update_s(strategy: str, topology: str = "dgx-a100:1x1") -> float:
+    r = run(topology=topology, model="gnmt", strategy=strategy, iterations=2, accumulate=1,
+            jitter="none", gpu_variation=0.0)
+    return max(c.end - c.start for c in r.run.compute
+               if c.iteration == 1 and c.kind == "update" and c.name == "update:source_embedding")
+
+
+def test_one_gpu_steps_a_dense_table_gradient_in_every_row():
+    """allreduce is DDP over nn.Embedding(sparse=False): on one GPU too the backward leaves
+    a dense vocab x dim gradient and Adam steps every row, as on two (DeepLearningExamples
+    GNMT); a sparse-gradient strategy steps only the rows the batch touched."""
+    one, two = _embedding_update_s("allreduce"), _embedding_update_s("allreduce", "dgx-a100:1x2")
+    assert one == pytest.approx(two, rel=1e-9)
+    assert _embedding_update_s("allgather") < 0.5 * one

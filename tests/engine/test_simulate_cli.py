@@ -69,7 +69,7 @@ def test_output_says_what_workload_was_simulated(capsys):
     assert cli.main(argv + ["--json"]) == 0
     w = json.loads(capsys.readouterr().out)["workload"]
     assert w == {"batch": 4, "seq": w["seq"], "dtype": "bf16", "amp": "autocast", "params": "fp32", "tables": "fp32",
-                 "accumulate": 2, "accumulate_sync": "last", "jitter": None, "lengths": None,
+                 "accumulate": 2, "accumulate_sync": "last", "throughput": "time", "jitter": None, "lengths": None,
                  "token_fill": None, "padding": None, "straggler": "gpu:1:1.5", "seed": 0,
                  "gpu_variation": 0.08}
     assert cli.main(argv) == 0

@@ -18,7 +18,10 @@ from embsim.workload import load_model
 # tighter than main's 0.124 / 0.545 / 0.23 (looser than the triton-only 8.0 % / 26.7 %)
 # s2-sn round 2: compute 18.9 % slower while collectives run (arXiv 2507.03114 mean) by default on GPUs: 
 # 10.29 % / 35.60 % / 0.2249 -> 9.36 % / 27.82 % / 0.2257 -> 0.0941 / 0.2796 / 0.226.
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.0941, 0.2796, 0.226
+# s2-mn (2026-12-02 morning): the multi-node ring step floor (collectives.multinode) slows the
+# FSDP all-gathers / reduce-scatters at 256-512 H100s: 9.36 % / 27.82 % -> 9.10 % / 26.60 %
+# (H100 512-GPU rows +21..+28 -> +16..+24 %), scaling max 0.2256 unchanged.
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.0915, 0.2674, 0.226
 
 
 @pytest.fixture(scope="module")

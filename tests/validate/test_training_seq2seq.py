@@ -20,7 +20,15 @@ from embsim.validate.training import DATA_DIR, file_runs
 # Transformer 0.087 / 16.1 %)
 # s2-bert: A100 TF32 GEMMs at 0.789 (CUTLASS TF32/FP16 peaks on the FP16 cube): Transformer
 # A100 TF32 one GPU -16.0 -> -17.7 % -> error bound LOOSENED 0.166 -> 0.178.
-BOUNDS = {"dle-pytorch-gnmt": (0.092, 0.092), "dle-pytorch-transformer": (0.091, 0.178)}
+# s2-seq2seq (2026-12-02): GNMT's one-GPU runs step the dense embedding whole, its throughput
+# is the trainer's mean of per-iteration rates over the zoo's bucket lengths (the packaged copy
+# no longer runs a fixed seq 28) and a length jitter no longer multiplies the optimizer step:
+# GNMT scaling 0.065 -> 0.070 (V100 AMP 4 GPUs), max |error| 8.8 -> 11.9 % (A100 AMP one GPU:
+# the bucket padding is 28.4 tokens with a convex step time, 2.6-3.1 % more than seq 28):
+# bounds 0.092 -> 0.0705 (tightened) and error LOOSENED 0.092 -> 0.12. Transformer: its
+# optimizer step no longer takes the token-budget factor (< 1 on one GPU): A100 TF32 one GPU
+# -17.7 -> -18.0 % -> error LOOSENED 0.178 -> 0.181; scaling 0.074, bound 0.091 -> 0.0745.
+BOUNDS = {"dle-pytorch-gnmt": (0.0705, 0.12), "dle-pytorch-transformer": (0.0745, 0.181)}
 
 
 @pytest.fixture(scope="module", params=sorted(BOUNDS))
