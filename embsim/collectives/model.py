@@ -25,6 +25,7 @@ from embsim.network import Demand
 from . import demand as dm
 from . import legacy
 from . import nccl_model as nm
+from . import ofi_tuner
 from . import pipeline
 from .busbw import busbw_factor
 from .multinode import kernel_view, nvlstree_kernel_bw, tree_kernel_bw
@@ -138,6 +139,14 @@ class CollectiveModel:
             return ""
         return note
 
+    @property
+    def tuner_note(self) -> str:
+        """A line for the output when a net plugin's tuner, not NCCL, picks the algorithm."""
+        tuner = self.topology.node.nics.nccl_tuner
+        if not ofi_tuner.loaded(tuner, self.consts.version) or self.topology.n_nodes <= 2:
+            return ""
+        return f"algo/proto on > 2 nodes: {ofi_tuner.described(tuner)}"
+
     def _alltoall_routes(self, ranks: tuple[int, ...], pairwise: bool = False):
         """The communicator's all-to-all structure (AlltoallPattern), or the pairwise
         route table (AlltoallRoutes) for a dense matrix or an irregular communicator."""
@@ -249,6 +258,14 @@ class CollectiveModel:
             picked = nm.algo_time(op, algo, proto, nbytes, shape, graphs, self.consts) if allowed else None
             if picked is not None:
                 return picked
+        if ofi_tuner.loaded(shape.nccl_tuner, self.consts.version):
+            # the net plugin's tuner zeroes one pair's cost where NCCL has one (ofi_tuner.py)
+            pairs = {(a, p) for a, p in nm.candidates(op, shape, graphs, self.consts, self.algos, self.protos)
+                     if nm.bandwidth(op, a, p, shape, graphs, self.consts) > 0}
+            forced = ofi_tuner.pick(shape.nccl_tuner, op, nbytes, shape.n_ranks, shape.n_nodes,
+                                    lambda a, p: (a, p) in pairs)
+            if forced is not None:
+                return nm.algo_time(op, *forced, nbytes, shape, graphs, self.consts)
         return nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
 
     def plan_servers(self, op: str, matrix, ranks: Sequence[int]) -> CollectivePlan:

@@ -44,6 +44,7 @@ class CommShape:
     # is the most of them behind one switch (1: P2P on, or every GPU on its own root port).
     host_share: int = 1
     nic_local_gpus: int = 1       # GPUs on each NIC's closest path (topology nics.nccl_local_gpus)
+    nccl_tuner: str = ""          # the net plugin's tuner (topology nics.nccl_tuner; ofi_tuner.py)
 
     def host_flows(self, op: str | None = None) -> int:
         """Transfers that share the busiest switch uplink when P2P is off: every rank of a
@@ -251,5 +252,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         collnet=bool(node.network.sharp) and n_nodes > 1,
         sm_clock_mhz=float(node.gpu.clock_mhz or 0.0), host_share=host_share,
         nic_local_gpus=int(node.nics.nccl_local_gpus),
+        nccl_tuner=node.nics.nccl_tuner if n_nodes > 1 else "",
         fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
         if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])

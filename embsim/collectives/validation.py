@@ -126,7 +126,7 @@ def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, 
                             nccl_version=release.version, nccl_env=env_from_text(how, where),
                             threshold_choice=release.threshold_choice)
     rows = nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
-    return rows, "; ".join(n for n in (release.note, model.view_note) if n)
+    return rows, "; ".join(n for n in (release.note, model.view_note, model.tuner_note) if n)
 
 
 def _system(text: str, note: str) -> str:

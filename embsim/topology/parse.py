@@ -12,8 +12,8 @@ from embsim.errors import InputError
 from embsim.yamlio import YamlDoc, check_mapping, get, load_yaml, parse_yaml
 
 from .build import disconnected_pair, node_template
-from .spec import (CPU_VENDORS, FABRIC_KINDS, LIMITS, NETWORK_KINDS, FabricSpec, GpuSpec,
-                   NetworkSpec, NicSpec, NodeType, ServerSpec, TopologyError)
+from .spec import (CPU_VENDORS, FABRIC_KINDS, LIMITS, NCCL_TUNERS, NETWORK_KINDS, FabricSpec,
+                   GpuSpec, NetworkSpec, NicSpec, NodeType, ServerSpec, TopologyError)
 
 _NVLINK_KEYS = ["nvlink_links_per_gpu", "nvlink_gbps", "nvlink_latency_us"]
 _PCIE_KEYS = ["pcie_gen", "pcie_lanes", "pcie_gbps", "pcie_latency_us", "pcie_switches",
@@ -249,7 +249,7 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     if count == 0:
         check_mapping(doc, p, m, required=["count"], optional=["gbit", "latency_us", "gpus"])
         return NicSpec(count=0)
-    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus", "nccl_latency_us", "nccl_group", "nccl_local_gpus"])
+    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus", "nccl_latency_us", "nccl_group", "nccl_local_gpus", "nccl_tuner"])
     if not fabric.has_pcie and fabric.kind != "host":
         raise doc.error(p + ("count",), "NICs attach to the PCIe tree: the fabric needs its pcie_* keys")
     latency = get(doc, p, m, "latency_us", float, hi=LIMITS["latency_us"])
@@ -268,9 +268,12 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     if count % group:
         raise doc.error(p + ("nccl_group",), f"must divide nics.count {count}, got {group}")
     local = get(doc, p, m, "nccl_local_gpus", int, default=1, positive=True, hi=gpu.count)
+    tuner = str(m.get("nccl_tuner") or "")
+    if tuner and tuner not in NCCL_TUNERS:
+        raise doc.error(p + ("nccl_tuner",), f"unknown tuner {tuner!r} (known: {', '.join(NCCL_TUNERS)})")
     return NicSpec(count=count, gbit=get(doc, p, m, "gbit", float, positive=True, hi=LIMITS["gbit"]),
                    latency_us=latency, gpus=gpus, nccl_latency_us=reported, nccl_group=group,
-                   nccl_local_gpus=local)
+                   nccl_local_gpus=local, nccl_tuner=tuner)
 
 
 def _nic_gpus(doc: YamlDoc, value, count: int, n_gpus: int):

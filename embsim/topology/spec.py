@@ -19,6 +19,8 @@ FABRIC_KINDS = ("nvswitch", "nvlink-mesh", "nvlink-bridge", "pcie", "host")
 NVLINK_FABRICS = ("nvswitch", "nvlink-mesh", "nvlink-bridge")
 CPU_VENDORS = ("intel", "amd", "arm")
 NETWORK_KINDS = ("rail-fat-tree", "fat-tree")
+# Net-plugin tuners whose choice tables are modelled (embsim.collectives.ofi_tuner)
+NCCL_TUNERS = ("aws-ofi-nccl-p5",)
 
 # Upper bounds of what a node-type file may say, each well beyond any machine built or
 # announced (a B200 is 2.25 PFLOPS bf16 dense, 8 TB/s HBM; NVLink 5 is 900 GB/s per
@@ -130,6 +132,9 @@ class NicSpec:
     # NVLink-C2C). NCCL's tree search needs a chain's second GPU on that path, which
     # decides the chain's direction (collectives.tree_chain). 1: each NIC's own GPU only.
     nccl_local_gpus: int = 1
+    # A tuner the net plugin carries that overrides NCCL's algorithm/protocol choice
+    # (collectives.ofi_tuner: "aws-ofi-nccl-p5", AWS's region tables for p5/p5e); "": none.
+    nccl_tuner: str = ""
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     model = CollectiveModel(topo, nccl_version=release.version, algo=algo, proto=proto_filter(release, proto),
                             nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
                             threshold_choice=release.threshold_choice)
-    notes = "; ".join(n for n in (release.note, model.view_note) if n)
+    notes = "; ".join(n for n in (release.note, model.view_note, model.tuner_note) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
     points = []

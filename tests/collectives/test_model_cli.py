@@ -253,10 +253,14 @@ CURVE_BOUNDS.update({
     "ext-aws-p5-16x8-all-gather": (0.061, 0.192),
     "ext-aws-p5-32x8-all-gather": (0.056, 0.184),
     "ext-aws-p5-2x8-all-reduce": (0.042, 0.224),
-    "ext-aws-p5-4x8-all-reduce": (0.079, 0.178),
-    "ext-aws-p5-8x8-all-reduce": (0.115, 0.195),
-    "ext-aws-p5-16x8-all-reduce": (0.162, 0.205),
     "ext-aws-p5-32x8-all-reduce": (0.221, 0.419),
+    # on > 2 nodes aws-ofi-nccl's region tuner picks (ofi_tuner.py; s2-p2p mntree 2026-12-02):
+    # Ring/LL128 plateaus right, means 7.8/11.4/16.1/22.0 -> 5.3/7.3/10.8/20.4 % (with the ring
+    # step floor); the 4-node 64 MiB point is the tuner's Ring/LL128 (-17.5 %, was Tree/LL128)
+    "ext-aws-p5-4x8-all-reduce": (0.053, 0.176),
+    "ext-aws-p5-8x8-all-reduce": (0.074, 0.195),
+    "ext-aws-p5-16x8-all-reduce": (0.109, 0.205),
+    "ext-aws-p5-32x8-all-reduce": (0.205, 0.419),
     # single points: H800 NVLS (8 links) 9.5 % fast; H200 2.20.3 NVLS; H100 Ring 2/8 GPUs; H100
     # NVLS on 5-8 GPUs (6 and 7 GPUs 13 and 9 % fast: NVLS below 8 GPUs, unexplained)
     "ext-points[0]": (0.095, 0.095),

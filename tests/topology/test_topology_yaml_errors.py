@@ -81,6 +81,7 @@ def test_disconnected_graph(write_yaml):
     ("arch: 80", "arch: 0", "CPU device"),
     ("bf16_tflops: 100", "bf16_tflops: -1", "must be positive"),
     ("pcie_gen: 4", "pcie_gen: 9", "1..6"),
+    ("gpus: [[0, 1], [2, 3]]", "gpus: [[0, 1], [2, 3]]\n  nccl_tuner: aws-ofi-nccl-p6", "unknown tuner"),
 ])
 def test_bad_values(write_yaml, old, new, expect):
     assert old in SMALL_PCIE
