@@ -105,8 +105,7 @@ def _gpu(doc: YamlDoc, m) -> GpuSpec:
 
 # optional gpu: keys of the compute model (embsim.workload.gpu_compute) and their types
 _COMPUTE_KEYS = {"sms": int, "gemm_fraction": float, "hbm_fraction": float,
-                 "l2_bytes_per_clk": float, "clock_mhz": float, "l2_gbps": float,
-                 "l2_mb": float, "l2_partitions": int}
+                 "l2_bytes_per_clk": float, "clock_mhz": float, "l2_gbps": float}
 TENSOR_DTYPES = ("tf32", "bf16", "fp16", "fp8")
 
 

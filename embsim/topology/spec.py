@@ -41,7 +41,6 @@ LIMITS = {
     "spines": 4096, "radix": 1024,
     "sms": 1000, "gemm_fraction": 1.0, "hbm_fraction": 1.0,   # fractions of a peak
     "l2_bytes_per_clk": 1e6, "clock_mhz": 1e5, "l2_gbps": 1e6,
-    "l2_mb": 1e5, "l2_partitions": 64,
     "gpus": 131072,                 # GPUs in a cluster
 }
 
@@ -65,8 +64,6 @@ class GpuSpec:
     l2_bytes_per_clk: float | None = None  # L2 -> SM bandwidth (GEMM tile operand feed)
     clock_mhz: float | None = None      # boost clock the peaks are quoted at
     l2_gbps: float | None = None        # measured L2 read bandwidth, GB/s (where no B/clk figure is published)
-    l2_mb: float | None = None          # L2 capacity, MB (whitepaper/spec sheet)
-    l2_partitions: int | None = None    # L2 partitions that each cache data for their own SMs (A100/H100: 2)
 
 
 @dataclass(frozen=True)

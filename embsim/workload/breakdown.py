@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from .kernel_time import timed_kernels
+from .kernel_time import kernel_time
 from .kernels import Kernel
 from .precision import precision
 
@@ -50,9 +50,8 @@ def breakdown(model, gpu) -> dict[str, float]:
     prec, e = precision(model.dtype), model.dtype_bytes
     out: dict[str, float] = defaultdict(float)
     for layer in model.layers:
-        timed = [*timed_kernels(layer.kernels.fwd, gpu, prec, e),
-                 *timed_kernels(layer.kernels.bwd, gpu, prec, e)]
-        for k, t in timed:
+        for k in (*layer.kernels.fwd, *layer.kernels.bwd):
+            t = kernel_time(k, gpu, prec, e)
             out[kernel_class(k)] += t.gpu_s
             out["host"] += t.host_s
     return dict(out)

@@ -69,22 +69,7 @@ def for_gpu(gpu: Any) -> GpuCompute:
                recurrent_step_s=step16, recurrent_steps=steps,
                stream_efficiency=1.0 if is_cpu else FRAMEWORK_STREAM_EFFICIENCY,
                mechanism_efficiency={} if is_cpu else dict(MECHANISM_EFFICIENCY),
-               gemm_fractions=fractions, arch=getattr(gpu, "arch", None),
-               **({} if is_cpu else _l2_reuse(gpu, l2_bps)))
-
-
-def _l2_reuse(gpu: Any, l2_bps: float | None) -> dict:
-    """GpuCompute's L2-reuse fields: the capacity one tensor can hold (l2_mb over its
-    partitions: A100's whitepaper has each partition cache the data of its own SMs, so a
-    tensor every SM touches is held in both) and the L2 read bandwidth on the measured
-    basis (a whitepaper B/clk figure scaled by A100's measured/whitepaper ratio)."""
-    mb = getattr(gpu, "l2_mb", None)
-    if not mb or not l2_bps:
-        return {}
-    parts = getattr(gpu, "l2_partitions", None) or 1
-    measured = getattr(gpu, "l2_gbps", None)
-    read = float(measured) * 1e9 if measured else l2_bps * A100_L2_MEASURED_BPS / A100_L2_SPEC_BPS
-    return {"l2_reuse_bytes": float(mb) * 1e6 / parts, "l2_read_bps": read}
+               gemm_fractions=fractions, arch=getattr(gpu, "arch", None))
 
 
 def _gemm_fractions(gpu: Any, rates: dict, is_cpu: bool, gaps: list) -> tuple[float, dict]:

@@ -84,11 +84,6 @@ class GpuCompute:
     # large-GEMM fraction of peak per gemm_rate key, where a source measured that dtype
     gemm_fractions: dict = field(default_factory=dict)
     arch: int | None = None         # compute capability x 10 (80 Ampere, 90 Hopper, 100 Blackwell)
-    # L2 reuse (embsim.workload.l2_reuse): bytes of one tensor that stay in L2 for the next
-    # kernel (capacity / partitions; 0: no rule, e.g. a CPU or a GPU without the figure)
-    # and the L2 read bandwidth such a read runs at (measured basis)
-    l2_reuse_bytes: float = 0.0
-    l2_read_bps: float = 0.0
 
     def gemm_peak(self, prec: Precision) -> float:
         try:

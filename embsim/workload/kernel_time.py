@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from .attention_rate import attention_fraction, default_implementation
 from .gpu_props import GpuCompute
 from .kernels import Kernel
-from .l2_reuse import l2_hit_bytes, produced_bytes
 from .precision import Precision
 
 # cuBLAS/CUTLASS thread-block tiles on Ampere/Hopper (the guide above lists 256x128,
@@ -160,10 +159,8 @@ def _rows_bytes(rows: float, row_bytes: int) -> float:
     return rows * math.ceil(row_bytes / SECTOR) * SECTOR
 
 
-def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int,
-                l2_hit: float = 0.0) -> KernelTime:
-    """All `count` launches of one kernel; `l2_hit`: bytes of a stream kernel read from L2
-    (embsim.workload.l2_reuse), at L2 bandwidth times the same fraction."""
+def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -> KernelTime:
+    """All `count` launches of one kernel."""
     bw = gpu.hbm_bps * gpu.hbm_fraction
     if kr.kind == "gemm":
         one = gemm_s(kr, gpu, prec, elem_bytes)
@@ -175,10 +172,7 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int,
         nbytes = kr.nbytes + (kr.transpose_bytes if kr.transpose_bytes and fp8_tn_only(gpu) else 0.0)
         if not nbytes and kr.transpose_bytes:       # a transpose-only kernel: not launched here
             return KernelTime(0.0, 0.0)
-        rate = bw if full else bw * gpu.memory_fraction(kr.mechanism)
-        one = (nbytes - l2_hit) / rate
-        if l2_hit:
-            one += l2_hit / (gpu.l2_read_bps * rate / bw)
+        one = nbytes / (bw if full else bw * gpu.memory_fraction(kr.mechanism))
     elif kr.kind in ("gather", "scatter"):
         gbw = gpu.hbm_bps * (gpu.gather_fraction or gpu.hbm_fraction)
         # gather: read + write; scatter-add: r + r/w; a kernel's own count when it sets one
@@ -193,21 +187,12 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int,
     return KernelTime(gpu_s, host_s)
 
 
-def timed_kernels(kernels, gpu: GpuCompute, prec: Precision, elem_bytes: int):
-    """(kernel, KernelTime) for a list run in order on one stream: each kernel may read
-    its predecessor's output from L2 (embsim.workload.l2_reuse)."""
-    prev = None
-    for kr in kernels:
-        hit = l2_hit_bytes(kr, produced_bytes(prev, elem_bytes), gpu)
-        yield kr, kernel_time(kr, gpu, prec, elem_bytes, hit)
-        prev = kr
-
-
 def kernels_time(kernels, gpu: GpuCompute, prec: Precision, elem_bytes: int) -> float:
     """Seconds for a list of kernels run in order on one stream: the longer of the GPU's
     busy time and the host's launch time (their sum on a CPU device, which does both)."""
     gpu_s = host_s = 0.0
-    for _, t in timed_kernels(kernels, gpu, prec, elem_bytes):
+    for kr in kernels:
+        t = kernel_time(kr, gpu, prec, elem_bytes)
         gpu_s += t.gpu_s
         host_s += t.host_s
     return gpu_s + host_s if gpu.synchronous else max(gpu_s, host_s)
