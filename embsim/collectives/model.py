@@ -259,11 +259,12 @@ class CollectiveModel:
             if picked is not None:
                 return picked
         if ofi_tuner.loaded(shape.nccl_tuner, self.consts.version):
-            # the net plugin's tuner zeroes one pair's cost where NCCL has one (ofi_tuner.py)
-            pairs = {(a, p) for a, p in nm.candidates(op, shape, graphs, self.consts, self.algos, self.protos)
-                     if nm.bandwidth(op, a, p, shape, graphs, self.consts) > 0}
-            forced = ofi_tuner.pick(shape.nccl_tuner, op, nbytes, shape.n_ranks, shape.n_nodes,
-                                    lambda a, p: (a, p) in pairs)
+            # the net plugin's tuner zeroes one pair's cost where NCCL has one (ofi_tuner.py);
+            # NCCL's candidates are asked only for a pair a region holds (most ops: none)
+            def available(algo: str, proto: str) -> bool:
+                return ((algo, proto) in nm.candidates(op, shape, graphs, self.consts, self.algos, self.protos)
+                        and nm.bandwidth(op, algo, proto, shape, graphs, self.consts) > 0)
+            forced = ofi_tuner.pick(shape.nccl_tuner, op, nbytes, shape.n_ranks, shape.n_nodes, available)
             if forced is not None:
                 return nm.algo_time(op, *forced, nbytes, shape, graphs, self.consts)
         return nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)

@@ -210,14 +210,13 @@ def ring(op: str, proto: str, nbytes: float, n: int, channels: int, threads: int
         n_sync = int(math.ceil(nbytes / (channels * chunk))) * slices
     else:
         n_sync = loops * ring_primitives(op, n) * slices
+        full_us = loop / (1000.0 * bandwidth) * slowdown       # one whole loop's data
+        last_us = transfer - (loops - 1) * full_us
         if hop is not None:
-            full_us = loop / (1000.0 * bandwidth) * slowdown
-            stall = hidden_handshake_stall(hop, ring_primitives(op, n), slices, loops, full_us,
-                                           transfer - (loops - 1) * full_us)
+            stall = hidden_handshake_stall(hop, ring_primitives(op, n), slices, loops, full_us, last_us)
             return PipelineTime(latency + stall, transfer, n_sync, loops, chunk)
         if floor is not None:
-            full_us = loop / (1000.0 * bandwidth) * slowdown
-            latency += floor.stall(loops, full_us, transfer - (loops - 1) * full_us)
+            latency += floor.stall(loops, full_us, last_us)
     return PipelineTime(latency + n_sync * step, transfer, n_sync, loops, chunk)
 
 
