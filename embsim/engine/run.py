@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -166,24 +167,18 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                                  kinds, topo.capacity)
 
     run, metrics = run_engine(plan)
-    last_s = metrics.step_time
+    split = None          # (plain, updating) micro-batch times, where simulated apart
     if each:
         plain_plan = without_update(splan, master_accumulate_s(ctx, cfg.amp))
         _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
+        split = (plain.step_time, metrics.step_time)
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
-        plain_s = plain.step_time
-    else:
-        # the folded micro-batches before the last: compute only, on the slowest GPU
-        one = one_micro_batch
-        slowest = int(np.argmax(jitter))
-        plain_s = (float(jitter[slowest]) * (sum(one.layer_fwd.values()) + sum(one.layer_bwd.values()))
-                   + float(param[slowest]) * master_accumulate_s(one, cfg.amp))
-        last_s = metrics.step_time - (cfg.accumulate - 1) * plain_s
 
     samples_per_s = topo.n_gpus * model.batch * cfg.accumulate / metrics.step_time
     fill = _token_fill(cfg, model)
     tokens_per_s = samples_per_s * model.seq * (fill or 1.0)
     if cfg.throughput == "iterations":
+        plain_s, last_s = split or _folded_split(metrics.step_time, one_micro_batch, jitter, param, cfg)
         samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, plain_s, last_s)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
@@ -211,6 +206,15 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   "gpu_variation": variation})
 
 
+def _folded_split(step_s: float, one, jitter, param, cfg: SimulationConfig) -> tuple[float, float]:
+    """(plain, updating) micro-batch times of a step whose K-1 plain micro-batches were
+    folded into one simulated step: those are compute only, on the slowest GPU."""
+    slowest = int(np.argmax(jitter))
+    plain_s = (float(jitter[slowest]) * (sum(one.layer_fwd.values()) + sum(one.layer_bwd.values()))
+               + float(param[slowest]) * master_accumulate_s(one, cfg.amp))
+    return plain_s, step_s - (cfg.accumulate - 1) * plain_s
+
+
 def _iteration_mean(cfg: SimulationConfig, topo: Topology, model, speed, plain_s: float,
                     last_s: float) -> tuple[float, float]:
     """(samples/s, tokens/s) as the mean of per-iteration rates (engine.iteration_rate)."""
@@ -218,6 +222,7 @@ def _iteration_mean(cfg: SimulationConfig, topo: Topology, model, speed, plain_s
     from ..workload.gpu_compute import for_gpu
     gpu = for_gpu(topo.node.gpu)
 
+    @lru_cache(maxsize=None)       # step_profile and the mean below both ask for --seq
     def compute_at_seq(seq: int) -> float:
         m = load_model(cfg.model, batch=model.batch, seq=seq, untie_outputs=cfg.untie_outputs,
                        dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
