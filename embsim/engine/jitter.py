@@ -160,9 +160,13 @@ def batch_draws(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, batch
         counts = np.floor(exact).astype(int)
         counts[np.argsort(counts - exact, kind="stable")[:steps - counts.sum()]] += 1
         chosen = rng.permutation(np.repeat(np.arange(len(pools)), counts))
-        drawn = [rng.choice(pools[b], size=(n_gpus, batch)) for b in chosen]
-        return (np.array([d.max(axis=1) for d in drawn]),
-                np.array([d.sum(axis=1) for d in drawn], dtype=np.float64))
+        # one step's draw at a time (all steps at once is steps x GPUs x batch lengths)
+        padded = np.empty((len(chosen), n_gpus), dtype=lengths.dtype)
+        tokens = np.empty((len(chosen), n_gpus), dtype=np.float64)
+        for j, b in enumerate(chosen):
+            d = rng.choice(pools[b], size=(n_gpus, batch))
+            padded[j], tokens[j] = d.max(axis=1), d.sum(axis=1)
+        return padded, tokens
     drawn = rng.choice(lengths, size=(steps, n_gpus, batch))
     return drawn.max(axis=2), drawn.sum(axis=2).astype(np.float64)
 
