@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from embsim.topology.spec import LIMITS
 from embsim.yamlio import YamlDoc, check_mapping, check_type, get
 
 from .busbw import OPS
@@ -20,8 +21,8 @@ MIN_SIZE = 64 << 10             # sizes below it are not compared (latency-bound
 _COMMON = ("system", "source", "nccl", "how", "time_us", "note")
 CURVE_REQUIRED = ("preset", "nodes", "gpus_per_node", "op", "busbw")
 POINT_REQUIRED = ("preset", "nodes", "gpus_per_node", "op", "size")
-MAX_GPUS_PER_NODE = 128          # the topology loader's bound on gpu.count
-MAX_NODES = 16384                # and on NxG specs
+MAX_GPUS_PER_NODE = LIMITS["count"]     # the topology loader's own bounds
+MAX_NODES = LIMITS["nodes"]
 # a logged NCCL release: 2.4, 2.19.3, 2.21.5-1 (the package suffix), or unknown
 _RELEASE = re.compile(r"^(unknown|\d+\.\d+(\.\d+)?(-\d+)?)$")
 _BAND = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:-\s*(\d+(?:\.\d+)?))?\s*$")
