@@ -43,7 +43,9 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         from .commands.checks import refuse_empty
-        return refuse_empty(importlib.import_module(f"embsim.commands.{COMMANDS[name][0]}").command)
+        from .commands.repeated import refuse_repeated
+        command = importlib.import_module(f"embsim.commands.{COMMANDS[name][0]}").command
+        return refuse_repeated(refuse_empty(command))
 
     def format_commands(self, ctx, formatter) -> None:
         limit = formatter.width - 6 - max(len(n) for n in COMMANDS)

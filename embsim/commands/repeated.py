@@ -1,0 +1,82 @@
+"""Refuse an option given twice.
+
+click keeps the last value of a repeated single-valued option: `embsim simulate --topology
+dgx-h100 ... --topology 16x8` would silently simulate 16x8, and `--force --no-force` would
+quietly pick one. A user who typed two values meant one of them, and embsim cannot know
+which, so the command is refused at parse time with one line naming the flag (exit 2, via
+click's usage error). Options declared `multiple=True` (--nccl-env, --option) are meant to
+repeat and are left alone.
+"""
+
+from __future__ import annotations
+
+import types
+
+import click
+
+
+def _single_valued(command: click.Command) -> dict[str, click.Option]:
+    """Every spelling (--x, -x, --no-x) of the command's options that take one value."""
+    names: dict[str, click.Option] = {}
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.multiple and not param.count:
+            for name in (*param.opts, *param.secondary_opts):
+                names[name] = param
+    return names
+
+
+def _takes_value(param: click.Option) -> bool:
+    return not param.is_flag and param.nargs == 1
+
+
+def repeated_option(command: click.Command, args: list[str]) -> str | None:
+    """The first option of `command` that `args` gives twice (as typed), else None.
+
+    Scans the way click parses: `--name=value` or `--name value`, `-x value` or `-xvalue`;
+    a value is skipped, `--` ends the options, and a group stops at its subcommand."""
+    names = _single_valued(command)
+    seen: dict[int, str] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            break
+        if token.startswith("--"):
+            name, attached = token.split("=", 1)[0], "=" in token
+        elif token.startswith("-") and len(token) > 1:
+            name, attached = token[:2], len(token) > 2
+        else:
+            if isinstance(command, click.Group):
+                break                     # the subcommand and its own arguments
+            i += 1
+            continue
+        param = names.get(name)
+        if param is not None:
+            if id(param) in seen:
+                first = seen[id(param)]
+                spelled = "" if first == name else f" (as {first} and {name})"
+                return f"{first} given twice{spelled}; give it once"
+            seen[id(param)] = name
+            if _takes_value(param) and not attached:
+                i += 1                    # its value, whatever it looks like
+        i += 1
+    return None
+
+
+def refuse_repeated(command: click.Command) -> click.Command:
+    """Make `command` (and its subcommands) refuse a single-valued option given twice."""
+    if getattr(command, "_embsim_refuses_repeated", False):
+        return command
+    command._embsim_refuses_repeated = True
+    parse = command.parse_args
+
+    def parse_args(self, ctx, args):
+        problem = repeated_option(self, list(args))
+        if problem is not None:
+            raise click.UsageError(problem, ctx=ctx)
+        return parse(ctx, args)
+
+    command.parse_args = types.MethodType(parse_args, command)
+    for sub in getattr(command, "commands", {}).values():
+        refuse_repeated(sub)
+    return command
