@@ -44,7 +44,8 @@ A100_L2_MEASURED_BPS = 5.40e12
 # The fraction of the copy bandwidth (peak x hbm_fraction) a framework's activation
 # kernels reach (softmax, dropout, LayerNorm, reductions, transposes, elementwise ops):
 # fitted on spcl/substation's eager-PyTorch BERT-large encoder layer timings on V100
-# (embsim.workload.stream_fit re-derives it; its test checks this value). Used on every GPU.
+# (embsim.workload.stream_fit re-derives it; its test checks this value). Used on every GPU:
+# published A100 LayerNorm timings show no per-GPU difference to encode (embsim.workload.norm_check).
 FRAMEWORK_STREAM_EFFICIENCY = 0.37
 # Every other memory-bound kernel at the fraction of the copy bandwidth its kind reaches
 # per kernel (embsim.workload.kernels: STREAM, RNG, COLUMN): bytes-weighted over the
