@@ -12,7 +12,7 @@ echo "== collectives, held out: P2P-off PCIe (AutoDL 2x RTX 2080 Ti)";  $E valid
 echo "== collectives, held out: 10-node H100, GB200 multi-rack";  $E validate --nccl-tests $D/*{10x,20rack,128gpu}*.yaml | tail -1
 echo "== collectives, held out: systems found 2026-12-02 (AWS p5 2-32 nodes, Alps GH200, H800/H200/H100 points)"
 $E validate --nccl-tests $D/ext-*.yaml | tail -1
-echo "== collectives, held out: second round found 2026-12-02 (A100 40GB -g 8, H100 2-8 nodes over NDR IB, H100 -g 8, ReduceScatter Ring, XE9680 points)"
+echo "== collectives, held out: second round found 2026-12-02 (A100 40GB -g 8, H100 2-8 nodes over NDR IB, H100 -g 8, ReduceScatter Ring, XE9680 points, h100-slurm ops not packaged before)"
 $E validate --nccl-tests $D/ext2-*.yaml | tail -1
 echo "== training, packaged copies (what the real runs execute)";  $E validate --training | grep '^mean'
 echo "== training, the issue's original files as given";  $E validate --training $D/training/original/*.yaml | grep '^mean'

@@ -592,7 +592,7 @@ MODEL_NOTES = (
     "",
     "Held-out systems, second round (ext2-*, found on 2026-12-02 afternoon; simulated as they are,",
     "nothing tuned on them; their own gate in .ci/run; `embsim validate --nccl-tests",
-    "embsim/validation_data/ext2-*.yaml`: mean 11.8 %, max 44.8 % over 88 points >= 64 KiB):",
+    "embsim/validation_data/ext2-*.yaml`: mean 8.6 %, max 44.8 % over 204 points >= 64 KiB):",
     "",
     "- 8x A100 40GB on Modal, one process drives all 8 GPUs (`-g 8`), NCCL 2.29.3",
     "  (yumibyte/CS244C-Research): 25.9 / 41.7 %. The shape of stas00's `-g 8` A100 curve: Ring/LL",
@@ -607,6 +607,11 @@ MODEL_NOTES = (
     "  model gives 361 (7-21 % fast at >= 256 MiB; a maintainer points at adaptive routing).",
     "- 8x H100 `-g 8` NVLS 128 MiB-4 GiB (nccl-tests#290): 1.9 / 5.7 %; 8x H100 ReduceScatter with",
     "  NCCL_ALGO=Ring 128 MiB-8 GiB (nccl#1047): 1.9 / 3.6 %.",
+    "- The 10-node H100 SLURM cluster's (h100-slurm-*) tables not packaged before: AllGather,",
+    "  ReduceScatter, AlltoAll on 1, 2 and 4 GPUs per node and SendRecv on 2 and 4 (NCCL 2.29.2),",
+    "  and one pair of its 2-node sweep (8 GPUs per node, AlltoAll and SendRecv at 4-16 GiB):",
+    "  2.3-9.7 % mean. Ring/Simple AllGather/ReduceScatter at their smallest sizes (32 MiB on 10",
+    "  ranks, 128 MiB on 20, 512 MiB on 40) 13-19 % slow; AlltoAll/SendRecv within 10 %.",
 )
 
 

@@ -293,4 +293,20 @@ CURVE_BOUNDS.update({
     "ext2-h100-1x8-ring-reduce-scatter": (0.019, 0.037),
     "ext2-points[0]": (0.015, 0.015),                      # XE9680 NVLS 16 GiB
     "ext2-points[1]": (0.026, 0.026),                      # XE9680 NVLS off (Ring) 16 GiB
+    # the 10-node H100 SLURM cluster's tables not packaged before (NCCL 2.29.2, 1/2/4 GPUs per
+    # node) and one 2-node pair of its pairwise sweep: Ring/Simple AllGather/ReduceScatter at
+    # 32-512 MiB 13-19 % slow (the smallest sizes of each curve), p2p within 10 %
+    "ext2-h100-slurm-10x1-all-gather": (0.054, 0.181),
+    "ext2-h100-slurm-10x1-alltoall": (0.071, 0.083),
+    "ext2-h100-slurm-10x1-reduce-scatter": (0.056, 0.186),
+    "ext2-h100-slurm-10x2-all-gather": (0.073, 0.146),
+    "ext2-h100-slurm-10x2-alltoall": (0.056, 0.063),
+    "ext2-h100-slurm-10x2-reduce-scatter": (0.065, 0.149),
+    "ext2-h100-slurm-10x2-sendrecv": (0.098, 0.101),
+    "ext2-h100-slurm-10x4-all-gather": (0.071, 0.134),
+    "ext2-h100-slurm-10x4-alltoall": (0.038, 0.052),
+    "ext2-h100-slurm-10x4-reduce-scatter": (0.072, 0.134),
+    "ext2-h100-slurm-10x4-sendrecv": (0.06, 0.064),
+    "ext2-h100-slurm-2x8-alltoall": (0.024, 0.024),
+    "ext2-h100-slurm-2x8-sendrecv": (0.045, 0.045),
 })
