@@ -615,7 +615,7 @@ MODEL_NOTES = (
     "  7-45 % slow on every node count; on 4 and 8 nodes the plateau is 325 / 321 GB/s where the",
     "  model gives 361 (7-21 % fast at >= 256 MiB; a maintainer points at adaptive routing;",
     "  the 4 VMware nodes in the same issue reach 366). The NVLSTree gap at 16-32 MiB grows with",
-    "  the nodes (2: 7-9 %, 4: 19-40 %, 8: 24-45 % slow): nvlstree_fill charges 2 x ceil(log2",
+    "  the nodes (2: 7-9 %, 4: 18-40 %, 8: 24-45 % slow): nvlstree_fill charges 2 x ceil(log2",
     "  nNodes) network crossings to the fill, the upper reading it names; reported, not chosen.",
     "- 8x H100 `-g 8` NVLS 128 MiB-4 GiB (nccl-tests#290): 1.9 / 5.7 %; 8x H100 ReduceScatter with",
     "  NCCL_ALGO=Ring 128 MiB-8 GiB (nccl#1047): 1.9 / 3.6 %.",
