@@ -272,3 +272,41 @@ CURVE_BOUNDS.update({
     "ext-points[6]": (0.094, 0.094),
     "ext-points[7]": (0.015, 0.015),
 })
+
+
+# Second round of held-out systems found on 2026-12-02 (embsim/validation_data/ext2-*.yaml), at
+# the level reached on first contact x 1.005 (simulated as they are, nothing tuned on them;
+# docs/validation.md "Held-out systems, second round (ext2-*)").
+CURVE_BOUNDS.update({
+    # one process drives 8 A100 40GB (-g 8, NCCL 2.29.3, Modal): Ring/LL 64 KiB-1 MiB 26-36 % and
+    # Ring/LL128 4-16 MiB 38-42 % fast, the shape of stas00's -g 8 curve; Simple >= 32 MiB 4-16 %
+    "ext2-modal-a100-40gb-1x8-g8-all-reduce": (0.26, 0.42),
+    # 2x XE9680 (NCCL 2.26.2): Tree/LL 64-256 KiB 25-42 % slow, NVLSTree 2-8 MiB 12-31 % slow,
+    # >= 32 MiB within 6 %
+    "ext2-xe9680-h100-2x8-all-reduce": (0.108, 0.418),
+    # one H100 cluster over NDR IB, 2/4/8 nodes, release not given: NVLSTree 4-32 MiB 7-45 %
+    # slow; on 4 and 8 nodes >= 256 MiB 7-21 % fast (plateau 325 / 321 GB/s, modelled 361)
+    "ext2-h100-ib-2x8-all-reduce": (0.063, 0.239),
+    "ext2-h100-ib-4x8-all-reduce": (0.143, 0.403),
+    "ext2-h100-ib-8x8-all-reduce": (0.148, 0.451),
+    "ext2-h100-1x8-g8-all-reduce": (0.02, 0.058),         # NVLS 128 MiB 5.7 % fast
+    "ext2-h100-1x8-ring-reduce-scatter": (0.019, 0.037),
+    "ext2-points[0]": (0.015, 0.015),                      # XE9680 NVLS 16 GiB
+    "ext2-points[1]": (0.026, 0.026),                      # XE9680 NVLS off (Ring) 16 GiB
+    # the 10-node H100 SLURM cluster's tables not packaged before (NCCL 2.29.2, 1/2/4 GPUs per
+    # node) and one 2-node pair of its pairwise sweep: Ring/Simple AllGather/ReduceScatter at
+    # 32-512 MiB 13-19 % slow (the smallest sizes of each curve), p2p within 10 %
+    "ext2-h100-slurm-10x1-all-gather": (0.054, 0.181),
+    "ext2-h100-slurm-10x1-alltoall": (0.071, 0.083),
+    "ext2-h100-slurm-10x1-reduce-scatter": (0.056, 0.186),
+    "ext2-h100-slurm-10x2-all-gather": (0.073, 0.146),
+    "ext2-h100-slurm-10x2-alltoall": (0.056, 0.063),
+    "ext2-h100-slurm-10x2-reduce-scatter": (0.065, 0.149),
+    "ext2-h100-slurm-10x2-sendrecv": (0.098, 0.101),
+    "ext2-h100-slurm-10x4-all-gather": (0.071, 0.134),
+    "ext2-h100-slurm-10x4-alltoall": (0.038, 0.052),
+    "ext2-h100-slurm-10x4-reduce-scatter": (0.072, 0.134),
+    "ext2-h100-slurm-10x4-sendrecv": (0.06, 0.064),
+    "ext2-h100-slurm-2x8-alltoall": (0.024, 0.024),
+    "ext2-h100-slurm-2x8-sendrecv": (0.045, 0.045),
+})
