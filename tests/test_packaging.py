@@ -45,3 +45,4 @@ def test_wheel_builds_quietly_with_its_data(tmp_path):
     assert "embsim/workload/zoo/tiny-lm.yaml" in names
     assert any(n.endswith("validation_data/single-points.yaml") for n in names)
     assert any(n.endswith("share/embsim/topologies/dgx-h100.yaml") for n in names)
+    assert "embsim/validate/collective_notes.md" in names     # docs.py's prose
