@@ -25,17 +25,17 @@ SQUAD = dict(mean=0.3347, max_=0.7781, scaling=0.0935)
 
 @pytest.fixture(scope="module")
 def pretraining():
-    return one_heldout_file("/dle-tf2-bert.yaml")
+    return one_heldout_file("/dle-tensorflow2-bert.yaml")
 
 
 @pytest.fixture(scope="module")
 def squad():
-    return one_heldout_file("/dle-tf2-bert-squad.yaml")
+    return one_heldout_file("/dle-tensorflow2-bert-squad.yaml")
 
 
 @pytest.mark.parametrize("name,count,models", [
-    ("dle-tf2-bert.yaml", 24, {"bert-large"}),
-    ("dle-tf2-bert-squad.yaml", 16, {"bert-large-squad"}),
+    ("dle-tensorflow2-bert.yaml", 24, {"bert-large"}),
+    ("dle-tensorflow2-bert-squad.yaml", 16, {"bert-large-squad"}),
 ])
 def test_files_have_full_provenance_and_the_selection_rule(name, count, models):
     path = Path(__file__).resolve().parents[2] / "embsim/validation_data/training/heldout" / name
