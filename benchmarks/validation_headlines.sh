@@ -18,7 +18,15 @@ echo "== training, packaged copies (what the real runs execute)";  $E validate -
 echo "== training, the issue's original files as given";  $E validate --training $D/training/original/*.yaml | grep '^mean'
 echo "== training, held-out recommenders (DLE NCF, DLRM)";  $E validate --training $D/training/heldout/dle-pytorch-*.yaml | grep '^mean'
 echo "== training, held-out TensorFlow2 DLRM (DLE doc/DLRM.md, A100/V100, 1 and 8 GPUs; minutes of CPU)";  $E validate --training $D/training/heldout/dle-tf2-dlrm.yaml | grep '^mean'
+echo "== training, held-out TensorFlow2 BERT-large pre-training (DLE TF2 README, DGX A100 80GB, 1 GPU - 32 nodes)";  $E validate --training $D/training/heldout/dle-tensorflow2-bert.yaml | grep '^mean'
+echo "== training, held-out TensorFlow2 BERT-large SQuAD v1.1 (DLE TF2 README, DGX-1 V100 16/32GB, DGX A100 80GB)";  $E validate --training $D/training/heldout/dle-tensorflow2-bert-squad.yaml | grep '^mean'
+echo "== training, held-out PaddlePaddle BERT-large pre-training (DLE Paddle README, DGX A100 80GB, 1 GPU - 32 nodes)";  $E validate --training $D/training/heldout/dle-paddle-bert.yaml | grep '^mean'
+echo "== training, held-out PaddlePaddle BERT-large SQuAD v1.1 (DLE Paddle README, DGX A100 80GB)";  $E validate --training $D/training/heldout/dle-paddle-bert-squad.yaml | grep '^mean'
+echo "== training, held-out TensorFlow1 BERT-large pre-training (DLE TF1 README, DGX-1 V100 16/32GB, DGX A100 40GB, 1 GPU - 32 nodes)";  $E validate --training $D/training/heldout/dle-tf1-bert.yaml | grep '^mean'
+echo "== training, held-out TensorFlow1 BERT-large SQuAD v1.1 (DLE TF1 README, DGX-1 V100 16/32GB, DGX A100 40GB)";  $E validate --training $D/training/heldout/dle-tf1-bert-squad.yaml | grep '^mean'
+echo "== training, held-out TensorFlow1 GNMT v2 (DLE TF1 README, DGX A100 40GB / DGX-1 V100 16GB, 1 and 8 GPUs)";  $E validate --training $D/training/heldout/dle-tf1-gnmt.yaml | grep '^mean'
 echo "== training, held-out LLM (Megatron-Bridge Llama3 8B, more releases and GB200)";  $E validate --training $D/training/heldout/megatron-*.yaml | grep '^mean'
+echo "== training, held-out LLM (NeMo user-guide performance pages: Llama3 8B, 25.02 B200, 25.04/25.07 GB200)";  $E validate --training $D/training/heldout/nemo-docs-llama3-8b.yaml | grep '^mean'
 echo "== training, held-out MosaicML MPT (llm-foundry benchmark tables, A100/H100, 8-512 GPUs)"; $E validate --training $D/training/heldout/llm-foundry-mpt.yaml | grep '^mean'
 for trace in traces/cpu-gloo-*.yaml; do
   echo "== CPU trace $trace";  $E validate --trace "$trace" | tail -1
