@@ -25,7 +25,7 @@ from embsim.engine.run import SimulationConfig, simulate
 from embsim.topology import load_topology
 
 ITERATIONS = 3          # as results_matrix.sh, so the unchanged runs are the tables' rows
-RTX, H100 = "pcie-rtx3090:4x4", "dgx-h100:16x8"
+RTX, H100, H100_1024 = "pcie-rtx3090:4x4", "dgx-h100:16x8", "dgx-h100:128x8"
 # (label, topology, model, strategy, scheduler, SimulationConfig overrides)
 RUNS = (
     ("gnmt rtx embrace/embrace-2d", RTX, "gnmt", "embrace", "embrace-2d", {}),
@@ -49,6 +49,10 @@ RUNS = (
     ("bert-base h100 fsdp/fifo, interference 0", H100, "bert-base", "fsdp", "fifo", {"interference": 0.0}),
     ("bert-base h100 allreduce/fifo", H100, "bert-base", "allreduce", "fifo", {}),
     ("transformer-wmt h100 fsdp/fifo", H100, "transformer-wmt", "fsdp", "fifo", {}),
+    ("gnmt rtx allreduce/fifo", RTX, "gnmt", "allreduce", "fifo", {}),
+    ("transformer-wmt rtx allreduce/fifo", RTX, "transformer-wmt", "allreduce", "fifo", {}),
+    ("lstm-lm1b 1024 h100 fsdp/fifo", H100_1024, "lstm-lm1b", "fsdp", "fifo", {}),
+    ("lstm-lm1b 1024 h100 embrace/fifo", H100_1024, "lstm-lm1b", "embrace", "fifo", {}),
 )
 # the AlltoAll of the looked-up vectors whose wait the gnmt prose explains
 LOOKUP = ("gnmt rtx embrace/embrace-2d", "embrace-fwd:source_embedding")
@@ -75,7 +79,9 @@ def breakdown(r) -> dict:
     for c in ops:
         kinds[c.kind] += (c.end - c.start) * 1e3
     return {"step_ms": r.step_time * 1e3, "exposed_ms": r.exposed_comm * 1e3, "compute_ms": r.compute * 1e3,
+            "slowest_factor": max(c.slowdown for c in r.run.classes),
             "comm_ms": {op: t * 1e3 for op, t in sorted(r.comm_time.items())},
+            "algos": sorted({f"{c.op} {c.algo} {c.proto}" for c in r.run.comm if c.iteration == k}),
             "comm_mb": {op: b / 1e6 for op, b in sorted(r.comm_bytes_per_gpu.items())},
             "compute_by_kind_ms": dict(sorted(kinds.items())),
             "extra_ms": {c.name: (c.end - c.start) * 1e3 for c in ops if c.kind == "extra"}}

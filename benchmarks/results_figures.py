@@ -156,6 +156,8 @@ def scaling() -> None:
                   + f"; 8->1024 {(s[1024] / s[8] - 1) * 100:+.0f} %"
                   + ("" if label == "allreduce/fifo" else
                      f"; below DDP at {','.join(map(str, below)) or 'no count'}"))
+        e2d = series["embrace/embrace-2d"]
+        print(f"{model} DDP over embrace-2d: " + ", ".join(f"{g} {(ddp[g] / e2d[g] - 1) * 100:+.1f} %" for g in sorted(ddp)))
         gpus = sorted(ddp)
         print(f"{model} fastest per count: " + ", ".join(
             f"{g} {min(series, key=lambda k: series[k][g])}" for g in gpus))
@@ -167,7 +169,8 @@ def checks() -> None:
     for label, r in d["runs"].items():
         comm = ", ".join(f"{k} {v:.2f}" for k, v in r["comm_ms"].items())
         kinds = ", ".join(f"{k} {v:.2f}" for k, v in r["compute_by_kind_ms"].items())
-        print(f"{label}: {r['step_ms']:.2f} / {r['exposed_ms']:.2f} / {r['compute_ms']:.2f}; {comm}; {kinds}")
+        print(f"{label}: {r['step_ms']:.2f} / {r['exposed_ms']:.2f} / {r['compute_ms']:.2f}; {comm}; {kinds}"
+              f"; slowest GPU x{r['slowest_factor']:.3f}; {', '.join(r['algos'])}")
     runs = d["runs"]
 
     def stretch(base):   # compute the interference adds: compute with it minus without
