@@ -22,13 +22,17 @@ from embsim.atomic import atomic_write_text
 from embsim.collectives import CollectiveModel
 from embsim.collectives import nccl_tests as nt
 from embsim.engine.run import SimulationConfig, simulate
+from embsim.strategies.fsdp import units
 from embsim.topology import load_topology
+from embsim.workload import load_model
 
 ITERATIONS = 3          # as results_matrix.sh, so the unchanged runs are the tables' rows
 RTX, H100, H100_1024 = "pcie-rtx3090:4x4", "dgx-h100:16x8", "dgx-h100:128x8"
 # (label, topology, model, strategy, scheduler, SimulationConfig overrides)
 RUNS = (
     ("gnmt rtx embrace/embrace-2d", RTX, "gnmt", "embrace", "embrace-2d", {}),
+    ("gnmt rtx embrace/embrace-2d, 32 MB credit", RTX, "gnmt", "embrace", "embrace-2d",
+     {"scheduler_options": {"credit_bytes": 32e6}}),
     ("gnmt rtx embrace/embrace-2d, interference 0", RTX, "gnmt", "embrace", "embrace-2d", {"interference": 0.0}),
     ("gnmt rtx allgather/embrace-2d", RTX, "gnmt", "allgather", "embrace-2d", {}),
     ("gnmt rtx allgather/embrace-2d, interference 0", RTX, "gnmt", "allgather", "embrace-2d", {"interference": 0.0}),
@@ -54,8 +58,9 @@ RUNS = (
     ("lstm-lm1b 1024 h100 fsdp/fifo", H100_1024, "lstm-lm1b", "fsdp", "fifo", {}),
     ("lstm-lm1b 1024 h100 embrace/fifo", H100_1024, "lstm-lm1b", "embrace", "fifo", {}),
 )
-# the AlltoAll of the looked-up vectors whose wait the gnmt prose explains
-LOOKUP = ("gnmt rtx embrace/embrace-2d", "embrace-fwd:source_embedding")
+# the AlltoAll of the looked-up vectors whose wait the gnmt prose explains, at both credits
+LOOKUP = ("gnmt rtx embrace/embrace-2d", "gnmt rtx embrace/embrace-2d, 32 MB credit")
+LOOKUP_OP = "embrace-fwd:source_embedding"
 DENSE_TABLE_ABLATIONS = [(m, t) for t in (RTX, H100) for m in ("bert-base", "transformer-wmt")]
 # AllReduce sizes the block-size discussion quotes (bytes), and the share of the largest
 # size's bus bandwidth a block would need to reach
@@ -141,15 +146,26 @@ def head_heavy() -> dict:
                      scheduler_options={**off, "partition_bytes": 5e5, "credit_bytes": 2e6})}
 
 
+def model_sizes(name: str) -> dict:
+    """Parameters (millions): all, in embedding layers, the rest; and per FSDP unit."""
+    m = load_model(name)
+    layers = [layer for layer in m.layers if layer.params > 0]
+    emb = sum(layer.params for layer in layers if layer.kind == "embedding")
+    return {"params_m": sum(layer.params for layer in layers) / 1e6, "embedding_m": emb / 1e6,
+            "tables": [[t.name, t.vocab, t.dim] for t in m.tables],
+            "fsdp_units_m": {u: sum(layer.params for layer in ls) / 1e6 for u, ls in units(m)},
+            "fsdp_root_layers": [layer.name for layer in units(m)[0][1]]}
+
+
 def main() -> None:
-    out: dict = {"runs": {}, "blocks": {}, "lookup_wait": {}, "dense_table_ablation": {}, "allreduce_curve": {}}
+    out: dict = {"models": {m: model_sizes(m) for m in ("lstm-lm1b", "gnmt")}, "runs": {}, "blocks": {}, "lookup_wait": {}, "dense_table_ablation": {}, "allreduce_curve": {}}
     for label, topology, model, strategy, scheduler, kw in RUNS:
         r = simulate(cfg(topology, model, strategy, scheduler, **kw))
         out["runs"][label] = breakdown(r)
         if label.startswith("lstm-lm1b h100 allreduce/"):
             out["blocks"][label] = blocks(r, "word_embedding" if label.endswith("priority") else None)
-        if label == LOOKUP[0]:
-            out["lookup_wait"][label] = lookup_wait(r, LOOKUP[1])
+        if label in LOOKUP:
+            out["lookup_wait"][label] = lookup_wait(r, LOOKUP_OP)
     for model, topology in DENSE_TABLE_ABLATIONS:
         rows = ablation(cfg(topology, model, "embrace", "fifo"), "embrace").as_json()["rows"]
         out["dense_table_ablation"][f"{model}, {topology}"] = {r["run"]: r["step_time_ms"] for r in rows}

@@ -172,6 +172,10 @@ def checks() -> None:
         print(f"{label}: {r['step_ms']:.2f} / {r['exposed_ms']:.2f} / {r['compute_ms']:.2f}; {comm}; {kinds}"
               f"; slowest GPU x{r['slowest_factor']:.3f}; {', '.join(r['algos'])}")
     runs = d["runs"]
+    for name, m in d["models"].items():
+        print(f"{name}: {m['params_m']:.1f} M parameters, {m['params_m'] - m['embedding_m']:.1f} M outside embedding "
+              f"layers, tables {m['tables']}; fsdp root unit {m['fsdp_units_m']['root']:.1f} M "
+              f"({', '.join(m['fsdp_root_layers'])}), {len(m['fsdp_units_m']) - 1} block units")
 
     def stretch(base):   # compute the interference adds: compute with it minus without
         return runs[base]["compute_ms"] - runs[f"{base}, interference 0"]["compute_ms"]
