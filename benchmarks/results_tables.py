@@ -1,6 +1,8 @@
 """Render docs/results/*.json (from results_matrix.sh) as the "Full matrices" section of
 docs/results.md, between the markers <!-- matrices:start --> and <!-- matrices:end -->,
-so the page's tables are always what the commands printed. Run from the repository root:
+and the compute-source lines they ran with, verbatim, between <!-- sources:start --> and
+<!-- sources:end --> at the top, so the page's tables are always what the commands
+printed. Run from the repository root:
 
     .venv/bin/python benchmarks/results_tables.py
 """
@@ -15,6 +17,7 @@ from docblock import replace_marked_block
 MODELS = ("lstm-lm1b", "gnmt", "transformer-wmt", "bert-base")
 CLUSTERS = ("pcie-rtx3090", "dgx-h100")
 START, END = "<!-- matrices:start -->", "<!-- matrices:end -->"
+SOURCES = "<!-- sources:start -->", "<!-- sources:end -->"
 
 
 def table(model: str, cluster: str, data: dict) -> str:
@@ -47,10 +50,19 @@ def _reason(text: str) -> str:
     return text.split(": ", 1)[1] if text.startswith("--scheduler ") and ": " in text else text
 
 
+def sources(cells: dict) -> str:
+    """Each distinct compute-source line, verbatim, with the cells that ran with it."""
+    by_source: dict[str, list[str]] = {}
+    for (model, cluster), data in cells.items():
+        by_source.setdefault(data["compute_source"], []).append(f"{model} on {cluster}")
+    return "\n".join(f"- {', '.join(keys)}: `{source}`" for source, keys in by_source.items()) + "\n"
+
+
 def main() -> None:
-    parts = [table(m, c, json.loads(Path(f"docs/results/{m}_{c}.json").read_text()))
-             for c in CLUSTERS for m in MODELS]
+    cells = {(m, c): json.loads(Path(f"docs/results/{m}_{c}.json").read_text()) for c in CLUSTERS for m in MODELS}
+    parts = [table(m, c, data) for (m, c), data in cells.items()]
     replace_marked_block(Path("docs/results.md"), START, END, "\n".join(parts))
+    replace_marked_block(Path("docs/results.md"), *SOURCES, sources(cells))
 
 
 if __name__ == "__main__":
