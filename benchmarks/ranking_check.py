@@ -66,7 +66,12 @@ def _need(cond: bool, path: Path, key: str, what: str) -> None:
 def load_table(path: Path) -> RankingTable:
     """One rankings file, checked: every key present, every system either an embsim strategy
     or a reason it is not, every run a number for every system, the source named."""
-    doc = yaml.safe_load(path.read_text())
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise InputError(f"{path.name}:{where} not YAML ({getattr(e, 'problem', None) or e})") from None
     _need(isinstance(doc, dict), path, "(top)", "expected a mapping")
     for key in TOP_KEYS:
         _need(key in doc, path, key, "missing")
@@ -224,7 +229,7 @@ def main(argv=None) -> int:
     paths = args.tables or sorted(RANKINGS.glob("*.yaml"))
     try:
         results = [check_table(load_table(p.resolve())) for p in paths]
-    except (InputError, OSError, yaml.YAMLError) as e:
+    except (InputError, OSError) as e:
         print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
     print(json.dumps(results, indent=1) if args.json else "\n\n".join(map(format_table, results)))
