@@ -99,3 +99,10 @@ def test_parallax_lm1b_ranking_gate():
     assert res["ratio_error_mean"] <= 0.275 and res["ratio_error_max"] <= 0.395
     again = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert again == res, "same inputs, same simulated figures"
+
+
+def test_a_file_that_is_not_yaml_is_refused_with_its_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: x\nruns: [\n")
+    with pytest.raises(InputError, match=r"broken\.yaml: line \d+ not YAML"):
+        check.load_table(path)
