@@ -3,7 +3,11 @@ to the achieved bounds (each test file keeps its own counts and bounds)."""
 
 from __future__ import annotations
 
-from embsim.validate.training import heldout_files, summary, training_errors
+from pathlib import Path
+
+import yaml
+
+from embsim.validate.training import HELDOUT_DIR, heldout_files, summary, training_errors
 
 
 def one_heldout_file(suffix: str):
@@ -23,3 +27,18 @@ def assert_within(runs, pairs, *, counts: dict, mean: float, max_: float,
     assert s["max_abs_error"] <= max_
     if scaling is not None:
         assert s["max_scaling_difference"] <= scaling
+
+
+def dle_readme_file(name: str, readme: str, runs: int) -> tuple[dict, list[dict]]:
+    """A held-out file copied from a DeepLearningExamples README: its source names the
+    repository, the README's path and a full commit (in its URL), its note states the
+    selection rule, and it holds `runs` runs with distinct ids. Returns (doc, runs)."""
+    doc = yaml.safe_load((Path(HELDOUT_DIR) / name).read_text())
+    src = doc["source"]
+    assert src["repo"] == "NVIDIA/DeepLearningExamples" and len(src["commit"]) == 40
+    assert src["path"] == readme
+    assert src["url"].startswith("https://github.com/") and src["commit"] in src["url"]
+    assert "selection rule" in doc["note"].lower()
+    out = doc["runs"]
+    assert len(out) == runs and len({r["id"] for r in out}) == runs
+    return doc, out

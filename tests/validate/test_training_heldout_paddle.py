@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from heldout_bounds import assert_within, one_heldout_file
+from heldout_bounds import assert_within, dle_readme_file, one_heldout_file
 
 HELDOUT = Path(__file__).resolve().parents[2] / "embsim/validation_data/training/heldout"
 
@@ -32,13 +32,8 @@ def squad():
 
 @pytest.mark.parametrize("name,count", [("dle-paddle-bert.yaml", 32), ("dle-paddle-bert-squad.yaml", 4)])
 def test_files_have_full_provenance_and_the_selection_rule(name, count):
-    doc = yaml.safe_load((HELDOUT / name).read_text())
-    src = doc["source"]
-    assert src["repo"] == "NVIDIA/DeepLearningExamples" and len(src["commit"]) == 40
-    assert src["path"] == "PaddlePaddle/LanguageModeling/BERT/README.md" and src["commit"] in src["url"]
-    assert "SELECTION RULE" in doc["note"] or "selection rule" in doc["note"]
-    runs = doc["runs"]
-    assert len(runs) == count and not any("not_simulated" in r for r in runs)
+    doc, runs = dle_readme_file(name, "PaddlePaddle/LanguageModeling/BERT/README.md", count)
+    assert not any("not_simulated" in r for r in runs)
     for r in runs:
         e = r["embsim"]
         # AMP O1 -> autocast, and --fuse-mha's cuDNN attention only with it

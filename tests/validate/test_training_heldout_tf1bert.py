@@ -11,14 +11,10 @@ the first simulation's level (s3-tdata, 2026-12-02), x1.005:
   4 / 2) the worst. See docs/heldout-tf1-bert.md."""
 
 import statistics
-from pathlib import Path
 
 import pytest
-import yaml
 
-from heldout_bounds import assert_within, one_heldout_file
-
-HELDOUT = Path(__file__).resolve().parents[2] / "embsim/validation_data/training/heldout"
+from heldout_bounds import assert_within, dle_readme_file, one_heldout_file
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +30,8 @@ def squad():
 @pytest.mark.parametrize("name,count,model", [("dle-tf1-bert.yaml", 48, "bert-large"),
                                               ("dle-tf1-bert-squad.yaml", 18, "bert-large-squad")])
 def test_files_have_full_provenance_and_the_selection_rule(name, count, model):
-    doc = yaml.safe_load((HELDOUT / name).read_text())
-    src = doc["source"]
-    assert src["repo"] == "NVIDIA/DeepLearningExamples" and len(src["commit"]) == 40
-    assert src["path"] == "TensorFlow/LanguageModeling/BERT/README.md" and src["commit"] in src["url"]
-    assert "SELECTION RULE" in doc["note"] or "selection rule" in doc["note"]
+    doc, runs = dle_readme_file(name, "TensorFlow/LanguageModeling/BERT/README.md", count)
     assert doc["embsim_defaults"]["model"] == model
-    runs = doc["runs"]
-    assert len(runs) == count and len({r["id"] for r in runs}) == count
     for r in runs:
         e = r["embsim"]
         assert (e["dtype"] == "fp16") == (e.get("amp") == "autocast")

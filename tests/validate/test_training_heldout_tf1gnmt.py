@@ -11,12 +11,9 @@ cores do not speed up (published AMP/TF32 on one A100: 0.96x). See docs/heldout-
 A change that moves these runs further off fails here; one that brings them closer must
 tighten the bounds."""
 
-from pathlib import Path
-
 import pytest
-import yaml
 
-from heldout_bounds import assert_within, one_heldout_file
+from heldout_bounds import assert_within, dle_readme_file, one_heldout_file
 
 MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 1.988, 3.729, 0.2315
 
@@ -27,14 +24,8 @@ def gnmt():
 
 
 def test_file_has_full_provenance_and_its_selection_rule():
-    path = Path(__file__).resolve().parents[2] / "embsim/validation_data/training/heldout/dle-tf1-gnmt.yaml"
-    doc = yaml.safe_load(path.read_text())
-    src = doc["source"]
-    assert src["repo"] == "NVIDIA/DeepLearningExamples" and len(src["commit"]) == 40
-    assert src["commit"] in src["url"] and src["path"] == "TensorFlow/Translation/GNMT/README.md"
-    assert "SELECTION RULE" in doc["note"]
-    runs = doc["runs"]
-    assert len(runs) == 8 and doc["embsim_defaults"]["model"] == "gnmt"
+    doc, runs = dle_readme_file("dle-tf1-gnmt.yaml", "TensorFlow/Translation/GNMT/README.md", 8)
+    assert doc["embsim_defaults"]["model"] == "gnmt"
     # TF1's --batch_size is the total batch: 128 per GPU, no accumulation
     assert doc["embsim_defaults"]["accumulate"] == 1
     assert all(r["total_batch"] == 128 * r["gpus"] for r in runs)

@@ -12,12 +12,9 @@ so a change that makes these runs worse fails here:
 - SQuAD 33.3 % / 77.4 %, scaling 0.093: every row simulates fast (V100 +18..+42 %, A100
   AMP +4..+5 %, A100 "FP32" column run as TF32 +77 %); see docs/heldout-tf2-bert.md."""
 
-from pathlib import Path
-
 import pytest
-import yaml
 
-from heldout_bounds import assert_within, one_heldout_file
+from heldout_bounds import assert_within, dle_readme_file, one_heldout_file
 
 PRETRAIN = dict(mean=0.0697, max_=0.1540, scaling=0.1560)
 SQUAD = dict(mean=0.3347, max_=0.7781, scaling=0.0935)
@@ -38,15 +35,9 @@ def squad():
     ("dle-tensorflow2-bert-squad.yaml", 16, {"bert-large-squad"}),
 ])
 def test_files_have_full_provenance_and_the_selection_rule(name, count, models):
-    path = Path(__file__).resolve().parents[2] / "embsim/validation_data/training/heldout" / name
-    doc = yaml.safe_load(path.read_text())
+    doc, runs = dle_readme_file(name, "TensorFlow2/LanguageModeling/BERT/README.md", count)
     src = doc["source"]
-    assert src["repo"] == "NVIDIA/DeepLearningExamples" and len(src["commit"]) == 40
-    assert src["path"] == "TensorFlow2/LanguageModeling/BERT/README.md"
-    assert src["url"].startswith("https://github.com/") and src["commit"] in src["url"]
-    assert "SELECTION RULE" in doc["note"] or "selection rule" in doc["note"]
-    runs = doc["runs"]
-    assert len(runs) == count and not any("not_simulated" in r for r in runs)
+    assert not any("not_simulated" in r for r in runs)
     defaults = doc["embsim_defaults"]
     assert {r["embsim"].get("model", defaults["model"]) for r in runs} == models
     for r in runs:
