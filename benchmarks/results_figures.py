@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from embsim.compare import TRAINING_MEAN_ERROR
+
 MODELS = ("lstm-lm1b", "gnmt", "transformer-wmt", "bert-base")
 CLUSTERS = ("pcie-rtx3090", "dgx-h100")
 SPARSE_CELLS = [(m, c) for c in CLUSTERS for m in ("lstm-lm1b", "gnmt")]
 # A step-time gap smaller than this fraction is not resolved by the model: the mean
-# |simulated/measured - 1| of docs/validation.md's published training throughput (76 runs,
-# main a671bac). Rerun `embsim validate --training` and update it when that headline moves.
-RESOLUTION = 0.063
+# |simulated/measured - 1| of docs/validation.md's published training throughput, the rule
+# `embsim compare` prints (its test recomputes the constant from the validation)
+RESOLUTION = TRAINING_MEAN_ERROR
 SCALING_GPUS = (8, 64, 128, 512, 1024)
 TRACE = "docs/results/embrace-2d{}_lstm-lm1b_pcie-rtx3090.trace.json"
 

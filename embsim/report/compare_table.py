@@ -5,7 +5,22 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ..compare import TRAINING_MEAN_ERROR, unresolved_with_best
 from .units import compute_source_text, human_bytes, human_time
+
+
+def resolution_text(result) -> str:
+    """Which rows the model cannot order against the best (embsim.compare.unresolved_with_best)."""
+    ran = [r for r in result.rows if r.refused is None and r.fits_in_memory]
+    if not ran:
+        return "resolution: no row ran"
+    near = unresolved_with_best(result.rows)
+    limit = (f"{TRAINING_MEAN_ERROR:.1%} of the best, the model's mean error on published training "
+             f"throughput (docs/validation.md)")
+    if not near:
+        return f"resolution: {ran[0].label} leads every other row by more than {limit}"
+    return (f"resolution: {', '.join(near)} within {limit}: not resolved, their order against "
+            f"{ran[0].label} could flip on real hardware")
 
 
 def print_matrix(result, console: Console | None = None) -> None:
@@ -21,6 +36,7 @@ def print_matrix(result, console: Console | None = None) -> None:
                   human_time(r.exposed_comm), human_bytes(r.comm_bytes_per_gpu),
                   human_bytes(r.memory_per_gpu), "yes" if r.fits_in_memory else "[red]NO[/red]")
     console.print(t)
+    console.print(resolution_text(result))
     console.print(f"compute times: {compute_source_text(result.compute_source)}")
     for r in result.rows:
         if r.refused is not None:

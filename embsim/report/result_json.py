@@ -52,5 +52,9 @@ def compare_row_json(row) -> dict:
 
 
 def compare_json(result) -> dict:
+    # compare's ranking rule, imported here so that simulation_json stays free of the engine
+    from ..compare import TRAINING_MEAN_ERROR, unresolved_with_best
     return {"baseline": result.baseline, "compute_source": result.compute_source,
-            "rows": [compare_row_json(r) for r in result.rows]}
+            "rows": [compare_row_json(r) for r in result.rows],
+            "resolution": {"training_mean_error": TRAINING_MEAN_ERROR,
+                           "not_resolved_against_best": unresolved_with_best(result.rows)}}

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from embsim.commands.compare import command
-from embsim.compare import compare
+from embsim.compare import CompareRow, compare
 from embsim.engine.run import SimulationConfig
 from embsim.errors import InputError
 
@@ -63,6 +63,9 @@ def test_cli_json_and_plot(tmp_path):
     assert doc["baseline"] == "allreduce/fifo"
     assert len(doc["rows"]) == 4
     assert all(FIELDS <= set(r) for r in doc["rows"])
+    res = doc["resolution"]
+    ranked = [f"{r['strategy']}/{r['scheduler']}" for r in doc["rows"] if r.get("step_time_ms")]
+    assert res["training_mean_error"] > 0 and set(res["not_resolved_against_best"]) <= set(ranked[1:])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -71,6 +74,7 @@ def test_cli_table_and_bad_names():
                                        "--strategies", "allreduce,s2reducer", "--schedulers", "fifo,embrace-2d"])
     assert out.exit_code == 0, out.output
     assert "refused: s2reducer/embrace-2d" in out.output
+    assert "resolution: " in out.output and "docs/validation.md" in out.output
     bad = CliRunner().invoke(command, ["--topology", "1x4", "--strategies", "nope"])
     assert bad.exit_code != 0
     assert isinstance(bad.exception, InputError) and "--strategies" in str(bad.exception)
@@ -143,3 +147,26 @@ def test_ablation_refuses_flags_it_would_ignore(flag, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and flag[0] in err and "--ablation" in err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_rows_within_the_validated_error_of_the_best_are_not_resolved():
+    """A row the model cannot tell from the best (its step within the training validation's
+    mean error) is named; refused and not-fitting rows never are."""
+    from embsim.compare import unresolved_with_best
+    from embsim.report.compare_table import resolution_text
+    rows = (CompareRow("embrace", "embrace-2d", step_time=100e-3, fits_in_memory=True),
+            CompareRow("embrace", "fifo", step_time=104e-3, fits_in_memory=True),
+            CompareRow("ps", "fifo", step_time=107e-3, fits_in_memory=True),
+            CompareRow("allreduce", "fifo", step_time=101e-3, fits_in_memory=False),
+            CompareRow("s2reducer", "embrace-2d", refused="no rows"))
+    assert unresolved_with_best(rows, error=0.063) == ["embrace/fifo"]
+    assert unresolved_with_best(rows, error=0.08) == ["embrace/fifo", "ps/fifo"]
+    assert unresolved_with_best(rows[4:]) == []
+
+    class Result:
+        pass
+    r = Result()
+    r.rows = rows
+    assert resolution_text(r).startswith("resolution: embrace/fifo within 6.3% of the best")
+    r.rows = (rows[0], rows[2])
+    assert "leads every other row by more than 6.3%" in resolution_text(r)

@@ -40,6 +40,13 @@ def test_summary_is_mean_and_max_of_abs_error(packaged):
     assert len(j["runs"]) == len(runs) and j["simulated_runs"] == len(errs)
 
 
+def test_compare_resolution_is_the_validated_mean_error(packaged):
+    """embsim compare calls rows within TRAINING_MEAN_ERROR of the best not resolved: that
+    constant is this validation's headline, to the rounding it is printed with."""
+    from embsim.compare import TRAINING_MEAN_ERROR
+    assert round(summary(*packaged)["mean_abs_error"], 3) == TRAINING_MEAN_ERROR
+
+
 def test_scaling_pairs_compare_per_gpu_throughput(packaged):
     runs, pairs = packaged
     by = {(r.file, r.id): r for r in runs}
