@@ -38,7 +38,8 @@ leave through all its NICs, each GPU's route carrying u(G) / G ([ASSUMPTION]: a
 single-process aggregator on one NIC would be slower on multi-NIC nodes). Not modelled
 as separate transfers: the intra-node gather to host memory and the broadcast back
 (the plan has no intra-node-only operation); their PCIe bytes are only those of the
-routes above. `local_aggregation=false`: every GPU pushes and pulls its own U rows
+routes above, and their time on the node's own links (ps_local.host_transfer_seconds) is
+printed as a note. `local_aggregation=false`: every GPU pushes and pulls its own U rows
 (Parallax with the flag off): per worker ~ 2 x U x row bytes.
 """
 
@@ -58,7 +59,7 @@ from ..topology.servers import PLACEMENTS, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
 from ..workload.tokens import SHARDINGS, shard_shares
-from .ps_local import PULLS, node_rows, parse_switch
+from .ps_local import PULLS, host_transfer_seconds, node_rows, parse_switch
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -109,6 +110,7 @@ class ParameterServerStrategy(Strategy):
     Options = PsOptions
 
     server_count: int | None = None    # set by topology(): the servers attached
+    host_tree: tuple | None = None     # set by topology(): (node template, host vertex)
 
     def topology(self, topo):
         if topo.n_gpus == 1:
@@ -119,6 +121,8 @@ class ParameterServerStrategy(Strategy):
         spec = replace(topo.node.servers or ServerSpec(), **overrides)
         out = with_servers(topo, self.options.servers, spec)
         self.server_count = out.servers.count
+        root = next((v for v in ("cpu0", "host") if v in topo._template.vertices), None)
+        self.host_tree = (topo._template, root) if root else None
         return out
 
     def plan(self, ctx):
@@ -145,6 +149,18 @@ class ParameterServerStrategy(Strategy):
                 notes.append(f"ps {t.table}: local aggregation, a node of {g} GPUs pushes {g * per_route:,.0f} "
                              f"distinct rows instead of {g} x {t.unique_per_gpu:,.0f} "
                              f"({g * per_route / (g * t.unique_per_gpu) * 100:.0f} %); pull per {self.options.pull}")
+                tree = getattr(self, "host_tree", None)
+                if tree is not None:
+                    # what the plan leaves out (no intra-node-only operation): the copies into
+                    # the node's host memory before the push and back after a shared pull
+                    own = t.unique_per_gpu * model.row_bytes(t.table)
+                    gather = host_transfer_seconds(*tree, g, own, to_host=True)
+                    back = (host_transfer_seconds(*tree, g, t.unique_per_gpu * t.dim * model.table_bytes, to_host=False)
+                            if self.options.pull == "node" else 0.0)
+                    notes.append(f"ps {t.table}: not simulated: the node's gather into host memory "
+                                 f"({gather * 1e3:.2f} ms on its PCIe links alone)"
+                                 + (f" and the copy of the pulled rows back to its GPUs ({back * 1e3:.2f} ms)"
+                                    if back else ""))
             push = push_rows * model.row_bytes(t.table)
             pull = pull_rows * t.dim * model.table_bytes
             block = max(1, self.options.server_partition_params // t.dim)

@@ -30,3 +30,24 @@ def parse_switch(value, key: str) -> bool:
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
     raise InputError(f"--option {key}={value!r}: expected true or false")
+
+
+def host_transfer_seconds(template, root: str, gpus: int, per_gpu_bytes: float, to_host: bool) -> float:
+    """Seconds for each of a node's `gpus` GPUs to copy `per_gpu_bytes` to (to_host) or
+    from the node's host memory at `root` over the node's own PCIe / host links, all at
+    once on an idle node: the longest route's latency plus the busiest link's bytes over
+    its capacity (topology.build NodeTemplate: links are (u, v, kind, B/s, s))."""
+    from ..topology.build import tree_path
+    load: dict[int, float] = {}
+    latency = 0.0
+    for la in range(gpus):
+        verts = tree_path(template, f"gpu{la}", root)
+        if not to_host:
+            verts = verts[::-1]
+        offsets = [template.offset[(u, v)] for u, v in zip(verts, verts[1:])]
+        for o in offsets:
+            load[o] = load.get(o, 0.0) + per_gpu_bytes
+        latency = max(latency, sum(template.links[o][4] for o in offsets))
+    if not load:
+        return 0.0
+    return latency + max(b / template.links[o][3] for o, b in load.items())

@@ -78,3 +78,24 @@ def test_bad_values_are_one_line_errors():
         PsOptions(pull="cpu")
     assert PsOptions(local_aggregation="off").local_aggregation is False
     assert PsOptions().local_aggregation is True and PsOptions().pull == "node"
+
+
+def test_host_copies_by_hand():
+    from embsim.strategies.ps_local import host_transfer_seconds
+    from embsim.topology.build import tree_path
+    t = load_topology("pcie-rtx3090:1x4")._template
+    verts = tree_path(t, "gpu0", "cpu0")
+    links = [t.links[t.offset[(u, v)]] for u, v in zip(verts, verts[1:])]
+    one = host_transfer_seconds(t, "cpu0", 1, 1e8, to_host=True)
+    # one GPU alone: its route's latency plus its narrowest link
+    assert one == pytest.approx(sum(l[4] for l in links) + 1e8 / min(l[3] for l in links), rel=1e-12)
+    four = host_transfer_seconds(t, "cpu0", 4, 1e8, to_host=True)
+    assert one < four <= 4 * one
+    assert host_transfer_seconds(t, "cpu0", 4, 1e8, to_host=False) == pytest.approx(four, rel=1e-12)
+
+
+def test_the_left_out_host_copies_are_reported():
+    r = run("pcie-rtx3090:4x4")
+    note = next(n for n in r.notes if "not simulated" in n)
+    assert "gather into host memory" in note and "back to its GPUs" in note
+    assert not any("back to its GPUs" in n for n in run("pcie-rtx3090:4x4", pull="gpu").notes)
