@@ -35,11 +35,11 @@ broadcast) pulls the node's union once; `pull=gpu` is Parallax's hybrid, where e
 worker reads its own rows from the servers (its mirror-variable cache is not used for
 sparse variables: "TODO: exploit locality" at the same commit). The node's push and pull
 leave through all its NICs, each GPU's route carrying u(G) / G ([ASSUMPTION]: a
-single-process aggregator on one NIC would be slower on multi-NIC nodes). Not modelled
-as separate transfers: the intra-node gather to host memory and the broadcast back
-(the plan has no intra-node-only operation); their PCIe bytes are only those of the
-routes above, and their time on the node's own links (ps_local.host_transfer_seconds) is
-printed as a note. `local_aggregation=false`: every GPU pushes and pulls its own U rows
+single-process aggregator on one NIC would be slower on multi-NIC nodes). The intra-node legs
+(every GPU's rows into the node's host memory before the push; with pull=node, every GPU's
+pulled rows back) are copies on the GPU's stream timed on the node's own PCIe / host
+links (ps_local.host_transfer_seconds): the plan has no intra-node-only transfer, so they
+do not share those links with the other traffic. `local_aggregation=false`: every GPU pushes and pulls its own U rows
 (Parallax with the flag off): per worker ~ 2 x U x row bytes.
 """
 
@@ -53,8 +53,8 @@ from ..collectives.traffic import Traffic
 from ..errors import InputError
 from ..options import positive_number
 from ..plan.traits import Payload
-from ..plan.names import bwd_name, fwd_name, update_name
-from ..plan.ops import SyncTensor
+from ..plan.names import bwd_name, extra_name, fwd_name, update_name
+from ..plan.ops import ComputeOp, SyncTensor
 from ..topology.servers import PLACEMENTS, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
@@ -130,7 +130,7 @@ class ParameterServerStrategy(Strategy):
         count = getattr(self, "server_count", None) or max(1, n // ctx.gpus_per_node)
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
-        held, cache, notes = {}, {}, dense_table_notes(ctx, "ps")
+        held, cache, notes, extra = {}, {}, dense_table_notes(ctx, "ps"), []
         g = ctx.gpus_per_node
         aggregate = self.options.local_aggregation and g > 1 and n > 1
         for t in sparse_tables(ctx):
@@ -149,18 +149,7 @@ class ParameterServerStrategy(Strategy):
                 notes.append(f"ps {t.table}: local aggregation, a node of {g} GPUs pushes {g * per_route:,.0f} "
                              f"distinct rows instead of {g} x {t.unique_per_gpu:,.0f} "
                              f"({g * per_route / (g * t.unique_per_gpu) * 100:.0f} %); pull per {self.options.pull}")
-                tree = getattr(self, "host_tree", None)
-                if tree is not None:
-                    # what the plan leaves out (no intra-node-only operation): the copies into
-                    # the node's host memory before the push and back after a shared pull
-                    own = t.unique_per_gpu * model.row_bytes(t.table)
-                    gather = host_transfer_seconds(*tree, g, own, to_host=True)
-                    back = (host_transfer_seconds(*tree, g, t.unique_per_gpu * t.dim * model.table_bytes, to_host=False)
-                            if self.options.pull == "node" else 0.0)
-                    notes.append(f"ps {t.table}: not simulated: the node's gather into host memory "
-                                 f"({gather * 1e3:.2f} ms on its PCIe links alone)"
-                                 + (f" and the copy of the pulled rows back to its GPUs ({back * 1e3:.2f} ms)"
-                                    if back else ""))
+                extra += self._host_copies(ctx, t, notes)
             push = push_rows * model.row_bytes(t.table)
             pull = pull_rows * t.dim * model.table_bytes
             block = max(1, self.options.server_partition_params // t.dim)
@@ -185,4 +174,32 @@ class ParameterServerStrategy(Strategy):
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,
                                                   buffers=cache),
-                            notes=tuple(notes))
+                            extra=tuple(extra), notes=tuple(notes))
+
+    def _host_copies(self, ctx, t, notes: list) -> list:
+        """The intra-node legs of a node's push and shared pull, as copies on each GPU's
+        stream, timed on the node's own PCIe / host links: every GPU's U (index, row)
+        pairs into the node's host memory (Parallax's accumulator on the machine's CPU),
+        and with pull=node every GPU's U pulled rows back from it. The gather is placed
+        just before the table owner's backward and the copy-back just after its forward
+        (as s2reducer places its encode): the chains bwd -> gather -> push and pull ->
+        copy-back -> lookup keep their lengths while the stream waits on them, and the
+        copies block the GPU's stream (a copy engine would overlap them with compute)."""
+        tree = getattr(self, "host_tree", None)
+        if tree is None:
+            notes.append(f"ps {t.table}: the topology has no host vertex: the node's gather and "
+                         f"copy-back are not timed")
+            return []
+        model, g = ctx.model, ctx.gpus_per_node
+        out = []
+        gather = host_transfer_seconds(*tree, g, t.unique_per_gpu * model.row_bytes(t.table), to_host=True)
+        out.append((bwd_name(t.layer), ComputeOp(extra_name("ps-gather", t.layer), gather)))
+        text = f"ps {t.table}: gather into host memory {gather * 1e3:.2f} ms"
+        layers = [l.name for l in model.layers]
+        i = layers.index(t.layer)
+        if self.options.pull == "node" and i + 1 < len(layers):
+            back = host_transfer_seconds(*tree, g, t.unique_per_gpu * t.dim * model.table_bytes, to_host=False)
+            out.append((fwd_name(layers[i + 1]), ComputeOp(extra_name("ps-scatter", t.layer), back)))
+            text += f", pulled rows back to the GPUs {back * 1e3:.2f} ms"
+        notes.append(text + " (the node's PCIe links, idle)")
+        return out

@@ -94,8 +94,24 @@ def test_host_copies_by_hand():
     assert host_transfer_seconds(t, "cpu0", 4, 1e8, to_host=False) == pytest.approx(four, rel=1e-12)
 
 
-def test_the_left_out_host_copies_are_reported():
+def test_the_host_copies_are_stream_ops_timed_on_the_nodes_links():
+    from embsim.strategies.ps_local import host_transfer_seconds
+    from embsim.workload import load_model
     r = run("pcie-rtx3090:4x4")
-    note = next(n for n in r.notes if "not simulated" in n)
-    assert "gather into host memory" in note and "back to its GPUs" in note
-    assert not any("back to its GPUs" in n for n in run("pcie-rtx3090:4x4", pull="gpu").notes)
+    ops = {c.name: c for c in r.run.compute}
+    model = load_model("lstm-lm1b", batch=32)
+    u, _ = distinct(4, model)
+    t = load_topology("pcie-rtx3090:4x4")._template
+    gather = host_transfer_seconds(t, "cpu0", 4, u * model.row_bytes("word"), to_host=True)
+    back = host_transfer_seconds(t, "cpu0", 4, u * 512 * model.table_bytes, to_host=False)
+    assert "extra:ps-gather:word_embedding" in ops and "extra:ps-scatter:word_embedding" in ops
+    note = next(n for n in r.notes if "gather into host memory" in n)
+    assert f"{gather * 1e3:.2f} ms" in note and f"{back * 1e3:.2f} ms" in note
+    # Parallax's hybrid pulls per GPU: no copy back; without aggregation no copies at all
+    gpu = run("pcie-rtx3090:4x4", pull="gpu")
+    names = {c.name for c in gpu.run.compute}
+    assert "extra:ps-gather:word_embedding" in names and "extra:ps-scatter:word_embedding" not in names
+    off = run("pcie-rtx3090:4x4", local_aggregation=False)
+    assert not any(c.name.startswith("extra:ps-") for c in off.run.compute)
+    for sched in ("priority", "embrace-2d"):            # every scheduler still drives it
+        simulate(SimulationConfig(topology="pcie-rtx3090:4x4", scheduler=sched, **BASE))
