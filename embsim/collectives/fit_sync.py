@@ -8,7 +8,8 @@ protocol, the cost minimising the mean |simulated/measured - 1| over the curve's
 cost, and Simple's P2P-read round trip (on top of NCCL's per-hop latency, which every
 Simple step pays and which is not fitted). Every other curve is a prediction. LL128 is not
 fitted: its A100 points (2-16 MiB, 15 steps each) run at ~0.66 of NCCL's LL128 bandwidth
-at every size, a rate that no per-step cost reproduces.
+at every size, a rate that no per-step cost reproduces (the candidates checked against NCCL's
+source: ll128_rate.py and collective_notes.md).
 """
 
 from __future__ import annotations

@@ -1,0 +1,139 @@
+"""The one-node Ring/LL128 gap (A100 at 2-16 MiB): the rate the curves imply, against the
+bounds NCCL's own LL128 kernel sets (collective_notes.md, "Gaps the model does not explain").
+
+    python -m embsim.collectives.ll128_rate [CURVE.yaml ...]
+
+Nothing here feeds the model; it computes the figures the notes quote, from the packaged
+curves and NCCL's source constants, so that they are reproducible. Per Ring/LL128 point:
+
+* `implied` -- the per-GPU data rate (busbw units: the bytes a rank sends per second) left
+  once NCCL's latency is taken out of the measured time; `ratio` = the model's transfer
+  time over that measured remainder (1 = the model's rate);
+* `marginal` -- between consecutive LL128 points, factor x dS / dt: no latency assumed, so
+  a fixed per-op cost (a launch floor, a per-step sync: 15 steps at every size) cancels;
+* `inflight` -- candidate (1), bytes in flight over a hop: a CTA can have at most
+  min(one step's chunk, its warps' round of lines, the FIFO's NCCL_STEPS slots) in flight
+  towards the next rank, and NCCL's per-hop Ring/LL128 latency (hwLat, 1.9 µs over
+  NVLink) bounds how often that window turns over;
+* `rounds` -- candidate (3): rounds of LL128 lines each warp moves per step (GenericOp's
+  while loop; 20 warps x 1920 B per round). A per-round latency costs the same at equal
+  rounds, whatever the bytes.
+Sources: NCCL v2.18.5 / v2.29.3 src/include/device.h (devcomm.h) NCCL_LL128_* and
+NCCL_STEPS, prims_ll128.h GenericOp / recvReduceSendCopy, enqueue.cc (channel and thread
+trimming), graph/tuning.cc (hwLat).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from embsim.yamlio import get, load_yaml
+
+from .busbw import busbw_factor
+from .channels import runtime_lanes
+from .constants import NCCL_STEPS
+from .model import CollectiveModel
+from .nccl_env import env_from_text
+from .pipeline import WARP_SIZE, step_bytes
+from .releases import proto_filter, release_view
+from .validation import DATA_DIR, _algo, _env, _topology
+from .validation_file import check_curve_file
+
+LL128_SHMEM_ELEMS_PER_THREAD = 8       # device.h NCCL_LL128_SHMEM_ELEMS_PER_THREAD (u64 per thread per round)
+LL128_LINE_ELEMS, LL128_DATA_ELEMS = 16, 15   # NCCL_LL128_LINEELEMS, NCCL_LL128_DATAELEMS
+# data bytes one warp moves per round: WARP_SIZE x 8 u64 of wire, 15 of every 16 u64 data (1920 B)
+WARP_ROUND_BYTES = WARP_SIZE * LL128_SHMEM_ELEMS_PER_THREAD * 8 * LL128_DATA_ELEMS // LL128_LINE_ELEMS
+DEFAULT_CURVES = ("azure-nd-a100-v4-allreduce", "ext2-modal-a100-40gb-1x8-g8-all-reduce",
+                  "stas00-8xa100-allreduce", "oci-bm-gpu4-8-allreduce", "azure-nd-gb200-v6-allreduce")
+
+
+@dataclass(frozen=True)
+class Ll128Point:
+    size: int
+    measured_us: float
+    latency_us: float      # NCCL's latency (pipeline: LL128 pays no per-step cost in one node)
+    transfer_us: float     # the model's data time at NCCL's LL128 kernel bandwidth
+    model_rate: float      # GB/s per GPU (busbw units) the model moves data at
+    channels: int
+    threads: int
+    chunk: float           # bytes per (channel, rank) step: the one loop's exact chunk
+    factor: float          # busbw factor: bytes a rank sends per byte of message
+
+    @property
+    def implied_rate(self) -> float:
+        """GB/s per GPU (busbw units) the measured time leaves after NCCL's latency."""
+        left = self.measured_us - self.latency_us
+        return self.factor * self.size / (1000.0 * left) if left > 0 else math.inf
+
+    @property
+    def ratio(self) -> float:
+        return self.implied_rate / self.model_rate
+
+    @property
+    def rounds(self) -> int:
+        """Rounds of lines per warp per step (prims_ll128.h GenericOp)."""
+        return max(1, math.ceil(self.chunk / (self.threads // WARP_SIZE * WARP_ROUND_BYTES)))
+
+    def inflight_bound(self, hop_us: float) -> float:
+        """GB/s per GPU (busbw units) if each CTA's bytes in flight turned over once per hop."""
+        window = min(self.chunk, self.threads // WARP_SIZE * WARP_ROUND_BYTES,
+                     NCCL_STEPS * step_bytes("LL128"))
+        return self.channels * window / (1000.0 * hop_us)
+
+
+def ll128_points(path: str | Path) -> tuple[list[Ll128Point], float]:
+    """(the curve's one-node Ring/LL128 points, NCCL's per-hop Ring/LL128 latency in µs)."""
+    doc = load_yaml(path)
+    check_curve_file(doc)
+    d = doc.data
+    how = get(doc, (), d, "how", str, "")
+    nodes, gpus = int(d["nodes"]), int(d["gpus_per_node"])
+    release = release_view(str(d.get("nccl", "unknown")))
+    model = CollectiveModel(_topology(d["preset"], nodes, gpus), algo=_algo(how),
+                            proto=proto_filter(release, _env(how, "NCCL_PROTO")),
+                            nccl_version=release.version, nccl_env=env_from_text(how, "how:"),
+                            threshold_choice=release.threshold_choice)
+    ranks = list(range(nodes * gpus))
+    shape, graphs = model.shape(tuple(ranks))
+    factor = busbw_factor(d["op"], len(ranks))
+    out = []
+    for size in sorted(int(s) for s in d["busbw"]):
+        busbw = float(d["busbw"][size])
+        plan = model.plan(d["op"], size, ranks)
+        if nodes != 1 or busbw <= 0 or (plan.algo, plan.proto) != ("Ring", "LL128"):
+            continue
+        nc, nt = runtime_lanes(size, "Ring", "LL128", len(ranks), graphs.comm_channels)
+        lat, transfer = plan.latency * 1e6, (plan.time - plan.latency) * 1e6
+        out.append(Ll128Point(size, factor * size / (1000.0 * busbw), lat, transfer,
+                              factor * size / (1000.0 * transfer), nc, nt, size / (nc * len(ranks)), factor))
+    return out, model.consts.hw_lat[shape.intra_hw]["Ring"][1]
+
+
+def marginal_rates(points: list[Ll128Point]) -> list[tuple[int, int, float]]:
+    """(size a, size b, GB/s per GPU) between consecutive points: factor x dS / dt."""
+    return [(a.size, b.size, a.factor * (b.size - a.size) / (1000.0 * (b.measured_us - a.measured_us)))
+            for a, b in zip(points, points[1:]) if b.measured_us > a.measured_us]
+
+
+def report(path: str | Path) -> str:
+    points, hop = ll128_points(path)
+    lines = [f"{Path(path).stem}: one-node Ring/LL128 points (hop {hop} µs)"]
+    if not points:
+        return lines[0] + ": none"
+    lines.append(f"{'size':>10} {'meas µs':>8} {'lat µs':>7} {'model':>7} {'implied':>8} {'ratio':>6} "
+                 f"{'lanes':>8} {'chunk B':>8} {'rounds':>6} {'inflight':>9}")
+    for p in points:
+        lines.append(f"{p.size:>10} {p.measured_us:8.1f} {p.latency_us:7.1f} {p.model_rate:7.1f} "
+                     f"{p.implied_rate:8.1f} {p.ratio:6.2f} {p.channels:>3}x{p.threads:<4} {p.chunk:8.0f} "
+                     f"{p.rounds:>6} {p.inflight_bound(hop):9.1f}")
+    for a, b, rate in marginal_rates(points):
+        lines.append(f"  marginal {a >> 20}->{b >> 20} MiB: {rate:.1f} GB/s per GPU")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    paths = sys.argv[1:] or [DATA_DIR / f"{name}.yaml" for name in DEFAULT_CURVES]
+    print("\n".join(report(p) for p in paths))
