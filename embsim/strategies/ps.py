@@ -26,20 +26,24 @@ parallax/core/python/common/graph_transform_lib.py, `_get_aggregated_sparse_grad
 parallax_config.py) applies every local GPU's IndexedSlices to one
 SparseConditionalAccumulator on the machine's chief CPU, which sums rows of equal index,
 and only the chief's aggregate goes to the servers (take_indexed_slices_grad needs
-num_worker_machines pushes instead of machines x GPUs). BytePS (OSDI'20) reduces within
-the machine before one push per machine, and broadcasts the pulled tensor back. So a
-node pushes the union of its GPUs' rows, u(G) = the token model's union over G batches
-(embsim.workload.tokens union_inclusion), instead of G x U, and the servers' CPUs sum
-per-node pushes. `pull=node` (default, BytePS: one pull per machine, then an intra-machine
-broadcast) pulls the node's union once; `pull=gpu` is Parallax's hybrid, where every GPU
-worker reads its own rows from the servers (its mirror-variable cache is not used for
-sparse variables: "TODO: exploit locality" at the same commit). The node's push and pull
-leave through all its NICs, each GPU's route carrying u(G) / G ([ASSUMPTION]: a
-single-process aggregator on one NIC would be slower on multi-NIC nodes). The intra-node legs
-(every GPU's rows into the node's host memory before the push; with pull=node, every GPU's
-pulled rows back) are copies on the GPU's stream timed on the node's own PCIe / host
-links (ps_local.host_transfer_seconds): the plan has no intra-node-only transfer, so they
-do not share those links with the other traffic. `local_aggregation=false`: every GPU pushes and pulls its own U rows
+num_worker_machines pushes instead of machines x GPUs). BytePS (OSDI'20) reduces a tensor
+within the machine (over NVLink/PCIe) before one push per machine and broadcasts the
+pulled tensor back; it has no sparse path of its own (byteps/tensorflow push_pull takes
+dense tensors; IndexedSlices go through sparse_as_dense), so for rows this is BytePS's
+mechanism applied to Parallax's payload. So a node pushes the union of its GPUs' rows,
+u(G) = the token model's union over G batches (embsim.workload.tokens union_inclusion),
+instead of G x U, and the servers' CPUs sum per-node pushes. `pull=node` (default,
+BytePS: one pull per machine, then an intra-machine broadcast) pulls the node's union
+once; `pull=gpu` is Parallax's hybrid, where every GPU worker reads its own rows from the
+servers (its mirror-variable cache is not used for sparse variables: "TODO: exploit
+locality" at the same commit). The node's push and pull leave through all its NICs, each
+GPU's route carrying u(G) / G ([ASSUMPTION]: a single-process aggregator on one NIC would
+be slower on multi-NIC nodes). The intra-node legs (every GPU's rows into the node's host
+memory before the push; with pull=node, every GPU's pulled rows back) are copies on the
+GPU's stream timed on the node's own PCIe / host links (ps_local.host_transfer_seconds;
+host memory at the first CPU socket, [ASSUMPTION]: TensorFlow's CPU:0 pins none): the
+plan has no intra-node-only transfer, so they do not share those links with the other
+traffic. `local_aggregation=false`: every GPU pushes and pulls its own U rows
 (Parallax with the flag off): per worker ~ 2 x U x row bytes.
 """
 
