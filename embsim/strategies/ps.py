@@ -14,11 +14,37 @@ hottest rows, which every worker touches, so their servers receive more of every
 `contiguous`: one block of rows per server (TensorFlow's partitioned variables, as
 Parallax ran them: the worst case); `hashed`: every row hashed on its own (the
 optimistic bound). The load is uneven; max / mean is reported in the notes.
-After backward each worker pushes its U coalesced (index, row) pairs; each server sums
+After backward each worker's U coalesced (index, row) pairs are pushed; each server sums
 them and applies the optimizer on its CPU (the ps-cpu link of the push route: pushes to
-a hot server queue there); the worker then pulls its U updated rows (values only: the
-server knows the indices), and the embedding's next forward blocks on that pull.
-Per worker ~ 2 x U x row bytes, independent of the GPU count.
+a hot server queue there); the updated rows are pulled (values only: the server knows
+the indices), and the embedding's next forward blocks on that pull.
+
+`local_aggregation=true` (default): the G GPUs of a node are summed on the node before
+one push per node, as both modelled systems do. Parallax (snuspl/parallax @95ede82,
+parallax/core/python/common/graph_transform_lib.py, `_get_aggregated_sparse_grad`; the
+`local_aggregation` flag defaults to True in common/config.py and in the LM-1B example's
+parallax_config.py) applies every local GPU's IndexedSlices to one
+SparseConditionalAccumulator on the machine's chief CPU, which sums rows of equal index,
+and only the chief's aggregate goes to the servers (take_indexed_slices_grad needs
+num_worker_machines pushes instead of machines x GPUs). BytePS (OSDI'20) reduces a tensor
+within the machine (over NVLink/PCIe) before one push per machine and broadcasts the
+pulled tensor back; it has no sparse path of its own (byteps/tensorflow push_pull takes
+dense tensors; IndexedSlices go through sparse_as_dense), so for rows this is BytePS's
+mechanism applied to Parallax's payload. So a node pushes the union of its GPUs' rows,
+u(G) = the token model's union over G batches (embsim.workload.tokens union_inclusion),
+instead of G x U, and the servers' CPUs sum per-node pushes. `pull=node` (default,
+BytePS: one pull per machine, then an intra-machine broadcast) pulls the node's union
+once; `pull=gpu` is Parallax's hybrid, where every GPU worker reads its own rows from the
+servers (its mirror-variable cache is not used for sparse variables: "TODO: exploit
+locality" at the same commit). The node's push and pull leave through all its NICs, each
+GPU's route carrying u(G) / G ([ASSUMPTION]: a single-process aggregator on one NIC would
+be slower on multi-NIC nodes). The intra-node legs (every GPU's rows into the node's host
+memory before the push; with pull=node, every GPU's pulled rows back) are copies on the
+GPU's stream timed on the node's own PCIe / host links (ps_local.host_transfer_seconds;
+host memory at the first CPU socket, [ASSUMPTION]: TensorFlow's CPU:0 pins none): the
+plan has no intra-node-only transfer, so they do not share those links with the other
+traffic. `local_aggregation=false`: every GPU pushes and pulls its own U rows
+(Parallax with the flag off): per worker ~ 2 x U x row bytes.
 """
 
 from __future__ import annotations
@@ -31,12 +57,13 @@ from ..collectives.traffic import Traffic
 from ..errors import InputError
 from ..options import positive_number
 from ..plan.traits import Payload
-from ..plan.names import bwd_name, fwd_name, update_name
-from ..plan.ops import SyncTensor
+from ..plan.names import bwd_name, extra_name, fwd_name, update_name
+from ..plan.ops import ComputeOp, SyncTensor
 from ..topology.servers import PLACEMENTS, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
 from ..workload.tokens import SHARDINGS, shard_shares
+from .ps_local import PULLS, host_transfer_seconds, node_rows, parse_switch
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -58,8 +85,14 @@ class PsOptions:
     server_nodes: int | None = None        # dedicated: machines (None: YAML or one per GPU node)
     server_gbit: float | None = None       # dedicated: NIC line rate (None: YAML or the GPU nodes')
     server_sum_gbps: float | None = None   # summation rate per server (None: YAML or 20 GB/s)
+    # sum a node's GPUs' rows before one push per node (Parallax's default, BytePS)
+    local_aggregation: bool = True
+    pull: str = "node"                     # one pull per node (BytePS) or per GPU (Parallax hybrid)
 
     def __post_init__(self):
+        object.__setattr__(self, "local_aggregation", parse_switch(self.local_aggregation, "local_aggregation"))
+        if self.pull not in PULLS:
+            raise InputError(f"--option pull={self.pull!r}: expected one of {', '.join(PULLS)}")
         if self.servers not in PLACEMENTS:
             raise InputError(f"--option servers={self.servers!r}: expected one of {', '.join(PLACEMENTS)}")
         if self.server_sharding not in SHARDINGS:
@@ -81,6 +114,7 @@ class ParameterServerStrategy(Strategy):
     Options = PsOptions
 
     server_count: int | None = None    # set by topology(): the servers attached
+    host_tree: tuple | None = None     # set by topology(): (node template, host vertex)
 
     def topology(self, topo):
         if topo.n_gpus == 1:
@@ -91,6 +125,8 @@ class ParameterServerStrategy(Strategy):
         spec = replace(topo.node.servers or ServerSpec(), **overrides)
         out = with_servers(topo, self.options.servers, spec)
         self.server_count = out.servers.count
+        root = next((v for v in ("cpu0", "host") if v in topo._template.vertices), None)
+        self.host_tree = (topo._template, root) if root else None
         return out
 
     def plan(self, ctx):
@@ -98,29 +134,76 @@ class ParameterServerStrategy(Strategy):
         count = getattr(self, "server_count", None) or max(1, n // ctx.gpus_per_node)
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
-        held, cache, notes = {}, {}, dense_table_notes(ctx, "ps")
+        held, cache, notes, extra = {}, {}, dense_table_notes(ctx, "ps"), []
+        g = ctx.gpus_per_node
+        aggregate = self.options.local_aggregation and g > 1 and n > 1
         for t in sparse_tables(ctx):
-            push = t.unique_per_gpu * model.row_bytes(t.table)
-            pull = t.unique_per_gpu * t.dim * model.table_bytes
+            push_rows = pull_rows = t.unique_per_gpu
             weights = t.row_inclusion if t.row_inclusion is not None else np.full(t.vocab, 1.0 / t.vocab)
-            shares = shard_shares(weights, count, self.options.server_sharding,
-                                  block_rows=max(1, self.options.server_partition_params // t.dim))
+            pull_weights = weights
+            if aggregate:
+                # the node's union of its G GPUs' rows, pushed once, spread over its G routes
+                inclusion = (t.row_inclusion if t.row_inclusion is not None
+                             else np.full(t.vocab, t.unique_per_gpu / t.vocab))
+                node_weights = node_rows(inclusion, g)
+                per_route = float(node_weights.sum()) / g
+                push_rows, weights = per_route, node_weights
+                if self.options.pull == "node":
+                    pull_rows, pull_weights = per_route, node_weights
+                notes.append(f"ps {t.table}: local aggregation, a node of {g} GPUs pushes {g * per_route:,.0f} "
+                             f"distinct rows instead of {g} x {t.unique_per_gpu:,.0f} "
+                             f"({g * per_route / (g * t.unique_per_gpu) * 100:.0f} %); pull per {self.options.pull}")
+                extra += self._host_copies(ctx, t, notes)
+            push = push_rows * model.row_bytes(t.table)
+            pull = pull_rows * t.dim * model.table_bytes
+            block = max(1, self.options.server_partition_params // t.dim)
+            shares = shard_shares(weights, count, self.options.server_sharding, block_rows=block)
+            pull_shares = (shares if pull_weights is weights
+                           else shard_shares(pull_weights, count, self.options.server_sharding, block_rows=block))
             sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
                                    nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
                                    matrix=server_matrix(n, push, shares)))
             sync.append(SyncTensor(name=f"ps-pull:{t.layer}", layer=t.layer, op="ps_pull",
                                    nbytes=pull, category="embedding",
                                    ready_after=update_name(t.layer), needed_by=fwd_name(t.layer),
-                                   matrix=server_matrix(n, pull, shares)))
+                                   matrix=server_matrix(n, pull, pull_shares)))
             # the servers sum and apply on their CPUs (the push's ps-cpu links); the GPU
             # only waits for the push before pulling
             update[t.layer] = 0.0
             held[t.table] = t.vocab          # the table lives in the servers' host memory
-            cache[f"ps worker cache ({t.table})"] = pull
+            cache[f"ps worker cache ({t.table})"] = t.unique_per_gpu * t.dim * model.table_bytes
             notes.append(f"ps {t.table}: {count} {self.options.servers} servers, rows {self.options.server_sharding}: "
                          f"server load max/mean {shares.max() * count:.2f} "
                          f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,
                                                   buffers=cache),
-                            notes=tuple(notes))
+                            extra=tuple(extra), notes=tuple(notes))
+
+    def _host_copies(self, ctx, t, notes: list) -> list:
+        """The intra-node legs of a node's push and shared pull, as copies on each GPU's
+        stream, timed on the node's own PCIe / host links: every GPU's U (index, row)
+        pairs into the node's host memory (Parallax's accumulator on the machine's CPU),
+        and with pull=node every GPU's U pulled rows back from it. The gather is placed
+        just before the table owner's backward and the copy-back just after its forward
+        (as s2reducer places its encode): the chains bwd -> gather -> push and pull ->
+        copy-back -> lookup keep their lengths while the stream waits on them, and the
+        copies block the GPU's stream (a copy engine would overlap them with compute)."""
+        tree = getattr(self, "host_tree", None)
+        if tree is None:
+            notes.append(f"ps {t.table}: the topology has no host vertex: the node's gather and "
+                         f"copy-back are not timed")
+            return []
+        model, g = ctx.model, ctx.gpus_per_node
+        out = []
+        gather = host_transfer_seconds(*tree, g, t.unique_per_gpu * model.row_bytes(t.table), to_host=True)
+        out.append((bwd_name(t.layer), ComputeOp(extra_name("ps-gather", t.layer), gather)))
+        text = f"ps {t.table}: gather into host memory {gather * 1e3:.2f} ms"
+        layers = [l.name for l in model.layers]
+        i = layers.index(t.layer)
+        if self.options.pull == "node" and i + 1 < len(layers):
+            back = host_transfer_seconds(*tree, g, t.unique_per_gpu * t.dim * model.table_bytes, to_host=False)
+            out.append((fwd_name(layers[i + 1]), ComputeOp(extra_name("ps-scatter", t.layer), back)))
+            text += f", pulled rows back to the GPUs {back * 1e3:.2f} ms"
+        notes.append(text + " (the node's PCIe links, idle)")
+        return out

@@ -59,10 +59,16 @@ def test_allgather_volume_grows_with_gpu_count(sparse_lm):
 
 
 def test_ps_volume_does_not_grow_like_allgather(sparse_lm):
-    a = run(topology="dgx-h100:2x8", model=sparse_lm[20_000], strategy="ps").comm_bytes_per_gpu
-    b = run(topology="dgx-h100:1x4", model=sparse_lm[20_000], strategy="ps").comm_bytes_per_gpu
-    for op in ("ps_push", "ps_pull"):        # what one worker sends / receives: U rows
+    # per GPU route: U rows without local aggregation, the node's union / G with it; neither
+    # depends on the node count
+    off = {"local_aggregation": False}
+    a = run(topology="dgx-h100:2x8", model=sparse_lm[20_000], strategy="ps", strategy_options=off).comm_bytes_per_gpu
+    b = run(topology="dgx-h100:1x4", model=sparse_lm[20_000], strategy="ps", strategy_options=off).comm_bytes_per_gpu
+    c = run(topology="dgx-h100:4x8", model=sparse_lm[20_000], strategy="ps").comm_bytes_per_gpu
+    d = run(topology="dgx-h100:2x8", model=sparse_lm[20_000], strategy="ps").comm_bytes_per_gpu
+    for op in ("ps_push", "ps_pull"):        # what one worker sends / receives
         assert a[op] == pytest.approx(b[op], rel=1e-9)
+        assert c[op] == pytest.approx(d[op], rel=1e-9) and d[op] < a[op]
 
 
 def test_embrace_volume_independent_of_vocabulary(sparse_lm):

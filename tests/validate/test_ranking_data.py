@@ -90,13 +90,16 @@ def test_the_command_line_refuses_a_broken_table_with_exit_2(tmp_path, capsys):
 
 def test_parallax_lm1b_ranking_gate():
     """Held-out check (nothing was fitted on it): embsim's hybrid PS vs NCCL AllGather on
-    the Parallax README's LM-1B chart. Order: 6 of 8 pairs agree (1 machine: embsim puts the
-    AllGather systems ahead, published has the hybrid ahead). Ratio to the baseline: mean
-    26.8 %, max 38.8 % (docs/rankings.md). Bounds leave only rounding room: a simulator
-    change that makes the ranking worse fails here and must say so."""
+    the Parallax README's LM-1B chart. Order: 4 of 8 pairs agree (1 and 2 machines: embsim
+    puts the AllGather systems ahead, published has the hybrid ahead). Ratio to the
+    baseline: mean 28.8 %, max 40.3 % (docs/rankings.md). MOVED, worse, when ps modelled
+    Parallax's local aggregation with its gather into host memory (9.3 ms per step on the
+    testbed's assumed 6 GB/s socket link): before 6 of 8, mean 26.8 %, max 38.8 % (bounds
+    6, 0.275, 0.395). Bounds leave only rounding room: a simulator change that makes the
+    ranking worse fails here and must say so."""
     res = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
-    assert res["pairs"] == 8 and res["pairs_agree"] >= 6
-    assert res["ratio_error_mean"] <= 0.275 and res["ratio_error_max"] <= 0.395
+    assert res["pairs"] == 8 and res["pairs_agree"] >= 4
+    assert res["ratio_error_mean"] <= 0.295 and res["ratio_error_max"] <= 0.410
     again = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert again == res, "same inputs, same simulated figures"
 

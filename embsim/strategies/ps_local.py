@@ -1,0 +1,53 @@
+"""Local aggregation for the parameter-server strategy: what one node pushes when its GPUs'
+sparse rows are summed on the node first (Parallax's `local_aggregation`, BytePS's
+intra-machine reduce; sources in strategies/ps.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+
+PULLS = ("node", "gpu")   # one pull per node then a local broadcast (BytePS) | per GPU (Parallax)
+
+
+def node_rows(inclusion: np.ndarray, gpus_per_node: int) -> np.ndarray:
+    """P(row v is touched by any of the node's G GPUs' batches): the token model's union
+    over G independent batches (embsim.workload.tokens TokenStats.union_inclusion), from
+    one GPU's per-row inclusion. Its sum is the node's distinct rows, u(G) <= G x U."""
+    p = np.minimum(np.asarray(inclusion, dtype=np.float64), 1.0 - 1e-16)
+    return -np.expm1(gpus_per_node * np.log1p(-p))
+
+
+def parse_switch(value, key: str) -> bool:
+    """An on/off option as given on the command line or in a YAML file."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "on", "1", "yes"):
+        return True
+    if isinstance(value, str) and value.lower() in ("false", "off", "0", "no"):
+        return False
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise InputError(f"--option {key}={value!r}: expected true or false")
+
+
+def host_transfer_seconds(template, root: str, gpus: int, per_gpu_bytes: float, to_host: bool) -> float:
+    """Seconds for each of a node's `gpus` GPUs to copy `per_gpu_bytes` to (to_host) or
+    from the node's host memory at `root` over the node's own PCIe / host links, all at
+    once on an idle node: the longest route's latency plus the busiest link's bytes over
+    its capacity (topology.build NodeTemplate: links are (u, v, kind, B/s, s))."""
+    from ..topology.build import tree_path
+    load: dict[int, float] = {}
+    latency = 0.0
+    for la in range(gpus):
+        verts = tree_path(template, f"gpu{la}", root)
+        if not to_host:
+            verts = verts[::-1]
+        offsets = [template.offset[(u, v)] for u, v in zip(verts, verts[1:])]
+        for o in offsets:
+            load[o] = load.get(o, 0.0) + per_gpu_bytes
+        latency = max(latency, sum(template.links[o][4] for o in offsets))
+    if not load:
+        return 0.0
+    return latency + max(b / template.links[o][3] for o, b in load.items())

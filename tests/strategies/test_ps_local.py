@@ -1,0 +1,117 @@
+"""ps local aggregation: a node pushes the union of its GPUs' rows (the token model's
+union statistics), the NICs carry the union ratio less, G=1 nodes and the option off are
+the per-GPU plan unchanged, bad values are one-line errors."""
+
+import numpy as np
+import pytest
+
+from embsim.engine.context import table_traffic
+from embsim.engine.run import SimulationConfig, simulate
+from embsim.errors import InputError
+from embsim.strategies.ps import ParameterServerStrategy, PsOptions
+from embsim.strategies.ps_local import node_rows
+from embsim.topology import load_topology
+from embsim.workload import load_model
+from embsim.workload.tokens import RowTouches, TokenStats
+
+BASE = dict(model="lstm-lm1b", batch=32, strategy="ps", iterations=3, efficiency_baseline=False)
+
+
+def run(topology, **options):
+    return simulate(SimulationConfig(topology=topology, strategy_options=options, **BASE))
+
+
+def pushed(r, op="ps-push:word_embedding"):
+    return {c.nbytes for c in r.run.comm if c.name == op}
+
+
+def distinct(gpus: int, model) -> tuple[float, float]:
+    """(one GPU's distinct rows U, the union of `gpus` GPUs' rows) from the token model."""
+    t = table_traffic(model, gpus, lambda table: TokenStats.zipf(table.vocab, SimulationConfig().zipf_s))
+    return t["word_embedding"].unique_per_gpu, t["word_embedding"].unique_union
+
+
+def test_node_rows_is_the_token_models_union():
+    stats = TokenStats.zipf(50_000, 1.1)
+    touches = RowTouches(stats, tokens=3_000.0, candidates=500)
+    for g in (1, 2, 8):
+        np.testing.assert_allclose(node_rows(touches.inclusion, g), touches.union_inclusion(g), rtol=1e-12)
+    assert touches.union(8) < 8 * touches.unique()
+
+
+def test_a_node_pushes_its_union_once_and_the_nics_carry_the_union_ratio_less():
+    on, off = run("pcie-rtx3090:4x4"), run("pcie-rtx3090:4x4", local_aggregation="false")
+    model = load_model("lstm-lm1b", batch=32)
+    u, union4 = distinct(4, model)
+    (a,), (b,) = pushed(on), pushed(off)
+    # per GPU route: the node's union / 4, against each GPU's own U rows
+    assert a == pytest.approx(b * union4 / (4 * u), rel=1e-9)
+    assert union4 < 4 * u
+    # pull per node (BytePS, the default) likewise; pull=gpu keeps every GPU's own rows
+    (pa,), (pb,) = pushed(on, "ps-pull:word_embedding"), pushed(off, "ps-pull:word_embedding")
+    assert pa == pytest.approx(pb * union4 / (4 * u), rel=1e-9)
+    gpu = run("pcie-rtx3090:4x4", pull="gpu")
+    assert pushed(gpu, "ps-pull:word_embedding") == {pb} and pushed(gpu) == {a}
+    # NIC bytes of a step: sparse push + pull fall by the union ratio, dense AllReduce unchanged
+    topo = ParameterServerStrategy.from_options({}).topology(load_topology("pcie-rtx3090:4x4"))
+    nics = topo.link_ids_of_kind("nic")
+
+    def nic_bytes(r):
+        first, last = sorted(r.run.link_bytes_at)[:2]
+        return float((r.run.link_bytes_at[last] - r.run.link_bytes_at[first])[nics].sum())
+    assert nic_bytes(on) < nic_bytes(off)
+    assert on.step_time < off.step_time
+    assert any("local aggregation" in n for n in on.notes)
+
+
+def test_one_gpu_nodes_and_the_option_off_are_the_per_gpu_plan():
+    for topo in ("pcie-rtx3090:4x1",):
+        on, off = run(topo), run(topo, local_aggregation=False)
+        assert on.step_time == off.step_time and pushed(on) == pushed(off)
+        assert not any("local aggregation" in n for n in on.notes)
+
+
+def test_bad_values_are_one_line_errors():
+    with pytest.raises(InputError, match="local_aggregation"):
+        PsOptions(local_aggregation="maybe")
+    with pytest.raises(InputError, match="pull"):
+        PsOptions(pull="cpu")
+    assert PsOptions(local_aggregation="off").local_aggregation is False
+    assert PsOptions().local_aggregation is True and PsOptions().pull == "node"
+
+
+def test_host_copies_by_hand():
+    from embsim.strategies.ps_local import host_transfer_seconds
+    from embsim.topology.build import tree_path
+    t = load_topology("pcie-rtx3090:1x4")._template
+    verts = tree_path(t, "gpu0", "cpu0")
+    links = [t.links[t.offset[(u, v)]] for u, v in zip(verts, verts[1:])]
+    one = host_transfer_seconds(t, "cpu0", 1, 1e8, to_host=True)
+    # one GPU alone: its route's latency plus its narrowest link
+    assert one == pytest.approx(sum(l[4] for l in links) + 1e8 / min(l[3] for l in links), rel=1e-12)
+    four = host_transfer_seconds(t, "cpu0", 4, 1e8, to_host=True)
+    assert one < four <= 4 * one
+    assert host_transfer_seconds(t, "cpu0", 4, 1e8, to_host=False) == pytest.approx(four, rel=1e-12)
+
+
+def test_the_host_copies_are_stream_ops_timed_on_the_nodes_links():
+    from embsim.strategies.ps_local import host_transfer_seconds
+    from embsim.workload import load_model
+    r = run("pcie-rtx3090:4x4")
+    ops = {c.name: c for c in r.run.compute}
+    model = load_model("lstm-lm1b", batch=32)
+    u, _ = distinct(4, model)
+    t = load_topology("pcie-rtx3090:4x4")._template
+    gather = host_transfer_seconds(t, "cpu0", 4, u * model.row_bytes("word"), to_host=True)
+    back = host_transfer_seconds(t, "cpu0", 4, u * 512 * model.table_bytes, to_host=False)
+    assert "extra:ps-gather:word_embedding" in ops and "extra:ps-scatter:word_embedding" in ops
+    note = next(n for n in r.notes if "gather into host memory" in n)
+    assert f"{gather * 1e3:.2f} ms" in note and f"{back * 1e3:.2f} ms" in note
+    # Parallax's hybrid pulls per GPU: no copy back; without aggregation no copies at all
+    gpu = run("pcie-rtx3090:4x4", pull="gpu")
+    names = {c.name for c in gpu.run.compute}
+    assert "extra:ps-gather:word_embedding" in names and "extra:ps-scatter:word_embedding" not in names
+    off = run("pcie-rtx3090:4x4", local_aggregation=False)
+    assert not any(c.name.startswith("extra:ps-") for c in off.run.compute)
+    for sched in ("priority", "embrace-2d"):            # every scheduler still drives it
+        simulate(SimulationConfig(topology="pcie-rtx3090:4x4", scheduler=sched, **BASE))
