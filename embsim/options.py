@@ -62,6 +62,18 @@ def positive_number(value: Any, key: str, minimum: float = 0.0) -> float:
     return float(value)
 
 
+_SWITCH = {True: True, False: False, 1: True, 0: False, "on": True, "off": False, "true": True,
+           "false": False, "yes": True, "no": False, "1": True, "0": False}
+
+
+def switch(value: Any, key: str) -> bool:
+    """An on/off option as typed (on/off, true/false, yes/no, 1/0) or as YAML gives it."""
+    v = value.lower() if isinstance(value, str) else value
+    if isinstance(v, float) or v not in _SWITCH:
+        raise InputError(f"--option {key}={value!r}: expected on or off (true or false)")
+    return _SWITCH[v]
+
+
 class Configurable:
     """A registry component (strategy, scheduler) whose --option keys are the fields of
     its `Options` dataclass. Subclasses never take constructor keywords: those swallowed

@@ -48,7 +48,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..errors import InputError
-from ..options import positive_number
+from ..options import positive_number, switch
 from ..plan.names import DEFERRED, OpId, Role, bwd_input_name, bwd_name, stream_order, update_name
 from ..plan.ops import ComputeOp
 from ..plan.traits import Payload
@@ -58,8 +58,6 @@ from .priority import FP32, PriorityScheduler
 EPS = 1e-9
 DGRAD_SHARE = 0.5      # dX and dW of a layer with weights: equal FLOPs
 SWITCHES = ("reorder", "defer", "prefetch", "cross_iteration")
-_ON = {True: True, False: False, 1: True, 0: False, "on": True, "off": False, "true": True,
-       "false": False, "yes": True, "no": False}
 IDS_TAG = "embrace-ids"   # the extra op after which EmbRace's token-id exchange may start
 
 
@@ -93,13 +91,6 @@ def stream_positions(layers: tuple[str, ...], split: frozenset[str]) -> dict[OpI
     return {n: i for i, n in enumerate(reordered(stream_order(list(layers), per_layer=True), split))}
 
 
-def switch(key: str, value) -> bool:
-    v = value.lower() if isinstance(value, str) else value
-    if v not in _ON:
-        raise InputError(f"--option {key}={value!r}: expected on or off")
-    return _ON[v]
-
-
 @dataclass(frozen=True)
 class EmbRace2DOptions:
     reorder: bool = True            # (1) input gradients before weight gradients
@@ -111,7 +102,7 @@ class EmbRace2DOptions:
 
     def __post_init__(self):
         for key in SWITCHES:
-            object.__setattr__(self, key, switch(key, getattr(self, key)))
+            object.__setattr__(self, key, switch(getattr(self, key), key))
         for key in ("partition_bytes", "credit_bytes"):
             object.__setattr__(self, key, positive_number(getattr(self, key), key))
 

@@ -55,7 +55,7 @@ import numpy as np
 
 from ..collectives.traffic import Traffic
 from ..errors import InputError
-from ..options import positive_number
+from ..options import positive_number, switch
 from ..plan.traits import Payload
 from ..plan.names import bwd_name, extra_name, fwd_name, update_name
 from ..plan.ops import ComputeOp, SyncTensor
@@ -63,7 +63,7 @@ from ..topology.servers import PLACEMENTS, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
 from ..workload.tokens import SHARDINGS, shard_shares
-from .ps_local import PULLS, host_transfer_seconds, node_rows, parse_switch
+from .ps_local import PULLS, host_transfer_seconds, node_rows
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -90,7 +90,7 @@ class PsOptions:
     pull: str = "node"                     # one pull per node (BytePS) or per GPU (Parallax hybrid)
 
     def __post_init__(self):
-        object.__setattr__(self, "local_aggregation", parse_switch(self.local_aggregation, "local_aggregation"))
+        object.__setattr__(self, "local_aggregation", switch(self.local_aggregation, "local_aggregation"))
         if self.pull not in PULLS:
             raise InputError(f"--option pull={self.pull!r}: expected one of {', '.join(PULLS)}")
         if self.servers not in PLACEMENTS:

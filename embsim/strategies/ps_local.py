@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-
 PULLS = ("node", "gpu")   # one pull per node then a local broadcast (BytePS) | per GPU (Parallax)
 
 
@@ -17,19 +15,6 @@ def node_rows(inclusion: np.ndarray, gpus_per_node: int) -> np.ndarray:
     one GPU's per-row inclusion. Its sum is the node's distinct rows, u(G) <= G x U."""
     p = np.minimum(np.asarray(inclusion, dtype=np.float64), 1.0 - 1e-16)
     return -np.expm1(gpus_per_node * np.log1p(-p))
-
-
-def parse_switch(value, key: str) -> bool:
-    """An on/off option as given on the command line or in a YAML file."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "on", "1", "yes"):
-        return True
-    if isinstance(value, str) and value.lower() in ("false", "off", "0", "no"):
-        return False
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    raise InputError(f"--option {key}={value!r}: expected true or false")
 
 
 def host_transfer_seconds(template, root: str, gpus: int, per_gpu_bytes: float, to_host: bool) -> float:
