@@ -169,14 +169,20 @@ def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
     return CompareResult(config=base, rows=tuple(rows), n_gpus=baseline.n_gpus)
 
 
-def unresolved_with_best(rows, error: float = TRAINING_MEAN_ERROR) -> list[str]:
-    """Labels of the ranked, fitting rows after the best whose step is within `error` of the
-    best's: the model's validated error cannot tell them from the best."""
+def best_fitting(rows) -> CompareRow | None:
+    """The fastest row that ran and fits in memory (first by rank_key), else None."""
     ran = [r for r in rows if r.refused is None and r.fits_in_memory]
-    if not ran:
+    return min(ran, key=rank_key) if ran else None
+
+
+def unresolved_with_best(rows, error: float = TRAINING_MEAN_ERROR) -> list[str]:
+    """Labels of the other fitting rows, in the order given, whose step is within `error` of
+    the best's (best_fitting): the model's validated error cannot tell them from the best."""
+    best = best_fitting(rows)
+    if best is None:
         return []
-    best = ran[0].step_time
-    return [r.label for r in ran[1:] if r.step_time < best * (1 + error)]
+    return [r.label for r in rows if r is not best and r.refused is None and r.fits_in_memory
+            and r.step_time < best.step_time * (1 + error)]
 
 
 def rank_key(row: CompareRow):

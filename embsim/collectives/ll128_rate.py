@@ -134,6 +134,24 @@ def report(path: str | Path) -> str:
     return "\n".join(lines)
 
 
+def main(argv: list[str] | None = None) -> int:
+    from ..errors import InputError
+    from ..toolargs import ToolParser
+    ap = ToolParser(prog="python -m embsim.collectives.ll128_rate",
+                    description="The one-node Ring/LL128 points' implied and marginal rates against "
+                                "NCCL's LL128 bounds (collective_notes.md).")
+    ap.add_argument("curves", nargs="*", metavar="CURVE.yaml",
+                    help=f"nccl-tests curve files (default: {', '.join(DEFAULT_CURVES)})")
+    args = ap.parse_args(argv)
+    paths = args.curves or [DATA_DIR / f"{name}.yaml" for name in DEFAULT_CURVES]
+    try:
+        text = "\n".join(report(p) for p in paths)
+    except InputError as exc:          # bad input: one line, exit status 2
+        print(f"{ap.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
 if __name__ == "__main__":
-    paths = sys.argv[1:] or [DATA_DIR / f"{name}.yaml" for name in DEFAULT_CURVES]
-    print("\n".join(report(p) for p in paths))
+    sys.exit(main())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import click
 
@@ -54,6 +55,13 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
     if inputs and not (nccl_tests or training):
         raise InputError(f"validate: {inputs[0]}: positional files are nccl-tests or training inputs; "
                          "add --nccl-tests or --training")
+    seen: dict[Path, str] = {}
+    for path in inputs:          # a file twice (overlapping globs) would count its runs twice
+        key = Path(path).resolve()
+        if key in seen:
+            spelled = "" if seen[key] == path else f" (as {seen[key]} and {path})"
+            raise InputError(f"validate: {seen[key]} given twice{spelled}; give it once")
+        seen[key] = path
     if not nccl_tests:
         # the trace runs on its own machine, a training file names each run's system
         for flag, value in (("--topology", topology), ("--op", op),

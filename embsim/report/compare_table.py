@@ -5,22 +5,24 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..compare import TRAINING_MEAN_ERROR, unresolved_with_best
+from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
 from .units import compute_source_text, human_bytes, human_time
 
 
 def resolution_text(result) -> str:
     """Which rows the model cannot order against the best (embsim.compare.unresolved_with_best)."""
-    ran = [r for r in result.rows if r.refused is None and r.fits_in_memory]
-    if not ran:
+    if all(r.refused is not None for r in result.rows):
         return "resolution: no row ran"
+    best = best_fitting(result.rows)
+    if best is None:
+        return "resolution: no row fits in memory, so none is ranked as the best"
     near = unresolved_with_best(result.rows)
     limit = (f"{TRAINING_MEAN_ERROR:.1%} of the best, the model's mean error on published training "
              f"throughput (docs/validation.md)")
     if not near:
-        return f"resolution: {ran[0].label} leads every other row by more than {limit}"
+        return f"resolution: {best.label} leads every other fitting row by more than {limit}"
     return (f"resolution: {', '.join(near)} within {limit}: not resolved, their order against "
-            f"{ran[0].label} could flip on real hardware")
+            f"{best.label} could flip on real hardware")
 
 
 def print_matrix(result, console: Console | None = None) -> None:

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 from pathlib import Path
 
@@ -106,11 +105,15 @@ def build(traces_dir: Path, out: Path) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    from ..toolargs import ToolParser
+    ap = ToolParser(prog="python -m embsim.validate.docs", description=__doc__)
     ap.add_argument("--traces", default="traces")
     ap.add_argument("--out", default="docs/validation.md")
     args = ap.parse_args(argv)
-    build(Path(args.traces), Path(args.out))
+    traces = Path(args.traces)
+    if not traces.is_dir() or not any(traces.glob("*.yaml")):    # else the section is dropped
+        ap.error(f"--traces {args.traces}: not a folder of trace files (*.yaml)")
+    build(traces, Path(args.out))
     print(f"wrote {args.out}")
 
 

@@ -104,6 +104,8 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
         if key not in EMBSIM_KEYS:
             raise doc.error(path + (key,), f"unknown key (known: {', '.join(EMBSIM_KEYS)})")
         get(doc, path, merged, key, EMBSIM_KEYS[key])
+    if "scale" in merged:     # 0 or below would turn every simulated figure into 0 or a sign flip
+        get(doc, path, merged, "scale", EMBSIM_KEYS["scale"], positive=True)
     for key in ("topology", "model"):
         if key not in merged:
             raise doc.error(path, f"missing {key!r} (in the run's embsim: or embsim_defaults:)")

@@ -424,8 +424,10 @@ def heldout_section() -> list[str]:
         "  per-step work embsim does not model they are large and one-sided: TF1 GNMT's",
         "  per-timestep decoder while-loop 1.5-4.7x fast, TF1 TF-AMP rows +29 % against +8 % at",
         "  FP32/TF32, the TensorFlow SQuAD tables at per-GPU batches of 2-4 up to +76 % (a per-step",
-        "  session/Horovod cost embsim does not charge). PaddlePaddle is the one set that is slow",
-        "  (-14..-23 %): its static-graph encoder beats the eager kernels embsim charges for it.",
+        "  session/Horovod cost embsim does not charge; TF2's A100 \"TF32\" rows, +77 % at batch 38,",
+        "  probably measured without TF32). PaddlePaddle pre-training is the only slow set",
+        "  (-14..-23 %): its static-graph encoder beats the eager kernels embsim charges for it;",
+        "  its SQuAD rows split by precision (TF32 -24..-25 %, AMP +30..+32 %).",
         "- Scaling is too optimistic in most pairs (+0.02..+0.08 at 16-32 nodes; TF1 GNMT's",
         "  in-graph replication +0.13..+0.23), as in the packaged and MPT sets.",
         ])

@@ -20,7 +20,6 @@ shipped length histogram only).
 
 from __future__ import annotations
 
-import argparse
 from collections import defaultdict
 
 from .kernel_time import kernel_time
@@ -83,13 +82,14 @@ def main(argv=None) -> None:
     from .gpu_compute import for_gpu
     from .length_data import list_datasets, load_histogram
     from .padding import length_mix, parse_padding
-    ap = argparse.ArgumentParser(prog="python -m embsim.workload.breakdown", description=__doc__.split("\n")[0])
+    from ..toolargs import ToolParser, positive_int
+    ap = ToolParser(prog="python -m embsim.workload.breakdown", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--topology", required=True, help="a preset name or topology file")
     ap.add_argument("--dtype")
     ap.add_argument("--amp")
-    ap.add_argument("--batch", type=int)
-    ap.add_argument("--seq", type=int)
+    ap.add_argument("--batch", type=positive_int)
+    ap.add_argument("--seq", type=positive_int)
     ap.add_argument("--padding", help="default: the zoo model's at --seq, else max")
     args = ap.parse_args(argv)
     spec = load_spec(args.model)

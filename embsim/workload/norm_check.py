@@ -191,5 +191,14 @@ def copy_bps(name: str) -> float:
     return g.hbm_bps * g.hbm_fraction
 
 
-if __name__ == "__main__":      # python -m embsim.workload.norm_check
+def main(argv: list[str] | None = None) -> int:
+    from ..toolargs import ToolParser
+    ToolParser(prog="python -m embsim.workload.norm_check",
+               description="Eager LayerNorm on A100, published timings against the kernel model "
+                           "(takes no arguments).").parse_args(argv)
     print(report())
+    return 0
+
+
+if __name__ == "__main__":      # python -m embsim.workload.norm_check
+    raise SystemExit(main())

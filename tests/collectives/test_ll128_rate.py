@@ -77,3 +77,17 @@ def test_report_lists_points_and_margins():
     text = report(AZURE)
     assert "24x640" in text and "marginal 8->16 MiB" in text
     assert report(DATA_DIR / "h100-slurm-1x8-all-gather.yaml").endswith(": none")
+
+
+def test_main_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    from embsim.collectives.ll128_rate import main
+    (tmp_path / "bad.yaml").write_text("busbw: [\n")
+    for argv, words in ([str(tmp_path / "none.yaml")], "none.yaml: no such file"), \
+                       ([str(tmp_path / "bad.yaml")], "bad.yaml (line 2): not valid YAML"):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and words in err, err
+    with pytest.raises(SystemExit) as exc:
+        main(["--bogus"])
+    assert exc.value.code == 2 and "--bogus" in capsys.readouterr().err
+    assert main([str(AZURE)]) == 0 and "24x640" in capsys.readouterr().out

@@ -66,6 +66,7 @@ def test_cli_json_and_plot(tmp_path):
     res = doc["resolution"]
     ranked = [f"{r['strategy']}/{r['scheduler']}" for r in doc["rows"] if r.get("step_time_ms")]
     assert res["training_mean_error"] > 0 and set(res["not_resolved_against_best"]) <= set(ranked[1:])
+    assert res["best"] == ranked[0]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -169,4 +170,32 @@ def test_rows_within_the_validated_error_of_the_best_are_not_resolved():
     r.rows = rows
     assert resolution_text(r).startswith("resolution: embrace/fifo within 6.3% of the best")
     r.rows = (rows[0], rows[2])
-    assert "leads every other row by more than 6.3%" in resolution_text(r)
+    assert "leads every other fitting row by more than 6.3%" in resolution_text(r)
+
+
+def test_resolution_when_no_row_fits_or_runs_and_in_any_order():
+    """Rows that ran but do not fit are not 'no row ran'; the JSON names the best (None when
+    nothing is ranked), so an empty not-resolved list cannot be read as 'resolved'; the best
+    is the fastest fitting row whatever order the rows come in."""
+    from embsim.compare import best_fitting, unresolved_with_best
+    from embsim.report.compare_table import resolution_text
+    from embsim.report.result_json import compare_json
+
+    class Result:
+        baseline, compute_source = "allreduce/fifo", "kernel model"
+    r = Result()
+    big = (CompareRow("fsdp", "fifo", step_time=1.0, fits_in_memory=False),
+           CompareRow("allreduce", "fifo", step_time=1.1, fits_in_memory=False))
+    r.rows = big
+    assert resolution_text(r) == "resolution: no row fits in memory, so none is ranked as the best"
+    assert compare_json(r)["resolution"]["best"] is None
+    r.rows = (CompareRow("s2reducer", "embrace-2d", refused="no rows"),)
+    assert resolution_text(r) == "resolution: no row ran"
+    shuffled = (CompareRow("ps", "fifo", step_time=104e-3, fits_in_memory=True),
+                CompareRow("embrace", "fifo", step_time=100e-3, fits_in_memory=True),
+                CompareRow("allgather", "fifo", step_time=120e-3, fits_in_memory=True))
+    assert best_fitting(shuffled).label == "embrace/fifo"
+    assert unresolved_with_best(shuffled) == ["ps/fifo"]
+    r.rows = shuffled
+    assert compare_json(r)["resolution"] == {"training_mean_error": 0.063, "best": "embrace/fifo",
+                                             "not_resolved_against_best": ["ps/fifo"]}

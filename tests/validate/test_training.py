@@ -65,6 +65,18 @@ def test_bad_file_names_file_and_key(tmp_path):
         file_runs(str(path))
 
 
+@pytest.mark.parametrize("scale", ["0", "-0.125"])
+def test_a_scale_that_is_not_positive_names_file_and_key(tmp_path, scale):
+    """`scale:` multiplies the simulated figure (tokens/s summed over GPUs -> per GPU): 0 or
+    below is a typo, refused before anything is simulated."""
+    path = tmp_path / "scale.yaml"
+    path.write_text("embsim_defaults: {topology: 'dgx-a100:1x1', model: tiny-lm, "
+                    f"metric: tokens_per_s, scale: {scale}}}\n"
+                    "runs:\n  - {id: a, gpus: 1, value: 10, embsim: {}}\n")
+    with pytest.raises(InputError, match=r"scale.yaml: runs.0.embsim.scale.*must be positive"):
+        file_runs(str(path))
+
+
 def test_padding_key_and_its_errors(tmp_path):
     """`lengths:` and `padding:` in a run's embsim: block; a bad form names file and run."""
     path = tmp_path / "pad.yaml"

@@ -26,3 +26,13 @@ def test_nccl_tests_flags_refused_elsewhere(mode, flag, capsys):
     assert main(["validate", *mode, *flag]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and flag[0] in err
+
+
+@pytest.mark.parametrize("mode", ["--nccl-tests", "--training"])
+def test_a_file_given_twice_is_refused(mode, capsys, monkeypatch):
+    """Overlapping globs once counted a file's curves or runs twice in the headline."""
+    monkeypatch.chdir(DATA)
+    name = "ext2-points.yaml" if mode == "--nccl-tests" else "training/heldout/nemo-docs-llama3-8b.yaml"
+    assert main(["validate", mode, name, f"./{name}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{name} given twice (as {name} and ./{name})" in err, err

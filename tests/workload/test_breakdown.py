@@ -59,3 +59,16 @@ def test_main_prints_the_table(capsys):
     out = capsys.readouterr().out
     assert "padding bins:64:8 of wikipedia" in out
     assert "GPU total" in out and "memory-bound layer" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--model", "tiny-lm", "--model", "bert-base", "--topology", "dgx-a100"], "--model given twice"),
+    (["--model", "tiny-lm", "--topology", "dgx-a100", "--batch", "0"], "--batch: '0': must be at least 1"),
+    (["--model", "tiny-lm", "--topology", "dgx-a100", "--seq=0"], "--seq: '0': must be at least 1"),
+])
+def test_main_refuses_bad_arguments_in_one_line(argv, words, capsys):
+    """--batch 0 / --seq 0 once fell back to the model's default silently."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and words in err, err

@@ -53,3 +53,10 @@ def test_a100_single_passes_do_not_beat_v100_stream_class(summaries):
 def test_report_names_both_presets():
     text = norm_check.report()
     assert "dgx-a100-40gb" in text and "dgx-a100 (" in text and "#87445" in text
+
+
+def test_main_takes_no_arguments(capsys):
+    with pytest.raises(SystemExit) as exc:
+        norm_check.main(["--bogus"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and "--bogus" in err

@@ -1,0 +1,81 @@
+"""Arguments of the `python -m embsim....` analysis tools, held to the embsim command's rules.
+
+argparse alone prints its usage and the error over several lines, keeps the last value of an
+option given twice (`--model a --model b` runs b), and takes an unambiguous prefix of an option
+(`--mod`) for the option. ToolParser makes a bad argument one line naming it, exit status 2
+(as `embsim` and embsim.commands.repeated do), refuses a single-valued option given twice, and
+takes options only as spelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _single_valued(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """Every spelling of the parser's options that may be given once (not append/count/help)."""
+    repeatable = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction,
+                  argparse._HelpAction, argparse._ExtendAction)
+    return {name: action for action in parser._actions if not isinstance(action, repeatable)
+            for name in action.option_strings}
+
+
+def repeated_option(parser: argparse.ArgumentParser, args: list[str]) -> str | None:
+    """The first option `args` gives twice (as typed), else None: `--name value`,
+    `--name=value`, `-x value` and `-xvalue`; a value is skipped whatever it looks like, and
+    `--` ends the options."""
+    names = _single_valued(parser)
+    seen: dict[int, str] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            break
+        if token.startswith("--"):
+            name, attached = token.split("=", 1)[0], "=" in token
+        elif token.startswith("-") and len(token) > 1:
+            name, attached = token[:2], len(token) > 2
+        else:
+            i += 1
+            continue
+        action = names.get(name)
+        if action is not None:
+            if id(action) in seen:
+                first = seen[id(action)]
+                spelled = "" if first == name else f" (as {first} and {name})"
+                return f"{first} given twice{spelled}; give it once"
+            seen[id(action)] = name
+            if action.nargs != 0 and not attached:
+                i += 1                    # its value
+        i += 1
+    return None
+
+
+class ToolParser(argparse.ArgumentParser):
+    """argparse.ArgumentParser for the analysis tools: errors in one line, exit status 2."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        problem = repeated_option(self, args)
+        if problem is not None:
+            self.error(problem)
+        return super().parse_args(args, namespace)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (0 would otherwise read as 'not given')."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    return value
