@@ -14,7 +14,6 @@ systems, and the pairwise order agreement count.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
@@ -222,16 +221,24 @@ def format_table(res: dict) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from embsim.toolargs import ToolParser
+    ap = ToolParser(prog="benchmarks/ranking_check.py", description=__doc__.splitlines()[0])
     ap.add_argument("tables", nargs="*", type=Path, help="rankings files (default: all)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     paths = args.tables or sorted(RANKINGS.glob("*.yaml"))
-    try:
-        results = [check_table(load_table(p.resolve())) for p in paths]
-    except (InputError, OSError) as e:
-        print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
+    results = []
+    for p in paths:
+        try:
+            results.append(check_table(load_table(p.resolve())))
+        except OSError as e:
+            print(f"error: {p}: cannot read ({e.strerror or e})", file=sys.stderr)
+            return 2
+        except InputError as e:
+            # a strategy option's refusal names the option, not the file it came from
+            first = str(e).splitlines()[0]
+            print(f"error: {first if first.startswith(p.name) else f'{p.name}: {first}'}", file=sys.stderr)
+            return 2
     print(json.dumps(results, indent=1) if args.json else "\n\n".join(map(format_table, results)))
     return 0
 

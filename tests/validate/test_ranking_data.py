@@ -88,6 +88,26 @@ def test_the_command_line_refuses_a_broken_table_with_exit_2(tmp_path, capsys):
     assert err.startswith("error: broken.yaml: source") and "Traceback" not in err
 
 
+def test_the_command_line_names_the_file_and_refuses_bad_arguments(tmp_path, capsys):
+    """A missing file, an option given twice, an unknown flag and a strategy option the
+    strategy refuses: one line naming the file or flag, exit 2."""
+    assert check.main([str(tmp_path / "none.yaml")]) == 2
+    assert "none.yaml: cannot read" in capsys.readouterr().err
+
+    def nowhere(d):
+        for system in d["systems"].values():
+            if system.get("options"):
+                system["options"]["servers"] = "nowhere"
+    assert check.main([str(_broken(tmp_path, nowhere))]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: broken.yaml: --option servers='nowhere'") and "\n" not in err
+    for argv in (["--json", "--json"], ["--bogus"]):
+        with pytest.raises(SystemExit) as exc:
+            check.main(argv)
+        assert exc.value.code == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
 def test_parallax_lm1b_ranking_gate():
     """Held-out check (nothing was fitted on it): embsim's hybrid PS vs NCCL AllGather on
     the Parallax README's LM-1B chart. Order: 4 of 8 pairs agree (1 and 2 machines: embsim
