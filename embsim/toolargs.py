@@ -21,12 +21,14 @@ def _single_valued(parser: argparse.ArgumentParser) -> dict[str, argparse.Action
             for name in action.option_strings}
 
 
-def repeated_option(parser: argparse.ArgumentParser, args: list[str]) -> str | None:
-    """The first option `args` gives twice (as typed), else None: `--name value`,
-    `--name=value`, `-x value` and `-xvalue`; a value is skipped whatever it looks like, and
-    `--` ends the options."""
-    names = _single_valued(parser)
-    seen: dict[int, str] = {}
+def first_repeated(args: list[str], option, stop_at_positional: bool = False) -> str | None:
+    """The first option `args` gives twice (as typed), else None. `option(name)` is the
+    option a spelling (`--x`, `-x`, `--no-x`) names, as (identity, takes a value), or None.
+    Scanned as parsers read: `--name value`, `--name=value`, `-x value` and `-xvalue`; a
+    value is skipped whatever it looks like, `--` ends the options, and with
+    `stop_at_positional` so does the first positional (a command group's subcommand). Shared
+    by the analysis tools (ToolParser) and the embsim commands (embsim.commands.repeated)."""
+    seen: dict[object, str] = {}
     i = 0
     while i < len(args):
         token = args[i]
@@ -37,19 +39,32 @@ def repeated_option(parser: argparse.ArgumentParser, args: list[str]) -> str | N
         elif token.startswith("-") and len(token) > 1:
             name, attached = token[:2], len(token) > 2
         else:
+            if stop_at_positional:
+                break
             i += 1
             continue
-        action = names.get(name)
-        if action is not None:
-            if id(action) in seen:
-                first = seen[id(action)]
+        found = option(name)
+        if found is not None:
+            key, takes_value = found
+            if key in seen:
+                first = seen[key]
                 spelled = "" if first == name else f" (as {first} and {name})"
                 return f"{first} given twice{spelled}; give it once"
-            seen[id(action)] = name
-            if action.nargs != 0 and not attached:
+            seen[key] = name
+            if takes_value and not attached:
                 i += 1                    # its value
         i += 1
     return None
+
+
+def repeated_option(parser: argparse.ArgumentParser, args: list[str]) -> str | None:
+    """The first single-valued option of `parser` that `args` gives twice, else None."""
+    names = _single_valued(parser)
+
+    def option(name):
+        action = names.get(name)
+        return None if action is None else (id(action), action.nargs != 0)
+    return first_repeated(args, option)
 
 
 class ToolParser(argparse.ArgumentParser):

@@ -14,6 +14,8 @@ import types
 
 import click
 
+from ..toolargs import first_repeated
+
 
 def _single_valued(command: click.Command) -> dict[str, click.Option]:
     """Every spelling (--x, -x, --no-x) of the command's options that take one value."""
@@ -25,42 +27,15 @@ def _single_valued(command: click.Command) -> dict[str, click.Option]:
     return names
 
 
-def _takes_value(param: click.Option) -> bool:
-    return not param.is_flag and param.nargs == 1
-
-
 def repeated_option(command: click.Command, args: list[str]) -> str | None:
-    """The first option of `command` that `args` gives twice (as typed), else None.
-
-    Scans the way click parses: `--name=value` or `--name value`, `-x value` or `-xvalue`;
-    a value is skipped, `--` ends the options, and a group stops at its subcommand."""
+    """The first option of `command` that `args` gives twice (as typed), else None; a group
+    stops at its subcommand (embsim.toolargs.first_repeated scans)."""
     names = _single_valued(command)
-    seen: dict[int, str] = {}
-    i = 0
-    while i < len(args):
-        token = args[i]
-        if token == "--":
-            break
-        if token.startswith("--"):
-            name, attached = token.split("=", 1)[0], "=" in token
-        elif token.startswith("-") and len(token) > 1:
-            name, attached = token[:2], len(token) > 2
-        else:
-            if isinstance(command, click.Group):
-                break                     # the subcommand and its own arguments
-            i += 1
-            continue
+
+    def option(name):
         param = names.get(name)
-        if param is not None:
-            if id(param) in seen:
-                first = seen[id(param)]
-                spelled = "" if first == name else f" (as {first} and {name})"
-                return f"{first} given twice{spelled}; give it once"
-            seen[id(param)] = name
-            if _takes_value(param) and not attached:
-                i += 1                    # its value, whatever it looks like
-        i += 1
-    return None
+        return None if param is None else (id(param), not param.is_flag and param.nargs == 1)
+    return first_repeated(args, option, stop_at_positional=isinstance(command, click.Group))
 
 
 def refuse_repeated(command: click.Command) -> click.Command:
