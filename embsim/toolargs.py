@@ -94,3 +94,9 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
     return value
+
+
+def no_arguments(module: str, doc: str | None) -> None:
+    """The command line of a `python -m` tool that takes no arguments: -h prints what it
+    does; anything else is one line and exit status 2 rather than silently ignored."""
+    ToolParser(prog=f"python -m {module}", description=(doc or "").strip().split("\n")[0]).parse_args()

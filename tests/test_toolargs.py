@@ -57,3 +57,22 @@ def test_errors_are_one_line_and_exit_2(args, words, capsys):
 def test_good_arguments_parse():
     args = parser().parse_args(["--model", "a", "-b4", "--env", "X", "--env", "Y", "f.yaml"])
     assert (args.model, args.batch, args.env, args.files) == ("a", 4, ["X", "Y"], ["f.yaml"])
+
+
+def test_a_tool_without_arguments_refuses_any(capsys, monkeypatch):
+    """python -m tools that take no arguments (the fits, kernel_check, ...) say so in one
+    line and exit 2 instead of running their report whatever they were given."""
+    import subprocess
+    import sys
+    from embsim.toolargs import no_arguments
+    monkeypatch.setattr(sys, "argv", ["x"])
+    no_arguments("embsim.workload.fit", "Fit something.\n\nMore.")       # nothing given: runs
+    monkeypatch.setattr(sys, "argv", ["x", "--bogus"])
+    with pytest.raises(SystemExit) as exc:
+        no_arguments("embsim.workload.fit", "Fit something.")
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["python -m embsim.workload.fit: error: unrecognized arguments: --bogus (see --help)"]
+    out = subprocess.run([sys.executable, "-m", "embsim.collectives.fit_net", "extra"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1

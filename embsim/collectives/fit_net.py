@@ -29,4 +29,6 @@ def fit() -> float:
 
 
 if __name__ == "__main__":
+    from ..toolargs import no_arguments
+    no_arguments("embsim.collectives.fit_net", __doc__)
     print(f"proxy hand-off: {fit()} µs per network crossing (shipped: {multinode.PROXY_HANDOFF_US})")

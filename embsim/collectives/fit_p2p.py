@@ -30,6 +30,8 @@ def fit() -> int:
 
 
 if __name__ == "__main__":
+    from ..toolargs import no_arguments
+    no_arguments("embsim.collectives.fit_p2p", __doc__)
     best = fit()
     print(f"P2P_BATCH_CYCLES: {best} cycles (mean |error| {mean_error(best):.2%} on {CURVE.name}; "
           f"shipped: {p2p.P2P_BATCH_CYCLES})")

@@ -41,5 +41,7 @@ def fit() -> dict[str, float]:
 
 
 if __name__ == "__main__":
+    from ..toolargs import no_arguments
+    no_arguments("embsim.collectives.fit_sync", __doc__)
     for proto, value in fit().items():
         print(f"{proto}: {value} µs per step (shipped: {pipeline.SYNC_US[proto]})")

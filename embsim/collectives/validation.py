@@ -201,6 +201,8 @@ def format_report(results: list[CurveError]) -> str:
 
 
 if __name__ == "__main__":
+    from ..toolargs import no_arguments
+    no_arguments("embsim.collectives.validation", __doc__)
     res = validate_all()
     print(format_report(res))
     for c in res:

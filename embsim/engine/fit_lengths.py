@@ -48,6 +48,8 @@ def fit_sigma(target: float = WPB / MAX_TOKENS, lo: float = 0.0, hi: float = 0.6
 
 
 def main() -> None:
+    from ..toolargs import no_arguments
+    no_arguments("embsim.engine.fit_lengths", __doc__)
     sigma = fit_sigma()
     print(f"ratio SIGMA {sigma} (target fill {target_fill(sigma):.4f}, fairseq wpb "
           f"{WPB:.0f} / {MAX_TOKENS} = {WPB / MAX_TOKENS:.4f}; equal sides: {target_fill(0.0):.4f}; "

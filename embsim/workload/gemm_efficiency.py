@@ -163,6 +163,8 @@ def cube_over_mamf() -> dict[str, float]:
 
 
 if __name__ == "__main__":     # python -m embsim.workload.gemm_efficiency
+    from ..toolargs import no_arguments
+    no_arguments("embsim.workload.gemm_efficiency", __doc__)
     for gpu, per in derive().items():
         for dtype, d in per.items():
             print(f"{gpu:6s} {dtype:5s} {d.fraction:.3f}  {d.how}")

@@ -122,6 +122,8 @@ V100 = replace(V100_SPEC, gemm_fraction=V100_GEMM_FRACTION)   # as the kernel mo
 
 
 if __name__ == "__main__":      # python -m embsim.workload.gemm_fit: refit and compare
+    from ..toolargs import no_arguments
+    no_arguments("embsim.workload.gemm_fit", __doc__)
     f = fit()
     print(f"tile overhead: {f.tile_overhead_k:g} k-steps (shipped: {TILE_OVERHEAD_K:g}); "
           f"V100 large-GEMM fraction: {f.gemm_fraction:g} (shipped: {V100_GEMM_FRACTION:g}); "

@@ -226,4 +226,6 @@ def _report() -> str:
 
 
 if __name__ == "__main__":      # python -m embsim.workload.kernel_check
+    from ..toolargs import no_arguments
+    no_arguments("embsim.workload.kernel_check", __doc__)
     print(_report())

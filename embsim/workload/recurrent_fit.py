@@ -109,6 +109,8 @@ def recurrent_step_s(tensor_flops: float) -> float:
 
 
 if __name__ == "__main__":      # python -m embsim.workload.recurrent_fit: the per-row excess
+    from ..toolargs import no_arguments
+    no_arguments("embsim.workload.recurrent_fit", __doc__)
     rows = step_excess_s()
     print(f"RNN step overhead: {RECURRENT_STEP_S * 1e6:.0f} µs per timestep, the median of "
           + ", ".join(f"{x * 1e6:.0f}" for x in rows) + f" µs ({SOURCE})")

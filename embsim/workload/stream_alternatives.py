@@ -153,4 +153,6 @@ def report() -> list[str]:
 
 
 if __name__ == "__main__":      # python -m embsim.workload.stream_alternatives
+    from ..toolargs import no_arguments
+    no_arguments("embsim.workload.stream_alternatives", __doc__)
     print("\n".join(report()))

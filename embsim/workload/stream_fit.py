@@ -107,6 +107,8 @@ def fit(rows: list[LayerRow] | None = None) -> StreamFit:
 
 
 if __name__ == "__main__":      # python -m embsim.workload.stream_fit: refit and compare
+    from ..toolargs import no_arguments
+    no_arguments("embsim.workload.stream_fit", __doc__)
     from .gpu_props import FRAMEWORK_STREAM_EFFICIENCY
     f = fit()
     print(f"memory-bound kernel fraction: {f.efficiency:g} (shipped: {FRAMEWORK_STREAM_EFFICIENCY:g}) "
