@@ -31,7 +31,7 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
     unknown = [str(n) for n in update_time if n.layer not in layers]
     if unknown:
         raise ValueError(f"update targets {unknown} name no layer")
-    ops = {op_id: ComputeOp(op_id, update_time[op_id], lagged=per_layer) for op_id in update_time}
+    ops = {op_id: ComputeOp(op_id, update_time[op_id], lagged=per_layer, param_sized=True) for op_id in update_time}
     for n in layers:
         ops[fwd_name(n)] = ComputeOp(fwd_name(n), ctx.layer_fwd[n])
         ops[bwd_name(n)] = ComputeOp(bwd_name(n), ctx.layer_bwd[n])

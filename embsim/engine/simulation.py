@@ -16,7 +16,7 @@ import simpy
 
 from ..collectives.runtime import CollectiveRecord, CollectiveRuntime
 from ..collectives.servers import SERVER_OPS
-from ..plan.names import OpId, Role
+from ..plan.names import OpId
 from ..plan.ops import CommOp, ComputeOp, StepPlan
 from ..plan.timeline import CommRecord, ComputeRecord, EngineRun, RankClass
 
@@ -93,7 +93,7 @@ class Engine:
                         yield self._comm_event(k + offset, dep)
                 start = env.now
                 self._set_computing(+1)
-                yield from self._busy(op.duration * _slowdown(cls, op.id))
+                yield from self._busy(op.duration * _slowdown(cls, op))
                 self._set_computing(-1)
                 rec.compute.append(ComputeRecord(cls.name, k, op.name, op.kind, start, env.now))
                 self._compute_done(cls, k, op)
@@ -161,12 +161,9 @@ class Engine:
                 self._dep_satisfied(cls, k, d)
 
 
-def _slowdown(cls: RankClass, op) -> float:
-    """The class's multiplier for one op: parameter-sized ops (the optimizer update, a DDP
-    wrapper's bucket passes, embsim.schedulers.ddp_passes) take its param_slowdown, which
-    leaves out the batch-length jitter (a padded or token-budget batch moves the forward and
+def _slowdown(cls: RankClass, op: ComputeOp) -> float:
+    """The class's multiplier for one op: parameter-sized ops (ComputeOp.param_sized: the
+    optimizer update, a DDP wrapper's bucket passes) take its param_slowdown, which leaves
+    out the batch-length jitter (a padded or token-budget batch moves the forward and
     backward only)."""
-    if cls.param_slowdown is not None and (
-            op.role is Role.UPDATE or (op.role is Role.EXTRA and op.tag.startswith("ddp-"))):
-        return cls.param_slowdown
-    return cls.slowdown
+    return cls.param_slowdown if op.param_sized and cls.param_slowdown is not None else cls.slowdown

@@ -27,6 +27,9 @@ class ComputeOp:
     id: OpId
     duration: float           # seconds on a nominal (non-straggling, uninterfered) GPU
     lagged: bool = False      # works on the previous iteration's gradients: skipped in iteration 0
+    # a pass over parameter-sized tensors (the optimizer update, a DDP wrapper's bucket
+    # passes): a rank's batch-length jitter does not stretch it (RankClass.param_slowdown)
+    param_sized: bool = False
 
     @property
     def name(self) -> str:

@@ -93,22 +93,24 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
             for t, n in zip(members, kernels):
                 op = extra_name(tag, t.layer)
                 seconds = _pass(ctx, tag, t.nbytes, n, ops=0, copy=style == "torch")
-                after.append((t.ready_after, ComputeOp(op, seconds)))
+                after.append((t.ready_after, ComputeOp(op, seconds, param_sized=True)))
                 moved[t.ready_after] = op
             ready = tuple((moved.get(dep, dep), off) for dep, off in c.ready_after)
             c = replace(c, ready_after=ready)
             if style == "torch":
                 back = ComputeOp(extra_name("ddp-copy-out", members[-1].layer),
-                                 _pass(ctx, "ddp-copy-out", c.nbytes, sum(kernels), ops=0, copy=True))
+                                 _pass(ctx, "ddp-copy-out", c.nbytes, sum(kernels), ops=0, copy=True),
+                                 param_sized=True)
                 before_update.append((back, c.name))
         elif style == "torch-view":
             # the hook's divides of the whole bucket buffer, when the bucket is full
             op = extra_name("ddp-hook-divide", last.layer)
-            after.append((last, ComputeOp(op, _pass(ctx, "ddp-hook-divide", c.nbytes * hook_divides, hook_divides))))
+            after.append((last, ComputeOp(op, _pass(ctx, "ddp-hook-divide", c.nbytes * hook_divides, hook_divides),
+                                             param_sized=True)))
             c = replace(c, ready_after=((op, 0),))
         elif style == "apex":
             op = extra_name("ddp-flatten", last.layer)
-            after.append((last, ComputeOp(op, _pass(ctx, "ddp-flatten", c.nbytes, copy=True))))
+            after.append((last, ComputeOp(op, _pass(ctx, "ddp-flatten", c.nbytes, copy=True), param_sized=True)))
             tail = _pass(ctx, "ddp-average", c.nbytes) + _pass(ctx, "ddp-unflatten", c.nbytes, copy=True)
             c = replace(c, ready_after=((op, 0),), tail=c.tail + tail)
         else:
