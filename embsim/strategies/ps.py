@@ -59,7 +59,7 @@ from ..options import positive_number, switch
 from ..plan.traits import Payload
 from ..plan.names import bwd_name, extra_name, fwd_name, update_name
 from ..plan.ops import ComputeOp, SyncTensor
-from ..topology.servers import PLACEMENTS, with_servers
+from ..topology.servers import PLACEMENTS, host_vertex, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
 from ..workload.tokens import SHARDINGS, shard_shares
@@ -125,7 +125,7 @@ class ParameterServerStrategy(Strategy):
         spec = replace(topo.node.servers or ServerSpec(), **overrides)
         out = with_servers(topo, self.options.servers, spec)
         self.server_count = out.servers.count
-        root = next((v for v in ("cpu0", "host") if v in topo._template.vertices), None)
+        root = host_vertex(topo._template)
         self.host_tree = (topo._template, root) if root else None
         return out
 

@@ -61,10 +61,16 @@ def with_servers(topo, placement: str, spec: ServerSpec | None = None):
     return out
 
 
+def host_vertex(t) -> str | None:
+    """The node template's vertex for the host CPU and its memory (the first socket, or a
+    host-kind node's one vertex), None where the topology describes no PCIe/host tree."""
+    return next((v for v in ("cpu0", "host") if v in t.vertices), None)
+
+
 def _root(t) -> str:
-    for v in ("cpu0", "host"):
-        if v in t.vertices:
-            return v
+    root = host_vertex(t)
+    if root is not None:
+        return root
     raise TopologyError("parameter servers on the GPU nodes need a PCIe or host description "
                         "(fabric.pcie_* or kind: host) to reach the CPU")
 
