@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InputError
-from .jitter import CORPUS_FORMS, LENGTH_STEPS, batch_draws, parse_jitter, sentence_lengths
+from .jitter import CORPUS_FORMS, LENGTH_STEPS, batch_draws, padded_compute, parse_jitter, sentence_lengths
 
 AVERAGES = ("time", "iterations")
 LABEL = ("throughput: mean of per-iteration rates (DeepLearningExamples GNMT trainer.py "
@@ -58,9 +58,7 @@ def step_profile(jitter: str | None, n_gpus: int, seed: int, batch: int, seq: in
     real = sentence_lengths(corpus, lengths, seed)
     rng = np.random.default_rng(seed)
     padded, tokens = batch_draws(kind, int(x), real, n_gpus, batch, rng, steps)
-    at_seq = seq / float(real.mean())
-    cache = {int(L): compute_at_seq(max(1, int(round(L * at_seq)))) for L in np.unique(padded)}
-    times = np.vectorize(cache.__getitem__)(padded) * speed
+    times = padded_compute(padded, real, seq, compute_at_seq) * speed
     m = times.max(axis=1) / compute_at_seq(seq)
     r = tokens.sum(axis=1) / (n_gpus * batch * float(real.mean()))
     return m, r

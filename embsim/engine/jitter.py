@@ -171,6 +171,16 @@ def batch_draws(kind: str, buckets: int, lengths: np.ndarray, n_gpus: int, batch
     return drawn.max(axis=2), drawn.sum(axis=2).astype(np.float64)
 
 
+def padded_compute(padded: np.ndarray, real: np.ndarray, seq: int,
+                   compute_at_seq: Callable[[int], float]) -> np.ndarray:
+    """Compute seconds of each drawn padded length. --seq is the real mean the throughput
+    counts, so a corpus whose real mean differs (a published distribution cut at a maximum,
+    another corpus) pads it by its own padded/real ratio; each distinct length is timed once."""
+    at_seq = seq / float(real.mean())
+    cache = {int(L): compute_at_seq(max(1, int(round(L * at_seq)))) for L in np.unique(padded)}
+    return np.vectorize(cache.__getitem__)(padded)
+
+
 def token_budget_batches(lengths: np.ndarray, max_tokens: int,
                          multiple: int = BATCH_MULTIPLE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """fairseq's make_batches over length-sorted sentences: (sentences, padded length, real
@@ -272,13 +282,9 @@ def jitter_factors(text: str | None, n_gpus: int, seed: int, seq: int | None = N
         rng = np.random.default_rng(seed)
         real = sentence_lengths(corpus, lengths, seed)
         padded = batch_lengths(kind, int(x), real, n_gpus, batch, rng, LENGTH_STEPS * micro_batches)
-        # the corpus's padding ratio at the run's length: --seq is the real mean the
-        # throughput counts, and a corpus whose real mean differs (a published distribution
-        # cut at a maximum, another corpus) pads it by its own padded/real ratio
-        at_seq = seq / float(real.mean())
-        cache = {int(L): compute_at_seq(max(1, int(round(L * at_seq)))) for L in np.unique(padded)}
         # a GPU's optimizer step is its micro-batches (--accumulate) back to back
-        times = np.vectorize(cache.__getitem__)(padded).reshape(LENGTH_STEPS, micro_batches, n_gpus).mean(axis=1)
+        times = padded_compute(padded, real, seq, compute_at_seq).reshape(
+            LENGTH_STEPS, micro_batches, n_gpus).mean(axis=1)
         times = times * speed                        # each GPU at its own speed
         # expected order statistics of the GPUs' step times, relative to the time at --seq
         f = np.sort(times, axis=1).mean(axis=0) / compute_at_seq(seq)

@@ -136,7 +136,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     plan = build_step_plan(ctx, splan, strategy, scheduler)
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
-    jitter = _jitter(cfg, topo, model, measured, 1 if each else cfg.accumulate, speed)
+    compute_at = _compute_at(cfg, topo, model)
+    jitter = _jitter(cfg, topo, model, measured, compute_at, 1 if each else cfg.accumulate, speed)
     param = param_factors(cfg.jitter, jitter, speed)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter, param)
     if variation > 0:
@@ -179,7 +180,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     tokens_per_s = samples_per_s * model.seq * (fill or 1.0)
     if cfg.throughput == "iterations":
         plain_s, last_s = split or _folded_split(metrics.step_time, one_micro_batch, jitter, param, cfg)
-        samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, plain_s, last_s)
+        samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, compute_at, plain_s, last_s)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
     if cfg.efficiency_baseline and topo.n_gpus > 1:
@@ -215,18 +216,28 @@ def _folded_split(step_s: float, one, jitter, param, cfg: SimulationConfig) -> t
     return plain_s, step_s - (cfg.accumulate - 1) * plain_s
 
 
-def _iteration_mean(cfg: SimulationConfig, topo: Topology, model, speed, plain_s: float,
-                    last_s: float) -> tuple[float, float]:
-    """(samples/s, tokens/s) as the mean of per-iteration rates (engine.iteration_rate)."""
+def _compute_at(cfg: SimulationConfig, topo: Topology, model):
+    """compute_at(batch, seq): one micro-batch's forward + backward seconds of the run's model
+    at that shape on the run's GPU (the kernel model), each shape built and timed once per
+    simulation (--jitter's length forms and the mean of per-iteration rates ask for the same
+    padded lengths)."""
     from ..workload.compute import model_times
     from ..workload.gpu_compute import for_gpu
     gpu = for_gpu(topo.node.gpu)
 
-    @lru_cache(maxsize=None)       # step_profile and the mean below both ask for --seq
-    def compute_at_seq(seq: int) -> float:
-        m = load_model(cfg.model, batch=model.batch, seq=seq, untie_outputs=cfg.untie_outputs,
+    @lru_cache(maxsize=None)
+    def compute_at(batch: int, seq: int) -> float:
+        m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
                        dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
         return sum(t.fwd_s + t.bwd_s for t in model_times(m, gpu).values())
+    return compute_at
+
+
+def _iteration_mean(cfg: SimulationConfig, topo: Topology, model, speed, compute_at,
+                    plain_s: float, last_s: float) -> tuple[float, float]:
+    """(samples/s, tokens/s) as the mean of per-iteration rates (engine.iteration_rate)."""
+    def compute_at_seq(seq: int) -> float:
+        return compute_at(model.batch, seq)
 
     m, r = iteration_rate.step_profile(cfg.jitter, topo.n_gpus, cfg.seed, model.batch, model.seq,
                                        compute_at_seq, cfg.corpus, cfg.lengths, speed)
@@ -251,20 +262,15 @@ def _pads(cfg: SimulationConfig) -> bool:
     return policy is not None and policy.kind != "max"
 
 
-def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, micro_batches: int = 1,
-            speed=None):
+def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, compute_at,
+            micro_batches: int = 1, speed=None):
     """Per-rank compute factors of --jitter at each GPU's `speed` (gpu_speed; the speeds
-    alone without --jitter)."""
+    alone without --jitter); `compute_at` (_compute_at) times the model at a shape."""
     if not cfg.jitter:
         return jitter_factors(None, topo.n_gpus, cfg.seed, speed=speed)
     from ..workload.compute import model_times
     from ..workload.gpu_compute import for_gpu
     gpu = for_gpu(topo.node.gpu)
-
-    def compute_at(batch: int, seq: int) -> float:
-        m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
-                       dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
-        return sum(t.fwd_s + t.bwd_s for t in model_times(m, gpu).values())
 
     def compute_at_seq(seq: int) -> float:
         return compute_at(model.batch, seq)
