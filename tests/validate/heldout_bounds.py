@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from embsim.validate.training import HELDOUT_DIR, heldout_files, summary, training_errors
@@ -15,6 +16,15 @@ def one_heldout_file(suffix: str):
     files = [f for f in heldout_files() if f.endswith(suffix)]
     assert len(files) == 1
     return training_errors(files)
+
+
+def heldout_fixture(suffix: str):
+    """A module-scoped pytest fixture of one_heldout_file(suffix): the file is simulated once
+    per test module, however many of its tests use it."""
+    @pytest.fixture(scope="module")
+    def errors():
+        return one_heldout_file(suffix)
+    return errors
 
 
 def assert_within(runs, pairs, *, counts: dict, mean: float, max_: float,

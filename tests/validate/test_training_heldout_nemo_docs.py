@@ -10,17 +10,14 @@ GB200 25.04 / 25.07 are -3.8 / +0.3 %."""
 
 from pathlib import Path
 
-import pytest
 import yaml
 
-from heldout_bounds import assert_within, one_heldout_file
+from heldout_bounds import assert_within, heldout_fixture
 
 MEAN_BOUND, MAX_BOUND = 0.0778, 0.1919
 
 
-@pytest.fixture(scope="module")
-def nemo_docs():
-    return one_heldout_file("/nemo-docs-llama3-8b.yaml")
+nemo_docs = heldout_fixture("/nemo-docs-llama3-8b.yaml")
 
 
 def test_file_has_provenance_and_its_selection_rule():

@@ -15,19 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from heldout_bounds import assert_within, dle_readme_file, one_heldout_file
+from heldout_bounds import assert_within, dle_readme_file, heldout_fixture
 
 HELDOUT = Path(__file__).resolve().parents[2] / "embsim/validation_data/training/heldout"
 
 
-@pytest.fixture(scope="module")
-def pretraining():
-    return one_heldout_file("/dle-paddle-bert.yaml")
-
-
-@pytest.fixture(scope="module")
-def squad():
-    return one_heldout_file("/dle-paddle-bert-squad.yaml")
+pretraining = heldout_fixture("/dle-paddle-bert.yaml")
+squad = heldout_fixture("/dle-paddle-bert-squad.yaml")
 
 
 @pytest.mark.parametrize("name,count", [("dle-paddle-bert.yaml", 32), ("dle-paddle-bert-squad.yaml", 4)])

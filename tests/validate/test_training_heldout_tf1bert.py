@@ -14,17 +14,11 @@ import statistics
 
 import pytest
 
-from heldout_bounds import assert_within, dle_readme_file, one_heldout_file
+from heldout_bounds import assert_within, dle_readme_file, heldout_fixture
 
 
-@pytest.fixture(scope="module")
-def pretraining():
-    return one_heldout_file("/dle-tf1-bert.yaml")
-
-
-@pytest.fixture(scope="module")
-def squad():
-    return one_heldout_file("/dle-tf1-bert-squad.yaml")
+pretraining = heldout_fixture("/dle-tf1-bert.yaml")
+squad = heldout_fixture("/dle-tf1-bert-squad.yaml")
 
 
 @pytest.mark.parametrize("name,count,model", [("dle-tf1-bert.yaml", 48, "bert-large"),

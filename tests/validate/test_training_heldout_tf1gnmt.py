@@ -11,16 +11,12 @@ cores do not speed up (published AMP/TF32 on one A100: 0.96x). See docs/heldout-
 A change that moves these runs further off fails here; one that brings them closer must
 tighten the bounds."""
 
-import pytest
-
-from heldout_bounds import assert_within, dle_readme_file, one_heldout_file
+from heldout_bounds import assert_within, dle_readme_file, heldout_fixture
 
 MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 1.988, 3.729, 0.2315
 
 
-@pytest.fixture(scope="module")
-def gnmt():
-    return one_heldout_file("/dle-tf1-gnmt.yaml")
+gnmt = heldout_fixture("/dle-tf1-gnmt.yaml")
 
 
 def test_file_has_full_provenance_and_its_selection_rule():

@@ -14,20 +14,14 @@ so a change that makes these runs worse fails here:
 
 import pytest
 
-from heldout_bounds import assert_within, dle_readme_file, one_heldout_file
+from heldout_bounds import assert_within, dle_readme_file, heldout_fixture
 
 PRETRAIN = dict(mean=0.0697, max_=0.1540, scaling=0.1560)
 SQUAD = dict(mean=0.3347, max_=0.7781, scaling=0.0935)
 
 
-@pytest.fixture(scope="module")
-def pretraining():
-    return one_heldout_file("/dle-tensorflow2-bert.yaml")
-
-
-@pytest.fixture(scope="module")
-def squad():
-    return one_heldout_file("/dle-tensorflow2-bert-squad.yaml")
+pretraining = heldout_fixture("/dle-tensorflow2-bert.yaml")
+squad = heldout_fixture("/dle-tensorflow2-bert-squad.yaml")
 
 
 @pytest.mark.parametrize("name,count,models", [
