@@ -98,6 +98,7 @@ class _Instance:
     arrived: int = 0
     ready: float = 0.0
     tail: float = 0.0
+    head: float = 0.0
 
 
 class _Communicator:
@@ -179,6 +180,7 @@ class CollectiveRuntime:
         plan: Any = None,
         on_done: Optional[Callable[[CollectiveRecord], None]] = None,
         tail: float = 0.0,
+        head: float = 0.0,
     ) -> simpy.Event:
         """Ranks ``participants`` (a subset of ``ranks``) enqueue the collective at once.
 
@@ -187,8 +189,11 @@ class CollectiveRuntime:
         ``tail`` seconds of kernels run on the collective's stream after the transfer (a
         data-parallel wrapper's post-all-reduce passes): the channel stays busy and the
         instance in flight until they end; the record's ``end`` is the transfer's.
-        The first arrival's ``channel``, ``queue_key``, ``position``, ``plan``, ``on_done``
-        and ``tail`` hold for the instance.
+        ``head`` seconds of copies run on the stream before the transfer (a parameter-server
+        push's gather into host memory): the channel is busy, the instance in flight, and
+        the record's ``start`` is the transfer's.
+        The first arrival's ``channel``, ``queue_key``, ``position``, ``plan``, ``on_done``,
+        ``tail`` and ``head`` hold for the instance.
         """
         comm = self._communicator(tuple(ranks), key)
         pos = comm.positions(participants)
@@ -203,7 +208,7 @@ class CollectiveRuntime:
         inst = comm.open.get(seq)
         if inst is None:
             inst = _Instance(op, nbytes, seq, tag, self.env.event(), self.env.now, channel,
-                             queue_key, position, plan, on_done, tail=tail)
+                             queue_key, position, plan, on_done, tail=tail, head=head)
             comm.open[seq] = inst
         elif inst.op != op or inst.nbytes != nbytes:
             raise ValueError(
@@ -271,6 +276,8 @@ class CollectiveRuntime:
             old.succeed()
 
     def _run(self, comm: _Communicator, inst: _Instance):
+        if inst.head > 0:
+            yield self.env.timeout(inst.head)
         start = self.env.now
         plan = inst.plan if inst.plan is not None else self.model.plan(inst.op, inst.nbytes, comm.ranks)
         if plan.latency < 0:

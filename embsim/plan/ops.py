@@ -61,6 +61,11 @@ class SyncTensor:
     needed_by: OpId | None = None
     update_of: OpId | None = None  # the update op that consumes it (default: update of `layer`)
     matrix: np.ndarray | None = field(default=None, compare=False)  # alltoallv byte matrix
+    # seconds of copies its collective's stream runs before / after the transfer, off the
+    # compute stream (ps local aggregation: the gather into the node's host memory before
+    # a push, the copy back to the GPUs after a pull); shared by its pieces by bytes
+    head: float = 0.0
+    tail: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -76,9 +81,13 @@ class CommOp:
     priority: float           # lower is more urgent (used by priority schedulers)
     tensors: tuple[str, ...]  # SyncTensor names it (partly) carries
     matrix: np.ndarray | None = field(default=None, compare=False)
-    # seconds of memory-bound kernels its stream runs after the transfer, before anything
-    # waiting for it may go on (apex DDP's post-all-reduce divide and unflatten copy)
+    # seconds of memory-bound kernels or copies its stream runs after the transfer, before
+    # anything waiting for it may go on (apex DDP's post-all-reduce divide and unflatten
+    # copy; a ps pull's copy back to the GPUs)
     tail: float = 0.0
+    # seconds of copies its stream runs before the transfer (a ps push's gather into host
+    # memory): the transfer starts after them, the compute stream does not wait for them
+    head: float = 0.0
 
 
 @dataclass(frozen=True)

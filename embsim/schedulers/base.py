@@ -69,4 +69,4 @@ def single_op(t: SyncTensor, priority: float, channel: str | None = None) -> Com
     """A SyncTensor issued whole as one collective."""
     return CommOp(name=t.name, op=t.op, nbytes=t.nbytes, category=t.category,
                   channel=channel or t.category, ready_after=((t.ready_after, 0),),
-                  priority=priority, tensors=(t.name,), matrix=t.matrix)
+                  priority=priority, tensors=(t.name,), matrix=t.matrix, head=t.head, tail=t.tail)

@@ -253,5 +253,6 @@ def _split(now, later, keep: float):
         return [now]
     if keep <= EPS:
         return [replace(later, name=later.name + DEFERRED)]
-    scale = lambda t, f: replace(t, nbytes=t.nbytes * f, matrix=None if t.matrix is None else t.matrix * f)
+    scale = lambda t, f: replace(t, nbytes=t.nbytes * f, matrix=None if t.matrix is None else t.matrix * f,
+                                 head=t.head * f, tail=t.tail * f)
     return [scale(now, keep), replace(scale(later, 1.0 - keep), name=later.name + DEFERRED)]

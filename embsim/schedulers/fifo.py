@@ -116,8 +116,9 @@ class FifoScheduler(Scheduler):
 
 
 def _bucketable(t) -> bool:
-    """A dense gradient AllReduce nothing in this iteration waits on: DDP buckets it."""
-    return t.op == "all_reduce" and t.category == "dense" and t.needed_by is None
+    """A dense gradient AllReduce nothing in this iteration waits on: DDP buckets it
+    (one with copies of its own before or after its transfer goes alone)."""
+    return t.op == "all_reduce" and t.category == "dense" and t.needed_by is None and not (t.head or t.tail)
 
 
 def _bucket_op(bucket: list, ops: list, index: int) -> CommOp:

@@ -39,7 +39,7 @@ def partitions(t, partition_bytes: float, channel: str, priority: float, n_gpus:
     return [CommOp(name=t.name if k == 1 else f"{t.name}#p{i}", op=t.op, nbytes=t.nbytes / k,
                    category=t.category, channel=channel, ready_after=((t.ready_after, 0),),
                    priority=priority, tensors=(t.name,),
-                   matrix=None if t.matrix is None else t.matrix / k)
+                   matrix=None if t.matrix is None else t.matrix / k, head=t.head / k, tail=t.tail / k)
             for i in range(k)]
 
 

@@ -40,10 +40,10 @@ locality" at the same commit). The node's push and pull leave through all its NI
 GPU's route carrying u(G) / G ([ASSUMPTION]: a single-process aggregator on one NIC would
 be slower on multi-NIC nodes). The intra-node legs (every GPU's rows into the node's host
 memory before the push; with pull=node, every GPU's pulled rows back) are copies on the
-GPU's stream timed on the node's own PCIe / host links (ps_local.host_transfer_seconds;
-host memory at the first CPU socket, [ASSUMPTION]: TensorFlow's CPU:0 pins none): the
-plan has no intra-node-only transfer, so they do not share those links with the other
-traffic. `local_aggregation=false`: every GPU pushes and pulls its own U rows
+push's and pull's own stream (SyncTensor head / tail), off the compute stream, timed on the
+node's own PCIe / host links (ps_local.host_transfer_seconds; host memory at the first CPU
+socket, [ASSUMPTION]: TensorFlow's CPU:0 pins none): the plan has no intra-node-only
+transfer, so they do not share those links with the other traffic. `local_aggregation=false`: every GPU pushes and pulls its own U rows
 (Parallax with the flag off): per worker ~ 2 x U x row bytes.
 """
 
@@ -57,8 +57,8 @@ from ..collectives.traffic import Traffic
 from ..errors import InputError
 from ..options import positive_number, switch
 from ..plan.traits import Payload
-from ..plan.names import bwd_name, extra_name, fwd_name, update_name
-from ..plan.ops import ComputeOp, SyncTensor
+from ..plan.names import bwd_name, fwd_name, update_name
+from ..plan.ops import SyncTensor
 from ..topology.servers import PLACEMENTS, host_vertex, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
@@ -134,7 +134,7 @@ class ParameterServerStrategy(Strategy):
         count = getattr(self, "server_count", None) or max(1, n // ctx.gpus_per_node)
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
-        held, cache, notes, extra = {}, {}, dense_table_notes(ctx, "ps"), []
+        held, cache, notes = {}, {}, dense_table_notes(ctx, "ps")
         g = ctx.gpus_per_node
         aggregate = self.options.local_aggregation and g > 1 and n > 1
         for t in sparse_tables(ctx):
@@ -153,7 +153,7 @@ class ParameterServerStrategy(Strategy):
                 notes.append(f"ps {t.table}: local aggregation, a node of {g} GPUs pushes {g * per_route:,.0f} "
                              f"distinct rows instead of {g} x {t.unique_per_gpu:,.0f} "
                              f"({g * per_route / (g * t.unique_per_gpu) * 100:.0f} %); pull per {self.options.pull}")
-                extra += self._host_copies(ctx, t, notes)
+            gather, back = self._host_copies(ctx, t, notes) if aggregate else (0.0, 0.0)
             push = push_rows * model.row_bytes(t.table)
             pull = pull_rows * t.dim * model.table_bytes
             block = max(1, self.options.server_partition_params // t.dim)
@@ -162,11 +162,11 @@ class ParameterServerStrategy(Strategy):
                            else shard_shares(pull_weights, count, self.options.server_sharding, block_rows=block))
             sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
                                    nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
-                                   matrix=server_matrix(n, push, shares)))
+                                   matrix=server_matrix(n, push, shares), head=gather))
             sync.append(SyncTensor(name=f"ps-pull:{t.layer}", layer=t.layer, op="ps_pull",
                                    nbytes=pull, category="embedding",
                                    ready_after=update_name(t.layer), needed_by=fwd_name(t.layer),
-                                   matrix=server_matrix(n, pull, pull_shares)))
+                                   matrix=server_matrix(n, pull, pull_shares), tail=back))
             # the servers sum and apply on their CPUs (the push's ps-cpu links); the GPU
             # only waits for the push before pulling
             update[t.layer] = 0.0
@@ -178,32 +178,30 @@ class ParameterServerStrategy(Strategy):
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,
                                                   buffers=cache),
-                            extra=tuple(extra), notes=tuple(notes))
+                            notes=tuple(notes))
 
-    def _host_copies(self, ctx, t, notes: list) -> list:
-        """The intra-node legs of a node's push and shared pull, as copies on each GPU's
-        stream, timed on the node's own PCIe / host links: every GPU's U (index, row)
-        pairs into the node's host memory (Parallax's accumulator on the machine's CPU),
-        and with pull=node every GPU's U pulled rows back from it. The gather is placed
-        just before the table owner's backward and the copy-back just after its forward
-        (as s2reducer places its encode): the chains bwd -> gather -> push and pull ->
-        copy-back -> lookup keep their lengths while the stream waits on them, and the
-        copies block the GPU's stream (a copy engine would overlap them with compute)."""
+    def _host_copies(self, ctx, t, notes: list) -> tuple[float, float]:
+        """Seconds of the intra-node legs of a node's push and shared pull, timed on the
+        node's own PCIe / host links: every GPU's U (index, row) pairs into the node's host
+        memory (Parallax's accumulator on the machine's CPU) before the push, and with
+        pull=node every GPU's U pulled rows back from it after the pull. They are copies
+        on the push's and pull's own stream, not on the compute stream: TensorFlow moves a
+        GPU tensor to a CPU op on the GPU device's device-to-host stream (Parallax), and
+        BytePS copies on its own cudaStream (core_loops.cc, GetCopyDevice2HostStream). So
+        the chains bwd -> gather -> push and pull -> copy-back -> lookup keep their
+        lengths, while the GPU computes on. Simplification: each copy is timed on an idle
+        node and does not share its links with the step's other traffic."""
         tree = getattr(self, "host_tree", None)
         if tree is None:
             notes.append(f"ps {t.table}: the topology has no host vertex: the node's gather and "
                          f"copy-back are not timed")
-            return []
+            return 0.0, 0.0
         model, g = ctx.model, ctx.gpus_per_node
-        out = []
         gather = host_transfer_seconds(*tree, g, t.unique_per_gpu * model.row_bytes(t.table), to_host=True)
-        out.append((bwd_name(t.layer), ComputeOp(extra_name("ps-gather", t.layer), gather)))
-        text = f"ps {t.table}: gather into host memory {gather * 1e3:.2f} ms"
-        layers = [l.name for l in model.layers]
-        i = layers.index(t.layer)
-        if self.options.pull == "node" and i + 1 < len(layers):
+        text = f"ps {t.table}: gather into host memory {gather * 1e3:.2f} ms before each push"
+        back = 0.0
+        if self.options.pull == "node":
             back = host_transfer_seconds(*tree, g, t.unique_per_gpu * t.dim * model.table_bytes, to_host=False)
-            out.append((fwd_name(layers[i + 1]), ComputeOp(extra_name("ps-scatter", t.layer), back)))
-            text += f", pulled rows back to the GPUs {back * 1e3:.2f} ms"
-        notes.append(text + " (the node's PCIe links, idle)")
-        return out
+            text += f", pulled rows back to the GPUs {back * 1e3:.2f} ms after each pull"
+        notes.append(text + " (copy streams, the node's PCIe links idle)")
+        return gather, back

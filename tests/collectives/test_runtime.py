@@ -232,3 +232,28 @@ def _watch(env, runtime, starts):
     yield runtime.changed
     starts.append(env.now)
     assert runtime.in_flight == 0
+
+
+def test_head_and_tail_run_on_the_channel_around_the_transfer():
+    """`head` seconds of copies precede the transfer and `tail` follow it: the record's
+    start/end are the transfer's, the event fires after the tail, and the channel's next
+    instance waits for both on a one-at-a-time channel (a ps push's gather, a pull's
+    copy-back)."""
+    env = simpy.Environment()
+    runtime = CollectiveRuntime(env, Network(env, CAPACITY), FakeModel(0.1), credit=lambda channel: None)
+    ranks, ends = (0, 1), {}
+
+    def issue(name, nbytes, head, tail):
+        record = yield runtime.arrive("ps_push", nbytes, ranks, ranks, key=name, tag=name,
+                                      channel="embedding", head=head, tail=tail)
+        ends[name] = (env.now, record)
+
+    env.process(issue("a", 1e9, 0.5, 0.25))
+    env.process(issue("b", 1e9, 0.0, 0.0))
+    env.run()
+    now_a, a = ends["a"]
+    now_b, b = ends["b"]
+    # a: 0.5 head, 0.1 latency, 1 s over 1 GB/s links, then 0.25 tail
+    assert a.start == pytest.approx(0.5) and a.end == pytest.approx(1.6)
+    assert now_a == pytest.approx(1.85)
+    assert b.start == pytest.approx(1.85) and now_b == pytest.approx(1.85 + 1.1)

@@ -94,24 +94,32 @@ def test_host_copies_by_hand():
     assert host_transfer_seconds(t, "cpu0", 4, 1e8, to_host=False) == pytest.approx(four, rel=1e-12)
 
 
-def test_the_host_copies_are_stream_ops_timed_on_the_nodes_links():
+def test_the_host_copies_run_on_the_push_and_pull_streams_timed_on_the_nodes_links():
+    """The gather precedes each push's transfer and the copy-back follows each pull, on
+    their own streams: no compute op of the step is a copy, the push's transfer starts at
+    least the gather after it was ready, and the lookup waits for the copy-back too."""
     from embsim.strategies.ps_local import host_transfer_seconds
-    from embsim.workload import load_model
     r = run("pcie-rtx3090:4x4")
-    ops = {c.name: c for c in r.run.compute}
     model = load_model("lstm-lm1b", batch=32)
     u, _ = distinct(4, model)
     t = load_topology("pcie-rtx3090:4x4")._template
     gather = host_transfer_seconds(t, "cpu0", 4, u * model.row_bytes("word"), to_host=True)
     back = host_transfer_seconds(t, "cpu0", 4, u * 512 * model.table_bytes, to_host=False)
-    assert "extra:ps-gather:word_embedding" in ops and "extra:ps-scatter:word_embedding" in ops
+    assert gather > 0 and back > 0
+    assert not any("ps-gather" in c.name or "ps-scatter" in c.name for c in r.run.compute)
     note = next(n for n in r.notes if "gather into host memory" in n)
-    assert f"{gather * 1e3:.2f} ms" in note and f"{back * 1e3:.2f} ms" in note
+    assert f"{gather * 1e3:.2f} ms before each push" in note and f"{back * 1e3:.2f} ms after each pull" in note
+    pushes = [c for c in r.run.comm if c.name == "ps-push:word_embedding"]
+    assert pushes and all(c.start - c.ready >= gather * (1 - 1e-9) for c in pushes)
+    pulls = {c.iteration: c for c in r.run.comm if c.name == "ps-pull:word_embedding"}
+    lookups = [c for c in r.run.compute if c.name == "fwd:word_embedding" and c.iteration - 1 in pulls]
+    assert lookups and all(c.start >= pulls[c.iteration - 1].end + back * (1 - 1e-9) for c in lookups)
     # Parallax's hybrid pulls per GPU: no copy back; without aggregation no copies at all
     gpu = run("pcie-rtx3090:4x4", pull="gpu")
-    names = {c.name for c in gpu.run.compute}
-    assert "extra:ps-gather:word_embedding" in names and "extra:ps-scatter:word_embedding" not in names
+    note = next(n for n in gpu.notes if "gather into host memory" in n)
+    assert "after each pull" not in note
     off = run("pcie-rtx3090:4x4", local_aggregation=False)
-    assert not any(c.name.startswith("extra:ps-") for c in off.run.compute)
+    assert not any("gather into host memory" in n for n in off.notes)
     for sched in ("priority", "embrace-2d"):            # every scheduler still drives it
         simulate(SimulationConfig(topology="pcie-rtx3090:4x4", scheduler=sched, **BASE))
+
