@@ -98,7 +98,8 @@ class _Instance:
     arrived: int = 0
     ready: float = 0.0
     tail: float = 0.0
-    head: float = 0.0
+    copy_before: Any = None
+    copy_after: Any = None
 
 
 class _Communicator:
@@ -180,7 +181,8 @@ class CollectiveRuntime:
         plan: Any = None,
         on_done: Optional[Callable[[CollectiveRecord], None]] = None,
         tail: float = 0.0,
-        head: float = 0.0,
+        copy_before: Any = None,
+        copy_after: Any = None,
     ) -> simpy.Event:
         """Ranks ``participants`` (a subset of ``ranks``) enqueue the collective at once.
 
@@ -189,11 +191,13 @@ class CollectiveRuntime:
         ``tail`` seconds of kernels run on the collective's stream after the transfer (a
         data-parallel wrapper's post-all-reduce passes): the channel stays busy and the
         instance in flight until they end; the record's ``end`` is the transfer's.
-        ``head`` seconds of copies run on the stream before the transfer (a parameter-server
-        push's gather into host memory): the channel is busy, the instance in flight, and
-        the record's ``start`` is the transfer's.
+        ``copy_before`` / ``copy_after`` (anything with ``latency`` seconds and a network
+        ``demand``, plan.ops.NodeCopy) are copies inside the nodes on the same stream before
+        / after the transfer (a parameter-server push's gather into host memory, a pull's
+        copy back), carried by the network beside everything else; the record's ``start``
+        and ``end`` are the transfer's own.
         The first arrival's ``channel``, ``queue_key``, ``position``, ``plan``, ``on_done``,
-        ``tail`` and ``head`` hold for the instance.
+        ``tail`` and copies hold for the instance.
         """
         comm = self._communicator(tuple(ranks), key)
         pos = comm.positions(participants)
@@ -208,7 +212,8 @@ class CollectiveRuntime:
         inst = comm.open.get(seq)
         if inst is None:
             inst = _Instance(op, nbytes, seq, tag, self.env.event(), self.env.now, channel,
-                             queue_key, position, plan, on_done, tail=tail, head=head)
+                             queue_key, position, plan, on_done, tail=tail,
+                             copy_before=copy_before, copy_after=copy_after)
             comm.open[seq] = inst
         elif inst.op != op or inst.nbytes != nbytes:
             raise ValueError(
@@ -275,14 +280,19 @@ class CollectiveRuntime:
             old, self.changed = self.changed, self.env.event()
             old.succeed()
 
+    def _copy(self, copy, tag: str):
+        if copy.latency > 0:
+            yield self.env.timeout(copy.latency)
+        yield self.network.transfer(copy.demand, tag=tag)
+
     def _run(self, comm: _Communicator, inst: _Instance):
-        if inst.head > 0:
-            yield self.env.timeout(inst.head)
-        start = self.env.now
         plan = inst.plan if inst.plan is not None else self.model.plan(inst.op, inst.nbytes, comm.ranks)
         if plan.latency < 0:
             raise ValueError(f"collective plan for {inst.op}: negative latency {plan.latency}")
         tag = inst.tag if inst.tag is not None else f"{inst.op} {inst.nbytes:g} B"
+        if inst.copy_before is not None:
+            yield from self._copy(inst.copy_before, f"{tag} (copies before)")
+        start = self.env.now
         if plan.latency > 0:
             yield self.env.timeout(plan.latency)
         yield self.network.transfer(plan.demand, tag=tag)
@@ -303,6 +313,8 @@ class CollectiveRuntime:
             channel=inst.channel,
         )
         self.records.append(record)
+        if inst.copy_after is not None:
+            yield from self._copy(inst.copy_after, f"{tag} (copies after)")
         if inst.tail > 0:
             yield self.env.timeout(inst.tail)
         self._in_flight_bytes[inst.channel].remove(inst.nbytes)

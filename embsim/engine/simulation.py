@@ -138,7 +138,8 @@ class Engine:
         # this class's GPUs arrive; the runtime starts the collective after the last class
         self.runtime.arrive(c.op, c.nbytes, self.ranks, cls.ranks, key=c.name, tag=c.name,
                             channel=c.channel, queue_key=self.scheduler.queue_key(c, k),
-                            position=self._comm_index[c.name], plan=self._plan(c), tail=c.tail, head=c.head,
+                            position=self._comm_index[c.name], plan=self._plan(c), tail=c.tail,
+                            copy_before=c.copy_before, copy_after=c.copy_after,
                             on_done=lambda record, k=k, c=c: self._comm_finished(k, c, record))
 
     # ------------------------------------------------------------------- comm

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..network import Demand
 from ..workload.memory import MemoryBreakdown
 from .names import OpId
 
@@ -45,6 +46,25 @@ class ComputeOp:
 
 
 @dataclass(frozen=True)
+class NodeCopy:
+    """Copies inside the nodes that a transfer needs before or after it, off the compute
+    stream (ps local aggregation: every GPU's rows into its node's host memory before a
+    push, the pulled rows back after a pull): the longest route's latency (s) and the
+    bytes every node link carries, which the network shares with the step's other traffic."""
+
+    latency: float
+    demand: Demand
+
+    def scaled(self, factor: float) -> "NodeCopy":
+        """The copies of `factor` of the bytes (one piece of a partitioned transfer)."""
+        return NodeCopy(self.latency, self.demand.scaled(factor))
+
+
+def scaled_copy(copy: NodeCopy | None, factor: float) -> NodeCopy | None:
+    return None if copy is None else copy.scaled(factor)
+
+
+@dataclass(frozen=True)
 class SyncTensor:
     """A piece of state that must be communicated, as the strategy sees it."""
 
@@ -61,11 +81,10 @@ class SyncTensor:
     needed_by: OpId | None = None
     update_of: OpId | None = None  # the update op that consumes it (default: update of `layer`)
     matrix: np.ndarray | None = field(default=None, compare=False)  # alltoallv byte matrix
-    # seconds of copies its collective's stream runs before / after the transfer, off the
-    # compute stream (ps local aggregation: the gather into the node's host memory before
-    # a push, the copy back to the GPUs after a pull); shared by its pieces by bytes
-    head: float = 0.0
-    tail: float = 0.0
+    # copies inside the nodes its transfer needs first / afterwards (NodeCopy), on its own
+    # stream; a piece of a partitioned tensor carries its share of the bytes
+    copy_before: NodeCopy | None = field(default=None, compare=False)
+    copy_after: NodeCopy | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -81,13 +100,12 @@ class CommOp:
     priority: float           # lower is more urgent (used by priority schedulers)
     tensors: tuple[str, ...]  # SyncTensor names it (partly) carries
     matrix: np.ndarray | None = field(default=None, compare=False)
-    # seconds of memory-bound kernels or copies its stream runs after the transfer, before
-    # anything waiting for it may go on (apex DDP's post-all-reduce divide and unflatten
-    # copy; a ps pull's copy back to the GPUs)
+    # seconds of memory-bound kernels its stream runs after the transfer, before anything
+    # waiting for it may go on (apex DDP's post-all-reduce divide and unflatten copy)
     tail: float = 0.0
-    # seconds of copies its stream runs before the transfer (a ps push's gather into host
-    # memory): the transfer starts after them, the compute stream does not wait for them
-    head: float = 0.0
+    # copies inside the nodes before / after the transfer, on the same stream (NodeCopy)
+    copy_before: NodeCopy | None = field(default=None, compare=False)
+    copy_after: NodeCopy | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

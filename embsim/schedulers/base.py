@@ -69,4 +69,5 @@ def single_op(t: SyncTensor, priority: float, channel: str | None = None) -> Com
     """A SyncTensor issued whole as one collective."""
     return CommOp(name=t.name, op=t.op, nbytes=t.nbytes, category=t.category,
                   channel=channel or t.category, ready_after=((t.ready_after, 0),),
-                  priority=priority, tensors=(t.name,), matrix=t.matrix, head=t.head, tail=t.tail)
+                  priority=priority, tensors=(t.name,), matrix=t.matrix, copy_before=t.copy_before,
+                  copy_after=t.copy_after)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..plan.names import update_name
-from ..plan.ops import CommOp
+from ..plan.ops import CommOp, scaled_copy
 from ..options import positive_number
 from .base import SCHEDULERS, ChannelRule, Scheduler
 
@@ -39,7 +39,8 @@ def partitions(t, partition_bytes: float, channel: str, priority: float, n_gpus:
     return [CommOp(name=t.name if k == 1 else f"{t.name}#p{i}", op=t.op, nbytes=t.nbytes / k,
                    category=t.category, channel=channel, ready_after=((t.ready_after, 0),),
                    priority=priority, tensors=(t.name,),
-                   matrix=None if t.matrix is None else t.matrix / k, head=t.head / k, tail=t.tail / k)
+                   matrix=None if t.matrix is None else t.matrix / k,
+                   copy_before=scaled_copy(t.copy_before, 1 / k), copy_after=scaled_copy(t.copy_after, 1 / k))
             for i in range(k)]
 
 

@@ -40,11 +40,11 @@ locality" at the same commit). The node's push and pull leave through all its NI
 GPU's route carrying u(G) / G ([ASSUMPTION]: a single-process aggregator on one NIC would
 be slower on multi-NIC nodes). The intra-node legs (every GPU's rows into the node's host
 memory before the push; with pull=node, every GPU's pulled rows back) are copies on the
-push's and pull's own stream (SyncTensor head / tail), off the compute stream, timed on the
-node's own PCIe / host links (ps_local.host_transfer_seconds; host memory at the first CPU
-socket, [ASSUMPTION]: TensorFlow's CPU:0 pins none): the plan has no intra-node-only
-transfer, so they do not share those links with the other traffic. `local_aggregation=false`: every GPU pushes and pulls its own U rows
-(Parallax with the flag off): per worker ~ 2 x U x row bytes.
+push's and pull's own stream (SyncTensor copy_before / copy_after), off the compute stream,
+carried as bytes on every node's PCIe / host links beside the step's other traffic
+(ps_local.node_copy; host memory at the first CPU socket, [ASSUMPTION]: TensorFlow's CPU:0
+pins none). `local_aggregation=false`: every GPU pushes and pulls its own U rows (Parallax
+with the flag off): per worker ~ 2 x U x row bytes.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from ..topology.servers import PLACEMENTS, host_vertex, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
 from ..workload.tokens import SHARDINGS, shard_shares
-from .ps_local import PULLS, host_transfer_seconds, node_rows
+from .ps_local import PULLS, host_transfer_seconds, node_copy, node_rows
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -114,7 +114,7 @@ class ParameterServerStrategy(Strategy):
     Options = PsOptions
 
     server_count: int | None = None    # set by topology(): the servers attached
-    host_tree: tuple | None = None     # set by topology(): (node template, host vertex)
+    host_tree: tuple | None = None     # set by topology(): (node template, host vertex, nodes, links per node)
 
     def topology(self, topo):
         if topo.n_gpus == 1:
@@ -126,7 +126,7 @@ class ParameterServerStrategy(Strategy):
         out = with_servers(topo, self.options.servers, spec)
         self.server_count = out.servers.count
         root = host_vertex(topo._template)
-        self.host_tree = (topo._template, root) if root else None
+        self.host_tree = (out._template, root, out.n_nodes, out._per_node) if root else None
         return out
 
     def plan(self, ctx):
@@ -153,7 +153,7 @@ class ParameterServerStrategy(Strategy):
                 notes.append(f"ps {t.table}: local aggregation, a node of {g} GPUs pushes {g * per_route:,.0f} "
                              f"distinct rows instead of {g} x {t.unique_per_gpu:,.0f} "
                              f"({g * per_route / (g * t.unique_per_gpu) * 100:.0f} %); pull per {self.options.pull}")
-            gather, back = self._host_copies(ctx, t, notes) if aggregate else (0.0, 0.0)
+            gather, back = self._host_copies(ctx, t, notes) if aggregate else (None, None)
             push = push_rows * model.row_bytes(t.table)
             pull = pull_rows * t.dim * model.table_bytes
             block = max(1, self.options.server_partition_params // t.dim)
@@ -162,11 +162,11 @@ class ParameterServerStrategy(Strategy):
                            else shard_shares(pull_weights, count, self.options.server_sharding, block_rows=block))
             sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
                                    nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
-                                   matrix=server_matrix(n, push, shares), head=gather))
+                                   matrix=server_matrix(n, push, shares), copy_before=gather))
             sync.append(SyncTensor(name=f"ps-pull:{t.layer}", layer=t.layer, op="ps_pull",
                                    nbytes=pull, category="embedding",
                                    ready_after=update_name(t.layer), needed_by=fwd_name(t.layer),
-                                   matrix=server_matrix(n, pull, pull_shares), tail=back))
+                                   matrix=server_matrix(n, pull, pull_shares), copy_after=back))
             # the servers sum and apply on their CPUs (the push's ps-cpu links); the GPU
             # only waits for the push before pulling
             update[t.layer] = 0.0
@@ -180,28 +180,32 @@ class ParameterServerStrategy(Strategy):
                                                   buffers=cache),
                             notes=tuple(notes))
 
-    def _host_copies(self, ctx, t, notes: list) -> tuple[float, float]:
-        """Seconds of the intra-node legs of a node's push and shared pull, timed on the
-        node's own PCIe / host links: every GPU's U (index, row) pairs into the node's host
-        memory (Parallax's accumulator on the machine's CPU) before the push, and with
-        pull=node every GPU's U pulled rows back from it after the pull. They are copies
-        on the push's and pull's own stream, not on the compute stream: TensorFlow moves a
-        GPU tensor to a CPU op on the GPU device's device-to-host stream (Parallax), and
-        BytePS copies on its own cudaStream (core_loops.cc, GetCopyDevice2HostStream). So
-        the chains bwd -> gather -> push and pull -> copy-back -> lookup keep their
-        lengths, while the GPU computes on. Simplification: each copy is timed on an idle
-        node and does not share its links with the step's other traffic."""
+    def _host_copies(self, ctx, t, notes: list) -> tuple:
+        """The intra-node legs of a node's push and shared pull (plan.ops.NodeCopy, or None):
+        every GPU's U (index, row) pairs into the node's host memory (Parallax's accumulator
+        on the machine's CPU) before the push, and with pull=node every GPU's U pulled rows
+        back from it after the pull. They are copies on the push's and pull's own stream,
+        not on the compute stream: TensorFlow moves a GPU tensor to a CPU op on the GPU
+        device's device-to-host stream (Parallax), and BytePS copies on its own cudaStream
+        (core_loops.cc, GetCopyDevice2HostStream). So the chains bwd -> gather -> push and
+        pull -> copy-back -> lookup keep their lengths while the GPU computes on, and the
+        copies' bytes cross the node's PCIe / host links beside the step's other traffic."""
         tree = getattr(self, "host_tree", None)
         if tree is None:
             notes.append(f"ps {t.table}: the topology has no host vertex: the node's gather and "
                          f"copy-back are not timed")
-            return 0.0, 0.0
+            return None, None
+        template, root, n_nodes, per_node = tree
         model, g = ctx.model, ctx.gpus_per_node
-        gather = host_transfer_seconds(*tree, g, t.unique_per_gpu * model.row_bytes(t.table), to_host=True)
-        text = f"ps {t.table}: gather into host memory {gather * 1e3:.2f} ms before each push"
-        back = 0.0
+        rows = t.unique_per_gpu * model.row_bytes(t.table)
+        gather = node_copy(template, root, n_nodes, per_node, g, rows, to_host=True)
+        idle = host_transfer_seconds(template, root, g, rows, to_host=True)
+        text = f"ps {t.table}: gather into host memory before each push ({idle * 1e3:.2f} ms on an idle node"
+        back = None
         if self.options.pull == "node":
-            back = host_transfer_seconds(*tree, g, t.unique_per_gpu * t.dim * model.table_bytes, to_host=False)
-            text += f", pulled rows back to the GPUs {back * 1e3:.2f} ms after each pull"
-        notes.append(text + " (copy streams, the node's PCIe links idle)")
+            pulled = t.unique_per_gpu * t.dim * model.table_bytes
+            back = node_copy(template, root, n_nodes, per_node, g, pulled, to_host=False)
+            idle = host_transfer_seconds(template, root, g, pulled, to_host=False)
+            text += f"), pulled rows back to the GPUs after each pull ({idle * 1e3:.2f} ms"
+        notes.append(text + "): copy streams sharing the node's PCIe links")
         return gather, back

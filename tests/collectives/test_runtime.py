@@ -234,26 +234,48 @@ def _watch(env, runtime, starts):
     assert runtime.in_flight == 0
 
 
-def test_head_and_tail_run_on_the_channel_around_the_transfer():
-    """`head` seconds of copies precede the transfer and `tail` follow it: the record's
-    start/end are the transfer's, the event fires after the tail, and the channel's next
-    instance waits for both on a one-at-a-time channel (a ps push's gather, a pull's
-    copy-back)."""
+def test_node_copies_and_tail_run_on_the_channel_around_the_transfer():
+    """`copy_before` is carried before the transfer and `copy_after` after it, both over
+    the network (latency, then link bytes), then the `tail`: the record's start/end are the
+    transfer's, the event fires after the tail, and the channel's next instance waits for
+    all of it on a one-at-a-time channel (a ps push's gather, a pull's copy-back)."""
+    from embsim.plan.ops import NodeCopy
     env = simpy.Environment()
     runtime = CollectiveRuntime(env, Network(env, CAPACITY), FakeModel(0.1), credit=lambda channel: None)
     ranks, ends = (0, 1), {}
+    before = NodeCopy(0.05, Demand(links=[5], bytes=[4.5e8]))       # 0.05 + 0.45 s
+    after = NodeCopy(0.0, Demand(links=[6], bytes=[1.5e8]))         # 0.15 s
 
-    def issue(name, nbytes, head, tail):
-        record = yield runtime.arrive("ps_push", nbytes, ranks, ranks, key=name, tag=name,
-                                      channel="embedding", head=head, tail=tail)
+    def issue(name, copy_before, copy_after, tail):
+        record = yield runtime.arrive("ps_push", 1e9, ranks, ranks, key=name, tag=name, channel="embedding",
+                                      copy_before=copy_before, copy_after=copy_after, tail=tail)
         ends[name] = (env.now, record)
 
-    env.process(issue("a", 1e9, 0.5, 0.25))
-    env.process(issue("b", 1e9, 0.0, 0.0))
+    env.process(issue("a", before, after, 0.1))
+    env.process(issue("b", None, None, 0.0))
     env.run()
     now_a, a = ends["a"]
     now_b, b = ends["b"]
-    # a: 0.5 head, 0.1 latency, 1 s over 1 GB/s links, then 0.25 tail
+    # a: 0.5 of copies, 0.1 latency, 1 s over 1 GB/s links, 0.15 of copies, 0.1 tail
     assert a.start == pytest.approx(0.5) and a.end == pytest.approx(1.6)
     assert now_a == pytest.approx(1.85)
     assert b.start == pytest.approx(1.85) and now_b == pytest.approx(1.85 + 1.1)
+
+
+def test_a_node_copy_shares_its_link_with_a_concurrent_transfer():
+    """A copy crossing a link a collective is using at the same time gets half of it."""
+    from embsim.plan.ops import NodeCopy
+    env = simpy.Environment()
+    runtime = CollectiveRuntime(env, Network(env, CAPACITY), FakeModel(0.0))
+    ends = {}
+
+    def issue(name, nbytes, ranks, copy_before):
+        record = yield runtime.arrive("all_reduce", nbytes, ranks, ranks, key=name, tag=name,
+                                      channel=name, copy_before=copy_before)
+        ends[name] = record
+
+    env.process(issue("dense", 1e9, (0, 1), None))                  # rank links 0, 1 and link 100
+    env.process(issue("push", 0.0, (2, 3), NodeCopy(0.0, Demand(links=[0], bytes=[5e8]))))
+    env.run()
+    # link 0 carries 1e9 (dense) + 5e8 (copy) at 1 GB/s shared: the copy ends at 1.0 s, not 0.5
+    assert ends["push"].start == pytest.approx(1.0)

@@ -108,7 +108,8 @@ def test_the_host_copies_run_on_the_push_and_pull_streams_timed_on_the_nodes_lin
     assert gather > 0 and back > 0
     assert not any("ps-gather" in c.name or "ps-scatter" in c.name for c in r.run.compute)
     note = next(n for n in r.notes if "gather into host memory" in n)
-    assert f"{gather * 1e3:.2f} ms before each push" in note and f"{back * 1e3:.2f} ms after each pull" in note
+    assert f"before each push ({gather * 1e3:.2f} ms on an idle node" in note
+    assert f"after each pull ({back * 1e3:.2f} ms" in note
     pushes = [c for c in r.run.comm if c.name == "ps-push:word_embedding"]
     assert pushes and all(c.start - c.ready >= gather * (1 - 1e-9) for c in pushes)
     pulls = {c.iteration: c for c in r.run.comm if c.name == "ps-pull:word_embedding"}
@@ -117,9 +118,30 @@ def test_the_host_copies_run_on_the_push_and_pull_streams_timed_on_the_nodes_lin
     # Parallax's hybrid pulls per GPU: no copy back; without aggregation no copies at all
     gpu = run("pcie-rtx3090:4x4", pull="gpu")
     note = next(n for n in gpu.notes if "gather into host memory" in n)
-    assert "after each pull" not in note
+    assert "after each pull" not in note and "sharing the node's PCIe links" in note
     off = run("pcie-rtx3090:4x4", local_aggregation=False)
     assert not any("gather into host memory" in n for n in off.notes)
     for sched in ("priority", "embrace-2d"):            # every scheduler still drives it
         simulate(SimulationConfig(topology="pcie-rtx3090:4x4", scheduler=sched, **BASE))
 
+
+
+def test_node_copy_is_every_nodes_links_and_takes_the_idle_time_alone():
+    """The copies as network bytes: node a's local link o is a x per-node links + o, every
+    node carries the same bytes, and alone on the network they take what
+    host_transfer_seconds says; sharing a link with other traffic they take longer."""
+    from embsim.strategies.ps_local import host_transfer_seconds, node_copy
+    topo = load_topology("pcie-rtx3090:4x4")
+    t, per_node = topo._template, topo._per_node
+    copy = node_copy(t, "cpu0", 4, per_node, 4, 1e8, to_host=True)
+    links = np.asarray(copy.demand.links)
+    assert len(links) % 4 == 0
+    local = links[: len(links) // 4]
+    for a in range(4):
+        np.testing.assert_array_equal(links[a * len(local):(a + 1) * len(local)], local + a * per_node)
+    capacity = topo.capacity
+    idle = host_transfer_seconds(t, "cpu0", 4, 1e8, to_host=True)
+    assert copy.latency + copy.demand.bottleneck_time(capacity) == pytest.approx(idle, rel=1e-12)
+    half = copy.scaled(0.5)
+    assert half.latency == copy.latency and float(np.sum(half.demand.bytes)) == pytest.approx(
+        0.5 * float(np.sum(copy.demand.bytes)), rel=1e-12)

@@ -112,16 +112,18 @@ def test_parallax_lm1b_ranking_gate():
     """Held-out check (nothing was fitted on it): embsim's hybrid PS vs NCCL AllGather on
     the Parallax README's LM-1B chart. Order: 4 of 8 pairs agree (1 and 2 machines: embsim
     puts the AllGather systems ahead, published has the hybrid ahead). Ratio to the
-    baseline: mean 27.7 %, max 39.3 % (docs/rankings.md). MOVED, worse, when ps modelled
+    baseline: mean 32.4 %, max 43.4 % (docs/rankings.md). MOVED, worse, when ps modelled
     Parallax's local aggregation with its gather into host memory (9.3 ms per step on the
-    testbed's assumed 6 GB/s socket link): before 6 of 8, mean 26.8 %, max 38.8 % (bounds
-    6, 0.275, 0.395); then 28.8 % / 40.3 % (bounds 0.295, 0.410) while the gather ran on the
-    compute stream; tightened when it moved to the push's own stream (s4-pscopy). Bounds
-    leave only rounding room: a simulator change that makes the ranking worse fails here
-    and must say so."""
+    testbed's assumed 6 GB/s socket link, idle): before 6 of 8, mean 26.8 %, max 38.8 %
+    (bounds 6, 0.275, 0.395); then 28.8 % / 40.3 % (bounds 0.295, 0.410) while the gather
+    ran on the compute stream; 27.7 % / 39.3 % on the push's own stream; MOVED, worse,
+    32.4 % / 43.4 % (bounds 0.282, 0.398 -> 0.330, 0.440) when the copies' bytes joined the
+    network's links and share the socket link with the dense AllReduce (s4-pscopy2).
+    Bounds leave only rounding room: a simulator change that makes the ranking worse fails
+    here and must say so."""
     res = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert res["pairs"] == 8 and res["pairs_agree"] >= 4
-    assert res["ratio_error_mean"] <= 0.282 and res["ratio_error_max"] <= 0.398
+    assert res["ratio_error_mean"] <= 0.330 and res["ratio_error_max"] <= 0.440
     again = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert again == res, "same inputs, same simulated figures"
 
