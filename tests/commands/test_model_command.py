@@ -162,3 +162,9 @@ def test_bad_model_file_names_file_and_key(tmp_path, capsys, edit, needles):
 def test_command_alone_raises_input_error():
     result = CliRunner().invoke(command, ["show", "nope"])
     assert isinstance(result.exception, InputError)
+
+
+def test_bare_group_prints_its_help(capsys):
+    assert main(["model"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("Usage:") and "list" in out and "show" in out and err == ""
