@@ -94,6 +94,8 @@ FLAG_CASES = [
     # an output under a file ("cannot write: File exists"), found only after the run
     (["simulate", "--topology", "1x2", "--chrome-trace", "{sweep}/t.json"], ["--chrome-trace", "is a file, not a folder"]),
     (["compare", "--topology", "1x2", "--plot", "{sweep}/c.png"], ["--plot", "is a file, not a folder"]),
+    (["calibrate", "--out", "{sweep}/t.yaml"], ["--out", "is a file, not a folder"]),
+    (["calibrate", "--topology-out", "{sweep}/h.yaml"], ["--topology-out", "is a file, not a folder"]),
     (["import-nccl-tests", str(ROOT / "tests" / "imports" / "fixtures" / "h100-2x8-all_reduce.log"),
       "--out", "{sweep}/a/t.yaml"], ["--out", "is a file, not a folder"]),
 ]
