@@ -72,7 +72,7 @@ def _options(f):
         click.option("--topology", default="16x8", show_default=True,
                      help="NxG, PRESET:NxG, PRESET or a topology YAML file"),
         click.option("--model", default="lstm-lm1b", show_default=True, callback=model_name,
-                     help="model zoo name or YAML file"),
+                     help="model zoo name (embsim model list) or YAML file"),
         click.option("--batch", type=count(1, MAX_BATCH), help="per-GPU batch (default: the model's)"),
         click.option("--seq", type=count(1, MAX_SEQ), help="sequence length (default: the model's)"),
         click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),

@@ -15,7 +15,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 
 
 @click.command("scale")
-@click.option("--model", required=True, callback=model_name, help="model zoo name or YAML file")
+@click.option("--model", required=True, callback=model_name, help="model zoo name (embsim model list) or YAML file")
 @click.option("--strategy", required=True, help="embedding synchronisation strategy")
 @click.option("--scheduler", "comm_scheduler", default="fifo", show_default=True,
               help="communication scheduler")
