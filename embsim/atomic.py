@@ -50,6 +50,10 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
                                    dir=path.parent)
     except OSError as exc:
+        blocker = file_in_the_way(path)
+        if blocker is not None:
+            # mkdir's own "File exists" names neither the file nor why it matters
+            raise InputError(f"{path}: cannot write: {blocker} is a file, not a folder") from None
         raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
         # mkstemp creates 0600; give the file the mode an ordinary open() would
@@ -70,3 +74,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
         raise
     return path
+
+
+def file_in_the_way(path: Path) -> Path | None:
+    """The nearest existing ancestor of `path` when it is not a folder (a file where a
+    folder of the output path belongs), else None."""
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            return None if parent.is_dir() else parent
+    return None

@@ -24,6 +24,7 @@ COMMANDS = {
                           "Turn nccl-tests stdout logs into the collective curves of an embsim trace."),
     "import-profile": ("import_profile", "Turn a Kineto Chrome trace (record_function('fwd:<layer>') or "
                        "nn.Module ranges) into per-layer forward/backward times of an embsim trace."),
+    "model": ("model", "Inspect models (the zoo in embsim/workload/zoo/, or your own YAML)."),
     "nccl-tests": ("nccl_tests", "Print the table nccl-tests would print, from the simulated collective times."),
     "scale": ("scale", "Simulate MODEL with STRATEGY at each GPU count and report how it scales."),
     "simulate": ("simulate", "Simulate data-parallel training steps and say where the time goes."),

@@ -41,6 +41,17 @@ def test_unwritable_path_is_one_line(tmp_path, target):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("below", ["x.png", "a/b/x.png"])
+def test_a_file_where_a_folder_belongs_is_named(tmp_path, below):
+    """mkdir said only 'File exists' (of a path that did not exist)."""
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("mine")
+    with pytest.raises(InputError) as info:
+        atomic_write_text(blocker / below, "x")
+    assert str(info.value) == f"{blocker / below}: cannot write: {blocker} is a file, not a folder"
+    assert blocker.read_text() == "mine"
+
+
 def test_stale_temp_dirs_of_dead_runs_are_removed(tmp_path):
     dead = _dead_pid()
     (tmp_path / f"embsim-calibrate-{dead}-abc").mkdir()

@@ -250,6 +250,7 @@ def test_fuzz_model_file(tmp_path_factory):
         path = _write(tmp_path_factory, "model.yaml", data)
         run_cli(["simulate", "--topology", "dgx-h100:1x2", "--model", str(path),
                  "--iterations", "2", "--json"])
+        run_cli(["model", "show", str(path)])
     case()
 
 

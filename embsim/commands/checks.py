@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ..atomic import file_in_the_way
 from ..errors import InputError
 
 # Upper bounds of counts given on the command line; beyond them a run would take hours
@@ -86,3 +87,22 @@ def refuse_overwrite(path, force: bool, flag: str = "--out") -> None:
     if path and not force and (Path(path).exists() or Path(path).is_symlink()):
         raise InputError(f"{flag} {path}: exists; not overwritten (choose another name, "
                          f"or add --force)")
+    blocker = file_in_the_way(Path(path)) if path else None
+    if blocker is not None:
+        # found now, not after the run it would have been written from
+        raise InputError(f"{flag} {path}: cannot write: {blocker} is a file, not a folder")
+
+
+def model_name(ctx, param, value):
+    """A --model zoo name checked at the flag, so the one-line error names --model (the
+    workload's own message names only the value). A path (a .yaml, or anything with a
+    '/') is left to the loader, whose errors name the file."""
+    if value is None or value.endswith((".yaml", ".yml")) or "/" in value:
+        return value
+    from ..workload import load_spec
+    try:
+        load_spec(value)
+    except InputError as exc:
+        raise InputError(f"--model {exc}" if str(exc).startswith(value) else
+                         f"--model {value}: {exc}") from None
+    return value

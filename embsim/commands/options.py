@@ -14,7 +14,8 @@ from ..errors import InputError
 from ..workload.model import OPTIMIZER_STATE_TENSORS
 from ..workload.padding import parse_padding
 from ..workload.precision import AMP_STYLES, check_amp_flags
-from .checks import MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat, count
+from .checks import (MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat,
+                     count, model_name)
 
 
 def _nccl_filter(kind: str):
@@ -70,7 +71,8 @@ def _options(f):
     opts = [
         click.option("--topology", default="16x8", show_default=True,
                      help="NxG, PRESET:NxG, PRESET or a topology YAML file"),
-        click.option("--model", default="lstm-lm1b", show_default=True, help="model zoo name or YAML file"),
+        click.option("--model", default="lstm-lm1b", show_default=True, callback=model_name,
+                     help="model zoo name (embsim model list) or YAML file"),
         click.option("--batch", type=count(1, MAX_BATCH), help="per-GPU batch (default: the model's)"),
         click.option("--seq", type=count(1, MAX_SEQ), help="sequence length (default: the model's)"),
         click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),

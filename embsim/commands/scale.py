@@ -9,13 +9,13 @@ import click
 from ..report.scaling_table import scaling_table
 from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..sweep.check import check_points
-from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, refuse_overwrite
+from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_name, refuse_overwrite
 from .options import CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, trainer_fields
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
 
 @click.command("scale")
-@click.option("--model", required=True, help="model zoo name or YAML file")
+@click.option("--model", required=True, callback=model_name, help="model zoo name (embsim model list) or YAML file")
 @click.option("--strategy", required=True, help="embedding synchronisation strategy")
 @click.option("--scheduler", "comm_scheduler", default="fifo", show_default=True,
               help="communication scheduler")

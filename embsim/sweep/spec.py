@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.run import SimulationConfig
+from ..errors import InputError
 from ..yamlio import YamlDoc, check_mapping, check_type, load_yaml, parse_yaml
 
 MAX_POINTS = 100_000
@@ -159,7 +160,11 @@ def parse_sweep(doc: YamlDoc) -> SweepSpec:
                 config.setdefault("hardware", {})[path[1]] = value
             else:
                 config[path[0]] = value
-        h = config_hash(config)
+        try:
+            h = config_hash(config)
+        except InputError as exc:
+            # the config's own checks (iterations, jitter ...) name the flag, not the file
+            raise InputError(f"{doc.source}: point {len(points)}: {exc}") from None
         if h in seen:
             raise doc.error(("grid",), f"two grid points are the same configuration "
                                        f"(points {seen[h]} and {len(points)}); remove the duplicate value")

@@ -35,8 +35,10 @@ def load_node_type(path: str | Path) -> NodeType:
         doc = load_yaml(path)
         if isinstance(doc.data, dict) and doc.data.get("kind") == TRACE_KIND:
             if not isinstance(doc.data.get(EMBEDDED_KEY), dict):
+                named = doc.data.get("topology")
+                named = f" ({named})" if isinstance(named, str) and named.strip() else ""
                 raise TopologyError(f"{path}: a trace without an embedded topology "
-                                    f"({EMBEDDED_KEY}); give the topology it names instead")
+                                    f"({EMBEDDED_KEY}); give the topology it names{named} instead")
             doc = doc.sub(EMBEDDED_KEY)
         return node_type_from_doc(doc)
     except TopologyError:

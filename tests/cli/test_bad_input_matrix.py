@@ -80,6 +80,24 @@ FLAG_CASES = [
     # a directory where a topology file belongs was "no such file"
     (["topology", "show", "{tmp}"], ["a directory"]),
     (["calibrate", "--out", ""], ["--out", "empty"]),      # refused at the flag, before torch loads
+    # an unknown zoo name was "unknown model 'x'", naming no flag (s4-ux review)
+    (["simulate", "--topology", "1x2", "--model", "nosuch"], ["--model nosuch: unknown model 'nosuch'"]),
+    (["compare", "--topology", "1x2", "--model", "nosuch"], ["--model nosuch: unknown model"]),
+    (["scale", "--model", "nosuch", "--strategy", "allreduce"], ["--model nosuch: unknown model"]),
+    (["calibrate", "--model", "nosuch"], ["--model nosuch: unknown model"]),
+    (["import-profile", "{tmp}/p.json", "--model", "nosuch", "--topology", "local-cpu", "--out", "{tmp}/t.yaml"],
+     ["--model nosuch: unknown model"]),
+    (["simulate", "--topology", "1x2", "--model", "{tmp}/nosuch.yaml"], ["nosuch.yaml: no such file"]),
+    # nccl-tests sizes out of order were "sizes: need 1 <= minbytes <= maxbytes", no flag
+    (["nccl-tests", "--topology", "1x2", "-b", "0"], ["-b/--minbytes '0'", "at least 1 byte"]),
+    (["nccl-tests", "--topology", "1x2", "-b", "4K", "-e", "1K"], ["-e/--maxbytes '1K'", "-b/--minbytes '4K'"]),
+    # an output under a file ("cannot write: File exists"), found only after the run
+    (["simulate", "--topology", "1x2", "--chrome-trace", "{sweep}/t.json"], ["--chrome-trace", "is a file, not a folder"]),
+    (["compare", "--topology", "1x2", "--plot", "{sweep}/c.png"], ["--plot", "is a file, not a folder"]),
+    (["calibrate", "--out", "{sweep}/t.yaml"], ["--out", "is a file, not a folder"]),
+    (["calibrate", "--topology-out", "{sweep}/h.yaml"], ["--topology-out", "is a file, not a folder"]),
+    (["import-nccl-tests", str(ROOT / "tests" / "imports" / "fixtures" / "h100-2x8-all_reduce.log"),
+      "--out", "{sweep}/a/t.yaml"], ["--out", "is a file, not a folder"]),
 ]
 
 
@@ -161,6 +179,20 @@ def test_bad_sweep_value_is_one_line_exit_2(base, words, tmp_path, capsys):
     rc, err = run_cli(["sweep", path, "--out", tmp_path / "out", "--threads", "--no-progress"], capsys)
     assert_one_line_error(rc, err, words)
     assert not (tmp_path / "out" / "results.csv").exists()
+
+
+@pytest.mark.parametrize("base,words", [
+    ("iterations: 0", "--iterations 0"),
+    ("iterations: -5", "--iterations -5"),
+    ("iterations: 2, jitter: bogus", "--jitter 'bogus'"),
+])
+def test_a_sweep_value_the_config_refuses_names_the_file_and_point(base, words, tmp_path, capsys):
+    """SimulationConfig's own checks named only the flag: which file, which point?"""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: t\nbase: {{model: tiny-lm, {base}}}\ngrid: {{topology: [1x2]}}\n")
+    rc, err = run_cli(["sweep", path, "--out", tmp_path / "out", "--threads", "--no-progress"], capsys)
+    assert_one_line_error(rc, err, f"{path}: point 0: {words}")
+    assert not (tmp_path / "out").exists()
 
 
 def test_blank_model_name_is_refused(tmp_path, capsys):

@@ -1,0 +1,48 @@
+"""`embsim model list` and `embsim model show NAME|FILE [--json]`: the model zoo, inspected."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..errors import InputError
+
+
+@click.group("model")
+def command() -> None:
+    """Inspect models (the zoo in embsim/workload/zoo/, or your own YAML)."""
+
+
+@command.command("list")
+def list_cmd() -> None:
+    """List the zoo's models, one line each (name and description), and where they are."""
+    from ..workload import ZOO_DIR, list_models, load_spec
+    from .model_summary import first_sentence
+    names = list_models()
+    width = max((len(n) for n in names), default=0)
+    for name in names:
+        click.echo(f"{name:<{width}}  {first_sentence(load_spec(name).description)}")
+    click.echo(f"# a NAME is looked up in {ZOO_DIR}; any other model: give its .yaml path "
+               "(same dialect, see `embsim model show NAME`)", err=True)
+
+
+@command.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def show(name: str, as_json: bool) -> None:
+    """Summarise NAME (a zoo model) or FILE.yaml: layers, parameters, tables, defaults, FLOPs."""
+    from ..workload import load_model, load_spec
+    from .model_summary import model_summary, print_model_summary
+    try:
+        spec = load_spec(name)
+        model = load_model(name)
+    except InputError as exc:
+        # the value came as an argument here, not as --model
+        raise InputError(f"model show {exc}" if str(exc).startswith(name) else
+                         f"model show {name}: {exc}") from None
+    summary = model_summary(spec, model)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    print_model_summary(summary)
