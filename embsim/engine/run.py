@@ -146,11 +146,13 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     if published and topo.n_gpus > 1:
         compute_source += f"; {interference.label(factors['interference'])}"
     curves = measured.collective_curves() if measured is not None else None
+    used = measured_label = None
     if curves:
-        compute_source += f"; collectives: measured ({trace.source}: {', '.join(sorted({op for op, _ in curves}))})"
+        used, measured_label = _measured_curves_label(curves, trace.source, topo.n_gpus)
+        compute_source += f"; {measured_label}"
     collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves,
                                   nccl_version=cfg.nccl_version, nccl_env=NcclEnv(tuple(cfg.nccl_env)))
-    compute_source += f"; {'other ' if curves else ''}collectives: NCCL {collectives.consts.version} model"
+    compute_source += f"; {'other ' if used else ''}collectives: NCCL {collectives.consts.version} model"
     for note in (collectives.view_note, collectives.tuner_note):
         compute_source += f"; {note}" if note else ""
     if collectives.consts.env:
@@ -205,6 +207,23 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   "padding": cfg.padding if _pads(cfg) else None,
                   "straggler": cfg.straggler, "seed": cfg.seed,
                   "gpu_variation": variation})
+
+
+def _measured_curves_label(curves, source: str, n_gpus: int) -> tuple[bool, str]:
+    """(whether a measured curve is used, the label): a trace's curve replaces the model
+    only for its own op at its own rank count (CollectiveModel), so a curve measured on
+    another number of ranks is named as not used rather than claimed."""
+    def ops(keys):
+        return ", ".join(f"{op} at {n} ranks" for op, n in sorted(keys))
+    here = [k for k in curves if k[1] == n_gpus]
+    if here:
+        text = f"collectives: measured ({source}: {ops(here)})"
+        elsewhere = [k for k in curves if k[1] != n_gpus]
+        if elsewhere:
+            text += f"; not used: its curves for other rank counts ({ops(elsewhere)})"
+        return True, text
+    return False, (f"collectives: {source}'s measured curves ({ops(curves)}) are not for this run's "
+                   f"{n_gpus} ranks: not used")
 
 
 def _folded_split(step_s: float, one, jitter, param, cfg: SimulationConfig) -> tuple[float, float]:

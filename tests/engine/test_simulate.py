@@ -179,3 +179,22 @@ def test_one_gpu_steps_a_dense_table_gradient_in_every_row():
     one, two = _embedding_update_s("allreduce"), _embedding_update_s("allreduce", "dgx-a100:1x2")
     assert one == pytest.approx(two, rel=1e-9)
     assert _embedding_update_s("allgather") < 0.5 * one
+
+
+def test_a_measured_curve_for_other_rank_counts_is_named_as_not_used(tmp_path):
+    """A trace's curve replaces the model only at its own rank count: at 16x8 a 16-rank
+    curve is said not to be used (and the step is the model's), at 2x8 it is used."""
+    from pathlib import Path
+
+    from embsim import cli
+    log = Path(__file__).resolve().parents[1] / "imports" / "fixtures" / "h100-2x8-all_reduce.log"
+    out = tmp_path / "net.yaml"
+    assert cli.main(["import-nccl-tests", str(log), "--out", str(out), "--topology", "dgx-h100:2x8"]) == 0
+    big = run(topology="dgx-h100:16x8", model="bert-base", trace=str(out), efficiency_baseline=False)
+    plain = run(topology="dgx-h100:16x8", model="bert-base", efficiency_baseline=False)
+    assert "measured curves (all_reduce at 16 ranks) are not for this run's 128 ranks: not used" in big.compute_source
+    assert "; collectives: NCCL" in big.compute_source and "other collectives" not in big.compute_source
+    assert big.step_time == plain.step_time
+    small = run(topology="dgx-h100:2x8", model="bert-base", trace=str(out), efficiency_baseline=False)
+    assert "collectives: measured (" in small.compute_source and "all_reduce at 16 ranks" in small.compute_source
+    assert "other collectives: NCCL" in small.compute_source
