@@ -26,6 +26,11 @@ _SHAPE = re.compile(r"^(\d+)x(\d+)$")
 
 def preset_dirs() -> list[Path]:
     dirs = [Path(p) for p in os.environ.get("EMBSIM_TOPOLOGY_PATH", "").split(os.pathsep) if p]
+    for d in dirs:
+        # a mistyped folder would silently fall back to the packaged preset of that name
+        if not d.is_dir():
+            raise TopologyError(f"EMBSIM_TOPOLOGY_PATH: {d}: not a folder"
+                                f"{' (a file: give the folder that holds it)' if d.is_file() else ''}")
     # a checkout (or editable install) keeps them beside the package; a wheel installs
     # them as data files under <prefix>/share/embsim/topologies (setup.cfg)
     return dirs + [Path(embsim.__file__).resolve().parent.parent / "topologies",

@@ -40,6 +40,17 @@ def test_env_path_finds_and_shadows_presets(tmp_path, monkeypatch):
     assert load_topology("2x4").node.gpu.model == "test-gpu"  # user dir comes first
 
 
+def test_env_path_that_is_not_a_folder_is_refused(tmp_path, monkeypatch):
+    """A mistyped EMBSIM_TOPOLOGY_PATH would silently fall back to the packaged preset."""
+    monkeypatch.setenv("EMBSIM_TOPOLOGY_PATH", str(tmp_path / "missing"))
+    with pytest.raises(TopologyError, match=r"EMBSIM_TOPOLOGY_PATH: .*missing: not a folder$"):
+        load_topology("dgx-h100:1x8")
+    (tmp_path / "f.yaml").write_text("x: 1\n")
+    monkeypatch.setenv("EMBSIM_TOPOLOGY_PATH", str(tmp_path / "f.yaml"))
+    with pytest.raises(TopologyError, match="a file: give the folder that holds it"):
+        load_topology("dgx-h100:1x8")
+
+
 def test_host_fabric_cpu_device(write_yaml):
     t = load_topology(str(write_yaml(LOCAL_CPU)))
     assert (t.node.gpu.arch, t.node.gpu.model, t.node.fabric.kind, t.node.nics.count) == (0, "cpu", "host", 0)
