@@ -93,6 +93,15 @@ def refuse_overwrite(path, force: bool, flag: str = "--out") -> None:
         raise InputError(f"{flag} {path}: cannot write: {blocker} is a file, not a folder")
 
 
+def png_path(ctx, param, value):
+    """A --plot file name: the charts are PNG (matplotlib picks the format from the
+    suffix, so x.txt would get a PNG under a text name and x.pdf a PDF the help does not
+    promise)."""
+    if value is not None and Path(value).suffix.lower() != ".png":
+        raise click.BadParameter(f"{value}: the chart is a PNG; give a .png file name")
+    return value
+
+
 def model_name(ctx, param, value):
     """A --model zoo name checked at the flag, so the one-line error names --model (the
     workload's own message names only the value). A path (a .yaml, or anything with a

@@ -9,7 +9,7 @@ import click
 from ..report.scaling_table import scaling_table
 from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..sweep.check import check_points
-from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_name, refuse_overwrite
+from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_name, png_path, refuse_overwrite
 from .options import CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, trainer_fields
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
@@ -37,7 +37,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @PADDING
 @NCCL_ENV
 @NCCL_VERSION
-@click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the curve")
+@click.option("--plot", type=click.Path(dir_okay=False), callback=png_path, help="write a PNG of the curve")
 @click.option("--dask-scheduler", help="address of an existing Dask scheduler")
 @click.option("--workers", type=click.IntRange(min=1), help="local cluster workers")
 @click.option("--out", type=click.Path(file_okay=False), help="keep the sweep results here (resumable)")

@@ -221,7 +221,7 @@ def test_bad_topology_name_is_refused(tmp_path, capsys):
 ])
 def test_an_existing_output_file_is_not_replaced(argv, tmp_path, capsys):
     """`simulate --chrome-trace topologies/dgx-h100.yaml` replaced the shipped preset."""
-    target = tmp_path / "mine.yaml"
+    target = tmp_path / ("mine.png" if "--plot" in argv else "mine.yaml")
     target.write_text("mine\n")
     rc, err = run_cli([a.format(file=target) for a in argv], capsys)
     assert_one_line_error(rc, err, str(target), "--force")
@@ -280,3 +280,17 @@ def test_every_config_field_is_type_checked_in_sweep_files():
     whatever YAML made of it (gpu_variation: x was a TypeError traceback)."""
     from embsim.sweep.spec import _FIELD_TYPES, CONFIG_FIELDS
     assert set(CONFIG_FIELDS) <= set(_FIELD_TYPES)
+
+
+@pytest.mark.parametrize("argv", [
+    ["compare", "--topology", "1x2", "--model", "tiny-lm", "--plot", "{file}"],
+    ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "2", "--plot", "{file}"],
+    ["validate", "--nccl-tests", "--plot", "{file}"],
+])
+def test_a_plot_that_is_not_a_png_name_is_refused(argv, tmp_path, capsys):
+    """The charts are PNG: x.txt would get a PNG under a text name (matplotlib picks the
+    format from the suffix), and nothing is written."""
+    target = tmp_path / "chart.txt"
+    rc, err = run_cli([a.format(file=target) for a in argv], capsys)
+    assert_one_line_error(rc, err, "--plot", ".png")
+    assert not target.exists()
