@@ -10,7 +10,7 @@ from ..report.scaling_table import scaling_table
 from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..sweep.check import check_points
 from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_name, png_path, refuse_overwrite
-from .options import CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, trainer_fields
+from .options import CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, parse_kv, trainer_fields
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
 
@@ -37,6 +37,8 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @PADDING
 @NCCL_ENV
 @NCCL_VERSION
+@click.option("--option", "-o", "extra", multiple=True,
+              help="strategy/scheduler parameter KEY=VALUE, as in simulate (e.g. local_aggregation=false)")
 @click.option("--plot", type=click.Path(dir_okay=False), callback=png_path, help="write a PNG of the curve")
 @click.option("--dask-scheduler", help="address of an existing Dask scheduler")
 @click.option("--workers", type=click.IntRange(min=1), help="local cluster workers")
@@ -44,15 +46,16 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--json", "as_json", is_flag=True)
 @force_option("--plot file")
 def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, dtype, amp, accumulate,
-            jitter, optimizer, corpus, lengths, padding, nccl_env, nccl_version, plot, dask_scheduler, workers, out,
-            as_json, force):
+            jitter, optimizer, corpus, lengths, padding, nccl_env, nccl_version, extra, plot, dask_scheduler,
+            workers, out, as_json, force):
     """Simulate MODEL with STRATEGY at each GPU count and report how it scales."""
     import json
     refuse_overwrite(plot, force, "--plot")
     check_amp_flags(dtype, amp)
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
             "iterations": iterations, "trace": trace, "dtype": dtype, "amp": amp, "accumulate": accumulate,
-            "jitter": jitter, **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version)}
+            "jitter": jitter, **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version),
+            **routed_options(strategy, comm_scheduler, extra)}
     if dtype:      # refuse a precision the GPU lacks before any point runs
         from ..topology import load_topology
         from ..workload.gpu_compute import for_gpu
@@ -77,3 +80,14 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
         plot_scaling(curve, plot, f"{model} / {strategy} / {comm_scheduler}" + (f"\n{sources}" if sources else ""))
         if not as_json:
             click.echo(f"wrote {plot}")
+
+
+def routed_options(strategy: str, scheduler: str, extra: tuple) -> dict:
+    """--option pairs as every point's strategy_options / scheduler_options, routed to the
+    component whose Options declare each key (engine.config.with_options, as simulate
+    does); an unknown strategy, scheduler or key is a one-line error before any point runs."""
+    if not extra:
+        return {}
+    from ..engine.config import SimulationConfig, with_options
+    cfg = with_options(SimulationConfig(strategy=strategy, scheduler=scheduler), parse_kv(extra))
+    return {"strategy_options": dict(cfg.strategy_options), "scheduler_options": dict(cfg.scheduler_options)}

@@ -112,3 +112,24 @@ def test_bad_values_are_one_line_naming_the_flag(args, flag, captured, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("embsim: error: ") and flag in err, err
     assert captured == []          # nothing ran
+
+
+def test_option_pairs_reach_every_point_routed_to_their_component(captured):
+    """--option KEY=VALUE as in simulate: each key to the strategy or scheduler that declares
+    it, on every point; an undeclared key is one line naming --option, before any point."""
+    with pytest.raises(_Stop):
+        main(["scale", "--model", "lstm-lm1b", "--strategy", "ps", "--scheduler", "priority", "--gpus", "16,32",
+              "--option", "local_aggregation=false", "--option", "partition_bytes=4e6"])
+    assert len(captured) == 2
+    for p in captured:
+        cfg = p.simulation_config()
+        assert cfg.strategy_options == {"local_aggregation": "false"}
+        assert cfg.scheduler_options == {"partition_bytes": 4e6}
+        assert config_hash(json.loads(json.dumps(p.config))) == p.hash
+
+
+def test_an_option_no_component_takes_is_refused(captured, capsys):
+    assert main(["scale", "--model", "lstm-lm1b", "--strategy", "ps", "--gpus", "16", "--option", "bogus=1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--option bogus" in err
+    assert captured == []
