@@ -192,6 +192,7 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
               workers: int | None = None, processes: bool = True, progress: bool = True,
               point_fn: Callable[[dict], dict] = simulate_point) -> SweepSummary:
     out_dir = Path(out_dir)
+    created = not out_dir.exists()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -202,7 +203,12 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
     todo = [p for p in points if done.get(p.hash, {}).get("status") != "ok"]
     failed = 0
     if todo:
-        dask_client = _Client(scheduler, workers, processes)
+        try:
+            dask_client = _Client(scheduler, workers, processes)
+        except InputError:
+            if created and not any(out_dir.iterdir()):
+                out_dir.rmdir()      # an unreachable scheduler leaves no empty folder behind
+            raise
         try:
             failed = _execute(dask_client.client, todo, out_dir, done, progress, point_fn)
         finally:

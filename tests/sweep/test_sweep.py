@@ -168,3 +168,18 @@ def test_trainer_inputs_are_checked_before_anything_runs(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "point 1: --padding bins:64: --seq 35 must be a multiple" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_an_unreachable_scheduler_is_one_line_and_leaves_no_empty_results_folder(tmp_path):
+    """A bad --scheduler address fails before any point runs; the results folder the
+    sweep would have created is not left behind (a folder that existed is kept)."""
+    points = list(sweep_from_text(SWEEP).points)
+    out = tmp_path / "new"
+    with pytest.raises(InputError, match="cannot reach it"):
+        run_sweep(points, out, scheduler="not-an-address")
+    assert not out.exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with pytest.raises(InputError, match="cannot reach it"):
+        run_sweep(points, kept, scheduler="not-an-address")
+    assert kept.is_dir()
