@@ -12,6 +12,10 @@ Each figure is what the tool printed, kept as printed (a matrix SUM, or one matr
 with the pairs and directions it adds up, so the per-direction rate is computed, not retyped.
 `both_ways` marks the bidirectional tests: both GPUs of a pair copy at once, which is the load a
 ring puts on a GPU's NVLinks (it sends to one peer while another sends to it).
+
+Missing, and what would settle the A100 case: one HGX A100 (NVSwitch) host publishing both
+nvbandwidth's bidirectional write_sm and read_sm. The only A100 host with both (SuperBench)
+does not say whether its two GPUs sit on an NVSwitch; the NVSwitch hosts give one kind each.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ from dataclasses import dataclass
 # repositories and files the figures come from (the commit each one was read at)
 SUPERBENCH_LOG = ("github.com/microsoft/superbenchmark tests/data/gpu_copy_bw_performance.log "
                   "@700d6501 (gpu_copy.cu: 128-thread blocks, NCCL's ld/st.volatile.global.v2.u64; "
-                  "a bidirectional figure is 2 x size / the slower stream's time); GPU not named, "
-                  "its DMA peer copy (275-279 GB/s) and 26 GB/s host link are A100 NVLink3 / PCIe4")
+                  "a bidirectional figure is 2 x size / the slower stream's time); two GPUs, not "
+                  "named: the DMA peer copy (275-279 GB/s) is NVLink3's, the 26 GB/s host link "
+                  "PCIe4's and the 657-682 GB/s local copy (bytes once) 0.88 of an A100 40GB's "
+                  "1555; whether through an NVSwitch or a bridge is not stated")
 SUPERBENCH_TEST = ("github.com/microsoft/superbenchmark tests/benchmarks/micro_benchmarks/"
                    "test_gpu_copy_bw_performance.py @700d6501 (a second run, same tool and GPU class)")
 AZURE_A100 = ("github.com/Azure/AI-benchmarking-guide Azure_Results/ND_A100_v4_results.md @3bb66cac "
