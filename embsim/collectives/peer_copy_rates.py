@@ -15,7 +15,7 @@ ring puts on a GPU's NVLinks (it sends to one peer while another sends to it).
 
 Missing, and what would settle the A100 case: one HGX A100 (NVSwitch) host publishing both
 nvbandwidth's bidirectional write_sm and read_sm. The only A100 host with both (SuperBench)
-does not say whether its two GPUs sit on an NVSwitch; the NVSwitch hosts give one kind each.
+does not name its GPUs (likely an HGX A100 40GB); the named NVSwitch hosts give one kind each.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ SUPERBENCH_LOG = ("github.com/microsoft/superbenchmark tests/data/gpu_copy_bw_pe
                   "a bidirectional figure is 2 x size / the slower stream's time); two GPUs, not "
                   "named: the DMA peer copy (275-279 GB/s) is NVLink3's, the 26 GB/s host link "
                   "PCIe4's and the 657-682 GB/s local copy (bytes once) 0.88 of an A100 40GB's "
-                  "1555; whether through an NVSwitch or a bridge is not stated")
+                  "1555; the repository's other A100 fixtures (tests/data/nccl_*.log) are 8x "
+                  "A100-SXM4-40GB and its 5.7-6.4 GB/s SM device-to-host copy is the quirk Azure "
+                  "prints for ND A100 v4 (6.27): likely an HGX A100 40GB, NVSwitch not stated")
 SUPERBENCH_TEST = ("github.com/microsoft/superbenchmark tests/benchmarks/micro_benchmarks/"
                    "test_gpu_copy_bw_performance.py @700d6501 (a second run, same tool and GPU class)")
 AZURE_A100 = ("github.com/Azure/AI-benchmarking-guide Azure_Results/ND_A100_v4_results.md @3bb66cac "
