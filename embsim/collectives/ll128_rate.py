@@ -201,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     from ..toolargs import ToolParser
     ap = ToolParser(prog="python -m embsim.collectives.ll128_rate",
                     description="The one-node Ring/LL128 points' implied and marginal rates against "
-                                "NCCL's LL128 bounds (collective_notes.md).")
+                                "NCCL's LL128 bounds and the published SM peer-copy rates of the "
+                                "curve's GPU (collective_notes.md).")
     ap.add_argument("curves", nargs="*", metavar="CURVE.yaml",
                     help=f"nccl-tests curve files (default: {', '.join(DEFAULT_CURVES)})")
     args = ap.parse_args(argv)
