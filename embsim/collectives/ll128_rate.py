@@ -18,6 +18,12 @@ curves and NCCL's source constants, so that they are reproducible. Per Ring/LL12
 * `rounds` -- candidate (3): rounds of LL128 lines each warp moves per step (GenericOp's
   while loop; 20 warps x 1920 B per round). A per-round latency costs the same at equal
   rounds, whatever the bytes.
+Then the untrimmed one-node Ring/LL points the same way (`implied`, with NCCL's LL latency:
+a latency-bound remainder, so only indicative), and the LL128 points' rate on the wire -- the
+bytes their SM stores put on NVLink per data byte: 16/15 for LL128 (15 data u64 per 16-u64
+line; 2 for LL, an 8 B flag per 8 B of data) -- against the published SM peer-copy rates of
+the curve's GPU (peer_copy_rates.py): candidate (5), a per-GPU cap on SM stores, the
+peer-write hypothesis of the notes. Such a cap binds LL128 only if LL128's wire rate reaches it.
 Sources: NCCL v2.18.5 / v2.29.3 src/include/device.h (devcomm.h) NCCL_LL128_* and
 NCCL_STEPS, prims_ll128.h GenericOp / recvReduceSendCopy, enqueue.cc (channel and thread
 trimming), graph/tuning.cc (hwLat).
@@ -34,9 +40,10 @@ from embsim.yamlio import get, load_yaml
 
 from .busbw import busbw_factor
 from .channels import runtime_lanes
-from .constants import NCCL_STEPS
+from .constants import NCCL_STEPS, PROTOS
 from .model import CollectiveModel
 from .nccl_env import env_from_text
+from .peer_copy_rates import figures
 from .pipeline import WARP_SIZE, step_bytes
 from .releases import proto_filter, release_view
 from .validation import DATA_DIR, _algo, _env, _topology
@@ -46,6 +53,9 @@ LL128_SHMEM_ELEMS_PER_THREAD = 8       # device.h NCCL_LL128_SHMEM_ELEMS_PER_THR
 LL128_LINE_ELEMS, LL128_DATA_ELEMS = 16, 15   # NCCL_LL128_LINEELEMS, NCCL_LL128_DATAELEMS
 # data bytes one warp moves per round: WARP_SIZE x 8 u64 of wire, 15 of every 16 u64 data (1920 B)
 WARP_ROUND_BYTES = WARP_SIZE * LL128_SHMEM_ELEMS_PER_THREAD * 8 * LL128_DATA_ELEMS // LL128_LINE_ELEMS
+# bytes stored on the wire per data byte: LL128's lines (NCCL_LL128_LINEELEMS / _DATAELEMS);
+# LL's ncclLLFifoLine (device.h: data1, flag1, data2, flag2 -- 8 B of data per 8 B of flag)
+WIRE_PER_DATA = {"LL128": LL128_LINE_ELEMS / LL128_DATA_ELEMS, "LL": 2.0}
 DEFAULT_CURVES = ("azure-nd-a100-v4-allreduce", "ext2-modal-a100-40gb-1x8-g8-all-reduce",
                   "stas00-8xa100-allreduce", "oci-bm-gpu4-8-allreduce", "azure-nd-gb200-v6-allreduce")
 
@@ -61,6 +71,7 @@ class Ll128Point:
     threads: int
     chunk: float           # bytes per (channel, rank) step: the one loop's exact chunk
     factor: float          # busbw factor: bytes a rank sends per byte of message
+    proto: str = "LL128"
 
     @property
     def implied_rate(self) -> float:
@@ -71,6 +82,11 @@ class Ll128Point:
     @property
     def ratio(self) -> float:
         return self.implied_rate / self.model_rate
+
+    @property
+    def wire_rate(self) -> float:
+        """GB/s per GPU the protocol's stores put on NVLink at the implied data rate."""
+        return self.implied_rate * WIRE_PER_DATA[self.proto]
 
     @property
     def rounds(self) -> int:
@@ -86,6 +102,13 @@ class Ll128Point:
 
 def ll128_points(path: str | Path) -> tuple[list[Ll128Point], float]:
     """(the curve's one-node Ring/LL128 points, NCCL's per-hop Ring/LL128 latency in µs)."""
+    points, hop, _ = protocol_points(path, "LL128")
+    return points, hop
+
+
+def protocol_points(path: str | Path, proto: str) -> tuple[list[Ll128Point], float, int]:
+    """(the curve's one-node Ring/`proto` points, NCCL's per-hop Ring/`proto` latency in µs,
+    the GPUs' SM arch)."""
     doc = load_yaml(path)
     check_curve_file(doc)
     d = doc.data
@@ -103,13 +126,15 @@ def ll128_points(path: str | Path) -> tuple[list[Ll128Point], float]:
     for size in sorted(int(s) for s in d["busbw"]):
         busbw = float(d["busbw"][size])
         plan = model.plan(d["op"], size, ranks)
-        if nodes != 1 or busbw <= 0 or (plan.algo, plan.proto) != ("Ring", "LL128"):
+        if nodes != 1 or busbw <= 0 or (plan.algo, plan.proto) != ("Ring", proto):
             continue
-        nc, nt = runtime_lanes(size, "Ring", "LL128", len(ranks), graphs.comm_channels)
+        nc, nt = runtime_lanes(size, "Ring", proto, len(ranks), graphs.comm_channels)
         lat, transfer = plan.latency * 1e6, (plan.time - plan.latency) * 1e6
         out.append(Ll128Point(size, factor * size / (1000.0 * busbw), lat, transfer,
-                              factor * size / (1000.0 * transfer), nc, nt, size / (nc * len(ranks)), factor))
-    return out, model.consts.hw_lat[shape.intra_hw]["Ring"][1]
+                              factor * size / (1000.0 * transfer), nc, nt, size / (nc * len(ranks)), factor,
+                              proto))
+    hop = model.consts.hw_lat[shape.intra_hw]["Ring"][PROTOS.index(proto)]
+    return out, hop, int(shape.arch)
 
 
 def marginal_rates(points: list[Ll128Point]) -> list[tuple[int, int, float]]:
@@ -118,8 +143,40 @@ def marginal_rates(points: list[Ll128Point]) -> list[tuple[int, int, float]]:
             for a, b in zip(points, points[1:]) if b.measured_us > a.measured_us]
 
 
+def wire_range(points: list[Ll128Point], proto: str) -> tuple[float, float] | None:
+    """(lowest, highest) GB/s per GPU on the wire of the `proto` points, or None."""
+    rates = [p.wire_rate for p in points if p.proto == proto and math.isfinite(p.wire_rate)]
+    return (min(rates), max(rates)) if rates else None
+
+
+def peer_copy_lines(points: list[Ll128Point], arch: int) -> list[str]:
+    """The Ring/LL128 wire rates against the published SM peer-copy rates of `arch`."""
+    both = {kind: [f.per_direction for f in figures(arch, kind, True)] for kind in ("write", "read")}
+    one = {kind: [f.per_direction for f in figures(arch, kind, False)] for kind in ("write", "read")}
+    lines = [f"  published SM peer {kind} (sm{arch}), GB/s per direction: one way {_span(one[kind])}, "
+             f"both ways {_span(both[kind])}" for kind in ("write", "read") if one[kind] or both[kind]]
+    span = wire_range(points, "LL128")
+    if span:
+        lines.insert(0, f"  Ring/LL128 on the wire: {span[0]:.1f}-{span[1]:.1f} GB/s per GPU")
+        if both["write"]:
+            top = max(both["write"])
+            lines.append(f"  Ring/LL128 wire / fastest both-ways SM write: {span[0] / top:.2f}-{span[1] / top:.2f}")
+    return lines
+
+
+def untrimmed(points: list[Ll128Point]) -> list[Ll128Point]:
+    """The points NCCL launches on its full (channels, threads) -- its rate regime."""
+    full = max(((p.channels, p.threads) for p in points), default=None)
+    return [p for p in points if (p.channels, p.threads) == full]
+
+
+def _span(rates: list[float]) -> str:
+    return f"{min(rates):.1f}-{max(rates):.1f}" if rates else "none"
+
+
 def report(path: str | Path) -> str:
-    points, hop = ll128_points(path)
+    points, hop, arch = protocol_points(path, "LL128")
+    ll = untrimmed(protocol_points(path, "LL")[0])
     lines = [f"{Path(path).stem}: one-node Ring/LL128 points (hop {hop} µs)"]
     if not points:
         return lines[0] + ": none"
@@ -131,6 +188,11 @@ def report(path: str | Path) -> str:
                      f"{p.rounds:>6} {p.inflight_bound(hop):9.1f}")
     for a, b, rate in marginal_rates(points):
         lines.append(f"  marginal {a >> 20}->{b >> 20} MiB: {rate:.1f} GB/s per GPU")
+    for p in ll:
+        lines.append(f"  Ring/LL {p.size:>8} at {p.channels}x{p.threads}: {p.measured_us:.1f} µs, latency "
+                     f"{p.latency_us:.1f}, model {p.model_rate:.1f}, implied {p.implied_rate:.1f} "
+                     f"({p.ratio:.2f}), on the wire {p.wire_rate:.1f}")
+    lines += peer_copy_lines(points, arch)
     return "\n".join(lines)
 
 
@@ -139,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     from ..toolargs import ToolParser
     ap = ToolParser(prog="python -m embsim.collectives.ll128_rate",
                     description="The one-node Ring/LL128 points' implied and marginal rates against "
-                                "NCCL's LL128 bounds (collective_notes.md).")
+                                "NCCL's LL128 bounds and the published SM peer-copy rates of the "
+                                "curve's GPU (collective_notes.md).")
     ap.add_argument("curves", nargs="*", metavar="CURVE.yaml",
                     help=f"nccl-tests curve files (default: {', '.join(DEFAULT_CURVES)})")
     args = ap.parse_args(argv)

@@ -91,3 +91,37 @@ def test_main_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
         main(["--bogus"])
     assert exc.value.code == 2 and "--bogus" in capsys.readouterr().err
     assert main([str(AZURE)]) == 0 and "24x640" in capsys.readouterr().out
+
+
+GB200 = DATA_DIR / "azure-nd-gb200-v6-allreduce.yaml"
+
+
+def test_peer_write_hypothesis_does_not_explain_the_a100_gap():
+    """Candidate (5): a per-GPU cap on SM stores. Every Azure Ring/LL128 point puts fewer bytes
+    on the wire (16/15 of its data) than the slowest published both-ways A100 SM write, and
+    0.57-0.64 of the fastest; the GB200 tray's LL128 runs at 0.75-0.78 of its own, where the
+    stores are not slower than the loads -- a shortfall against the SM copy rate on both GPUs."""
+    from embsim.collectives.ll128_rate import wire_range
+    from embsim.collectives.peer_copy_rates import figures
+    a100_writes = [f.per_direction for f in figures(80, "write", True)]
+    lo, hi = wire_range(ll128_points(AZURE)[0], "LL128")
+    assert 125 < lo < hi < 141 and hi < min(a100_writes)
+    assert 0.56 < lo / max(a100_writes) < hi / max(a100_writes) < 0.65
+    # the open lead (cross-host): against the HGX host's slowest / fastest both-ways pair
+    assert 0.82 < lo / min(a100_writes) < hi / min(a100_writes) < 0.92
+    gb_lo, gb_hi = wire_range(ll128_points(GB200)[0], "LL128")
+    gb_write = max(f.per_direction for f in figures(100, "write", True))
+    assert 0.74 < gb_lo / gb_write < gb_hi / gb_write < 0.79
+
+
+def test_wire_rate_factors():
+    from embsim.collectives.ll128_rate import WIRE_PER_DATA
+    assert WIRE_PER_DATA == {"LL128": 16 / 15, "LL": 2.0}     # device.h line layouts
+    p = _point(1_000_000, 50.0)
+    assert p.wire_rate == pytest.approx(p.implied_rate * 16 / 15)
+
+
+def test_report_sets_ll128_against_the_published_copy_rates():
+    text = report(AZURE)
+    assert "published SM peer write (sm80)" in text and "Ring/LL128 wire / fastest both-ways SM write" in text
+    assert "Ring/LL  1048576 at 24x512" in text           # the one untrimmed LL point of the curve
