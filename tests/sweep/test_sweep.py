@@ -170,16 +170,24 @@ def test_trainer_inputs_are_checked_before_anything_runs(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-def test_an_unreachable_scheduler_is_one_line_and_leaves_no_empty_results_folder(tmp_path):
-    """A bad --scheduler address fails before any point runs; the results folder the
-    sweep would have created is not left behind (a folder that existed is kept)."""
+def test_an_unreachable_scheduler_leaves_no_empty_results_folder(tmp_path, monkeypatch):
+    """A scheduler that cannot be reached (runner._Client's one-line InputError) fails
+    before any point runs; the results folder the sweep created is not left behind, and a
+    folder that existed is kept. (_Client is replaced: a real failed dask Client leaves
+    the process's event loop in a state later tests trip over.)"""
+    import embsim.sweep.runner as runner
+
+    def unreachable(scheduler, workers, processes):
+        raise InputError(f"Dask scheduler {scheduler} (sweep --scheduler, scale --dask-scheduler): "
+                         f"cannot reach it: refused")
+    monkeypatch.setattr(runner, "_Client", unreachable)
     points = list(sweep_from_text(SWEEP).points)
     out = tmp_path / "new"
     with pytest.raises(InputError, match="cannot reach it"):
-        run_sweep(points, out, scheduler="not-an-address")
+        run_sweep(points, out, scheduler="tcp://127.0.0.1:9")
     assert not out.exists()
     kept = tmp_path / "kept"
     kept.mkdir()
     with pytest.raises(InputError, match="cannot reach it"):
-        run_sweep(points, kept, scheduler="not-an-address")
+        run_sweep(points, kept, scheduler="tcp://127.0.0.1:9")
     assert kept.is_dir()
