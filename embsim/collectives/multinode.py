@@ -204,11 +204,18 @@ def nvlstree_fill(first: float, bandwidth: float, stage_bw: tuple[float, float],
     go down before it went up. Each is charged the channel's steady share of the NICs --
     in steady state every NIC direction carries one loop's ups and an earlier loop's downs
     -- up and down the tree's depth: 2 x ceil(log2 nNodes) crossings. The two trees sharing
-    the NICs' two directions sets the bottleneck (the transfer), not this fill. This is an
-    upper reading: with channels in lockstep and an NVLS-bound pipeline the first loop's
-    ups would run alone, then its downs (one crossing's time for both). The 2-node curves
-    favour two crossings at >= 64 MiB and on B200, one at 4-16 MiB on Nebius
-    (docs/validation.md); no constant is fitted either way.
+    the NICs' two directions sets the bottleneck (the transfer), not this fill.
+
+    This is an upper reading, and what the source gives is the lower one, tested and not
+    taken (validate/collective_notes.md, "NVLSTree fill across nodes: the lockstep
+    reading"): a chunk is one step and one network message (ProtoSimple<1, 1>;
+    calcCollChunking's nsteps = loops), channel c runs tree c % 2 (connect.cc connectNvls)
+    and a head's NIC carries both trees, so in lockstep a fill crossing moves one tree's
+    half of a loop per NIC direction: crossings x t_net / 2. That fits the single-loop
+    points of the H100 IB curves (Nebius 4 / 8 MiB +11.6 / +19.3 % -> +1.1 / +3.9 %) but
+    leaves every 2-node curve's multi-loop points 2-27 % fast (B200, EFA, and H100 IB at
+    16-128 MiB): a multi-loop message pays 0.5-0.9 of a crossing more than lockstep gives,
+    and no source fact for it was found. No constant is fitted either way.
     """
     intra_bw, net_bw = stage_bw
     t_in = max(first * bandwidth / intra_bw, sync)
