@@ -180,7 +180,10 @@ def check_table(table: RankingTable) -> dict:
     base_key = next(_key(s) for s in table.systems if s.name == table.baseline)
     errors = [abs(r["ratio_error"]) for run in runs for r in run["rows"] if r["strategy"] != base_key]
     pairs = [p for run in runs for p in run["pairs"]]
-    return {"name": table.name, "file": str(table.path.relative_to(ROOT)), "baseline": table.baseline,
+    # a table inside the repository by its repository path, any other by the path given
+    where = table.path.resolve()
+    file = str(where.relative_to(ROOT)) if where.is_relative_to(ROOT) else str(table.path)
+    return {"name": table.name, "file": file, "baseline": table.baseline,
             "source": table.source.get("url"), "runs": runs, "scaling": scaling(table, runs),
             "not_expressible": {s.name: s.why for s in table.systems if not s.strategy},
             "ratio_error_mean": sum(errors) / len(errors) if errors else None,

@@ -133,3 +133,12 @@ def test_a_file_that_is_not_yaml_is_refused_with_its_line(tmp_path):
     path.write_text("name: x\nruns: [\n")
     with pytest.raises(InputError, match=r"broken\.yaml: line \d+ not YAML"):
         check.load_table(path)
+
+
+def test_a_table_outside_the_repository_is_named_by_its_path(tmp_path):
+    """A user's table elsewhere (its topology and model paths still the repository's)
+    runs and is named as given; it used to stop on Path.relative_to with a traceback."""
+    path = tmp_path / "mine.yaml"
+    path.write_text(TABLES[0].read_text())
+    res = check.check_table(check.load_table(path))
+    assert res["file"] == str(path) and res["pairs"] == 8
