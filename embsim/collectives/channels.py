@@ -6,6 +6,9 @@ channels (halving their speed) and, in a second pass, tries to raise the speed w
 channel count fixed. We do the same search on the CommShape's bottlenecks instead of on
 NCCL's full path graph: a ring/tree channel crosses every GPU's fabric link once and, on
 several nodes, one NIC path each way; an NVLS channel has every GPU write to the switch.
+Across PCIe the channel is charged on every link of NCCL's paths as followPath does
+(pci_rings: switch uplinks, socket links, the Intel root-complex 6/5); that result steers
+NCCL's choice, while the kernels' rate keeps the per-GPU-link search (Graphs.for_kernel).
 
 Runtime: the kernel runs comm.nChannels = 2 x ring channels (connect.cc ~460) and NCCL
 trims channels/threads for small messages (enqueue.cc ~2068-2118) -- see `runtime_lanes`.
@@ -14,7 +17,7 @@ trims channels/threads for small messages (enqueue.cc ~2068-2118) -- see `runtim
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .constants import (MAX_THREADS, MAXCHANNELS, NCCL_MAX_NVLS_ARITY, THREAD_THRESHOLDS, speed_array,
                         version_key)
@@ -34,9 +37,17 @@ class Graph:
         return self.n_channels * (self.bw_intra if self.bw_inter <= 0 else min(self.bw_intra, self.bw_inter))
 
 
-def _fit_ring(shape: CommShape, s_intra: float, s_inter: float) -> int:
-    """Channels of a ring/tree graph that fit at these per-channel speeds."""
-    n = int(math.floor(shape.intra_bw / s_intra + 1e-9)) if shape.ppn > 1 else MAXCHANNELS // 2
+def _fit_ring(shape: CommShape, s_intra: float, s_inter: float, chain: bool = False) -> int:
+    """Channels of a ring/tree graph that fit at these per-channel speeds. Across PCIe
+    (shape.pci) every link of NCCL's paths is charged as followPath does (pci_rings: the
+    switch uplinks, the socket link, the Intel root-complex overhead); `chain`: a tree's
+    chain on one node, which does not loop back."""
+    if shape.ppn <= 1:
+        n = MAXCHANNELS // 2
+    elif shape.pci is not None:
+        n = shape.pci.channels_at(s_intra, chain=chain and shape.n_nodes == 1)
+    else:
+        n = int(math.floor(shape.intra_bw / s_intra + 1e-9))
     if shape.n_nodes > 1:
         per_nic = int(math.floor(shape.nic_path_bw / s_inter + 1e-9))
         n = min(n, per_nic * max(1, shape.nics_per_node))
@@ -64,6 +75,7 @@ def _dup_channels(n: int, bw_intra: float, bw_inter: float, arch: int) -> tuple[
 
 
 def _search_ring(shape: CommShape, pattern: str) -> Graph:
+    chain = pattern == "tree"
     multi = shape.n_nodes > 1
     speeds = speed_array(shape.arch, inter=multi)
     max_bw = shape.nic_path_bw if multi else shape.intra_bw
@@ -74,7 +86,7 @@ def _search_ring(shape: CommShape, pattern: str) -> Graph:
     best_n, best_s = 0, speeds[i]
     # Pass 1: lower the speed until a graph is found and lower speeds stop paying off.
     while True:
-        n = _fit_ring(shape, speeds[i], speeds[i])
+        n = _fit_ring(shape, speeds[i], speeds[i], chain)
         if n >= 1 and n * speeds[i] > best_n * best_s:
             best_n, best_s = n, speeds[i]
         if best_n and best_n * best_s >= total_bw - 1e-9:
@@ -94,12 +106,12 @@ def _search_ring(shape: CommShape, pattern: str) -> Graph:
         j -= 1
         s = speeds[j]
         if pattern == "ring" or not multi:
-            if _fit_ring(shape, s, s) >= n:
+            if _fit_ring(shape, s, s, chain) >= n:
                 bw_intra = bw_inter = s
             else:
                 break
         else:
-            if bw_intra < 2 * bw_inter and _fit_ring(shape, s, bw_inter) >= n and shape.n_nodes <= 2:
+            if bw_intra < 2 * bw_inter and _fit_ring(shape, s, bw_inter, chain) >= n and shape.n_nodes <= 2:
                 bw_intra = s
             else:
                 break
@@ -136,6 +148,18 @@ class Graphs:
     nvls: Graph | None
     comm_channels: int      # runtime CTAs for Ring/Tree (connect.cc: 2 x ring channels)
     nvls_channels: int      # runtime NVLS channels (nvls.cc 155-213)
+    # Across PCIe: the ring and tree on each GPU's own link only (the search before the
+    # per-link accounting of pci_rings). NCCL's search result above steers its choice and
+    # its tuning table; the rate the kernels move data at is modelled separately and
+    # keeps these (None: the same graphs).
+    kernel_ring: Graph | None = None
+    kernel_tree: Graph | None = None
+
+    def for_kernel(self) -> "Graphs":
+        """These graphs with the ring and tree the kernels' data rate is modelled on."""
+        if self.kernel_ring is None:
+            return self
+        return replace(self, ring=self.kernel_ring, tree=self.kernel_tree)
 
 
 def search_graphs(shape: CommShape, consts=None) -> Graphs:
@@ -150,7 +174,11 @@ def search_graphs(shape: CommShape, consts=None) -> Graphs:
         nvls_channels = sm100[1] if shape.n_nodes > 1 else sm100[0]
     else:
         nvls_channels = 16
-    return Graphs(ring, tree, nvls, comm_channels, nvls_channels)
+    kernel_ring = kernel_tree = None
+    if shape.pci is not None:
+        link_only = replace(shape, pci=None)
+        kernel_ring, kernel_tree = _search_ring(link_only, "ring"), _search_ring(link_only, "tree")
+    return Graphs(ring, tree, nvls, comm_channels, nvls_channels, kernel_ring, kernel_tree)
 
 
 def compute_channels(shape: CommShape, ring: Graph, version: str | None = None) -> int:

@@ -112,7 +112,7 @@ class CollectiveModel:
                 # (2.18-2.20 charged LL a quarter of the link, 2.21+ the half its 8-of-16 B
                 # lines carry); the version's own table only steers NCCL's choice
                 # and the file's links where they differ from what NCCL's constants know
-                self._kernel_bw(op, algo, proto, shape, graphs))
+                self._kernel_bw(op, algo, proto, shape, graphs.for_kernel()))
         return hit
 
     @staticmethod

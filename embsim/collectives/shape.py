@@ -13,6 +13,7 @@ from typing import Sequence
 from embsim.errors import InputError
 
 from .constants import NcclConstants, constants_for, nvlink_per_link
+from .pci_rings import PciLayout, layout_of
 
 INTRA_KINDS = ("nvswitch", "nvlink", "pcie")
 
@@ -45,6 +46,9 @@ class CommShape:
     host_share: int = 1
     nic_local_gpus: int = 1       # GPUs on each NIC's closest path (topology nics.nccl_local_gpus)
     nccl_tuner: str = ""          # the net plugin's tuner (topology nics.nccl_tuner; ofi_tuner.py)
+    # The node's PCIe tree as NCCL's search charges it (pci_rings.PciLayout): set when the
+    # communicator's channels cross PCIe (intra "pcie"); None: the per-GPU bound only.
+    pci: PciLayout | None = None
 
     def host_flows(self, op: str | None = None) -> int:
         """Transfers that share the busiest switch uplink when P2P is off: every rank of a
@@ -253,5 +257,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         sm_clock_mhz=float(node.gpu.clock_mhz or 0.0), host_share=host_share,
         nic_local_gpus=int(node.nics.nccl_local_gpus),
         nccl_tuner=node.nics.nccl_tuner if n_nodes > 1 else "",
+        pci=layout_of(topology, ranks, float(pcie_bw)) if intra == "pcie" and ppn > 1 else None,
         fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
         if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])

@@ -1,0 +1,120 @@
+"""NCCL's graph search across PCIe (channels._search_ring with pci_rings.PciLayout).
+
+Expected (nChannels, bwIntra) derived by hand from NCCL's source (v2.21.5-1 lines; the same
+code v2.18.1-v2.30.7):
+
+- Speeds tried (search.cc 850 speedArrayIntra): 40 30 20 18 15 12 10 9 7 6 5 4 3, from
+  the first <= maxBw (the best GPU-GPU path bandwidth = the GPU's PCI link here), down
+  while none is found or the next speed is > 0.49 of the best found (search.cc 991); the
+  best is the most nChannels x bw, ties keep the first (search.cc 380-384). No channel
+  duplication below 25 GB/s (ncclTopoDupChannels). Pass 2 raises a ring's speed with the
+  channels fixed (search.cc 1014-1030).
+- A PCI link is width x speed / 80: Gen3 x16 12, Gen4 x16 24 GB/s (topo.cc, PCI_BW 12).
+- A channel is charged s on every link of each path it takes, 6/5 s on the PCI links of a
+  PHB path through an Intel CPU (search.cc 70-79, topo.h 31 INTEL_P2P_OVERHEAD); GPUs
+  behind one switch without P2P go up the switch's uplink and down again (paths.cc 574).
+
+pcie-rtx2080ti-switch 1x2 (2080 Ti pair behind one Gen3 switch, P2P off, Intel): the ring's
+  two hops both climb the uplink: 2 x 1.2 s <= 12 -> s <= 5: ring (1, 5). The tree (a chain,
+  one hop): 1.2 s <= 12 -> (1, 10).
+pcie-rtx2080ti-switch 1x8 (2 per switch, 4 switches, 2 sockets): a switch's uplink carries
+  its two GPUs' outgoing hops, both PHB: 2.4 s <= 12 -> (1, 5), ring and chain.
+pcie-rtx2080ti 1x2 and 1x8 (root ports, 4 per socket, SKL QPI 10): each GPU's link carries
+  one PHB hop, 1.2 s <= 12 -> 10; the socket link one SYS hop each way (s <= 10):
+  (1, 10); 2 channels at 5 also make 10 and do not replace it.
+pcie-rtx2080ti-nvlink 1x8 (bridged pairs, root ports): the hops between pairs are PHB or
+  SYS as above: (1, 10). A bridged pair alone is an NVLink communicator: (2, 20) as before.
+pcie-rtx3090 1x8 (4 per Gen4 switch, a switch per socket, P2P on): hops inside a switch are
+  PIX (s on 24 GB/s links), the two socket crossings SYS over QPI 10: (1, 10). 1x4 (one
+  switch): PIX only, 24 / s: 20 gives 1 x 20, 12 gives 2 x 12 = 24 = totalBw: (2, 12).
+l40s-roce 1x8 (2 per Gen4 switch, 4 switches, 2 sockets, SRP QPI 22): the hop between the
+  two switches of a socket is PHB, 1.2 s on 24 GB/s links -> 20; QPI 20 <= 22: (1, 20).
+azure-nc-a100-v4 1x4 (AMD, a GPU per NUMA node, NVLink pairs 0-1, 2-3): two SYS hops over
+  the AMD socket links (AMD_BW 16), no Intel overhead: 15 is the fastest speed <= 16: (1, 15).
+parallax-titanxp-ib 1x6 (3 per socket on root ports, Broadwell QPI 6): (1, 6).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from embsim.collectives.channels import search_graphs
+from embsim.collectives.pci_rings import INTEL_P2P_OVERHEAD, PciLayout
+from embsim.collectives.shape import comm_shape
+from embsim.topology.clusterspec import load_topology
+
+PARALLAX = "embsim/validation_data/rankings/topologies/parallax-titanxp-ib.yaml"
+
+CASES = [
+    ("pcie-rtx2080ti-switch:1x2", (1, 5.0), (1, 10.0)),
+    ("pcie-rtx2080ti-switch:1x8", (1, 5.0), (1, 5.0)),
+    ("pcie-rtx2080ti:1x2", (1, 10.0), (1, 10.0)),
+    ("pcie-rtx2080ti:1x8", (1, 10.0), (1, 10.0)),
+    ("pcie-rtx2080ti-nvlink:1x8", (1, 10.0), (1, 10.0)),
+    ("pcie-rtx2080ti-nvlink:1x2", (2, 20.0), (2, 20.0)),
+    ("pcie-rtx3090:1x8", (1, 10.0), (1, 10.0)),
+    ("pcie-rtx3090:1x4", (2, 12.0), (2, 12.0)),
+    ("l40s-roce:1x8", (1, 20.0), (1, 20.0)),
+    ("azure-nc-a100-v4:1x4", (1, 15.0), (1, 15.0)),
+    (PARALLAX + ":1x6", (1, 6.0), (1, 6.0)),
+]
+
+
+def _graphs(spec: str):
+    t = load_topology(spec)
+    shape = comm_shape(t, list(range(t.n_gpus)))
+    return shape, search_graphs(shape)
+
+
+@pytest.mark.parametrize("spec,ring,tree", CASES)
+def test_search_matches_nccl_source(spec, ring, tree):
+    _, g = _graphs(spec)
+    assert (g.ring.n_channels, g.ring.bw_intra) == ring
+    assert (g.tree.n_channels, g.tree.bw_intra) == tree
+    assert g.comm_channels == 2 * ring[0]          # connect.cc: 2 x ring channels
+
+
+def test_kernel_keeps_the_per_gpu_link_view():
+    """The kernels' data rate is modelled on each GPU's own link (12 GB/s on Gen3 x16), not
+    on NCCL's search margin: 1 ring at 12 for the AutoDL pair, whatever the search says."""
+    _, g = _graphs("pcie-rtx2080ti-switch:1x2")
+    k = g.for_kernel()
+    assert (k.ring.n_channels, k.ring.bw_intra) == (1, 12.0)
+    assert (g.ring.n_channels, g.ring.bw_intra) == (1, 5.0)
+    shape, g = _graphs("dgx-a100:1x8")        # NVSwitch: no PCIe layout, one view
+    assert shape.pci is None and g.for_kernel() is g
+
+
+def _pair(**kw) -> PciLayout:
+    base = dict(gpus=((0, 0), (0, 0)), p2p=False, intel=True, pci_bw=12.0, cpu_bw=10.0)
+    base.update(kw)
+    return PciLayout(**base)
+
+
+def test_p2p_off_routes_through_the_uplink_both_ways():
+    lay = _pair()
+    kind, links = lay.hop(0, 1)
+    assert kind == "PHB" and links == [("up", 0), ("sw_up", 0), ("sw_down", 0), ("down", 1)]
+    assert lay.loads(chain=False)[("sw_up", 0)] == pytest.approx(2 * INTEL_P2P_OVERHEAD)
+    assert lay.channels_at(5.0) == 1 and lay.channels_at(6.0) == 0
+
+
+def test_p2p_on_behind_a_switch_is_pix_and_stays_below_it():
+    lay = _pair(p2p=True)
+    kind, links = lay.hop(0, 1)
+    assert kind == "PIX" and links == [("up", 0), ("down", 1)]
+    assert lay.channels_at(12.0) == 1 and lay.channels_at(6.0) == 2
+
+
+def test_intel_overhead_only_on_intel_phb_paths():
+    root = dict(gpus=((0, -1), (0, -1)), p2p=True)
+    assert _pair(**root, intel=True).channels_at(12.0) == 0     # 1.2 x 12 > 12
+    assert _pair(**root, intel=False).channels_at(12.0) == 1    # AMD: no overhead
+    cross = dict(gpus=((0, -1), (1, -1)), p2p=True, cpu_bw=100.0)
+    assert _pair(**cross, intel=True).channels_at(12.0) == 1    # SYS: no overhead either
+
+
+def test_a_bridged_pair_takes_no_pci_link():
+    lay = _pair(gpus=((0, -1), (0, -1), (0, -1), (0, -1)), nvlink=frozenset({(0, 1), (2, 3)}))
+    loads = lay.loads(chain=False)
+    assert ("up", 0) not in loads and ("up", 1) in loads and ("down", 2) in loads
