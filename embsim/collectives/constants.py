@@ -275,15 +275,26 @@ def nearest_table(logged: str | None) -> str | None:
     return older[-1] if older else tables[0]
 
 
+def _release_text(version: str) -> str:
+    """MAJOR.MINOR[.PATCH] from the forms users copy: NCCL's banner "NCCL version
+    2.18.5+cuda12.2" (the +cuda build suffix), the git tag / package release "v2.18.5-1"."""
+    text = version.strip()
+    text = text[1:] if text[:1] in ("v", "V") else text
+    text = text.split("+", 1)[0]
+    base, dash, release = text.partition("-")
+    return base if dash and release.isdigit() else text
+
+
 def constants_for(version: str | None) -> NcclConstants:
     """Constants for "2.18", "2.18.5", "2.27.7", ... (every release from 2.18 to 2.30)."""
-    text = DEFAULT_VERSION if version in (None, "", "unknown") else str(version).strip()
+    text = DEFAULT_VERSION if version in (None, "", "unknown") else _release_text(str(version))
     parts = text.split(".")
     key = ".".join(parts[:2])
     # MAJOR.MINOR or MAJOR.MINOR.PATCH: "2.18.0.1" is no NCCL release
     if key not in VERSIONS or len(parts) > 3 or not all(p.isdigit() for p in parts):
         raise InputError(f"--nccl-version {version!r}: releases 2.18 to 2.30 are modelled "
-                         "(a patch level like 2.27.7 is accepted)")
+                         "(a patch level like 2.27.7, NCCL's own 2.27.7+cuda12.9 and the tag "
+                         "v2.27.7-1 are accepted)")
     if len(parts) > 2:
         for minor, first, older in PATCH_TABLES:
             if key == minor and int(parts[2]) < first:

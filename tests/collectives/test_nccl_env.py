@@ -93,7 +93,8 @@ def test_simulate_takes_nccl_version(capsys):
     assert main(["simulate", "--nccl-version", "2.17.1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == ("embsim: error: --nccl-version '2.17.1': releases 2.18 to 2.30 are modelled "
-                   "(a patch level like 2.27.7 is accepted)")
+                   "(a patch level like 2.27.7, NCCL's own 2.27.7+cuda12.9 and the tag "
+                   "v2.27.7-1 are accepted)")
 
 
 def test_log_env_lines_reach_the_model():

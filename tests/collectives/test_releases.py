@@ -57,3 +57,17 @@ def test_validation_output_carries_the_note():
     assert "2.9.9 predates" in c.system
     c = curve_errors(DATA_DIR / "azure-nd-a100-v4-allreduce.yaml")
     assert "predates" not in c.system and "not given" not in c.system
+
+
+def test_the_flag_takes_the_forms_users_copy():
+    """--nccl-version: NCCL's banner ("NCCL version 2.18.5+cuda12.2") and the git tag /
+    package release ("v2.28.9-1") name the same release as 2.18.5 / 2.28.9; anything else
+    that is no modelled release stays a one-line error naming the flag."""
+    import pytest
+    from embsim.collectives.constants import constants_for
+    from embsim.errors import InputError
+    assert constants_for("2.18.5+cuda12.2") is constants_for("2.18.5")
+    assert constants_for("v2.28.9-1") is constants_for("2.28.9") is constants_for("2.28.9-1")
+    for bad in ("2.17.1", "2.28.9-x", "v3.0", "2.28.9.1"):
+        with pytest.raises(InputError, match=r"^--nccl-version .*releases 2\.18 to 2\.30"):
+            constants_for(bad)
