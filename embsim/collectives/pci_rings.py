@@ -103,8 +103,8 @@ def socket_view_note(fab, version: str | None) -> str:
                 f"(fabric.cpu_model) or state fabric.nccl_cpu_link_gbps to separate the two")
     if abs(bw / phys - 1.0) <= 1e-9:
         return ""
-    return (f"socket link: the file's {phys:g} GB/s per direction, NCCL's search assumes {bw:g} "
-            f"({src}); channel choice uses NCCL's, flows crossing sockets the file's")
+    return (f"socket link {phys:g} GB/s per direction in the file (the flows), "
+            f"{bw:g} in NCCL's search ({src})")
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def test_an_old_file_keeps_its_meaning_and_says_so():
 
 def test_the_note_names_both_figures_only_where_they_differ():
     note = socket_view_note(_fab(cpu_model="sapphire-rapids"), "2.27")
-    assert "128 GB/s" in note and "assumes 22" in note and "SRP_QPI_BW" in note
+    assert "128 GB/s" in note and "22 in NCCL's search" in note and "SRP_QPI_BW" in note
     assert socket_view_note(_fab(cpu_model="skylake", cpu_link_gbps=10.0), "2.27") == ""
     assert socket_view_note(_fab(cpu_model="skylake", cpu_sockets=1), "2.27") == ""
     assert socket_view_note(_fab(kind="nvswitch", cpu_model="skylake"), "2.27") == ""
