@@ -134,10 +134,11 @@ class CollectiveModel:
         """A line for the output when the topology file and NCCL's own view disagree."""
         from .shape import fabric_ratio
         node = self.topology.node
+        from .pci_rings import socket_view_note
         r, note = fabric_ratio(node.fabric, int(node.gpu.arch))
         if not note or abs(r / node.fabric.nvlink_whatif_scale - 1.0) <= 1e-9:
-            return ""
-        return note
+            note = ""
+        return "; ".join(n for n in (note, socket_view_note(node.fabric, self.consts.version)) if n)
 
     @property
     def tuner_note(self) -> str:

@@ -19,9 +19,8 @@ uses and subtracting the channel's speed from each link on it (followPath, searc
   a->b and b->a load different links, except a switch uplink both hops climb.
 - Link bandwidths as NCCL's topology holds them: a PCI link width x speed / 80 (topo.cc
   459-460; shape.pcie_gbps_nccl, passed in: Gen3 x16 12 GB/s = PCI_BW, topo.h 19), the
-  socket link its CPU-model constant (topo.cc 74-77, topo.h 20-22: QPI_BW 6, SKL_QPI_BW 10,
-  AMD_BW 16; SRP_QPI_BW 22 from 2.26): the topology file's cpu_link_gbps, which the
-  presets set to NCCL's figure.
+  socket link its CPU-model constant (nccl_cpu_bw below, ncclTopoGetInterCpuBw), NOT the
+  topology file's cpu_link_gbps: that is the physical link the simulated flows share.
 
 A channel fits at speed s when every link keeps the speed it is charged; `channels_at`
 returns how many identical channels do (the search adds them one by one until one fails,
@@ -41,9 +40,71 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .constants import version_key
+
 # topo.h 31 (v2.21.5-1; 39 in v2.30.7): INTEL_P2P_OVERHEAD(bw) (bw*6/5), what followPath
 # charges a PHB path through an Intel root complex on its PCI links (search.cc 70-79).
 INTEL_P2P_OVERHEAD = 6.0 / 5.0
+
+# NCCL's socket-link constants, GB/s (src/graph/topo.h; v2.26.2-1 lines 21-29, v2.30.7-1
+# 26-34): BDW_QPI_BW 6 (QPI_BW before 2.26), SKL_QPI_BW 10, SRP_QPI_BW 22 and ERP_QPI_BW 40
+# (both new in 2.26), AMD_BW 16 (new in 2.19), ARM_BW 6, and LOC_BW 5000, what
+# ncclTopoGetInterCpuBw returns for a CPU it has no case for (AMD before 2.19).
+NCCL_SOCKET_BW = {"broadwell": 6.0, "skylake": 10.0, "sapphire-rapids": 22.0,
+                  "emerald-rapids": 40.0, "amd": 16.0, "arm": 6.0, "loc": 5000.0}
+_CONST_NAME = {"broadwell": "BDW_QPI_BW", "skylake": "SKL_QPI_BW", "sapphire-rapids": "SRP_QPI_BW",
+               "emerald-rapids": "ERP_QPI_BW", "amd": "AMD_BW", "arm": "ARM_BW", "loc": "LOC_BW"}
+
+
+def nccl_cpu_class(vendor: str | None, model: str | None, version: str | None) -> str | None:
+    """The constant NCCL's ncclTopoGetInterCpuBw (graph/topo.cc; 62-79 in v2.18.1-1, 70-94
+    in v2.26.2-1, 60-83 in v2.30.7-1) picks for this CPU under this release; None: an Intel
+    host whose generation the file does not name. The releases differ:
+    - ARM: ARM_BW in every release 2.18-2.30.
+    - AMD: no case before 2.19 (LOC_BW), AMD_BW from v2.19.1-1.
+    - Intel before 2.26: SKL_QPI_BW for family 6 model >= 0x55 (Skylake and everything
+      after it, Sapphire and Emerald Rapids included), else QPI_BW; from v2.26.2-1 ERP
+      (model >= 0xCF), SRP (>= 0x8F), SKL (>= 0x55), else BDW (topo.cc 519-523).
+    """
+    key = version_key(version or "") or (2, 30)
+    if vendor == "arm":
+        return "arm"
+    if vendor == "amd":
+        return "amd" if key >= (2, 19) else "loc"
+    if model is None:
+        return None
+    if key < (2, 26) and model in ("sapphire-rapids", "emerald-rapids"):
+        return "skylake"
+    return model
+
+
+def nccl_cpu_bw(fab, version: str | None) -> tuple[float, str]:
+    """(GB/s, where it came from) for NCCL's view of the socket link: the file's
+    nccl_cpu_link_gbps if it states one; else the constant for its CPU (nccl_cpu_class);
+    else, for an Intel file naming no cpu_model (files written before cpu_model existed,
+    when cpu_link_gbps carried NCCL's figure), the file's cpu_link_gbps."""
+    if fab.nccl_cpu_link_gbps:
+        return float(fab.nccl_cpu_link_gbps), "fabric.nccl_cpu_link_gbps"
+    cls = nccl_cpu_class(fab.cpu_vendor or "intel", fab.cpu_model, version)
+    if cls is not None:
+        return NCCL_SOCKET_BW[cls], f"{_CONST_NAME[cls]}, topo.h"
+    return float(fab.cpu_link_gbps or 0.0), "taken from fabric.cpu_link_gbps: no fabric.cpu_model"
+
+
+def socket_view_note(fab, version: str | None) -> str:
+    """A line for the output where NCCL's view of the socket link is used (a PCIe tree over
+    several sockets) and it is not the file's physical link, or was taken from it."""
+    if fab.kind == "nvswitch" or not fab.has_pcie or int(fab.cpu_sockets or 1) < 2 or not fab.cpu_link_gbps:
+        return ""
+    bw, src = nccl_cpu_bw(fab, version)
+    phys = float(fab.cpu_link_gbps)
+    if src.startswith("taken"):
+        return (f"NCCL's view of the socket link ({bw:g} GB/s) {src}; name the CPU "
+                f"(fabric.cpu_model) or state fabric.nccl_cpu_link_gbps to separate the two")
+    if abs(bw / phys - 1.0) <= 1e-9:
+        return ""
+    return (f"socket link {phys:g} GB/s per direction in the file (the flows), "
+            f"{bw:g} in NCCL's search ({src})")
 
 
 @dataclass(frozen=True)
@@ -100,9 +161,10 @@ class PciLayout:
         return min(int(math.floor(self.capacity(k) / (w * speed) + 1e-6)) for k, w in loads.items())
 
 
-def layout_of(topology, ranks, pci_bw: float) -> PciLayout | None:
+def layout_of(topology, ranks, pci_bw: float, version: str | None = None) -> PciLayout | None:
     """The PciLayout of the node with most of `ranks` (None: no PCIe tree, or NVSwitch);
-    `pci_bw`: NCCL's PCI link bandwidth (shape.pcie_gbps_nccl)."""
+    `pci_bw`: NCCL's PCI link bandwidth (shape.pcie_gbps_nccl); `version`: the NCCL release
+    whose socket-link constant applies (nccl_cpu_bw)."""
     node = topology.node
     fab = node.fabric
     if fab.kind == "nvswitch" or not fab.has_pcie:
@@ -126,4 +188,4 @@ def layout_of(topology, ranks, pci_bw: float) -> PciLayout | None:
     bridged = frozenset((pos[a], pos[b]) for a, b, _ in fab.nvlink_pairs if a in pos and b in pos)
     return PciLayout(gpus=tuple(place), p2p=bool(fab.pcie_p2p),
                      intel=(fab.cpu_vendor or "intel") == "intel", pci_bw=float(pci_bw),
-                     cpu_bw=float(fab.cpu_link_gbps or pci_bw), nvlink=bridged)
+                     cpu_bw=nccl_cpu_bw(fab, version)[0] or float(pci_bw), nvlink=bridged)

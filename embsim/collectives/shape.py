@@ -257,6 +257,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         sm_clock_mhz=float(node.gpu.clock_mhz or 0.0), host_share=host_share,
         nic_local_gpus=int(node.nics.nccl_local_gpus),
         nccl_tuner=node.nics.nccl_tuner if n_nodes > 1 else "",
-        pci=layout_of(topology, ranks, float(pcie_bw)) if intra == "pcie" and ppn > 1 else None,
+        pci=layout_of(topology, ranks, float(pcie_bw), consts.version) if intra == "pcie" and ppn > 1 else None,
         fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
         if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])

@@ -12,13 +12,16 @@ from embsim.errors import InputError
 from embsim.yamlio import YamlDoc, check_mapping, get, load_yaml, parse_yaml
 
 from .build import disconnected_pair, node_template
-from .spec import (CPU_VENDORS, FABRIC_KINDS, LIMITS, NCCL_TUNERS, NETWORK_KINDS, FabricSpec,
+from .spec import (CPU_MODELS, CPU_VENDORS, FABRIC_KINDS, LIMITS, NCCL_TUNERS, NETWORK_KINDS, FabricSpec,
                    GpuSpec, NetworkSpec, NicSpec, NodeType, ServerSpec, TopologyError)
 
 _NVLINK_KEYS = ["nvlink_links_per_gpu", "nvlink_gbps", "nvlink_latency_us"]
 _PCIE_KEYS = ["pcie_gen", "pcie_lanes", "pcie_gbps", "pcie_latency_us", "pcie_switches",
               "cpu_sockets", "cpu_vendor"]
 _SOCKET_LINK_KEYS = ["cpu_link_gbps", "cpu_latency_us"]
+# What NCCL's graph search believes the socket link is (optional): the Intel generation it
+# derives its constant from, or the constant itself (docs/architecture.md, "socket link")
+_SOCKET_VIEW_KEYS = ["cpu_model", "nccl_cpu_link_gbps"]
 # PCIe peer-to-peer between the GPUs (optional, default true): false where the driver
 # refuses it (GeForce cards) and NCCL stages every transfer through host memory (SHM)
 _P2P_KEYS = ["pcie_p2p"]
@@ -154,13 +157,15 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
     if kind == "host":
         required, optional = ["kind"] + _HOST_KEYS, []
     elif kind == "pcie":
-        required, optional = ["kind"] + _PCIE_KEYS, _SOCKET_LINK_KEYS + _P2P_KEYS
+        required, optional = ["kind"] + _PCIE_KEYS, _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS + _P2P_KEYS
     elif kind == "nvswitch":
-        required, optional = ["kind", "nvswitches"] + _NVLINK_KEYS + _PCIE_KEYS, _SOCKET_LINK_KEYS
+        required = ["kind", "nvswitches"] + _NVLINK_KEYS + _PCIE_KEYS
+        optional = _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS
     else:  # nvlink-mesh / nvlink-bridge: the PCIe tree is optional, all or nothing
         has_pcie = any(k in m for k in _PCIE_KEYS + _SOCKET_LINK_KEYS)
         required = ["kind", "nvlink_pairs"] + _NVLINK_KEYS + (_PCIE_KEYS if has_pcie else [])
-        optional = _SOCKET_LINK_KEYS if has_pcie else _PCIE_KEYS + _SOCKET_LINK_KEYS
+        optional = (_SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS if has_pcie
+                    else _PCIE_KEYS + _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS)
     # fabric.interference: measured by `embsim calibrate` (see FabricSpec), any fabric kind
     check_mapping(doc, p, m, required=required,
                   optional=list(optional) + ["interference", "comm_interference"])
@@ -202,10 +207,18 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
             for key in _SOCKET_LINK_KEYS:
                 if key not in m:
                     raise doc.error(p, f"missing required key '{key}' (cpu_sockets is {sockets})")
+        model = get(doc, p, m, "cpu_model", str, default=None)
+        if model is not None:
+            if vendor != "intel":
+                raise doc.error(p + ("cpu_model",), f"names an Intel generation; cpu_vendor is {vendor!r} "
+                                "(NCCL keys an AMD or ARM socket link on the vendor alone)")
+            if model not in CPU_MODELS:
+                raise doc.error(p + ("cpu_model",), f"must be one of {', '.join(CPU_MODELS)}, got {model!r}")
         fields.update(pcie_gen=gen, pcie_lanes=num("pcie_lanes", int), pcie_gbps=num("pcie_gbps"),
                       pcie_latency_us=num("pcie_latency_us", positive=False), pcie_switches=switches,
                       cpu_sockets=sockets, cpu_vendor=vendor, cpu_link_gbps=num("cpu_link_gbps"),
-                      cpu_latency_us=num("cpu_latency_us", positive=False))
+                      cpu_latency_us=num("cpu_latency_us", positive=False), cpu_model=model,
+                      nccl_cpu_link_gbps=num("nccl_cpu_link_gbps"))
     if "pcie_p2p" in m:
         fields["pcie_p2p"] = get(doc, p, m, "pcie_p2p", bool)
     for key in ("nvlink_latency_us", "pcie_latency_us", "cpu_latency_us", "host_latency_us"):

@@ -18,6 +18,12 @@ class TopologyError(InputError):
 FABRIC_KINDS = ("nvswitch", "nvlink-mesh", "nvlink-bridge", "pcie", "host")
 NVLINK_FABRICS = ("nvswitch", "nvlink-mesh", "nvlink-bridge")
 CPU_VENDORS = ("intel", "amd", "arm")
+# Intel CPU generations as NCCL's topology classifies them (graph/topo.cc, by CPUID family 6
+# model: >= 0xCF Emerald Rapids, >= 0x8F Sapphire Rapids, >= 0x55 Skylake, else Broadwell;
+# v2.26.2-1 topo.cc 519-523). Cascade Lake, Cooper Lake and Ice Lake Xeons are "skylake" here,
+# Granite Rapids (model 0xAD) "sapphire-rapids": the class NCCL puts them in, not marketing.
+# AMD and ARM hosts need no model: NCCL keys their socket link on the vendor alone.
+CPU_MODELS = ("broadwell", "skylake", "sapphire-rapids", "emerald-rapids")
 NETWORK_KINDS = ("rail-fat-tree", "fat-tree")
 # Net-plugin tuners whose choice tables are modelled (embsim.collectives.ofi_tuner)
 NCCL_TUNERS = ("aws-ofi-nccl-p5",)
@@ -33,7 +39,7 @@ LIMITS = {
     "hbm_gb": 1e5, "hbm_gbps": 1e6,  # a CPU device's hbm_* is host RAM
     "nvswitches": 64, "nvlink_links_per_gpu": 64, "nvlink_gbps": 1e5,
     "pcie_lanes": 64, "pcie_gbps": 1e4, "pcie_switches": 64,
-    "cpu_sockets": 16, "cpu_link_gbps": 1e4, "host_gbps": 1e5,
+    "cpu_sockets": 16, "cpu_link_gbps": 1e4, "nccl_cpu_link_gbps": 1e4, "host_gbps": 1e5,
     "latency_us": 1e6, "nvlink_latency_us": 1e6, "pcie_latency_us": 1e6,
     "cpu_latency_us": 1e6, "host_latency_us": 1e6,
     "interference": 100.0,          # compute 101x slower while a collective runs
@@ -85,7 +91,13 @@ class FabricSpec:
     pcie_switches: int | None = None            # 0: GPUs on CPU root ports
     cpu_sockets: int | None = None
     cpu_vendor: str | None = None
-    cpu_link_gbps: float | None = None          # socket-to-socket, per direction, GB/s
+    # The physical socket-to-socket link (QPI/UPI/xGMI/C2C): all links between two sockets
+    # together, per direction, GB/s. Every flow that crosses sockets shares it (host-staged
+    # SHM traffic, ps pushes/pulls, copies into host memory). NOT NCCL's search constant:
+    # that is nccl_cpu_link_gbps, or derived from cpu_vendor/cpu_model (pci_rings.nccl_cpu_bw).
+    cpu_link_gbps: float | None = None
+    cpu_model: str | None = None                # Intel generation, one of CPU_MODELS
+    nccl_cpu_link_gbps: float | None = None     # NCCL's view stated outright (overrides the derivation)
     cpu_latency_us: float | None = None
     # PCIe peer-to-peer between GPUs (fabric kind pcie): False where the driver refuses it
     # and NCCL's SHM transport stages every byte through host memory

@@ -119,11 +119,16 @@ def test_parallax_lm1b_ranking_gate():
     ran on the compute stream; 27.7 % / 39.3 % on the push's own stream; MOVED, worse,
     32.4 % / 43.4 % (bounds 0.282, 0.398 -> 0.330, 0.440) when the copies' bytes joined the
     network's links and share the socket link with the dense AllReduce (s4-pscopy2).
+    MOVED, better, when the testbed file's cpu_link_gbps became the physical QPI (2 x 9.6
+    GT/s = 38.4 GB/s per direction, Intel ARK E5-2698 v4, an [ASSUMPTION] as to the SKU;
+    taken from the spec, not chosen on this check) instead of NCCL's BDW_QPI_BW 6, which
+    now only drives NCCL's search (s4-socket): 4 -> 8 of 8 pairs, 32.4 / 43.4 % ->
+    18.6 / 33.8 % (bounds 4, 0.330, 0.440 -> 8, 0.190, 0.342).
     Bounds leave only rounding room: a simulator change that makes the ranking worse fails
     here and must say so."""
     res = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
-    assert res["pairs"] == 8 and res["pairs_agree"] >= 4
-    assert res["ratio_error_mean"] <= 0.330 and res["ratio_error_max"] <= 0.440
+    assert res["pairs"] == 8 and res["pairs_agree"] >= 8
+    assert res["ratio_error_mean"] <= 0.190 and res["ratio_error_max"] <= 0.342
     again = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert again == res, "same inputs, same simulated figures"
 
