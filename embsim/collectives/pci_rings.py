@@ -40,6 +40,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from embsim.topology.build import pcie_place
+
 from .constants import version_key
 
 # topo.h 31 (v2.21.5-1; 39 in v2.30.7): INTEL_P2P_OVERHEAD(bw) (bw*6/5), what followPath
@@ -174,16 +176,7 @@ def layout_of(topology, ranks, pci_bw: float, version: str | None = None) -> Pci
     for r in ranks:
         per_node.setdefault(topology.node_of(r), []).append(r % gpn)
     local = sorted(max(per_node.values(), key=len))
-    n_all = node.gpu.count
-    sockets = int(fab.cpu_sockets or 1)
-    switches = int(fab.pcie_switches or 0)
-    place = []
-    for g in local:   # as topology/build.py _pcie_tree spreads them, in index order
-        if switches:
-            sw = g * switches // n_all
-            place.append((sw * sockets // switches, sw))
-        else:
-            place.append((g * sockets // n_all, -1))
+    place = [pcie_place(fab, node.gpu.count, g) for g in local]
     pos = {g: i for i, g in enumerate(local)}
     bridged = frozenset((pos[a], pos[b]) for a, b, _ in fab.nvlink_pairs if a in pos and b in pos)
     return PciLayout(gpus=tuple(place), p2p=bool(fab.pcie_p2p),

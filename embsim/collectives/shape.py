@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from embsim.errors import InputError
+from embsim.topology.build import pcie_place
 
 from .constants import NcclConstants, constants_for, nvlink_per_link
 from .pci_rings import PciLayout, layout_of
@@ -234,11 +235,9 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
     n_ranks = len(ranks)
     host_share = 1
     if kind == "pcie" and not fab.pcie_p2p and fab.pcie_switches:
-        # GPUs spread evenly over the switches in index order (topology/build.py _pcie_tree)
         behind: dict[tuple[int, int], int] = {}
         for r in ranks:
-            sw = (r % topology.gpus_per_node) * fab.pcie_switches // node.gpu.count
-            key = (topology.node_of(r), sw)
+            key = (topology.node_of(r), pcie_place(fab, node.gpu.count, r % topology.gpus_per_node)[1])
             behind[key] = behind.get(key, 0) + 1
         host_share = max(behind.values())
     return CommShape(

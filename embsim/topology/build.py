@@ -86,9 +86,26 @@ def node_template(node: NodeType, gpus_per_node: int) -> NodeTemplate:
     return t
 
 
+def pcie_place(fab, n_all: int, g: int) -> tuple[int, int]:
+    """(socket, PCIe switch or -1 on a root port) of GPU `g` of a node's `n_all`: GPUs
+    spread evenly over the switches (or, without switches, the sockets) in index order,
+    and switches evenly over the sockets. The one placement rule of the PCIe tree, which
+    the collective model reads too (host-staged flows per switch, NCCL's search replay)."""
+    switches = int(fab.pcie_switches or 0)
+    if switches:
+        sw = g * switches // n_all
+        return switch_socket(fab, sw), sw
+    return g * int(fab.cpu_sockets or 1) // n_all, -1
+
+
+def switch_socket(fab, sw: int) -> int:
+    """The socket PCIe switch `sw` hangs off: switches spread evenly over the sockets."""
+    return sw * int(fab.cpu_sockets or 1) // int(fab.pcie_switches)
+
+
 def _pcie_tree(node: NodeType, gpus_per_node: int, t: NodeTemplate) -> None:
     fab, n_all = node.fabric, node.gpu.count
-    sockets, switches = fab.cpu_sockets, fab.pcie_switches
+    sockets = fab.cpu_sockets
     for s in range(sockets):
         t.add_vertex(f"cpu{s}", "cpu")
     for s in range(sockets):
@@ -96,15 +113,15 @@ def _pcie_tree(node: NodeType, gpus_per_node: int, t: NodeTemplate) -> None:
             t.add_duplex(f"cpu{s}", f"cpu{s2}", "cpu", fab.cpu_link_gbps, fab.cpu_latency_us)
 
     def gpu_parent(g: int) -> str:
-        # GPUs spread evenly over switches (or sockets), in index order.
-        return f"pcie{g * switches // n_all}" if switches else f"cpu{g * sockets // n_all}"
+        socket, sw = pcie_place(fab, n_all, g)
+        return f"pcie{sw}" if sw >= 0 else f"cpu{socket}"
 
     devices = [(f"gpu{g}", gpu_parent(g)) for g in range(gpus_per_node)]
     # A NIC sits on the PCIe parent of the first GPU it serves (GPUDirect RDMA locality).
     devices += [(f"nic{k}", gpu_parent(node.nics.gpus[k][0])) for k in t.nics]
     needed = sorted({p for _, p in devices if p.startswith("pcie")}, key=lambda p: int(p[4:]))
     for sw in needed:
-        socket = f"cpu{int(sw[4:]) * sockets // switches}"
+        socket = f"cpu{switch_socket(fab, int(sw[4:]))}"
         t.add_vertex(sw, "pcie-switch")
         t.add_duplex(sw, socket, "pcie", fab.pcie_gbps, fab.pcie_latency_us)
         t.parent[sw] = socket
