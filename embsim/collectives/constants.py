@@ -253,9 +253,20 @@ VERSIONS = MappingProxyType({
 DEFAULT_VERSION = "2.30"
 
 
+def release_text(version: str) -> str:
+    """MAJOR.MINOR[.PATCH] from the forms users and logs carry: NCCL's banner "NCCL version
+    2.18.5+cuda12.2" (the +cuda build suffix), the git tag / package release "v2.18.5-1".
+    Every reading of a release goes through it (version_key, constants_for, releases)."""
+    text = str(version).strip()
+    text = text[1:] if text[:1] in ("v", "V") else text
+    text = text.split("+", 1)[0]
+    base, dash, release = text.partition("-")
+    return base if dash and release.isdigit() else text
+
+
 def version_key(text: str) -> tuple[int, int] | None:
-    """(major, minor) of "2.27", "2.27.7", "2" -> (2, 0); None when it is not a version."""
-    parts = str(text).strip().split(".")
+    """(major, minor) of "2.27", "2.27.7", "v2.27.7-1", "2" -> (2, 0); None when it is not a version."""
+    parts = release_text(text).split(".")
     try:
         return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
     except ValueError:
@@ -275,19 +286,9 @@ def nearest_table(logged: str | None) -> str | None:
     return older[-1] if older else tables[0]
 
 
-def _release_text(version: str) -> str:
-    """MAJOR.MINOR[.PATCH] from the forms users copy: NCCL's banner "NCCL version
-    2.18.5+cuda12.2" (the +cuda build suffix), the git tag / package release "v2.18.5-1"."""
-    text = version.strip()
-    text = text[1:] if text[:1] in ("v", "V") else text
-    text = text.split("+", 1)[0]
-    base, dash, release = text.partition("-")
-    return base if dash and release.isdigit() else text
-
-
 def constants_for(version: str | None) -> NcclConstants:
     """Constants for "2.18", "2.18.5", "2.27.7", ... (every release from 2.18 to 2.30)."""
-    text = DEFAULT_VERSION if version in (None, "", "unknown") else _release_text(str(version))
+    text = DEFAULT_VERSION if version in (None, "", "unknown") else release_text(str(version))
     parts = text.split(".")
     key = ".".join(parts[:2])
     # MAJOR.MINOR or MAJOR.MINOR.PATCH: "2.18.0.1" is no NCCL release

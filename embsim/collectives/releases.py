@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .constants import DEFAULT_VERSION, VERSIONS, nearest_table, version_key
+from .constants import DEFAULT_VERSION, VERSIONS, nearest_table, release_text, version_key
 from .legacy import THRESHOLD_CHOICE_BEFORE, THRESHOLD_CHOICE_SINCE
 
 LL128_SINCE = (2, 5)        # first release with the LL128 protocol (v2.5.6)
@@ -38,7 +38,7 @@ class ReleaseView:
         """What the model's constants are built for: the logged release with its patch
         level where the table is its own minor's (constants.PATCH_TABLES), else `table`."""
         key = version_key(self.logged) if self.logged not in ("", "unknown") else None
-        m = re.match(r"\d+\.\d+(?:\.\d+)?", self.logged)
+        m = re.match(r"\d+\.\d+(?:\.\d+)?", release_text(self.logged))
         if key is None or m is None or self.table is None or version_key(self.table) != key:
             return self.table
         return m.group(0)

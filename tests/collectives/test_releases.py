@@ -71,3 +71,10 @@ def test_the_flag_takes_the_forms_users_copy():
     for bad in ("2.17.1", "2.28.9-x", "v3.0", "2.28.9.1"):
         with pytest.raises(InputError, match=r"^--nccl-version .*releases 2\.18 to 2\.30"):
             constants_for(bad)
+
+
+def test_a_log_in_tag_form_names_the_same_release():
+    """The shared parse (constants.release_text) reaches logged versions too: a log that
+    says v2.28.9-1 is modelled as 2.28.9, as --nccl-version takes it."""
+    view = release_view("v2.28.9-1")
+    assert view.table == "2.28" and view.version == "2.28.9" and view.note == ""
