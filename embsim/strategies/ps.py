@@ -42,7 +42,7 @@ be slower on multi-NIC nodes). The intra-node legs (every GPU's rows into the no
 memory before the push; with pull=node, every GPU's pulled rows back) are copies on the
 push's and pull's own stream (SyncTensor copy_before / copy_after), off the compute stream,
 carried as bytes on every node's PCIe / host links beside the step's other traffic
-(ps_local.node_copy; host memory at the first CPU socket, [ASSUMPTION]: TensorFlow's CPU:0
+(ps_local.NodeHost; host memory at the first CPU socket, [ASSUMPTION]: TensorFlow's CPU:0
 pins none). `local_aggregation=false`: every GPU pushes and pulls its own U rows (Parallax
 with the flag off): per worker ~ 2 x U x row bytes.
 """
@@ -63,7 +63,7 @@ from ..topology.servers import PLACEMENTS, host_vertex, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
 from ..workload.tokens import SHARDINGS, shard_shares
-from .ps_local import PULLS, host_transfer_seconds, node_copy, node_rows
+from .ps_local import PULLS, NodeHost, node_rows
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -114,7 +114,7 @@ class ParameterServerStrategy(Strategy):
     Options = PsOptions
 
     server_count: int | None = None    # set by topology(): the servers attached
-    host_tree: tuple | None = None     # set by topology(): (node template, host vertex, nodes, links per node)
+    host: NodeHost | None = None       # set by topology(): where a node's GPUs copy to
 
     def topology(self, topo):
         if topo.n_gpus == 1:
@@ -126,7 +126,7 @@ class ParameterServerStrategy(Strategy):
         out = with_servers(topo, self.options.servers, spec)
         self.server_count = out.servers.count
         root = host_vertex(topo._template)
-        self.host_tree = (out._template, root, out.n_nodes, out._per_node) if root else None
+        self.host = NodeHost(out._template, root, out.n_nodes, out._per_node) if root else None
         return out
 
     def plan(self, ctx):
@@ -190,22 +190,17 @@ class ParameterServerStrategy(Strategy):
         (core_loops.cc, GetCopyDevice2HostStream). So the chains bwd -> gather -> push and
         pull -> copy-back -> lookup keep their lengths while the GPU computes on, and the
         copies' bytes cross the node's PCIe / host links beside the step's other traffic."""
-        tree = getattr(self, "host_tree", None)
-        if tree is None:
+        host = getattr(self, "host", None)
+        if host is None:
             notes.append(f"ps {t.table}: the topology has no host vertex: the node's gather and "
                          f"copy-back are not timed")
             return None, None
-        template, root, n_nodes, per_node = tree
         model, g = ctx.model, ctx.gpus_per_node
-        rows = t.unique_per_gpu * model.row_bytes(t.table)
-        gather = node_copy(template, root, n_nodes, per_node, g, rows, to_host=True)
-        idle = host_transfer_seconds(template, root, g, rows, to_host=True)
+        gather, idle = host.copies(g, t.unique_per_gpu * model.row_bytes(t.table), to_host=True)
         text = f"ps {t.table}: gather into host memory before each push ({idle * 1e3:.2f} ms on an idle node"
         back = None
         if self.options.pull == "node":
-            pulled = t.unique_per_gpu * t.dim * model.table_bytes
-            back = node_copy(template, root, n_nodes, per_node, g, pulled, to_host=False)
-            idle = host_transfer_seconds(template, root, g, pulled, to_host=False)
+            back, idle = host.copies(g, t.unique_per_gpu * t.dim * model.table_bytes, to_host=False)
             text += f"), pulled rows back to the GPUs after each pull ({idle * 1e3:.2f} ms"
         notes.append(text + "): copy streams sharing the node's PCIe links")
         return gather, back
