@@ -146,10 +146,10 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     if published and topo.n_gpus > 1:
         compute_source += f"; {interference.label(factors['interference'])}"
     curves = measured.collective_curves() if measured is not None else None
-    used = measured_label = None
+    used = False
     if curves:
-        used, measured_label = _measured_curves_label(curves, trace.source, topo.n_gpus)
-        compute_source += f"; {measured_label}"
+        used, label = _measured_curves_label(curves, trace.source, topo.n_gpus)
+        compute_source += f"; {label}"
     collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves,
                                   nccl_version=cfg.nccl_version, nccl_env=NcclEnv(tuple(cfg.nccl_env)))
     compute_source += f"; {'other ' if used else ''}collectives: NCCL {collectives.consts.version} model"
