@@ -28,7 +28,7 @@ from . import nccl_model as nm
 from . import ofi_tuner
 from . import pipeline
 from .busbw import busbw_factor
-from .multinode import kernel_view, nvlstree_kernel_bw, tree_kernel_bw
+from .multinode import kernel_view, nvls_node_bw, nvlstree_kernel_bw, tree_kernel_bw
 from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
 from .nccl_env import NcclEnv, apply_env
@@ -123,6 +123,8 @@ class CollectiveModel:
     def _link_bw(op, algo, proto, shape, graphs) -> float:
         if algo == "NVLSTree" and op == "all_reduce":
             return nvlstree_kernel_bw(shape, KERNEL_CONSTS) * shape.kernel_scale
+        if algo == "NVLS" and op == "all_reduce" and shape.n_nodes == 1:
+            return nvls_node_bw(shape, KERNEL_CONSTS) * shape.kernel_scale
         table = nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS) * shape.kernel_scale
         if algo == "Tree" and proto == "Simple" and op == "all_reduce":
             # the file's links, not NCCL's constants: no kernel_scale on top

@@ -123,16 +123,40 @@ def nic_tree_bw(shape: CommShape) -> float:
     return bw if shape.n_nodes <= 2 else bw / 2.0
 
 
+def nvls_node_bw(shape: CommShape, consts: NcclConstants) -> float:
+    """One node's NVLS AllReduce algBw (GB/s) its NVLink ports carry; 0 without NVLS.
+
+    Without buffer registration (all_reduce.h, RunWorkColl NVLS: nccl-tests' case) a loop
+    moves one chunk c per head h of H. The scatter and gather warps copy between the user
+    buffers and this GPU's own share of the multicast buffers (local memory); the switch's
+    multimem.ld_reduce of head h's chunk reads it from every GPU, and the head's multimem.st
+    of the sum lands on every GPU. So a head sends H·c (its part of every head's reduce)
+    plus c (its own store) and receives c (its reduce's result) plus H·c (every head's
+    store): (H + 1)·c each way for H·c of data, an algBw of link × H / (H + 1); a GPU that
+    heads no channel moves H·c each way. Link: NCCL's per-GPU NVLink bandwidth times its
+    NVLS efficiency (tuning.cc nvlsEfficiency: what multimem operations achieve of it).
+
+    NCCL's own formula (nccl_model.bandwidth) prices its graph search's speed step
+    instead, which only steers its choice: on H100 it gives 8 GPUs the same 272 GB/s
+    but 6 GPUs 306 (speed 60 x 6 heads) where nccl#1455 measured 5 / 6 / 7 / 8 H100s at
+    an almost constant 262-274 GB/s algBw, as H / (H + 1) has it.
+    """
+    from .constants import arch_family
+    if shape.intra != "nvswitch" or shape.arch < 90 or shape.ppn < 2 or consts.nvls_efficiency is None:
+        return 0.0
+    eff = consts.nvls_efficiency[arch_family(shape.arch)]
+    heads = nvls_heads(shape)
+    return shape.intra_bw * eff * heads / (heads + 1)
+
+
 def nvlstree_stage_bw(shape: CommShape, consts: NcclConstants | None = None) -> tuple[float, float]:
     """(one node's NVLS AllReduce algBw, the heads' NIC tree algBw), GB/s, with the newest
-    table's NVLS efficiency (what the hardware delivers; the version's table only steers)."""
+    table's NVLS efficiency (what the hardware delivers; the version's table only steers).
+    In NVLSTree the heads' reduce warps send the switch's sum to the network and their
+    broadcast warps multicast what comes back: the same NVLink bytes as one node's NVLS."""
     if consts is None:
         return _stage_bw_newest(shape)
-    from . import nccl_model as nm
-    from .channels import search_graphs
-    one = replace(shape, n_ranks=shape.ppn, n_nodes=1)
-    intra = nm.bandwidth("all_reduce", "NVLS", "Simple", one, search_graphs(one), consts)
-    return intra, nic_tree_bw(shape)
+    return nvls_node_bw(shape, consts), nic_tree_bw(shape)
 
 
 @lru_cache(maxsize=256)

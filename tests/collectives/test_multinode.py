@@ -11,8 +11,8 @@ from embsim.collectives import nccl_model as nm
 from embsim.collectives import pipeline
 from embsim.collectives.channels import search_graphs
 from embsim.collectives.constants import constants_for
-from embsim.collectives.multinode import (kernel_view, nic_tree_bw, nvlstree_channel_cap, nvlstree_kernel_bw,
-                                         nvlstree_stage_bw)
+from embsim.collectives.multinode import (kernel_view, nic_tree_bw, nvls_node_bw, nvlstree_channel_cap,
+                                         nvlstree_kernel_bw, nvlstree_stage_bw)
 from embsim.errors import InputError
 from embsim.topology import load_topology
 
@@ -35,6 +35,41 @@ def test_nvls_needs_collnet_across_nodes():
     assert ("NVLS", "Simple") in nm.default_enabled("all_reduce", s1, g1, one.consts)
     with pytest.raises(InputError, match="nothing NCCL can run"):
         CollectiveModel(load_topology("dgx-h100:2x8"), algo="NVLS").plan("all_reduce", 1 << 26, range(16))
+
+
+def test_one_node_nvls_moves_heads_plus_one_chunks_per_heads_chunks_of_data():
+    """A head sends its part of every head's multimem reduce plus its own multicast store,
+    and receives its reduce's result plus every head's store: (H + 1) chunks each way per H
+    chunks of data. Hand-derived on H100 (NCCL 2.30: 18 links x 20.6 GB/s, nvlsEfficiency
+    0.85): 370.8 x 0.85 x H / (H + 1)."""
+    newest = constants_for(None)
+    for g, want in ((5, 262.65), (6, 270.16), (7, 275.78), (8, 280.16)):
+        _, (shape, _) = _shape(f"dgx-h100:1x{g}")
+        assert nvls_node_bw(shape, newest) == pytest.approx(want, abs=0.01)
+    # nccl#1455: 5-8 H100s measured 420 / 440 / 460 / 480 busBw, an almost constant algBw;
+    # NCCL's tuning formula (its graph search's speed step x heads) peaks at 6 GPUs
+    tuned = {g: nm.bandwidth("all_reduce", "NVLS", "Simple", *_shape(f"dgx-h100:1x{g}")[1], newest)
+             for g in (6, 8)}
+    assert tuned[6] > 1.1 * tuned[8]
+    # more GPUs than NVLS heads (32): the heads are the bottleneck
+    _, (rack, _) = _shape("gb200-nvl72:1x72")
+    assert nvls_node_bw(rack, newest) == pytest.approx(rack.intra_bw * 0.74 * 32 / 33)
+    # no NVSwitch, pre-Hopper, one GPU, or a table without the efficiency (<= 2.27): none
+    _, (a100, _) = _shape("dgx-a100:1x8")
+    assert nvls_node_bw(a100, newest) == 0.0
+    _, (h100, _) = _shape("dgx-h100:1x8")
+    assert nvls_node_bw(h100, constants_for("2.27")) == 0.0
+
+
+def test_one_node_nvls_kernel_runs_at_the_traffic_model_rate():
+    """The kernel's NVLS AllReduce bandwidth is nvls_node_bw on the file's links, not NCCL's
+    tuning entry: 6 H100s are no faster per byte than 8 (nccl#1455)."""
+    times = {}
+    for g in (6, 8):
+        model = CollectiveModel(load_topology(f"dgx-h100:1x{g}"), algo="NVLS")
+        times[g] = model.plan("all_reduce", 8 << 30, range(g)).time
+    assert times[6] > times[8] * 0.95      # algBw x 6/7 vs x 8/9: within 4 %
+    assert times[6] == pytest.approx(times[8] * (8 / 9) / (6 / 7), rel=0.01)
 
 
 def test_nvlstree_kernel_bw_is_min_of_node_nvls_and_nic_tree():
