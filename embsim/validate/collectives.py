@@ -3,7 +3,7 @@
 The YAML files (embsim/validation_data) are compared by embsim.collectives.validation,
 and real logs are compared the same way here, so both give the same numbers: one
 `PointError` per size, error = simulated/measured time - 1 (= measured/simulated busbw - 1),
-and per curve the geometric mean of |error| over sizes >= 64 KiB (below that, launch
+and per curve the mean and the max of |error| over sizes >= 64 KiB (below that, launch
 overheads the model does not claim to reproduce dominate).
 """
 
