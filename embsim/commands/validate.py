@@ -1,6 +1,6 @@
 """`embsim validate`: how far the simulation is from real measurements.
 
-    embsim validate --nccl-tests LOG|FILE.yaml ... --topology SPEC [--json] [--max-error E]
+    embsim validate --nccl-tests LOG|FILE.yaml ... [--topology SPEC] [--json] [--max-error E]
     embsim validate --nccl-tests              # every packaged validation file
     embsim validate --trace traces/X.yaml [--json] [--max-error E]
     embsim validate --training [FILE.yaml ...] [--json] [--mean-error E] [--max-error E]   # published throughput
@@ -31,7 +31,7 @@ from .checks import MAX_ITERATIONS, FiniteFloat, count, force_option, png_path, 
 @click.option("--trace", type=click.Path(dir_okay=False), help="validate the trace's training steps")
 @click.option("--training", is_flag=True,
               help="INPUTS are published training-throughput YAML files (none: the packaged ones)")
-@click.option("--topology", help="the system the nccl-tests logs were measured on")
+@click.option("--topology", help="the system the nccl-tests logs were measured on (default: the HGX/DGX preset the log's SXM device name fixes)")
 @click.option("--op", help="collective of the logs, when neither the log nor its name says")
 @click.option("--placement", type=click.Choice(["in-place", "out-of-place", "best"]),
               default="in-place", show_default=True)

@@ -22,6 +22,7 @@ from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_er
 from ..errors import InputError
 from ..imports import NcclTestsRun, load_nccl_tests_log
 from ..topology import TopologySpec, load_topology
+from ..topology.device_names import infer_system
 from ..yamlio import load_yaml
 
 
@@ -46,7 +47,10 @@ def model_version(logged: str | None) -> str | None:
     return nearest_table(logged)
 
 
-def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> CurveError:
+def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
+               inferred: str = "") -> CurveError:
+    """One log run against `spec`; `inferred` is the note of a system taken from the log's
+    device names (no --topology), which the output carries."""
     topo = topology_for_run(spec, run)
     release = release_view(run.nccl_version)
     table = release.table
@@ -57,7 +61,7 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place") -> Cur
     model = CollectiveModel(topo, nccl_version=release.version, algo=algo, proto=proto_filter(release, proto),
                             nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
                             threshold_choice=release.threshold_choice)
-    notes = "; ".join(n for n in (release.note, model.view_note, model.tuner_note) if n)
+    notes = "; ".join(n for n in (inferred, release.note, model.view_note, model.tuner_note) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
     points = []
@@ -115,8 +119,15 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
         if item.endswith((".yaml", ".yml")):
             out += validation_file_errors(item, topology)
             continue
-        if not topology:
-            raise InputError(f"{item}: comparing an nccl-tests log needs --topology "
-                             f"(the measured system, e.g. dgx-h100:2x8)")
-        out += [run_errors(run, topology, placement) for run in load_nccl_tests_log(item, op=op)]
+        for run in load_nccl_tests_log(item, op=op):
+            if topology:
+                out.append(run_errors(run, topology, placement))
+                continue
+            system = infer_system(run.devices, run.n_nodes)
+            if system is None:
+                names = ", ".join(sorted(set(run.devices)))
+                raise InputError(f"{run.where}: no preset can be inferred from the device name(s) "
+                                 f"{names} (only the SXM parts of NVIDIA's 8-GPU boards fix a node's "
+                                 f"layout); pass --topology (the measured system, e.g. dgx-h100:2x8)")
+            out.append(run_errors(run, system.preset, placement, system.note))
     return out

@@ -55,7 +55,6 @@ def test_json_and_max_error_exit_codes(capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["validate", "--nccl-tests", H100_LOG], "needs --topology"),
     (["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100:1x8"], "16 ranks"),
     (["validate", "--nccl-tests", str(FIXTURES / "truncated.log"), "--topology", "dgx-h100"], "truncated"),
     (["validate"], "exactly one of"),
@@ -63,6 +62,26 @@ def test_json_and_max_error_exit_codes(capsys):
 def test_bad_input_exits_2(args, message, capsys):
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_logs_sxm_device_name_picks_its_board_and_says_so(capsys, tmp_path):
+    """No --topology: the log's 'NVIDIA H100 80GB HBM3' ranks on two hosts are dgx-h100:2x8,
+    the same numbers as naming it, and the output says where the system came from."""
+    assert main(["validate", "--nccl-tests", H100_LOG, "--json"]) == 0
+    inferred = json.loads(capsys.readouterr().out)
+    assert main(["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100:2x8", "--json"]) == 0
+    named = json.loads(capsys.readouterr().out)
+    assert [r["simulated_busbw"] for r in inferred["rows"]] == [r["simulated_busbw"] for r in named["rows"]]
+    assert main(["validate", "--nccl-tests", H100_LOG]) == 0
+    out = capsys.readouterr().out
+    assert "inferred from the log's device name 'NVIDIA H100 80GB HBM3': preset dgx-h100" in out
+    assert "the preset's network stands in" in out
+    # a PCIe card names no layout: refused, naming the device and the flag
+    pcie = tmp_path / "pcie.log"
+    pcie.write_text(Path(H100_LOG).read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"))
+    assert main(["validate", "--nccl-tests", str(pcie)]) == 2
+    err = capsys.readouterr().err
+    assert "NVIDIA H100 PCIe" in err and "pass --topology" in err and err.count("\n") == 1
 
 
 def test_packaged_validation_files(capsys):

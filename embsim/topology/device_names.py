@@ -1,0 +1,65 @@
+"""Which packaged preset a CUDA device name stands for, when a log names no system.
+
+nccl-tests prints each rank's device name (`#  Rank 0 ... device 0 [0x1b] NVIDIA H100 80GB
+HBM3`). For the SXM parts of NVIDIA's 8-GPU baseboards the name fixes the node: the
+HGX/DGX board wires every GPU to the NVSwitches (or, for V100 SXM2, the DGX-1 hybrid
+cube-mesh) the same way in every server built on it, and these presets describe that
+board. A PCIe card names no layout (switches, bridges, sockets differ by server), and
+neither does a GH200 or L40S node, nor a GB200 tray (which trays share an NVLink domain
+is the rack's wiring, not the device's), so those are not guessed: the caller must name
+the system. Across nodes the preset's network stands in for the log's, which the log cannot
+name; `InferredSystem.note` says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# (device-name pattern, preset, the board the name implies). First match wins; the PCIe
+# and NVL variants of each part are excluded by the patterns, not by order.
+_BOARDS: tuple[tuple[str, str, str], ...] = (
+    (r"\bA100-SXM4-80GB\b", "dgx-a100", "8x A100 SXM4 80GB HGX board, NVSwitch"),
+    (r"\bA100-SXM4-40GB\b", "dgx-a100-40gb", "8x A100 SXM4 40GB HGX board, NVSwitch"),
+    (r"\bH100 80GB HBM3\b", "dgx-h100", "8x H100 SXM5 HGX board, NVSwitch (HBM3: the SXM part)"),
+    (r"\bH200\b(?!\s*NVL)", "dgx-h200", "8x H200 SXM HGX board, NVSwitch"),
+    (r"\bH800\b(?!\s*PCIe)", "hgx-h800", "8x H800 SXM5 HGX board, NVSwitch (8 NVLinks per GPU)"),
+    (r"\bB200\b", "dgx-b200", "8x B200 HGX board, NVSwitch"),
+    (r"\bV100-SXM2-(16|32)GB\b", "dgx1-v100", "8x V100 SXM2 DGX-1 board, hybrid cube-mesh"),
+)
+
+
+@dataclass(frozen=True)
+class InferredSystem:
+    preset: str
+    device: str
+    board: str
+    n_nodes: int
+
+    @property
+    def note(self) -> str:
+        across = (f"; across its {self.n_nodes} nodes the preset's network stands in for the "
+                  f"real one" if self.n_nodes > 1 else "")
+        return (f"system inferred from the log's device name {self.device!r}: preset "
+                f"{self.preset} ({self.board}){across}; pass --topology to name the system")
+
+
+def preset_for_device(device: str) -> tuple[str, str] | None:
+    """(preset, board) for an SXM part's CUDA device name; None when the name fixes no layout."""
+    for pattern, preset, board in _BOARDS:
+        if re.search(pattern, device):
+            return preset, board
+    return None
+
+
+def infer_system(devices: tuple[str, ...] | list[str], n_nodes: int) -> InferredSystem | None:
+    """The preset every rank's device name points to; None when the names differ or any
+    of them fixes no layout."""
+    names = {d.strip() for d in devices}
+    if len(names) != 1:
+        return None
+    device = names.pop()
+    hit = preset_for_device(device)
+    if hit is None:
+        return None
+    return InferredSystem(hit[0], device, hit[1], n_nodes)

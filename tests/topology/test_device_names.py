@@ -1,0 +1,39 @@
+"""topology.device_names: which board an nccl-tests log's CUDA device name fixes."""
+
+import pytest
+
+from embsim.topology import find_preset
+from embsim.topology.device_names import infer_system, preset_for_device
+
+
+@pytest.mark.parametrize("device, preset", [
+    ("NVIDIA A100-SXM4-80GB", "dgx-a100"),
+    ("NVIDIA A100-SXM4-40GB", "dgx-a100-40gb"),
+    ("NVIDIA H100 80GB HBM3", "dgx-h100"),
+    ("NVIDIA H200", "dgx-h200"),
+    ("NVIDIA H800", "hgx-h800"),
+    ("NVIDIA B200", "dgx-b200"),
+    ("Tesla V100-SXM2-32GB", "dgx1-v100"),
+    ("Tesla V100-SXM2-16GB", "dgx1-v100"),
+])
+def test_sxm_parts_name_their_board(device, preset):
+    assert preset_for_device(device)[0] == preset
+    assert find_preset(preset) is not None          # a packaged preset, not a typo
+
+
+@pytest.mark.parametrize("device", [
+    "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-40GB", "NVIDIA H100 PCIe", "NVIDIA H100 NVL",
+    "NVIDIA H200 NVL", "NVIDIA H800 PCIe", "NVIDIA L40S", "NVIDIA GeForce RTX 4090",
+    "NVIDIA GH200 480GB", "NVIDIA Graphics Device", "NVIDIA GB200", "Tesla V100-PCIE-32GB",
+])
+def test_parts_that_fix_no_layout_are_not_guessed(device):
+    assert preset_for_device(device) is None
+
+
+def test_mixed_or_unknown_devices_infer_nothing_and_the_note_names_the_network():
+    assert infer_system(["NVIDIA H100 80GB HBM3", "NVIDIA H200"], 1) is None
+    assert infer_system(["NVIDIA L40S"] * 8, 1) is None
+    one = infer_system(["NVIDIA B200"] * 8, 1)
+    assert one.preset == "dgx-b200" and "network" not in one.note
+    two = infer_system(["NVIDIA B200"] * 16, 2)
+    assert "across its 2 nodes the preset's network stands in" in two.note
