@@ -55,7 +55,11 @@ def _fit_ring(shape: CommShape, s_intra: float, s_inter: float, chain: bool = Fa
 
 
 def _fit_nvls(shape: CommShape, s_intra: float, s_inter: float, channels: int) -> bool:
-    if channels * s_intra > shape.intra_bw + 1e-9:
+    """Whether `channels` NVLS heads fit at these speeds. ncclTopoSearchTryNvls charges each
+    channel's speed on every GPU's link to and from the NVSwitch, twice on the channel's own
+    head (search.cc: `d0 == g ? 2 : 1`), so a head's link carries (heads + 1) x the speed --
+    the same bytes its kernel moves (multinode.nvls_node_bw)."""
+    if (channels + 1) * s_intra > shape.intra_bw + 1e-9:
         return False
     if shape.n_nodes > 1:
         per_nic = math.ceil(channels / max(1, shape.nics_per_node))
