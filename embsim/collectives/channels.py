@@ -171,7 +171,9 @@ def search_graphs(shape: CommShape, consts=None) -> Graphs:
     count (nvls.cc ncclNvlsInit; the newest release's when omitted)."""
     ring = _search_ring(shape, "ring")
     tree = _search_ring(shape, "tree")
-    nvls = _search_nvls(shape)
+    # ncclNvlsInit counts the GPUs of the node's topology (the MNNVL clique's across trays)
+    min_gpus = 2 if consts is None else consts.nvls_min_gpus
+    nvls = _search_nvls(shape) if shape.ppn >= min_gpus else None
     comm_channels = compute_channels(shape, ring, None if consts is None else consts.version)
     sm100 = (24, 32) if consts is None else consts.nvls_channels_sm100
     if shape.arch >= 100 and sm100 is not None:

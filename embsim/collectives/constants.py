@@ -106,6 +106,10 @@ class NcclConstants:
     # 2.27+ NVLS_NCHANNELS_SM100_NVL 24 and NVLS_NCHANNELS_SM100 32; 2.25-2.26 32 for any
     # sm100 comm; up to 2.24 the NCCL_NVLS_NCHANNELS default 16 for every GPU (None).
     nvls_channels_sm100: tuple[int, int] | None = (24, 32)
+    # NVLS (and NVLSTree) need at least this many GPUs in the node's topology (nvls.cc
+    # ncclNvlsInit: `gpuCount <= 2` returns without NVLS up to 2.28.3, `gpuCount < 2` from
+    # 2.28.7): two GPUs get NVLS only from 2.28.7.
+    nvls_min_gpus: int = 2
     # 2.29+: ncclTopoGetAlgoTime applies treeCorrectionFactor to NVLSTree AllReduce on sm100 x86
     nvlstree_tree_correction: bool = True
     # <= 2.19: computeColl halves the Tree/Simple chunk while a channel has fewer than
@@ -189,6 +193,7 @@ NCCL_2_28 = replace(NCCL_2_29, version="2.28", nvlstree_tree_correction=False, *
 # (20.9 from 2.28.9).
 _HW_227 = MappingProxyType({**_HW_230, "NET": _lat((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 18), (0, 0, 14), (0, 0, 14))})
 NCCL_2_27 = replace(NCCL_2_28, version="2.27", per_ch_nvlstree=None, nvls_efficiency=None, hw_lat=_HW_227,
+                    nvls_min_gpus=3,
                     **_sm100_rows(NCCL_2_28, *_TWICE_HOPPER))
 # 2.23-2.26: no NVLS AllGather/ReduceScatter; SM100 NVLink 40.0 from 2.25; PAT x0.85 in 2.23.
 NCCL_2_26 = replace(NCCL_2_27, version="2.26", nvls_allgather_rs=False, nvlink_per_link=_NVL_2_25,
@@ -242,7 +247,9 @@ NCCL_2_18 = replace(
 # perChMaxRingLL128Bws is (34.5, 34.6, 34.5) in 2.29.2 / 2.29.3 and (40, 40, 40) from 2.29.7.
 NCCL_2_29_3 = replace(NCCL_2_29, version="2.29", **_sm100_rows(
     NCCL_2_29, 282.0, (34.5, 34.6, 34.5), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0), (0, 96.0, 43.8)))
-PATCH_TABLES = (("2.29", 7, NCCL_2_29_3),)
+# 2.28.3 still refused NVLS on two GPUs (nvls.cc `gpuCount <= 2`; `< 2` from v2.28.7-1).
+NCCL_2_28_3 = replace(NCCL_2_28, nvls_min_gpus=3)
+PATCH_TABLES = (("2.29", 7, NCCL_2_29_3), ("2.28", 7, NCCL_2_28_3))
 
 VERSIONS = MappingProxyType({
     "2.18": NCCL_2_18, "2.19": NCCL_2_19, "2.20": NCCL_2_20, "2.21": NCCL_2_21, "2.22": NCCL_2_22,

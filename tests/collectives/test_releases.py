@@ -78,3 +78,22 @@ def test_a_log_in_tag_form_names_the_same_release():
     says v2.28.9-1 is modelled as 2.28.9, as --nccl-version takes it."""
     view = release_view("v2.28.9-1")
     assert view.table == "2.28" and view.version == "2.28.9" and view.note == ""
+
+
+def test_two_gpus_get_nvls_only_from_2_28_7():
+    """nvls.cc ncclNvlsInit returned without NVLS for `gpuCount <= 2` up to v2.28.3-1 and
+    for `gpuCount < 2` from v2.28.7-1: NVLS on two H100s exists only from 2.28.7 on, and a
+    forced NCCL_ALGO=NVLS on an older release is refused, not run."""
+    import pytest
+    from embsim.collectives import CollectiveModel
+    from embsim.errors import InputError
+    from embsim.topology import load_topology
+    pair, three = load_topology("dgx-h100:1x2"), load_topology("dgx-h100:1x3")
+    for version in ("2.18.5", "2.27.7", "2.28.3"):
+        assert CollectiveModel(pair, nccl_version=version).shape((0, 1))[1].nvls is None
+        assert CollectiveModel(three, nccl_version=version).shape((0, 1, 2))[1].nvls is not None
+        with pytest.raises(InputError, match="nothing NCCL can run"):
+            CollectiveModel(pair, algo="NVLS", nccl_version=version).plan("all_reduce", 1 << 30, (0, 1))
+    for version in ("2.28.9", "2.29.2", "2.30"):
+        plan = CollectiveModel(pair, algo="NVLS", nccl_version=version).plan("all_reduce", 1 << 30, (0, 1))
+        assert plan.algo == "NVLS"
