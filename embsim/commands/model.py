@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from ..errors import InputError
+from .listing import echo_listing, echo_summary
 
 
 @click.group("model")
@@ -18,13 +17,9 @@ def command() -> None:
 def list_cmd() -> None:
     """List the zoo's models, one line each (name and description), and where they are."""
     from ..workload import ZOO_DIR, list_models, load_spec
-    from .model_summary import first_sentence
-    names = list_models()
-    width = max((len(n) for n in names), default=0)
-    for name in names:
-        click.echo(f"{name:<{width}}  {first_sentence(load_spec(name).description)}")
-    click.echo(f"# a NAME is looked up in {ZOO_DIR}; any other model: give its .yaml path "
-               "(same dialect, see `embsim model show NAME`)", err=True)
+    echo_listing(((name, load_spec(name).description) for name in list_models()),
+                 f"a NAME is looked up in {ZOO_DIR}; any other model: give its .yaml path "
+                 "(same dialect, see `embsim model show NAME`)")
 
 
 @command.command("show")
@@ -41,8 +36,4 @@ def show(name: str, as_json: bool) -> None:
         # the value came as an argument here, not as --model
         raise InputError(f"model show {exc}" if str(exc).startswith(name) else
                          f"model show {name}: {exc}") from None
-    summary = model_summary(spec, model)
-    if as_json:
-        click.echo(json.dumps(summary, indent=2))
-        return
-    print_model_summary(summary)
+    echo_summary(model_summary(spec, model), as_json, print_model_summary)

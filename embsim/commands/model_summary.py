@@ -9,27 +9,15 @@ distribution, no padding policy: what `simulate --padding max` computes).
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 import click
 
 from ..workload import Model, ModelSpec
+from .listing import first_sentence
 
 # version of the --json layout; tests/commands/test_model_command.py checks the keys
 SCHEMA = 1
-
-
-# a sentence ends at a full stop followed by a capital, except after an abbreviation the
-# zoo's citations use ("Devlin et al. 2019", "Wang et al. OSDI", "e.g. BERT")
-_SENTENCE_END = re.compile(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\bcf)(?<!\bFig)(?<!\bNo)\.\s+(?=[A-Z])")
-
-
-def first_sentence(text: str) -> str:
-    """A file's description or source folded to one line and cut after its first sentence."""
-    line = " ".join(text.split())
-    end = _SENTENCE_END.search(line)
-    return line[:end.start() + 1] if end else line
 
 
 def model_summary(spec: ModelSpec, model: Model) -> dict:

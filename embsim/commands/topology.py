@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from ..report.topology_summary import print_topology_summary
 from ..topology import TopologyError, list_presets, load_topology, preset_dirs
+from .listing import echo_listing, echo_summary
 
 
 @click.group("topology")
@@ -28,24 +27,18 @@ def show(spec: str, as_json: bool) -> None:
         if text.startswith("--topology "):
             text = "topology show " + text[len("--topology "):]
         raise TopologyError(text) from None
-    if as_json:
-        click.echo(json.dumps(summary, indent=2))
-        return
-    print_topology_summary(summary)
+    echo_summary(summary, as_json, print_topology_summary)
 
 
 @command.command("list")
 def list_cmd() -> None:
     """List the presets, one line each (name and description), and where they are looked up."""
-    names = list_presets()
-    width = max((len(n) for n in names), default=0)
-    for name in names:
-        click.echo(f"{name:<{width}}  {_description(name)}")
-    click.echo(f"# looked up in this order: {', '.join(str(d) for d in preset_dirs())}", err=True)
+    echo_listing(((name, _description(name)) for name in list_presets()),
+                 f"looked up in this order: {', '.join(str(d) for d in preset_dirs())}")
 
 
 def _description(name: str) -> str:
-    """A preset's `description:` line, read without building the topology."""
+    """A preset's `description:`, read without building the topology."""
     import yaml
 
     from embsim.topology.clusterspec import find_preset
@@ -54,6 +47,4 @@ def _description(name: str) -> str:
         doc = yaml.safe_load(path.read_text()) if path else None
     except (OSError, yaml.YAMLError):
         doc = None
-    text = str(doc.get("description", "")) if isinstance(doc, dict) else ""
-    return text.split(". ")[0]       # the first sentence: one line per preset
-
+    return str(doc.get("description", "")) if isinstance(doc, dict) else ""

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from embsim.cli import main
 from embsim.commands.model import command
-from embsim.commands.model_summary import first_sentence
+from embsim.commands.listing import first_sentence
 from embsim.errors import InputError
 from embsim.workload import ZOO_DIR, list_models, load_model
 
