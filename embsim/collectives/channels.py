@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .constants import (MAX_THREADS, MAXCHANNELS, NCCL_MAX_NVLS_ARITY, THREAD_THRESHOLDS, speed_array,
+from .constants import (MAX_THREADS, constants_for, MAXCHANNELS, NCCL_MAX_NVLS_ARITY, THREAD_THRESHOLDS, speed_array,
                         version_key)
 from .shape import CommShape
 
@@ -169,13 +169,13 @@ class Graphs:
 def search_graphs(shape: CommShape, consts=None) -> Graphs:
     """The communicator's graphs; `consts` (NcclConstants) picks the release's NVLS CTA
     count (nvls.cc ncclNvlsInit; the newest release's when omitted)."""
+    consts = constants_for(None) if consts is None else consts
     ring = _search_ring(shape, "ring")
     tree = _search_ring(shape, "tree")
     # ncclNvlsInit counts the GPUs of the node's topology (the MNNVL clique's across trays)
-    min_gpus = 2 if consts is None else consts.nvls_min_gpus
-    nvls = _search_nvls(shape) if shape.ppn >= min_gpus else None
-    comm_channels = compute_channels(shape, ring, None if consts is None else consts.version)
-    sm100 = (24, 32) if consts is None else consts.nvls_channels_sm100
+    nvls = _search_nvls(shape) if shape.ppn >= consts.nvls_min_gpus else None
+    comm_channels = compute_channels(shape, ring, consts.version)
+    sm100 = consts.nvls_channels_sm100
     if shape.arch >= 100 and sm100 is not None:
         nvls_channels = sm100[1] if shape.n_nodes > 1 else sm100[0]
     else:
