@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .constants import (MAX_THREADS, constants_for, MAXCHANNELS, NCCL_MAX_NVLS_ARITY, THREAD_THRESHOLDS, speed_array,
+from .constants import (MAX_THREADS, MAXCHANNELS, THREAD_THRESHOLDS, constants_for, speed_array,
                         version_key)
 from .shape import CommShape
 
@@ -122,15 +122,14 @@ def _search_ring(shape: CommShape, pattern: str) -> Graph:
     return Graph(pattern, n, bw_intra, bw_inter, shape.intra_hw)
 
 
-def _search_nvls(shape: CommShape) -> Graph | None:
-    if shape.intra != "nvswitch" or shape.arch < 90 or shape.ppn < 2:
+def _search_nvls(shape: CommShape, min_gpus: int) -> Graph | None:
+    """NCCL's NVLS graph: one channel per head, at the fastest speed step whose (heads + 1)
+    charges fit (_fit_nvls; NCCL's own start below totalBw / heads is never faster)."""
+    if not shape.nvls_capable or shape.ppn < min_gpus:
         return None
-    channels = min(NCCL_MAX_NVLS_ARITY, shape.ppn)   # one NVLS head per local GPU
-    multi = shape.n_nodes > 1
-    speeds = speed_array(shape.arch, inter=multi)
+    channels = shape.nvls_heads
+    speeds = speed_array(shape.arch, inter=shape.n_nodes > 1)
     i = 0
-    while i < len(speeds) - 1 and speeds[i] * channels > shape.intra_bw + 1e-9:
-        i += 1
     while i < len(speeds) and not _fit_nvls(shape, speeds[i], speeds[i], channels):
         i += 1
     if i == len(speeds):
@@ -173,7 +172,7 @@ def search_graphs(shape: CommShape, consts=None) -> Graphs:
     ring = _search_ring(shape, "ring")
     tree = _search_ring(shape, "tree")
     # ncclNvlsInit counts the GPUs of the node's topology (the MNNVL clique's across trays)
-    nvls = _search_nvls(shape) if shape.ppn >= consts.nvls_min_gpus else None
+    nvls = _search_nvls(shape, consts.nvls_min_gpus)
     comm_channels = compute_channels(shape, ring, consts.version)
     sm100 = consts.nvls_channels_sm100
     if shape.arch >= 100 and sm100 is not None:

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
-from .constants import NCCL_MAX_NVLS_ARITY, NcclConstants
+from .constants import NcclConstants, constants_for
 from .shape import CommShape
 
 
@@ -111,14 +110,9 @@ def tree_net_fill(first_wire_bytes: float, net_rate: float, n_nodes: int) -> flo
     return tree_crossings(n_nodes) * (first_wire_bytes / (1000.0 * net_rate) + PROXY_HANDOFF_US)
 
 
-def nvls_heads(shape: CommShape) -> int:
-    """NVLS heads per node: one per local GPU (search.cc: maxChannels = min(ARITY, nGPUs))."""
-    return min(NCCL_MAX_NVLS_ARITY, shape.ppn)
-
-
 def nic_tree_bw(shape: CommShape) -> float:
     """Algorithm bandwidth (GB/s) the heads' NICs give a tree across nodes."""
-    nics = min(max(1, shape.nics_per_node), nvls_heads(shape))
+    nics = min(max(1, shape.nics_per_node), shape.nvls_heads)
     bw = nics * shape.nic_path_bw
     return bw if shape.n_nodes <= 2 else bw / 2.0
 
@@ -142,10 +136,10 @@ def nvls_node_bw(shape: CommShape, consts: NcclConstants) -> float:
     an almost constant 262-274 GB/s algBw, as H / (H + 1) has it.
     """
     from .constants import arch_family
-    if shape.intra != "nvswitch" or shape.arch < 90 or shape.ppn < 2 or consts.nvls_efficiency is None:
+    if not shape.nvls_capable or consts.nvls_efficiency is None:
         return 0.0
     eff = consts.nvls_efficiency[arch_family(shape.arch)]
-    heads = nvls_heads(shape)
+    heads = shape.nvls_heads
     return shape.intra_bw * eff * heads / (heads + 1)
 
 
@@ -154,15 +148,8 @@ def nvlstree_stage_bw(shape: CommShape, consts: NcclConstants | None = None) -> 
     table's NVLS efficiency (what the hardware delivers; the version's table only steers).
     In NVLSTree the heads' reduce warps send the switch's sum to the network and their
     broadcast warps multicast what comes back: the same NVLink bytes as one node's NVLS."""
-    if consts is None:
-        return _stage_bw_newest(shape)
+    consts = constants_for(None) if consts is None else consts
     return nvls_node_bw(shape, consts), nic_tree_bw(shape)
-
-
-@lru_cache(maxsize=256)
-def _stage_bw_newest(shape: CommShape) -> tuple[float, float]:
-    from .constants import constants_for
-    return nvlstree_stage_bw(shape, constants_for(None))
 
 
 def nvlstree_channel_cap(shape: CommShape, consts: NcclConstants) -> float:
@@ -172,18 +159,16 @@ def nvlstree_channel_cap(shape: CommShape, consts: NcclConstants) -> float:
     on 2 nodes, 45.5 on 4+; Blackwell 96 / 43.8), the same kind of per-channel kernel limit
     as perChMaxTreeBws, which the Tree kernel is already held to: it is what one channel's
     warps move, not a steering step of the graph search. busBw = cap x the NVLS graph's
-    channels, algBw = busBw x nRanks / nSteps (tuning.cc's AllReduce ratio).
+    channels (one per head), algBw = busBw x nRanks / nSteps (tuning.cc's AllReduce ratio).
     """
-    if consts.per_ch_nvlstree is None or shape.n_nodes < 2:
+    if consts.per_ch_nvlstree is None or shape.n_nodes < 2 or not shape.nvls_capable:
         return math.inf
     from . import nccl_model as nm
-    from .channels import search_graphs
     from .constants import arch_family
-    graph = search_graphs(shape).nvls
     per_ch = consts.per_ch_nvlstree[arch_family(shape.arch)][nm._node_index(shape.n_nodes)]
-    if graph is None or per_ch <= 0:
+    if per_ch <= 0:
         return math.inf
-    return per_ch * graph.n_channels * shape.n_ranks / nm.nsteps("all_reduce", shape.n_ranks)
+    return per_ch * shape.nvls_heads * shape.n_ranks / nm.nsteps("all_reduce", shape.n_ranks)
 
 
 def tree_kernel_bw(shape: CommShape, table_bw: float) -> float:

@@ -388,7 +388,7 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
     full = graphs.nvls_channels if algo in ("NVLS", "NVLSTree") else graphs.comm_channels
     channels, threads = runtime_lanes(nbytes, algo, proto, n, full)
     if algo in ("NVLS", "NVLSTree"):
-        heads = min(shape.ppn, 32)
+        heads = shape.nvls_heads
         stage_bw = None
         if algo == "NVLSTree" and shape.n_nodes > 1:
             intra, net = nvlstree_stage_bw(shape)

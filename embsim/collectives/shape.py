@@ -13,7 +13,7 @@ from typing import Sequence
 from embsim.errors import InputError
 from embsim.topology.build import pcie_place
 
-from .constants import NcclConstants, constants_for, nvlink_per_link
+from .constants import NCCL_MAX_NVLS_ARITY, NcclConstants, constants_for, nvlink_per_link
 from .pci_rings import PciLayout, layout_of
 
 INTRA_KINDS = ("nvswitch", "nvlink", "pcie")
@@ -79,6 +79,17 @@ class CommShape:
     def intra_bw(self) -> float:
         """Per-GPU bandwidth inside a node as NCCL's search sees it."""
         return self.nvlink_bw if self.intra != "pcie" else self.pcie_bw
+
+    @property
+    def nvls_capable(self) -> bool:
+        """NVLink SHARP hardware: an NVSwitch node of Hopper or newer with 2+ GPUs of the
+        communicator (a release may ask for more: NcclConstants.nvls_min_gpus)."""
+        return self.intra == "nvswitch" and self.arch >= 90 and self.ppn >= 2
+
+    @property
+    def nvls_heads(self) -> int:
+        """NVLS heads per node: one per local GPU (search.cc: maxChannels = min(ARITY, nGPUs))."""
+        return min(NCCL_MAX_NVLS_ARITY, self.ppn)
 
     @property
     def intra_hw(self) -> str:
