@@ -161,11 +161,11 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
     elif kind == "nvswitch":
         required = ["kind", "nvswitches"] + _NVLINK_KEYS + _PCIE_KEYS
         optional = _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS
-    else:  # nvlink-mesh / nvlink-bridge: the PCIe tree is optional, all or nothing
-        has_pcie = any(k in m for k in _PCIE_KEYS + _SOCKET_LINK_KEYS)
+    else:  # nvlink-mesh / nvlink-bridge: the PCIe tree is optional, all or nothing (the
+        # socket link and NCCL's view of it are part of it: read only with the tree)
+        has_pcie = any(k in m for k in _PCIE_KEYS + _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS)
         required = ["kind", "nvlink_pairs"] + _NVLINK_KEYS + (_PCIE_KEYS if has_pcie else [])
-        optional = (_SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS if has_pcie
-                    else _PCIE_KEYS + _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS)
+        optional = _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS if has_pcie else []
     # fabric.interference: measured by `embsim calibrate` (see FabricSpec), any fabric kind
     check_mapping(doc, p, m, required=required,
                   optional=list(optional) + ["interference", "comm_interference"])

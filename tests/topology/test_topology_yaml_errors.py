@@ -72,6 +72,27 @@ def test_disconnected_graph(write_yaml):
     assert ok.fabric.nvlink_pairs[1] == (1, 2, 2)
 
 
+def test_socket_view_keys_need_the_pcie_tree_on_an_nvlink_fabric(write_yaml):
+    """cpu_model / nccl_cpu_link_gbps describe the PCIe tree's socket link: on an NVLink
+    fabric without that tree they were accepted and then silently dropped."""
+    text = "\n".join([
+        "name: mesh",
+        "gpu: {model: g, arch: 86, count: 4, bf16_tflops: 70, hbm_gb: 24, hbm_gbps: 936}",
+        "fabric:",
+        "  kind: nvlink-bridge",
+        "  nvlink_links_per_gpu: 4",
+        "  nvlink_gbps: 56",
+        "  nvlink_latency_us: 1",
+        "  nvlink_pairs: [[0, 1, 2], [1, 2, 2], [2, 3, 2]]",
+        "nics: {count: 0}",
+    ])
+    assert parse_node_type(text).fabric.cpu_model is None
+    for key, value in (("cpu_model", "skylake"), ("nccl_cpu_link_gbps", 7)):
+        with_key = text.replace("  nvlink_latency_us: 1", f"  nvlink_latency_us: 1\n  {key}: {value}")
+        msg = _error(write_yaml, with_key)
+        assert "missing required key 'pcie_gen'" in msg and "fabric" in msg
+
+
 @pytest.mark.parametrize("old, new, expect", [
     ("kind: pcie", "kind: pci", "unknown fabric kind 'pci'"),
     ("cpu_vendor: intel", "cpu_vendor: via", "cpu_vendor"),
