@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from embsim.topology.build import pcie_place
 
-from .constants import version_key
+from .constants import DEFAULT_VERSION, version_key
 
 # topo.h 31 (v2.21.5-1; 39 in v2.30.7): INTEL_P2P_OVERHEAD(bw) (bw*6/5), what followPath
 # charges a PHB path through an Intel root complex on its PCI links (search.cc 70-79).
@@ -68,7 +68,7 @@ def nccl_cpu_class(vendor: str | None, model: str | None, version: str | None) -
       after it, Sapphire and Emerald Rapids included), else QPI_BW; from v2.26.2-1 ERP
       (model >= 0xCF), SRP (>= 0x8F), SKL (>= 0x55), else BDW (topo.cc 519-523).
     """
-    key = version_key(version or "") or (2, 30)
+    key = version_key(version or DEFAULT_VERSION)
     if vendor == "arm":
         return "arm"
     if vendor == "amd":
