@@ -102,13 +102,13 @@ class Ll128Point:
 
 def ll128_points(path: str | Path) -> tuple[list[Ll128Point], float]:
     """(the curve's one-node Ring/LL128 points, NCCL's per-hop Ring/LL128 latency in µs)."""
-    points, hop, _ = protocol_points(path, "LL128")
-    return points, hop
+    points, hops, _ = curve_points(path, ("LL128",))
+    return points, hops["LL128"]
 
 
-def protocol_points(path: str | Path, proto: str) -> tuple[list[Ll128Point], float, int]:
-    """(the curve's one-node Ring/`proto` points, NCCL's per-hop Ring/`proto` latency in µs,
-    the GPUs' SM arch)."""
+def curve_points(path: str | Path, protos: tuple[str, ...]) -> tuple[list[Ll128Point], dict, int]:
+    """(the curve's one-node Ring points NCCL runs in one of `protos`, NCCL's per-hop Ring
+    latency in µs per protocol, the GPUs' SM arch): the curve planned once for all of them."""
     doc = load_yaml(path)
     check_curve_file(doc)
     d = doc.data
@@ -121,20 +121,23 @@ def protocol_points(path: str | Path, proto: str) -> tuple[list[Ll128Point], flo
                             threshold_choice=release.threshold_choice)
     ranks = list(range(nodes * gpus))
     shape, graphs = model.shape(tuple(ranks))
+    hops = {p: model.consts.hw_lat[shape.intra_hw]["Ring"][PROTOS.index(p)] for p in protos}
     factor = busbw_factor(d["op"], len(ranks))
     out = []
-    for size in sorted(int(s) for s in d["busbw"]):
+    for size in sorted(int(s) for s in d["busbw"]) if nodes == 1 else ():
         busbw = float(d["busbw"][size])
+        if busbw <= 0:
+            continue
         plan = model.plan(d["op"], size, ranks)
-        if nodes != 1 or busbw <= 0 or (plan.algo, plan.proto) != ("Ring", proto):
+        proto = plan.proto
+        if plan.algo != "Ring" or proto not in protos:
             continue
         nc, nt = runtime_lanes(size, "Ring", proto, len(ranks), graphs.comm_channels)
         lat, transfer = plan.latency * 1e6, (plan.time - plan.latency) * 1e6
         out.append(Ll128Point(size, factor * size / (1000.0 * busbw), lat, transfer,
                               factor * size / (1000.0 * transfer), nc, nt, size / (nc * len(ranks)), factor,
                               proto))
-    hop = model.consts.hw_lat[shape.intra_hw]["Ring"][PROTOS.index(proto)]
-    return out, hop, int(shape.arch)
+    return out, hops, int(shape.arch)
 
 
 def marginal_rates(points: list[Ll128Point]) -> list[tuple[int, int, float]]:
@@ -175,8 +178,9 @@ def _span(rates: list[float]) -> str:
 
 
 def report(path: str | Path) -> str:
-    points, hop, arch = protocol_points(path, "LL128")
-    ll = untrimmed(protocol_points(path, "LL")[0])
+    both, hops, arch = curve_points(path, ("LL128", "LL"))
+    points, hop = [p for p in both if p.proto == "LL128"], hops["LL128"]
+    ll = untrimmed([p for p in both if p.proto == "LL"])
     lines = [f"{Path(path).stem}: one-node Ring/LL128 points (hop {hop} µs)"]
     if not points:
         return lines[0] + ": none"
