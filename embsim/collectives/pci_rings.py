@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from embsim.topology.build import pcie_place
 
@@ -155,12 +156,19 @@ class PciLayout:
     def capacity(self, link: tuple) -> float:
         return self.cpu_bw if link[0] == "cpu" else self.pci_bw
 
+    @cached_property
+    def _bottleneck(self) -> tuple[float, float]:
+        """(ring, chain): the channel bandwidth the busiest link allows, min(capacity / load)
+        over the directed links (inf without PCIe links), computed once per layout."""
+        def least(chain: bool) -> float:
+            return min((self.capacity(k) / w for k, w in self.loads(chain).items()), default=math.inf)
+        return least(False), least(True)
+
     def channels_at(self, speed: float, chain: bool = False) -> int:
-        """Identical channels that fit at `speed` GB/s each (NCCL's SUB_ROUND keeps 1e-3)."""
-        loads = self.loads(chain)
-        if not loads:
-            return 1 << 30
-        return min(int(math.floor(self.capacity(k) / (w * speed) + 1e-6)) for k, w in loads.items())
+        """Identical channels that fit at `speed` GB/s each (NCCL's SUB_ROUND keeps 1e-3):
+        floor(capacity / (load x speed)) on the busiest link, the least over all links."""
+        bw = self._bottleneck[1 if chain else 0]
+        return 1 << 30 if math.isinf(bw) else int(math.floor(bw / speed + 1e-6))
 
 
 def layout_of(topology, ranks, pci_bw: float, version: str | None = None) -> PciLayout | None:
