@@ -171,20 +171,15 @@ class PciLayout:
         return 1 << 30 if math.isinf(bw) else int(math.floor(bw / speed + 1e-6))
 
 
-def layout_of(topology, ranks, pci_bw: float, version: str | None = None) -> PciLayout | None:
-    """The PciLayout of the node with most of `ranks` (None: no PCIe tree, or NVSwitch);
-    `pci_bw`: NCCL's PCI link bandwidth (shape.pcie_gbps_nccl); `version`: the NCCL release
-    whose socket-link constant applies (nccl_cpu_bw)."""
-    node = topology.node
-    fab = node.fabric
+def layout_of(fab, gpu_count: int, local: list[int], pci_bw: float,
+              version: str | None = None) -> PciLayout | None:
+    """The PciLayout of a node's communicator GPUs `local` (sorted local indices of the
+    busiest node; None: no PCIe tree, or NVSwitch); `gpu_count`: the node's GPUs; `pci_bw`:
+    NCCL's PCI link bandwidth (shape.pcie_gbps_nccl); `version`: the NCCL release whose
+    socket-link constant applies (nccl_cpu_bw)."""
     if fab.kind == "nvswitch" or not fab.has_pcie:
         return None
-    gpn = topology.gpus_per_node
-    per_node: dict[int, list[int]] = {}
-    for r in ranks:
-        per_node.setdefault(topology.node_of(r), []).append(r % gpn)
-    local = sorted(max(per_node.values(), key=len))
-    place = [pcie_place(fab, node.gpu.count, g) for g in local]
+    place = [pcie_place(fab, gpu_count, g) for g in local]
     pos = {g: i for i, g in enumerate(local)}
     bridged = frozenset((pos[a], pos[b]) for a, b, _ in fab.nvlink_pairs if a in pos and b in pos)
     return PciLayout(gpus=tuple(place), p2p=bool(fab.pcie_p2p),

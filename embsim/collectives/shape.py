@@ -7,6 +7,7 @@ it from a Topology and a rank list the way NCCL's topology detection would.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -186,7 +187,7 @@ def _nvlink_connected(gpus: set[int], pairs) -> bool:
     return len({find(g) for g in gpus}) == 1
 
 
-def _nccl_nics(topology, ranks: Sequence[int]) -> int:
+def _nccl_nics(topology, local_by_node: dict[int, list[int]]) -> int:
     """NICs NCCL's graph search can use for this communicator: those next to its GPUs.
 
     The search keeps the closest GPU-NIC path type it finds (search.cc ncclTopoCompute:
@@ -200,14 +201,8 @@ def _nccl_nics(topology, ranks: Sequence[int]) -> int:
     node = topology.node
     if not node.nics.gpus:
         return int(node.nics.count)
-    gpn = topology.gpus_per_node
-    if len(ranks) == topology.n_gpus:       # every GPU of every node (the common case)
-        return sum(1 for gpus in node.nics.gpus if any(g < gpn for g in gpus))
-    locals_by_node: dict[int, set[int]] = {}
-    for r in ranks:                         # ranks are checked by comm_shape's node_of
-        locals_by_node.setdefault(r // gpn, set()).add(r % gpn)
     return min(sum(1 for gpus in node.nics.gpus if any(g in local for g in gpus))
-               for local in locals_by_node.values())
+               for local in map(set, local_by_node.values()))
 
 
 def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants | None = None) -> CommShape:
@@ -218,13 +213,14 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         raise InputError("communicator has no ranks")
     if len(set(ranks)) != len(ranks):
         raise InputError("communicator lists a rank twice")
-    per_node: dict[int, int] = {}
+    gpn = topology.gpus_per_node
+    local_by_node: dict[int, list[int]] = {}      # node -> the communicator's GPUs on it
     for r in ranks:
-        per_node[topology.node_of(r)] = per_node.get(topology.node_of(r), 0) + 1
-    counts = set(per_node.values())
-    n_nodes = len(per_node)
+        local_by_node.setdefault(topology.node_of(r), []).append(r % gpn)
+    n_nodes = len(local_by_node)
     # Uneven groups: the busiest node sets the intra-node step count.
-    ppn = max(counts)
+    busiest = sorted(max(local_by_node.values(), key=len))
+    ppn = len(busiest)
     node = topology.node
     fab = node.fabric
     kind = fab.kind
@@ -233,7 +229,7 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
     elif kind in ("nvlink-mesh", "nvlink-bridge"):
         # NVLink rings only exist when the node's ranks are NVLink-connected (a bridged
         # pair, a cube-mesh); otherwise NCCL's channels cross PCIe / host memory.
-        local = {r % topology.gpus_per_node for r in ranks}
+        local = {g for gpus in local_by_node.values() for g in gpus}
         intra = "nvlink" if _nvlink_connected(local, fab.nvlink_pairs) else "pcie"
     else:
         intra = "pcie"
@@ -242,15 +238,13 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
                  if intra != "pcie" else 0.0)   # scaled for an NVLink what-if
     pcie_bw = pcie_gbps_nccl(fab.pcie_gen, fab.pcie_lanes) if (fab.pcie_gen or fab.pcie_lanes) else (
         float(fab.pcie_gbps) if fab.pcie_gbps else 12.0)
-    nics = _nccl_nics(topology, ranks) if n_nodes > 1 or node.nics.count else 0
+    nics = _nccl_nics(topology, local_by_node) if n_nodes > 1 or node.nics.count else 0
     n_ranks = len(ranks)
+    ratio = fabric_ratio(fab, int(node.gpu.arch))[0]
     host_share = 1
     if kind == "pcie" and not fab.pcie_p2p and fab.pcie_switches:
-        behind: dict[tuple[int, int], int] = {}
-        for r in ranks:
-            key = (topology.node_of(r), pcie_place(fab, node.gpu.count, r % topology.gpus_per_node)[1])
-            behind[key] = behind.get(key, 0) + 1
-        host_share = max(behind.values())
+        host_share = max(Counter(pcie_place(fab, node.gpu.count, g)[1] for g in gpus).most_common(1)[0][1]
+                         for gpus in local_by_node.values())
     return CommShape(
         arch=int(node.gpu.arch), n_ranks=n_ranks, n_nodes=n_nodes, ppn=ppn, intra=intra,
         nvlink_bw=float(nvlink_bw), pcie_bw=float(pcie_bw),
@@ -267,6 +261,6 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         sm_clock_mhz=float(node.gpu.clock_mhz or 0.0), host_share=host_share,
         nic_local_gpus=int(node.nics.nccl_local_gpus),
         nccl_tuner=node.nics.nccl_tuner if n_nodes > 1 else "",
-        pci=layout_of(topology, ranks, float(pcie_bw), consts.version) if intra == "pcie" and ppn > 1 else None,
-        fabric_ratio=fabric_ratio(fab, int(node.gpu.arch))[0] / fab.nvlink_whatif_scale
-        if intra != "pcie" else fabric_ratio(fab, int(node.gpu.arch))[0])
+        pci=layout_of(fab, node.gpu.count, busiest, float(pcie_bw), consts.version)
+        if intra == "pcie" and ppn > 1 else None,
+        fabric_ratio=ratio / fab.nvlink_whatif_scale if intra != "pcie" else ratio)
