@@ -103,15 +103,9 @@ def png_path(ctx, param, value):
 
 
 def model_name(ctx, param, value):
-    """A --model zoo name checked at the flag, so the one-line error names --model (the
-    workload's own message names only the value). A path (a .yaml, or anything with a
-    '/') is left to the loader, whose errors name the file."""
-    if value is None or value.endswith((".yaml", ".yml")) or "/" in value:
-        return value
-    from ..workload import load_spec
-    try:
-        load_spec(value)
-    except InputError as exc:
-        raise InputError(f"--model {exc}" if str(exc).startswith(value) else
-                         f"--model {value}: {exc}") from None
+    """A --model zoo name checked at the flag, so the one-line error names --model. A
+    file is left to the run's loader, whose errors name the file (and its key)."""
+    from ..workload import is_model_file, load_spec
+    if value is not None and not is_model_file(value):
+        load_spec(value, flag="--model")
     return value

@@ -20,7 +20,7 @@ from .tokens import TokenStats, expected_overlap, expected_unique, sample_batche
 
 ZOO_DIR = Path(__file__).resolve().parent / "zoo"
 
-__all__ = ["list_models", "load_model", "load_spec", "Model", "Layer", "EmbeddingTable",
+__all__ = ["list_models", "load_model", "load_spec", "is_model_file", "Model", "Layer", "EmbeddingTable",
            "Optimizer", "ModelSpec", "TokenStats", "expected_unique", "expected_overlap",
            "sample_batches", "DTYPE_BYTES", "ZOO_DIR"]
 
@@ -35,10 +35,29 @@ def _spec_from_path(path: str) -> ModelSpec:
     return load_model_spec(path)
 
 
-def load_spec(name_or_path: str) -> ModelSpec:
-    """The validated zoo file for a built-in name, or any model file by path."""
+def is_model_file(text: str) -> bool:
+    """Whether a --model value names a file (a .yaml, or anything with a '/') rather
+    than a zoo model: the one name-or-path rule load_spec follows."""
+    return text.endswith((".yaml", ".yml")) or "/" in text
+
+
+def load_spec(name_or_path: str, flag: str | None = None) -> ModelSpec:
+    """The validated zoo file for a built-in name, or any model file by path.
+    `flag` (e.g. "--model"): the option or command the value came from, named at the
+    head of every error ("--model NAME: unknown model ...", "--model FILE: ...")."""
     text = str(name_or_path)
-    if text.endswith((".yaml", ".yml")) or "/" in text:
+    try:
+        return _load_spec(text)
+    except InputError as exc:
+        if flag is None:
+            raise
+        # a file's errors open with the file; a zoo name's with the name, given here
+        raise InputError(f"{flag} {exc}" if is_model_file(text) else
+                         f"{flag} {text}: {exc}") from None
+
+
+def _load_spec(text: str) -> ModelSpec:
+    if is_model_file(text):
         return load_model_spec(text)         # user files are re-read: they may change
     path = ZOO_DIR / f"{text}.yaml"
     if not path.is_file():

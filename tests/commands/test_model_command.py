@@ -168,3 +168,12 @@ def test_bare_group_prints_its_help(capsys):
     assert main(["model"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("Usage:") and "list" in out and "show" in out and err == ""
+
+
+def test_unknown_model_names_the_command_once(capsys):
+    # the value 'unknown' opens the loader's own message ("unknown model ..."): the
+    # prefix must not be chosen by what the message happens to start with
+    assert main(["model", "show", "unknown"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("embsim: error: model show unknown: unknown model 'unknown' (known: "), err
+    assert err.count("\n") == 1, err
