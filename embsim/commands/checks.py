@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..atomic import file_in_the_way
+from ..atomic import refuse_overwrite  # noqa: F401  (the commands' import point)
 from ..errors import InputError
 
 # Upper bounds of counts given on the command line; beyond them a run would take hours
@@ -78,19 +78,6 @@ def _non_empty(callback):
 def force_option(flags: str):
     """--force: the one way to let a command replace an existing output file."""
     return click.option("--force", is_flag=True, help=f"overwrite an existing {flags}")
-
-
-def refuse_overwrite(path, force: bool, flag: str = "--out") -> None:
-    """A command never replaces an existing file (a user's trace or chart, a shipped
-    preset or trace) unless asked: checked before anything is read or simulated, so a
-    refusal costs nothing."""
-    if path and not force and (Path(path).exists() or Path(path).is_symlink()):
-        raise InputError(f"{flag} {path}: exists; not overwritten (choose another name, "
-                         f"or add --force)")
-    blocker = file_in_the_way(Path(path)) if path else None
-    if blocker is not None:
-        # found now, not after the run it would have been written from
-        raise InputError(f"{flag} {path}: cannot write: {blocker} is a file, not a folder")
 
 
 def png_path(ctx, param, value):
