@@ -12,14 +12,14 @@ import sys
 import click
 
 from ..errors import InputError
-from .checks import model_name
+from .checks import model_option
 
 
 @click.command("calibrate")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True)
 @click.option("--world", type=click.IntRange(min=1), default=None,
               help="Local ranks to spawn (default: all local GPUs, or 2 on CPU). Ignored under torchrun.")
-@click.option("--model", default="tiny-lm", show_default=True, callback=model_name, help="Model zoo name (embsim model list).")
+@model_option("Model zoo name (embsim model list).", default="tiny-lm", show_default=True)
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Per-rank batch.")
 @click.option("--seq", type=click.IntRange(min=1), default=32, show_default=True)
 @click.option("--quick", is_flag=True, help="Few repetitions and a short sweep (tests, smoke runs).")

@@ -96,3 +96,18 @@ def model_name(ctx, param, value):
     if value is not None and not is_model_file(value):
         load_spec(value, flag="--model")
     return value
+
+
+MODEL_HELP = "model zoo name (embsim model list) or YAML file"
+
+
+def model_option(help: str = MODEL_HELP, **kwargs):
+    """--model NAME|FILE, a zoo name checked at the flag (model_name); `kwargs`: default,
+    required ..."""
+    return click.option("--model", callback=model_name, help=help, **kwargs)
+
+
+def plot_option(help: str):
+    """--plot FILE.png, the command's chart (png_path); with force_option("--plot file")
+    and refuse_overwrite(plot, force, "--plot")."""
+    return click.option("--plot", type=click.Path(dir_okay=False), callback=png_path, help=help)
