@@ -233,14 +233,18 @@ def main(argv=None) -> int:
     results = []
     for p in paths:
         try:
-            results.append(check_table(load_table(p.resolve())))
+            table = load_table(p)      # as given: check_table names a table outside by it
         except OSError as e:
             print(f"error: {p}: cannot read ({e.strerror or e})", file=sys.stderr)
             return 2
+        except InputError as e:        # names the file and key itself
+            print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
+            return 2
+        try:
+            results.append(check_table(table))
         except InputError as e:
             # a strategy option's refusal names the option, not the file it came from
-            first = str(e).splitlines()[0]
-            print(f"error: {first if first.startswith(p.name) else f'{p.name}: {first}'}", file=sys.stderr)
+            print(f"error: {p.name}: {str(e).splitlines()[0]}", file=sys.stderr)
             return 2
     print(json.dumps(results, indent=1) if args.json else "\n\n".join(map(format_table, results)))
     return 0

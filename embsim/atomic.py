@@ -83,3 +83,17 @@ def file_in_the_way(path: Path) -> Path | None:
         if parent.exists() or parent.is_symlink():
             return None if parent.is_dir() else parent
     return None
+
+
+def refuse_overwrite(path, force: bool, flag: str = "--out") -> None:
+    """An output is never written over an existing file (a user's trace or chart, a
+    shipped preset or trace) unless asked (`force`), nor under a file where a folder
+    belongs: checked before anything is read, simulated or measured, so a refusal costs
+    nothing. `flag` names the output in the one-line error."""
+    if path and not force and (Path(path).exists() or Path(path).is_symlink()):
+        raise InputError(f"{flag} {path}: exists; not overwritten (choose another name, "
+                         f"or add --force)")
+    blocker = file_in_the_way(Path(path)) if path else None
+    if blocker is not None:
+        # found now, not after the run it would have been written from
+        raise InputError(f"{flag} {path}: cannot write: {blocker} is a file, not a folder")

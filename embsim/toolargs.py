@@ -13,17 +13,20 @@ import argparse
 import sys
 
 
-def _single_valued(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    """Every spelling of the parser's options that may be given once (not append/count/help)."""
+def _single_valued(parser: argparse.ArgumentParser) -> dict[str, tuple[object, bool]]:
+    """Every spelling of the parser's options that may be given once (not append/count/help),
+    as first_repeated takes them: (the option's identity, whether it takes a value)."""
     repeatable = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction,
                   argparse._HelpAction, argparse._ExtendAction)
-    return {name: action for action in parser._actions if not isinstance(action, repeatable)
-            for name in action.option_strings}
+    return {name: (id(action), action.nargs != 0) for action in parser._actions
+            if not isinstance(action, repeatable) for name in action.option_strings}
 
 
-def first_repeated(args: list[str], option, stop_at_positional: bool = False) -> str | None:
-    """The first option `args` gives twice (as typed), else None. `option(name)` is the
-    option a spelling (`--x`, `-x`, `--no-x`) names, as (identity, takes a value), or None.
+def first_repeated(args: list[str], options: dict[str, tuple[object, bool]],
+                   stop_at_positional: bool = False) -> str | None:
+    """The first option `args` gives twice (as typed), else None. `options` maps each
+    spelling (`--x`, `-x`, `--no-x`) of a single-valued option to (the option's identity,
+    whether it takes a value); spellings not in it are not counted.
     Scanned as parsers read: `--name value`, `--name=value`, `-x value` and `-xvalue`; a
     value is skipped whatever it looks like, `--` ends the options, and with
     `stop_at_positional` so does the first positional (a command group's subcommand). Shared
@@ -43,7 +46,7 @@ def first_repeated(args: list[str], option, stop_at_positional: bool = False) ->
                 break
             i += 1
             continue
-        found = option(name)
+        found = options.get(name)
         if found is not None:
             key, takes_value = found
             if key in seen:
@@ -59,12 +62,7 @@ def first_repeated(args: list[str], option, stop_at_positional: bool = False) ->
 
 def repeated_option(parser: argparse.ArgumentParser, args: list[str]) -> str | None:
     """The first single-valued option of `parser` that `args` gives twice, else None."""
-    names = _single_valued(parser)
-
-    def option(name):
-        action = names.get(name)
-        return None if action is None else (id(action), action.nargs != 0)
-    return first_repeated(args, option)
+    return first_repeated(args, _single_valued(parser))
 
 
 class ToolParser(argparse.ArgumentParser):

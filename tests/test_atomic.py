@@ -60,3 +60,16 @@ def test_stale_temp_dirs_of_dead_runs_are_removed(tmp_path):
     assert clean_stale_temp_dirs("embsim-calibrate-", str(tmp_path)) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"embsim-calibrate-{os.getpid()}-def",
                                                           "unrelated"]
+
+
+def test_refuse_overwrite_names_the_flag(tmp_path):
+    from embsim.atomic import refuse_overwrite
+    old = tmp_path / "t.yaml"
+    old.write_text("old\n")
+    with pytest.raises(InputError, match=r"^--plot .*t\.yaml: exists; not overwritten .*--force\)$"):
+        refuse_overwrite(old, False, "--plot")
+    refuse_overwrite(old, True, "--plot")             # asked: allowed
+    refuse_overwrite(tmp_path / "new.yaml", False)    # nothing there: allowed
+    with pytest.raises(InputError, match=r"^--out .*: cannot write: .*t\.yaml is a file, not a folder$"):
+        refuse_overwrite(old / "x.yaml", True)       # --force cannot write under a file
+    assert old.read_text() == "old\n"

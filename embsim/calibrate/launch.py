@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from embsim.atomic import refuse_overwrite
 from embsim.errors import InputError
 from embsim.lifetime import die_with_parent, temp_dir
 from embsim.trace import SCHEMA_VERSION, Provenance, StepSamples, Trace, write_trace
@@ -34,13 +35,12 @@ from .worker import progress, run_rank
 
 
 def check_outputs(cfg: CalibrateConfig) -> None:
-    """Refuse, before anything is measured, to overwrite a file without --force."""
+    """Refuse, before anything is measured (and again before writing), to overwrite a
+    file without --force or to write under a file."""
     for flag, path in (("--out", cfg.out), ("--topology-out", cfg.topology_out)):
         if path is not None and not str(path).strip():
-            raise InputError(f"{flag}: empty file name")
-        if path and not cfg.force and (Path(path).exists() or Path(path).is_symlink()):
-            raise InputError(f"{flag} {path}: exists; calibrate never overwrites a trace or "
-                             f"topology unasked (choose another name, or add --force)")
+            raise InputError(f"{flag}: empty file name")    # a config built without the CLI
+        refuse_overwrite(path, cfg.force, flag)
 
 
 def host_name(stamp: str) -> str:

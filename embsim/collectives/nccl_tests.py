@@ -49,9 +49,16 @@ class Row:
     proto: str
 
 
-def sweep_sizes(minbytes: int, maxbytes: int, stepfactor: float) -> list[int]:
-    if minbytes < 1 or maxbytes < minbytes:
-        raise InputError(f"sizes: need 1 <= minbytes <= maxbytes, got {minbytes}..{maxbytes}")
+def sweep_sizes(minbytes: int | str, maxbytes: int | str, stepfactor: float) -> list[int]:
+    """The sizes nccl-tests -b/-e/-f would run: from minbytes, times stepfactor, up to
+    maxbytes. The bounds are byte counts or size texts (128M, parse_size); errors name
+    them by the nccl-tests flags and as given."""
+    lo, hi = parse_size(minbytes, "-b/--minbytes"), parse_size(maxbytes, "-e/--maxbytes")
+    if lo < 1:
+        raise InputError(f"-b/--minbytes {minbytes!r}: must be at least 1 byte")
+    if hi < lo:
+        raise InputError(f"-e/--maxbytes {maxbytes!r}: smaller than -b/--minbytes {minbytes!r}")
+    minbytes, maxbytes = lo, hi
     if not (math.isfinite(stepfactor) and 1 < stepfactor <= MAX_BYTES):
         raise InputError(f"--stepfactor {stepfactor}: must be a number > 1 and at most {MAX_BYTES}")
     # Sizes grow by at least one byte a step, so count them before making them.

@@ -12,14 +12,14 @@ import sys
 import click
 
 from ..errors import InputError
-from .checks import model_name, refuse_overwrite
+from .checks import model_option
 
 
 @click.command("calibrate")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True)
 @click.option("--world", type=click.IntRange(min=1), default=None,
               help="Local ranks to spawn (default: all local GPUs, or 2 on CPU). Ignored under torchrun.")
-@click.option("--model", default="tiny-lm", show_default=True, callback=model_name, help="Model zoo name (embsim model list).")
+@model_option("Model zoo name (embsim model list).", default="tiny-lm", show_default=True)
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Per-rank batch.")
 @click.option("--seq", type=click.IntRange(min=1), default=32, show_default=True)
 @click.option("--quick", is_flag=True, help="Few repetitions and a short sweep (tests, smoke runs).")
@@ -44,15 +44,11 @@ def command(backend, world, model, batch, seq, quick, corpus, out, topology_out,
     chosen = resolve_backend(backend)
     if world is None:
         world = default_world(chosen)
-    if out is not None and not out.strip():
-        raise InputError("--out: empty file name")
     if out is None:
         # a new name per run: a calibration never replaces a shipped or earlier trace
         host = re.sub(r"[^A-Za-z0-9]+", "-", socket.gethostname()).strip("-").lower() or "host"
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         out = f"traces/{'gpu' if chosen == 'nccl' else 'cpu'}-{chosen}-{model}-{host}-{stamp}.yaml"
-    for flag, path in (("--out", out), ("--topology-out", topology_out)):
-        refuse_overwrite(path, force, flag)      # before minutes of measuring, not after
     argv = sys.argv[1:] if sys.argv[1:2] == ["calibrate"] else ["calibrate"] + sys.argv[1:]
     cfg = CalibrateConfig(model=model, batch=batch, seq=seq, world=world, backend=chosen,
                           quick=quick, corpus=corpus, out=out, topology_out=topology_out,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..atomic import file_in_the_way
+from ..atomic import refuse_overwrite  # noqa: F401  (the commands' import point)
 from ..errors import InputError
 
 # Upper bounds of counts given on the command line; beyond them a run would take hours
@@ -80,19 +80,6 @@ def force_option(flags: str):
     return click.option("--force", is_flag=True, help=f"overwrite an existing {flags}")
 
 
-def refuse_overwrite(path, force: bool, flag: str = "--out") -> None:
-    """A command never replaces an existing file (a user's trace or chart, a shipped
-    preset or trace) unless asked: checked before anything is read or simulated, so a
-    refusal costs nothing."""
-    if path and not force and (Path(path).exists() or Path(path).is_symlink()):
-        raise InputError(f"{flag} {path}: exists; not overwritten (choose another name, "
-                         f"or add --force)")
-    blocker = file_in_the_way(Path(path)) if path else None
-    if blocker is not None:
-        # found now, not after the run it would have been written from
-        raise InputError(f"{flag} {path}: cannot write: {blocker} is a file, not a folder")
-
-
 def png_path(ctx, param, value):
     """A --plot file name: the charts are PNG (matplotlib picks the format from the
     suffix, so x.txt would get a PNG under a text name and x.pdf a PDF the help does not
@@ -103,15 +90,24 @@ def png_path(ctx, param, value):
 
 
 def model_name(ctx, param, value):
-    """A --model zoo name checked at the flag, so the one-line error names --model (the
-    workload's own message names only the value). A path (a .yaml, or anything with a
-    '/') is left to the loader, whose errors name the file."""
-    if value is None or value.endswith((".yaml", ".yml")) or "/" in value:
-        return value
-    from ..workload import load_spec
-    try:
-        load_spec(value)
-    except InputError as exc:
-        raise InputError(f"--model {exc}" if str(exc).startswith(value) else
-                         f"--model {value}: {exc}") from None
+    """A --model zoo name checked at the flag, so the one-line error names --model. A
+    file is left to the run's loader, whose errors name the file (and its key)."""
+    from ..workload import is_model_file, load_spec
+    if value is not None and not is_model_file(value):
+        load_spec(value, flag="--model")
     return value
+
+
+MODEL_HELP = "model zoo name (embsim model list) or YAML file"
+
+
+def model_option(help: str = MODEL_HELP, **kwargs):
+    """--model NAME|FILE, a zoo name checked at the flag (model_name); `kwargs`: default,
+    required ..."""
+    return click.option("--model", callback=model_name, help=help, **kwargs)
+
+
+def plot_option(help: str):
+    """--plot FILE.png, the command's chart (png_path); with force_option("--plot file")
+    and refuse_overwrite(plot, force, "--plot")."""
+    return click.option("--plot", type=click.Path(dir_okay=False), callback=png_path, help=help)

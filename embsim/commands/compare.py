@@ -16,7 +16,7 @@ from ..report.compare_table import print_matrix
 from ..report.result_json import compare_json
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
-from .checks import force_option, png_path, refuse_overwrite
+from .checks import force_option, plot_option, refuse_overwrite
 from .options import config_from_options, simulation_options
 
 
@@ -26,7 +26,7 @@ from .options import config_from_options, simulation_options
 @click.option("--schedulers", help="comma-separated schedulers (default: all)")
 @click.option("--workers", type=click.IntRange(1, 2), default=2, show_default=True,
               help="parallel worker processes (at most 2)")
-@click.option("--plot", type=click.Path(dir_okay=False), callback=png_path, help="write a bar chart (PNG)")
+@plot_option("write a bar chart (PNG)")
 @click.option("--json", "as_json", is_flag=True, help="print the matrix as JSON")
 @click.option("--ablation", is_flag=True,
               help="EmbRace 2D taken apart: one strategy (--strategies, default embrace) under fifo, "

@@ -11,7 +11,7 @@ from ..imports import load_profile, trace_from_profile
 from ..trace import write_trace
 from ..workload import load_model
 from ..topology import load_topology
-from .checks import MAX_BATCH, MAX_SEQ, count, model_name, refuse_overwrite
+from .checks import MAX_BATCH, MAX_SEQ, count, model_option, refuse_overwrite
 from .options import split_pairs
 
 
@@ -21,8 +21,7 @@ def _renames(items) -> dict:
 
 @click.command("import-profile")
 @click.argument("profile", type=click.Path(dir_okay=False))
-@click.option("--model", required=True, callback=model_name,
-              help="zoo model whose layers the profile's ranges name")
+@model_option("zoo model whose layers the profile's ranges name", required=True)
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="trace file to write")
 @click.option("--batch", type=count(1, MAX_BATCH), help="per-GPU batch the profile ran (default: the model's)")
 @click.option("--seq", type=count(1, MAX_SEQ), help="sequence length the profile ran (default: the model's)")

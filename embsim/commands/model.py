@@ -27,13 +27,11 @@ def list_cmd() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def show(name: str, as_json: bool) -> None:
     """Summarise NAME (a zoo model) or FILE.yaml: layers, parameters, tables, defaults, FLOPs."""
-    from ..workload import load_model, load_spec
+    from ..workload import load_spec, model_from_spec
     from .model_summary import model_summary, print_model_summary
+    spec = load_spec(name, flag="model show")    # the value came as an argument, not as --model
     try:
-        spec = load_spec(name)
-        model = load_model(name)
-    except InputError as exc:
-        # the value came as an argument here, not as --model
-        raise InputError(f"model show {exc}" if str(exc).startswith(name) else
-                         f"model show {name}: {exc}") from None
+        model = model_from_spec(spec)           # the one spec: a user file is read once
+    except InputError as exc:      # building a loaded spec: errors that name neither
+        raise InputError(f"model show {name}: {exc}") from None
     echo_summary(model_summary(spec, model), as_json, print_model_summary)

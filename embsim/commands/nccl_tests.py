@@ -47,13 +47,7 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
         raise InputError(f"--ngpus {ngpus!r}: not an integer") from None
     if not 1 <= gpus <= 64:
         raise InputError(f"--ngpus {ngpus!r}: GPUs driven by one process must be 1..64")
-    lo, hi = nt.parse_size(minbytes, "--minbytes"), nt.parse_size(maxbytes, "--maxbytes")
-    # named here by the flags typed (the sweep's own check says only "sizes")
-    if lo < 1:
-        raise InputError(f"-b/--minbytes {minbytes!r}: must be at least 1 byte")
-    if hi < lo:
-        raise InputError(f"-e/--maxbytes {maxbytes!r}: smaller than -b/--minbytes {minbytes!r}")
-    sizes = nt.sweep_sizes(lo, hi, factor)
+    sizes = nt.sweep_sizes(minbytes, maxbytes, factor)   # errors name -b/-e as typed
     env = NcclEnv(nccl_env)     # the shared option's checked (NAME, bytes) pairs
     topo = load_topology(topology_spec)
     model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl_version, nccl_env=env)

@@ -15,7 +15,7 @@ from ..workload.model import OPTIMIZER_STATE_TENSORS
 from ..workload.padding import parse_padding
 from ..workload.precision import AMP_STYLES, check_amp_flags
 from .checks import (MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat,
-                     count, model_name)
+                     count, model_option)
 
 
 def _nccl_filter(kind: str):
@@ -67,12 +67,17 @@ NCCL_VERSION = click.option("--nccl-version", callback=_nccl_version,
                                  "follow, 2.18 to 2.30 (e.g. 2.21.5) (default: the newest, 2.30)")
 
 
+def extra_option(help: str):
+    """--option/-o KEY=VALUE (repeatable): strategy and scheduler parameters, the `extra`
+    argument parse_kv reads."""
+    return click.option("--option", "-o", "extra", multiple=True, help=help)
+
+
 def _options(f):
     opts = [
         click.option("--topology", default="16x8", show_default=True,
                      help="NxG, PRESET:NxG, PRESET or a topology YAML file"),
-        click.option("--model", default="lstm-lm1b", show_default=True, callback=model_name,
-                     help="model zoo name (embsim model list) or YAML file"),
+        model_option(default="lstm-lm1b", show_default=True),
         click.option("--batch", type=count(1, MAX_BATCH), help="per-GPU batch (default: the model's)"),
         click.option("--seq", type=count(1, MAX_SEQ), help="sequence length (default: the model's)"),
         click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
@@ -127,8 +132,7 @@ def _options(f):
                      help="NCCL_PROTO-style override, e.g. Simple"),
         NCCL_ENV,
         NCCL_VERSION,
-        click.option("--option", "-o", "extra", multiple=True,
-                     help="strategy/scheduler parameter KEY=VALUE (e.g. shard=rows, partition_bytes=4e6)"),
+        extra_option("strategy/scheduler parameter KEY=VALUE (e.g. shard=rows, partition_bytes=4e6)"),
     ]
     for opt in reversed(opts):
         f = opt(f)

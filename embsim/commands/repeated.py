@@ -17,25 +17,20 @@ import click
 from ..toolargs import first_repeated
 
 
-def _single_valued(command: click.Command) -> dict[str, click.Option]:
-    """Every spelling (--x, -x, --no-x) of the command's options that take one value."""
-    names: dict[str, click.Option] = {}
-    for param in command.params:
-        if isinstance(param, click.Option) and not param.multiple and not param.count:
-            for name in (*param.opts, *param.secondary_opts):
-                names[name] = param
-    return names
+def _single_valued(command: click.Command) -> dict[str, tuple[object, bool]]:
+    """Every spelling (--x, -x, --no-x) of the command's options that take one value, as
+    first_repeated takes them: (the option's identity, whether it takes a value)."""
+    return {name: (id(param), not param.is_flag and param.nargs == 1)
+            for param in command.params
+            if isinstance(param, click.Option) and not param.multiple and not param.count
+            for name in (*param.opts, *param.secondary_opts)}
 
 
 def repeated_option(command: click.Command, args: list[str]) -> str | None:
     """The first option of `command` that `args` gives twice (as typed), else None; a group
     stops at its subcommand (embsim.toolargs.first_repeated scans)."""
-    names = _single_valued(command)
-
-    def option(name):
-        param = names.get(name)
-        return None if param is None else (id(param), not param.is_flag and param.nargs == 1)
-    return first_repeated(args, option, stop_at_positional=isinstance(command, click.Group))
+    return first_repeated(args, _single_valued(command),
+                          stop_at_positional=isinstance(command, click.Group))
 
 
 def refuse_repeated(command: click.Command) -> click.Command:

@@ -9,13 +9,15 @@ import click
 from ..report.scaling_table import scaling_table
 from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..sweep.check import check_points
-from .checks import MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_name, png_path, refuse_overwrite
-from .options import CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, parse_kv, trainer_fields
+from .checks import (MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_option, plot_option,
+                     refuse_overwrite)
+from .options import (CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, extra_option, parse_kv,
+                      trainer_fields)
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
 
 @click.command("scale")
-@click.option("--model", required=True, callback=model_name, help="model zoo name (embsim model list) or YAML file")
+@model_option(required=True)
 @click.option("--strategy", required=True, help="embedding synchronisation strategy")
 @click.option("--scheduler", "comm_scheduler", default="fifo", show_default=True,
               help="communication scheduler")
@@ -37,9 +39,8 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @PADDING
 @NCCL_ENV
 @NCCL_VERSION
-@click.option("--option", "-o", "extra", multiple=True,
-              help="strategy/scheduler parameter KEY=VALUE, as in simulate (e.g. local_aggregation=false)")
-@click.option("--plot", type=click.Path(dir_okay=False), callback=png_path, help="write a PNG of the curve")
+@extra_option("strategy/scheduler parameter KEY=VALUE, as in simulate (e.g. local_aggregation=false)")
+@plot_option("write a PNG of the curve")
 @click.option("--dask-scheduler", help="address of an existing Dask scheduler")
 @click.option("--workers", type=click.IntRange(min=1), help="local cluster workers")
 @click.option("--out", type=click.Path(file_okay=False), help="keep the sweep results here (resumable)")

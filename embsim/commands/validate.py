@@ -21,7 +21,7 @@ import click
 from ..errors import InputError
 from ..validate import (collective_errors, collective_json, collective_summary, collective_table,
                         plot_collectives, step_errors, step_json, step_summary, step_table)
-from .checks import MAX_ITERATIONS, FiniteFloat, count, force_option, png_path, refuse_overwrite
+from .checks import MAX_ITERATIONS, FiniteFloat, count, force_option, plot_option, refuse_overwrite
 
 
 @click.command("validate")
@@ -42,7 +42,7 @@ from .checks import MAX_ITERATIONS, FiniteFloat, count, force_option, png_path, 
               help="exit 1 when a curve's mean |error| exceeds this (0.05 = 5 %)")
 @click.option("--max-error", type=FiniteFloat(0, None),
               help="exit 1 when any point's |error| exceeds this (0.15 = 15 %)")
-@click.option("--plot", type=click.Path(dir_okay=False), callback=png_path, help="PNG of measured vs simulated curves")
+@plot_option("PNG of measured vs simulated curves")
 @force_option("--plot file")
 def command(inputs, nccl_tests, trace, training, topology, op, placement, iterations, as_json,
             mean_error, max_error, plot, force):

@@ -192,7 +192,8 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
               workers: int | None = None, processes: bool = True, progress: bool = True,
               point_fn: Callable[[dict], dict] = simulate_point) -> SweepSummary:
     out_dir = Path(out_dir)
-    created = not out_dir.exists()
+    # the folders mkdir(parents=True) is about to create, deepest first
+    created = [d for d in (out_dir, *out_dir.parents) if not (d.exists() or d.is_symlink())]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -206,8 +207,7 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
         try:
             dask_client = _Client(scheduler, workers, processes)
         except InputError:
-            if created and not any(out_dir.iterdir()):
-                out_dir.rmdir()      # an unreachable scheduler leaves no empty folder behind
+            _remove_empty(created)   # an unreachable scheduler leaves no empty folder behind
             raise
         try:
             failed = _execute(dask_client.client, todo, out_dir, done, progress, point_fn)
@@ -218,6 +218,16 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
     failed = sum(1 for p in points if rows.get(p.hash, {}).get("status") != "ok")
     return SweepSummary(total=len(points), skipped=len(points) - len(todo), ran=len(todo),
                         failed=failed, out_dir=out_dir)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove `folders` (deepest first) while each is empty: what this call created and
+    nothing has written into since."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:      # not empty (or gone): it, and the folders above it, stay
+            return
 
 
 def _execute(client, todo, out_dir: Path, done: dict, progress: bool, point_fn) -> int:

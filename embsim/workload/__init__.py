@@ -20,7 +20,7 @@ from .tokens import TokenStats, expected_overlap, expected_unique, sample_batche
 
 ZOO_DIR = Path(__file__).resolve().parent / "zoo"
 
-__all__ = ["list_models", "load_model", "load_spec", "Model", "Layer", "EmbeddingTable",
+__all__ = ["list_models", "load_model", "model_from_spec", "load_spec", "is_model_file", "Model", "Layer", "EmbeddingTable",
            "Optimizer", "ModelSpec", "TokenStats", "expected_unique", "expected_overlap",
            "sample_batches", "DTYPE_BYTES", "ZOO_DIR"]
 
@@ -35,10 +35,29 @@ def _spec_from_path(path: str) -> ModelSpec:
     return load_model_spec(path)
 
 
-def load_spec(name_or_path: str) -> ModelSpec:
-    """The validated zoo file for a built-in name, or any model file by path."""
+def is_model_file(text: str) -> bool:
+    """Whether a --model value names a file (a .yaml, or anything with a '/') rather
+    than a zoo model: the one name-or-path rule load_spec follows."""
+    return text.endswith((".yaml", ".yml")) or "/" in text
+
+
+def load_spec(name_or_path: str, flag: str | None = None) -> ModelSpec:
+    """The validated zoo file for a built-in name, or any model file by path.
+    `flag` (e.g. "--model"): the option or command the value came from, named at the
+    head of every error ("--model NAME: unknown model ...", "--model FILE: ...")."""
     text = str(name_or_path)
-    if text.endswith((".yaml", ".yml")) or "/" in text:
+    try:
+        return _load_spec(text)
+    except InputError as exc:
+        if flag is None:
+            raise
+        # a file's errors open with the file; a zoo name's with the name, given here
+        raise InputError(f"{flag} {exc}" if is_model_file(text) else
+                         f"{flag} {text}: {exc}") from None
+
+
+def _load_spec(text: str) -> ModelSpec:
+    if is_model_file(text):
         return load_model_spec(text)         # user files are re-read: they may change
     path = ZOO_DIR / f"{text}.yaml"
     if not path.is_file():
@@ -59,7 +78,15 @@ def load_model(name_or_path: str, batch: int | None = None, seq: int | None = No
     `dtype`: training precision (fp32, tf32, bf16, fp16, fp8; default the zoo file's).
     `overrides`: table/layer changes (embsim.workload.overrides); `amp`: mixed-precision
     style, autocast or o2 (embsim.workload.precision; None: the zoo file's, else autocast)."""
-    spec = apply_overrides(load_spec(name_or_path), overrides)
+    return model_from_spec(load_spec(name_or_path), batch, seq, untie_outputs, dtype,
+                           overrides, amp)
+
+
+def model_from_spec(spec: ModelSpec, batch: int | None = None, seq: int | None = None,
+                    untie_outputs: bool = False, dtype: str | None = None,
+                    overrides: dict | None = None, amp: str | None = None) -> Model:
+    """load_model for a spec already loaded (a user file is then read once)."""
+    spec = apply_overrides(spec, overrides)
     for flag, value in (("batch", batch), ("seq", seq)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                   or value <= 0):

@@ -162,3 +162,12 @@ def test_unknown_model_is_refused_before_any_rank_starts(tmp_path, monkeypatch):
         run_calibration(cfg)
     with pytest.raises(InputError, match="--topology-out: empty"):
         run_calibration(CalibrateConfig(world=2, backend="gloo", out=str(tmp_path / "t.yaml"), topology_out=""))
+
+
+def test_output_under_a_file_is_refused_before_measuring(tmp_path):
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("mine\n")
+    cfg = CalibrateConfig(world=2, backend="gloo", quick=True, out=str(blocker / "t.yaml"), force=True)
+    with pytest.raises(InputError, match="--out .*notes.txt is a file, not a folder"):
+        run_calibration(cfg)
+    assert blocker.read_text() == "mine\n"

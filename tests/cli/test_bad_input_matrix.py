@@ -82,6 +82,8 @@ FLAG_CASES = [
     (["calibrate", "--out", ""], ["--out", "empty"]),      # refused at the flag, before torch loads
     # an unknown zoo name was "unknown model 'x'", naming no flag (s4-ux review)
     (["simulate", "--topology", "1x2", "--model", "nosuch"], ["--model nosuch: unknown model 'nosuch'"]),
+    # a value the loader's message happens to open with still gets "--model VALUE: "
+    (["simulate", "--topology", "1x2", "--model", "unknown"], ["--model unknown: unknown model 'unknown'"]),
     (["compare", "--topology", "1x2", "--model", "nosuch"], ["--model nosuch: unknown model"]),
     (["scale", "--model", "nosuch", "--strategy", "allreduce"], ["--model nosuch: unknown model"]),
     (["calibrate", "--model", "nosuch"], ["--model nosuch: unknown model"]),

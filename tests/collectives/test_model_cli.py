@@ -331,3 +331,18 @@ CURVE_BOUNDS.update({
 CURVE_BOUNDS.update({
     "ext3-points[0]": (0.005, 0.005),
 })
+
+
+def test_sweep_sizes_names_the_nccl_tests_flags():
+    from embsim.collectives import nccl_tests as nt
+    # nccl-tests -b 8 -e 128 -f 2: 8, 16, 32, 64, 128; texts and byte counts alike
+    assert nt.sweep_sizes("8", "128", 2) == nt.sweep_sizes(8, 128, 2) == [8, 16, 32, 64, 128]
+    assert nt.sweep_sizes("1K", "4K", 2) == [1024, 2048, 4096]
+    for lo, hi, needles in (("0", "8", ["-b/--minbytes '0'", "at least 1 byte"]),
+                            ("4K", "1K", ["-e/--maxbytes '1K'", "-b/--minbytes '4K'"]),
+                            ("x", "8", ["-b/--minbytes 'x'", "not a size"]),
+                            ("8", "2T", ["-e/--maxbytes '2T'", "at most 1T"])):
+        with pytest.raises(InputError) as exc:
+            nt.sweep_sizes(lo, hi, 2)
+        for needle in needles:
+            assert needle in str(exc.value), str(exc.value)

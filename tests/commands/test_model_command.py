@@ -168,3 +168,24 @@ def test_bare_group_prints_its_help(capsys):
     assert main(["model"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("Usage:") and "list" in out and "show" in out and err == ""
+
+
+def test_unknown_model_names_the_command_once(capsys):
+    # the value 'unknown' opens the loader's own message ("unknown model ..."): the
+    # prefix must not be chosen by what the message happens to start with
+    assert main(["model", "show", "unknown"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("embsim: error: model show unknown: unknown model 'unknown' (known: "), err
+    assert err.count("\n") == 1, err
+
+
+def test_show_reads_a_user_file_once(tmp_path, capsys, monkeypatch):
+    import embsim.workload as workload
+    path = tmp_path / "mine.yaml"
+    path.write_text((ZOO_DIR / "tiny-lm.yaml").read_text().replace("name: tiny-lm", "name: mine", 1))
+    reads = []
+    real = workload.load_model_spec
+    monkeypatch.setattr(workload, "load_model_spec", lambda p: reads.append(p) or real(p))
+    assert main(["model", "show", str(path)]) == 0
+    assert reads == [str(path)]
+    assert "mine" in capsys.readouterr().out

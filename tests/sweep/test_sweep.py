@@ -191,3 +191,14 @@ def test_an_unreachable_scheduler_leaves_no_empty_results_folder(tmp_path, monke
     with pytest.raises(InputError, match="cannot reach it"):
         run_sweep(points, kept, scheduler="tcp://127.0.0.1:9")
     assert kept.is_dir()
+    # --out a/b/c: the parents mkdir(parents=True) made go too, the folder above stays
+    nested = kept / "a" / "b" / "c"
+    with pytest.raises(InputError, match="cannot reach it"):
+        run_sweep(points, nested, scheduler="tcp://127.0.0.1:9")
+    assert not (kept / "a").exists() and kept.is_dir()
+    # only what this call created goes: a parent that was there (with a file) stays
+    (kept / "a").mkdir()
+    (kept / "a" / "notes.txt").write_text("mine\n")
+    with pytest.raises(InputError, match="cannot reach it"):
+        run_sweep(points, kept / "a" / "b", scheduler="tcp://127.0.0.1:9")
+    assert not (kept / "a" / "b").exists() and (kept / "a" / "notes.txt").read_text() == "mine\n"

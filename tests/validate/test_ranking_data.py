@@ -5,6 +5,7 @@ topology and model embsim loads; bad files are refused with the file and key. Th
 check itself (benchmarks/ranking_check.py) runs here once, as a gate on what it reports."""
 
 import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -147,3 +148,10 @@ def test_a_table_outside_the_repository_is_named_by_its_path(tmp_path):
     path.write_text(TABLES[0].read_text())
     res = check.check_table(check.load_table(path))
     assert res["file"] == str(path) and res["pairs"] == 8
+
+
+def test_the_command_line_names_a_table_outside_the_repository_as_given(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.yaml").write_text(TABLES[0].read_text())
+    assert check.main(["mine.yaml", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["file"] == "mine.yaml"
