@@ -32,6 +32,7 @@ from ..collectives.traffic import Traffic
 from ..plan.names import bwd_name, extra_name, fwd_name
 from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
+from ..options import switch
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from ..workload.kernels import stream
@@ -69,9 +70,7 @@ class EmbRaceOptions:
     def __post_init__(self):
         if self.shard not in SHARDS:
             raise InputError(f"--option shard={self.shard!r}: expected one of {', '.join(SHARDS)}")
-        if self.dedup not in (True, False, 0, 1, "on", "off"):
-            raise InputError(f"--option dedup={self.dedup!r}: expected on or off")
-        object.__setattr__(self, "dedup", self.dedup in (True, 1, "on"))
+        object.__setattr__(self, "dedup", switch(self.dedup, "dedup"))
 
 
 @STRATEGIES.register("embrace")
