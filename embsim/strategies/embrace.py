@@ -36,7 +36,7 @@ from ..options import switch
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from ..workload.kernels import stream
-from ..workload.tokens import shard_shares
+from ..workload.tokens import shard_shares, union_inclusion
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
@@ -101,7 +101,7 @@ class EmbRaceStrategy(Strategy):
             elif self.options.shard == "hashed" and t.row_inclusion is not None and n > 1:
                 shares = shard_shares(t.row_probs if sent == 1.0 else t.row_inclusion, n, "hashed")
                 hot = float(shares.max() * n)
-                union = -np.expm1(n * np.log1p(-np.minimum(t.row_inclusion, 1 - 1e-16)))
+                union = union_inclusion(t.row_inclusion, n)
                 shard_rows = float(shard_shares(union, n, "hashed").max() * union.sum())
             else:
                 shares, hot, shard_rows = None, 1.0, t.unique_union / n

@@ -62,8 +62,8 @@ from ..plan.ops import SyncTensor
 from ..topology.servers import PLACEMENTS, host_vertex, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
-from ..workload.tokens import SHARDINGS, shard_shares
-from .ps_local import PULLS, NodeHost, node_rows
+from ..workload.tokens import SHARDINGS, shard_shares, union_inclusion
+from .ps_local import PULLS, NodeHost
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -145,7 +145,7 @@ class ParameterServerStrategy(Strategy):
                 # the node's union of its G GPUs' rows, pushed once, spread over its G routes
                 inclusion = (t.row_inclusion if t.row_inclusion is not None
                              else np.full(t.vocab, t.unique_per_gpu / t.vocab))
-                node_weights = node_rows(inclusion, g)
+                node_weights = union_inclusion(inclusion, g)
                 per_route = float(node_weights.sum()) / g
                 push_rows, weights = per_route, node_weights
                 if self.options.pull == "node":

@@ -14,14 +14,6 @@ from ..plan.ops import NodeCopy
 PULLS = ("node", "gpu")   # one pull per node then a local broadcast (BytePS) | per GPU (Parallax)
 
 
-def node_rows(inclusion: np.ndarray, gpus_per_node: int) -> np.ndarray:
-    """P(row v is touched by any of the node's G GPUs' batches): the token model's union
-    over G independent batches (embsim.workload.tokens TokenStats.union_inclusion), from
-    one GPU's per-row inclusion. Its sum is the node's distinct rows, u(G) <= G x U."""
-    p = np.minimum(np.asarray(inclusion, dtype=np.float64), 1.0 - 1e-16)
-    return -np.expm1(gpus_per_node * np.log1p(-p))
-
-
 def _routes(template, root: str, gpus: int, to_host: bool) -> list[list[int]]:
     """Each of a node's first `gpus` GPUs' route to (to_host) or from its host memory at
     `root`, as node-local link offsets (topology.build NodeTemplate)."""
