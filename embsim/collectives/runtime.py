@@ -280,10 +280,12 @@ class CollectiveRuntime:
             old, self.changed = self.changed, self.env.event()
             old.succeed()
 
-    def _copy(self, copy, tag: str):
-        if copy.latency > 0:
-            yield self.env.timeout(copy.latency)
-        yield self.network.transfer(copy.demand, tag=tag)
+    def _carry(self, step, tag: str):
+        """Wait `step.latency` seconds, then carry `step.demand` over the shared network
+        (the collective's plan, or a copy before or after it)."""
+        if step.latency > 0:
+            yield self.env.timeout(step.latency)
+        yield self.network.transfer(step.demand, tag=tag)
 
     def _run(self, comm: _Communicator, inst: _Instance):
         plan = inst.plan if inst.plan is not None else self.model.plan(inst.op, inst.nbytes, comm.ranks)
@@ -291,11 +293,9 @@ class CollectiveRuntime:
             raise ValueError(f"collective plan for {inst.op}: negative latency {plan.latency}")
         tag = inst.tag if inst.tag is not None else f"{inst.op} {inst.nbytes:g} B"
         if inst.copy_before is not None:
-            yield from self._copy(inst.copy_before, f"{tag} (copies before)")
+            yield from self._carry(inst.copy_before, f"{tag} (copies before)")
         start = self.env.now
-        if plan.latency > 0:
-            yield self.env.timeout(plan.latency)
-        yield self.network.transfer(plan.demand, tag=tag)
+        yield from self._carry(plan, tag)
         record = CollectiveRecord(
             op=inst.op,
             nbytes=inst.nbytes,
@@ -314,7 +314,7 @@ class CollectiveRuntime:
         )
         self.records.append(record)
         if inst.copy_after is not None:
-            yield from self._copy(inst.copy_after, f"{tag} (copies after)")
+            yield from self._carry(inst.copy_after, f"{tag} (copies after)")
         if inst.tail > 0:
             yield self.env.timeout(inst.tail)
         self._in_flight_bytes[inst.channel].remove(inst.nbytes)

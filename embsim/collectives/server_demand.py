@@ -17,17 +17,12 @@ from __future__ import annotations
 import numpy as np
 
 from embsim.network import Demand
-from embsim.topology.build import tree_path
+from embsim.topology.build import tree_offsets
 from embsim.topology.vroutes import NetIds
 
 from .alltoall_demand import _cross
 from .pairwise import seqsum_vec
 from .traffic import Traffic
-
-
-def _tree(t, a: str, b: str) -> tuple[int, ...]:
-    verts = tree_path(t, a, b)
-    return tuple(t.offset[(u, v)] for u, v in zip(verts, verts[1:]))
 
 
 def colocated_transfer(topo, op: str, traffic: Traffic) -> tuple[float, Demand]:
@@ -45,7 +40,7 @@ def colocated_transfer(topo, op: str, traffic: Traffic) -> tuple[float, Demand]:
     others_C = C_tot - C                            # for node a: every other server
     for la in range(g):
         k = nic[la]
-        same = _tree(t, f"gpu{la}", root) if push else _tree(t, root, f"gpu{la}")
+        same = tree_offsets(t, f"gpu{la}", root) if push else tree_offsets(t, root, f"gpu{la}")
         near = (topo._local(("gpu", la, "nic", k)) if push else topo._local(("nic", k, "gpu", la)))
         for o in same:
             node_vals[:, o] += R2[:, la] * C
@@ -62,7 +57,7 @@ def colocated_transfer(topo, op: str, traffic: Traffic) -> tuple[float, Demand]:
         for r, k in enumerate(rails):
             worker = Rk[:, r] * others_C                        # node a's GPUs on rail k, to other servers
             server = C * (Rk[:, r].sum() - Rk[:, r])           # server s, from other nodes' rail k
-            far = _tree(t, f"nic{k}", root) if push else _tree(t, root, f"nic{k}")
+            far = tree_offsets(t, f"nic{k}", root) if push else tree_offsets(t, root, f"nic{k}")
             for o in far:
                 node_vals[:, o] += server
             up, down = (worker, server) if push else (server, worker)
@@ -164,7 +159,7 @@ def _exact_ends(topo, push: bool, C: np.ndarray):
     worker: dict[int, list] = {}                    # offset -> [(la, "same" | "other" | "all")]
     count = np.zeros(per_node, dtype=np.int64)       # offset -> workers reaching the server through it
     for la in range(g):
-        same = set(_tree(t, f"gpu{la}", root) if push else _tree(t, root, f"gpu{la}"))
+        same = set(tree_offsets(t, f"gpu{la}", root) if push else tree_offsets(t, root, f"gpu{la}"))
         near = set()
         if N > 1:
             k = nic[la]
@@ -175,7 +170,7 @@ def _exact_ends(topo, push: bool, C: np.ndarray):
     per_rail = np.bincount([rails.index(k) for k in nic], minlength=len(rails)) if N > 1 else []
     if N > 1:
         for r, k in enumerate(rails):
-            for o in (_tree(t, f"nic{k}", root) if push else _tree(t, root, f"nic{k}")):
+            for o in (tree_offsets(t, f"nic{k}", root) if push else tree_offsets(t, root, f"nic{k}")):
                 count[o] += (N - 1) * per_rail[r]
     for o, entries in worker.items():
         kinds = {c for _, c in entries}

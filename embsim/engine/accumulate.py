@@ -79,12 +79,12 @@ def combine_micro_batches(plain: StepMetrics, last: StepMetrics, k: int) -> Step
     """Sync "every": k-1 micro-batches of `plain` (synchronised, no optimizer) then the
     `last` one (with the optimizer), back to back (each iteration ends in a host sync)."""
     def add(a: dict, b: dict) -> dict:
-        return {key: (k - 1) * a.get(key, 0.0) + b.get(key, 0.0) for key in {*a, *b}}
+        return {key: (k - 1) * a.get(key, 0.0) + b.get(key, 0.0) for key in dict.fromkeys([*a, *b])}
     step = (k - 1) * plain.step_time + last.step_time
     util = {kind: tuple(((k - 1) * plain.step_time * p + last.step_time * q) / step
                         for p, q in zip(plain.link_utilisation.get(kind, (0.0, 0.0)),
                                         last.link_utilisation.get(kind, (0.0, 0.0))))
-            for kind in {*plain.link_utilisation, *last.link_utilisation}}
+            for kind in dict.fromkeys([*plain.link_utilisation, *last.link_utilisation])}
     compute = (k - 1) * plain.compute + last.compute
     return StepMetrics(step_time=step, compute=compute, exposed_comm=max(0.0, step - compute),
                        comm_bytes_per_gpu=add(plain.comm_bytes_per_gpu, last.comm_bytes_per_gpu),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from functools import lru_cache
 
 import numpy as np
 
@@ -136,8 +135,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     plan = build_step_plan(ctx, splan, strategy, scheduler)
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
-    compute_at = _compute_at(cfg, topo, model)
-    jitter = _jitter(cfg, topo, model, measured, compute_at, 1 if each else cfg.accumulate, speed)
+    shapes = _ShapeTimes(cfg, topo, model)
+    jitter = _jitter(cfg, topo, model, measured, shapes, 1 if each else cfg.accumulate, speed)
     param = param_factors(cfg.jitter, jitter, speed)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter, param)
     if variation > 0:
@@ -182,7 +181,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     tokens_per_s = samples_per_s * model.seq * (fill or 1.0)
     if cfg.throughput == "iterations":
         plain_s, last_s = split or _folded_split(metrics.step_time, one_micro_batch, jitter, param, cfg)
-        samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, compute_at, plain_s, last_s)
+        samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
     if cfg.efficiency_baseline and topo.n_gpus > 1:
@@ -235,32 +234,52 @@ def _folded_split(step_s: float, one, jitter, param, cfg: SimulationConfig) -> t
     return plain_s, step_s - (cfg.accumulate - 1) * plain_s
 
 
-def _compute_at(cfg: SimulationConfig, topo: Topology, model):
-    """compute_at(batch, seq): one micro-batch's forward + backward seconds of the run's model
-    at that shape on the run's GPU (the kernel model), each shape built and timed once per
-    simulation (--jitter's length forms and the mean of per-iteration rates ask for the same
-    padded lengths)."""
-    from ..workload.compute import model_times
-    from ..workload.gpu_compute import for_gpu
-    gpu = for_gpu(topo.node.gpu)
+class _ShapeTimes:
+    """The run's model at other micro-batch shapes (batch, seq) on the run's GPU (the kernel
+    model), each shape built and timed once per simulation (--jitter's length forms and the
+    mean of per-iteration rates ask for the same padded lengths): forward + backward
+    seconds of the whole model, or of an encoder-decoder's source and target sides."""
 
-    @lru_cache(maxsize=None)
-    def compute_at(batch: int, seq: int) -> float:
-        m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
-                       dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
-        return sum(t.fwd_s + t.bwd_s for t in model_times(m, gpu).values())
-    return compute_at
+    def __init__(self, cfg: SimulationConfig, topo: Topology, model):
+        from ..workload.gpu_compute import for_gpu
+        self._cfg, self._model, self._gpu = cfg, model, for_gpu(topo.node.gpu)
+        self._times: dict[tuple[int, int], tuple] = {}
+
+    def _at(self, batch: int, seq: int) -> tuple:
+        """(the model at that shape, its per-layer times)."""
+        if (batch, seq) not in self._times:
+            from ..workload.compute import model_times
+            cfg = self._cfg
+            m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
+                           dtype=self._model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+            self._times[(batch, seq)] = (m, model_times(m, self._gpu))
+        return self._times[(batch, seq)]
+
+    def total(self, batch: int, seq: int) -> float:
+        """One micro-batch's forward + backward seconds at (batch, seq)."""
+        return sum(t.fwd_s + t.bwd_s for t in self._at(batch, seq)[1].values())
+
+    def at_seq(self, seq: int) -> float:
+        """total() at the run's batch."""
+        return self.total(self._model.batch, seq)
+
+    def sides(self, batch: int, source: int, target: int) -> float:
+        """Source-side layers at length `source` plus target-side layers at `target`."""
+        return self._side(batch, source, 0) + self._side(batch, target, 1)
+
+    def _side(self, batch: int, seq: int, side: int) -> float:
+        m, times = self._at(batch, seq)
+        cut = source_layers(m)
+        names = {l.name for l in (m.layers[:cut] if side == 0 else m.layers[cut:])}
+        return sum(t.fwd_s + t.bwd_s for n, t in times.items() if n in names)
 
 
-def _iteration_mean(cfg: SimulationConfig, topo: Topology, model, speed, compute_at,
+def _iteration_mean(cfg: SimulationConfig, topo: Topology, model, speed, shapes: _ShapeTimes,
                     plain_s: float, last_s: float) -> tuple[float, float]:
     """(samples/s, tokens/s) as the mean of per-iteration rates (engine.iteration_rate)."""
-    def compute_at_seq(seq: int) -> float:
-        return compute_at(model.batch, seq)
-
     m, r = iteration_rate.step_profile(cfg.jitter, topo.n_gpus, cfg.seed, model.batch, model.seq,
-                                       compute_at_seq, cfg.corpus, cfg.lengths, speed)
-    c = compute_at_seq(model.seq)
+                                       shapes.at_seq, cfg.corpus, cfg.lengths, speed)
+    c = shapes.at_seq(model.seq)
     nominal = topo.n_gpus * model.batch
     return (nominal * iteration_rate.mean_rate(plain_s, last_s, cfg.accumulate, c, m, np.ones_like(r)),
             nominal * model.seq * iteration_rate.mean_rate(plain_s, last_s, cfg.accumulate, c, m, r))
@@ -281,41 +300,17 @@ def _pads(cfg: SimulationConfig) -> bool:
     return policy is not None and policy.kind != "max"
 
 
-def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, compute_at,
+def _jitter(cfg: SimulationConfig, topo: Topology, model, measured, shapes: _ShapeTimes,
             micro_batches: int = 1, speed=None):
     """Per-rank compute factors of --jitter at each GPU's `speed` (gpu_speed; the speeds
-    alone without --jitter); `compute_at` (_compute_at) times the model at a shape."""
+    alone without --jitter); `shapes` times the model at other shapes."""
     if not cfg.jitter:
         return jitter_factors(None, topo.n_gpus, cfg.seed, speed=speed)
-    from ..workload.compute import model_times
-    from ..workload.gpu_compute import for_gpu
-    gpu = for_gpu(topo.node.gpu)
-
-    def compute_at_seq(seq: int) -> float:
-        return compute_at(model.batch, seq)
-
-    side_times: dict[tuple[int, int], tuple[float, float]] = {}
-
-    def sides_at(batch: int, seq: int) -> tuple[float, float]:
-        """(source-side, target-side) seconds of the model at one shape."""
-        if (batch, seq) not in side_times:
-            m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
-                           dtype=model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
-            times = model_times(m, gpu)
-            cut = source_layers(m)
-            each = [sum(t.fwd_s + t.bwd_s for n, t in times.items() if n in names)
-                    for names in ({l.name for l in m.layers[:cut]}, {l.name for l in m.layers[cut:]})]
-            side_times[(batch, seq)] = (each[0], each[1])
-        return side_times[(batch, seq)]
-
-    def compute_sides(batch: int, source: int, target: int) -> float:
-        return sides_at(batch, source)[0] + sides_at(batch, target)[1]
-
     skew = measured.trace.rank_skew if measured is not None else None
     return jitter_factors(cfg.jitter, topo.n_gpus, cfg.seed, seq=model.seq,
-                          compute_at_seq=compute_at_seq, compute_at=compute_at,
+                          compute_at_seq=shapes.at_seq, compute_at=shapes.total,
                           corpus=cfg.corpus, lengths=cfg.lengths, batch=model.batch,
-                          micro_batches=micro_batches, compute_sides=compute_sides,
+                          micro_batches=micro_batches, compute_sides=shapes.sides,
                           trace_skew=skew.factor if skew is not None else None, speed=speed)
 
 

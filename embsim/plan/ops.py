@@ -11,7 +11,7 @@ layer i's update" is expressed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -60,10 +60,6 @@ class NodeCopy:
         return NodeCopy(self.latency, self.demand.scaled(factor))
 
 
-def scaled_copy(copy: NodeCopy | None, factor: float) -> NodeCopy | None:
-    return None if copy is None else copy.scaled(factor)
-
-
 @dataclass(frozen=True)
 class SyncTensor:
     """A piece of state that must be communicated, as the strategy sees it."""
@@ -85,6 +81,16 @@ class SyncTensor:
     # stream; a piece of a partitioned tensor carries its share of the bytes
     copy_before: NodeCopy | None = field(default=None, compare=False)
     copy_after: NodeCopy | None = field(default=None, compare=False)
+
+    def scaled(self, factor: float, parts: int = 1) -> "SyncTensor":
+        """factor / parts of the tensor (a scheduler's piece of it): its bytes, its byte
+        matrix and its node copies alike. `parts` divides rather than multiplying by
+        1 / parts, so each of k equal pieces holds exactly nbytes / k."""
+        share = factor / parts
+        return replace(self, nbytes=self.nbytes * factor / parts,
+                       matrix=None if self.matrix is None else self.matrix * factor / parts,
+                       copy_before=None if self.copy_before is None else self.copy_before.scaled(share),
+                       copy_after=None if self.copy_after is None else self.copy_after.scaled(share))
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from typing import Mapping
 from ..errors import InputError
 from ..options import positive_number, switch
 from ..plan.names import DEFERRED, OpId, Role, bwd_input_name, bwd_name, stream_order, update_name
-from ..plan.ops import ComputeOp, scaled_copy
+from ..plan.ops import ComputeOp
 from ..plan.traits import Payload
 from .base import SCHEDULERS
 from .priority import FP32, PriorityScheduler
@@ -253,6 +253,4 @@ def _split(now, later, keep: float):
         return [now]
     if keep <= EPS:
         return [replace(later, name=later.name + DEFERRED)]
-    scale = lambda t, f: replace(t, nbytes=t.nbytes * f, matrix=None if t.matrix is None else t.matrix * f,
-                                 copy_before=scaled_copy(t.copy_before, f), copy_after=scaled_copy(t.copy_after, f))
-    return [scale(now, keep), replace(scale(later, 1.0 - keep), name=later.name + DEFERRED)]
+    return [now.scaled(keep), replace(later.scaled(1.0 - keep), name=later.name + DEFERRED)]

@@ -116,10 +116,8 @@ class FifoScheduler(Scheduler):
 
 
 def _bucketable(t) -> bool:
-    """A dense gradient AllReduce nothing in this iteration waits on: DDP buckets it
-    (one with copies of its own before or after its transfer goes alone)."""
-    return (t.op == "all_reduce" and t.category == "dense" and t.needed_by is None
-            and t.copy_before is None and t.copy_after is None)
+    """A dense gradient AllReduce nothing in this iteration waits on: DDP buckets it."""
+    return t.op == "all_reduce" and t.category == "dense" and t.needed_by is None
 
 
 def _bucket_op(bucket: list, ops: list, index: int) -> CommOp:

@@ -16,13 +16,13 @@ pays a collective's latency and runs far below peak bandwidth.)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InputError
 from ..plan.names import update_name
-from ..plan.ops import CommOp, scaled_copy
+from ..plan.ops import CommOp
 from ..options import positive_number
-from .base import SCHEDULERS, ChannelRule, Scheduler
+from .base import SCHEDULERS, ChannelRule, Scheduler, single_op
 
 FP32 = 4
 MIN_PARTITION_BYTES = 64 * 1024
@@ -36,12 +36,8 @@ def partitions(t, partition_bytes: float, channel: str, priority: float, n_gpus:
     and every extra collective pays NCCL's latency again."""
     own = t.nbytes / n_gpus if t.op == "all_gather" else t.nbytes
     k = 1 if t.needed_by is not None else max(1, math.ceil(own / partition_bytes))
-    return [CommOp(name=t.name if k == 1 else f"{t.name}#p{i}", op=t.op, nbytes=t.nbytes / k,
-                   category=t.category, channel=channel, ready_after=((t.ready_after, 0),),
-                   priority=priority, tensors=(t.name,),
-                   matrix=None if t.matrix is None else t.matrix / k,
-                   copy_before=scaled_copy(t.copy_before, 1 / k), copy_after=scaled_copy(t.copy_after, 1 / k))
-            for i in range(k)]
+    piece = single_op(t.scaled(1.0, parts=k), priority, channel)
+    return [piece if k == 1 else replace(piece, name=f"{t.name}#p{i}") for i in range(k)]
 
 
 @dataclass(frozen=True)

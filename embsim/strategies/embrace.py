@@ -32,10 +32,11 @@ from ..collectives.traffic import Traffic
 from ..plan.names import bwd_name, extra_name, fwd_name
 from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
+from ..options import switch
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from ..workload.kernels import stream
-from ..workload.tokens import shard_shares
+from ..workload.tokens import shard_shares, union_inclusion
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
@@ -69,9 +70,7 @@ class EmbRaceOptions:
     def __post_init__(self):
         if self.shard not in SHARDS:
             raise InputError(f"--option shard={self.shard!r}: expected one of {', '.join(SHARDS)}")
-        if self.dedup not in (True, False, 0, 1, "on", "off"):
-            raise InputError(f"--option dedup={self.dedup!r}: expected on or off")
-        object.__setattr__(self, "dedup", self.dedup in (True, 1, "on"))
+        object.__setattr__(self, "dedup", switch(self.dedup, "dedup"))
 
 
 @STRATEGIES.register("embrace")
@@ -102,7 +101,7 @@ class EmbRaceStrategy(Strategy):
             elif self.options.shard == "hashed" and t.row_inclusion is not None and n > 1:
                 shares = shard_shares(t.row_probs if sent == 1.0 else t.row_inclusion, n, "hashed")
                 hot = float(shares.max() * n)
-                union = -np.expm1(n * np.log1p(-np.minimum(t.row_inclusion, 1 - 1e-16)))
+                union = union_inclusion(t.row_inclusion, n)
                 shard_rows = float(shard_shares(union, n, "hashed").max() * union.sum())
             else:
                 shares, hot, shard_rows = None, 1.0, t.unique_union / n

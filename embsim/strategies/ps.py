@@ -62,8 +62,8 @@ from ..plan.ops import SyncTensor
 from ..topology.servers import PLACEMENTS, host_vertex, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
-from ..workload.tokens import SHARDINGS, shard_shares
-from .ps_local import PULLS, NodeHost, node_rows
+from ..workload.tokens import SHARDINGS, shard_shares, union_inclusion
+from .ps_local import PULLS, NodeHost
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -131,13 +131,16 @@ class ParameterServerStrategy(Strategy):
 
     def plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus
-        count = getattr(self, "server_count", None) or max(1, n // ctx.gpus_per_node)
+        count = self.server_count or max(1, n // ctx.gpus_per_node)
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
         held, cache, notes = {}, {}, dense_table_notes(ctx, "ps")
         g = ctx.gpus_per_node
         aggregate = self.options.local_aggregation and g > 1 and n > 1
         for t in sparse_tables(ctx):
+            row_push = model.row_bytes(t.table)      # one pushed (index, row) pair
+            own_push = t.unique_per_gpu * row_push   # one GPU's own rows, pushed
+            own_pull = t.unique_per_gpu * t.dim * model.table_bytes   # and pulled
             push_rows = pull_rows = t.unique_per_gpu
             weights = t.row_inclusion if t.row_inclusion is not None else np.full(t.vocab, 1.0 / t.vocab)
             pull_weights = weights
@@ -145,7 +148,7 @@ class ParameterServerStrategy(Strategy):
                 # the node's union of its G GPUs' rows, pushed once, spread over its G routes
                 inclusion = (t.row_inclusion if t.row_inclusion is not None
                              else np.full(t.vocab, t.unique_per_gpu / t.vocab))
-                node_weights = node_rows(inclusion, g)
+                node_weights = union_inclusion(inclusion, g)
                 per_route = float(node_weights.sum()) / g
                 push_rows, weights = per_route, node_weights
                 if self.options.pull == "node":
@@ -153,8 +156,8 @@ class ParameterServerStrategy(Strategy):
                 notes.append(f"ps {t.table}: local aggregation, a node of {g} GPUs pushes {g * per_route:,.0f} "
                              f"distinct rows instead of {g} x {t.unique_per_gpu:,.0f} "
                              f"({g * per_route / (g * t.unique_per_gpu) * 100:.0f} %); pull per {self.options.pull}")
-            gather, back = self._host_copies(ctx, t, notes) if aggregate else (None, None)
-            push = push_rows * model.row_bytes(t.table)
+            gather, back = self._host_copies(ctx, t, own_push, own_pull, notes) if aggregate else (None, None)
+            push = push_rows * row_push
             pull = pull_rows * t.dim * model.table_bytes
             block = max(1, self.options.server_partition_params // t.dim)
             shares = shard_shares(weights, count, self.options.server_sharding, block_rows=block)
@@ -171,7 +174,7 @@ class ParameterServerStrategy(Strategy):
             # only waits for the push before pulling
             update[t.layer] = 0.0
             held[t.table] = t.vocab          # the table lives in the servers' host memory
-            cache[f"ps worker cache ({t.table})"] = t.unique_per_gpu * t.dim * model.table_bytes
+            cache[f"ps worker cache ({t.table})"] = own_pull
             notes.append(f"ps {t.table}: {count} {self.options.servers} servers, rows {self.options.server_sharding}: "
                          f"server load max/mean {shares.max() * count:.2f} "
                          f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
@@ -180,7 +183,7 @@ class ParameterServerStrategy(Strategy):
                                                   buffers=cache),
                             notes=tuple(notes))
 
-    def _host_copies(self, ctx, t, notes: list) -> tuple:
+    def _host_copies(self, ctx, t, own_push: float, own_pull: float, notes: list) -> tuple:
         """The intra-node legs of a node's push and shared pull (plan.ops.NodeCopy, or None):
         every GPU's U (index, row) pairs into the node's host memory (Parallax's accumulator
         on the machine's CPU) before the push, and with pull=node every GPU's U pulled rows
@@ -190,17 +193,17 @@ class ParameterServerStrategy(Strategy):
         (core_loops.cc, GetCopyDevice2HostStream). So the chains bwd -> gather -> push and
         pull -> copy-back -> lookup keep their lengths while the GPU computes on, and the
         copies' bytes cross the node's PCIe / host links beside the step's other traffic."""
-        host = getattr(self, "host", None)
+        host = self.host
         if host is None:
             notes.append(f"ps {t.table}: the topology has no host vertex: the node's gather and "
                          f"copy-back are not timed")
             return None, None
-        model, g = ctx.model, ctx.gpus_per_node
-        gather, idle = host.copies(g, t.unique_per_gpu * model.row_bytes(t.table), to_host=True)
+        g = ctx.gpus_per_node
+        gather, idle = host.copies(g, own_push, to_host=True)
         text = f"ps {t.table}: gather into host memory before each push ({idle * 1e3:.2f} ms on an idle node"
         back = None
         if self.options.pull == "node":
-            back, idle = host.copies(g, t.unique_per_gpu * t.dim * model.table_bytes, to_host=False)
+            back, idle = host.copies(g, own_pull, to_host=False)
             text += f"), pulled rows back to the GPUs after each pull ({idle * 1e3:.2f} ms"
         notes.append(text + "): copy streams sharing the node's PCIe links")
         return gather, back

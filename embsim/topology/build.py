@@ -147,6 +147,16 @@ def tree_path(t: NodeTemplate, x: str, y: str) -> list[str]:
     return up_x + up_y[::-1]  # different sockets: root-to-root over the CPU link
 
 
+def path_offsets(t: NodeTemplate, verts: list[str]) -> tuple[int, ...]:
+    """Local link offsets along a vertex path of the node."""
+    return tuple(t.offset[(u, v)] for u, v in zip(verts, verts[1:]))
+
+
+def tree_offsets(t: NodeTemplate, x: str, y: str) -> tuple[int, ...]:
+    """Local link offsets of tree_path(t, x, y)."""
+    return path_offsets(t, tree_path(t, x, y))
+
+
 def local_gpu_path(node: NodeType, t: NodeTemplate, a: int, b: int) -> list[str]:
     """Vertex path GPU a -> GPU b inside one node, the way NCCL's P2P transport goes."""
     u, v = f"gpu{a}", f"gpu{b}"

@@ -17,7 +17,7 @@ import copy
 from dataclasses import dataclass
 
 
-from .build import GB, US, Link, tree_path
+from .build import GB, US, Link, tree_offsets
 from .spec import ServerSpec, TopologyError
 
 PLACEMENTS = ("colocated", "dedicated")
@@ -76,10 +76,8 @@ def _root(t) -> str:
 
 
 def _tree(topo, node: int, a: str, b: str) -> tuple[int, ...]:
-    t = topo._template
-    verts = tree_path(t, a, b)
     base = node * topo._per_node
-    return tuple(base + t.offset[(u, v)] for u, v in zip(verts, verts[1:]))
+    return tuple(base + o for o in tree_offsets(topo._template, a, b))
 
 
 def _colocated(topo, spec: ServerSpec) -> dict:

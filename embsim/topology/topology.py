@@ -13,7 +13,7 @@ import dataclasses
 from functools import cached_property
 
 from .build import (Link, NodeTemplate, disconnected_pair, local_gpu_path, network_layout,
-                    network_links, node_template, tree_path)
+                    network_links, node_template, path_offsets, tree_offsets)
 from .spec import NodeType, TopologyError
 
 
@@ -230,10 +230,9 @@ class Topology:
         kind_a, i, kind_b, j = key
         t = self._template
         if kind_a == kind_b == "gpu":
-            verts = [] if i == j else local_gpu_path(self.node, t, i, j)
+            hit = path_offsets(t, [] if i == j else local_gpu_path(self.node, t, i, j))
         else:
-            verts = tree_path(t, f"{kind_a}{i}", f"{kind_b}{j}")
-        hit = tuple(t.offset[(u, v)] for u, v in zip(verts, verts[1:]))
+            hit = tree_offsets(t, f"{kind_a}{i}", f"{kind_b}{j}")
         self._local_paths[key] = hit
         return hit
 

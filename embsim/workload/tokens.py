@@ -188,6 +188,14 @@ def unique_candidate_inclusion(vocab: int, k: int) -> np.ndarray:
     return pi
 
 
+def union_inclusion(inclusion: np.ndarray, k: int) -> np.ndarray:
+    """P(row v is touched by any of k independent steps), from one step's per-row
+    inclusion p_v: 1 - (1 - p_v)^k, computed as -expm1(k * log1p(-p_v)) with p_v held
+    below 1 so the logarithm stays finite."""
+    p = np.minimum(np.asarray(inclusion, dtype=np.float64), 1.0 - 1e-16)
+    return -np.expm1(k * np.log1p(-p))
+
+
 @dataclass(frozen=True, eq=False)
 class RowTouches:
     """Which rows of one table one GPU's step touches, row by row (expected values).
@@ -220,7 +228,7 @@ class RowTouches:
 
     def union_inclusion(self, k: int) -> np.ndarray:
         """P(row v is touched by any of k GPUs' steps)."""
-        return -np.expm1(k * np.log1p(-np.minimum(self.inclusion, 1.0 - 1e-16)))
+        return union_inclusion(self.inclusion, k)
 
     def union(self, k: int) -> float:
         return float(self.union_inclusion(k).sum())

@@ -9,10 +9,9 @@ from embsim.engine.context import table_traffic
 from embsim.engine.run import SimulationConfig, simulate
 from embsim.errors import InputError
 from embsim.strategies.ps import ParameterServerStrategy, PsOptions
-from embsim.strategies.ps_local import node_rows
 from embsim.topology import load_topology
 from embsim.workload import load_model
-from embsim.workload.tokens import RowTouches, TokenStats
+from embsim.workload.tokens import RowTouches, TokenStats, union_inclusion
 
 BASE = dict(model="lstm-lm1b", batch=32, strategy="ps", iterations=3, efficiency_baseline=False)
 
@@ -31,11 +30,15 @@ def distinct(gpus: int, model) -> tuple[float, float]:
     return t["word_embedding"].unique_per_gpu, t["word_embedding"].unique_union
 
 
-def test_node_rows_is_the_token_models_union():
+def test_a_nodes_rows_are_the_token_models_union():
     stats = TokenStats.zipf(50_000, 1.1)
     touches = RowTouches(stats, tokens=3_000.0, candidates=500)
+    p = touches.inclusion
     for g in (1, 2, 8):
-        np.testing.assert_allclose(node_rows(touches.inclusion, g), touches.union_inclusion(g), rtol=1e-12)
+        np.testing.assert_allclose(union_inclusion(p, g), touches.union_inclusion(g), rtol=1e-12)
+    # the formula itself: one step is its own inclusion, two are 1 - (1 - p)^2 = p (2 - p)
+    np.testing.assert_allclose(union_inclusion(p, 1), p, rtol=1e-12)
+    np.testing.assert_allclose(union_inclusion(p, 2), p * (2 - p), rtol=1e-12)
     assert touches.union(8) < 8 * touches.unique()
 
 
