@@ -51,19 +51,24 @@ def test_missing_socket_link_when_two_sockets(write_yaml):
     assert "cpu_link_gbps" in msg and "cpu_sockets is 2" in msg
 
 
-def test_disconnected_graph(write_yaml):
-    # NVLink bridges 0-1 and 2-3, no PCIe tree described: two islands.
-    text = "\n".join([
-        "name: islands",
+def _bridged(pairs: str) -> str:
+    """Four GPUs on NVLink bridges `pairs`, no PCIe tree described, no NICs."""
+    return "\n".join([
+        "name: bridged",
         "gpu: {model: g, arch: 86, count: 4, bf16_tflops: 70, hbm_gb: 24, hbm_gbps: 936}",
         "fabric:",
         "  kind: nvlink-bridge",
         "  nvlink_links_per_gpu: 4",
         "  nvlink_gbps: 56",
         "  nvlink_latency_us: 1",
-        "  nvlink_pairs: [[0, 1, 4], [2, 3, 4]]",
+        f"  nvlink_pairs: {pairs}",
         "nics: {count: 0}",
     ])
+
+
+def test_disconnected_graph(write_yaml):
+    # NVLink bridges 0-1 and 2-3, no PCIe tree described: two islands.
+    text = _bridged("[[0, 1, 4], [2, 3, 4]]")
     msg = _error(write_yaml, text)
     assert "disconnected" in msg and "fabric.nvlink_pairs" in msg and f"line {_line_of(text, 'nvlink_pairs')}" in msg
     assert "gpu0" in msg and "gpu2" in msg
@@ -75,17 +80,7 @@ def test_disconnected_graph(write_yaml):
 def test_socket_view_keys_need_the_pcie_tree_on_an_nvlink_fabric(write_yaml):
     """cpu_model / nccl_cpu_link_gbps describe the PCIe tree's socket link: on an NVLink
     fabric without that tree they were accepted and then silently dropped."""
-    text = "\n".join([
-        "name: mesh",
-        "gpu: {model: g, arch: 86, count: 4, bf16_tflops: 70, hbm_gb: 24, hbm_gbps: 936}",
-        "fabric:",
-        "  kind: nvlink-bridge",
-        "  nvlink_links_per_gpu: 4",
-        "  nvlink_gbps: 56",
-        "  nvlink_latency_us: 1",
-        "  nvlink_pairs: [[0, 1, 2], [1, 2, 2], [2, 3, 2]]",
-        "nics: {count: 0}",
-    ])
+    text = _bridged("[[0, 1, 2], [1, 2, 2], [2, 3, 2]]")
     assert parse_node_type(text).fabric.cpu_model is None
     for key, value in (("cpu_model", "skylake"), ("nccl_cpu_link_gbps", 7)):
         with_key = text.replace("  nvlink_latency_us: 1", f"  nvlink_latency_us: 1\n  {key}: {value}")
