@@ -20,8 +20,8 @@ from .tokens import TokenStats, expected_overlap, expected_unique, sample_batche
 
 ZOO_DIR = Path(__file__).resolve().parent / "zoo"
 
-__all__ = ["list_models", "load_model", "model_from_spec", "load_spec", "is_model_file", "Model", "Layer", "EmbeddingTable",
-           "Optimizer", "ModelSpec", "TokenStats", "expected_unique", "expected_overlap",
+__all__ = ["list_models", "load_model", "model_from_spec", "load_spec", "is_model_file", "Model",
+           "Layer", "EmbeddingTable", "Optimizer", "ModelSpec", "TokenStats", "expected_unique", "expected_overlap",
            "sample_batches", "DTYPE_BYTES", "ZOO_DIR"]
 
 
