@@ -7,6 +7,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from embsim.calibrate.launch import leave_spawned_rank
 from embsim.calibrate.spec import LayerShape, ModelShape, TableShape
 from embsim.calibrate.strategies import STRATEGIES, Strategy, column_split, reference_step
 
@@ -42,9 +43,7 @@ def _worker(rank, world, store, out_dir):
         result[name] = s.full_parameters()
     if rank == 0:
         torch.save(result, os.path.join(out_dir, "params.pt"))
-    # leave together: a rank tearing gloo down while a peer still works can abort the peer
-    dist.barrier()
-    dist.destroy_process_group()
+    leave_spawned_rank()      # as calibrate's ranks leave: no gloo teardown to abort in
 
 
 @pytest.mark.parametrize("world", [2, 3])
