@@ -114,7 +114,7 @@ def curve_points(path: str | Path, protos: tuple[str, ...]) -> tuple[list[Ll128P
     d = doc.data
     how = get(doc, (), d, "how", str, "")
     nodes, gpus = int(d["nodes"]), int(d["gpus_per_node"])
-    release = release_view(str(d.get("nccl", "unknown")))
+    release = release_view(str(d.get("nccl", "unknown")), d.get("published"))
     model = CollectiveModel(_topology(d["preset"], nodes, gpus), algo=_algo(how),
                             proto=proto_filter(release, _env(how, "NCCL_PROTO")),
                             nccl_version=release.version, nccl_env=env_from_text(how, "how:"),

@@ -14,10 +14,11 @@ before it a size threshold chose LL or Simple (legacy.py), which a 2.4 log is gi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .constants import DEFAULT_VERSION, VERSIONS, nearest_table, release_text, version_key
 from .legacy import THRESHOLD_CHOICE_BEFORE, THRESHOLD_CHOICE_SINCE
+from .release_dates import newest_release_by, parse_date
 
 LL128_SINCE = (2, 5)        # first release with the LL128 protocol (v2.5.6)
 
@@ -44,10 +45,21 @@ class ReleaseView:
         return m.group(0)
 
 
-def release_view(logged: str | None) -> ReleaseView:
-    """The stand-in for a logged NCCL version, with a note whenever it is not that release."""
+def release_view(logged: str | None, published=None) -> ReleaseView:
+    """The stand-in for a logged NCCL version, with a note whenever it is not that release.
+
+    With no version but a publication date (a YAML date or 'YYYY-MM-DD'), the newest
+    release tagged by that date stands in (release_dates.py): a bound, not the release."""
     text = "" if logged is None else str(logged).strip()
     key = version_key(text) if text and text != "unknown" else None
+    if key is None and published is not None:
+        day = parse_date(published)
+        newest = newest_release_by(day) if day else None
+        if newest is not None:
+            view = release_view(newest)
+            bound = (f"NCCL version not given; published {day.isoformat()}: {newest}, "
+                     f"the newest release by then, modelled")
+            return replace(view, note="; ".join(n for n in (bound, view.note) if n))
     table = nearest_table(text) if key else None
     if key is None:
         return ReleaseView(text or "unknown", None, (),

@@ -116,17 +116,25 @@ def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None):
 
 
 def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, spec=None,
-              where="how:"):
+              where="how:", published=None):
     """(rows, note): the simulated nccl-tests rows, and what the output must say about the
     release that stood in for the measurement's and about the topology's view, if anything.
     The buffer/chunk sizes the measurement set (NCCL_BUFFSIZE=... in `how`) drive it."""
     topo = _topology(preset, nodes, gpus, spec)
-    release = release_view(nccl)
+    release = release_view(nccl, published)
     model = CollectiveModel(topo, algo=algo, proto=proto_filter(release, proto),
                             nccl_version=release.version, nccl_env=env_from_text(how, where),
                             threshold_choice=release.threshold_choice)
     rows = nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
     return rows, "; ".join(n for n in (release.note, model.view_note, model.tuner_note) if n)
+
+
+def _nccl_label(nccl: str, published) -> str:
+    """The release column: the stated one, else the bound a publication date gives (<=)."""
+    view = release_view(nccl, published)
+    if view.logged != nccl and view.version:
+        return f"<={view.version}"
+    return nccl
 
 
 def _system(text: str, note: str) -> str:
@@ -142,9 +150,10 @@ def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
     how = get(doc, (), d, "how", str, "")     # the command line, NCCL_* settings included
     rows, note = _simulate(d["preset"], _nodes(d["nodes"]), int(d["gpus_per_node"]), d["op"], sizes,
                            nccl, how, _env(how, "NCCL_PROTO"), _algo(how), spec=topology,
-                           where=f"{path}: how:")
+                           where=f"{path}: how:", published=d.get("published"))
     pts = tuple(PointError(r.size, float(d["busbw"][r.size]), r.busbw, r.algo, r.proto) for r in rows)
-    return CurveError(Path(path).stem, _system(d.get("system", ""), note), d["op"], nccl, pts)
+    return CurveError(Path(path).stem, _system(d.get("system", ""), note), d["op"],
+                      _nccl_label(nccl, d.get("published")), pts)
 
 
 def single_point_errors(path: str | Path, topology: str | None = None) -> list[CurveError]:
@@ -162,7 +171,7 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
             algo = "^NVLS,NVLSTree"
         rows, note = _simulate(p["preset"], nodes, int(p["gpus_per_node"]), p["op"], [size],
                                str(p.get("nccl", "unknown")), how, proto, algo, topology,
-                               f"{path}: points[{i}].how:")
+                               f"{path}: points[{i}].how:", p.get("published"))
         r = rows[0]
         if "busbw_per_nic" in p:
             lo, _, hi = str(p["busbw_per_nic"]).partition("-")
@@ -175,7 +184,7 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
         # named by the file (single-points.yaml -> single-points[i]) so that two point files
         # do not share names
         out.append(CurveError(f"{Path(path).stem}[{i}]", _system(p.get("system", ""), note), p["op"],
-                              str(p.get("nccl", "unknown")), (pt,)))
+                              _nccl_label(str(p.get("nccl", "unknown")), p.get("published")), (pt,)))
     return out
 
 
@@ -194,9 +203,9 @@ def validate_all(data_dir: str | Path = DATA_DIR, topology: str | None = None) -
 
 
 def format_report(results: list[CurveError]) -> str:
-    lines = [f"{'curve':<34} {'op':<11} {'nccl':<7} {'mean':>8} {'max':>8}  system"]
+    lines = [f"{'curve':<34} {'op':<11} {'nccl':<9} {'mean':>8} {'max':>8}  system"]
     for c in results:
-        lines.append(f"{c.name:<34} {c.op:<11} {c.nccl:<7} {c.mean_error:>8.1%} {c.max_error:>8.1%}  {c.system}")
+        lines.append(f"{c.name:<34} {c.op:<11} {c.nccl:<9} {c.mean_error:>8.1%} {c.max_error:>8.1%}  {c.system}")
     return "\n".join(lines)
 
 

@@ -16,9 +16,10 @@ from embsim.yamlio import YamlDoc, check_mapping, check_type, get
 
 from .busbw import OPS
 from .nccl_tests import MAX_BYTES
+from .release_dates import parse_date
 
 MIN_SIZE = 64 << 10             # sizes below it are not compared (latency-bound, 2-decimal busbw)
-_COMMON = ("system", "source", "nccl", "how", "time_us", "note")
+_COMMON = ("system", "source", "nccl", "published", "how", "time_us", "note")
 CURVE_REQUIRED = ("preset", "nodes", "gpus_per_node", "op", "busbw")
 POINT_REQUIRED = ("preset", "nodes", "gpus_per_node", "op", "size")
 MAX_GPUS_PER_NODE = LIMITS["count"]     # the topology loader's own bounds
@@ -80,6 +81,9 @@ def _system_keys(doc: YamlDoc, where: tuple, d: dict) -> None:
         if not _RELEASE.match(nccl.strip()):
             raise doc.error(where + ("nccl",), f"must be a release like '2.19' or '2.21.5' (quoted), "
                                                f"or 'unknown', got {nccl!r}")
+    if "published" in d and parse_date(d["published"]) is None:
+        raise doc.error(where + ("published",), f"must be a date like '2023-10-19', "
+                                                f"got {d['published']!r}")
 
 
 def _by_size(doc: YamlDoc, where: tuple, table, zero_ok: bool) -> None:
