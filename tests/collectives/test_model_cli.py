@@ -99,10 +99,12 @@ CURVE_BOUNDS = {
     # model (32 heads of 72: 721.8 x 0.74 x 32/33), which fits 8 B200s (nccl#1807) to 0.3 %: the
     # rack runs 17 % below it, unexplained (NCCL's speed-step formula had hidden part of it)
     "coreweave-gb200-nvl72-allreduce": (0.216, 0.342),
-    "stas00-8xa100-allreduce": (0.175, 0.52),         # 0.5-4 MiB, unexplained
+    "stas00-8xa100-allreduce": (0.15, 0.476),         # 0.5-4 MiB, unexplained; (0.175, 0.52) on 2.30 before it was dated (2023-12-15: 2.19.4)
     # Held-out curves, added after the model was built and not used to tune it: bounds at
     # the level it reaches there, so that the gaps stay visible and cannot grow unnoticed.
-    "aws-p5-2node-allreduce": (0.08, 0.265),            # 2 nodes over EFA: Tree/LL 64 KiB 26 % fast; 0.085 -> 0.08 by the ring step floor (32 MiB 23 % fast -> 20 % fast)
+    # 2 nodes over EFA: Tree/LL 64 KiB 26 % fast; 0.085 -> 0.08 by the ring step floor (32 MiB
+    # 23 % fast -> 20 % fast); LOOSENED 0.08 -> 0.082 when dated (2024-04-19: 2.21.5, not 2.30)
+    "aws-p5-2node-allreduce": (0.082, 0.265),
     # TCPXO profile (Ring,Tree / Simple, NCCL_BUFFSIZE 8 MiB): 1 MiB Tree/Simple chunks (2.20+) fill the
     # chain and the NICs store-and-forward; 128 KiB 14 % fast, >= 512 MiB 5 % slow
     "gcp-a3-mega-2node-allreduce": (0.055, 0.115),   # s2-mn r2: chain rounds 5.7/13.6 -> 5.5/11.4; chain hops at the one-node rate 5.4
@@ -299,11 +301,11 @@ CURVE_BOUNDS.update({
     "ext2-xe9680-h100-2x8-all-reduce": (0.111, 0.418),
     # one H100 cluster over NDR IB, 2/4/8 nodes, release not given: NVLSTree 4-32 MiB 7-45 %
     # slow; on 4 and 8 nodes >= 256 MiB 7-21 % fast (plateau 325 / 321 GB/s, modelled 361)
-    "ext2-h100-ib-2x8-all-reduce": (0.066, 0.248),
-    "ext2-h100-ib-4x8-all-reduce": (0.143, 0.403),
-    "ext2-h100-ib-8x8-all-reduce": (0.148, 0.451),
+    "ext2-h100-ib-2x8-all-reduce": (0.049, 0.157),       # (0.066, 0.248) on 2.30 before it was dated (2.27.5)
+    "ext2-h100-ib-4x8-all-reduce": (0.127, 0.37),
+    "ext2-h100-ib-8x8-all-reduce": (0.124, 0.41),
     "ext2-h100-1x8-g8-all-reduce": (0.045, 0.083),        # NVLS 128 MiB 8 % fast (5.7 before the NVLS traffic model)
-    "ext2-h100-1x8-ring-reduce-scatter": (0.019, 0.037),
+    "ext2-h100-1x8-ring-reduce-scatter": (0.018, 0.032),
     "ext2-points[0]": (0.016, 0.016),                      # XE9680 NVLS 16 GiB
     "ext2-points[1]": (0.026, 0.026),                      # XE9680 NVLS off (Ring) 16 GiB
     # the 10-node H100 SLURM cluster's tables not packaged before (NCCL 2.29.2, 1/2/4 GPUs per
