@@ -335,6 +335,30 @@ CURVE_BOUNDS.update({
 })
 
 
+# Held-out systems found on 2026-12-02 (fifth session, helper s7-data: embsim/validation_data/
+# ext4-*.yaml), at the level reached on first contact x 1.005, nothing tuned on them. The
+# one-process (-g 8) H100 Ring curves sit on a ~35 us floor up to 2-4 MiB (the model's Ring/LL
+# 18-21 us: 39-46 % fast), as stas00's and Modal's -g 8 A100 curves do.
+CURVE_BOUNDS.update({
+    "ext4-aws-p5-2x8-nccl2203-tuner-all-reduce": (0.122, 0.441),   # Tree/LL 64 KiB 44 %, Ring/LL128 32 MiB 27 % fast
+    "ext4-aws-p5-2x8-nccl2223-all-reduce": (0.094, 0.29),
+    "ext4-b200-ib-2x8-sendrecv": (0.07, 0.156),
+    "ext4-b200-ib-4x8-sendrecv": (0.062, 0.192),
+    "ext4-h100-1x8-g8-nvls-all-reduce": (0.045, 0.104),
+    "ext4-h100-1x8-g8-ring-all-gather": (0.161, 0.459),
+    "ext4-h100-1x8-g8-ring-all-reduce": (0.062, 0.336),
+    "ext4-h100-1x8-g8-ring-reduce-scatter": (0.149, 0.443),
+    "ext4-points[0]": (0.024, 0.024),
+    "ext4-points[1]": (0.046, 0.046),
+    "ext4-points[2]": (0.047, 0.047),
+    "ext4-points[3]": (0.078, 0.078),      # B200 AllGather 8 GiB 7.7-8.0 % fast
+    "ext4-points[4]": (0.081, 0.081),
+    "ext4-points[5]": (0.081, 0.081),
+    "ext4-points[6]": (0.045, 0.045),
+    "ext4-points[7]": (0.047, 0.047),
+    "ext4-points[8]": (0.047, 0.047),
+})
+
 def test_sweep_sizes_names_the_nccl_tests_flags():
     from embsim.collectives import nccl_tests as nt
     # nccl-tests -b 8 -e 128 -f 2: 8, 16, 32, 64, 128; texts and byte counts alike
