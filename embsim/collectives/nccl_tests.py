@@ -4,7 +4,10 @@ The time of a row is the simulated time of one operation on an idle network
 (CollectivePlan.time). With `-g G` one process drives G GPUs; no host launch floor is
 added for it: the published `-g 8` / `-g 4` curves time ops below G x 5 µs (XLA's launch
 overhead) -- 25.6 µs at 1 KiB on 8 H100s, 15.4 µs on 4 B200s -- so a serial per-GPU
-launch cost is refuted by the data, and NCCL's latency already bounds small ops.
+launch cost is refuted by the data, and NCCL's latency already bounds small ops. Yet
+other `-g 8` runs sit on a floor of 35-58 µs up to 2-4 MiB (stas00's and Modal's A100,
+Together's H100 Ring): a host's launch rate, which no constant of the model carries, so
+every output of a `-g G > 1` run says so (launch_note).
 """
 
 from __future__ import annotations
@@ -76,6 +79,14 @@ def sweep_sizes(minbytes: int | str, maxbytes: int | str, stepfactor: float) -> 
         nxt = int(s * stepfactor)
         s = nxt if nxt > s else s + 1
     return out
+
+
+def launch_note(gpus_per_process: int) -> str:
+    """What a `-g G > 1` comparison must say: its host launch floor is not modelled."""
+    if gpus_per_process <= 1:
+        return ""
+    return (f"-g {gpus_per_process}: one process launches for {gpus_per_process} GPUs, a host "
+            f"launch floor (25-58 µs up to 2-4 MiB in published -g 8 runs) not modelled")
 
 
 def run(model: CollectiveModel, op: str, sizes: list[int], datatype: str = "float",

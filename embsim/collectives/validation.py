@@ -125,8 +125,10 @@ def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, 
     model = CollectiveModel(topo, algo=algo, proto=proto_filter(release, proto),
                             nccl_version=release.version, nccl_env=env_from_text(how, where),
                             threshold_choice=release.threshold_choice)
-    rows = nt.run(model, op, sizes, "float", gpus_per_process=_gpus_per_process(how))
-    return rows, "; ".join(n for n in (release.note, model.view_note, model.tuner_note) if n)
+    per_process = _gpus_per_process(how)
+    rows = nt.run(model, op, sizes, "float", gpus_per_process=per_process)
+    notes = (release.note, model.view_note, model.tuner_note, nt.launch_note(per_process))
+    return rows, "; ".join(n for n in notes if n)
 
 
 def _nccl_label(nccl: str, published) -> str:

@@ -61,14 +61,15 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
     model = CollectiveModel(topo, nccl_version=release.version, algo=algo, proto=proto_filter(release, proto),
                             nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
                             threshold_choice=release.threshold_choice)
-    notes = "; ".join(n for n in (inferred, release.note, model.view_note, model.tuner_note) if n)
+    per_process = int(run.params.get("nGpus", "1") or 1)
+    notes = "; ".join(n for n in (inferred, release.note, model.view_note, model.tuner_note,
+                                  nt.launch_note(per_process)) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
     points = []
     for dtype in series:
         rows = [r for r in run.rows if r.dtype == dtype]
-        sim = nt.run(model, run.op, [r.size for r in rows], dtype,
-                     gpus_per_process=int(run.params.get("nGpus", "1") or 1))
+        sim = nt.run(model, run.op, [r.size for r in rows], dtype, gpus_per_process=per_process)
         factor = busbw_factor(run.op, run.ranks)
         for row, s in zip(rows, sim):
             m = row.measurement(placement)

@@ -372,3 +372,13 @@ def test_sweep_sizes_names_the_nccl_tests_flags():
             nt.sweep_sizes(lo, hi, 2)
         for needle in needles:
             assert needle in str(exc.value), str(exc.value)
+
+
+def test_a_g8_comparison_says_its_launch_floor_is_not_modelled():
+    from embsim.collectives import nccl_tests as nt
+    from embsim.collectives.validation import curve_errors, DATA_DIR
+    assert nt.launch_note(1) == ""
+    assert "-g 8" in nt.launch_note(8) and "not modelled" in nt.launch_note(8)
+    g8 = curve_errors(DATA_DIR / "ext4-h100-1x8-g8-ring-all-gather.yaml")
+    g1 = curve_errors(DATA_DIR / "h100-slurm-1x8-all-gather.yaml")
+    assert "launch floor" in g8.system and "launch floor" not in g1.system
