@@ -12,6 +12,7 @@ from embsim.topology.device_names import infer_system, preset_for_device
     ("NVIDIA H100 80GB HBM3", "dgx-h100"),
     ("NVIDIA H200", "dgx-h200"),
     ("NVIDIA H800", "hgx-h800"),
+    ("NVIDIA H20", "hgx-h20"),
     ("NVIDIA B200", "dgx-b200"),
     ("Tesla V100-SXM2-32GB", "dgx1-v100"),
     ("Tesla V100-SXM2-16GB", "dgx1-v100"),
@@ -25,6 +26,7 @@ def test_sxm_parts_name_their_board(device, preset):
     "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-40GB", "NVIDIA H100 PCIe", "NVIDIA H100 NVL",
     "NVIDIA H200 NVL", "NVIDIA H800 PCIe", "NVIDIA L40S", "NVIDIA GeForce RTX 4090",
     "NVIDIA GH200 480GB", "NVIDIA Graphics Device", "NVIDIA GB200", "Tesla V100-PCIE-32GB",
+    "NVIDIA H20-3e",   # its board may be HGX H20's, but its HBM3e is not the hgx-h20 preset's
 ])
 def test_parts_that_fix_no_layout_are_not_guessed(device):
     assert preset_for_device(device) is None
