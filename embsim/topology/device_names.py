@@ -24,10 +24,12 @@ _BOARDS: tuple[tuple[str, str, str], ...] = (
     (r"\bH100 80GB HBM3\b", "dgx-h100", "8x H100 SXM5 HGX board, NVSwitch (HBM3: the SXM part)"),
     (r"\bH200\b(?!\s*NVL)", "dgx-h200", "8x H200 SXM HGX board, NVSwitch"),
     (r"\bH800\b(?!\s*PCIe)", "hgx-h800", "8x H800 SXM5 HGX board, NVSwitch (8 NVLinks per GPU)"),
-    # "NVIDIA H20" (nvidia-smi, deepseek-ai/DeepEP#17): the 96 GB HBM3 part on the 8-GPU HGX board
-    # ([ASSUMPTION] no PCIe H20 was found). "NVIDIA H20-3e" (141 GB HBM3e) has a memory system the
-    # preset does not describe, so the pattern stops at a hyphen or word character and the caller
-    # names that system.
+    # "NVIDIA H20" (PCI id 2329) and "NVIDIA H20-3e" (232C) are the names NVIDIA's driver gives
+    # (NVIDIA/open-gpu-kernel-modules README.md, supported-GPU table; nvidia-smi in
+    # deepseek-ai/DeepEP#17). H20 is the 96 GB HBM3 part on the 8-GPU HGX board ([ASSUMPTION] the
+    # table lists no PCIe or NVL H20, as it does for H800). H20-3e (141 GB HBM3e) has a memory
+    # system the preset does not describe, so the pattern stops at a hyphen or word character and
+    # the caller names that system.
     (r"\bH20\b(?![-\w])", "hgx-h20", "8x H20 HGX board, NVSwitch (18 NVLinks per GPU)"),
     (r"\bB200\b", "dgx-b200", "8x B200 HGX board, NVSwitch"),
     (r"\bV100-SXM2-(16|32)GB\b", "dgx1-v100", "8x V100 SXM2 DGX-1 board, hybrid cube-mesh"),
