@@ -23,7 +23,9 @@ _BOARDS: tuple[tuple[str, str, str], ...] = (
     (r"\bA100-SXM4-40GB\b", "dgx-a100-40gb", "8x A100 SXM4 40GB HGX board, NVSwitch"),
     (r"\bH100 80GB HBM3\b", "dgx-h100", "8x H100 SXM5 HGX board, NVSwitch (HBM3: the SXM part)"),
     (r"\bH200\b(?!\s*NVL)", "dgx-h200", "8x H200 SXM HGX board, NVSwitch"),
-    (r"\bH800\b(?!\s*PCIe)", "hgx-h800", "8x H800 SXM5 HGX board, NVSwitch (8 NVLinks per GPU)"),
+    # "NVIDIA H800 NVL" (PCI id 233A, the driver table below): [INFERENCE] the export H100 NVL, a
+    # PCIe card (bridged pairs), so it fixes no HGX layout, as "H800 PCIe"
+    (r"\bH800\b(?!\s*(PCIe|NVL))", "hgx-h800", "8x H800 SXM5 HGX board, NVSwitch (8 NVLinks per GPU)"),
     # "NVIDIA H20" (PCI id 2329) and "NVIDIA H20-3e" (232C) are the names NVIDIA's driver gives
     # (NVIDIA/open-gpu-kernel-modules README.md, supported-GPU table; nvidia-smi in
     # deepseek-ai/DeepEP#17). H20 is the 96 GB HBM3 part on the 8-GPU HGX board ([ASSUMPTION] the

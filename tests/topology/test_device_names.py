@@ -24,7 +24,7 @@ def test_sxm_parts_name_their_board(device, preset):
 
 @pytest.mark.parametrize("device", [
     "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-40GB", "NVIDIA H100 PCIe", "NVIDIA H100 NVL",
-    "NVIDIA H200 NVL", "NVIDIA H800 PCIe", "NVIDIA L40S", "NVIDIA GeForce RTX 4090",
+    "NVIDIA H200 NVL", "NVIDIA H800 PCIe", "NVIDIA H800 NVL", "NVIDIA L40S", "NVIDIA GeForce RTX 4090",
     "NVIDIA GH200 480GB", "NVIDIA Graphics Device", "NVIDIA GB200", "Tesla V100-PCIE-32GB",
     "NVIDIA H20-3e",   # its board may be HGX H20's, but its HBM3e is not the hgx-h20 preset's
 ])
