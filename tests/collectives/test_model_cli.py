@@ -359,7 +359,7 @@ CURVE_BOUNDS.update({
     "ext4-points[8]": (0.047, 0.047),
 })
 
-# Held-out HGX H20 measurements (sixth session, helper h20: embsim/validation_data/ext5-h20-*.yaml,
+# Held-out HGX H20 measurements (fifth session, helper h20: embsim/validation_data/ext5-h20-*.yaml,
 # with the new hgx-h20 preset), at the level reached on first contact x 1.005, nothing tuned on
 # them. NVIDIA/nccl#1244's 2x8 H20 AllReduce (a run its author reported as below expectation):
 # 1-2 MiB NVLSTree/Simple 36-44 % fast, 128-512 MiB 20-36 % fast (the measured curve dips at

@@ -12,7 +12,7 @@ from embsim.topology import list_presets, load_topology
 PRESETS = Path(__file__).resolve().parents[2] / "topologies"
 NEW = ("dgx1-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "pcie-rtx2080ti-switch", "azure-nc-a100-v4",
        "l40s-roce",
-       "aws-p5", "aws-p6-b200", "gcp-a3-mega")
+       "aws-p5", "aws-p6-b200", "gcp-a3-mega", "hgx-h20")
 
 
 def test_list_shows_every_preset_on_one_line(capsys):
@@ -35,6 +35,19 @@ def test_new_presets_simulate_one_and_two_nodes(name):
         assert "taken from fabric.cpu_link_gbps" not in model.view_note, name
         for op in ("all_reduce", "alltoall"):
             assert model.plan(op, 64 << 20, range(topo.n_gpus)).time > 0
+
+
+def test_hgx_h20_is_an_hgx_h100_to_nccl():
+    """H20 keeps NVLink 4's 18 links and NVLink SHARP (hgx-h20.yaml): NCCL's view and the
+    collective times of an HGX H20 are an HGX H100's; only the compute side differs."""
+    for shape in ("1x8", "2x8"):
+        h20, h100 = (CollectiveModel(load_topology(f"{n}:{shape}")) for n in ("hgx-h20", "dgx-h100"))
+        ranks = tuple(range(h20.topology.n_gpus))
+        s20 = h20.shape(ranks)[0]
+        assert s20.nvlink_bw == pytest.approx(18 * 20.6) and s20.nvls_capable
+        for op, size in (("all_reduce", 64 << 20), ("all_reduce", 1 << 30), ("all_gather", 64 << 20)):
+            a, b = h20.plan(op, size, ranks), h100.plan(op, size, ranks)
+            assert (a.algo, a.proto) == (b.algo, b.proto) and a.time == pytest.approx(b.time)
 
 
 def test_nvlink_bridge_only_inside_a_pair():
