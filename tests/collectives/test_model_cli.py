@@ -359,7 +359,7 @@ CURVE_BOUNDS.update({
     "ext4-points[8]": (0.047, 0.047),
 })
 
-# Held-out RTX 4090 curves found on 2026-12-02 (sixth session, helper s7-rtx4090: embsim/
+# Held-out RTX 4090 curves found on 2026-12-02 (fifth session, helper s7-rtx4090: embsim/
 # validation_data/ext5-rtx4090-*.yaml, preset pcie-rtx4090), at the level reached on first
 # contact x 1.005, nothing tuned on them. A Kalavai pool's 4090 box, P2P off (host-staged SHM):
 # AllReduce plateaus at 2.24 GB/s busbw on 2 GPUs behind one switch and 2.59 on 4; the model
