@@ -18,6 +18,8 @@ echo "== collectives, held out: points found 2026-12-02 (fourth session) to test
 $E validate --nccl-tests $D/ext3-*.yaml | tail -1
 echo "== collectives, held out: systems found 2026-12-02 (fifth session: AWS p5 2x8 on 2.20.3/2.22.3, H100 -g 8 Ring and NVLS, 8x B200 points, B200 SendRecv over IB on 2/4 nodes)"
 $E validate --nccl-tests $D/ext4-*.yaml | tail -1
+echo "== collectives, held out: RTX 4090 with P2P off found 2026-12-02 (fifth session: 2 and 4 GPUs of one box, preset pcie-rtx4090)"
+$E validate --nccl-tests $D/ext5-rtx4090-*.yaml | tail -1
 echo "== collectives, held out: HGX H20 (fifth session: 2x8 H20 AllReduce and its peak, NVIDIA/nccl#1244)"
 $E validate --nccl-tests $D/ext5-h20-*.yaml | tail -1
 echo "== training, packaged copies (what the real runs execute)";  $E validate --training | grep '^mean'

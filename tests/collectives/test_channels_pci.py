@@ -32,6 +32,10 @@ l40s-roce 1x8 (2 per Gen4 switch, 4 switches, 2 sockets, SRP QPI 22): the hop be
 azure-nc-a100-v4 1x4 (AMD, a GPU per NUMA node, NVLink pairs 0-1, 2-3): two SYS hops over
   the AMD socket links (AMD_BW 16), no Intel overhead: 15 is the fastest speed <= 16: (1, 15).
 parallax-titanxp-ib 1x6 (3 per socket on root ports, Broadwell QPI 6): (1, 6).
+pcie-rtx4090 1x2 (4090 pair behind one Gen4 switch, P2P off, Intel): as the 2080 Ti pair on
+  24 GB/s links: ring 2 x 1.2 s <= 24 -> (1, 10), chain 1.2 s <= 24 -> (1, 20). 1x8 (2 per
+  switch, 4 switches, 2 sockets, SKL QPI 10): an uplink carries two PHB hops, 2.4 s <= 24, and
+  the socket link one SYS hop each way, s <= 10: (1, 10), ring and chain.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ CASES = [
     ("l40s-roce:1x8", (1, 20.0), (1, 20.0)),
     ("azure-nc-a100-v4:1x4", (1, 15.0), (1, 15.0)),
     (PARALLAX + ":1x6", (1, 6.0), (1, 6.0)),
+    ("pcie-rtx4090:1x2", (1, 10.0), (1, 20.0)),
+    ("pcie-rtx4090:1x8", (1, 10.0), (1, 10.0)),
 ]
 
 

@@ -359,6 +359,20 @@ CURVE_BOUNDS.update({
     "ext4-points[8]": (0.047, 0.047),
 })
 
+# Held-out RTX 4090 curves found on 2026-12-02 (fifth session, helper s7-rtx4090: embsim/
+# validation_data/ext5-rtx4090-*.yaml, preset pcie-rtx4090), at the level reached on first
+# contact x 1.005, nothing tuned on them. A Kalavai pool's 4090 box, P2P off (host-staged SHM):
+# AllReduce plateaus at 2.24 GB/s busbw on 2 GPUs behind one switch and 2.59 on 4; the model
+# runs Ring/Simple on 2 kernel channels at 11.1-12.0 GB/s busbw from 4 MiB up (NCCL's search:
+# 1 ring at 10), 4.4-5.7x fast there. No fixed capacity of the box (Gen4 x16 links, a shared
+# switch uplink) explains 2.2 GB/s; what does is not known (collective_notes.md, "RTX 4090
+# with P2P off").
+CURVE_BOUNDS.update({
+    "ext5-rtx4090-1x2-all-reduce": (0.783, 0.831),
+    "ext5-rtx4090-1x4-all-reduce": (0.733, 0.79),
+    "ext5-rtx4090-1x4-all-reduce-b": (0.733, 0.79),
+})
+
 # Held-out HGX H20 measurements (fifth session, helper h20: embsim/validation_data/ext5-h20-*.yaml,
 # with the new hgx-h20 preset), at the level reached on first contact x 1.005, nothing tuned on
 # them. NVIDIA/nccl#1244's 2x8 H20 AllReduce (a run its author reported as below expectation):

@@ -10,7 +10,8 @@ from embsim.errors import InputError
 from embsim.topology import list_presets, load_topology
 
 PRESETS = Path(__file__).resolve().parents[2] / "topologies"
-NEW = ("dgx1-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "pcie-rtx2080ti-switch", "azure-nc-a100-v4",
+NEW = ("dgx1-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "pcie-rtx2080ti-switch", "pcie-rtx4090",
+       "azure-nc-a100-v4",
        "l40s-roce",
        "aws-p5", "aws-p6-b200", "gcp-a3-mega", "hgx-h20")
 
