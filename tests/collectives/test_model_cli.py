@@ -390,8 +390,10 @@ CURVE_BOUNDS.update({
 # rack is 17 % below), 8-16 GPUs within 1.3-4.1 %; AlltoAll 6-28 % above it. GKE A4 (8x B200)
 # curves: 8x B200 AllReduce 12.6 / 26.2 % (a 4 GiB -> 8 GiB step in the measured curve), 2x8
 # AllReduce over gIB 9.1 / 25.7 %, AllGather 2x8 65.5 / 91.3 % (its 1-16 MiB rows take 250-1000
-# us), 1x2 37.4 / 41.7 %, 2x1 over one RoCE NIC 25.2 / 41.3 %.
+# us), 1x2 37.4 / 41.7 %, 2x1 over one RoCE NIC 25.2 / 41.3 %; CoreWeave's 2x8 B200 over IB at 8 GiB
+# (coreweave/nccl-tests#92) 2.9 %.
 CURVE_BOUNDS.update({
+    "ext6-coreweave-b200-points[0]": (0.029, 0.029),   # 2x8 B200 over IB, 8 GiB, NVLSTree
     "ext6-gcp-a4x-gb200-points[0]": (0.051, 0.051),
     "ext6-gcp-a4x-gb200-points[1]": (0.013, 0.013),
     "ext6-gcp-a4x-gb200-points[2]": (0.05, 0.05),
