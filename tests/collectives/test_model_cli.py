@@ -383,6 +383,61 @@ CURVE_BOUNDS.update({
     "ext5-h20-points[0]": (0.243, 0.243),
 })
 
+# Held-out NVLink 5 (Blackwell) measurements (sixth session, helper nvl5: embsim/validation_data/
+# ext6-*.yaml), at the level reached on first contact x 1.005, nothing tuned on them. Google Cloud
+# A4X (GB200 NVL72, one NVLink domain, 4-72 GPUs) points at 16 GiB from a user's deployment guide:
+# NVLS AllReduce on 32-72 GPUs 8.8-13.6 % below the model (algBw 444-469 against 515; CoreWeave's
+# rack is 17 % below), 8-16 GPUs within 1.3-4.1 %; AlltoAll 6-28 % above it. GKE A4 (8x B200)
+# curves: 8x B200 AllReduce 12.6 / 26.2 % (a 4 GiB -> 8 GiB step in the measured curve), 2x8
+# AllReduce over gIB 9.1 / 25.7 %, AllGather 2x8 65.5 / 91.3 % (its 1-16 MiB rows take 250-1000
+# us), 1x2 37.4 / 41.7 %, 2x1 over one RoCE NIC 25.2 / 41.3 %; CoreWeave's 2x8 B200 over IB at 8 GiB
+# (coreweave/nccl-tests#92) 2.9 %.
+CURVE_BOUNDS.update({
+    "ext6-coreweave-b200-points[0]": (0.029, 0.029),   # 2x8 B200 over IB, 8 GiB, NVLSTree
+    "ext6-gcp-a4x-gb200-points[0]": (0.051, 0.051),
+    "ext6-gcp-a4x-gb200-points[1]": (0.013, 0.013),
+    "ext6-gcp-a4x-gb200-points[2]": (0.05, 0.05),
+    "ext6-gcp-a4x-gb200-points[3]": (0.037, 0.037),
+    "ext6-gcp-a4x-gb200-points[4]": (0.279, 0.279),  # AlltoAll 8 GPUs 16 GiB: 683 measured, model 535 (27.7 % slow)
+    "ext6-gcp-a4x-gb200-points[5]": (0.016, 0.016),
+    "ext6-gcp-a4x-gb200-points[6]": (0.05, 0.05),
+    "ext6-gcp-a4x-gb200-points[7]": (0.037, 0.037),
+    "ext6-gcp-a4x-gb200-points[8]": (0.278, 0.278),
+    "ext6-gcp-a4x-gb200-points[9]": (0.089, 0.089),
+    "ext6-gcp-a4x-gb200-points[10]": (0.037, 0.037),
+    "ext6-gcp-a4x-gb200-points[11]": (0.012, 0.012),
+    "ext6-gcp-a4x-gb200-points[12]": (0.142, 0.142),
+    "ext6-gcp-a4x-gb200-points[13]": (0.103, 0.103),
+    "ext6-gcp-a4x-gb200-points[14]": (0.029, 0.029),
+    "ext6-gcp-a4x-gb200-points[15]": (0.009, 0.009),
+    "ext6-gcp-a4x-gb200-points[16]": (0.126, 0.126),
+    "ext6-gcp-a4x-gb200-points[17]": (0.137, 0.137),  # one rack, 72 GPUs: NVLS AllReduce algBw 444 vs the model's 515
+    "ext6-gcp-a4x-gb200-points[18]": (0.055, 0.055),
+    "ext6-gcp-a4x-gb200-points[19]": (0.022, 0.022),
+    "ext6-gcp-a4x-gb200-points[20]": (0.064, 0.064),
+    "ext6-gcp-a4x-gb200-points[21]": (0.046, 0.046),
+    "ext6-gcp-a4x-gb200-points[22]": (0.071, 0.071),
+    "ext6-gcp-a4x-gb200-points[23]": (0.074, 0.074),
+    "ext6-gcp-a4x-gb200-points[24]": (0.042, 0.042),
+    "ext6-gcp-a4x-gb200-points[25]": (0.014, 0.014),
+    "ext6-gcp-a4x-gb200-points[26]": (0.05, 0.05),
+    "ext6-gcp-a4x-gb200-points[27]": (0.037, 0.037),
+    "ext6-gcp-a4x-gb200-points[28]": (0.274, 0.274),
+    "ext6-gcp-a4x-gb200-points[29]": (0.041, 0.041),
+    "ext6-gcp-a4x-gb200-points[30]": (0.043, 0.043),
+    "ext6-gcp-a4x-gb200-points[31]": (0.019, 0.019),
+    "ext6-gcp-a4x-gb200-points[32]": (0.134, 0.134),
+    "ext6-gcp-a4x-gb200-points[33]": (0.109, 0.109),  # one rack, 72 GPUs (production table): algBw 459 vs 515
+    "ext6-gcp-a4x-gb200-points[34]": (0.044, 0.044),
+    "ext6-gcp-a4x-gb200-points[35]": (0.014, 0.014),
+    "ext6-gcp-a4x-gb200-points[36]": (0.104, 0.104),
+    "ext6-gke-a4-b200-1x2-all-gather": (0.376, 0.419),
+    "ext6-gke-a4-b200-1x8-all-reduce": (0.127, 0.264),
+    "ext6-gke-a4-b200-2x1-all-gather": (0.254, 0.415),
+    "ext6-gke-a4-b200-2x8-all-gather": (0.659, 0.918),  # 1-16 MiB 250-1000 us per op (84-91 % fast)
+    "ext6-gke-a4-b200-2x8-all-reduce": (0.092, 0.259),
+})
+
 def test_sweep_sizes_names_the_nccl_tests_flags():
     from embsim.collectives import nccl_tests as nt
     # nccl-tests -b 8 -e 128 -f 2: 8, 16, 32, 64, 128; texts and byte counts alike
