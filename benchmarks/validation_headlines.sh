@@ -22,7 +22,7 @@ echo "== collectives, held out: RTX 4090 with P2P off found 2026-12-02 (fifth se
 $E validate --nccl-tests $D/ext5-rtx4090-*.yaml | tail -1
 echo "== collectives, held out: HGX H20 (fifth session: 2x8 H20 AllReduce and its peak, NVIDIA/nccl#1244)"
 $E validate --nccl-tests $D/ext5-h20-*.yaml | tail -1
-echo "== collectives, held out: NVLink 5 / Blackwell (sixth session: Google A4X GB200 NVL72 one-domain points, GKE A4 8x B200 curves, CoreWeave 2x8 B200 point)"
+echo "== collectives, held out: NVLink 5 / Blackwell (fifth session: Google A4X GB200 NVL72 one-domain points, GKE A4 8x B200 curves, CoreWeave 2x8 B200 point)"
 $E validate --nccl-tests $D/ext6-*.yaml | tail -1
 echo "== training, packaged copies (what the real runs execute)";  $E validate --training | grep '^mean'
 echo "== training, the issue's original files as given";  $E validate --training $D/training/original/*.yaml | grep '^mean'

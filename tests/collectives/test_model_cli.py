@@ -383,7 +383,7 @@ CURVE_BOUNDS.update({
     "ext5-h20-points[0]": (0.243, 0.243),
 })
 
-# Held-out NVLink 5 (Blackwell) measurements (sixth session, helper nvl5: embsim/validation_data/
+# Held-out NVLink 5 (Blackwell) measurements (fifth session, helper nvl5: embsim/validation_data/
 # ext6-*.yaml), at the level reached on first contact x 1.005, nothing tuned on them. Google Cloud
 # A4X (GB200 NVL72, one NVLink domain, 4-72 GPUs) points at 16 GiB from a user's deployment guide:
 # NVLS AllReduce on 32-72 GPUs 8.8-13.6 % below the model (algBw 444-469 against 515; CoreWeave's
