@@ -143,6 +143,19 @@ class CollectiveModel:
         return "; ".join(n for n in (note, socket_view_note(node.fabric, self.consts.version)) if n)
 
     @property
+    def fidelity_note(self) -> str:
+        """A line for the output where held-out measurements say the model runs fast: GPUs on
+        PCIe without peer-to-peer, whose collectives NCCL stages through host memory (SHM).
+        The published two-way ops on such boxes (2x RTX 2080 Ti, RTX 4090: AllReduce,
+        AllGather, AlltoAll) take 1.2x to several times the model's time; the mechanism is
+        not established (collective_notes.md), so the output says so instead of a factor."""
+        fab = self.topology.node.fabric
+        if fab.kind != "pcie" or fab.pcie_p2p or self.topology.gpus_per_node < 2:
+            return ""
+        return ("P2P off: published host-staged AllReduce/AllGather/AlltoAll runs take up to "
+                "several times the model's time (docs/validation.md); communication may read cheap")
+
+    @property
     def tuner_note(self) -> str:
         """A line for the output when a net plugin's tuner, not NCCL, picks the algorithm."""
         tuner = self.topology.node.nics.nccl_tuner

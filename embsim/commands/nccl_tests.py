@@ -57,12 +57,12 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
         click.echo(json.dumps({"topology": label, "op": op, "ranks": topo.n_gpus,
                                "nccl_version": model.consts.version, "nccl_env": model.consts.env,
                                "view_note": model.view_note, "tuner_note": model.tuner_note,
-                               "launch_note": nt.launch_note(gpus),
+                               "launch_note": nt.launch_note(gpus), "fidelity_note": model.fidelity_note,
                                "rows": nt.rows_json(rows)}, indent=1))
     else:
         header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "
                   f"NCCL {model.consts.version} model, -g {gpus}"
                   + (f", {model.consts.env}" if model.consts.env else ""))
-        for note in (model.view_note, model.tuner_note, nt.launch_note(gpus)):
+        for note in (model.view_note, model.tuner_note, model.fidelity_note, nt.launch_note(gpus)):
             header += f"\n# {note}" if note else ""
         click.echo(nt.format_table(rows, header))

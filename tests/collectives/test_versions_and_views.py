@@ -141,3 +141,13 @@ def test_a_release_outside_the_tables_maps_to_the_nearest():
     from embsim.collectives.constants import nearest_table
     assert nearest_table("2.12.12") == "2.18" and nearest_table("2.31.0") == "2.30"
     assert nearest_table("2.25.1") == "2.25" and nearest_table("unknown") is None
+
+
+def test_p2p_off_boxes_carry_the_held_out_caveat():
+    from embsim.collectives.model import CollectiveModel
+    from embsim.topology import load_topology
+    for spec in ("pcie-rtx4090:1x8", "pcie-rtx2080ti:1x2"):
+        note = CollectiveModel(load_topology(spec)).fidelity_note
+        assert "P2P off" in note and "docs/validation.md" in note
+    for spec in ("pcie-rtx3090:1x8", "dgx-h100:1x8", "pcie-rtx4090:1x1"):
+        assert CollectiveModel(load_topology(spec)).fidelity_note == ""
