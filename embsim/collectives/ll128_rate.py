@@ -45,8 +45,8 @@ from .model import CollectiveModel
 from .nccl_env import env_from_text
 from .peer_copy_rates import figures
 from .pipeline import WARP_SIZE, step_bytes
-from .releases import proto_filter, release_view
-from .validation import DATA_DIR, _algo, _env, _topology
+from .releases import proto_filter
+from .validation import DATA_DIR, _algo, _env, _topology, file_release
 from .validation_file import check_curve_file
 
 LL128_SHMEM_ELEMS_PER_THREAD = 8       # device.h NCCL_LL128_SHMEM_ELEMS_PER_THREAD (u64 per thread per round)
@@ -114,7 +114,7 @@ def curve_points(path: str | Path, protos: tuple[str, ...]) -> tuple[list[Ll128P
     d = doc.data
     how = get(doc, (), d, "how", str, "")
     nodes, gpus = int(d["nodes"]), int(d["gpus_per_node"])
-    release = release_view(str(d.get("nccl", "unknown")), d.get("published"))
+    release = file_release(d)
     model = CollectiveModel(_topology(d["preset"], nodes, gpus), algo=_algo(how),
                             proto=proto_filter(release, _env(how, "NCCL_PROTO")),
                             nccl_version=release.version, nccl_env=env_from_text(how, "how:"),

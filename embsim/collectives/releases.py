@@ -33,6 +33,12 @@ class ReleaseView:
     exclude_protos: tuple[str, ...]   # protocols the logged release did not have
     note: str               # what the output says ("" when the release is modelled as is)
     threshold_choice: bool = False   # the release chose by 2.4's size threshold (legacy.py)
+    published: str = ""     # ISO date when the release was taken from it (an upper bound)
+
+    @property
+    def label(self) -> str:
+        """The release column: the stated release, or `<=` the one a date bounds."""
+        return f"<={self.version}" if self.published else self.logged
 
     @property
     def version(self) -> str | None:
@@ -59,7 +65,8 @@ def release_view(logged: str | None, published=None) -> ReleaseView:
             view = release_view(newest)
             bound = (f"NCCL version not given; published {day.isoformat()}: {newest}, "
                      f"the newest release by then, modelled")
-            return replace(view, note="; ".join(n for n in (bound, view.note) if n))
+            return replace(view, note="; ".join(n for n in (bound, view.note) if n),
+                           published=day.isoformat())
     table = nearest_table(text) if key else None
     if key is None:
         return ReleaseView(text or "unknown", None, (),

@@ -21,7 +21,7 @@ from embsim.yamlio import get, load_yaml
 from . import nccl_tests as nt
 from .model import CollectiveModel
 from .nccl_env import env_from_text
-from .releases import proto_filter, release_view
+from .releases import ReleaseView, proto_filter, release_view
 from .validation_file import MIN_SIZE, check_curve_file, check_points_file
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data"
@@ -115,13 +115,12 @@ def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None):
     return topo
 
 
-def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, spec=None,
-              where="how:", published=None):
+def _simulate(preset, nodes, gpus, op, sizes, release: ReleaseView, how, proto=None, algo=None,
+              spec=None, where="how:"):
     """(rows, note): the simulated nccl-tests rows, and what the output must say about the
     release that stood in for the measurement's and about the topology's view, if anything.
     The buffer/chunk sizes the measurement set (NCCL_BUFFSIZE=... in `how`) drive it."""
     topo = _topology(preset, nodes, gpus, spec)
-    release = release_view(nccl, published)
     model = CollectiveModel(topo, algo=algo, proto=proto_filter(release, proto),
                             nccl_version=release.version, nccl_env=env_from_text(how, where),
                             threshold_choice=release.threshold_choice)
@@ -131,12 +130,10 @@ def _simulate(preset, nodes, gpus, op, sizes, nccl, how, proto=None, algo=None, 
     return rows, "; ".join(n for n in notes if n)
 
 
-def _nccl_label(nccl: str, published) -> str:
-    """The release column: the stated one, else the bound a publication date gives (<=)."""
-    view = release_view(nccl, published)
-    if view.logged != nccl and view.version:
-        return f"<={view.version}"
-    return nccl
+def file_release(d: dict) -> ReleaseView:
+    """The release a validation curve or point ran: its `nccl:`, else the one its
+    `published:` date bounds, else the default (releases.release_view)."""
+    return release_view(str(d.get("nccl", "unknown")), d.get("published"))
 
 
 def _system(text: str, note: str) -> str:
@@ -147,15 +144,14 @@ def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
     doc = load_yaml(path)
     check_curve_file(doc)
     d = doc.data
-    nccl = str(d.get("nccl", "unknown"))
+    release = file_release(d)
     sizes = sorted(int(s) for s in d["busbw"])
     how = get(doc, (), d, "how", str, "")     # the command line, NCCL_* settings included
     rows, note = _simulate(d["preset"], _nodes(d["nodes"]), int(d["gpus_per_node"]), d["op"], sizes,
-                           nccl, how, _env(how, "NCCL_PROTO"), _algo(how), spec=topology,
-                           where=f"{path}: how:", published=d.get("published"))
+                           release, how, _env(how, "NCCL_PROTO"), _algo(how), spec=topology,
+                           where=f"{path}: how:")
     pts = tuple(PointError(r.size, float(d["busbw"][r.size]), r.busbw, r.algo, r.proto) for r in rows)
-    return CurveError(Path(path).stem, _system(d.get("system", ""), note), d["op"],
-                      _nccl_label(nccl, d.get("published")), pts)
+    return CurveError(Path(path).stem, _system(d.get("system", ""), note), d["op"], release.label, pts)
 
 
 def single_point_errors(path: str | Path, topology: str | None = None) -> list[CurveError]:
@@ -171,9 +167,9 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
         # A point measured with NVLS switched off says so in its system line.
         if algo is None and "NVLS off" in str(p.get("system", "")):
             algo = "^NVLS,NVLSTree"
+        release = file_release(p)
         rows, note = _simulate(p["preset"], nodes, int(p["gpus_per_node"]), p["op"], [size],
-                               str(p.get("nccl", "unknown")), how, proto, algo, topology,
-                               f"{path}: points[{i}].how:", p.get("published"))
+                               release, how, proto, algo, topology, f"{path}: points[{i}].how:")
         r = rows[0]
         if "busbw_per_nic" in p:
             lo, _, hi = str(p["busbw_per_nic"]).partition("-")
@@ -186,7 +182,7 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
         # named by the file (single-points.yaml -> single-points[i]) so that two point files
         # do not share names
         out.append(CurveError(f"{Path(path).stem}[{i}]", _system(p.get("system", ""), note), p["op"],
-                              _nccl_label(str(p.get("nccl", "unknown")), p.get("published")), (pt,)))
+                              release.label, (pt,)))
     return out
 
 
