@@ -143,6 +143,12 @@ class CollectiveModel:
         return "; ".join(n for n in (note, socket_view_note(node.fabric, self.consts.version)) if n)
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """Every line this model's outputs must carry about itself (the file's view against
+        NCCL's, a net plugin's tuner, a known held-out shortfall), the empty ones left out."""
+        return tuple(n for n in (self.view_note, self.tuner_note, self.fidelity_note) if n)
+
+    @property
     def fidelity_note(self) -> str:
         """A line for the output where held-out measurements say the model runs fast: GPUs on
         PCIe without peer-to-peer, whose collectives NCCL stages through host memory (SHM).

@@ -63,6 +63,6 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
         header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "
                   f"NCCL {model.consts.version} model, -g {gpus}"
                   + (f", {model.consts.env}" if model.consts.env else ""))
-        for note in (model.view_note, model.tuner_note, model.fidelity_note, nt.launch_note(gpus)):
+        for note in model.notes + (nt.launch_note(gpus),):
             header += f"\n# {note}" if note else ""
         click.echo(nt.format_table(rows, header))

@@ -152,8 +152,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves,
                                   nccl_version=cfg.nccl_version, nccl_env=NcclEnv(tuple(cfg.nccl_env)))
     compute_source += f"; {'other ' if used else ''}collectives: NCCL {collectives.consts.version} model"
-    for note in (collectives.view_note, collectives.tuner_note, collectives.fidelity_note):
-        compute_source += f"; {note}" if note else ""
+    for note in collectives.notes:
+        compute_source += f"; {note}"
     if collectives.consts.env:
         compute_source += f"; NCCL env {collectives.consts.env}"
     ranks = tuple(range(topo.n_gpus))

@@ -62,8 +62,7 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
                             nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
                             threshold_choice=release.threshold_choice)
     per_process = int(run.params.get("nGpus", "1") or 1)
-    notes = "; ".join(n for n in (inferred, release.note, model.view_note, model.tuner_note,
-                                  nt.launch_note(per_process)) if n)
+    notes = "; ".join(n for n in (inferred, release.note, *model.notes, nt.launch_note(per_process)) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
     points = []
