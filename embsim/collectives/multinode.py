@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .constants import NcclConstants, constants_for
+from .constants import NcclConstants, arch_family, constants_for
 from .shape import CommShape
 
 
@@ -135,7 +135,6 @@ def nvls_node_bw(shape: CommShape, consts: NcclConstants) -> float:
     but 6 GPUs 306 (speed 60 x 6 heads) where nccl#1455 measured 5 / 6 / 7 / 8 H100s at
     an almost constant 262-274 GB/s algBw, as H / (H + 1) has it.
     """
-    from .constants import arch_family
     if not shape.nvls_capable or consts.nvls_efficiency is None:
         return 0.0
     eff = consts.nvls_efficiency[arch_family(shape.arch)]
@@ -164,7 +163,6 @@ def nvlstree_channel_cap(shape: CommShape, consts: NcclConstants) -> float:
     if consts.per_ch_nvlstree is None or shape.n_nodes < 2 or not shape.nvls_capable:
         return math.inf
     from . import nccl_model as nm
-    from .constants import arch_family
     per_ch = consts.per_ch_nvlstree[arch_family(shape.arch)][nm._node_index(shape.n_nodes)]
     if per_ch <= 0:
         return math.inf
