@@ -11,6 +11,7 @@ from ..workload.gpu_compute import for_gpu, from_measurement
 from ..workload.kernel_time import kernels_time
 from ..workload.precision import precision
 from ..workload import load_model
+from ..workload.row_groups import total
 from ..workload.tokens import RowTouches, TokenStats
 from .padded import expected_layer_times, run_length_mix
 from .trace_times import trace_layer_times
@@ -33,8 +34,8 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
             unique_next_overlap=touches.next_overlap(n_gpus),
             lookup_fraction_next=touches.read_fraction_next(n_gpus),
             dense_grad=model.dense_gradient(table.name),
-            row_probs=touches.reads / touches.reads.sum(),
-            row_inclusion=touches.inclusion)
+            row_probs=touches.reads / total(touches.reads, touches.counts),
+            row_inclusion=touches.inclusion, row_counts=touches.counts)
     return out
 
 

@@ -26,6 +26,9 @@ class TableTraffic:
     row_probs: Any = field(default=None, compare=False, repr=False)
     # probability that one GPU's step touches each row (a server's share of pushed rows)
     row_inclusion: Any = field(default=None, compare=False, repr=False)
+    # rows per entry of row_probs / row_inclusion: a large table's cold rows come in runs
+    # (embsim.workload.row_groups); None: one row per entry
+    row_counts: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

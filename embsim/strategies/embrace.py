@@ -36,6 +36,7 @@ from ..options import switch
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from ..workload.kernels import stream
+from ..workload.row_groups import total as row_total
 from ..workload.tokens import shard_shares, union_inclusion
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
@@ -44,14 +45,20 @@ from .common import dense_table_notes, replicated_sync, replicated_update_time, 
 ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (one launch)
 
 
-def row_block_shares(probs: np.ndarray, shards: int) -> np.ndarray:
-    """Fraction of lookups each contiguous row block serves (blocks as torch.chunk)."""
+def row_block_shares(probs: np.ndarray, shards: int, counts: np.ndarray | None = None) -> np.ndarray:
+    """Fraction of lookups each contiguous row block serves (blocks as torch.chunk).
+    With `counts`, probs are per row of runs of that many rows (row_groups)."""
+    if counts is not None:
+        return shard_shares(probs, shards, "contiguous", counts=counts) * row_total(probs, counts)
     return np.array([b.sum() for b in np.array_split(np.asarray(probs, dtype=float), shards)])
 
 
-def row_block_unique(probs: np.ndarray, shards: int, draws: float) -> np.ndarray:
+def row_block_unique(probs: np.ndarray, shards: int, draws: float,
+                     counts: np.ndarray | None = None) -> np.ndarray:
     """Expected distinct rows of each block touched by `draws` i.i.d. lookups."""
     touched = -np.expm1(draws * np.log1p(-np.asarray(probs, dtype=float)))
+    if counts is not None:
+        return shard_shares(touched, shards, "contiguous", counts=counts) * row_total(touched, counts)
     return np.array([b.sum() for b in np.array_split(touched, shards)])
 
 
@@ -95,14 +102,16 @@ class EmbRaceStrategy(Strategy):
             # with dedup a GPU sends each distinct row once: bytes scale by distinct / read
             sent = t.unique_per_gpu / total if self.options.dedup else 1.0
             if self.options.shard == "rows" and t.row_probs is not None and n > 1:
-                shares = row_block_shares(t.row_probs if sent == 1.0 else t.row_inclusion, n)
+                shares = row_block_shares(t.row_probs if sent == 1.0 else t.row_inclusion, n, t.row_counts)
                 hot = float(shares.max() * n)          # hottest shard's work / an even share
-                shard_rows = float(row_block_unique(t.row_probs, n, n * total).max())
+                shard_rows = float(row_block_unique(t.row_probs, n, n * total, t.row_counts).max())
             elif self.options.shard == "hashed" and t.row_inclusion is not None and n > 1:
-                shares = shard_shares(t.row_probs if sent == 1.0 else t.row_inclusion, n, "hashed")
+                shares = shard_shares(t.row_probs if sent == 1.0 else t.row_inclusion, n, "hashed",
+                                      counts=t.row_counts)
                 hot = float(shares.max() * n)
                 union = union_inclusion(t.row_inclusion, n)
-                shard_rows = float(shard_shares(union, n, "hashed").max() * union.sum())
+                shard_rows = float(shard_shares(union, n, "hashed", counts=t.row_counts).max()
+                                   * row_total(union, t.row_counts))
             else:
                 shares, hot, shard_rows = None, 1.0, t.unique_union / n
 

@@ -62,6 +62,7 @@ from ..plan.ops import SyncTensor
 from ..topology.servers import PLACEMENTS, host_vertex, with_servers
 from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
+from ..workload.row_groups import total as row_total
 from ..workload.tokens import SHARDINGS, shard_shares, union_inclusion
 from .ps_local import PULLS, NodeHost
 from .base import STRATEGIES, Strategy, StrategyPlan
@@ -149,7 +150,7 @@ class ParameterServerStrategy(Strategy):
                 inclusion = (t.row_inclusion if t.row_inclusion is not None
                              else np.full(t.vocab, t.unique_per_gpu / t.vocab))
                 node_weights = union_inclusion(inclusion, g)
-                per_route = float(node_weights.sum()) / g
+                per_route = row_total(node_weights, t.row_counts) / g
                 push_rows, weights = per_route, node_weights
                 if self.options.pull == "node":
                     pull_rows, pull_weights = per_route, node_weights
@@ -160,9 +161,11 @@ class ParameterServerStrategy(Strategy):
             push = push_rows * row_push
             pull = pull_rows * t.dim * model.table_bytes
             block = max(1, self.options.server_partition_params // t.dim)
-            shares = shard_shares(weights, count, self.options.server_sharding, block_rows=block)
+            shares = shard_shares(weights, count, self.options.server_sharding, block_rows=block,
+                                  counts=t.row_counts)
             pull_shares = (shares if pull_weights is weights
-                           else shard_shares(pull_weights, count, self.options.server_sharding, block_rows=block))
+                           else shard_shares(pull_weights, count, self.options.server_sharding,
+                                             block_rows=block, counts=t.row_counts))
             sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
                                    nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
                                    matrix=server_matrix(n, push, shares), copy_before=gather))

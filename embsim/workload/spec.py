@@ -35,10 +35,12 @@ from .padding import parse_padding
 from .precision import AMP_STYLES
 
 # Bounds that keep a model file within memory and time: token statistics hold one float
-# per vocabulary row (1e8 rows = 800 MB), a batch samples batch x seq tokens per GPU, and
-# `repeat` unrolls into that many layers. The largest zoo model is far inside each.
+# per row up to 4M rows and per run of rows beyond (embsim.workload.row_groups: ~7,000 runs
+# per decade of rows), so a table may hold up to 1e12 rows (4 TB at dim 1 in fp32, far past
+# any real one); a batch samples batch x seq tokens per GPU, and `repeat` unrolls into that
+# many layers. The largest zoo model is far inside each.
 # `batch` is the tokens cap: recommenders run per-sample batches of 2^20 (NVIDIA DLE NCF).
-LIMITS = {"vocab": 100_000_000, "dim": 1_000_000, "layer_int": 1_000_000_000, "repeat": 1000,
+LIMITS = {"vocab": 1_000_000_000_000, "dim": 1_000_000, "layer_int": 1_000_000_000, "repeat": 1000,
           "batch": 1 << 24, "seq": 1_000_000, "tokens": 1 << 24}
 
 COMMON_LAYER_KEYS = ("name", "kind", "repeat", "note")

@@ -20,10 +20,10 @@ candidate with probability 1 - (1 - q_v)^T* where T* is the number of draws that
 distinct rows in expectation. The softmax's true classes are the batch's next tokens,
 the same rows as its inputs, so they add no rows.
 
-Sharding (`shard_shares`): which fraction of the row traffic each of n shards (or
-parameter servers) serves — contiguous blocks of the frequency-sorted vocabulary (the
-block holding the hottest rows serves most: the worst case) or rows hashed to shards
-(a few hot rows still make the load lumpy; uniform is only the limit).
+Large tables (beyond row_groups.EXACT_ROWS) hold their cold rows in runs of nearly equal
+probability (embsim.workload.row_groups): every per-row array is then per run, with
+`counts` rows per run, and every sum over rows weighs by the counts. Sharding the rows
+over GPUs or servers: embsim.workload.sharding.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..yamlio import check_regular_file
+from .row_groups import EXACT_ROWS, log_uniform_runs, starts_of, total, zipf_runs
+from .sharding import SHARDINGS, shard_of_rows, shard_shares   # noqa: F401  (re-exported)
 
 MAX_CORPUS_BYTES = 1 << 30      # read whole into memory: a larger file is refused, not swapped
 
@@ -48,22 +50,26 @@ WORD = re.compile(r"[^\W\d_]+")     # runs of letters (any script); everything e
 
 @dataclass(frozen=True, eq=False)
 class TokenStats:
-    """A unigram token distribution over `vocab` rows (Zipf exponent `s` or a `corpus`)."""
+    """A unigram token distribution over `vocab` rows (Zipf exponent `s` or a `corpus`).
+
+    `probs` holds one row's probability per entry; with `counts`, entry i stands for a run
+    of counts[i] consecutive rows that share it (large tables: embsim.workload.row_groups)."""
 
     vocab: int
     s: float | None
     corpus: str | None
     probs: np.ndarray = field(repr=False)
     stream: np.ndarray | None = field(default=None, repr=False)   # corpus as row ids
+    counts: np.ndarray | None = field(default=None, repr=False)   # rows per entry (None: 1)
     _log_miss: np.ndarray = field(init=False, repr=False)          # log(1 - p_v)
     _cdf: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self):
         with np.errstate(divide="ignore"):    # a row read by every token: log(0) = -inf, exact
             object.__setattr__(self, "_log_miss", np.log1p(-self.probs))
-        cdf = np.cumsum(self.probs)
+        cdf = np.cumsum(self.probs if self.counts is None else self.probs * self.counts)
         object.__setattr__(self, "_cdf", cdf / cdf[-1])
-        for a in (self.probs, self._log_miss, self._cdf, self.stream):
+        for a in (self.probs, self._log_miss, self._cdf, self.stream, self.counts):
             if a is not None:
                 a.setflags(write=False)   # shared (zipf is cached): nobody may edit it
 
@@ -104,6 +110,14 @@ class TokenStats:
         unk = vocab - 1
         stream = np.fromiter((row_of.get(w, unk) for w in words), dtype=np.int64,
                              count=len(words))
+        if vocab > EXACT_ROWS and vocab > own_rows + 1:
+            # a table far larger than the text: the words' rows, then one run of rows
+            # no word reads (probability 0)
+            freq = np.bincount(stream, minlength=own_rows).astype(np.float64)
+            counts = np.ones(own_rows + 1, dtype=np.int64)
+            counts[-1] = vocab - own_rows
+            return cls(vocab=vocab, s=None, corpus=str(path),
+                       probs=np.append(freq / freq.sum(), 0.0), stream=stream, counts=counts)
         freq = np.bincount(stream, minlength=vocab).astype(np.float64)
         return cls(vocab=vocab, s=None, corpus=str(path), probs=freq / freq.sum(),
                    stream=stream)
@@ -111,7 +125,7 @@ class TokenStats:
     # ----- exact expectations
     def unique(self, tokens: float) -> float:
         """Expected distinct rows touched by `tokens` independent draws."""
-        return float(np.sum(-np.expm1(tokens * self._log_miss)))
+        return total(-np.expm1(tokens * self._log_miss), self.counts)
 
     def union(self, k: int, tokens: float) -> float:
         """Expected distinct rows touched by the union of k GPUs' batches of `tokens`."""
@@ -128,7 +142,7 @@ class TokenStats:
         """Expected rows touched by this batch that the next (independent) batch also touches."""
         touched_this = -np.expm1(tokens_this * self._log_miss)
         touched_next = -np.expm1(tokens_next * self._log_miss)
-        return float(np.sum(touched_this * touched_next))
+        return total(touched_this * touched_next, self.counts)
 
     def not_needed_next(self, tokens_next: float, tokens_this: float) -> float:
         """Expected rows of this batch's gradient that the next batch does not read:
@@ -149,8 +163,15 @@ class TokenStats:
                                  f"{length} tokens per batch")
             starts = rng.integers(0, len(self.stream) - length + 1, size=shape[:-1])
             return self.stream[starts[..., None] + np.arange(length)]
-        ids = np.searchsorted(self._cdf, rng.random(shape), side="right")
-        return np.minimum(ids, self.vocab - 1)
+        u = rng.random(shape)
+        ids = np.minimum(np.searchsorted(self._cdf, u, side="right"), self._cdf.size - 1)
+        if self.counts is None:
+            return ids
+        # a run drawn: the row within it from where u fell in the run's slice of the CDF
+        lo = np.where(ids > 0, self._cdf[np.maximum(ids - 1, 0)], 0.0)
+        within = (u - lo) / (self._cdf[ids] - lo)
+        offset = np.minimum((within * self.counts[ids]).astype(np.int64), self.counts[ids] - 1)
+        return starts_of(self.counts)[ids] + offset
 
 
 # ----------------------------------------------------------- sampled candidates
@@ -161,12 +182,12 @@ def log_uniform_probs(vocab: int) -> np.ndarray:
     return np.log1p(1.0 / (v + 1.0)) / math.log(vocab + 1.0)
 
 
-def draws_for_unique(log_miss: np.ndarray, k: float) -> float:
+def draws_for_unique(log_miss: np.ndarray, k: float, counts: np.ndarray | None = None) -> float:
     """Draws T with E[distinct rows] = k (bisection on the monotone expectation)."""
-    vocab = log_miss.size
+    vocab = log_miss.size if counts is None else int(np.sum(counts))
     if not 0 < k < vocab:
         raise InputError(f"sampled candidates: need 0 < k < vocabulary ({vocab}), got {k!r}")
-    unique = lambda t: float(np.sum(-np.expm1(t * log_miss)))
+    unique = lambda t: total(-np.expm1(t * log_miss), counts)
     lo, hi = k, 2.0 * k
     while unique(hi) < k:
         lo, hi = hi, 2.0 * hi
@@ -179,11 +200,14 @@ def draws_for_unique(log_miss: np.ndarray, k: float) -> float:
 
 
 @lru_cache(maxsize=16)
-def unique_candidate_inclusion(vocab: int, k: int) -> np.ndarray:
+def unique_candidate_inclusion(vocab: int, k: int, runs_key: bytes | None = None) -> np.ndarray:
     """Probability that each row is one of the k distinct candidates of one step
-    (TensorFlow's unique log-uniform sampler); sums to k."""
-    log_miss = np.log1p(-log_uniform_probs(vocab))
-    pi = -np.expm1(draws_for_unique(log_miss, k) * log_miss)
+    (TensorFlow's unique log-uniform sampler); sums to k over the rows. `runs_key`: the
+    rows per run (int64 bytes, hashable for the cache) where the table's statistics come in
+    runs: one entry per run."""
+    runs = None if runs_key is None else np.frombuffer(runs_key, dtype=np.int64)
+    log_miss = np.log1p(-(log_uniform_probs(vocab) if runs is None else log_uniform_runs(vocab, runs)))
+    pi = -np.expm1(draws_for_unique(log_miss, k, runs) * log_miss)
     pi.setflags(write=False)
     return pi
 
@@ -208,11 +232,22 @@ class RowTouches:
     candidates: int = 0
 
     @property
+    def counts(self) -> np.ndarray | None:
+        """Rows per entry of the per-row arrays below (None: one row each)."""
+        return self.stats.counts
+
+    def _candidate_inclusion(self) -> np.ndarray:
+        # per row, or per run where the token statistics come in runs (a large table)
+        c = self.counts
+        return unique_candidate_inclusion(self.stats.vocab, self.candidates,
+                                          None if c is None else c.astype(np.int64).tobytes())
+
+    @property
     def inclusion(self) -> np.ndarray:
         """P(row v is touched by one GPU's step)."""
         miss = np.exp(self.tokens * self.stats._log_miss)
         if self.candidates:
-            miss = miss * (1.0 - unique_candidate_inclusion(self.stats.vocab, self.candidates))
+            miss = miss * (1.0 - self._candidate_inclusion())
         return 1.0 - miss
 
     @property
@@ -220,58 +255,28 @@ class RowTouches:
         """Expected reads of each row by one GPU's step (tokens with repeats, candidates once)."""
         r = self.tokens * self.stats.probs
         if self.candidates:
-            r = r + unique_candidate_inclusion(self.stats.vocab, self.candidates)
+            r = r + self._candidate_inclusion()
         return r
 
     def unique(self) -> float:
-        return float(self.inclusion.sum())
+        return total(self.inclusion, self.counts)
 
     def union_inclusion(self, k: int) -> np.ndarray:
         """P(row v is touched by any of k GPUs' steps)."""
         return union_inclusion(self.inclusion, k)
 
     def union(self, k: int) -> float:
-        return float(self.union_inclusion(k).sum())
+        return total(self.union_inclusion(k), self.counts)
 
     def next_overlap(self, k: int) -> float:
         """Rows of this step's k-GPU union that the next step's union touches again."""
         u = self.union_inclusion(k)
-        return float(np.sum(u * u))
+        return total(u * u, self.counts)
 
     def read_fraction_next(self, k: int) -> float:
         """Fraction of one GPU's reads whose row the next step (k GPUs) reads again."""
         r = self.reads
-        return float(np.sum(r * self.union_inclusion(k)) / r.sum())
-
-
-# ---------------------------------------------------------------------- sharding
-SHARDINGS = ("contiguous", "hashed", "partitions")
-_HASH_MULT = 2654435761          # Knuth's multiplicative hash (golden ratio x 2^32)
-
-
-def shard_of_rows(vocab: int, shards: int, how: str, block_rows: int | None = None) -> np.ndarray:
-    """Shard index of every row: contiguous blocks (as torch.chunk), a fixed
-    multiplicative hash of the row id (deterministic, spreads neighbours apart), or
-    partitions of `block_rows` consecutive rows dealt out in turn (BytePS cuts a tensor
-    into fixed-size partitions and spreads them over the servers)."""
-    if how == "partitions":
-        if not block_rows or block_rows < 1:
-            raise InputError("sharding partitions: needs a partition size of at least one row")
-        return (np.arange(vocab) // int(block_rows)) % shards
-    if how == "contiguous":
-        sizes = [len(b) for b in np.array_split(np.arange(vocab), shards)]
-        return np.repeat(np.arange(shards), sizes)
-    if how == "hashed":
-        h = (np.arange(vocab, dtype=np.uint64) * np.uint64(_HASH_MULT)) & np.uint64(0xFFFFFFFF)
-        return ((h >> np.uint64(16)) % np.uint64(shards)).astype(np.int64)
-    raise InputError(f"sharding {how!r}: expected one of {', '.join(SHARDINGS)}")
-
-
-def shard_shares(weights: np.ndarray, shards: int, how: str, block_rows: int | None = None) -> np.ndarray:
-    """Fraction of the total `weights` (per row: reads, or touched rows) each shard holds."""
-    w = np.asarray(weights, dtype=np.float64)
-    out = np.bincount(shard_of_rows(w.size, shards, how, block_rows), weights=w, minlength=shards)
-    return out / out.sum()
+        return total(r * self.union_inclusion(k), self.counts) / total(r, self.counts)
 
 
 def expected_unique(stats: TokenStats, tokens: float) -> float:
@@ -311,6 +316,7 @@ def measured_unique(stats: TokenStats, tokens: int, seed: int, trials: int = 8,
 
 @lru_cache(maxsize=16)
 def _zipf(vocab: int, s: float) -> TokenStats:
-    """Built once per (vocab, s): every simulation of a model asks for the same one."""
-    weights = np.arange(1, vocab + 1, dtype=np.float64) ** -s
-    return TokenStats(vocab=vocab, s=s, corpus=None, probs=weights / weights.sum())
+    """Built once per (vocab, s): every simulation of a model asks for the same one.
+    Exact per row up to row_groups.EXACT_ROWS, in runs beyond."""
+    probs, counts = zipf_runs(vocab, s)
+    return TokenStats(vocab=vocab, s=s, corpus=None, probs=probs, counts=counts)

@@ -29,3 +29,19 @@ def test_hashed_rows_are_far_less_skewed_than_blocks():
     skew = lambda r: float(next(n for n in r.notes if "hottest shard" in n).split("(")[1].split("x")[0])
     assert 1.0 < skew(hashed) < 2.0 < 8.0 < skew(blocks)
     assert hashed.step_time < blocks.step_time
+
+
+def test_row_blocks_of_a_table_in_runs_match_its_rows():
+    # a large table's cold rows come in runs (workload.row_groups): block shares and
+    # distinct rows per block must be what the expanded per-row arrays give
+    import numpy as np
+    from embsim.strategies.embrace import row_block_shares, row_block_unique
+
+    counts = np.array([1] * 40 + [7, 13, 50, 90, 200], dtype=np.int64)
+    w = np.random.default_rng(1).random(counts.size)
+    probs = w / float(np.dot(w, counts))
+    rows = np.repeat(probs, counts)
+    for n in (1, 3, 8):
+        assert np.allclose(row_block_shares(probs, n, counts), row_block_shares(rows, n), rtol=1e-12)
+        assert np.allclose(row_block_unique(probs, n, 500.0, counts), row_block_unique(rows, n, 500.0),
+                           rtol=1e-12)

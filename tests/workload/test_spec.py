@@ -112,3 +112,16 @@ def test_trainer_options_are_read(tmp_path):
     spec = load_spec(write(tmp_path, GOOD.replace("  optimizer: adam\n", "  optimizer: adam\n" + extra)))
     assert dict(spec.options) == {"bucket_bytes": 1e12, "first_bucket_bytes": 1048576}
     assert load_spec(write(tmp_path, GOOD)).options == ()
+
+
+def test_billion_row_tables_load_and_a_trillion_more_is_refused(tmp_path):
+    # token statistics come in runs past 4M rows (embsim.workload.row_groups), so the bound
+    # is far past any real table, not the memory of one float per row
+    big = GOOD.replace("{name: word, vocab: 100, dim: 16, input: tokens}",
+                       "{name: word, vocab: 3000000000, dim: 16, input: tokens}")
+    big = big.replace("  - {name: out, kind: output_projection, dim: 16, tied: word}\n"
+                      "  - {name: loss, kind: softmax_loss, classes: word}\n", "")
+    assert load_model(write(tmp_path, big)).table("word").vocab == 3_000_000_000
+    huge = big.replace("vocab: 3000000000", "vocab: 2000000000000")
+    with pytest.raises(InputError, match=r"tables.0.vocab \(line 9\): must be <= 1e\+12"):
+        load_model(write(tmp_path, huge))
