@@ -9,7 +9,7 @@ from embsim.workload import list_models, load_model
 EXPECTED = {"tiny-lm", "lstm-lm1b", "gnmt", "transformer-wmt", "bert-base", "bert-large",
             "gpt2", "nmt-iwslt", "deepfm-criteo", "llama3-8b", "bert-large-squad",
             "llama2-7b", "gpt3-5b", "mpt-125m", "mpt-350m", "mpt-760m", "mpt-1b",
-            "mpt-3b", "mpt-7b", "mpt-13b"}
+            "mpt-3b", "mpt-7b", "mpt-13b", "wide-deep-outbrain"}
 
 
 def test_zoo_lists_every_model():
@@ -105,3 +105,21 @@ def test_bad_batch_rejected(bad):
 def test_load_by_path_and_determinism():
     from embsim.workload import ZOO_DIR
     assert load_model(str(ZOO_DIR / "gnmt.yaml")) == load_model("gnmt")
+
+
+def test_wide_deep_tables_are_the_dle_feature_spec():
+    """DLE TF2 WideAndDeep (README "Default configuration"): 16 categorical features, each a
+    deep table and a dim-1 wide table of the same cardinality; deep dims 1235 in all, 3
+    multi-hot features of hotness 3; the deep MLP reads the 1235 + 13 numerics."""
+    m = load_model("wide-deep-outbrain")
+    deep = [t for t in m.tables if t.dim > 1]
+    wide = {t.name: t for t in m.tables if t.dim == 1}
+    assert len(deep) == 16 and len(wide) == 16
+    assert sum(t.dim for t in deep) == 1235
+    for t in deep:
+        assert wide[t.name + "_wide"].vocab == t.vocab
+        assert wide[t.name + "_wide"].lookups_per_sample == t.lookups_per_sample
+    assert sorted(t.name for t in deep if t.lookups_per_sample == 3) == [
+        "category_id_list", "entity_id_list", "topic_id_list"]
+    assert m.layer("deep_hidden0").kind == "linear"
+    assert m.layer("deep_hidden0").params == (1235 + 13) * 1024 + 1024
