@@ -19,6 +19,10 @@ Sharding (`--option shard=cols|rows`):
   by count). Under Zipf the block holding the hottest rows serves most lookups: the
   AlltoAll becomes an alltoallv with per-shard shares from the token distribution, and
   the hottest shard's extra lookup / scatter / update work holds every GPU back.
+- hashed: every row hashed to a GPU (a few hot rows still make the load lumpy).
+- tables: whole tables on GPUs by DeepLearningExamples' greedy placement, one fused
+  alltoallv per direction for all tables, as hybrid-parallel DLRM trainers run it
+  (embrace_tables.py).
 Tables with a dense gradient (a full softmax tied to them) stay replicated and AllReduce.
 """
 
@@ -41,8 +45,8 @@ from ..workload.tokens import shard_shares, union_inclusion
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
+from .embrace_tables import ID_STAGING_S, plan_table_wise
 
-ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (one launch)
 
 
 def row_block_shares(probs: np.ndarray, shards: int, counts: np.ndarray | None = None) -> np.ndarray:
@@ -62,13 +66,14 @@ def row_block_unique(probs: np.ndarray, shards: int, draws: float,
     return np.array([b.sum() for b in np.array_split(touched, shards)])
 
 
-SHARDS = ("cols", "rows", "hashed")
+SHARDS = ("cols", "rows", "hashed", "tables")
 
 
 @dataclass(frozen=True)
 class EmbRaceOptions:
     # cols: D/N columns of every row per GPU; rows: contiguous row blocks (the hottest
-    # rows on one GPU); hashed: every row hashed to a GPU
+    # rows on one GPU); hashed: every row hashed to a GPU; tables: whole tables per GPU
+    # (DLE's greedy placement), one fused alltoallv per direction
     shard: str = "cols"
     # each GPU sends each distinct row it reads once (torch.unique before the AlltoAll)
     # instead of one vector per lookup; off as in EmbRace's description
@@ -88,6 +93,8 @@ class EmbRaceStrategy(Strategy):
     Options = EmbRaceOptions
 
     def plan(self, ctx):
+        if self.options.shard == "tables":
+            return plan_table_wise(ctx, self.options.dedup)
         model, n = ctx.model, ctx.n_gpus
         layers = [l.name for l in model.layers]
         sync = replicated_sync(ctx)

@@ -46,7 +46,8 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
     """Bytes one GPU holds during a training step.
 
     embedding_shards: over how many GPUs every table is sharded, or per table name
-    (tables not named stay replicated).
+    (tables not named stay replicated; 0: this GPU holds none of the table, as under a
+    table-wise placement that put it elsewhere).
     sparse_embedding_grads: keep each table's gradient as (index, row) pairs, one per
     lookup (PyTorch sparse=True), instead of a dense vocab x dim buffer. A tied output
     projection with a full softmax touches every row, so its table stays dense.
@@ -56,8 +57,10 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
                  else {t.name: embedding_shards for t in model.tables})
     for flag, value in [("dense_shards", dense_shards),
                         *((f"embedding_shards[{k}]", v) for k, v in shards_of.items())]:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise InputError(f"{flag}: must be an integer >= 1, got {value!r}")
+        # a per-table 0 says this GPU holds none of it; a count for every table is >= 1
+        least = 0 if flag.startswith("embedding_shards[") and isinstance(embedding_shards, Mapping) else 1
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise InputError(f"{flag}: must be an integer >= {least}, got {value!r}")
     # parameters and gradients as the AMP style stores them (precision.param_bytes: FP32
     # under autocast, with no master copy; 16-bit plus FP32 master weights under o2)
     d = model.dense_param_bytes
@@ -77,9 +80,11 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
 
     for table in model.tables:
         shards = shards_of.get(table.name, 1)
-        rows = _ceil_div(table.vocab, shards)
+        rows = _ceil_div(table.vocab, shards) if shards else 0
         elements = rows * table.dim
-        if sparse_embedding_grads and not model.dense_gradient(table.name):
+        if not shards:
+            g = 0
+        elif sparse_embedding_grads and not model.dense_gradient(table.name):
             g = sum(layer.grad_bytes for layer in model.sparse_users(table.name))
             g = min(_ceil_div(g, shards), t * elements + INDEX_BYTES * rows)
         else:

@@ -45,3 +45,28 @@ def test_row_blocks_of_a_table_in_runs_match_its_rows():
         assert np.allclose(row_block_shares(probs, n, counts), row_block_shares(rows, n), rtol=1e-12)
         assert np.allclose(row_block_unique(probs, n, 500.0, counts), row_block_unique(rows, n, 500.0),
                            rtol=1e-12)
+
+
+def dlrm(**options):
+    return simulate(SimulationConfig(topology="dgx-a100:1x8", model="dlrm-tf2-criteo-t3", strategy="embrace",
+                                     batch=8192, iterations=2, efficiency_baseline=False,
+                                     strategy_options=options))
+
+
+def test_table_wise_placement_runs_one_fused_alltoallv_per_direction():
+    cols, tables = dlrm(), dlrm(shard="tables")
+    a2a = lambda r: sorted(c.name for c in r.run.comm if c.iteration == 1 and c.op == "alltoall")
+    assert len(a2a(cols)) == 2 * 26                       # per table, forward and backward
+    assert a2a(tables) == ["embrace-bwd:tables", "embrace-fwd:tables", "embrace-ids:tables"]
+    fwd = lambda r: sum(c.nbytes for c in r.run.comm if c.iteration == 1 and c.name.startswith("embrace-fwd"))
+    assert fwd(tables) == pytest.approx(fwd(cols), rel=1e-9)    # the same vectors, fused
+    note = next(n for n in tables.notes if "shard=tables" in n)
+    assert "26 tables whole on 8 GPUs" in note and "4 at most per GPU" in note
+    # the GPU holding the largest table (48.9M of 177.9M rows) holds it whole
+    assert tables.memory.params > 0.27 * 177_944_291 * 128 * 4
+    assert tables.memory.params > 2 * cols.memory.params
+
+
+def test_table_wise_refuses_a_table_a_head_also_reads():
+    with pytest.raises(InputError, match="shard=tables: table word is also read by layer softmax"):
+        run(strategy_options={"shard": "tables"})

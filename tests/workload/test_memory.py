@@ -74,3 +74,14 @@ def test_per_table_shards_and_buffers():
     with_buffer = memory_per_gpu(m, buffers={"recv": 1000})
     assert with_buffer.grads == memory_per_gpu(m).grads + 1000
     assert with_buffer.by_component["recv"] == 1000
+
+
+def test_a_table_held_elsewhere_costs_nothing():
+    m = load_model("nmt-iwslt")
+    names = [t.name for t in m.tables]
+    held = memory_per_gpu(m, embedding_shards={n: 1 for n in names}, sparse_embedding_grads=True)
+    none = memory_per_gpu(m, embedding_shards={n: 0 for n in names}, sparse_embedding_grads=True)
+    assert none.params == held.params - sum(t.vocab * t.dim * m.table_bytes for t in m.tables)
+    assert all(none.by_component[n] == 0 for n in names)
+    with pytest.raises(InputError, match=r"embedding_shards\[.*\]: must be an integer >= 0"):
+        memory_per_gpu(m, embedding_shards={names[0]: -1})

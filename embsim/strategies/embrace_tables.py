@@ -1,0 +1,138 @@
+"""embrace --option shard=tables: whole tables on GPUs, one fused alltoallv per direction,
+as hybrid-parallel DLRM trainers run it (DeepLearningExamples' PyTorch DLRM, Merlin
+Distributed Embeddings in its TensorFlow2 DLRM).
+
+Per step, for all sparse tables at once:
+  1. ids: every GPU sends each table's ids of its batch to the table's owner (an
+     alltoallv: rank i -> owner g carries the ids of g's tables);
+  2. each owner looks up its tables for the whole global batch (n x one batch's lookups);
+  3. forward: one alltoallv of the looked-up vectors, owner g -> rank i the rows of i's
+     samples from g's tables, which the layer after the lookups blocks on;
+  4. backward: the transpose, which the lookups' backward blocks on; each owner then
+     scatters n batches' gradients into its tables and updates the rows they touched.
+The placement is DLE's greedy (table_placement). Its imbalance is the cost: every GPU
+waits for the busiest owner's lookups, scatters and updates, and the busiest sender's
+share of the alltoallv sets its pace (the network model routes the uneven matrix).
+Not modelled: a trainer's own kernel fusion across tables (DLE's joint embedding kernel)
+beyond what the kernel model charges per lookup layer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..collectives.traffic import Traffic
+from ..errors import InputError
+from ..plan.names import bwd_name, extra_name, fwd_name
+from ..plan.ops import ComputeOp, SyncTensor
+from ..workload.kernels import stream
+from ..workload.memory import memory_per_gpu
+from ..workload.model import INDEX_BYTES
+from .base import StrategyPlan
+from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
+from .table_placement import owners
+
+ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (one launch)
+
+
+def plan_table_wise(ctx, dedup: bool) -> StrategyPlan:
+    model, n = ctx.model, ctx.n_gpus
+    layers = [l.name for l in model.layers]
+    sync, update = replicated_sync(ctx), replicated_update_time(ctx)
+    notes = dense_table_notes(ctx, "embrace")
+    tables = sparse_tables(ctx)
+    if not tables:
+        return StrategyPlan(sync=tuple(sync), update_time=update,
+                            memory=memory_per_gpu(model), notes=tuple(notes))
+    lookup_layers, per_table = [], []
+    for t in tables:
+        users = model.sparse_users(t.table)
+        for u in users:
+            if u.kind != "embedding":
+                raise InputError(f"--option shard=tables: table {t.table} is also read by layer "
+                                 f"{u.name} ({u.kind}), which a table-wise placement cannot serve; "
+                                 f"use shard=cols, rows or hashed")
+        lookup_layers += [u.name for u in users]
+        total = float(sum(model.rows_read(u) for u in users))
+        sent = t.unique_per_gpu / total if dedup else 1.0
+        per_table.append((t, users, total, sent))
+    first = min(lookup_layers, key=layers.index)
+    last = max(lookup_layers, key=layers.index)
+    if layers.index(last) + 1 >= len(layers):
+        raise InputError("--option shard=tables: the model ends with a lookup; nothing reads the vectors")
+    consumer = layers[layers.index(last) + 1]
+
+    owner = owners([float(t.vocab * t.dim) for t, *_ in per_table], n)
+    # per GPU: the lookups it serves (n batches of its tables) against an even share
+    fwd_load, bwd_load, upd_load = np.zeros(n), np.zeros(n), np.zeros(n)
+    ids_to, vectors_from = np.zeros(n), np.zeros(n)
+    full_update, extra = {}, []
+    base_fwd = base_bwd = 0.0
+    for (t, users, total, sent), g in zip(per_table, owner):
+        fwd = sum(ctx.layer_fwd[u.name] for u in users)
+        bwd = sum(ctx.layer_bwd[u.name] for u in users)
+        base_fwd, base_bwd = base_fwd + fwd, base_bwd + bwd
+        fwd_load[g] += n * fwd
+        bwd_load[g] += n * bwd
+        full_update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, n * total)
+        upd_load[g] += full_update[t.layer]
+        ids_to[g] += total * sent * INDEX_BYTES
+        vectors_from[g] += total * sent * t.dim * model.table_bytes
+
+    ids = extra_name("embrace-ids", first)
+    extra.append((fwd_name(first), ComputeOp(ids, ID_STAGING_S)))
+    if dedup:
+        lookups = sum(total for _, _, total, _ in per_table)
+        dedup_s = ctx.kernel_seconds([stream("embrace-dedup", 8 * lookups * INDEX_BYTES / 3, count=3)])
+        extra.append((fwd_name(first), ComputeOp(extra_name("embrace-dedup", first), dedup_s)))
+    sync.append(SyncTensor(name="embrace-ids:tables", layer=first, op="alltoall",
+                           nbytes=float(ids_to.sum()), category="embedding", ready_after=ids,
+                           needed_by=fwd_name(first), matrix=Traffic(np.ones(n), ids_to)))
+
+    produced = fwd_name(last)
+    if fwd_load.max() > base_fwd:
+        # every GPU waits for the busiest owner's lookups before the alltoallv
+        excess = ComputeOp(extra_name("embrace-busiest-owner", last), float(fwd_load.max() - base_fwd))
+        extra.append((fwd_name(consumer), excess))
+        produced = excess.id
+    grad_consumer = bwd_name(last)
+    if bwd_load.max() > base_bwd:
+        # and for the busiest owner's scatter of n batches' gradients, after the alltoallv
+        excess = ComputeOp(extra_name("embrace-busiest-owner-bwd", last), float(bwd_load.max() - base_bwd))
+        extra.append((bwd_name(last), excess))
+        grad_consumer = excess.id
+    forward = Traffic.from_senders(vectors_from)
+    nbytes = float(vectors_from.sum())
+    sync.append(SyncTensor(name="embrace-fwd:tables", layer=last, op="alltoall", nbytes=nbytes,
+                           category="embedding", ready_after=produced, needed_by=fwd_name(consumer),
+                           matrix=forward))
+    sync.append(SyncTensor(name="embrace-bwd:tables", layer=last, op="alltoall", nbytes=nbytes,
+                           category="embedding", ready_after=bwd_name(consumer),
+                           needed_by=grad_consumer, matrix=forward.T))
+
+    # the step waits for the owner with the most update work: its tables' full updates
+    busiest = int(np.argmax(upd_load))
+    for (t, *_), g in zip(per_table, owner):
+        update[t.layer] = full_update[t.layer] if g == busiest else 0.0
+
+    # memory: the GPU holding the most table bytes holds its tables whole, no others
+    table_bytes = np.zeros(n)
+    for (t, *_), g in zip(per_table, owner):
+        table_bytes[g] += t.vocab * t.dim
+    heaviest = int(np.argmax(table_bytes))
+    shards = {t.table: (1 if g == heaviest else 0) for (t, *_), g in zip(per_table, owner)}
+    buffers = {"embrace alltoall buffers (tables)": 2 * nbytes}
+
+    even = lambda load, base: load.max() / base if base > 0 else 1.0
+    held = {g: [t.table for (t, *_), o in zip(per_table, owner) if o == g] for g in range(n)}
+    notes.append(f"embrace shard=tables: {len(per_table)} tables whole on {n} GPUs by DeepLearningExamples' "
+                 f"greedy placement ({max(len(v) for v in held.values())} at most per GPU); the busiest "
+                 f"owner looks up {even(fwd_load, base_fwd):.2f}x an even share, holds "
+                 f"{table_bytes.max() / table_bytes.sum() * 100:.0f} % of the table parameters, and sends "
+                 f"{vectors_from.max() / nbytes * 100:.0f} % of the alltoallv bytes")
+    if dedup:
+        notes.append("embrace dedup (tables): each GPU sends each distinct row it reads once")
+    return StrategyPlan(sync=tuple(sync), update_time=update,
+                        memory=memory_per_gpu(model, embedding_shards=shards, sparse_embedding_grads=True,
+                                              buffers=buffers),
+                        extra=tuple(extra), notes=tuple(notes))
