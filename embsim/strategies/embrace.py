@@ -78,10 +78,17 @@ class EmbRaceOptions:
     # each GPU sends each distinct row it reads once (torch.unique before the AlltoAll)
     # instead of one vector per lookup; off as in EmbRace's description
     dedup: bool = False
+    # shard=tables only: the dense layers before the lookups data parallel (data), or on GPU 0
+    # over the global batch as DeepLearningExamples' DLRM runs them by default (model)
+    bottom_mlp: str = "data"
 
     def __post_init__(self):
         if self.shard not in SHARDS:
             raise InputError(f"--option shard={self.shard!r}: expected one of {', '.join(SHARDS)}")
+        if self.bottom_mlp not in ("data", "model"):
+            raise InputError(f"--option bottom_mlp={self.bottom_mlp!r}: expected data or model")
+        if self.bottom_mlp != "data" and self.shard != "tables":
+            raise InputError("--option bottom_mlp: only with shard=tables")
         object.__setattr__(self, "dedup", switch(self.dedup, "dedup"))
 
 
@@ -94,7 +101,7 @@ class EmbRaceStrategy(Strategy):
 
     def plan(self, ctx):
         if self.options.shard == "tables":
-            return plan_table_wise(ctx, self.options.dedup)
+            return plan_table_wise(ctx, self.options.dedup, self.options.bottom_mlp)
         model, n = ctx.model, ctx.n_gpus
         layers = [l.name for l in model.layers]
         sync = replicated_sync(ctx)

@@ -13,6 +13,13 @@ Per step, for all sparse tables at once:
 The placement is DLE's greedy (table_placement). Its imbalance is the cost: every GPU
 waits for the busiest owner's lookups, scatters and updates, and the busiest sender's
 share of the alltoallv sets its pace (the network model routes the uneven matrix).
+
+`bottom_mlp=model` is DLE's default device mapping (dlrm/utils/distributed.py
+get_device_mapping, data_parallel_bottom_mlp off): the dense layers before the lookups run
+on GPU 0 alone over the whole global batch, their output travels in the alltoallv as one
+more vector per sample (of the tables' width: DLRM's dot interaction needs it), their
+gradient is not all-reduced, and on more than 4 GPUs GPU 0 holds no table (the tables go
+to the other n - 1). `bottom_mlp=data` (default) keeps them data parallel.
 Not modelled: a trainer's own kernel fusion across tables (DLE's joint embedding kernel)
 beyond what the kernel model charges per lookup layer.
 """
@@ -35,7 +42,7 @@ from .table_placement import owners
 ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (one launch)
 
 
-def plan_table_wise(ctx, dedup: bool) -> StrategyPlan:
+def plan_table_wise(ctx, dedup: bool, bottom_mlp: str = "data") -> StrategyPlan:
     model, n = ctx.model, ctx.n_gpus
     layers = [l.name for l in model.layers]
     sync, update = replicated_sync(ctx), replicated_update_time(ctx)
@@ -62,12 +69,30 @@ def plan_table_wise(ctx, dedup: bool) -> StrategyPlan:
         raise InputError("--option shard=tables: the model ends with a lookup; nothing reads the vectors")
     consumer = layers[layers.index(last) + 1]
 
-    owner = owners([float(t.vocab * t.dim) for t, *_ in per_table], n)
     # per GPU: the lookups it serves (n batches of its tables) against an even share
     fwd_load, bwd_load, upd_load = np.zeros(n), np.zeros(n), np.zeros(n)
     ids_to, vectors_from = np.zeros(n), np.zeros(n)
     full_update, extra = {}, []
     base_fwd = base_bwd = 0.0
+    sizes = [float(t.vocab * t.dim) for t, *_ in per_table]
+    if bottom_mlp == "model":
+        bottom = [l for l in model.layers[:layers.index(first)] if l.kind != "embedding"]
+        if not bottom:
+            raise InputError("--option bottom_mlp=model: the model has no dense layers before its lookups")
+        names = {l.name for l in bottom}
+        sync = [s for s in sync if s.layer not in names]      # model parallel: nothing to all-reduce
+        fwd = sum(ctx.layer_fwd[l.name] for l in bottom)
+        bwd = sum(ctx.layer_bwd[l.name] for l in bottom)
+        base_fwd, base_bwd = fwd, bwd
+        fwd_load[0], bwd_load[0] = n * fwd, n * bwd
+        width = max(t.dim for t, *_ in per_table)
+        vectors_from[0] += model.batch * width * model.dtype_bytes
+        # GPU 0 holds no table on more than 4 GPUs (DLE: "leave one device out for the bottom MLP")
+        owner = [g + 1 for g in owners(sizes, n - 1)] if n > 4 else owners(sizes, n)
+    elif bottom_mlp == "data":
+        owner = owners(sizes, n)
+    else:
+        raise InputError(f"--option bottom_mlp={bottom_mlp!r}: expected data or model")
     for (t, users, total, sent), g in zip(per_table, owner):
         fwd = sum(ctx.layer_fwd[u.name] for u in users)
         bwd = sum(ctx.layer_bwd[u.name] for u in users)
@@ -125,7 +150,9 @@ def plan_table_wise(ctx, dedup: bool) -> StrategyPlan:
 
     even = lambda load, base: load.max() / base if base > 0 else 1.0
     held = {g: [t.table for (t, *_), o in zip(per_table, owner) if o == g] for g in range(n)}
-    notes.append(f"embrace shard=tables: {len(per_table)} tables whole on {n} GPUs by DeepLearningExamples' "
+    where = (f"{len(set(owner))} GPUs" + (", the dense layers before them on GPU 0 over the global batch"
+                                         if bottom_mlp == "model" else ""))
+    notes.append(f"embrace shard=tables: {len(per_table)} tables whole on {where} by DeepLearningExamples' "
                  f"greedy placement ({max(len(v) for v in held.values())} at most per GPU); the busiest "
                  f"owner looks up {even(fwd_load, base_fwd):.2f}x an even share, holds "
                  f"{table_bytes.max() / table_bytes.sum() * 100:.0f} % of the table parameters, and sends "

@@ -70,3 +70,22 @@ def test_table_wise_placement_runs_one_fused_alltoallv_per_direction():
 def test_table_wise_refuses_a_table_a_head_also_reads():
     with pytest.raises(InputError, match="shard=tables: table word is also read by layer softmax"):
         run(strategy_options={"shard": "tables"})
+
+
+def test_model_parallel_bottom_mlp_runs_on_gpu0_over_the_global_batch():
+    data, model = dlrm(shard="tables"), dlrm(shard="tables", bottom_mlp="model")
+    note = next(n for n in model.notes if "shard=tables" in n)
+    # DLE: on more than 4 GPUs GPU 0 holds no table; 26 tables over the other 7
+    assert "26 tables whole on 7 GPUs, the dense layers before them on GPU 0" in note
+    from embsim.workload import load_model
+    m = load_model("dlrm-tf2-criteo-t3", batch=8192)
+    bottom = sum(m.layer(f"bottom_mlp{i}").params * m.grad_elem_bytes(m.layer(f"bottom_mlp{i}")) for i in range(3))
+    reduced = lambda r: sum(c.nbytes for c in r.run.comm if c.iteration == 1 and c.op == "all_reduce")
+    assert reduced(data) - reduced(model) == pytest.approx(bottom)    # model parallel: not all-reduced
+    fwd = lambda r: sum(c.nbytes for c in r.run.comm if c.iteration == 1 and c.name == "embrace-fwd:tables")
+    # one more vector of the tables' width per sample, in the compute dtype (fp32 here)
+    assert fwd(model) - fwd(data) == pytest.approx(8192 * 128 * 4)
+    with pytest.raises(InputError, match="bottom_mlp: only with shard=tables"):
+        dlrm(bottom_mlp="model")
+    with pytest.raises(InputError, match="bottom_mlp='x'"):
+        dlrm(shard="tables", bottom_mlp="x")

@@ -14,7 +14,10 @@ the sparse optimizer step stopped charging its row update's bytes once per launc
 rows wait for the slowest of 8 GPUs (1.5-1.7 points slower on their already-slow base; scaling
 differences 0.16-0.25 -> 0.15-0.24)."""
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from embsim.validate.training import default_files, heldout_files, training_errors
 from heldout_bounds import assert_within, one_heldout_file
@@ -39,8 +42,20 @@ RECSYS = ("dle-pytorch-ncf", "dle-pytorch-dlrm")
 
 
 @pytest.fixture(scope="module")
-def heldout():
-    return training_errors([f for f in heldout_files() if f.rsplit("/", 1)[-1][:-5] in RECSYS])
+def heldout(tmp_path_factory):
+    # DLRM's eight-GPU large rows (zoo dlrm-criteo-t3, s8-dlrm) sample 178M rows of token
+    # statistics, minutes of CPU: .ci/run gates the whole file with them, this test the rest
+    # (the same 16 runs and bounds as before they were simulated)
+    files = [f for f in heldout_files() if f.rsplit("/", 1)[-1][:-5] in RECSYS]
+    out = []
+    for f in files:
+        doc = yaml.safe_load(Path(f).read_text())
+        if Path(f).stem == "dle-pytorch-dlrm":
+            doc["runs"] = [r for r in doc["runs"] if r["gpus"] == 1]
+            f = tmp_path_factory.mktemp("dlrm") / Path(f).name
+            f.write_text(yaml.safe_dump(doc))
+        out.append(str(f))
+    return training_errors(out)
 
 
 def test_heldout_files_are_outside_the_default_set():
@@ -48,7 +63,7 @@ def test_heldout_files_are_outside_the_default_set():
 
 
 def test_heldout_within_the_achieved_bounds(heldout):
-    assert_within(*heldout, counts={"simulated_runs": 16, "pairs": 6, "skipped": 4},
+    assert_within(*heldout, counts={"simulated_runs": 16, "pairs": 6, "skipped": 0},
                   mean=MEAN_BOUND, max_=MAX_BOUND, scaling=SCALING_BOUND)
 
 
@@ -74,8 +89,8 @@ def test_dlrm_small_model_one_gpu_runs(heldout):
     runs, _ = heldout
     dlrm = [r for r in runs if r.file == "dle-pytorch-dlrm"]
     simulated = [r for r in dlrm if r.simulated is not None]
-    # the eight-GPU "large" rows cannot be built (FL=3 table sizes unpublished)
-    assert len(dlrm) == 8 and len(simulated) == 4
+    # the eight-GPU "large" rows are left to .ci/run (test_training_heldout_dlrm_large.py)
+    assert len(dlrm) == 4 and len(simulated) == 4
     assert all(r.gpus == 1 for r in simulated)
     # -22..-8 % at the layer fraction; -2..+17 % at the per-kernel classes; with DLE's own
     # kernels (apex fused MLP, fused gather+cast, SGD's per-lookup index_add) +3..+26 %
