@@ -122,6 +122,11 @@ class EmbRace2DScheduler(PriorityScheduler):
             raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name}: no row-level "
                              f"split to defer (its embedding gradient is a dense or sketched tensor); "
                              f"use allgather, ps or embrace")
+        if not getattr(strategy, "per_table_embedding_traffic", True):
+            raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name} --option shard=tables: "
+                             f"EmbRace's 2D scheduling splits each table's gradient by the rows the next "
+                             f"batch reads, and shard=tables fuses every table into one alltoallv; use "
+                             f"fifo or priority, or shard=cols|rows|hashed")
 
     # ------------------------------------------------------------ computation
     def _split(self, ctx) -> frozenset[str]:

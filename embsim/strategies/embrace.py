@@ -99,6 +99,13 @@ class EmbRaceStrategy(Strategy):
 
     Options = EmbRaceOptions
 
+    @property
+    def per_table_embedding_traffic(self) -> bool:
+        """Each table's lookups and gradients travel in their own collectives; not under
+        shard=tables, where one fused alltoallv carries every table (embrace-2d splits per
+        table)."""
+        return self.options.shard != "tables"
+
     def plan(self, ctx):
         if self.options.shard == "tables":
             return plan_table_wise(ctx, self.options.dedup, self.options.bottom_mlp)

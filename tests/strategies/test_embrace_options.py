@@ -89,3 +89,10 @@ def test_model_parallel_bottom_mlp_runs_on_gpu0_over_the_global_batch():
         dlrm(bottom_mlp="model")
     with pytest.raises(InputError, match="bottom_mlp='x'"):
         dlrm(shard="tables", bottom_mlp="x")
+
+
+def test_embrace_2d_refuses_the_fused_table_wise_alltoallv():
+    with pytest.raises(InputError, match="embrace-2d with --strategy embrace --option shard=tables"):
+        simulate(SimulationConfig(topology="dgx-a100:1x8", model="dlrm-tf2-criteo-t3", strategy="embrace",
+                                  scheduler="embrace-2d", batch=8192, iterations=2,
+                                  efficiency_baseline=False, strategy_options={"shard": "tables"}))
