@@ -81,8 +81,17 @@ class EmbRaceOptions:
     # shard=tables only: the dense layers before the lookups data parallel (data), or on GPU 0
     # over the global batch as DeepLearningExamples' DLRM runs them by default (model)
     bottom_mlp: str = "data"
+    # the looked-up rows on the wire: in the table's precision (FP32 under autocast), or in
+    # the compute dtype (a trainer that casts them before the exchange, as DeepLearningExamples'
+    # PyTorch DLRM does under --amp: DlrmBottom casts, then the all-to-all)
+    alltoall_dtype: str = "table"
+
+    def wire_bytes(self, model) -> int:
+        return model.table_bytes if self.alltoall_dtype == "table" else model.dtype_bytes
 
     def __post_init__(self):
+        if self.alltoall_dtype not in ("table", "compute"):
+            raise InputError(f"--option alltoall_dtype={self.alltoall_dtype!r}: expected table or compute")
         if self.shard not in SHARDS:
             raise InputError(f"--option shard={self.shard!r}: expected one of {', '.join(SHARDS)}")
         if self.bottom_mlp not in ("data", "model"):
@@ -108,7 +117,8 @@ class EmbRaceStrategy(Strategy):
 
     def plan(self, ctx):
         if self.options.shard == "tables":
-            return plan_table_wise(ctx, self.options.dedup, self.options.bottom_mlp)
+            return plan_table_wise(ctx, self.options.dedup, self.options.bottom_mlp,
+                                   self.options.wire_bytes(ctx.model))
         model, n = ctx.model, ctx.n_gpus
         layers = [l.name for l in model.layers]
         sync = replicated_sync(ctx)
@@ -119,7 +129,7 @@ class EmbRaceStrategy(Strategy):
             users = model.sparse_users(t.table)
             lookups = {l.name: model.rows_read(l) for l in users}
             total = sum(lookups.values())
-            vec = t.dim * model.table_bytes        # rows in the table's precision (FP32 under autocast)
+            vec = t.dim * self.options.wire_bytes(model)
             # with dedup a GPU sends each distinct row once: bytes scale by distinct / read
             sent = t.unique_per_gpu / total if self.options.dedup else 1.0
             if self.options.shard == "rows" and t.row_probs is not None and n > 1:

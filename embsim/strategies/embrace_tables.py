@@ -42,8 +42,10 @@ from .table_placement import owners
 ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (one launch)
 
 
-def plan_table_wise(ctx, dedup: bool, bottom_mlp: str = "data") -> StrategyPlan:
+def plan_table_wise(ctx, dedup: bool, bottom_mlp: str = "data", wire_bytes: int | None = None) -> StrategyPlan:
+    """`wire_bytes`: bytes per element of the exchanged rows (default: the table's)."""
     model, n = ctx.model, ctx.n_gpus
+    wire = model.table_bytes if wire_bytes is None else wire_bytes
     layers = [l.name for l in model.layers]
     sync, update = replicated_sync(ctx), replicated_update_time(ctx)
     notes = dense_table_notes(ctx, "embrace")
@@ -102,7 +104,7 @@ def plan_table_wise(ctx, dedup: bool, bottom_mlp: str = "data") -> StrategyPlan:
         full_update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, n * total)
         upd_load[g] += full_update[t.layer]
         ids_to[g] += total * sent * INDEX_BYTES
-        vectors_from[g] += total * sent * t.dim * model.table_bytes
+        vectors_from[g] += total * sent * t.dim * wire
 
     ids = extra_name("embrace-ids", first)
     extra.append((fwd_name(first), ComputeOp(ids, ID_STAGING_S)))

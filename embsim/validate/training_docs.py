@@ -351,11 +351,12 @@ def heldout_section() -> list[str]:
         "- DLRM eight-GPU large-model rows (hybrid parallel) run on embrace --option shard=tables",
         "  bottom_mlp=model, main.py's own device mapping (the bottom MLP alone on GPU 0 over the",
         "  global batch and not all-reduced, the 26 tables whole on the other seven by DLE's",
-        "  greedy, one all-to-all per direction for all 27 vectors): A100 TF32 -1 %, A100 AMP",
-        "  -11 % (slow), V100 FP32 +1 %, V100 AMP +10 %. On embrace's column sharding (26",
-        "  all-to-alls per direction, the bottom MLP data parallel) they were -6 / -30 / +27 / -3 %.",
-        "  Still not modelled: the all-to-all in half under --amp (embsim sends the tables' FP32",
-        "  rows), the joint_sparse gather of all tables in one kernel.",
+        "  greedy, one all-to-all per direction for all 27 vectors, in half under --amp as",
+        "  DlrmBottom casts before it: alltoall_dtype=compute): A100 TF32 -1 %, A100 AMP +0 %,",
+        "  V100 FP32 +1 %, V100 AMP +25 % (DGX-1's hybrid cube-mesh all-to-all is fast in",
+        "  embsim). On embrace's column sharding (26 all-to-alls per direction in FP32, the bottom",
+        "  MLP data parallel) they were -6 / -30 / +27 / -3 %. Still not modelled: the joint_sparse",
+        "  gather of all tables in one kernel; embsim adds an ids exchange the real loader avoids.",
     ]) + _doc_section(
         "Held-out: TensorFlow2 DLRM on DGX A100 and DGX-1, 1 and 8 GPUs (validation_data/training/heldout)",
         heldout_files("dle-tf2-*.yaml"), [

@@ -96,3 +96,16 @@ def test_embrace_2d_refuses_the_fused_table_wise_alltoallv():
         simulate(SimulationConfig(topology="dgx-a100:1x8", model="dlrm-tf2-criteo-t3", strategy="embrace",
                                   scheduler="embrace-2d", batch=8192, iterations=2,
                                   efficiency_baseline=False, strategy_options={"shard": "tables"}))
+
+
+def test_rows_cast_before_the_exchange_halve_its_bytes_under_amp():
+    fwd = lambda r: sum(c.nbytes for c in r.run.comm if c.iteration == 1 and c.name.startswith("embrace-fwd"))
+    for shard in ("cols", "tables"):
+        cfg = dict(topology="dgx-a100:1x8", model="dlrm-tf2-criteo-t3", strategy="embrace", batch=8192,
+                   iterations=2, efficiency_baseline=False, dtype="fp16")
+        table = simulate(SimulationConfig(**cfg, strategy_options={"shard": shard}))
+        cast = simulate(SimulationConfig(**cfg, strategy_options={"shard": shard, "alltoall_dtype": "compute"}))
+        # the zoo's tables stay FP32 under autocast; the cast rows are fp16
+        assert fwd(cast) == pytest.approx(fwd(table) / 2)
+    with pytest.raises(InputError, match="alltoall_dtype='x'"):
+        dlrm(alltoall_dtype="x")
