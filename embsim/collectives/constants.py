@@ -112,6 +112,14 @@ class NcclConstants:
     nvls_min_gpus: int = 2
     # 2.29+: ncclTopoGetAlgoTime applies treeCorrectionFactor to NVLSTree AllReduce on sm100 x86
     nvlstree_tree_correction: bool = True
+    # <= 2.22: a multi-node Ring AllReduce's latency counts 2 x nNodes network steps
+    # (tuning.cc `nInterSteps = coll == ncclFuncAllReduce ? (nNodes > 1 ? 2*nNodes : 0)`,
+    # v2.21.5-1 line 161, v2.22.3-1 line 159); 2.23 counts 2 x (nNodes - 1) (v2.23.4-1 line 258).
+    ring_allreduce_inter_steps_2n: bool = False
+    # 2.23+: with one GPU per node every algorithm's network hop is priced at the Tree's
+    # hwLat[NET] ("With ppn=1 latencies are fully exposed", v2.23.4-1 tuning.cc); up to 2.22
+    # each algorithm's own hwLat[NET][a][p] (v2.22.3-1 line 226).
+    ppn1_tree_net_latency: bool = True
     # <= 2.19: computeColl halves the Tree/Simple chunk while a channel has fewer than
     # depth x 8 / x 4 / x 1 chunks (floors 128/64/32 KiB); 2.20 dropped it, so from 2.20 a
     # Tree/Simple chunk is a whole Simple step (buffSize / NCCL_STEPS) at every size.
@@ -210,10 +218,15 @@ _HW_222 = MappingProxyType({
 NCCL_2_22 = replace(NCCL_2_23, version="2.22",
                     base_lat=_lat((6.8, 14.0, 0.0), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (0, 0, 0)),
                     hw_lat=_HW_222, ring_ll128_ppn1_factor=0.7, tree_092_allreduce_only=False,
-                    has_pat=False, nvlink_per_link=_NVL_2_20)
+                    has_pat=False, nvlink_per_link=_NVL_2_20,
+                    ring_allreduce_inter_steps_2n=True, ppn1_tree_net_latency=False)
 NCCL_2_21 = replace(NCCL_2_22, version="2.21")
-# 2.19-2.20: Ring LL x1/4 (AllReduce, Reduce, multi-node) or x1/3; NVLS hwLat 23.
-NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, nvlstree_chunk_is_step=True, hw_lat=MappingProxyType({
+# 2.19-2.20: Ring LL x1/4 (AllReduce, Reduce, multi-node) or x1/3; NVLS hwLat 23; Hopper's
+# one-node llMaxBws is Ampere's 87.7 (v2.20.5-1 tuning.cc line 89: the Hopper row reads
+# {87.7, 22.5, 19.0}; 141.0 from v2.21.5-1). Several nodes read the CPU's row, as before.
+NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, nvlstree_chunk_is_step=True,
+                    ll_max_bw=MappingProxyType({**NCCL_2_21.ll_max_bw, 90: (87.7, 22.5, 19.0)}),
+                    hw_lat=MappingProxyType({
     **_HW_222, "NVLINK": _lat((.6, 1.25, 28), (.6, 1.9, 3.4), (0, 0, 23), (0, 0, 23), (0, 0, 0))}))
 # 2.19: SM90 NVLink 20.0 and runRing's LL128 chunk rounding (gone in 2.20).
 # Up to 2.19 the NVLS kernel lays a loop out as channel-sized blocks of nHeads x chunk

@@ -192,7 +192,8 @@ def latency(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
     lat = consts.base_lat[algo][pi]
     intra = consts.hw_lat[shape.intra_hw][algo][pi]
     lat_inter = shape.nic_latency_us
-    inter = (consts.hw_lat["NET"]["Tree"][pi] if ppn == 1 else consts.hw_lat["NET"][algo][pi]) + lat_inter
+    exposed = ppn == 1 and consts.ppn1_tree_net_latency   # 2.23+: Tree's NET hop at 1 GPU/node
+    inter = (consts.hw_lat["NET"]["Tree"][pi] if exposed else consts.hw_lat["NET"][algo][pi]) + lat_inter
     if proto == "Simple":
         inter += lat_inter              # "flush extra latency"
     log2n = int(math.log2(nn)) if nn > 1 else 0
@@ -200,7 +201,12 @@ def latency(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
         if op in ("all_reduce", "all_gather", "reduce_scatter"):
             overhead = net_overhead_us(shape) * (3 if proto == "Simple" else 1) if nn > 1 else 0.0
             intra = max(intra, overhead)
-            n_inter = 0 if nn == 1 else (2 * (nn - 1) if op == "all_reduce" else nn - 1)
+            if nn == 1:
+                n_inter = 0
+            elif op == "all_reduce":
+                n_inter = 2 * nn if consts.ring_allreduce_inter_steps_2n else 2 * (nn - 1)
+            else:
+                n_inter = nn - 1
             lat += (steps - n_inter) * intra + n_inter * inter
         else:
             # Broadcast/Reduce chain; sameChannels is false for our graphs, so every step
