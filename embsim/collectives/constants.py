@@ -112,6 +112,11 @@ class NcclConstants:
     nvls_min_gpus: int = 2
     # 2.29+: ncclTopoGetAlgoTime applies treeCorrectionFactor to NVLSTree AllReduce on sm100 x86
     nvlstree_tree_correction: bool = True
+    # GPU archs LL128 is on for by default (tuning.cc, the LL128 `pEnable` block): up to 2.26 a
+    # `switch (minCompCap)` with cases 70, 80, 90 (v2.24.3-1), + 100, 120 (v2.25.1-1, v2.26.2-1)
+    # and `default: pEnable &= 0` (sm75, sm86, sm89 off); from v2.27.3-1 every sm70+ GPU
+    # (`!(minCompCap < 70 ...)`). None: sm70 and newer.
+    ll128_archs: tuple[int, ...] | None = None
     # <= 2.22: a multi-node Ring AllReduce's latency counts 2 x nNodes network steps
     # (tuning.cc `nInterSteps = coll == ncclFuncAllReduce ? (nNodes > 1 ? 2*nNodes : 0)`,
     # v2.21.5-1 line 161, v2.22.3-1 line 159); 2.23 counts 2 x (nNodes - 1) (v2.23.4-1 line 258).
@@ -205,8 +210,9 @@ NCCL_2_27 = replace(NCCL_2_28, version="2.27", per_ch_nvlstree=None, nvls_effici
                     **_sm100_rows(NCCL_2_28, *_TWICE_HOPPER))
 # 2.23-2.26: no NVLS AllGather/ReduceScatter; SM100 NVLink 40.0 from 2.25; PAT x0.85 in 2.23.
 NCCL_2_26 = replace(NCCL_2_27, version="2.26", nvls_allgather_rs=False, nvlink_per_link=_NVL_2_25,
-                    nvls_channels_sm100=(32, 32))
-NCCL_2_24 = replace(NCCL_2_26, version="2.24", nvls_channels_sm100=None, **_sm100_rows(NCCL_2_26, *_HOPPER))
+                    nvls_channels_sm100=(32, 32), ll128_archs=(70, 80, 90, 100, 120))
+NCCL_2_24 = replace(NCCL_2_26, version="2.24", nvls_channels_sm100=None, ll128_archs=(70, 80, 90),
+                    **_sm100_rows(NCCL_2_26, *_HOPPER))
 NCCL_2_23 = replace(NCCL_2_24, version="2.23", pat_factor=0.85)
 # 2.21-2.22: Tree Simple base 0 and hwLat 28; Tree x0.92 for every collective; Ring LL128
 # x0.7 with one GPU per node; no PAT.

@@ -84,6 +84,20 @@ def graph_for(algo: str, graphs: Graphs) -> Graph | None:
             "NVLS": graphs.nvls, "NVLSTree": graphs.nvls}[algo]
 
 
+def ll128_enabled(shape: CommShape, consts: NcclConstants) -> bool:
+    """NCCL's default LL128 switch (tuning.cc, `pEnable == 2 && p == NCCL_PROTO_LL128`; the
+    same lines in every release 2.18-2.30): `graphs[a]->typeIntra <= PATH_NVB` -- the
+    node's channels on NVLink, or one GPU per node (its graph's typeIntra is PATH_LOC) --
+    and the GPU arch the release allows (NcclConstants.ll128_archs). Not modelled: the
+    network path rule (`typeInter <= PATH_PXB`, or PATH_PXN on sm90+) and CUDA 11.8's
+    2-rank sm90 Ring exception."""
+    if shape.intra == "pcie" and shape.ppn > 1:
+        return False
+    if consts.ll128_archs is None:
+        return shape.arch >= 70
+    return shape.arch in consts.ll128_archs
+
+
 def default_enabled(op: str, shape: CommShape, graphs: Graphs, consts: NcclConstants) -> list[tuple[str, str]]:
     """(algo, proto) pairs NCCL enables for this op by default (tuning.cc ~293-304, ~440-536)."""
     algos: list[str] = ["Ring"]
@@ -104,8 +118,7 @@ def default_enabled(op: str, shape: CommShape, graphs: Graphs, consts: NcclConst
             algos.append("PAT")
         if consts.nvls_allgather_rs and nvls_ok and shape.n_nodes == 1:
             algos.append("NVLS")
-    # LL128: Hopper+ always; older GPUs only when the intra-node path is NVLink.
-    ll128 = shape.arch >= 90 or (shape.arch >= 70 and shape.intra != "pcie")
+    ll128 = ll128_enabled(shape, consts)
     out = []
     for a in algos:
         for p in PROTOS:

@@ -194,3 +194,28 @@ def test_hopper_one_node_ll_cap_per_release(version, row):
     """llMaxBws' Hopper row is Ampere's {87.7, 22.5, 19.0} up to v2.20.5-1 (line 89), 141.0 from 2.21."""
     c = constants_for(version)
     assert nm.ll_max_bw(H100, c) == row
+
+
+@pytest.mark.parametrize("arch,version,on", [
+    (75, "2.26", False), (86, "2.26", False), (89, "2.24", False),   # `default: pEnable &= 0`
+    (75, "2.27", True), (86, "2.30", True),                          # v2.27.3-1: every sm70+
+    (100, "2.24", False), (100, "2.25", True), (90, "2.18", True), (80, "2.18", True),
+    (60, "2.30", False)])
+def test_ll128_arch_rule_per_release(arch, version, on):
+    c = constants_for(version)
+    nvl = CommShape(arch=arch, n_ranks=2, n_nodes=1, ppn=2, intra="nvlink", nvlink_bw=50.0,
+                    pcie_bw=24.0, nic_bw=0.0, nics_per_node=0)
+    assert nm.ll128_enabled(nvl, c) is on
+    pairs = nm.default_enabled("all_reduce", nvl, search_graphs(nvl, c), c)
+    assert (("Ring", "LL128") in pairs) is on
+
+
+def test_ll128_needs_nvlink_inside_the_node_even_on_hopper():
+    """typeIntra <= PATH_NVB: PCIe-connected GPUs of one node get no LL128, Hopper included;
+    one GPU per node (typeIntra PATH_LOC) keeps it."""
+    c = constants_for("2.30")
+    pcie = CommShape(arch=90, n_ranks=4, n_nodes=1, ppn=4, intra="pcie", nvlink_bw=0.0,
+                     pcie_bw=48.0, nic_bw=0.0, nics_per_node=0)
+    assert not nm.ll128_enabled(pcie, c)
+    one = replace(pcie, n_ranks=4, n_nodes=4, ppn=1, nic_bw=50.0, nics_per_node=1)
+    assert nm.ll128_enabled(one, c)
