@@ -266,9 +266,23 @@ NCCL_2_18 = replace(
 # perChMaxRingLL128Bws is (34.5, 34.6, 34.5) in 2.29.2 / 2.29.3 and (40, 40, 40) from 2.29.7.
 NCCL_2_29_3 = replace(NCCL_2_29, version="2.29", **_sm100_rows(
     NCCL_2_29, 282.0, (34.5, 34.6, 34.5), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0), (0, 96.0, 43.8)))
-# 2.28.3 still refused NVLS on two GPUs (nvls.cc `gpuCount <= 2`; `< 2` from v2.28.7-1).
-NCCL_2_28_3 = replace(NCCL_2_28, nvls_min_gpus=3)
-PATCH_TABLES = (("2.29", 7, NCCL_2_29_3), ("2.28", 7, NCCL_2_28_3))
+# 2.28.7's tuning.cc differs from 2.28.9's in two numbers (`git diff v2.28.7-1 v2.28.9-1 --
+# src/graph/tuning.cc`): hwLat[NET][NVLSTree][Simple] is 14 (20.9 from 2.28.9) and Blackwell's
+# perChMaxNVLSTreeBws on 4+ nodes 43.1 (43.8).
+NCCL_2_28_7 = replace(
+    NCCL_2_28,
+    hw_lat=MappingProxyType({**NCCL_2_28.hw_lat, "NET": _lat((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 18),
+                                                           (0, 0, 14), (0, 0, 14))}),
+    **_sm100_rows(NCCL_2_28, 282.0, (73.4, 34.6, 73.4), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0),
+                  (0, 96.0, 43.1)))
+# 2.28.3: 2.28.7's table but Blackwell's Ring LL128 73.4 on 2 nodes too (`git diff v2.28.3-1
+# v2.28.7-1`: {2*36.7, 2*36.7, 2*36.7} -> {2*36.7, 34.6, 2*36.7}); and it still refused NVLS on
+# two GPUs (nvls.cc `gpuCount <= 2`; `< 2` from v2.28.7-1).
+NCCL_2_28_3 = replace(NCCL_2_28_7, nvls_min_gpus=3, **_sm100_rows(
+    NCCL_2_28_7, 282.0, (73.4, 73.4, 73.4), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0), (0, 96.0, 43.1)))
+# (minor, first patch with the next table, that table's constants), oldest patch first for
+# each minor: constants_for returns the first entry a patch is below.
+PATCH_TABLES = (("2.29", 7, NCCL_2_29_3), ("2.28", 7, NCCL_2_28_3), ("2.28", 9, NCCL_2_28_7))
 
 VERSIONS = MappingProxyType({
     "2.18": NCCL_2_18, "2.19": NCCL_2_19, "2.20": NCCL_2_20, "2.21": NCCL_2_21, "2.22": NCCL_2_22,

@@ -13,7 +13,7 @@ The plan's demand is the per-link byte pattern of the chosen algorithm, scaled s
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -39,20 +39,6 @@ from .traffic import Traffic, traffic_p2p_load
 from .shape import CommShape, comm_shape
 
 KERNEL_CONSTS = constants_for(None)
-
-
-def kernel_latency_consts(consts: NcclConstants) -> NcclConstants:
-    """The release's constants for the latency its kernels pay (the pipeline's fill).
-
-    Up to 2.22 tuning.cc counted 2 x nNodes network steps in a multi-node Ring AllReduce and
-    priced a 1-GPU-per-node hop at the algorithm's own hwLat[NET]; 2.23 counts 2 x (nNodes-1)
-    and the Tree's hwLat[NET] (NcclConstants). Those are changes to NCCL's estimate, not to
-    its kernels (the ring kernel and its network hops are the same in 2.22 and 2.23), so they
-    steer the release's choice only and the kernel's latency keeps one count for every release."""
-    if not consts.ring_allreduce_inter_steps_2n and consts.ppn1_tree_net_latency:
-        return consts
-    return replace(consts, ring_allreduce_inter_steps_2n=False, ppn1_tree_net_latency=True)
-
 
 P2P_OPS = ("alltoall", "sendrecv")
 # All-to-all route tables depend only on the topology's structure (node type, shape) and
@@ -121,7 +107,7 @@ class CollectiveModel:
             hit = self._pairs[key] = (
                 # NCCL's latency with the hop the fabric really adds in place of the
                 # plugin's reported (tuning) latency, which only steers NCCL's choice
-                nm.latency(op, algo, proto, kernel_view(shape), graphs, kernel_latency_consts(self.consts)),
+                nm.latency(op, algo, proto, kernel_view(shape), graphs, self.consts),
                 # what the hardware delivers: the newest table's protocol efficiencies
                 # (2.18-2.20 charged LL a quarter of the link, 2.21+ the half its 8-of-16 B
                 # lines carry); the version's own table only steers NCCL's choice

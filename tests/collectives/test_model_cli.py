@@ -118,7 +118,10 @@ CURVE_BOUNDS = {
     # at the sizes this run is already slow at; run -b is within 5 % there)
     "gcp-a3-mega-2node-allgather": (0.111, 0.401),    # 0.22/0.55 -> ring step floor (multinode.ring_step_floor): 64-128 MiB 29-40 % fast
     "gcp-a3-mega-2node-allgather-b": (0.055, 0.202),  # second run (LL128 env profile): 16-32 MiB 19-20 % fast (ring step floor: 42 -> 20 %)
-    "gcp-a4-2node-allreduce": (0.057, 0.113),         # 2-node B200: NVLSTree 8-64 MiB up to 11 % fast
+    # 2-node B200: NVLSTree 8-64 MiB up to 11 % fast. LOOSENED 0.113 -> 0.195 (s8-tune): 2.28.3's own
+    # tuning table (hwLat[NET][NVLSTree] 14, not 2.28.9's 20.9; constants.NCCL_2_28_3), which the
+    # kernel's fill follows as every release's does: same picks, 8 MiB 11 -> 19 % fast
+    "gcp-a4-2node-allreduce": (0.057, 0.195),
     "lambda-b200-2node-allreduce": (0.11, 0.44),      # 2-node B200 (2.26 tables): 0.5-4 MiB flat ~115-125 µs, 20-44 % fast
     "nebius-h100-2node-allreduce": (0.07, 0.204),     # FIT curve of multinode.PROXY_HANDOFF_US; NVLSTree 8 MiB 19 % slow
     # Held-out single-node curves (NCCL 2.29.2 H100 SLURM node; OCI A100 40GB, -g 8)
@@ -440,7 +443,9 @@ CURVE_BOUNDS.update({
     "ext6-gke-a4-b200-1x8-all-reduce": (0.127, 0.264),
     "ext6-gke-a4-b200-2x1-all-gather": (0.254, 0.415),
     "ext6-gke-a4-b200-2x8-all-gather": (0.659, 0.918),  # 1-16 MiB 250-1000 us per op (84-91 % fast)
-    "ext6-gke-a4-b200-2x8-all-reduce": (0.092, 0.259),
+    # LOOSENED 0.092/0.259 -> 0.104/0.288 (s8-tune): 2.28.7's own tuning table (hwLat[NET]
+    # [NVLSTree] 14, not 2.28.9's 20.9): same NVLSTree picks, 13.8 us less fill; 64 MiB 26 -> 29 % fast
+    "ext6-gke-a4-b200-2x8-all-reduce": (0.104, 0.288),
 })
 
 def test_sweep_sizes_names_the_nccl_tests_flags():

@@ -219,3 +219,20 @@ def test_ll128_needs_nvlink_inside_the_node_even_on_hopper():
     assert not nm.ll128_enabled(pcie, c)
     one = replace(pcie, n_ranks=4, n_nodes=4, ppn=1, nic_bw=50.0, nics_per_node=1)
     assert nm.ll128_enabled(one, c)
+
+
+@pytest.mark.parametrize("version,nvlstree_net,ring_ll128_sm100,nvlstree_sm100_n4", [
+    ("2.28.3", 14.0, (73.4, 73.4, 73.4), 43.1),     # v2.28.3-1 tuning.cc tunerConstants
+    ("2.28.7", 14.0, (73.4, 34.6, 73.4), 43.1),     # v2.28.7-1: Ring LL128 N2 34.6
+    ("2.28.9", 20.9, (73.4, 34.6, 73.4), 43.8),     # v2.28.9-1: NVLSTree NET 20.9, N4 43.8
+    ("2.28", 20.9, (73.4, 34.6, 73.4), 43.8)])
+def test_patch_tables_of_2_28(version, nvlstree_net, ring_ll128_sm100, nvlstree_sm100_n4):
+    c = constants_for(version)
+    assert c.hw_lat["NET"]["NVLSTree"][2] == nvlstree_net
+    assert c.per_ch_ring_ll128[100] == ring_ll128_sm100
+    assert c.per_ch_nvlstree[100][2] == nvlstree_sm100_n4
+    assert c.nvls_min_gpus == (3 if version == "2.28.3" else 2)
+    b200 = node(100, 18 * 40.1, nodes=2, nic=50.0, pcie=48.0)
+    g = search_graphs(b200, c)
+    # NVLSTree on 2 nodes: hwLat[NVLINK] 25 + 2 x log2(2) x hwLat[NET]
+    assert nm.latency("all_reduce", "NVLSTree", "Simple", b200, g, c) == pytest.approx(25 + 2 * nvlstree_net)
