@@ -401,7 +401,9 @@ CURVE_BOUNDS.update({
 # us), 1x2 37.4 / 41.7 %, 2x1 over one RoCE NIC 25.2 / 41.3 %; CoreWeave's 2x8 B200 over IB at 8 GiB
 # (coreweave/nccl-tests#92) 2.9 %.
 CURVE_BOUNDS.update({
-    "ext6-coreweave-b200-points[0]": (0.029, 0.029),   # 2x8 B200 over IB, 8 GiB, NVLSTree
+    # 2x8 B200 over IB, 8 GiB, NVLSTree; LOOSENED 0.029 -> 0.0295 (s8-tune): 2.28.3's own
+    # hwLat[NET][NVLSTree] 14 (not 2.28.9's 20.9), 2.92 -> 2.94 %
+    "ext6-coreweave-b200-points[0]": (0.0295, 0.0295),
     "ext6-gcp-a4x-gb200-points[0]": (0.051, 0.051),
     "ext6-gcp-a4x-gb200-points[1]": (0.013, 0.013),
     "ext6-gcp-a4x-gb200-points[2]": (0.05, 0.05),
