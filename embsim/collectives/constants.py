@@ -112,6 +112,19 @@ class NcclConstants:
     nvls_min_gpus: int = 2
     # 2.29+: ncclTopoGetAlgoTime applies treeCorrectionFactor to NVLSTree AllReduce on sm100 x86
     nvlstree_tree_correction: bool = True
+    # GPU archs LL128 is on for by default (tuning.cc, the LL128 `pEnable` block): up to 2.26 a
+    # `switch (minCompCap)` with cases 70, 80, 90 (v2.24.3-1), + 100, 120 (v2.25.1-1, v2.26.2-1)
+    # and `default: pEnable &= 0` (sm75, sm86, sm89 off); from v2.27.3-1 every sm70+ GPU
+    # (`!(minCompCap < 70 ...)`). None: sm70 and newer.
+    ll128_archs: tuple[int, ...] | None = None
+    # <= 2.22: a multi-node Ring AllReduce's latency counts 2 x nNodes network steps
+    # (tuning.cc `nInterSteps = coll == ncclFuncAllReduce ? (nNodes > 1 ? 2*nNodes : 0)`,
+    # v2.21.5-1 line 161, v2.22.3-1 line 159); 2.23 counts 2 x (nNodes - 1) (v2.23.4-1 line 258).
+    ring_allreduce_inter_steps_2n: bool = False
+    # 2.23+: with one GPU per node every algorithm's network hop is priced at the Tree's
+    # hwLat[NET] ("With ppn=1 latencies are fully exposed", v2.23.4-1 tuning.cc); up to 2.22
+    # each algorithm's own hwLat[NET][a][p] (v2.22.3-1 line 226).
+    ppn1_tree_net_latency: bool = True
     # <= 2.19: computeColl halves the Tree/Simple chunk while a channel has fewer than
     # depth x 8 / x 4 / x 1 chunks (floors 128/64/32 KiB); 2.20 dropped it, so from 2.20 a
     # Tree/Simple chunk is a whole Simple step (buffSize / NCCL_STEPS) at every size.
@@ -197,8 +210,9 @@ NCCL_2_27 = replace(NCCL_2_28, version="2.27", per_ch_nvlstree=None, nvls_effici
                     **_sm100_rows(NCCL_2_28, *_TWICE_HOPPER))
 # 2.23-2.26: no NVLS AllGather/ReduceScatter; SM100 NVLink 40.0 from 2.25; PAT x0.85 in 2.23.
 NCCL_2_26 = replace(NCCL_2_27, version="2.26", nvls_allgather_rs=False, nvlink_per_link=_NVL_2_25,
-                    nvls_channels_sm100=(32, 32))
-NCCL_2_24 = replace(NCCL_2_26, version="2.24", nvls_channels_sm100=None, **_sm100_rows(NCCL_2_26, *_HOPPER))
+                    nvls_channels_sm100=(32, 32), ll128_archs=(70, 80, 90, 100, 120))
+NCCL_2_24 = replace(NCCL_2_26, version="2.24", nvls_channels_sm100=None, ll128_archs=(70, 80, 90),
+                    **_sm100_rows(NCCL_2_26, *_HOPPER))
 NCCL_2_23 = replace(NCCL_2_24, version="2.23", pat_factor=0.85)
 # 2.21-2.22: Tree Simple base 0 and hwLat 28; Tree x0.92 for every collective; Ring LL128
 # x0.7 with one GPU per node; no PAT.
@@ -210,10 +224,15 @@ _HW_222 = MappingProxyType({
 NCCL_2_22 = replace(NCCL_2_23, version="2.22",
                     base_lat=_lat((6.8, 14.0, 0.0), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (0, 0, 0)),
                     hw_lat=_HW_222, ring_ll128_ppn1_factor=0.7, tree_092_allreduce_only=False,
-                    has_pat=False, nvlink_per_link=_NVL_2_20)
+                    has_pat=False, nvlink_per_link=_NVL_2_20,
+                    ring_allreduce_inter_steps_2n=True, ppn1_tree_net_latency=False)
 NCCL_2_21 = replace(NCCL_2_22, version="2.21")
-# 2.19-2.20: Ring LL x1/4 (AllReduce, Reduce, multi-node) or x1/3; NVLS hwLat 23.
-NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, nvlstree_chunk_is_step=True, hw_lat=MappingProxyType({
+# 2.19-2.20: Ring LL x1/4 (AllReduce, Reduce, multi-node) or x1/3; NVLS hwLat 23; Hopper's
+# one-node llMaxBws is Ampere's 87.7 (v2.20.5-1 tuning.cc line 89: the Hopper row reads
+# {87.7, 22.5, 19.0}; 141.0 from v2.21.5-1). Several nodes read the CPU's row, as before.
+NCCL_2_20 = replace(NCCL_2_21, version="2.20", ring_ll_factor_old=True, nvlstree_chunk_is_step=True,
+                    ll_max_bw=MappingProxyType({**NCCL_2_21.ll_max_bw, 90: (87.7, 22.5, 19.0)}),
+                    hw_lat=MappingProxyType({
     **_HW_222, "NVLINK": _lat((.6, 1.25, 28), (.6, 1.9, 3.4), (0, 0, 23), (0, 0, 23), (0, 0, 0))}))
 # 2.19: SM90 NVLink 20.0 and runRing's LL128 chunk rounding (gone in 2.20).
 # Up to 2.19 the NVLS kernel lays a loop out as channel-sized blocks of nHeads x chunk
@@ -247,9 +266,23 @@ NCCL_2_18 = replace(
 # perChMaxRingLL128Bws is (34.5, 34.6, 34.5) in 2.29.2 / 2.29.3 and (40, 40, 40) from 2.29.7.
 NCCL_2_29_3 = replace(NCCL_2_29, version="2.29", **_sm100_rows(
     NCCL_2_29, 282.0, (34.5, 34.6, 34.5), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0), (0, 96.0, 43.8)))
-# 2.28.3 still refused NVLS on two GPUs (nvls.cc `gpuCount <= 2`; `< 2` from v2.28.7-1).
-NCCL_2_28_3 = replace(NCCL_2_28, nvls_min_gpus=3)
-PATCH_TABLES = (("2.29", 7, NCCL_2_29_3), ("2.28", 7, NCCL_2_28_3))
+# 2.28.7's tuning.cc differs from 2.28.9's in two numbers (`git diff v2.28.7-1 v2.28.9-1 --
+# src/graph/tuning.cc`): hwLat[NET][NVLSTree][Simple] is 14 (20.9 from 2.28.9) and Blackwell's
+# perChMaxNVLSTreeBws on 4+ nodes 43.1 (43.8).
+NCCL_2_28_7 = replace(
+    NCCL_2_28,
+    hw_lat=MappingProxyType({**NCCL_2_28.hw_lat, "NET": _lat((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 18),
+                                                           (0, 0, 14), (0, 0, 14))}),
+    **_sm100_rows(NCCL_2_28, 282.0, (73.4, 34.6, 73.4), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0),
+                  (0, 96.0, 43.1)))
+# 2.28.3: 2.28.7's table but Blackwell's Ring LL128 73.4 on 2 nodes too (`git diff v2.28.3-1
+# v2.28.7-1`: {2*36.7, 2*36.7, 2*36.7} -> {2*36.7, 34.6, 2*36.7}); and it still refused NVLS on
+# two GPUs (nvls.cc `gpuCount <= 2`; `< 2` from v2.28.7-1).
+NCCL_2_28_3 = replace(NCCL_2_28_7, nvls_min_gpus=3, **_sm100_rows(
+    NCCL_2_28_7, 282.0, (73.4, 73.4, 73.4), (55.6, 31.67, 20.0), (70.0, 42.8, 24.0), (0, 96.0, 43.1)))
+# (minor, first patch with the next table, that table's constants), oldest patch first for
+# each minor: constants_for returns the first entry a patch is below.
+PATCH_TABLES = (("2.29", 7, NCCL_2_29_3), ("2.28", 7, NCCL_2_28_3), ("2.28", 9, NCCL_2_28_7))
 
 VERSIONS = MappingProxyType({
     "2.18": NCCL_2_18, "2.19": NCCL_2_19, "2.20": NCCL_2_20, "2.21": NCCL_2_21, "2.22": NCCL_2_22,

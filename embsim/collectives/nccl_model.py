@@ -84,6 +84,20 @@ def graph_for(algo: str, graphs: Graphs) -> Graph | None:
             "NVLS": graphs.nvls, "NVLSTree": graphs.nvls}[algo]
 
 
+def ll128_enabled(shape: CommShape, consts: NcclConstants) -> bool:
+    """NCCL's default LL128 switch (tuning.cc, `pEnable == 2 && p == NCCL_PROTO_LL128`; the
+    same lines in every release 2.18-2.30): `graphs[a]->typeIntra <= PATH_NVB` -- the
+    node's channels on NVLink, or one GPU per node (its graph's typeIntra is PATH_LOC) --
+    and the GPU arch the release allows (NcclConstants.ll128_archs). Not modelled: the
+    network path rule (`typeInter <= PATH_PXB`, or PATH_PXN on sm90+) and CUDA 11.8's
+    2-rank sm90 Ring exception."""
+    if shape.intra == "pcie" and shape.ppn > 1:
+        return False
+    if consts.ll128_archs is None:
+        return shape.arch >= 70
+    return shape.arch in consts.ll128_archs
+
+
 def default_enabled(op: str, shape: CommShape, graphs: Graphs, consts: NcclConstants) -> list[tuple[str, str]]:
     """(algo, proto) pairs NCCL enables for this op by default (tuning.cc ~293-304, ~440-536)."""
     algos: list[str] = ["Ring"]
@@ -104,8 +118,7 @@ def default_enabled(op: str, shape: CommShape, graphs: Graphs, consts: NcclConst
             algos.append("PAT")
         if consts.nvls_allgather_rs and nvls_ok and shape.n_nodes == 1:
             algos.append("NVLS")
-    # LL128: Hopper+ always; older GPUs only when the intra-node path is NVLink.
-    ll128 = shape.arch >= 90 or (shape.arch >= 70 and shape.intra != "pcie")
+    ll128 = ll128_enabled(shape, consts)
     out = []
     for a in algos:
         for p in PROTOS:
@@ -192,7 +205,8 @@ def latency(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
     lat = consts.base_lat[algo][pi]
     intra = consts.hw_lat[shape.intra_hw][algo][pi]
     lat_inter = shape.nic_latency_us
-    inter = (consts.hw_lat["NET"]["Tree"][pi] if ppn == 1 else consts.hw_lat["NET"][algo][pi]) + lat_inter
+    exposed = ppn == 1 and consts.ppn1_tree_net_latency   # 2.23+: Tree's NET hop at 1 GPU/node
+    inter = (consts.hw_lat["NET"]["Tree"][pi] if exposed else consts.hw_lat["NET"][algo][pi]) + lat_inter
     if proto == "Simple":
         inter += lat_inter              # "flush extra latency"
     log2n = int(math.log2(nn)) if nn > 1 else 0
@@ -200,7 +214,12 @@ def latency(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
         if op in ("all_reduce", "all_gather", "reduce_scatter"):
             overhead = net_overhead_us(shape) * (3 if proto == "Simple" else 1) if nn > 1 else 0.0
             intra = max(intra, overhead)
-            n_inter = 0 if nn == 1 else (2 * (nn - 1) if op == "all_reduce" else nn - 1)
+            if nn == 1:
+                n_inter = 0
+            elif op == "all_reduce":
+                n_inter = 2 * nn if consts.ring_allreduce_inter_steps_2n else 2 * (nn - 1)
+            else:
+                n_inter = nn - 1
             lat += (steps - n_inter) * intra + n_inter * inter
         else:
             # Broadcast/Reduce chain; sameChannels is false for our graphs, so every step

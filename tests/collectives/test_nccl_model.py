@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 
 from embsim.collectives import nccl_model as nm
@@ -139,3 +141,98 @@ def test_nvlstree_tree_correction_from_229_only():
         c = constants_for(v)
         t = nm.algo_time("all_reduce", "NVLSTree", "Simple", 1 << 20, s, g, c)
         assert (t.bandwidth < nm.bandwidth("all_reduce", "NVLSTree", "Simple", s, g, c)) == corrected
+
+
+# 2 nodes x 8 H100 over 8 x 400 Gb/s NICs behind PCIe Gen5 (48 GB/s), as dgx-h100 / aws-p5.
+H100_2N = node(90, 18 * 20.6, nodes=2, nic=50.0, pcie=48.0)
+
+
+@pytest.mark.parametrize("version,inter_steps", [("2.18", 4), ("2.20", 4), ("2.21", 4), ("2.22", 4),
+                                                 ("2.23", 2), ("2.27", 2), ("2.30", 2)])
+def test_ring_allreduce_network_steps_per_release(version, inter_steps):
+    """tuning.cc nInterSteps: 2 x nNodes for a multi-node AllReduce up to v2.22.3-1 (line 159),
+    2 x (nNodes - 1) from v2.23.4-1 (line 258). Ring/LL128 on 2 x 8 H100 (Intel, 1 µs overhead):
+    baseLat 14 + (30 - k) x hwLat[NVLINK] 1.9 + k x hwLat[NET] 4.0."""
+    c = constants_for(version)
+    g = search_graphs(H100_2N, c)
+    assert nm.latency("all_reduce", "Ring", "LL128", H100_2N, g, c) == pytest.approx(
+        14.0 + (30 - inter_steps) * 1.9 + inter_steps * 4.0)
+    # AllGather counts nNodes - 1 in every release
+    assert nm.latency("all_gather", "Ring", "LL128", H100_2N, g, c) == pytest.approx(
+        14.0 + 14 * 1.9 + 1 * 4.0)
+
+
+def test_aws_p5_2_21_picks_tree_ll128_at_32_mib():
+    """The net plugin's 75 µs per hop (aws-ofi-nccl p5) on 2.21's 4 network steps makes Ring/LL128
+    cost 14 + 26 x 2.0 (AMD netOverhead) + 4 x 79 = 382 µs: Tree/LL128 (198.5 µs + 32 MiB at
+    146.8 x 0.9) wins at 32 MiB, where 2.23's 2 steps (228 µs) leave Ring/LL128 ahead."""
+    p5 = node(90, 18 * 20.6, nodes=2, nic=50.0, pcie=48.0, cpu="amd")
+    p5 = replace(p5, nic_latency_us=75.0)
+    old, new = constants_for("2.21.5"), constants_for("2.27.7")
+    assert nm.latency("all_reduce", "Ring", "LL128", p5, search_graphs(p5, old), old) == pytest.approx(382.0)
+    pick_old = nm.select("all_reduce", 32 << 20, p5, search_graphs(p5, old), old)
+    pick_new = nm.select("all_reduce", 32 << 20, p5, search_graphs(p5, new), new)
+    assert (pick_old.algo, pick_old.proto) == ("Tree", "LL128")
+    assert (pick_new.algo, pick_new.proto) == ("Ring", "LL128")
+
+
+@pytest.mark.parametrize("version,tree_net", [("2.22", False), ("2.23", True), ("2.30", True)])
+def test_one_gpu_per_node_network_hop_per_release(version, tree_net):
+    """2.23+ prices a 1-GPU-per-node hop at the Tree's hwLat[NET] for every algorithm ("With
+    ppn=1 latencies are fully exposed"); up to 2.22 each algorithm its own (Ring LL 2.7)."""
+    c = constants_for(version)
+    one = node(90, 18 * 20.6, nodes=4, ppn=1, nic=50.0, pcie=48.0)
+    g = search_graphs(one, c)
+    hop = 5.0 if tree_net else 2.7                                   # hwLat[NET] Tree / Ring, LL
+    steps = 8 if c.ring_allreduce_inter_steps_2n else 6
+    assert nm.latency("all_reduce", "Ring", "LL", one, g, c) == pytest.approx(
+        6.6 + (6 - steps) * 1.0 + steps * hop)                      # intra = max(0.6, 1 µs overhead)
+
+
+@pytest.mark.parametrize("version,row", [("2.18", 87.7), ("2.20", 87.7), ("2.21", 141.0), ("2.30", 141.0)])
+def test_hopper_one_node_ll_cap_per_release(version, row):
+    """llMaxBws' Hopper row is Ampere's {87.7, 22.5, 19.0} up to v2.20.5-1 (line 89), 141.0 from 2.21."""
+    c = constants_for(version)
+    assert nm.ll_max_bw(H100, c) == row
+
+
+@pytest.mark.parametrize("arch,version,on", [
+    (75, "2.26", False), (86, "2.26", False), (89, "2.24", False),   # `default: pEnable &= 0`
+    (75, "2.27", True), (86, "2.30", True),                          # v2.27.3-1: every sm70+
+    (100, "2.24", False), (100, "2.25", True), (90, "2.18", True), (80, "2.18", True),
+    (60, "2.30", False)])
+def test_ll128_arch_rule_per_release(arch, version, on):
+    c = constants_for(version)
+    nvl = CommShape(arch=arch, n_ranks=2, n_nodes=1, ppn=2, intra="nvlink", nvlink_bw=50.0,
+                    pcie_bw=24.0, nic_bw=0.0, nics_per_node=0)
+    assert nm.ll128_enabled(nvl, c) is on
+    pairs = nm.default_enabled("all_reduce", nvl, search_graphs(nvl, c), c)
+    assert (("Ring", "LL128") in pairs) is on
+
+
+def test_ll128_needs_nvlink_inside_the_node_even_on_hopper():
+    """typeIntra <= PATH_NVB: PCIe-connected GPUs of one node get no LL128, Hopper included;
+    one GPU per node (typeIntra PATH_LOC) keeps it."""
+    c = constants_for("2.30")
+    pcie = CommShape(arch=90, n_ranks=4, n_nodes=1, ppn=4, intra="pcie", nvlink_bw=0.0,
+                     pcie_bw=48.0, nic_bw=0.0, nics_per_node=0)
+    assert not nm.ll128_enabled(pcie, c)
+    one = replace(pcie, n_ranks=4, n_nodes=4, ppn=1, nic_bw=50.0, nics_per_node=1)
+    assert nm.ll128_enabled(one, c)
+
+
+@pytest.mark.parametrize("version,nvlstree_net,ring_ll128_sm100,nvlstree_sm100_n4", [
+    ("2.28.3", 14.0, (73.4, 73.4, 73.4), 43.1),     # v2.28.3-1 tuning.cc tunerConstants
+    ("2.28.7", 14.0, (73.4, 34.6, 73.4), 43.1),     # v2.28.7-1: Ring LL128 N2 34.6
+    ("2.28.9", 20.9, (73.4, 34.6, 73.4), 43.8),     # v2.28.9-1: NVLSTree NET 20.9, N4 43.8
+    ("2.28", 20.9, (73.4, 34.6, 73.4), 43.8)])
+def test_patch_tables_of_2_28(version, nvlstree_net, ring_ll128_sm100, nvlstree_sm100_n4):
+    c = constants_for(version)
+    assert c.hw_lat["NET"]["NVLSTree"][2] == nvlstree_net
+    assert c.per_ch_ring_ll128[100] == ring_ll128_sm100
+    assert c.per_ch_nvlstree[100][2] == nvlstree_sm100_n4
+    assert c.nvls_min_gpus == (3 if version == "2.28.3" else 2)
+    b200 = node(100, 18 * 40.1, nodes=2, nic=50.0, pcie=48.0)
+    g = search_graphs(b200, c)
+    # NVLSTree on 2 nodes: hwLat[NVLINK] 25 + 2 x log2(2) x hwLat[NET]
+    assert nm.latency("all_reduce", "NVLSTree", "Simple", b200, g, c) == pytest.approx(25 + 2 * nvlstree_net)
