@@ -44,7 +44,7 @@ RECSYS = ("dle-pytorch-ncf", "dle-pytorch-dlrm")
 @pytest.fixture(scope="module")
 def heldout(tmp_path_factory):
     # DLRM's eight-GPU large rows (zoo dlrm-criteo-t3, s8-dlrm) sample 178M rows of token
-    # statistics, minutes of CPU: .ci/run gates the whole file with them, this test the rest
+    # statistics: .ci/run gates the whole file with them, this test the rest
     # (the same 16 runs and bounds as before they were simulated)
     files = [f for f in heldout_files() if f.rsplit("/", 1)[-1][:-5] in RECSYS]
     out = []

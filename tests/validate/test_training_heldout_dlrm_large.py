@@ -1,7 +1,7 @@
 """Held-out PyTorch DLRM, the eight-GPU "large" (FL=3) rows of heldout/dle-pytorch-dlrm.yaml on
 zoo dlrm-criteo-t3 (added by s8-dlrm 2026-12-02, nothing fitted on them). Here: the rows'
 mapping, the model's provenance and cross-checks against the README. Simulating them samples
-178M rows of token statistics (minutes of CPU): .ci/run gates the whole file."""
+178M rows of token statistics: .ci/run gates the whole file."""
 
 from pathlib import Path
 
