@@ -32,7 +32,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -220,16 +220,24 @@ def union_inclusion(inclusion: np.ndarray, k: int) -> np.ndarray:
     return -np.expm1(k * np.log1p(-p))
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A cached array handed to strategies: nobody may edit it."""
+    a.setflags(write=False)
+    return a
+
+
 @dataclass(frozen=True, eq=False)
 class RowTouches:
     """Which rows of one table one GPU's step touches, row by row (expected values).
 
     `tokens` rows are read with repeats (one per token); `candidates` distinct sampled
-    rows are shared by the batch. Steps and GPUs draw independently."""
+    rows are shared by the batch. Steps and GPUs draw independently. The per-row arrays
+    are computed once per instance (a step context asks for each several times)."""
 
     stats: TokenStats
     tokens: float
     candidates: int = 0
+    _unions: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def counts(self) -> np.ndarray | None:
@@ -242,28 +250,30 @@ class RowTouches:
         return unique_candidate_inclusion(self.stats.vocab, self.candidates,
                                           None if c is None else c.astype(np.int64).tobytes())
 
-    @property
+    @cached_property
     def inclusion(self) -> np.ndarray:
         """P(row v is touched by one GPU's step)."""
         miss = np.exp(self.tokens * self.stats._log_miss)
         if self.candidates:
             miss = miss * (1.0 - self._candidate_inclusion())
-        return 1.0 - miss
+        return _read_only(1.0 - miss)
 
-    @property
+    @cached_property
     def reads(self) -> np.ndarray:
         """Expected reads of each row by one GPU's step (tokens with repeats, candidates once)."""
         r = self.tokens * self.stats.probs
         if self.candidates:
             r = r + self._candidate_inclusion()
-        return r
+        return _read_only(r)
 
     def unique(self) -> float:
         return total(self.inclusion, self.counts)
 
     def union_inclusion(self, k: int) -> np.ndarray:
         """P(row v is touched by any of k GPUs' steps)."""
-        return union_inclusion(self.inclusion, k)
+        if k not in self._unions:
+            self._unions[k] = _read_only(union_inclusion(self.inclusion, k))
+        return self._unions[k]
 
     def union(self, k: int) -> float:
         return total(self.union_inclusion(k), self.counts)
