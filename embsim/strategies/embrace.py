@@ -41,7 +41,8 @@ from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from ..workload.kernels import stream
 from ..workload.row_groups import total as row_total
-from ..workload.tokens import shard_shares, union_inclusion
+from ..workload.sharding import shard_shares, shard_sums
+from ..workload.tokens import union_inclusion
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
@@ -52,18 +53,14 @@ from .embrace_tables import ID_STAGING_S, plan_table_wise
 def row_block_shares(probs: np.ndarray, shards: int, counts: np.ndarray | None = None) -> np.ndarray:
     """Fraction of lookups each contiguous row block serves (blocks as torch.chunk).
     With `counts`, probs are per row of runs of that many rows (row_groups)."""
-    if counts is not None:
-        return shard_shares(probs, shards, "contiguous", counts=counts) * row_total(probs, counts)
-    return np.array([b.sum() for b in np.array_split(np.asarray(probs, dtype=float), shards)])
+    return shard_sums(probs, shards, "contiguous", counts=counts)
 
 
 def row_block_unique(probs: np.ndarray, shards: int, draws: float,
                      counts: np.ndarray | None = None) -> np.ndarray:
     """Expected distinct rows of each block touched by `draws` i.i.d. lookups."""
     touched = -np.expm1(draws * np.log1p(-np.asarray(probs, dtype=float)))
-    if counts is not None:
-        return shard_shares(touched, shards, "contiguous", counts=counts) * row_total(touched, counts)
-    return np.array([b.sum() for b in np.array_split(touched, shards)])
+    return shard_sums(touched, shards, "contiguous", counts=counts)
 
 
 SHARDS = ("cols", "rows", "hashed", "tables")

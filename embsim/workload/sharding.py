@@ -83,10 +83,10 @@ def _run_rows_per_shard(starts: np.ndarray, counts: np.ndarray, vocab: int, shar
             - _rows_below(starts, vocab, shards, how, block_rows)).astype(np.float64)
 
 
-def shard_shares(weights: np.ndarray, shards: int, how: str, block_rows: int | None = None,
-                 counts: np.ndarray | None = None) -> np.ndarray:
-    """Fraction of the total `weights` (per row: reads, or touched rows) each shard holds.
-    With `counts`, weights are per row of each run of `counts` rows."""
+def shard_sums(weights: np.ndarray, shards: int, how: str, block_rows: int | None = None,
+               counts: np.ndarray | None = None) -> np.ndarray:
+    """The total of `weights` (per row: reads, or touched rows) each shard holds. With
+    `counts`, weights are per row of each run of `counts` rows."""
     w = np.asarray(weights, dtype=np.float64)
     if counts is None:
         out = np.bincount(shard_of_rows(w.size, shards, how, block_rows), weights=w, minlength=shards)
@@ -101,4 +101,11 @@ def shard_shares(weights: np.ndarray, shards: int, how: str, block_rows: int | N
         if multi.any():
             out = out + w[multi] @ _run_rows_per_shard(starts[multi], counts[multi], vocab,
                                                        shards, how, block_rows)
+    return out
+
+
+def shard_shares(weights: np.ndarray, shards: int, how: str, block_rows: int | None = None,
+                 counts: np.ndarray | None = None) -> np.ndarray:
+    """Fraction of the total `weights` each shard holds (shard_sums, normalised)."""
+    out = shard_sums(weights, shards, how, block_rows, counts)
     return out / out.sum()
