@@ -122,7 +122,7 @@ class EmbRace2DScheduler(PriorityScheduler):
             raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name}: no row-level "
                              f"split to defer (its embedding gradient is a dense or sketched tensor); "
                              f"use allgather, ps or embrace")
-        if not getattr(strategy, "per_table_embedding_traffic", True):
+        if not strategy.per_table_embedding_traffic:
             raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name} --option shard=tables: "
                              f"EmbRace's 2D scheduling splits each table's gradient by the rows the next "
                              f"batch reads, and shard=tables fuses every table into one alltoallv; use "

@@ -25,6 +25,9 @@ class Strategy(Configurable):
     # True: the forward all-gathers parameters updated by one optimizer step at the end of
     # the previous iteration (FSDP), so updates may not move into the next forward
     gathers_updated_parameters = False
+    # True: each table's embedding traffic travels in its own collectives (what embrace-2d
+    # splits per table); False: one fused collective carries every table
+    per_table_embedding_traffic = True
     component_kind = "strategy"   # --option keys: an Options dataclass (embsim.options)
 
     def topology(self, topo):

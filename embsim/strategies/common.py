@@ -7,6 +7,8 @@ from ..plan.names import bwd_name
 from ..plan.ops import SyncTensor
 from ..plan.context import TableTraffic
 
+ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (one launch)
+
 
 def dense_sync(ctx) -> list[SyncTensor]:
     """AllReduce of every layer's gradient as DDP does it: dense, a table's included

@@ -45,8 +45,8 @@ from ..workload.sharding import shard_shares, shard_sums
 from ..workload.tokens import union_inclusion
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
-from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
-from .embrace_tables import ID_STAGING_S, plan_table_wise
+from .common import ID_STAGING_S, dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
+from .embrace_tables import plan_table_wise
 
 
 
@@ -107,15 +107,12 @@ class EmbRaceStrategy(Strategy):
 
     @property
     def per_table_embedding_traffic(self) -> bool:
-        """Each table's lookups and gradients travel in their own collectives; not under
-        shard=tables, where one fused alltoallv carries every table (embrace-2d splits per
-        table)."""
+        """Not under shard=tables, where one fused alltoallv carries every table."""
         return self.options.shard != "tables"
 
     def plan(self, ctx):
         if self.options.shard == "tables":
-            return plan_table_wise(ctx, self.options.dedup, self.options.bottom_mlp,
-                                   self.options.wire_bytes(ctx.model))
+            return plan_table_wise(ctx, self.options)
         model, n = ctx.model, ctx.n_gpus
         layers = [l.name for l in model.layers]
         sync = replicated_sync(ctx)

@@ -36,16 +36,15 @@ from ..workload.kernels import stream
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from .base import StrategyPlan
-from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
+from .common import ID_STAGING_S, dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 from .table_placement import owners
 
-ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (one launch)
 
-
-def plan_table_wise(ctx, dedup: bool, bottom_mlp: str = "data", wire_bytes: int | None = None) -> StrategyPlan:
-    """`wire_bytes`: bytes per element of the exchanged rows (default: the table's)."""
+def plan_table_wise(ctx, options) -> StrategyPlan:
+    """The plan under `options` (embrace.EmbRaceOptions, already checked: dedup,
+    bottom_mlp, the exchanged rows' bytes)."""
     model, n = ctx.model, ctx.n_gpus
-    wire = model.table_bytes if wire_bytes is None else wire_bytes
+    dedup, bottom_mlp, wire = options.dedup, options.bottom_mlp, options.wire_bytes(model)
     layers = [l.name for l in model.layers]
     sync, update = replicated_sync(ctx), replicated_update_time(ctx)
     notes = dense_table_notes(ctx, "embrace")
@@ -91,10 +90,8 @@ def plan_table_wise(ctx, dedup: bool, bottom_mlp: str = "data", wire_bytes: int 
         vectors_from[0] += model.batch * width * model.dtype_bytes
         # GPU 0 holds no table on more than 4 GPUs (DLE: "leave one device out for the bottom MLP")
         owner = [g + 1 for g in owners(sizes, n - 1)] if n > 4 else owners(sizes, n)
-    elif bottom_mlp == "data":
-        owner = owners(sizes, n)
     else:
-        raise InputError(f"--option bottom_mlp={bottom_mlp!r}: expected data or model")
+        owner = owners(sizes, n)
     for (t, users, total, sent), g in zip(per_table, owner):
         fwd = sum(ctx.layer_fwd[u.name] for u in users)
         bwd = sum(ctx.layer_bwd[u.name] for u in users)
@@ -142,22 +139,19 @@ def plan_table_wise(ctx, dedup: bool, bottom_mlp: str = "data", wire_bytes: int 
     for (t, *_), g in zip(per_table, owner):
         update[t.layer] = full_update[t.layer] if g == busiest else 0.0
 
-    # memory: the GPU holding the most table bytes holds its tables whole, no others
-    table_bytes = np.zeros(n)
-    for (t, *_), g in zip(per_table, owner):
-        table_bytes[g] += t.vocab * t.dim
-    heaviest = int(np.argmax(table_bytes))
+    # memory: the GPU holding the most table parameters holds its tables whole, no others
+    table_params = np.bincount(owner, weights=sizes, minlength=n)
+    heaviest = int(np.argmax(table_params))
     shards = {t.table: (1 if g == heaviest else 0) for (t, *_), g in zip(per_table, owner)}
     buffers = {"embrace alltoall buffers (tables)": 2 * nbytes}
 
     even = lambda load, base: load.max() / base if base > 0 else 1.0
-    held = {g: [t.table for (t, *_), o in zip(per_table, owner) if o == g] for g in range(n)}
     where = (f"{len(set(owner))} GPUs" + (", the dense layers before them on GPU 0 over the global batch"
                                          if bottom_mlp == "model" else ""))
     notes.append(f"embrace shard=tables: {len(per_table)} tables whole on {where} by DeepLearningExamples' "
-                 f"greedy placement ({max(len(v) for v in held.values())} at most per GPU); the busiest "
+                 f"greedy placement ({np.bincount(owner).max()} at most per GPU); the busiest "
                  f"owner looks up {even(fwd_load, base_fwd):.2f}x an even share, holds "
-                 f"{table_bytes.max() / table_bytes.sum() * 100:.0f} % of the table parameters, and sends "
+                 f"{table_params.max() / table_params.sum() * 100:.0f} % of the table parameters, and sends "
                  f"{vectors_from.max() / nbytes * 100:.0f} % of the alltoallv bytes")
     if dedup:
         notes.append("embrace dedup (tables): each GPU sends each distinct row it reads once")
