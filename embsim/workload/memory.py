@@ -53,12 +53,14 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
     projection with a full softmax touches every row, so its table stays dense.
     buffers: named communication buffers a strategy adds (counted with the gradients).
     """
-    shards_of = (dict(embedding_shards) if isinstance(embedding_shards, Mapping)
+    per_table = isinstance(embedding_shards, Mapping)
+    shards_of = (dict(embedding_shards) if per_table
                  else {t.name: embedding_shards for t in model.tables})
-    for flag, value in [("dense_shards", dense_shards),
-                        *((f"embedding_shards[{k}]", v) for k, v in shards_of.items())]:
-        # a per-table 0 says this GPU holds none of it; a count for every table is >= 1
-        least = 0 if flag.startswith("embedding_shards[") and isinstance(embedding_shards, Mapping) else 1
+    # a per-table 0 says this GPU holds none of that table; a count for every table is >= 1
+    checks = [("dense_shards", dense_shards, 1)] + (
+        [(f"embedding_shards[{k}]", v, 0) for k, v in shards_of.items()] if per_table
+        else [("embedding_shards", embedding_shards, 1)])
+    for flag, value, least in checks:
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             raise InputError(f"{flag}: must be an integer >= {least}, got {value!r}")
     # parameters and gradients as the AMP style stores them (precision.param_bytes: FP32
