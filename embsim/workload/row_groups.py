@@ -19,6 +19,8 @@ with the exact per-row sums).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 # Tables up to this many rows keep one entry per row: every result on them is the exact
@@ -67,9 +69,9 @@ def log_uniform_runs(vocab: int, counts: np.ndarray | None) -> np.ndarray:
     telescopes), shared evenly by its rows."""
     if counts is None:
         v = np.arange(vocab, dtype=np.float64)
-        return np.log1p(1.0 / (v + 1.0)) / np.log(vocab + 1.0)
+        return np.log1p(1.0 / (v + 1.0)) / math.log(vocab + 1.0)
     edges = np.concatenate([[0], np.cumsum(counts)]).astype(np.float64)
-    mass = np.log((edges[1:] + 1.0) / (edges[:-1] + 1.0)) / np.log(vocab + 1.0)
+    mass = np.log((edges[1:] + 1.0) / (edges[:-1] + 1.0)) / math.log(vocab + 1.0)
     return mass / counts
 
 

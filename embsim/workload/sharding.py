@@ -54,10 +54,6 @@ def shard_of_rows(vocab: int, shards: int, how: str, block_rows: int | None = No
     multiplicative hash of the row id (deterministic, spreads neighbours apart), or
     partitions of `block_rows` consecutive rows dealt out in turn (BytePS cuts a tensor
     into fixed-size partitions and spreads them over the servers)."""
-    _check(how, block_rows)
-    if how == "contiguous":
-        sizes = np.diff(_block_bounds(vocab, shards))
-        return np.repeat(np.arange(shards), sizes)
     return shard_of_row_ids(np.arange(vocab), vocab, shards, how, block_rows)
 
 

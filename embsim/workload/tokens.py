@@ -28,7 +28,6 @@ over GPUs or servers: embsim.workload.sharding.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -178,8 +177,7 @@ class TokenStats:
 def log_uniform_probs(vocab: int) -> np.ndarray:
     """TensorFlow's log-uniform (Zipfian) candidate distribution over a frequency-sorted
     vocabulary: P(v) = log((v + 2) / (v + 1)) / log(vocab + 1)."""
-    v = np.arange(vocab, dtype=np.float64)
-    return np.log1p(1.0 / (v + 1.0)) / math.log(vocab + 1.0)
+    return log_uniform_runs(vocab, None)
 
 
 def draws_for_unique(log_miss: np.ndarray, k: float, counts: np.ndarray | None = None) -> float:
@@ -206,7 +204,7 @@ def unique_candidate_inclusion(vocab: int, k: int, runs_key: bytes | None = None
     rows per run (int64 bytes, hashable for the cache) where the table's statistics come in
     runs: one entry per run."""
     runs = None if runs_key is None else np.frombuffer(runs_key, dtype=np.int64)
-    log_miss = np.log1p(-(log_uniform_probs(vocab) if runs is None else log_uniform_runs(vocab, runs)))
+    log_miss = np.log1p(-log_uniform_runs(vocab, runs))
     pi = -np.expm1(draws_for_unique(log_miss, k, runs) * log_miss)
     pi.setflags(write=False)
     return pi
