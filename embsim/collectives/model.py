@@ -146,7 +146,8 @@ class CollectiveModel:
     def notes(self) -> tuple[str, ...]:
         """Every line this model's outputs must carry about itself (the file's view against
         NCCL's, a net plugin's tuner, a known held-out shortfall), the empty ones left out."""
-        return tuple(n for n in (self.view_note, self.tuner_note, self.fidelity_note) if n)
+        return tuple(n for n in (self.topology.alias_note, self.view_note,
+                                 self.tuner_note, self.fidelity_note) if n)
 
     @property
     def fidelity_note(self) -> str:

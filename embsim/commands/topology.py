@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..report.topology_summary import print_topology_summary
+from ..topology.aliases import ALIASES
 from ..topology import TopologyError, list_presets, load_topology, preset_dirs
 from .listing import echo_listing, echo_summary
 
@@ -33,8 +34,11 @@ def show(spec: str, as_json: bool) -> None:
 @command.command("list")
 def list_cmd() -> None:
     """List the presets, one line each (name and description), and where they are looked up."""
-    echo_listing(((name, _description(name)) for name in list_presets()),
-                 f"looked up in this order: {', '.join(str(d) for d in preset_dirs())}")
+    presets = list_presets()
+    other = ", ".join(f"{a} ({p})" for a, (p, _) in ALIASES.items() if p in presets)
+    echo_listing(((name, _description(name)) for name in presets),
+                 f"looked up in this order: {', '.join(str(d) for d in preset_dirs())}\n"
+                 f"# also accepted, any case, _ for -: {other}")
 
 
 def _description(name: str) -> str:

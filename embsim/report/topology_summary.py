@@ -11,6 +11,8 @@ def print_topology_summary(s: dict) -> None:
     console = Console(highlight=False)
     gpu, fab, nics, net, tot = s["gpu"], s["fabric"], s["nics"], s["network"], s["totals"]
     console.print(f"[bold]{s['preset']}[/bold] {s['shape']}  ({s['n_gpus']} GPUs)  {s['source']}")
+    if s.get("read_as"):
+        console.print(s["read_as"])
     if s["description"]:
         console.print(s["description"])
     console.print(f"GPU     {gpu['model']}  sm{gpu['arch']}  {gpu['bf16_tflops']:g} TFLOPS bf16  "

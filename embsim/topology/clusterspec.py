@@ -16,6 +16,7 @@ from pathlib import Path
 
 import embsim
 
+from . import aliases
 from .parse import load_node_type
 from .spec import LIMITS, NodeType, TopologyError
 from .topology import Topology
@@ -137,14 +138,20 @@ def load_topology(spec: "str | TopologySpec") -> Topology:
                    "not a regular file" if path.exists() else "no such file")
             raise TopologyError(f"--topology {spec!r}: {where}: {why}")
         node = load_node(path)
-        preset = node.name
+        preset, alias_note = node.name, ""
     else:
-        path = find_preset(where)
+        path, preset, alias_note = find_preset(where), where, ""
         if path is None:
-            raise TopologyError(f"--topology {spec!r}: unknown preset {where!r} "
-                                f"(available: {', '.join(list_presets()) or 'none'})")
+            presets = list_presets()
+            resolved = aliases.resolve(where, presets)
+            if resolved is None:
+                near = aliases.suggestions(where, presets)
+                hint = f"did you mean {' or '.join(near)}? " if near else ""
+                raise TopologyError(f"--topology {spec!r}: unknown preset {where!r} ({hint}"
+                                    f"available: {', '.join(presets) or 'none'})")
+            preset, alias_note = resolved
+            path = find_preset(preset)
         node = load_node(path)
-        preset = where
     n_nodes, gpus = shape if shape else (1, node.gpu.count)
     if gpus > node.gpu.count:
         raise TopologyError(f"--topology {spec!r}: {preset} has {node.gpu.count} GPUs per node, "
@@ -152,4 +159,4 @@ def load_topology(spec: "str | TopologySpec") -> Topology:
     if n_nodes > 1 and node.nics.count == 0:
         raise TopologyError(f"--topology {spec!r}: {preset} has no NICs (nics.count 0), "
                             f"so it can only be one node, not {n_nodes}")
-    return Topology(node, n_nodes, gpus, preset=preset)
+    return Topology(node, n_nodes, gpus, preset=preset, alias_note=alias_note)

@@ -48,6 +48,7 @@ def topology_summary(topo) -> dict:
     nic_gbps = node.nics.gbit / 8
     return {
         "preset": topo.preset,
+        "read_as": topo.alias_note or None,
         "source": node.source,
         "description": node.description,
         "shape": f"{topo.n_nodes}x{topo.gpus_per_node}",

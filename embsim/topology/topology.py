@@ -19,7 +19,7 @@ from .spec import NodeType, TopologyError
 
 class Topology:
     def __init__(self, node: NodeType, n_nodes: int, gpus_per_node: int, preset: str | None = None,
-                 overrides: dict | None = None):
+                 overrides: dict | None = None, alias_note: str = ""):
         if n_nodes < 1 or not 1 <= gpus_per_node <= node.gpu.count:
             raise TopologyError(f"{node.source or node.name}: cannot make {n_nodes} x {gpus_per_node} "
                                 f"of a {node.gpu.count}-GPU node")
@@ -28,6 +28,8 @@ class Topology:
                                 "but nics.count is 0 (single node only)")
         self.node = node
         self.preset = preset or node.name
+        # set when the user's name was another name for the preset (topology/aliases.py)
+        self.alias_note = alias_note
         self.n_nodes, self.gpus_per_node = n_nodes, gpus_per_node
         self.n_gpus = n_nodes * gpus_per_node
         self.overrides = dict(overrides or {})
@@ -342,7 +344,8 @@ class Topology:
             node = dataclasses.replace(node, network=dataclasses.replace(
                 node.network, oversubscription=float(oversubscription)))
             done["oversubscription"] = float(oversubscription)
-        return Topology(node, self.n_nodes, self.gpus_per_node, self.preset, overrides=done)
+        return Topology(node, self.n_nodes, self.gpus_per_node, self.preset, overrides=done,
+                        alias_note=self.alias_note)
 
     # --------------------------------------------------------------- summary
     def summary(self) -> dict:

@@ -1,0 +1,70 @@
+"""Other names people give the systems the presets describe, and suggestions for typos.
+
+An 8-GPU HGX baseboard is the same GPUs, NVLinks and NVSwitches whichever vendor builds the
+server around it (device_names.py reads a log's device name the same way), so `hgx-h100`
+is `dgx-h100` inside the node; what differs by server (NICs, host CPUs) is the preset's,
+and the note every output carries says so. Instance names (`p5.48xlarge`) name one cloud
+shape exactly. Nothing here guesses: a name that is neither a preset nor listed below is
+refused, with the nearest preset names offered.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+_HGX = ("the same 8-GPU HGX baseboard (GPUs, NVLink, NVSwitch); across nodes the preset's "
+        "NICs and host stand in for the server's")
+
+# alias -> (preset, why the two are the same system)
+ALIASES: dict[str, tuple[str, str]] = {
+    "hgx-a100": ("dgx-a100", _HGX),
+    "hgx-a100-80gb": ("dgx-a100", _HGX),
+    "dgx-a100-80gb": ("dgx-a100", "DGX A100 640GB: the 80GB-GPU DGX A100"),
+    "hgx-a100-40gb": ("dgx-a100-40gb", _HGX),
+    "hgx-h100": ("dgx-h100", _HGX),
+    "hgx-h200": ("dgx-h200", _HGX),
+    "hgx-b200": ("dgx-b200", _HGX),
+    "dgx-h800": ("hgx-h800", _HGX),
+    "dgx-h20": ("hgx-h20", _HGX),
+    "dgx1": ("dgx1-v100", "DGX-1 with V100: the hybrid cube-mesh board"),
+    "dgx-1": ("dgx1-v100", "DGX-1 with V100: the hybrid cube-mesh board"),
+    "dgx-1-v100": ("dgx1-v100", "DGX-1 with V100: the hybrid cube-mesh board"),
+    "p5": ("aws-p5", "AWS's instance name"),
+    "p5.48xlarge": ("aws-p5", "AWS's instance name"),
+    "aws-p5.48xlarge": ("aws-p5", "AWS's instance name"),
+    "p6-b200": ("aws-p6-b200", "AWS's instance family"),
+    "p6-b200.48xlarge": ("aws-p6-b200", "AWS's instance name"),
+    "aws-p6": ("aws-p6-b200", "AWS's B200 instance (p6-b200.48xlarge)"),
+    "a3-mega": ("gcp-a3-mega", "GCP's machine family"),
+    "a3-megagpu-8g": ("gcp-a3-mega", "GCP's machine type"),
+    "gcp-a3mega": ("gcp-a3-mega", "GCP's machine family"),
+    "nvl72": ("gb200-nvl72", "the GB200 NVL72 rack"),
+    "gb200": ("gb200-nvl72", "the GB200 NVL72 rack"),
+}
+
+
+def normalise(name: str) -> str:
+    """Case and underscores do not make a different system: DGX_H100 is dgx-h100."""
+    return name.strip().lower().replace("_", "-")
+
+
+def resolve(name: str, presets: list[str]) -> tuple[str, str] | None:
+    """(preset, note) for a name that is not itself a preset file, or None. A spelling
+    variant of a preset (case, underscores) resolves to it with a note of its own."""
+    key = normalise(name)
+    if key in presets:
+        return key, f"preset {name!r} read as {key}"
+    if key in ALIASES:
+        preset, why = ALIASES[key]
+        if preset in presets:
+            return preset, f"preset {name!r} read as {preset}: {why}"
+    return None
+
+
+def suggestions(name: str, presets: list[str], limit: int = 3) -> list[str]:
+    """The presets nearest to a mistyped name (an alias counts as its preset)."""
+    key = normalise(name)
+    known = {p: p for p in presets}
+    known.update({a: p for a, (p, _) in ALIASES.items() if p in presets})
+    close = difflib.get_close_matches(key, list(known), n=limit * 2, cutoff=0.6)
+    return list(dict.fromkeys(known[c] for c in close))[:limit]
