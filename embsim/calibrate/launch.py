@@ -30,6 +30,7 @@ from embsim.lifetime import die_with_parent, temp_dir
 from embsim.trace import SCHEMA_VERSION, Provenance, StepSamples, Trace, write_trace
 
 from .config import CalibrateConfig
+from .memory import require_fit
 from .spec import model_spec
 from .host_topology import fit_links, host_topology_doc, measure_device, write_host_topology
 from .worker import progress, run_rank
@@ -106,8 +107,12 @@ def under_torchrun() -> bool:
 def run_calibration(cfg: CalibrateConfig) -> Path | None:
     check_outputs(cfg)
     # an unknown --model fails here, once, not in every spawned rank after their start-up
-    model_spec(cfg.model)
+    spec = model_spec(cfg.model)
     backend = resolve_backend(cfg.backend)
+    # a model that cannot fit is refused here, not killed by the OOM killer mid-run
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", 1))) \
+        if under_torchrun() else cfg.world
+    require_fit(spec, local_ranks, backend)
     loadavg = os.getloadavg()
     if under_torchrun():
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])

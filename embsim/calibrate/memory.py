@@ -1,0 +1,100 @@
+"""Will the calibration fit? An estimate of its peak memory, checked before any rank starts.
+
+Without it, a model whose tables do not fit (a DLRM's 1e8-row tables, BERT-large on a
+laptop) is killed by the kernel's OOM killer part-way through, with no message and no trace.
+
+What a rank holds at its peak (worker.run_rank: the whole-step phase), in FP32 copies of the
+model's parameters:
+* each of the strategies (strategies.STRATEGIES) builds its own full model: parameters,
+  gradients, and DDP's gradient buckets (DDP copies every gradient into flat buckets of the
+  same total size) -> 3 copies each;
+* the in-step sampler (instep.InStepSampler) keeps one more model: parameters and gradients.
+Activations at calibrate's batches, the collective sweep (bounded by free memory on its own,
+collectives.max_sweep_bytes) and the allocator's slack come on top, so the check refuses only
+what cannot fit even without them. The parameter count is exact: every layer is built as
+calibrate builds it, on torch's meta device, which allocates nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+from embsim.errors import InputError
+
+from .modules import build_layer
+from .spec import ModelShape
+from .strategies import STRATEGIES
+
+COPIES_PER_STRATEGY = 3      # parameters, gradients, DDP buckets
+SAMPLER_COPIES = 2           # parameters, gradients
+PEAK_COPIES = COPIES_PER_STRATEGY * len(STRATEGIES) + SAMPLER_COPIES
+FP32_BYTES = 4
+GIB = 1 << 30
+
+
+def parameter_count(model: ModelShape) -> int:
+    """Parameters of every layer calibrate builds (measure_layers builds each one)."""
+    total = 0
+    with torch.device("meta"):
+        for layer in model.layers:
+            total += sum(p.numel() for p in build_layer(layer, model).parameters())
+    return total
+
+
+def rank_bytes(model: ModelShape) -> int:
+    """The estimated peak of one rank (see the module docstring)."""
+    return PEAK_COPIES * FP32_BYTES * parameter_count(model)
+
+
+def host_available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (what Linux can hand out without swapping), or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+@dataclass(frozen=True)
+class MemoryCheck:
+    needed: int          # bytes, all the ranks that share the memory
+    available: int       # bytes
+    where: str           # "host memory" or "GPU 0 memory"
+
+    @property
+    def fits(self) -> bool:
+        return self.needed <= self.available
+
+
+def check_memory(model: ModelShape, ranks_sharing: int, backend: str) -> MemoryCheck | None:
+    """The check for this run (None when the free memory cannot be read). On CPU (gloo) the
+    local ranks share the host's memory; on GPUs (nccl) each rank has its own device."""
+    per_rank = rank_bytes(model)
+    if backend == "nccl" and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info(0)
+        return MemoryCheck(per_rank, int(free), "GPU 0 memory")
+    available = host_available_bytes()
+    if available is None:
+        return None
+    return MemoryCheck(per_rank * ranks_sharing, available, "host memory")
+
+
+def require_fit(model: ModelShape, ranks_sharing: int, backend: str) -> None:
+    """Refuse, before any rank starts, a calibration that cannot fit."""
+    check = check_memory(model, ranks_sharing, backend)
+    if check is None or check.fits:
+        return
+    n = parameter_count(model)
+    shared = f" x {ranks_sharing} ranks" if check.where == "host memory" and ranks_sharing > 1 else ""
+    raise InputError(
+        f"--model {model.name}: calibrating it needs about {check.needed / GIB:.1f} GiB "
+        f"({n:,} parameters x {PEAK_COPIES} FP32 copies{shared}: {len(STRATEGIES)} strategies' "
+        f"models with gradients and DDP buckets, and the in-step model), more than the "
+        f"{check.available / GIB:.1f} GiB of {check.where} available; calibrate a smaller model"
+        f"{' or fewer ranks (--world)' if shared else ''}")
