@@ -13,6 +13,22 @@ from embsim.errors import InputError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
 
+
+
+def canonical_op(name: str) -> str:
+    """An op as people write it (AllReduce, all-reduce, allreduce, all_reduce_perf,
+    all_to_all, send_recv) as nccl-tests' binary names it, the spelling OPS uses; an
+    unknown name is returned unchanged for the caller to refuse."""
+    key = name.strip().lower().replace("-", "_")
+    if key.endswith("_perf"):
+        key = key[: -len("_perf")]
+    squashed = key.replace("_", "")
+    for op in OPS:
+        if squashed == op.replace("_", ""):
+            return op
+    return "alltoall" if squashed == "all2all" else name
+
+
 # nccl-tests' datatype names (src/common.cu test_typenames) and their sizes in bytes.
 DATATYPES = {
     "int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,

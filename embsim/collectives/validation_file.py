@@ -14,7 +14,7 @@ import re
 from embsim.topology.spec import LIMITS
 from embsim.yamlio import YamlDoc, check_mapping, check_type, get
 
-from .busbw import OPS
+from .busbw import OPS, canonical_op
 from .nccl_tests import MAX_BYTES
 from .release_dates import parse_date
 
@@ -70,7 +70,7 @@ def _system_keys(doc: YamlDoc, where: tuple, d: dict) -> None:
     if d["nodes"] != "many":
         get(doc, where, d, "nodes", int, lo=1, hi=MAX_NODES)
     get(doc, where, d, "gpus_per_node", int, lo=1, hi=MAX_GPUS_PER_NODE)
-    op = get(doc, where, d, "op", str)
+    op = d["op"] = canonical_op(get(doc, where, d, "op", str))
     if op not in OPS:
         raise doc.error(where + ("op",), f"unknown op {op!r} (known: {', '.join(OPS)})")
     for key in ("system", "source", "how", "note"):

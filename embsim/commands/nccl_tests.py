@@ -8,7 +8,7 @@ import click
 
 from embsim.collectives import CollectiveModel
 from embsim.collectives import nccl_tests as nt
-from embsim.collectives.busbw import OPS
+from embsim.collectives.busbw import OPS, canonical_op
 from embsim.collectives.nccl_env import NcclEnv
 from embsim.commands.options import NCCL_ENV
 from embsim.errors import InputError
@@ -35,6 +35,7 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
     """Print the table nccl-tests would print, from the simulated collective times."""
     from embsim.topology import load_topology
 
+    op = canonical_op(op)
     if op not in OPS:
         raise InputError(f"--op {op!r}: known ops are {', '.join(OPS)}")
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..collectives import CollectiveModel
 from ..collectives.nccl_env import env_from_text
 from ..collectives import nccl_tests as nt
-from ..collectives.busbw import busbw_factor
+from ..collectives.busbw import busbw_factor, canonical_op
 from ..collectives.constants import nearest_table
 from ..collectives.releases import proto_filter, release_view
 from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_errors, run_filters,
@@ -107,6 +107,7 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
                       op: str | None = None) -> list[CurveError]:
     """Every curve of the given logs / YAML files; the packaged data when none are given."""
     if op is not None:
+        op = canonical_op(op)
         if op not in nt.OPS:
             raise InputError(f"--op {op!r}: known ops are {', '.join(nt.OPS)}")
         if not any(not item.endswith((".yaml", ".yml")) for item in inputs):
