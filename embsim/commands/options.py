@@ -80,7 +80,7 @@ def _options(f):
         model_option(default="lstm-lm1b", show_default=True),
         click.option("--batch", type=count(1, MAX_BATCH), help="per-GPU batch (default: the model's)"),
         click.option("--seq", type=count(1, MAX_SEQ), help="sequence length (default: the model's)"),
-        click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"]),
+        click.option("--dtype", type=click.Choice(["fp32", "tf32", "bf16", "fp16", "fp8"], case_sensitive=False),
                      help="training precision; bf16/fp16/fp8 = mixed precision (AMP) "
                           "(default: the model's)"),
         click.option("--amp", type=click.Choice(list(AMP_STYLES)),

@@ -23,6 +23,7 @@ from ..engine.config import with_options
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
 from ..report.units import compute_source_text
+from ..workload.precision import canonical_dtype
 from ..yamlio import YamlDoc, check_mapping, get, load_yaml
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
@@ -40,6 +41,10 @@ EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype":
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
                "options": dict, "gpu_variation": (int, float), "nccl_version": str}
 METRICS = ("samples_per_s", "tokens_per_s")
+# the units' other spellings (samples/s, sequences/s, tokens/s); a sequence is a sample
+_METRIC_SPELLINGS = {**{m: m for m in METRICS}, "samples/s": "samples_per_s",
+                     "sequences/s": "samples_per_s", "sequences_per_s": "samples_per_s",
+                     "tokens/s": "tokens_per_s"}
 
 
 @dataclass(frozen=True)
@@ -104,12 +109,15 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
         if key not in EMBSIM_KEYS:
             raise doc.error(path + (key,), f"unknown key (known: {', '.join(EMBSIM_KEYS)})")
         get(doc, path, merged, key, EMBSIM_KEYS[key])
+    if "dtype" in merged:
+        merged["dtype"] = canonical_dtype(merged["dtype"])
     if "scale" in merged:     # 0 or below would turn every simulated figure into 0 or a sign flip
         get(doc, path, merged, "scale", EMBSIM_KEYS["scale"], positive=True)
     for key in ("topology", "model"):
         if key not in merged:
             raise doc.error(path, f"missing {key!r} (in the run's embsim: or embsim_defaults:)")
     metric = merged.get("metric", "samples_per_s")
+    metric = _METRIC_SPELLINGS.get(str(metric).strip().lower().replace(" ", ""), metric)
     if metric not in METRICS:
         raise doc.error(path + ("metric",), f"must be one of {', '.join(METRICS)}, got {metric!r}")
     overrides = {k: merged[k] for k in ("tables", "layers", "optimizer") if k in merged}

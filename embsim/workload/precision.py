@@ -81,6 +81,18 @@ PRECISIONS = {
     "fp8": Precision("fp8", "fp8", 2),
 }
 DTYPES = tuple(PRECISIONS)
+# other spellings of the same precisions (PyTorch's dtype names, upper case); AMP is not one:
+# it does not say whether FP16 or BF16 runs
+_DTYPE_SPELLINGS = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16",
+                    "bfloat16": "bf16", "float8": "fp8"}
+
+
+def canonical_dtype(name: str) -> str:
+    """`TF32`, `BF16`, `float16`, `bfloat16` as --dtype names them; anything else unchanged,
+    for precision() to refuse."""
+    key = str(name).strip().lower()
+    key = _DTYPE_SPELLINGS.get(key, key)
+    return key if key in PRECISIONS else name
 
 
 AMP_STYLES = ("autocast", "o2", "megatron")

@@ -162,3 +162,19 @@ def test_options_reach_the_scheduler(tmp_path):
     path.write_text(text.replace("bucket_bytes: 1.0e+12, first_", "colour: 1, first_"))
     with pytest.raises(InputError, match="colour"):
         file_runs(str(path))
+
+
+def test_dtype_and_metric_spellings_read_as_the_flags(tmp_path):
+    """`dtype: TF32` / `float16` and `metric: tokens/s` are the same runs as `tf32`, `fp16`
+    and `tokens_per_s`; `amp` says no precision and is refused, naming the run."""
+    path = tmp_path / "spell.yaml"
+    text = ("embsim_defaults: {model: tiny-lm, topology: 'dgx-a100:1x1', metric: METRIC}\n"
+            "runs:\n  - {id: a, gpus: 1, value: 10, embsim: {dtype: D1}}\n"
+            "  - {id: b, gpus: 1, value: 10, embsim: {dtype: D2}}\n")
+    path.write_text(text.replace("METRIC", "tokens_per_s").replace("D1", "tf32").replace("D2", "fp16"))
+    plain = [r.simulated for r in file_runs(str(path))[0]]
+    path.write_text(text.replace("METRIC", "tokens/s").replace("D1", "TF32").replace("D2", "float16"))
+    assert [r.simulated for r in file_runs(str(path))[0]] == plain
+    path.write_text(text.replace("METRIC", "tokens_per_s").replace("D1", "amp").replace("D2", "fp16"))
+    with pytest.raises(InputError, match=r"spell.yaml: run a: --dtype 'amp'"):
+        file_runs(str(path))
