@@ -58,6 +58,18 @@ PADDING = click.option("--padding", help="how each micro-batch is padded: max (t
                                          "(NVIDIA LDDL: one WIDTH-token length bin per batch, padded to its "
                                          "longest), packed (samples packed into --seq rows); the step computes "
                                          "the expectation over the padded lengths (default: the model's, else max)")
+def _recompute(ctx, param, value):
+    """--recompute checked at the flag."""
+    if value is not None:
+        from ..workload.recompute import Recompute
+        return str(Recompute.parse(value))
+    return value
+
+
+RECOMPUTE = click.option("--recompute", callback=_recompute,
+                         help="activation checkpointing: none, full (every transformer block runs its "
+                              "forward again in backward and keeps only its input) or every:K (every "
+                              "K-th block, torchtitan's selective layer AC) (default: none)")
 NCCL_ENV = click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
                         help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608 (also "
                              "NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); repeatable")
@@ -88,6 +100,7 @@ def _options(f):
                           "(16-bit model, apex O2 / model.half()) or megatron (16-bit model, FP32 main_grad the "
                           "weight-gradient GEMMs accumulate into: Megatron-Core, NeMo) (default: the model's, else autocast)"),
         OPTIMIZER,
+        RECOMPUTE,
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "
                           "(default: the model's global batch over the GPUs' batches, else 1)"),

@@ -15,6 +15,7 @@ from .iteration_rate import check_average
 from .jitter import parse_jitter
 from .gpu_speed import check_variation
 from ..workload.padding import parse_padding
+from ..workload.recompute import Recompute
 from .lengths import parse_lengths
 
 
@@ -64,6 +65,8 @@ class SimulationConfig:
     # GPU-to-GPU speed variation (4 IQR / median, engine.gpu_speed); None: the published 8 %
     # on GPU devices, none on CPU devices; 0: off
     gpu_variation: float | None = None
+    # activation recomputation: none | full | every:K (workload.recompute); None: none
+    recompute: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.iterations, int) or self.iterations < 2:
@@ -78,6 +81,7 @@ class SimulationConfig:
         if self.throughput is not None:
             check_average(self.throughput)
         parse_jitter(self.jitter)
+        Recompute.parse(self.recompute)
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
         parse_padding(self.padding)

@@ -68,13 +68,16 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
 
     def at_shape(batch: int, seq: int):    # the same model at another shape
         return load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
-                          dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+                          dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
+                          recompute=cfg.recompute)
 
     def layer_times(m, times) -> tuple[dict, dict, str]:
         if measured is not None and measured.covers(m):
             fwd, bwd, extrapolated = trace_layer_times(
-                m, measured.trace, lambda mm: model_times(mm, kgpu), at_shape,
+                m, measured.trace, lambda mm: model_times(mm, kgpu, recompute=False), at_shape,
                 sparse_lookups=sparse_lookups)
+            for name in m.recomputed:      # the measured forward, again in backward
+                bwd[name] += fwd[name]
             return fwd, bwd, measured.compute_source + (f"; {extrapolated}" if extrapolated else "")
         fwd = {n: t.fwd_s for n, t in times.items()}
         bwd = {n: (t.bwd_sparse_s if sparse_lookups and t.bwd_sparse_s is not None
@@ -95,6 +98,8 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
             return f, b
         fwd, bwd = expected_layer_times(padded[0], times_at)
         source += f"; {padded[1]}"
+    if model.recompute.on:
+        source += f"; {model.recompute.label(model.layers)}"
     # Optimizer steps are always the kernel model's: a trace's optimizer timing is per
     # element and scaled below when present.
     dense_update = {l.name: optimizer_step_time(l.params, model, kgpu, tensors=_tensors(l),

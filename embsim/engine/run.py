@@ -50,7 +50,8 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     if cfg.hardware:
         topo = topo.with_overrides(**cfg.hardware)
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
-                       dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+                       dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
+                       recompute=cfg.recompute)
     cfg = with_global_batch(cfg, model.batch, topo.n_gpus)
     if trace is None and cfg.trace:
         trace = load_trace(cfg.trace)
@@ -251,7 +252,8 @@ class _ShapeTimes:
             from ..workload.compute import model_times
             cfg = self._cfg
             m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
-                           dtype=self._model.dtype, overrides=cfg.model_overrides, amp=cfg.amp)
+                           dtype=self._model.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
+                           recompute=cfg.recompute)
             self._times[(batch, seq)] = (m, model_times(m, self._gpu))
         return self._times[(batch, seq)]
 

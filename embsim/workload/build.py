@@ -10,6 +10,7 @@ from .kernels import stream
 from ..errors import InputError
 from .model import (DTYPE_BYTES, FUSED_ONLY, OPTIMIZER_STATE_TENSORS, EmbeddingTable, Layer,
                     Model, Optimizer)
+from .recompute import BLOCK_KINDS, Recompute
 from .precision import op_bytes, param_bytes, precision, table_bytes, weight_cast_bytes
 from .spec import ModelSpec
 
@@ -139,7 +140,8 @@ def _row_precision(kind: str, p: dict, rows_bytes: int, prev_wide: bool, d: int)
 
 
 def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = False,
-                dtype: str | None = None, amp: str = "autocast") -> Model:
+                dtype: str | None = None, amp: str = "autocast",
+                recompute: "str | Recompute | None" = None) -> Model:
     """`untie_outputs`: build every tied output projection untied (as calibrate's real
     training steps run it), so its table's gradient is the lookups' sparse one.
     `dtype`: the training precision (--dtype), default the zoo file's; `amp`: the
@@ -182,14 +184,18 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
             if ls.name not in kernel_cache:
                 kernel_cache[ls.name] = with_weight_casts(_kernels(ls.kind, p, sh, tables),
                                                           ls.kind, p, c.params, cast)
+            block_input = batch * seq * int(p["dim"]) * d if ls.kind in BLOCK_KINDS else 0
             layers.append(Layer(name=name, kind=ls.kind, table=table, **asdict(c),
-                                kernels=kernel_cache[ls.name]))
+                                kernels=kernel_cache[ls.name], input_bytes=block_input))
         prev_wide = rows_bytes > d and (ls.kind in ROW_CONSUMERS or (
             ls.kind == "embedding" and not ls.params.get("cast_output")))
     emb_tables = tuple(
         EmbeddingTable(name=t.name, vocab=t.vocab, dim=t.dim, lookups_per_sample=lookups[t.name],
                        tied_to=tied_to.get(t.name), input=t.input,
                        sampled=min(sampled.get(t.name, 0), t.vocab - 1)) for t in spec.tables)
+    rc = Recompute.parse(recompute)
+    if rc.on and not any(layer.kind in BLOCK_KINDS for layer in layers):
+        raise InputError(f"--recompute {rc}: model {spec.name} has no transformer blocks to checkpoint")
     params = sum(layer.params for layer in layers)
     embedding = sum(t.params for t in emb_tables)
     return Model(
@@ -198,4 +204,5 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
                                                spec.clip_grad_norm, spec.fp32_gradients), params=params,
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
         dtype=dtype, published=dict(spec.published), description=spec.description,
-        table_bytes=sh.table_bytes, dense_param_bytes=sh.param_bytes)
+        table_bytes=sh.table_bytes, dense_param_bytes=sh.param_bytes,
+        recompute=rc)

@@ -34,8 +34,10 @@ def layer_time(layer: Layer, model: Model, gpu: GpuCompute) -> LayerTime:
                      kernels_time(kl.bwd, gpu, prec, e), sparse)
 
 
-def model_times(model: Model, gpu: GpuCompute) -> dict[str, LayerTime]:
-    """Forward order; repeats of one zoo layer share their kernels, so time them once."""
+def model_times(model: Model, gpu: GpuCompute, recompute: bool = True) -> dict[str, LayerTime]:
+    """Forward order; repeats of one zoo layer share their kernels, so time them once. A
+    checkpointed block (--recompute) runs its forward again in backward (`recompute`
+    False: the plain times, for a caller that adds the recompute itself)."""
     gpu.gemm_peak(precision(model.dtype))      # refuse a dtype the GPU lacks, once
     cache: dict[int, LayerTime] = {}
     out = {}
@@ -45,7 +47,15 @@ def model_times(model: Model, gpu: GpuCompute) -> dict[str, LayerTime]:
             cache[key] = layer_time(layer, model, gpu)
         t = cache[key]
         out[layer.name] = LayerTime(layer.name, t.fwd_s, t.bwd_s, t.bwd_sparse_s)
-    return out
+    return with_recompute(out, model) if recompute else out
+
+
+def with_recompute(times: dict[str, LayerTime], model: Model) -> dict[str, LayerTime]:
+    """Each checkpointed block's backward plus its forward again (embsim.workload.recompute)."""
+    for name in model.recomputed:
+        t = times[name]
+        times[name] = LayerTime(name, t.fwd_s, t.bwd_s + t.fwd_s, t.bwd_sparse_s)
+    return times
 
 
 def elementwise_style(model: Model) -> str | None:

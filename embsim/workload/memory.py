@@ -100,8 +100,19 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
     for name, nbytes in (buffers or {}).items():
         grads += int(math.ceil(nbytes))
         components[name] = int(math.ceil(nbytes))
-    activations = sum(layer.activation_bytes for layer in model.layers)
+    activations = activation_bytes(model)
     components["activations"] = activations
     return MemoryBreakdown(params=params, grads=grads, optimizer_state=state,
                            master_weights=master, activations=activations,
                            by_component=components)
+
+
+def activation_bytes(model: Model) -> int:
+    """Activations held for backward: every layer's, but a checkpointed block holds its input
+    only, plus one block's full set while its recompute lives (embsim.workload.recompute)."""
+    recomputed = set(model.recomputed)
+    kept = sum(layer.input_bytes if layer.name in recomputed else layer.activation_bytes
+               for layer in model.layers)
+    live = max((layer.activation_bytes for layer in model.layers if layer.name in recomputed),
+               default=0)
+    return kept + live

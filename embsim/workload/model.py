@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .recompute import Recompute
+
 # int64 row indices, as PyTorch nn.Embedding takes them (a sparse gradient's index)
 INDEX_BYTES = 8
 
@@ -113,6 +115,9 @@ class Layer:
     # the kernels themselves (embsim.workload.kernels_layers.LayerKernels), for the
     # kernel compute model; shared by a layer's repeats
     kernels: Any = field(default=None, compare=False, repr=False)
+    # a transformer block's input (batch x seq x dim activations): what it keeps when
+    # checkpointed (embsim.workload.recompute)
+    input_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,13 @@ class Model:
     # style (embsim.workload.precision: FP32 under autocast)
     table_bytes: int = field(kw_only=True)
     dense_param_bytes: int = field(kw_only=True)
+    # activation recomputation (embsim.workload.recompute): which blocks run forward twice
+    recompute: Recompute = field(default=Recompute(), kw_only=True)
+
+    @property
+    def recomputed(self) -> tuple[str, ...]:
+        """The checkpointed layers' names (none without --recompute)."""
+        return self.recompute.blocks(self.layers)
 
     def param_bytes(self, layer: Layer | None = None) -> int:
         """Stored bytes of a layer's parameters: an embedding layer's are its table's."""

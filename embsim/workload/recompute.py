@@ -1,0 +1,82 @@
+"""Activation recomputation (activation checkpointing): a block keeps only its input in
+forward and runs its forward again in backward.
+
+    --recompute none | full | every:K
+
+* `full`: every transformer block is checkpointed (llm-foundry's `activation_checkpointing:
+  true` wraps each MPTBlock in FSDP's checkpoint_wrapper; Megatron's --recompute-granularity
+  full --recompute-method uniform --recompute-num-layers 1).
+* `every:K`: every K-th block, the K-th, 2K-th, ... (torchtitan's selective layer AC,
+  `selective_ac_option` K: a block is wrapped when its running count is a multiple of K).
+
+Time: a checkpointed block's backward is its own backward plus its forward again (the same
+kernels: the recompute is the forward). Memory: a checkpointed block holds its input
+(batch x seq x dim activations) instead of everything its backward reads, plus, during
+backward, one block's full activations while its recompute lives.
+
+Op-level selective recomputation (Megatron's --recompute-granularity selective: attention's
+softmax and dropout; torchtitan's `op` policy) is not modelled: it is refused, not read
+as `full`. Only transformer blocks are checkpointed: embeddings, heads and LSTMs keep
+their activations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+BLOCK_KINDS = ("transformer_encoder", "transformer_decoder")
+FORMS = "none, full or every:K (every K-th transformer block)"
+
+
+@dataclass(frozen=True)
+class Recompute:
+    every: int = 0          # 0: nothing recomputed; K: the K-th, 2K-th, ... block
+
+    @classmethod
+    def parse(cls, text: "str | Recompute | None", flag: str = "--recompute") -> "Recompute":
+        if isinstance(text, Recompute):
+            return text
+        if text is None:
+            return cls()
+        key = str(text).strip().lower()
+        if key in ("none", "off", "false", "no"):
+            return cls()
+        if key in ("full", "true", "every:1"):
+            return cls(1)
+        if key.startswith("every:"):
+            try:
+                k = int(key[len("every:"):])
+            except ValueError:
+                k = 0
+            if k >= 1:
+                return cls(k)
+        raise InputError(f"{flag} {text!r}: must be {FORMS}")
+
+    @property
+    def on(self) -> bool:
+        return self.every > 0
+
+    def __str__(self) -> str:
+        return "none" if not self.on else "full" if self.every == 1 else f"every:{self.every}"
+
+    def blocks(self, layers) -> tuple[str, ...]:
+        """Names of the checkpointed layers, in forward order."""
+        if not self.on:
+            return ()
+        out, count = [], 0
+        for layer in layers:
+            if layer.kind in BLOCK_KINDS:
+                count += 1
+                if count % self.every == 0:
+                    out.append(layer.name)
+        return tuple(out)
+
+    def label(self, layers) -> str:
+        """What the outputs say (empty when off)."""
+        if not self.on:
+            return ""
+        n = sum(1 for layer in layers if layer.kind in BLOCK_KINDS)
+        return (f"activation recompute {self}: {len(self.blocks(layers))} of {n} transformer "
+                f"blocks run their forward again in backward")
