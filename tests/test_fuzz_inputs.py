@@ -379,7 +379,8 @@ FLAG_CHOICES = {
     "--jitter": ["normal:0.1", "lognormal:0.2", "uniform:0.2", "seq:8", "bucket:4", "shuffle",
                  "trace", "normal:nan", "lognormal:inf", "uniform:-1", "seq:1e300", "bucket:0"],
     "--accumulate": ["1", "2", "8", "1024", "1025"],
-    "--dtype": ["fp32", "tf32", "bf16", "fp16", "fp8"],
+    "--dtype": ["fp32", "tf32", "bf16", "fp16", "fp8", "BF16", "float16"],
+    "--recompute": ["none", "full", "every:2", "every:0", "every:x", "selective"],
 }
 FLAGS = sorted(FLAG_CHOICES)
 OPTION_VALUES = ["1", "4e6", "64e6", "rows", "cols", "off", "on", "nan", "inf", "0", "-1", "1e300",
