@@ -75,6 +75,18 @@ def test_aws_p4d_is_nccls_own_choice_over_4_efa_devices_with_simple_only():
     assert small.fabric == big.fabric and small.nics == big.nics and small.network == big.network
 
 
+def test_alltoall_shares_a_nic_among_the_gpus_it_serves():
+    """p4d: 4 EFA devices of 12.5 GB/s for 8 GPUs. A 2x8 AlltoAll sends half of every
+    rank's buffer off-node, 4 buffers per node over 50 GB/s: a NIC each would be twice
+    that. Where every GPU has its own NIC (p5, DGX A100) nothing is shared."""
+    size = 1 << 30
+    for name, node_gbps in (("aws-p4d", 50.0), ("dgx-a100-40gb", 200.0), ("aws-p5", 400.0)):
+        topo = load_topology(f"{name}:2x8")
+        t = CollectiveModel(topo).plan("alltoall", size, range(16)).time
+        wire = 8 * size / 2 / (node_gbps * 1e9)          # the node's off-node bytes at its NIC rate
+        assert wire < t < 1.15 * wire, (name, t, wire)
+
+
 def test_nics_nccl_proto_is_checked(tmp_path):
     text = (PRESETS / "aws-p4d.yaml").read_text()
     for bad, needle in (("Fast", "must name protocols"), ("^LL,LL128,Simple", "excludes every protocol")):
