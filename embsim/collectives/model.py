@@ -74,7 +74,11 @@ class CollectiveModel:
         # the release's constants with the run's NCCL_BUFFSIZE & co (buffer/chunk sizes)
         self.consts: NcclConstants = apply_env(constants_for(nccl_version), nccl_env)
         self.algos = nm.parse_filter(algo, "algo")
-        self.protos = nm.parse_filter(proto, "proto")
+        # a net plugin's NCCL_PROTO (topology nics.nccl_proto) holds unless the run sets its own,
+        # as the plugin sets the variable only when it is unset (aws-ofi-nccl on p4d: simple)
+        self.plugin_proto = "" if proto is not None and str(proto).strip() else topology.node.nics.nccl_proto
+        self.protos = nm.parse_filter(proto if not self.plugin_proto else self.plugin_proto, "proto",
+                                      None if not self.plugin_proto else "nics.nccl_proto")
         self.measured = dict(measured or {})
         for key, (sizes, times) in self.measured.items():
             if len(sizes) != len(times) or len(sizes) < 1 or min(sizes) <= 0 or min(times) <= 0:
@@ -146,8 +150,15 @@ class CollectiveModel:
     def notes(self) -> tuple[str, ...]:
         """Every line this model's outputs must carry about itself (the file's view against
         NCCL's, a net plugin's tuner, a known held-out shortfall), the empty ones left out."""
-        return tuple(n for n in (self.topology.alias_note, self.view_note,
+        return tuple(n for n in (self.topology.alias_note, self.view_note, self.plugin_proto_note,
                                  self.tuner_note, self.fidelity_note) if n)
+
+    @property
+    def plugin_proto_note(self) -> str:
+        """A line for the output when the net plugin, not the run, set NCCL_PROTO."""
+        if not self.plugin_proto:
+            return ""
+        return f"NCCL_PROTO={self.plugin_proto}: the net plugin's setting (nics.nccl_proto)"
 
     @property
     def fidelity_note(self) -> str:

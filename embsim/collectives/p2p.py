@@ -281,8 +281,11 @@ class P2PTime:
 
 
 def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_bytes: float,
-             bytes_per_peer: float, peers: int, channels: int, proto: str | None = None) -> P2PTime:
-    """Time of a p2p group given per-GPU bytes per link class (µs, NCCL units)."""
+             bytes_per_peer: float, peers: int, channels: int, proto: str | None = None,
+             nic_share: float = 1.0) -> P2PTime:
+    """Time of a p2p group given per-GPU bytes per link class (µs, NCCL units). `nic_share`:
+    the part of a NIC one GPU's off-node traffic gets while the node's other senders use it
+    too (1: a NIC to itself)."""
     ch = p2p_channels(shape, consts, channels, peers)
     multi = shape.n_nodes > 1
     nch = op_channels(bytes_per_peer, ch, shape.n_ranks, multi, consts.p2p_max_channels_4x)
@@ -298,7 +301,7 @@ def p2p_time(shape: CommShape, consts: NcclConstants, intra_bytes: float, inter_
     # (NCCL sizes its net channels by that rate); the GPU's NIC carries what its ops'
     # channels together move, at most the NIC.
     net_ch = min(ch.total, nch * min(peers, in_flight))
-    inter_bw = (min(shape.nic_path_bw, net_ch * P2P_PER_CHANNEL_NET_BW) or 1e-9) * eff
+    inter_bw = (min(shape.nic_path_bw * nic_share, net_ch * P2P_PER_CHANNEL_NET_BW) or 1e-9) * eff
     rounds = max(1, math.ceil(peers / in_flight))
     if proto == "Simple" and intra_bytes > 0:
         # ops in flight at once, the rank's own copy among them (nccl-tests' alltoall and
@@ -336,7 +339,11 @@ def alltoall_time(shape: CommShape, consts: NcclConstants, nbytes: float, channe
     chunk = nbytes / n
     intra = chunk * (g - 1) * nn          # local peers + PXN forwarding for every remote node
     inter = chunk * (n - g)
-    return p2p_time(shape, consts, intra, inter, chunk, n - 1, channels, proto)
+    # Every GPU of the node sends off-node at once: with fewer NICs than GPUs (AWS p4d: 4 EFA
+    # devices for 8 GPUs, DGX-1: 4 for 8) a GPU's remote bytes get its share of the node's NICs,
+    # the node's inter-node bytes over its NICs' bandwidth, not a NIC each.
+    share = min(1.0, shape.nics_per_node / g) if shape.nics_per_node > 0 else 1.0
+    return p2p_time(shape, consts, intra, inter, chunk, n - 1, channels, proto, nic_share=share)
 
 
 def sendrecv_time(shape: CommShape, consts: NcclConstants, nbytes: float, channels: int,

@@ -12,7 +12,7 @@ from embsim.errors import InputError
 from embsim.yamlio import YamlDoc, check_mapping, get, load_yaml, parse_yaml
 
 from .build import disconnected_pair, node_template
-from .spec import (CPU_MODELS, CPU_VENDORS, FABRIC_KINDS, LIMITS, NCCL_TUNERS, NETWORK_KINDS, FabricSpec,
+from .spec import (CPU_MODELS, CPU_VENDORS, FABRIC_KINDS, LIMITS, NCCL_PROTOS, NCCL_TUNERS, NETWORK_KINDS, FabricSpec,
                    GpuSpec, NetworkSpec, NicSpec, NodeType, ServerSpec, TopologyError)
 
 _NVLINK_KEYS = ["nvlink_links_per_gpu", "nvlink_gbps", "nvlink_latency_us"]
@@ -264,7 +264,7 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     if count == 0:
         check_mapping(doc, p, m, required=["count"], optional=["gbit", "latency_us", "gpus"])
         return NicSpec(count=0)
-    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus", "nccl_latency_us", "nccl_group", "nccl_local_gpus", "nccl_tuner"])
+    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus", "nccl_latency_us", "nccl_group", "nccl_local_gpus", "nccl_tuner", "nccl_proto"])
     if not fabric.has_pcie and fabric.kind != "host":
         raise doc.error(p + ("count",), "NICs attach to the PCIe tree: the fabric needs its pcie_* keys")
     latency = get(doc, p, m, "latency_us", float, hi=LIMITS["latency_us"])
@@ -286,9 +286,27 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     tuner = str(m.get("nccl_tuner") or "")
     if tuner and tuner not in NCCL_TUNERS:
         raise doc.error(p + ("nccl_tuner",), f"unknown tuner {tuner!r} (known: {', '.join(NCCL_TUNERS)})")
+    proto = _nccl_proto(doc, m.get("nccl_proto"))
     return NicSpec(count=count, gbit=get(doc, p, m, "gbit", float, positive=True, hi=LIMITS["gbit"]),
                    latency_us=latency, gpus=gpus, nccl_latency_us=reported, nccl_group=group,
-                   nccl_local_gpus=local, nccl_tuner=tuner)
+                   nccl_local_gpus=local, nccl_tuner=tuner, nccl_proto=proto)
+
+
+def _nccl_proto(doc: YamlDoc, value) -> str:
+    """nics.nccl_proto: NCCL_PROTO syntax ("Simple", "LL,Simple", "^LL128"), kept as written."""
+    if value is None:
+        return ""
+    p = ("nics", "nccl_proto")
+    text = str(value).strip()
+    names = {x.lower() for x in NCCL_PROTOS}
+    items = [t.strip().lower() for t in text.lstrip("^").split(",") if t.strip()]
+    bad = [t for t in items if t not in names]
+    if bad or not items:
+        raise doc.error(p, f"must name protocols ({', '.join(NCCL_PROTOS)}, comma list, '^' to "
+                           f"exclude), got {value!r}")
+    if text.startswith("^") and names <= set(items):
+        raise doc.error(p, f"excludes every protocol, got {value!r}")
+    return text
 
 
 def _nic_gpus(doc: YamlDoc, value, count: int, n_gpus: int):

@@ -27,6 +27,9 @@ CPU_MODELS = ("broadwell", "skylake", "sapphire-rapids", "emerald-rapids")
 NETWORK_KINDS = ("rail-fat-tree", "fat-tree")
 # Net-plugin tuners whose choice tables are modelled (embsim.collectives.ofi_tuner)
 NCCL_TUNERS = ("aws-ofi-nccl-p5",)
+# NCCL's protocols (collectives.constants.PROTOS; the topology floor cannot import it), which a
+# net plugin's NCCL_PROTO (nics.nccl_proto) names
+NCCL_PROTOS = ("LL", "LL128", "Simple")
 
 # Upper bounds of what a node-type file may say, each well beyond any machine built or
 # announced (a B200 is 2.25 PFLOPS bf16 dense, 8 TB/s HBM; NVLink 5 is 900 GB/s per
@@ -147,6 +150,10 @@ class NicSpec:
     # A tuner the net plugin carries that overrides NCCL's algorithm/protocol choice
     # (collectives.ofi_tuner: "aws-ofi-nccl-p5", AWS's region tables for p5/p5e); "": none.
     nccl_tuner: str = ""
+    # NCCL_PROTO the net plugin sets when the user has not (aws-ofi-nccl: "simple" where the
+    # EFA device has no 128-byte in-order delivery, p4d's EFA v1), NCCL_PROTO syntax; "": none.
+    # It holds on every shape: the plugin sets it at NCCL's init, one node or many.
+    nccl_proto: str = ""
 
 
 @dataclass(frozen=True)

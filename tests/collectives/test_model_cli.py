@@ -452,6 +452,26 @@ CURVE_BOUNDS.update({
     "ext6-gke-a4-b200-2x8-all-reduce": (0.104, 0.288),
 })
 
+# Held-out AWS p4d.24xlarge measurements (sixth session, helper p4d: embsim/validation_data/ext7-*.yaml,
+# with the new aws-p4d preset), at the level reached on first contact x 1.005, nothing tuned on them.
+# AllReduce over 4x 100 Gb/s EFA v1: AWS's DLAMI-guide 2x8 curve (NCCL 2.23.4, the plugin's
+# NCCL_PROTO=simple) Tree/Simple 4-28 % fast (512 KiB-16 MiB 22-28 %); aws-efa-eks's 2021 2x8 curves
+# with NCCL_ALGO=RING (2.8.3 / 2.9.9 under 2.18's tables, every protocol): Ring/LL 64-256 KiB within
+# 0.4-14 %, Ring/LL128 1-128 MiB 26-58 % fast, Ring/Simple >= 256 MiB 29-35 % (2.8.3, plateau 32.8 GB/s
+# busbw) and 6-18 % fast (2.9.9, plateau 43.7; the model's 46.6); NVIDIA/nccl#527's 1 GiB points: one
+# node 2.0 %, 2-4 nodes 28-36 % fast (57.2 / 31.8 / 29.6 measured).
+CURVE_BOUNDS.update({
+    "ext7-aws-p4d-2x8-all-reduce": (0.164, 0.279),
+    "ext7-aws-p4d-2x8-all-reduce-nccl283": (0.337, 0.582),
+    "ext7-aws-p4d-2x8-all-reduce-nccl299": (0.258, 0.553),
+    **point_bounds("ext7-aws-p4d-points", [
+        0.021,  # one p4d, 1 GiB, Ring/Simple over NVSwitch
+        0.283,
+        0.314,
+        0.361,  # 4 nodes: 29.6 measured, model 46.2
+    ]),
+})
+
 def test_sweep_sizes_names_the_nccl_tests_flags():
     from embsim.collectives import nccl_tests as nt
     # nccl-tests -b 8 -e 128 -f 2: 8, 16, 32, 64, 128; texts and byte counts alike

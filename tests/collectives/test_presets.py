@@ -13,7 +13,7 @@ PRESETS = Path(__file__).resolve().parents[2] / "topologies"
 NEW = ("dgx1-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "pcie-rtx2080ti-switch", "pcie-rtx4090",
        "azure-nc-a100-v4",
        "l40s-roce",
-       "aws-p5", "aws-p6-b200", "gcp-a3-mega", "hgx-h20")
+       "aws-p5", "aws-p6-b200", "gcp-a3-mega", "hgx-h20", "aws-p4d", "aws-p4de")
 
 
 def test_list_shows_every_preset_on_one_line(capsys):
@@ -49,6 +49,53 @@ def test_hgx_h20_is_an_hgx_h100_to_nccl():
         for op, size in (("all_reduce", 64 << 20), ("all_reduce", 1 << 30), ("all_gather", 64 << 20)):
             a, b = h20.plan(op, size, ranks), h100.plan(op, size, ranks)
             assert (a.algo, a.proto) == (b.algo, b.proto) and a.time == pytest.approx(b.time)
+
+
+def test_aws_p4d_is_nccls_own_choice_over_4_efa_devices_with_simple_only():
+    """aws-ofi-nccl on p4d/p4de: SENDRECV protocol (no NIC grouping: 4 devices of 100 Gb/s,
+    2 GPUs each), no tuner of its own, 75 us reported latency, NCCL_PROTO=simple set by the
+    plugin unless the run sets one (aws-p4d.yaml)."""
+    for name in ("aws-p4d", "aws-p4de"):
+        model = CollectiveModel(load_topology(f"{name}:2x8"))
+        shape = model.shape(tuple(range(16)))[0]
+        assert (shape.nics_per_node, shape.nic_bw, shape.nic_latency_us, shape.nccl_tuner) == (4, 12.5, 75.0, "")
+        assert shape.nic_path_bw == 12.0          # the plugin's topology file: 8 GT/s x16 links
+        assert model.protos == frozenset({"Simple"})
+        assert any("net plugin's setting" in n for n in model.notes)
+        for op, size in (("all_reduce", 1024), ("all_reduce", 1 << 30), ("all_gather", 1 << 20)):
+            assert model.plan(op, size, range(16)).proto == "Simple"
+        # one node: the plugin still sets it at NCCL's init
+        assert CollectiveModel(load_topology(f"{name}:1x8")).plan("all_reduce", 1024, range(8)).proto == "Simple"
+        # the run's own NCCL_PROTO wins, and the note goes
+        mine = CollectiveModel(load_topology(f"{name}:2x8"), proto="LL,LL128,Simple")
+        assert mine.protos == frozenset({"LL", "LL128", "Simple"}) and not mine.plugin_proto_note
+        assert mine.plan("all_reduce", 1024, range(16)).proto == "LL"
+    small, big = load_topology("aws-p4d").node, load_topology("aws-p4de").node
+    assert (small.gpu.hbm_gb, big.gpu.hbm_gb) == (40, 80)
+    assert small.fabric == big.fabric and small.nics == big.nics and small.network == big.network
+
+
+def test_alltoall_shares_a_nic_among_the_gpus_it_serves():
+    """p4d: 4 EFA devices of 12.5 GB/s for 8 GPUs. A 2x8 AlltoAll sends half of every
+    rank's buffer off-node, 4 buffers per node over 50 GB/s: a NIC each would be twice
+    that. Where every GPU has its own NIC (p5, DGX A100) nothing is shared."""
+    size = 1 << 30
+    for name, node_gbps in (("aws-p4d", 50.0), ("dgx-a100-40gb", 200.0), ("aws-p5", 400.0)):
+        topo = load_topology(f"{name}:2x8")
+        t = CollectiveModel(topo).plan("alltoall", size, range(16)).time
+        wire = 8 * size / 2 / (node_gbps * 1e9)          # the node's off-node bytes at its NIC rate
+        assert wire < t < 1.15 * wire, (name, t, wire)
+
+
+def test_nics_nccl_proto_is_checked(tmp_path):
+    text = (PRESETS / "aws-p4d.yaml").read_text()
+    for bad, needle in (("Fast", "must name protocols"), ("^LL,LL128,Simple", "excludes every protocol")):
+        path = tmp_path / "t.yaml"
+        path.write_text(text.replace("nccl_proto: Simple ", f"nccl_proto: '{bad}' "))
+        with pytest.raises(InputError, match=needle):
+            load_topology(str(path))
+    path.write_text(text.replace("nccl_proto: Simple ", "nccl_proto: '^LL128' "))
+    assert CollectiveModel(load_topology(f"{path}:1x8")).protos == frozenset({"LL", "Simple"})
 
 
 def test_nvlink_bridge_only_inside_a_pair():
