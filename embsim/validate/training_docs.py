@@ -404,7 +404,7 @@ def heldout_section() -> list[str]:
         "GB200 runs checked), added after the per-dtype GEMM figures were fixed and not fitted on.",
         ], []) + _doc_section(
         "Held-out: MosaicML MPT 125M-13B on A100 and H100, 8-512 GPUs (validation_data/training/heldout)",
-        heldout_files("llm-foundry-*.yaml"), [
+        heldout_files("llm-foundry-mpt.yaml"), [
         "`embsim validate --training embsim/validation_data/training/heldout/llm-foundry-mpt.yaml`:",
         "mosaicml/llm-foundry's published benchmark tables (scripts/train/benchmarking/README.md at",
         "b2a43a1 and, for the >= 128-GPU H100 table, 5e85bd6), Composer + PyTorch FSDP, tokens/s",
