@@ -143,3 +143,23 @@ def test_pcie_p2p_must_be_a_boolean(tmp_path):
     bad.write_text(src.replace("pcie_p2p: false", "pcie_p2p: maybe"))
     with pytest.raises(InputError, match="pcie_p2p"):
         load_topology(str(bad))
+
+
+def test_alltoallv_shares_the_nodes_nics_as_alltoall_does():
+    """A uniform all-to-all-v (embrace's embedding exchange) costs what alltoall does, on
+    nodes with fewer NICs than GPUs (DGX-1: 4 for 8; p4d: 4 EFA for 8) as on DGX H100 (8)."""
+    import numpy as np
+    from embsim.collectives.model import CollectiveModel
+    from embsim.topology import load_topology
+    for spec in ("dgx1-v100:2x8", "aws-p4d:2x8", "dgx-h100:2x8"):
+        m, size = CollectiveModel(load_topology(spec)), 1 << 28
+        uniform = np.full((16, 16), size / 16)
+        assert m.plan_alltoallv(uniform, range(16)).time == pytest.approx(
+            m.plan("alltoall", size, range(16)).time, rel=1e-9)
+    # half the node's GPUs sending off-node get a whole NIC each on DGX-1 (4 NICs, 4 senders)
+    m = CollectiveModel(load_topology("dgx1-v100:2x8"))
+    half = np.zeros((16, 16))
+    half[:4, 8:12] = half[8:12, :4] = size / 16
+    full = np.zeros((16, 16))
+    full[:8, 8:] = full[8:, :8] = size / 16
+    assert m.plan_alltoallv(half, range(16)).time < m.plan_alltoallv(full, range(16)).time
