@@ -447,7 +447,7 @@ def heldout_section() -> list[str]:
         "and mappings committed before the first simulation, nothing fitted on them. llm-foundry:",
         "every activation-checkpointed row of the same tables (78: 760m-70b, seq 512-65536, 8-512",
         "GPUs; zoo mpt-30b/70b from the benchmark yamls, NumParams exact), mapped as the previous",
-        "section plus `recompute: full` (every MPTBlock is checkpointed). torchtitan (docs/performance.md",
+        "section plus `recompute: full` (every MPTBlock is checkpointed). torchtitan (torchtitan/docs/performance.md",
         "at 1ea476e9f): Llama 3 8B FSDP2 on 64 A100 80GB with selective layer AC as `every:2` (its",
         "config's default; the page names no K); the selective-op row is listed, not simulated.",
         ], [

@@ -1,4 +1,4 @@
-"""Held-out torchtitan Llama 3 8B throughput (docs/performance.md at 1ea476e9f: FSDP2 on 64
+"""Held-out torchtitan Llama 3 8B throughput (torchtitan/docs/performance.md at 1ea476e9f: FSDP2 on 64
 A100 80GB, local batch 1, seq 8192), the selective layer AC row simulated with `recompute:
 every:2` (config_manager.py's default selective_ac_option at that commit) and no constant
 fitted on it; the selective op row is listed, not simulated (embsim refuses op-level
