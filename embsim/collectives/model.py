@@ -33,9 +33,9 @@ from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
 from .nccl_env import NcclEnv, apply_env
 from .alltoall_demand import AlltoallPattern, NotRegular
-from .p2p import alltoall_time, alltoallv_time, p2p_time, sendrecv_time
+from .p2p import alltoall_time, alltoallv_time, node_nic_share, p2p_time, sendrecv_time
 from .servers import server_transfer
-from .traffic import Traffic, traffic_p2p_load
+from .traffic import Traffic, node_remote_bytes, traffic_p2p_load
 from .shape import CommShape, comm_shape
 
 KERNEL_CONSTS = constants_for(None)
@@ -343,8 +343,9 @@ class CollectiveModel:
             node_of = np.array([self.topology.node_of(int(r)) for r in sorted_ranks])
             if isinstance(matrix, Traffic):
                 tr = matrix.permuted(order)
-                t = p2p_time(shape, self.consts, *traffic_p2p_load(tr, node_of, shape.ppn),
-                             graphs.comm_channels)
+                load = traffic_p2p_load(tr, node_of, shape.ppn)
+                t = p2p_time(shape, self.consts, *load, graphs.comm_channels,
+                             nic_share=node_nic_share(shape, load[1], node_remote_bytes(tr, node_of)))
                 routes = self._alltoall_routes(tuple(sorted(ranks)))
                 if isinstance(routes, AlltoallPattern):
                     unit = routes.demand(tr)

@@ -374,21 +374,19 @@ def alltoallv_time(shape: CommShape, consts: NcclConstants, matrix: np.ndarray, 
     nz = off[off > 0]
     per_peer = float(nz.max()) if nz.size else 0.0
     peers = int((off > 0).sum(axis=1).max(initial=0))
+    node_bytes = max((max(float(remote_out[node_of == k].sum()), float(remote_in[node_of == k].sum()))
+                      for k in np.unique(node_of)), default=0.0)
     return p2p_time(shape, consts, intra if shape.ppn > 1 else 0.0, inter, per_peer, max(1, peers), channels,
-                    nic_share=_node_nic_share(shape, node_of, inter, remote_out, remote_in))
+                    nic_share=node_nic_share(shape, inter, node_bytes))
 
 
-def _node_nic_share(shape: CommShape, node_of: np.ndarray, inter: float, remote_out: np.ndarray,
-                    remote_in: np.ndarray) -> float:
-    """The part of a NIC the busiest GPU's off-node bytes get when its node's GPUs send at
-    once over fewer NICs than GPUs, as alltoall_time: the node's off-node bytes over its NICs
-    take node_bytes / (nics x B), the GPU's alone gpu_bytes / B, and the slower one sets the
-    time, so share = min(1, gpu_bytes x nics / node_bytes) (uniform traffic: nics / GPUs)."""
+def node_nic_share(shape: CommShape, inter: float, node_bytes: float) -> float:
+    """The part of a NIC the busiest GPU's off-node bytes (`inter`) get when its node's GPUs
+    send at once over fewer NICs than GPUs, as alltoall_time: the busiest node's off-node
+    bytes (`node_bytes`, out or in) over its NICs take node_bytes / (nics x B), the GPU's
+    alone inter / B, and the slower sets the time, so share = min(1, inter x nics /
+    node_bytes) (uniform traffic: nics / GPUs)."""
     nics = shape.nics_per_node
-    if nics <= 0 or inter <= 0:
+    if nics <= 0 or inter <= 0 or node_bytes <= 0:
         return 1.0
-    node_bytes = 0.0
-    for node in np.unique(node_of):
-        here = node_of == node
-        node_bytes = max(node_bytes, float(remote_out[here].sum()), float(remote_in[here].sum()))
-    return min(1.0, inter * nics / node_bytes) if node_bytes > 0 else 1.0
+    return min(1.0, inter * nics / node_bytes)

@@ -226,3 +226,15 @@ def _one_sided_p2p_load(traffic: Traffic, g: int, ppn: int) -> tuple[float, floa
     per_peer = max(float(row[i] * col[j]) for i in top_r for j in top_c if i != j)
     peers = int(np.where(row > 0, int((col > 0).sum()) - (col > 0), 0).max(initial=0))
     return (intra if ppn > 1 else 0.0, inter, per_peer, max(1, peers))
+
+
+def node_remote_bytes(traffic: Traffic, node_of: np.ndarray) -> float:
+    """The busiest node's off-node bytes, sent or received, in O(n) from the two factors
+    (p2p.node_nic_share reads it)."""
+    row, col = traffic.row, traffic.col
+    _, node = np.unique(np.asarray(node_of, dtype=np.int64), return_inverse=True)
+    node_row, node_col = np.bincount(node, weights=row), np.bincount(node, weights=col)
+    out = node_row * (col.sum() - node_col)       # a node's senders to every other node's receivers
+    into = node_col * (row.sum() - node_row)
+    return float(max(out.max(initial=0.0), into.max(initial=0.0)))
+

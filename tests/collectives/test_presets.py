@@ -156,6 +156,11 @@ def test_alltoallv_shares_the_nodes_nics_as_alltoall_does():
         uniform = np.full((16, 16), size / 16)
         assert m.plan_alltoallv(uniform, range(16)).time == pytest.approx(
             m.plan("alltoall", size, range(16)).time, rel=1e-9)
+        # the outer-product form embrace sends at scale takes the same share
+        from embsim.collectives.traffic import Traffic
+        ones = np.ones(16)
+        assert m.plan_alltoallv(Traffic(ones * size / 16, ones), range(16)).time == pytest.approx(
+            m.plan("alltoall", size, range(16)).time, rel=1e-6)
     # half the node's GPUs sending off-node get a whole NIC each on DGX-1 (4 NICs, 4 senders)
     m = CollectiveModel(load_topology("dgx1-v100:2x8"))
     half = np.zeros((16, 16))
