@@ -40,7 +40,7 @@ HELDOUT_DIR = DATA_DIR / "heldout"
 EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype": str, "amp": str,
                "accumulate": int, "accumulate_sync": str, "throughput": str, "jitter": str, "lengths": str, "padding": str, "tables": dict, "layers": dict, "optimizer": dict,
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
-               "options": dict, "gpu_variation": (int, float), "nccl_version": str, "recompute": str}
+               "options": dict, "gpu_variation": (int, float), "nccl_version": str, "recompute": (str, bool)}
 METRICS = ("samples_per_s", "tokens_per_s")
 # the units' other spellings (samples/s, sequences/s, tokens/s); a sequence is a sample
 _METRIC_SPELLINGS = {**{m: m for m in METRICS}, "samples/s": "samples_per_s",
@@ -112,6 +112,8 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
         get(doc, path, merged, key, EMBSIM_KEYS[key])
     if "dtype" in merged:
         merged["dtype"] = canonical_dtype(merged["dtype"])
+    if isinstance(merged.get("recompute"), bool):     # llm-foundry's activation_checkpointing: true
+        merged["recompute"] = "full" if merged["recompute"] else "none"
     if "scale" in merged:     # 0 or below would turn every simulated figure into 0 or a sign flip
         get(doc, path, merged, "scale", EMBSIM_KEYS["scale"], positive=True)
     for key in ("topology", "model"):

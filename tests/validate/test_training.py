@@ -178,3 +178,17 @@ def test_dtype_and_metric_spellings_read_as_the_flags(tmp_path):
     path.write_text(text.replace("METRIC", "tokens_per_s").replace("D1", "amp").replace("D2", "fp16"))
     with pytest.raises(InputError, match=r"spell.yaml: run a: --dtype 'amp'"):
         file_runs(str(path))
+
+
+def test_recompute_key_takes_a_form_or_a_boolean(tmp_path):
+    path = tmp_path / "rc.yaml"
+    text = ("embsim_defaults: {model: gpt2, topology: 'dgx-h100:1x1', batch: 4, seq: 512}\n"
+            "runs:\n  - {id: a, gpus: 1, value: 10, embsim: {recompute: R1}}\n"
+            "  - {id: b, gpus: 1, value: 10, embsim: {recompute: R2}}\n")
+    path.write_text(text.replace("R1", "full").replace("R2", "none"))
+    forms = [r.simulated for r in file_runs(str(path))[0]]
+    path.write_text(text.replace("R1", "true").replace("R2", "false"))
+    assert [r.simulated for r in file_runs(str(path))[0]] == forms and forms[0] < forms[1]
+    path.write_text(text.replace("R1", "selective").replace("R2", "none"))
+    with pytest.raises(InputError, match=r"rc.yaml: run.*--recompute 'selective'"):
+        file_runs(str(path))
