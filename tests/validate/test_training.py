@@ -171,10 +171,8 @@ def test_dtype_and_metric_spellings_read_as_the_flags(tmp_path):
     text = ("embsim_defaults: {model: tiny-lm, topology: 'dgx-a100:1x1', metric: METRIC}\n"
             "runs:\n  - {id: a, gpus: 1, value: 10, embsim: {dtype: D1}}\n"
             "  - {id: b, gpus: 1, value: 10, embsim: {dtype: D2}}\n")
-    path.write_text(text.replace("METRIC", "tokens_per_s").replace("D1", "tf32").replace("D2", "fp16"))
-    plain = [r.simulated for r in file_runs(str(path))[0]]
-    path.write_text(text.replace("METRIC", "tokens/s").replace("D1", "TF32").replace("D2", "float16"))
-    assert [r.simulated for r in file_runs(str(path))[0]] == plain
+    plain = _simulated(path, text.replace("METRIC", "tokens_per_s").replace("D1", "tf32").replace("D2", "fp16"))
+    assert _simulated(path, text.replace("METRIC", "tokens/s").replace("D1", "TF32").replace("D2", "float16")) == plain
     path.write_text(text.replace("METRIC", "tokens_per_s").replace("D1", "amp").replace("D2", "fp16"))
     with pytest.raises(InputError, match=r"spell.yaml: run a: --dtype 'amp'"):
         file_runs(str(path))
@@ -185,10 +183,15 @@ def test_recompute_key_takes_a_form_or_a_boolean(tmp_path):
     text = ("embsim_defaults: {model: gpt2, topology: 'dgx-h100:1x1', batch: 4, seq: 512}\n"
             "runs:\n  - {id: a, gpus: 1, value: 10, embsim: {recompute: R1}}\n"
             "  - {id: b, gpus: 1, value: 10, embsim: {recompute: R2}}\n")
-    path.write_text(text.replace("R1", "full").replace("R2", "none"))
-    forms = [r.simulated for r in file_runs(str(path))[0]]
-    path.write_text(text.replace("R1", "true").replace("R2", "false"))
-    assert [r.simulated for r in file_runs(str(path))[0]] == forms and forms[0] < forms[1]
+    forms = _simulated(path, text.replace("R1", "full").replace("R2", "none"))
+    assert _simulated(path, text.replace("R1", "true").replace("R2", "false")) == forms
+    assert forms[0] < forms[1]
     path.write_text(text.replace("R1", "selective").replace("R2", "none"))
     with pytest.raises(InputError, match=r"rc.yaml: run.*--recompute 'selective'"):
         file_runs(str(path))
+
+
+def _simulated(path, text: str) -> list[float]:
+    """Each run's simulated figure of a training file written with `text`."""
+    path.write_text(text)
+    return [r.simulated for r in file_runs(str(path))[0]]
