@@ -56,7 +56,8 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
     check_amp_flags(dtype, amp)
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
             "iterations": iterations, "trace": trace, "dtype": dtype, "amp": amp, "accumulate": accumulate,
-            "jitter": jitter, "recompute": recompute, **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version),
+            "jitter": jitter, **({"recompute": recompute} if recompute else {}),
+            **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version),
             **routed_options(strategy, comm_scheduler, extra)}
     if dtype:      # refuse a precision the GPU lacks before any point runs
         from ..topology import load_topology
