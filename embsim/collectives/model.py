@@ -76,9 +76,10 @@ class CollectiveModel:
         self.algos = nm.parse_filter(algo, "algo")
         # a net plugin's NCCL_PROTO (topology nics.nccl_proto) holds unless the run sets its own,
         # as the plugin sets the variable only when it is unset (aws-ofi-nccl on p4d: simple)
-        self.plugin_proto = "" if proto is not None and str(proto).strip() else topology.node.nics.nccl_proto
-        self.protos = nm.parse_filter(proto if not self.plugin_proto else self.plugin_proto, "proto",
-                                      None if not self.plugin_proto else "nics.nccl_proto")
+        run_sets_proto = proto is not None and str(proto).strip() != ""
+        self.plugin_proto = "" if run_sets_proto else topology.node.nics.nccl_proto
+        self.protos = (nm.parse_filter(self.plugin_proto, "proto", "nics.nccl_proto") if self.plugin_proto
+                       else nm.parse_filter(proto, "proto"))
         self.measured = dict(measured or {})
         for key, (sizes, times) in self.measured.items():
             if len(sizes) != len(times) or len(sizes) < 1 or min(sizes) <= 0 or min(times) <= 0:

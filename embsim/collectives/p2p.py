@@ -75,6 +75,7 @@ import numpy as np
 from . import pipeline
 from .constants import MAXCHANNELS, PROTOS, NcclConstants, nvlink_per_link, version_key
 from .shape import CommShape
+from .traffic import busiest_node_bytes
 
 P2P_LL_THRESHOLD = 16384            # bytes per channel (enqueue.cc)
 P2P_PER_BATCH = 8                   # NCCL_MAX_DEV_WORK_P2P_PER_BATCH
@@ -340,10 +341,9 @@ def alltoall_time(shape: CommShape, consts: NcclConstants, nbytes: float, channe
     intra = chunk * (g - 1) * nn          # local peers + PXN forwarding for every remote node
     inter = chunk * (n - g)
     # Every GPU of the node sends off-node at once: with fewer NICs than GPUs (AWS p4d: 4 EFA
-    # devices for 8 GPUs, DGX-1: 4 for 8) a GPU's remote bytes get its share of the node's NICs,
-    # the node's inter-node bytes over its NICs' bandwidth, not a NIC each.
-    share = min(1.0, shape.nics_per_node / g) if shape.nics_per_node > 0 else 1.0
-    return p2p_time(shape, consts, intra, inter, chunk, n - 1, channels, proto, nic_share=share)
+    # devices for 8 GPUs, DGX-1: 4 for 8) a GPU's remote bytes get its share of the node's NICs
+    return p2p_time(shape, consts, intra, inter, chunk, n - 1, channels, proto,
+                    nic_share=node_nic_share(shape, inter, g * inter))
 
 
 def sendrecv_time(shape: CommShape, consts: NcclConstants, nbytes: float, channels: int,
@@ -374,10 +374,8 @@ def alltoallv_time(shape: CommShape, consts: NcclConstants, matrix: np.ndarray, 
     nz = off[off > 0]
     per_peer = float(nz.max()) if nz.size else 0.0
     peers = int((off > 0).sum(axis=1).max(initial=0))
-    node_bytes = max((max(float(remote_out[node_of == k].sum()), float(remote_in[node_of == k].sum()))
-                      for k in np.unique(node_of)), default=0.0)
     return p2p_time(shape, consts, intra if shape.ppn > 1 else 0.0, inter, per_peer, max(1, peers), channels,
-                    nic_share=node_nic_share(shape, inter, node_bytes))
+                    nic_share=node_nic_share(shape, inter, busiest_node_bytes(node_of, remote_out, remote_in)))
 
 
 def node_nic_share(shape: CommShape, inter: float, node_bytes: float) -> float:

@@ -228,13 +228,18 @@ def _one_sided_p2p_load(traffic: Traffic, g: int, ppn: int) -> tuple[float, floa
     return (intra if ppn > 1 else 0.0, inter, per_peer, max(1, peers))
 
 
+def busiest_node_bytes(node_of: np.ndarray, remote_out: np.ndarray, remote_in: np.ndarray) -> float:
+    """The busiest node's off-node bytes, sent or received, from each rank's (p2p.node_nic_share
+    reads it)."""
+    _, node = np.unique(np.asarray(node_of, dtype=np.int64), return_inverse=True)
+    return float(max(np.bincount(node, weights=remote_out).max(initial=0.0),
+                     np.bincount(node, weights=remote_in).max(initial=0.0)))
+
+
 def node_remote_bytes(traffic: Traffic, node_of: np.ndarray) -> float:
-    """The busiest node's off-node bytes, sent or received, in O(n) from the two factors
-    (p2p.node_nic_share reads it)."""
+    """busiest_node_bytes of an outer-product traffic, in O(n) from its two factors."""
     row, col = traffic.row, traffic.col
     _, node = np.unique(np.asarray(node_of, dtype=np.int64), return_inverse=True)
-    node_row, node_col = np.bincount(node, weights=row), np.bincount(node, weights=col)
-    out = node_row * (col.sum() - node_col)       # a node's senders to every other node's receivers
-    into = node_col * (row.sum() - node_row)
-    return float(max(out.max(initial=0.0), into.max(initial=0.0)))
+    node_row, node_col = np.bincount(node, weights=row)[node], np.bincount(node, weights=col)[node]
+    return busiest_node_bytes(node_of, row * (col.sum() - node_col), col * (row.sum() - node_row))
 

@@ -27,8 +27,8 @@ CPU_MODELS = ("broadwell", "skylake", "sapphire-rapids", "emerald-rapids")
 NETWORK_KINDS = ("rail-fat-tree", "fat-tree")
 # Net-plugin tuners whose choice tables are modelled (embsim.collectives.ofi_tuner)
 NCCL_TUNERS = ("aws-ofi-nccl-p5",)
-# NCCL's protocols (collectives.constants.PROTOS; the topology floor cannot import it), which a
-# net plugin's NCCL_PROTO (nics.nccl_proto) names
+# NCCL's protocols, which a net plugin's NCCL_PROTO (nics.nccl_proto) names; the one list
+# (collectives.constants.PROTOS is this)
 NCCL_PROTOS = ("LL", "LL128", "Simple")
 
 # Upper bounds of what a node-type file may say, each well beyond any machine built or
