@@ -63,9 +63,14 @@ def host_available_bytes() -> int | None:
 
 @dataclass(frozen=True)
 class MemoryCheck:
-    needed: int          # bytes, all the ranks that share the memory
+    parameters: int      # the model's, counted once
+    ranks: int           # ranks whose peaks share this memory (the local ranks on a host, 1 on a GPU)
     available: int       # bytes
     where: str           # "host memory" or "GPU 0 memory"
+
+    @property
+    def needed(self) -> int:
+        return self.ranks * PEAK_COPIES * FP32_BYTES * self.parameters
 
     @property
     def fits(self) -> bool:
@@ -75,14 +80,13 @@ class MemoryCheck:
 def check_memory(model: ModelShape, ranks_sharing: int, backend: str) -> MemoryCheck | None:
     """The check for this run (None when the free memory cannot be read). On CPU (gloo) the
     local ranks share the host's memory; on GPUs (nccl) each rank has its own device."""
-    per_rank = rank_bytes(model)
     if backend == "nccl" and torch.cuda.is_available():
         free, _ = torch.cuda.mem_get_info(0)
-        return MemoryCheck(per_rank, int(free), "GPU 0 memory")
+        return MemoryCheck(parameter_count(model), 1, int(free), "GPU 0 memory")
     available = host_available_bytes()
     if available is None:
         return None
-    return MemoryCheck(per_rank * ranks_sharing, available, "host memory")
+    return MemoryCheck(parameter_count(model), ranks_sharing, available, "host memory")
 
 
 def require_fit(model: ModelShape, ranks_sharing: int, backend: str) -> None:
@@ -90,11 +94,10 @@ def require_fit(model: ModelShape, ranks_sharing: int, backend: str) -> None:
     check = check_memory(model, ranks_sharing, backend)
     if check is None or check.fits:
         return
-    n = parameter_count(model)
-    shared = f" x {ranks_sharing} ranks" if check.where == "host memory" and ranks_sharing > 1 else ""
+    shared = f" x {check.ranks} ranks" if check.ranks > 1 else ""
     raise InputError(
         f"--model {model.name}: calibrating it needs about {check.needed / GIB:.1f} GiB "
-        f"({n:,} parameters x {PEAK_COPIES} FP32 copies{shared}: {len(STRATEGIES)} strategies' "
+        f"({check.parameters:,} parameters x {PEAK_COPIES} FP32 copies{shared}: {len(STRATEGIES)} strategies' "
         f"models with gradients and DDP buckets, and the in-step model), more than the "
         f"{check.available / GIB:.1f} GiB of {check.where} available; calibrate a smaller model"
         f"{' or fewer ranks (--world)' if shared else ''}")
