@@ -14,7 +14,6 @@ from embsim.errors import InputError
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
 
 
-
 def canonical_op(name: str) -> str:
     """An op as people write it (AllReduce, all-reduce, allreduce, all_reduce_perf,
     all_to_all, send_recv) as nccl-tests' binary names it, the spelling OPS uses; an

@@ -58,6 +58,8 @@ PADDING = click.option("--padding", help="how each micro-batch is padded: max (t
                                          "(NVIDIA LDDL: one WIDTH-token length bin per batch, padded to its "
                                          "longest), packed (samples packed into --seq rows); the step computes "
                                          "the expectation over the padded lengths (default: the model's, else max)")
+
+
 def _recompute(ctx, param, value):
     """--recompute checked at the flag."""
     if value is not None:

@@ -15,6 +15,7 @@ from .iteration_rate import check_average
 from .jitter import parse_jitter
 from .gpu_speed import check_variation
 from ..workload.padding import parse_padding
+from ..workload.precision import canonical_dtype
 from ..workload.recompute import Recompute
 from .lengths import parse_lengths
 
@@ -81,7 +82,12 @@ class SimulationConfig:
         if self.throughput is not None:
             check_average(self.throughput)
         parse_jitter(self.jitter)
-        Recompute.parse(self.recompute)
+        # one spelling whichever way the value came (flag, training file, sweep file):
+        # TF32/float16 as tf32/fp16, recompute true/every:1 as full
+        if self.dtype is not None:
+            object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
+        if self.recompute is not None:
+            object.__setattr__(self, "recompute", str(Recompute.parse(self.recompute)))
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
         parse_padding(self.padding)

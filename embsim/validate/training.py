@@ -24,7 +24,6 @@ from ..engine.config import with_options
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
 from ..report.units import compute_source_text
-from ..workload.precision import canonical_dtype
 from ..yamlio import YamlDoc, check_mapping, get, load_yaml
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
@@ -110,10 +109,6 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
         if key not in EMBSIM_KEYS:
             raise doc.error(path + (key,), f"unknown key (known: {', '.join(EMBSIM_KEYS)})")
         get(doc, path, merged, key, EMBSIM_KEYS[key])
-    if "dtype" in merged:
-        merged["dtype"] = canonical_dtype(merged["dtype"])
-    if isinstance(merged.get("recompute"), bool):     # llm-foundry's activation_checkpointing: true
-        merged["recompute"] = "full" if merged["recompute"] else "none"
     if "scale" in merged:     # 0 or below would turn every simulated figure into 0 or a sign flip
         get(doc, path, merged, "scale", EMBSIM_KEYS["scale"], positive=True)
     for key in ("topology", "model"):

@@ -168,9 +168,7 @@ def test_dtype_and_metric_spellings_read_as_the_flags(tmp_path):
     """`dtype: TF32` / `float16` and `metric: tokens/s` are the same runs as `tf32`, `fp16`
     and `tokens_per_s`; `amp` says no precision and is refused, naming the run."""
     path = tmp_path / "spell.yaml"
-    text = ("embsim_defaults: {model: tiny-lm, topology: 'dgx-a100:1x1', metric: METRIC}\n"
-            "runs:\n  - {id: a, gpus: 1, value: 10, embsim: {dtype: D1}}\n"
-            "  - {id: b, gpus: 1, value: 10, embsim: {dtype: D2}}\n")
+    text = _two_runs("model: tiny-lm, topology: 'dgx-a100:1x1', metric: METRIC", "dtype")
     plain = _simulated(path, text.replace("METRIC", "tokens_per_s").replace("D1", "tf32").replace("D2", "fp16"))
     assert _simulated(path, text.replace("METRIC", "tokens/s").replace("D1", "TF32").replace("D2", "float16")) == plain
     path.write_text(text.replace("METRIC", "tokens_per_s").replace("D1", "amp").replace("D2", "fp16"))
@@ -180,13 +178,11 @@ def test_dtype_and_metric_spellings_read_as_the_flags(tmp_path):
 
 def test_recompute_key_takes_a_form_or_a_boolean(tmp_path):
     path = tmp_path / "rc.yaml"
-    text = ("embsim_defaults: {model: gpt2, topology: 'dgx-h100:1x1', batch: 4, seq: 512}\n"
-            "runs:\n  - {id: a, gpus: 1, value: 10, embsim: {recompute: R1}}\n"
-            "  - {id: b, gpus: 1, value: 10, embsim: {recompute: R2}}\n")
-    forms = _simulated(path, text.replace("R1", "full").replace("R2", "none"))
-    assert _simulated(path, text.replace("R1", "true").replace("R2", "false")) == forms
+    text = _two_runs("model: gpt2, topology: 'dgx-h100:1x1', batch: 4, seq: 512", "recompute")
+    forms = _simulated(path, text.replace("D1", "full").replace("D2", "none"))
+    assert _simulated(path, text.replace("D1", "true").replace("D2", "false")) == forms
     assert forms[0] < forms[1]
-    path.write_text(text.replace("R1", "selective").replace("R2", "none"))
+    path.write_text(text.replace("D1", "selective").replace("D2", "none"))
     with pytest.raises(InputError, match=r"rc.yaml: run.*--recompute 'selective'"):
         file_runs(str(path))
 
@@ -195,3 +191,10 @@ def _simulated(path, text: str) -> list[float]:
     """Each run's simulated figure of a training file written with `text`."""
     path.write_text(text)
     return [r.simulated for r in file_runs(str(path))[0]]
+
+
+def _two_runs(defaults: str, key: str) -> str:
+    """A training file of runs a and b, `key` set to the placeholders D1 and D2."""
+    return (f"embsim_defaults: {{{defaults}}}\n"
+            f"runs:\n  - {{id: a, gpus: 1, value: 10, embsim: {{{key}: D1}}}}\n"
+            f"  - {{id: b, gpus: 1, value: 10, embsim: {{{key}: D2}}}}\n")
