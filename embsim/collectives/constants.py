@@ -13,11 +13,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from embsim.errors import InputError
-from embsim.topology.spec import NCCL_PROTOS
+from embsim.nccl_names import ALGOS, PROTOS  # noqa: F401  (the one list of each)
 
-ALGOS = ("Tree", "Ring", "NVLS", "NVLSTree", "PAT")
-# NCCL's protocols, in its order (the topology floor holds the list: a preset's nics.nccl_proto names them)
-PROTOS = NCCL_PROTOS
 HW = ("NVLINK", "PCI", "NET")
 
 # Data-structure facts, not tuning constants (device.h 91-115, comm.h 49-51).

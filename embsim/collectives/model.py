@@ -20,6 +20,7 @@ import numpy as np
 
 from embsim.curves import interp_loglog
 from embsim.errors import InputError
+from embsim.nccl_names import parse_filter
 from embsim.network import Demand
 
 from . import demand as dm
@@ -73,13 +74,13 @@ class CollectiveModel:
         self.threshold_choice = threshold_choice
         # the release's constants with the run's NCCL_BUFFSIZE & co (buffer/chunk sizes)
         self.consts: NcclConstants = apply_env(constants_for(nccl_version), nccl_env)
-        self.algos = nm.parse_filter(algo, "algo")
+        self.algos = parse_filter(algo, "algo")
         # a net plugin's NCCL_PROTO (topology nics.nccl_proto) holds unless the run sets its own,
         # as the plugin sets the variable only when it is unset (aws-ofi-nccl on p4d: simple)
         run_sets_proto = proto is not None and str(proto).strip() != ""
         self.plugin_proto = "" if run_sets_proto else topology.node.nics.nccl_proto
-        self.protos = (nm.parse_filter(self.plugin_proto, "proto", "nics.nccl_proto") if self.plugin_proto
-                       else nm.parse_filter(proto, "proto"))
+        self.protos = (parse_filter(self.plugin_proto, "proto", "nics.nccl_proto") if self.plugin_proto
+                       else parse_filter(proto, "proto"))
         self.measured = dict(measured or {})
         for key, (sizes, times) in self.measured.items():
             if len(sizes) != len(times) or len(sizes) < 1 or min(sizes) <= 0 or min(times) <= 0:

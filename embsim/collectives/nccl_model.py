@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 from embsim.errors import InputError
 
+from embsim.nccl_names import parse_filter
+
 from .channels import Graph, Graphs
-from .constants import ALGOS, PROTOS, NcclConstants, arch_family
+from .constants import PROTOS, NcclConstants, arch_family
 from .shape import CommShape
 
 NCCL_OPS = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce")
@@ -25,33 +27,6 @@ TREE_CORRECTION = {
     "LL128": (1, 1, 1, 1, 1, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1, 1, 1),
     "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
 }
-
-_ALGO_NAMES = {a.lower(): a for a in ALGOS} | {"nvls_tree": "NVLSTree"}
-_PROTO_NAMES = {p.lower(): p for p in PROTOS}
-
-
-def parse_filter(text: str | None, kind: str, flag: str | None = None) -> frozenset[str] | None:
-    """NCCL_ALGO / NCCL_PROTO syntax: "Ring", "Tree,Ring", "^NVLS" (exclude). None = no filter.
-    `flag` names the option in errors (nccl-tests' --algo, simulate's --nccl-algo)."""
-    flag = flag or f"--{kind}"
-    if text is None or str(text).strip() == "":
-        return None
-    names = _ALGO_NAMES if kind == "algo" else _PROTO_NAMES
-    universe = ALGOS if kind == "algo" else PROTOS
-    body = str(text).strip()
-    exclude = body.startswith("^")
-    items = [t.strip().lower() for t in body.lstrip("^").split(",") if t.strip()]
-    bad = [t for t in items if t not in names]
-    if bad or not items:
-        raise InputError(f"{flag} {text!r}: unknown {kind} {bad[0] if bad else '(empty)'!r}; "
-                         f"known: {', '.join(universe)} (comma list, '^' to exclude)")
-    chosen = {names[t] for t in items}
-    kept = frozenset(u for u in universe if (u not in chosen) == exclude)
-    if not kept:
-        raise InputError(f"{flag} {text!r} excludes every {kind} ({', '.join(universe)}); "
-                         f"NCCL would have nothing to run")
-    return kept
-
 
 def nsteps(op: str, n_ranks: int) -> int:
     if op == "all_reduce":

@@ -23,7 +23,7 @@ def _nccl_filter(kind: str):
     (the collective model's own check names nccl-tests' --algo / --proto)."""
     def check(ctx, param, value):
         if value is not None:
-            from ..collectives.nccl_model import parse_filter
+            from ..nccl_names import parse_filter
             parse_filter(value, kind, flag=f"--nccl-{kind}")
         return value
     return check

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from embsim.errors import InputError
+from embsim.nccl_names import parse_filter
 from embsim.yamlio import YamlDoc, check_mapping, get, load_yaml, parse_yaml
 
 from .build import disconnected_pair, node_template
-from .spec import (CPU_MODELS, CPU_VENDORS, FABRIC_KINDS, LIMITS, NCCL_PROTOS, NCCL_TUNERS, NETWORK_KINDS, FabricSpec,
+from .spec import (CPU_MODELS, CPU_VENDORS, FABRIC_KINDS, LIMITS, NCCL_TUNERS, NETWORK_KINDS, FabricSpec,
                    GpuSpec, NetworkSpec, NicSpec, NodeType, ServerSpec, TopologyError)
 
 _NVLINK_KEYS = ["nvlink_links_per_gpu", "nvlink_gbps", "nvlink_latency_us"]
@@ -296,17 +297,11 @@ def _nccl_proto(doc: YamlDoc, value) -> str:
     """nics.nccl_proto: NCCL_PROTO syntax ("Simple", "LL,Simple", "^LL128"), kept as written."""
     if value is None:
         return ""
-    p = ("nics", "nccl_proto")
-    text = str(value).strip()
-    names = {x.lower() for x in NCCL_PROTOS}
-    items = [t.strip().lower() for t in text.lstrip("^").split(",") if t.strip()]
-    bad = [t for t in items if t not in names]
-    if bad or not items:
-        raise doc.error(p, f"must name protocols ({', '.join(NCCL_PROTOS)}, comma list, '^' to "
-                           f"exclude), got {value!r}")
-    if text.startswith("^") and names <= set(items):
-        raise doc.error(p, f"excludes every protocol, got {value!r}")
-    return text
+    try:
+        parse_filter(str(value), "proto", "nics.nccl_proto")
+    except InputError as e:
+        raise doc.error(("nics", "nccl_proto"), str(e).removeprefix("nics.nccl_proto ")) from None
+    return str(value).strip()
 
 
 def _nic_gpus(doc: YamlDoc, value, count: int, n_gpus: int):

@@ -27,9 +27,6 @@ CPU_MODELS = ("broadwell", "skylake", "sapphire-rapids", "emerald-rapids")
 NETWORK_KINDS = ("rail-fat-tree", "fat-tree")
 # Net-plugin tuners whose choice tables are modelled (embsim.collectives.ofi_tuner)
 NCCL_TUNERS = ("aws-ofi-nccl-p5",)
-# NCCL's protocols, which a net plugin's NCCL_PROTO (nics.nccl_proto) names; the one list
-# (collectives.constants.PROTOS is this)
-NCCL_PROTOS = ("LL", "LL128", "Simple")
 
 # Upper bounds of what a node-type file may say, each well beyond any machine built or
 # announced (a B200 is 2.25 PFLOPS bf16 dense, 8 TB/s HBM; NVLink 5 is 900 GB/s per

@@ -89,7 +89,7 @@ def test_alltoall_shares_a_nic_among_the_gpus_it_serves():
 
 def test_nics_nccl_proto_is_checked(tmp_path):
     text = (PRESETS / "aws-p4d.yaml").read_text()
-    for bad, needle in (("Fast", "must name protocols"), ("^LL,LL128,Simple", "excludes every protocol")):
+    for bad, needle in (("Fast", "unknown proto .fast."), ("^LL,LL128,Simple", "excludes every proto")):
         path = tmp_path / "t.yaml"
         path.write_text(text.replace("nccl_proto: Simple ", f"nccl_proto: '{bad}' "))
         with pytest.raises(InputError, match=needle):
