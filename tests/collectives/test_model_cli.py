@@ -472,6 +472,17 @@ CURVE_BOUNDS.update({
     ]),
 })
 
+# Held-out PCIe datacenter boxes (seventh session, helper pcie: embsim/validation_data/ext8-*.yaml, with
+# the new aws-g5 preset; selection rule committed before the first simulation), at the level reached on
+# first contact x 1.005, nothing tuned on them. AWS g5.48xlarge, 4 A10Gs of one NUMA node, NCCL 2.18.5,
+# AllReduce 28 MiB (pytorch/pytorch#127077): 3.10 GB/s busbw measured, the model's Ring/Simple 23.4
+# (P2P on or host-staged alike): 86.8 % (the box is 7.6x slower than its PCIe links).
+CURVE_BOUNDS.update({
+    **point_bounds("ext8-aws-g5-points", [
+        0.872,  # 4x A10G, 28 MiB: 3.10 measured, model 23.4
+    ]),
+})
+
 def test_sweep_sizes_names_the_nccl_tests_flags():
     from embsim.collectives import nccl_tests as nt
     # nccl-tests -b 8 -e 128 -f 2: 8, 16, 32, 64, 128; texts and byte counts alike
