@@ -36,6 +36,10 @@ pcie-rtx4090 1x2 (4090 pair behind one Gen4 switch, P2P off, Intel): as the 2080
   24 GB/s links: ring 2 x 1.2 s <= 24 -> (1, 10), chain 1.2 s <= 24 -> (1, 20). 1x8 (2 per
   switch, 4 switches, 2 sockets, SKL QPI 10): an uplink carries two PHB hops, 2.4 s <= 24, and
   the socket link one SYS hop each way, s <= 10: (1, 10), ring and chain.
+aws-g5 1x4 (4 A10Gs on one NUMA node's root ports, AMD, g5.48xl-topo.xml): each GPU's 24 GB/s
+  link carries one PHB hop, no Intel overhead: 20 gives 1 x 20, 12 gives 2 x 12 = 24: (2, 12),
+  ring and chain (as pcie-rtx3090 1x4). 1x8 (two NUMA nodes): the ring and the chain cross the
+  AMD socket link (AMD_BW 16) once each way: 15 is the fastest speed <= 16: (1, 15).
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ CASES = [
     (PARALLAX + ":1x6", (1, 6.0), (1, 6.0)),
     ("pcie-rtx4090:1x2", (1, 10.0), (1, 20.0)),
     ("pcie-rtx4090:1x8", (1, 10.0), (1, 10.0)),
+    ("aws-g5:1x4", (2, 12.0), (2, 12.0)),
+    ("aws-g5:1x8", (1, 15.0), (1, 15.0)),
 ]
 
 

@@ -472,6 +472,20 @@ CURVE_BOUNDS.update({
     ]),
 })
 
+# Held-out PCIe datacenter boxes (seventh session, helper pcie: embsim/validation_data/ext8-*.yaml, with
+# the new aws-g5 preset; selection rule committed before the first simulation), at the level reached on
+# first contact x 1.005, nothing tuned on them. AWS g5.48xlarge, 4 A10Gs of one NUMA node, NCCL 2.18.5,
+# AllReduce 28 MiB (pytorch/pytorch#127077): 3.10 GB/s busbw measured, the model's Ring/Simple 23.4
+# (P2P on or host-staged alike): 86.8 % (the box is 7.6x slower than its PCIe links). 2x8 H200 on OCI
+# (BM.GPU.H200.8, 8x 400G RoCE, NCCL 2.27.5, argonne-lcf/oci-howto) AllReduce 1-16 GiB, NVLSTree/Simple,
+# preset dgx-h200: the model 4.3-5.7 % slow (439-460 against 458-486 GB/s busbw).
+CURVE_BOUNDS.update({
+    **point_bounds("ext8-aws-g5-points", [
+        0.872,  # 4x A10G, 28 MiB: 3.10 measured, model 23.4
+    ]),
+    "ext8-oci-h200-2x8-all-reduce": (0.052, 0.058),
+})
+
 def test_sweep_sizes_names_the_nccl_tests_flags():
     from embsim.collectives import nccl_tests as nt
     # nccl-tests -b 8 -e 128 -f 2: 8, 16, 32, 64, 128; texts and byte counts alike
