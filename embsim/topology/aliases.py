@@ -36,6 +36,8 @@ ALIASES: dict[str, tuple[str, str]] = {
     "p4d.24xlarge": ("aws-p4d", "AWS's instance name"),
     "p4de": ("aws-p4de", "AWS's instance name"),
     "p4de.24xlarge": ("aws-p4de", "AWS's instance name"),
+    "g5": ("aws-g5", "AWS's instance family (the preset is its 8-GPU size)"),
+    "g5.48xlarge": ("aws-g5", "AWS's instance name"),
     "p6-b200": ("aws-p6-b200", "AWS's instance family"),
     "p6-b200.48xlarge": ("aws-p6-b200", "AWS's instance name"),
     "aws-p6": ("aws-p6-b200", "AWS's B200 instance (p6-b200.48xlarge)"),
