@@ -61,11 +61,15 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
             **({"grad_compress": grad_compress} if grad_compress else {}),
             **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version),
             **routed_options(strategy, comm_scheduler, extra)}
-    if dtype:      # refuse a precision the GPU lacks before any point runs
+    if dtype or grad_compress:      # refuse a precision the GPU lacks before any point runs
         from ..topology import load_topology
         from ..workload.gpu_compute import for_gpu
+        from ..workload.grad_compress import GradCompress
         from ..workload.precision import precision
-        for_gpu(load_topology(topology).node.gpu).gemm_peak(precision(dtype))
+        gpu = for_gpu(load_topology(topology).node.gpu)
+        if dtype:
+            gpu.gemm_peak(precision(dtype))
+        GradCompress.parse(grad_compress).check_gpu(gpu)
     points = scale_points(topology, parse_gpus(gpus), base)
     check_points(points, "scale")
     with tempfile.TemporaryDirectory() as tmp:

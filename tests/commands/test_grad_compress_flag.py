@@ -77,6 +77,8 @@ def test_sweep_files_take_the_key_typed():
     ["simulate", "--topology", "dgx1-v100:1x8", "--model", "bert-base", "--dtype", "fp32",
      "--iterations", "2", "--grad-compress", "bf16"],
     ["simulate", *RUN, "--strategy", "fsdp", "--grad-compress", "fp16"],
+    ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--topology", "dgx1-v100",
+     "--gpus", "1,2", "--grad-compress", "bf16"],
 ])
 def test_bad_values_are_one_line_naming_the_flag(argv, capsys):
     assert main(argv) == 2
