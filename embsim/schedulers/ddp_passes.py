@@ -55,7 +55,7 @@ from dataclasses import dataclass, replace
 
 from ..plan.names import OpId, Role, extra_name
 from ..plan.ops import CommOp, ComputeOp
-from ..workload.grad_compress import WIRE_BYTES, cast_bytes
+from ..workload.grad_compress import FP32_BYTES, WIRE_BYTES, cast_bytes
 from ..workload.kernels import stream
 
 DDP_STYLES = ("torch", "torch-view", "apex", "none")
@@ -155,11 +155,11 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
             # the same stream): cast, and under DDP its divides on the 16-bit copy
             divides = max(1, hook_divides) if hooked else 0
             op = extra_name(f"grad-compress-{compress}", last.layer)
-            seconds = (_cast(ctx, f"grad-compress-{compress}", wide, 4, WIRE_BYTES)
+            seconds = (_cast(ctx, f"grad-compress-{compress}", wide, FP32_BYTES, WIRE_BYTES)
                        + _divide16(ctx, "grad-compress-divide", wide, divides))
             after.append((last, ComputeOp(op, seconds, param_sized=True)))
-            back = _cast(ctx, f"grad-decompress-{compress}", wide, WIRE_BYTES, 4)
-            c = replace(c, nbytes=c.nbytes - wide * (4 - WIRE_BYTES), ready_after=((op, 0),),
+            back = _cast(ctx, f"grad-decompress-{compress}", wide, WIRE_BYTES, FP32_BYTES)
+            c = replace(c, nbytes=c.nbytes - wide * (FP32_BYTES - WIRE_BYTES), ready_after=((op, 0),),
                         tail=c.tail + back)
             compressed += 1
         out[c.name] = c
@@ -176,7 +176,7 @@ def _wide_numel(ctx, members, compress) -> float:
     for t in members:
         elem = ctx.model.grad_elem_bytes(ctx.layer(t.layer))
         if compress.wire_bytes(elem) < elem:
-            if elem != 4:
+            if elem != FP32_BYTES:
                 raise ValueError(f"grad-compress: {elem}-byte gradient of {t.layer}: only FP32 is cast")
             numel += t.nbytes / elem
     return numel

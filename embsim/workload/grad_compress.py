@@ -42,6 +42,8 @@ FLAG = "--grad-compress"
 DTYPES = ("fp16", "bf16")
 # bytes per element on the wire: IEEE half and bfloat16 are both 16 bits
 WIRE_BYTES = 2
+# the only wider gradient embsim holds: IEEE single (Model.grad_elem_bytes)
+FP32_BYTES = 4
 
 
 @dataclass(frozen=True)
