@@ -381,6 +381,7 @@ FLAG_CHOICES = {
     "--accumulate": ["1", "2", "8", "1024", "1025"],
     "--dtype": ["fp32", "tf32", "bf16", "fp16", "fp8", "BF16", "float16"],
     "--recompute": ["none", "full", "every:2", "every:0", "every:x", "selective"],
+    "--grad-compress": ["none", "fp16", "bf16", "BF16", "float16", "fp8", "powersgd"],
 }
 FLAGS = sorted(FLAG_CHOICES)
 OPTION_VALUES = ["1", "4e6", "64e6", "rows", "cols", "off", "on", "nan", "inf", "0", "-1", "1e300",

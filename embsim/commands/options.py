@@ -72,6 +72,20 @@ RECOMPUTE = click.option("--recompute", callback=_recompute,
                          help="activation checkpointing: none, full (every transformer block runs its "
                               "forward again in backward and keeps only its input) or every:K (every "
                               "K-th block, torchtitan's selective layer AC) (default: none)")
+def _grad_compress(ctx, param, value):
+    """--grad-compress checked at the flag."""
+    if value is not None:
+        from ..workload.grad_compress import GradCompress
+        return str(GradCompress.parse(value))
+    return value
+
+
+GRAD_COMPRESS = click.option("--grad-compress", callback=_grad_compress,
+                             help="16-bit compression of the data-parallel gradient all-reduce: "
+                                  "none, fp16 or bf16 (PyTorch DDP's fp16/bf16_compress_hook, "
+                                  "Horovod Compression.fp16): FP32 gradient buckets cast for the "
+                                  "wire (half the bytes) and back; 16-bit gradients are left as "
+                                  "they are (default: none)")
 NCCL_ENV = click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
                         help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608 (also "
                              "NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); repeatable")
@@ -103,6 +117,7 @@ def _options(f):
                           "weight-gradient GEMMs accumulate into: Megatron-Core, NeMo) (default: the model's, else autocast)"),
         OPTIMIZER,
         RECOMPUTE,
+        GRAD_COMPRESS,
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "
                           "(default: the model's global batch over the GPUs' batches, else 1)"),

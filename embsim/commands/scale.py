@@ -11,7 +11,7 @@ from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..sweep.check import check_points
 from .checks import (MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_option, plot_option,
                      refuse_overwrite)
-from .options import (CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, RECOMPUTE, extra_option, parse_kv,
+from .options import (CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, RECOMPUTE, GRAD_COMPRESS, extra_option, parse_kv,
                       trainer_fields)
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
@@ -35,6 +35,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--jitter", help="per-GPU compute variation (see embsim simulate --help)")
 @OPTIMIZER
 @RECOMPUTE
+@GRAD_COMPRESS
 @CORPUS
 @LENGTHS
 @PADDING
@@ -48,7 +49,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--json", "as_json", is_flag=True)
 @force_option("--plot file")
 def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, dtype, amp, accumulate,
-            jitter, optimizer, recompute, corpus, lengths, padding, nccl_env, nccl_version, extra, plot, dask_scheduler,
+            jitter, optimizer, recompute, grad_compress, corpus, lengths, padding, nccl_env, nccl_version, extra, plot, dask_scheduler,
             workers, out, as_json, force):
     """Simulate MODEL with STRATEGY at each GPU count and report how it scales."""
     import json
@@ -57,13 +58,18 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
             "iterations": iterations, "trace": trace, "dtype": dtype, "amp": amp, "accumulate": accumulate,
             "jitter": jitter, **({"recompute": recompute} if recompute else {}),
+            **({"grad_compress": grad_compress} if grad_compress else {}),
             **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version),
             **routed_options(strategy, comm_scheduler, extra)}
-    if dtype:      # refuse a precision the GPU lacks before any point runs
+    if dtype or grad_compress:      # refuse a precision the GPU lacks before any point runs
         from ..topology import load_topology
         from ..workload.gpu_compute import for_gpu
+        from ..workload.grad_compress import GradCompress
         from ..workload.precision import precision
-        for_gpu(load_topology(topology).node.gpu).gemm_peak(precision(dtype))
+        gpu = for_gpu(load_topology(topology).node.gpu)
+        if dtype:
+            gpu.gemm_peak(precision(dtype))
+        GradCompress.parse(grad_compress).check_gpu(gpu)
     points = scale_points(topology, parse_gpus(gpus), base)
     check_points(points, "scale")
     with tempfile.TemporaryDirectory() as tmp:

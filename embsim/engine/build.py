@@ -11,6 +11,7 @@ Stream order per iteration (plan.names.stream_order):
 
 from __future__ import annotations
 
+from ..errors import ModelNotSupported
 from ..plan.names import OpId, Role, bwd_name, fwd_name, stream_order, update_name
 from ..plan.ops import ComputeOp, StepPlan
 from ..schedulers.ddp_passes import insert_passes
@@ -54,6 +55,7 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
     # the wrapper's passes over the gradient buckets (copies, divides) on the compute stream
     # or after a collective on its own stream; only with more than one GPU
     passes = scheduler.gradient_passes(comms, tensors, ctx)
+    check_compressed(ctx, passes, strategy, scheduler)
     if passes is not None:
         comms = passes.comms
         stream = insert_passes(stream, passes)
@@ -92,3 +94,20 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
                     lst.append((c, 0))
     return StepPlan(stream=tuple(stream), comms=tuple(comms),
                     comm_waits={k: tuple(v) for k, v in waits.items()}, notes=notes)
+
+
+def check_compressed(ctx, passes, strategy, scheduler) -> None:
+    """--grad-compress is the DDP comm hook's (or Horovod's) cast of the wrapper's gradient
+    buckets: a run with FP32 gradients on several GPUs whose plan has no such bucket (FSDP's
+    reduce-scatters, parameter servers, a scheduler that partitions instead of bucketing)
+    would ignore it silently, so it is refused (compare lists the combination as refused)."""
+    compress = ctx.grad_compress
+    if not compress.on or ctx.n_gpus <= 1 or (passes is not None and passes.compressed):
+        return
+    model = ctx.model
+    if not any(compress.wire_bytes(model.grad_elem_bytes(l)) < model.grad_elem_bytes(l)
+               for l in model.layers if l.params > 0):
+        return      # 16-bit gradients: a no-op, which the output says
+    raise ModelNotSupported(f"--grad-compress {compress}: strategy {strategy.name} with scheduler "
+                     f"{scheduler.name} all-reduces no DDP gradient bucket to compress "
+                     f"(modelled for the data-parallel buckets of --scheduler fifo)")

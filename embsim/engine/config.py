@@ -16,6 +16,7 @@ from .jitter import parse_jitter
 from .gpu_speed import check_variation
 from ..workload.padding import parse_padding
 from ..workload.precision import canonical_dtype
+from ..workload.grad_compress import GradCompress
 from ..workload.recompute import Recompute
 from .lengths import parse_lengths
 
@@ -68,6 +69,9 @@ class SimulationConfig:
     gpu_variation: float | None = None
     # activation recomputation: none | full | every:K (workload.recompute); None: none
     recompute: str | None = None
+    # 16-bit compression of the data-parallel all-reduce: none | fp16 | bf16
+    # (workload.grad_compress); None: none
+    grad_compress: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.iterations, int) or self.iterations < 2:
@@ -88,6 +92,8 @@ class SimulationConfig:
             object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if self.recompute is not None:
             object.__setattr__(self, "recompute", str(Recompute.parse(self.recompute)))
+        if self.grad_compress is not None:
+            object.__setattr__(self, "grad_compress", str(GradCompress.parse(self.grad_compress)))
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
         parse_padding(self.padding)

@@ -8,6 +8,7 @@ from ..workload.compute import (attention_source, elementwise_style, fp8_source,
                                 optimizer_step_time,
                                 sparse_optimizer_step_time)
 from ..workload.gpu_compute import for_gpu, from_measurement
+from ..workload.grad_compress import GradCompress
 from ..workload.kernel_time import kernels_time
 from ..workload.precision import precision
 from ..workload import load_model
@@ -124,11 +125,14 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
         def stats_for(table):
             return TokenStats.zipf(table.vocab, cfg.zipf_s)
 
+    compress = GradCompress.parse(cfg.grad_compress)
+    compress.check_gpu(kgpu)               # bf16 on a GPU without bfloat16: refused
     ctx = StepContext(model=model, n_gpus=topo.n_gpus, gpus_per_node=topo.gpus_per_node,
                       layer_fwd=fwd, layer_bwd=bwd, layer_update=dense_update,
                       sparse_update=sparse_update,
                       tables=table_traffic(model, topo.n_gpus, stats_for),
                       hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB,
                       kernel_seconds=lambda kernels: kernels_time(kernels, kgpu, precision(model.dtype),
-                                                                  model.dtype_bytes))
+                                                                  model.dtype_bytes),
+                      grad_compress=compress)
     return ctx, source

@@ -157,6 +157,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         compute_source += f"; {note}"
     if collectives.consts.env:
         compute_source += f"; NCCL env {collectives.consts.env}"
+    if ctx.grad_compress.on:
+        compute_source += f"; {ctx.grad_compress.label(model, topo.n_gpus)}"
     ranks = tuple(range(topo.n_gpus))
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
 

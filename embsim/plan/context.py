@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from ..workload.grad_compress import GradCompress
+
 
 @dataclass(frozen=True)
 class TableTraffic:
@@ -46,6 +48,8 @@ class StepContext:
     # seconds of a list of workload.kernels.Kernel on this GPU, from the kernel model that
     # times the layers (what a strategy's extra kernels cost)
     kernel_seconds: Any = None
+    # 16-bit compression of the DDP gradient buckets' all-reduce (workload.grad_compress)
+    grad_compress: GradCompress = GradCompress()
 
     def layer(self, name: str):
         return next(l for l in self.model.layers if l.name == name)

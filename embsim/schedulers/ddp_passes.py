@@ -31,6 +31,22 @@ Styles (--option ddp=...):
   all-reduce waits for them, and overlapping_backward_epilogue makes the compute stream
   wait for them before the optimizer; they run beside the backward, on the GPU's SMs.
 - ``none``: no passes (a wrapper that reduces the gradients in place, or a what-if).
+
+With --grad-compress fp16|bf16 (workload.grad_compress) each bucket's FP32 gradients cross
+the wire at 2 bytes per element, and the compression's own passes are added:
+
+- the cast to 16 bits, on the compute stream when the bucket is full: DDP calls the comm
+  hook from the autograd hook that completes the bucket (Reducer::mark_bucket_ready ->
+  run_comm_hook), so ``buffer.to(dtype)`` runs there, after the bucket's copies, and the
+  all-reduce waits for it; under ``torch``/``torch-view`` the hook also divides by the
+  world size on the 16-bit copy (``.div_(world_size)``), which replaces the reducer's own
+  divide (with a hook registered mark_variable_ready_dense copies without dividing) and,
+  under torch-view, the hook's divides (``hook_divides``, at least one) run on the
+  16-bit copy; ``apex`` / ``none`` keep their divides where they were;
+- the cast back to the FP32 bucket after the all-reduce: the hook's then-callback, which
+  c10's Future runs once the collective's events complete, on a side stream from the pool,
+  not the compute stream; modelled as the collective's tail (anything waiting for the
+  bucket waits for it; the channel's next all-reduce too, an overstatement by one cast).
 """
 
 from __future__ import annotations
@@ -39,6 +55,7 @@ from dataclasses import dataclass, replace
 
 from ..plan.names import OpId, Role, extra_name
 from ..plan.ops import CommOp, ComputeOp
+from ..workload.grad_compress import FP32_BYTES, WIRE_BYTES, cast_bytes
 from ..workload.kernels import stream
 
 DDP_STYLES = ("torch", "torch-view", "apex", "none")
@@ -52,6 +69,7 @@ class GradientPasses:
     after: tuple[tuple[OpId, ComputeOp], ...] = ()  # (stream op, pass run right after it)
     # passes run before the optimizer, each after its collective: (pass, comm op name)
     before_update: tuple[tuple[ComputeOp, str], ...] = ()
+    compressed: int = 0      # buckets sent 16-bit (--grad-compress)
 
 
 def _pass(ctx, name: str, nbytes: float, count: int = 1, ops: int = 1, copy: bool = False) -> float:
@@ -63,6 +81,17 @@ def _pass(ctx, name: str, nbytes: float, count: int = 1, ops: int = 1, copy: boo
                                       param_pass=not copy, copy=copy)])
 
 
+def _cast(ctx, name: str, numel: float, src: int, dst: int) -> float:
+    """One elementwise cast kernel over a flat bucket (ATen's copy_ with a dtype change: a
+    read and a write per element at copy bandwidth), dispatched from the Python hook."""
+    return ctx.kernel_seconds([stream(name, cast_bytes(numel, src, dst), copy=True)])
+
+
+def _divide16(ctx, name: str, numel: float, times: int) -> float:
+    """`times` in-place divides of the 16-bit copy (the hook's ``div_``), read + write."""
+    return _pass(ctx, name, numel * WIRE_BYTES * times, times, ops=times) if times else 0.0
+
+
 def _tensors(ctx, layer: str) -> int:
     """Kernel launches of a per-parameter pass over `layer`: one per parameter tensor."""
     return getattr(ctx.layer(layer).kernels, "param_tensors", None) or 1
@@ -70,9 +99,11 @@ def _tensors(ctx, layer: str) -> int:
 
 def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> GradientPasses | None:
     """The passes of `style` over the dense gradient buckets among `comms` (collectives
-    built from SyncTensors `tensors`); None when there are none (one GPU, style none, no
-    bucket, or no kernel model to time them)."""
-    if style == "none" or ctx.n_gpus <= 1 or ctx.kernel_seconds is None:
+    built from SyncTensors `tensors`), with --grad-compress's casts (ctx.grad_compress);
+    None when there are none (one GPU, style none without compression, no bucket, or no
+    kernel model to time them)."""
+    compress = ctx.grad_compress
+    if ctx.n_gpus <= 1 or ctx.kernel_seconds is None or (style == "none" and not compress.on):
         return None
     by_name = {t.name: t for t in tensors}
     buckets = [c for c in comms if c.op == "all_reduce" and c.category == "dense" and c.tensors
@@ -82,11 +113,15 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
     out: dict[str, CommOp] = {}
     after: list[tuple[OpId, ComputeOp]] = []
     before_update: list[tuple[ComputeOp, str]] = []
+    compressed = 0
     for c in buckets:
         members = [by_name[n] for n in c.tensors]
         last = members[-1].ready_after      # the bucket fills when its last gradient is ready
-        if style == "torch" or (style == "torch-view" and not hook_divides):
-            # per parameter, in its autograd hook: copy-with-divide (torch) or divide in place
+        wide = _wide_numel(ctx, members, compress)   # elements cast to 16 bits (0: none)
+        hooked = bool(wide) and style in ("torch", "torch-view")   # DDP's compress hook
+        if style == "torch" or (style == "torch-view" and not hook_divides and not hooked):
+            # per parameter, in its autograd hook: copy-with-divide (torch; a plain copy when
+            # a hook divides instead, the same bytes) or divide in place
             tag = "ddp-copy-in" if style == "torch" else "ddp-divide"
             moved = {}
             kernels = [_tensors(ctx, t.layer) for t in members]
@@ -102,7 +137,7 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
                                  _pass(ctx, "ddp-copy-out", c.nbytes, sum(kernels), ops=0, copy=True),
                                  param_sized=True)
                 before_update.append((back, c.name))
-        elif style == "torch-view":
+        elif style == "torch-view" and not hooked:
             # the hook's divides of the whole bucket buffer, when the bucket is full
             op = extra_name("ddp-hook-divide", last.layer)
             after.append((last, ComputeOp(op, _pass(ctx, "ddp-hook-divide", c.nbytes * hook_divides, hook_divides),
@@ -113,11 +148,38 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
             after.append((last, ComputeOp(op, _pass(ctx, "ddp-flatten", c.nbytes, copy=True), param_sized=True)))
             tail = _pass(ctx, "ddp-average", c.nbytes) + _pass(ctx, "ddp-unflatten", c.nbytes, copy=True)
             c = replace(c, ready_after=((op, 0),), tail=c.tail + tail)
-        else:
+        elif style not in ("none", "torch-view"):
             raise ValueError(f"ddp style {style!r}: expected one of {', '.join(DDP_STYLES)}")
+        if wide:
+            # the compress hook when the bucket is full (after the style's pass there, on
+            # the same stream): cast, and under DDP its divides on the 16-bit copy
+            divides = max(1, hook_divides) if hooked else 0
+            op = extra_name(f"grad-compress-{compress}", last.layer)
+            seconds = (_cast(ctx, f"grad-compress-{compress}", wide, FP32_BYTES, WIRE_BYTES)
+                       + _divide16(ctx, "grad-compress-divide", wide, divides))
+            after.append((last, ComputeOp(op, seconds, param_sized=True)))
+            back = _cast(ctx, f"grad-decompress-{compress}", wide, WIRE_BYTES, FP32_BYTES)
+            c = replace(c, nbytes=c.nbytes - wide * (FP32_BYTES - WIRE_BYTES), ready_after=((op, 0),),
+                        tail=c.tail + back)
+            compressed += 1
         out[c.name] = c
     return GradientPasses(comms=tuple(out.get(c.name, c) for c in comms), after=tuple(after),
-                          before_update=tuple(before_update))
+                          before_update=tuple(before_update), compressed=compressed)
+
+
+def _wide_numel(ctx, members, compress) -> float:
+    """Elements of the bucket's gradients wider than 16 bits that --grad-compress casts (the
+    cast of a 16-bit gradient is the identity: nothing moves); 0 without compression."""
+    if not compress.on:
+        return 0.0
+    numel = 0.0
+    for t in members:
+        elem = ctx.model.grad_elem_bytes(ctx.layer(t.layer))
+        if compress.wire_bytes(elem) < elem:
+            if elem != FP32_BYTES:
+                raise ValueError(f"grad-compress: {elem}-byte gradient of {t.layer}: only FP32 is cast")
+            numel += t.nbytes / elem
+    return numel
 
 
 def insert_passes(stream_ops: list, passes: GradientPasses) -> list:

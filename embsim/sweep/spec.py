@@ -44,7 +44,7 @@ _FIELD_TYPES = {
     "dtype": str, "amp": str, "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str,
     "padding": str, "model_overrides": dict,
     "nccl_version": str, "untie_outputs": bool, "gpu_variation": float, "nccl_env": (dict, list),
-    "throughput": str, "recompute": str,
+    "throughput": str, "recompute": str, "grad_compress": str,
 }
 
 

@@ -187,6 +187,18 @@ def test_recompute_key_takes_a_form_or_a_boolean(tmp_path):
         file_runs(str(path))
 
 
+def test_grad_compress_key_reaches_the_run_and_is_checked(tmp_path):
+    path = tmp_path / "gc.yaml"
+    text = _two_runs("model: bert-base, topology: 'dgx-a100:2x8', dtype: tf32", "grad_compress")
+    text = text.replace("gpus: 1", "gpus: 16")
+    forms = _simulated(path, text.replace("D1", "fp16").replace("D2", "none"))
+    assert forms[0] != forms[1]     # half the all-reduce bytes, two casts per bucket
+    assert _simulated(path, text.replace("D1", "FP16").replace("D2", "NONE")) == forms
+    path.write_text(text.replace("D1", "fp8").replace("D2", "none"))
+    with pytest.raises(InputError, match=r"gc.yaml: run.*--grad-compress 'fp8'"):
+        file_runs(str(path))
+
+
 def _simulated(path, text: str) -> list[float]:
     """Each run's simulated figure of a training file written with `text`."""
     path.write_text(text)

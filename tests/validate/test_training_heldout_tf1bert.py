@@ -8,7 +8,10 @@ the first simulation's level (s3-tdata, 2026-12-02), x1.005:
   (-2.6..+22.6 %), mixed-precision rows +29.1 % (+9.7..+73.5 %, the V100 16GB seq-128 rows
   at per-GPU batch 16 the worst);
 - SQuAD 38.49 % / 76.36 %, scaling 0.185: every row fast (+5.8..+76.4 %), V100 16GB (batch
-  4 / 2) the worst. See docs/heldout-tf1-bert.md."""
+  4 / 2) the worst. See docs/heldout-tf1-bert.md.
+With the --amp runs' Horovod Compression.fp16 mapped (grad_compress: fp16, s10-compress,
+2026-12-03, dictated by the source): pre-training 18.79 % / 73.53 %, SQuAD 38.24 % / 76.36 %,
+within the same bounds."""
 
 import statistics
 
@@ -29,6 +32,8 @@ def test_files_have_full_provenance_and_the_selection_rule(name, count, model):
     for r in runs:
         e = r["embsim"]
         assert (e["dtype"] == "fp16") == (e.get("amp") == "autocast")
+        # Horovod Compression.fp16 if use_fp16 (= --amp; optimization.py lines 97, 151-152)
+        assert (e["dtype"] == "fp16") == (e.get("grad_compress") == "fp16")
         # TF32 only on the A100 preset, FP32 only on V100
         assert e["dtype"] != "tf32" or e["topology"].startswith("dgx-a100-40gb")
         assert e["dtype"] != "fp32" or e["topology"].startswith("dgx1-v100")

@@ -10,13 +10,17 @@ so a change that makes these runs worse fails here:
   1 -> 2-node efficiency 0.856 and AMP seq-512 single-node 1 -> 8-GPU 0.841, which the
   simulation's ~0.98-0.99 does not reach);
 - SQuAD 33.3 % / 77.4 %, scaling 0.093: every row simulates fast (V100 +18..+42 %, A100
-  AMP +4..+5 %, A100 "FP32" column run as TF32 +77 %); see docs/heldout-tf2-bert.md."""
+  AMP +4..+5 %, A100 "FP32" column run as TF32 +77 %); see docs/heldout-tf2-bert.md.
+Re-based once (s10-compress, 2026-12-03) when the mixed-precision runs took the Horovod
+Compression.fp16 the source sets (grad_compress: fp16, a mapping the code dictates, not a
+choice on the numbers): pre-training mean 6.93 % -> 7.02 % (bound 0.0697 -> 0.0706, x1.005),
+max 15.32 % -> 15.33 %; SQuAD 33.3 % -> 33.1 %."""
 
 import pytest
 
 from heldout_bounds import assert_within, dle_readme_file, heldout_fixture
 
-PRETRAIN = dict(mean=0.0697, max_=0.1540, scaling=0.1560)
+PRETRAIN = dict(mean=0.0706, max_=0.1540, scaling=0.1560)
 SQUAD = dict(mean=0.3347, max_=0.7781, scaling=0.0935)
 
 
@@ -39,6 +43,8 @@ def test_files_have_full_provenance_and_the_selection_rule(name, count, models):
         e = r["embsim"]
         # the mapping the note states: Keras mixed_float16 -> autocast; TF32 only on A100
         assert (e["dtype"] == "fp16") == (e.get("amp") == "autocast")
+        # Horovod Compression.fp16 if use_float16 (model_training_utils.py lines 272, 316)
+        assert (e["dtype"] == "fp16") == (e.get("grad_compress") == "fp16")
         assert (e["dtype"] == "tf32") <= e["topology"].startswith("dgx-a100")
         assert e["topology"].split(":")[1] == f"{r['nodes']}x{r['gpus'] // r['nodes']}"
 
