@@ -57,17 +57,15 @@ def collnet_demand(topology, ranks: Sequence[int], nbytes: float, algo: str, nic
     pairs, weights = [], []
     heads_of = [head_locals(topology, [r % g for r in grp], nics) for grp in groups]
     for grp, hl in zip(groups, heads_of):
-        if algo == "CollNetDirect":
+        if algo == "CollNetDirect" and len(grp) > 1:
             h = max(1, len(hl))
             head_ranks = {grp[0] - grp[0] % g + la for la, _ in hl}
             for r in grp:
                 load = ((h - 1) + (len(grp) - 1)) / h if r in head_ranks else 1.0
-                if len(grp) < 2:
-                    continue
                 for link in topology.gpu_up_links(r, "nvlink") + topology.gpu_down_links(r, "nvlink"):
                     ids.append(link)
                     vals.append(load * nbytes)
-        else:
+        elif algo == "CollNetChain":
             for a, b in zip(grp, grp[1:]):
                 pairs += [(a, b), (b, a)]
                 weights += [nbytes, nbytes]
@@ -79,6 +77,7 @@ def collnet_demand(topology, ranks: Sequence[int], nbytes: float, algo: str, nic
                 vals.append(share)
     net = NetIds.of(topology)
     nodes = np.array([grp[0] // g for grp in groups], dtype=np.int64)
+    # the rails the first node's heads use (every node of a communicator has the same shape)
     rails = {topology.rails.index(k): nbytes / max(1, len(hl)) for hl in heads_of[:1] for _, k in hl}
     for r, share in rails.items():
         ids += net.nic_up(nodes, r).tolist() + net.nic_down(nodes, r).tolist()
