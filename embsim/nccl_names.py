@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from embsim.errors import InputError
 
-ALGOS = ("Tree", "Ring", "NVLS", "NVLSTree", "PAT")
+# NCCL's ncclAlgoStr (init.cc): CollNetDirect / CollNetChain run only where the network
+# reduces in the switch (topology `network.sharp`, collectives/collnet.py)
+ALGOS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
+COLLNET_ALGOS = ("CollNetDirect", "CollNetChain")
 PROTOS = ("LL", "LL128", "Simple")
 
 _ALGO_NAMES = {a.lower(): a for a in ALGOS} | {"nvls_tree": "NVLSTree"}

@@ -19,14 +19,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .constants import (MAX_THREADS, MAXCHANNELS, THREAD_THRESHOLDS, constants_for, speed_array,
-                        version_key)
+from .constants import (COLLNET_MAX_THREADS, COLLNET_NODE_THRESHOLD, COLLNET_THREAD_THRESHOLD,
+                        MAX_THREADS, MAXCHANNELS, NCCL_MAX_DIRECT_ARITY, THREAD_THRESHOLDS,
+                        constants_for, speed_array, version_key)
 from .shape import CommShape
 
 
 @dataclass(frozen=True)
 class Graph:
-    pattern: str        # "ring" | "tree" | "nvls"
+    pattern: str        # "ring" | "tree" | "nvls" | "collnet_direct" | "collnet_chain"
     n_channels: int
     bw_intra: float     # GB/s per channel
     bw_inter: float
@@ -67,13 +68,15 @@ def _fit_nvls(shape: CommShape, s_intra: float, s_inter: float, channels: int) -
     return True
 
 
-def _dup_channels(n: int, bw_intra: float, bw_inter: float, arch: int) -> tuple[int, float, float]:
-    """ncclTopoDupChannels (search.cc 1036-1049): more, slower channels when they are fast."""
+def _dup_channels(n: int, bw_intra: float, bw_inter: float, arch: int,
+                  cap: int = MAXCHANNELS // 2) -> tuple[int, float, float]:
+    """ncclTopoDupChannels (search.cc 1036-1049): more, slower channels when they are fast,
+    up to the graph's maxChannels (`cap`)."""
     if bw_intra < 25.0:
         return n, bw_intra, bw_inter
     if arch > 80 and bw_intra < 50.0 and n > 4:
         return n, bw_intra, bw_inter
-    dup = min(n * 2, MAXCHANNELS // 2)
+    dup = min(n * 2, cap)
     factor = math.ceil(dup / n)
     return dup, bw_intra / factor, bw_inter / factor
 
@@ -144,6 +147,99 @@ def _search_nvls(shape: CommShape, min_gpus: int) -> Graph | None:
     return Graph("nvls", channels, bw_intra, bw_inter, shape.intra_hw)
 
 
+def collnet_supported(shape: CommShape) -> bool:
+    """NCCL sets up CollNet on this communicator (before its graphs are searched): the
+    network reduces in the switch (topology `network.sharp`, standing for the SHARP plugin
+    loaded and NCCL_COLLNET_ENABLE=1, which NCCL leaves off by default), on at least
+    NCCL_COLLNET_NODE_THRESHOLD nodes (init.cc), with at most NCCL_MAX_DIRECT_ARITY + 1 GPUs
+    per node (init.cc up to 2.2x disables CollNet above it, enqueue.cc getAlgoInfo skips
+    both CollNet algorithms above it from 2.26)."""
+    return (shape.collnet and shape.n_nodes >= COLLNET_NODE_THRESHOLD
+            and shape.ppn <= NCCL_MAX_DIRECT_ARITY + 1 and shape.nic_bw > 0)
+
+
+def collnet_heads(shape: CommShape) -> int:
+    """CollNetDirect heads per node: one per NIC:GPU pair (search.cc ncclTopoSearchRecNet,
+    COLLNET_DIRECT: `graph->nChannels < netCount`, one head per GPU), at most maxChannels =
+    min(NCCL_MAX_DIRECT_ARITY + 1, the node's GPUs) (search.cc ncclTopoCompute)."""
+    return max(1, min(max(1, shape.nics_per_node), shape.ppn, NCCL_MAX_DIRECT_ARITY + 1))
+
+
+def _fit_direct(shape: CommShape, s_intra: float, s_inter: float, heads: int) -> int:
+    """CollNetDirect heads that fit at these speeds (search.cc ncclTopoSearchTryCollnetDirect):
+    a head charges its speed x 1/(ppn-1) on the path to and from every other GPU, so with c
+    heads a head's NVLink carries s_intra (1 + (c-1)/(ppn-1)) each way; its NIC carries
+    s_inter (one head per NIC)."""
+    if s_inter > shape.nic_path_bw + 1e-9:
+        return 0
+    if shape.ppn <= 1:
+        return heads
+    fits = [c for c in range(1, heads + 1)
+            if s_intra * (1 + (c - 1) / (shape.ppn - 1)) <= shape.intra_bw + 1e-9]
+    return max(fits, default=0)
+
+
+def _search_collnet(shape: CommShape, fit, min_channels: int, max_channels: int) -> Graph | None:
+    """ncclTopoCompute for a CollNet graph (search.cc): pass 1 from the fastest inter-node
+    speed under the NIC path and totalBw x ppn/(ppn-1) ("algo other than RING ... increase
+    the NVLink bw artificially"), lowering the speed while no graph of min_channels is found
+    or a lower speed may still pay (> .49 of the best); then ncclTopoDupChannels up to
+    max_channels; pass 2 raises bwIntra alone while it is below twice bwInter ("increase
+    bwIntra for trees (2 nodes or collnet)"). `fit(s_intra, s_inter)`: channels that fit."""
+    speeds = speed_array(shape.arch, inter=True)
+    total = shape.intra_bw * shape.ppn / (shape.ppn - 1) if shape.ppn > 1 else shape.nic_path_bw
+    i = 0
+    while i < len(speeds) - 1 and (speeds[i] > shape.nic_path_bw + 1e-9
+                                   or speeds[i] * min_channels > total + 1e-9):
+        i += 1
+    best_n, best_s = 0, speeds[i]
+    while True:
+        n = min(fit(speeds[i], speeds[i]), max_channels)
+        if n >= min_channels and n * speeds[i] > best_n * best_s:
+            best_n, best_s = n, speeds[i]
+        if best_n and (best_n == max_channels or best_n * best_s >= shape.intra_bw - 1e-9):
+            break
+        if i >= len(speeds) - 1 or (best_n and speeds[i + 1] / best_s <= 0.49):
+            break
+        i += 1
+    if best_n == 0:
+        return None
+    n, bw_intra, bw_inter = _dup_channels(best_n, best_s, best_s, shape.arch, max_channels)
+    j = 0
+    while j < len(speeds) - 1 and speeds[j] > bw_intra + 1e-9:
+        j += 1
+    while j > 0 and bw_intra < 2 * bw_inter and fit(speeds[j - 1], bw_inter) >= n:
+        j -= 1
+        bw_intra = speeds[j]
+    return Graph("collnet", n, bw_intra, bw_inter, shape.intra_hw)
+
+
+def search_collnet(shape: CommShape, ring: Graph, own_direct_graph: bool = True) -> tuple[Graph | None, Graph | None]:
+    """(CollNetDirect graph, CollNetChain graph), None where NCCL has none (init.cc).
+
+    Chain: pattern TREE with collNet = 1, min = max channels = the ring graph's: the tree
+    search, whose chain starts and ends at a NIC. Direct (2.22+, `own_direct_graph`):
+    pattern COLLNET_DIRECT, one channel per NIC:GPU head (collnet_heads, _fit_direct), only
+    on NVSwitch nodes (tuning.cc disables it where nvsCount == 0); up to 2.21 CollNetDirect
+    is tuned on the chain graph. No chain graph: NCCL turns CollNet off (init.cc
+    `graphs[NCCL_ALGO_COLLNET_CHAIN]->nChannels == 0`)."""
+    if not collnet_supported(shape):
+        return None, None
+    chain = _search_collnet(shape, lambda si, sn: _fit_ring(shape, si, sn, chain=True),
+                            ring.n_channels, ring.n_channels)
+    if chain is None:
+        return None, None
+    chain = replace(chain, pattern="collnet_chain")
+    if shape.intra != "nvswitch":
+        return None, chain
+    if not own_direct_graph:
+        return replace(chain, pattern="collnet_direct"), chain
+    heads = collnet_heads(shape)
+    direct = _search_collnet(shape, lambda si, sn: _fit_direct(shape, si, sn, heads), 1,
+                             min(NCCL_MAX_DIRECT_ARITY + 1, shape.ppn))
+    return (None if direct is None else replace(direct, pattern="collnet_direct")), chain
+
+
 @dataclass(frozen=True)
 class Graphs:
     ring: Graph
@@ -157,6 +253,8 @@ class Graphs:
     # keeps these (None: the same graphs).
     kernel_ring: Graph | None = None
     kernel_tree: Graph | None = None
+    collnet_direct: Graph | None = None     # None: no CollNet (search_collnet)
+    collnet_chain: Graph | None = None
 
     def for_kernel(self) -> "Graphs":
         """These graphs with the ring and tree the kernels' data rate is modelled on."""
@@ -173,7 +271,8 @@ def search_graphs(shape: CommShape, consts=None) -> Graphs:
     tree = _search_ring(shape, "tree")
     # ncclNvlsInit counts the GPUs of the node's topology (the MNNVL clique's across trays)
     nvls = _search_nvls(shape, consts.nvls_min_gpus)
-    comm_channels = compute_channels(shape, ring, consts.version)
+    direct, chain = search_collnet(shape, ring, consts.collnet_direct_graph)
+    comm_channels = compute_channels(shape, ring, consts.version, chain)
     sm100 = consts.nvls_channels_sm100
     if shape.arch >= 100 and sm100 is not None:
         nvls_channels = sm100[1] if shape.n_nodes > 1 else sm100[0]
@@ -183,17 +282,25 @@ def search_graphs(shape: CommShape, consts=None) -> Graphs:
     if shape.pci is not None:
         link_only = replace(shape, pci=None)
         kernel_ring, kernel_tree = _search_ring(link_only, "ring"), _search_ring(link_only, "tree")
-    return Graphs(ring, tree, nvls, comm_channels, nvls_channels, kernel_ring, kernel_tree)
+    return Graphs(ring, tree, nvls, comm_channels, nvls_channels, kernel_ring, kernel_tree, direct, chain)
 
 
-def compute_channels(shape: CommShape, ring: Graph, version: str | None = None) -> int:
+def compute_channels(shape: CommShape, ring: Graph, version: str | None = None,
+                     collnet_chain: Graph | None = None) -> int:
     """comm->nChannels, the CTAs Ring/Tree (and p2p, via p2pnChannels) run (connect.cc
     ncclTopoPostset): the ring graph's channels duplicated, then on Hopper+ across nodes
     doubled once more when a ring channel is faster than 45 GB/s inside the node ("Use 4
     compute channels per search channel to reach peak BW on <8 PPN"): 2.18-2.19 while
     2 x channels fit MAXCHANNELS, from 2.20 only below 16; sm90 only up to 2.24, sm90 and
-    newer from 2.25. `version`: the release's table (None: the newest)."""
+    newer from 2.25. `version`: the release's table (None: the newest).
+    With CollNet set up (`collnet_chain`, its chain graph) the duplicated channels grow by
+    half where that graph is faster inside the node than across it and a node has 2+ GPUs
+    ("Add more channels to saturate intra-node bandwidth, except the 1 PPN case": connect.cc
+    ncclTopoPostset, before the Hopper doubling; up to 2.21 on the one collNetGraph)."""
     ch = min(MAXCHANNELS, 2 * ring.n_channels)
+    if (collnet_chain is not None and collnet_chain.bw_intra > collnet_chain.bw_inter
+            and shape.n_ranks > shape.n_nodes):
+        ch = min(MAXCHANNELS, ch + ch // 2)
     key = version_key(version) if version else None
     newest = key is None
     arch_ok = shape.arch >= 90 if (newest or key >= (2, 25)) else 90 <= shape.arch < 100
@@ -204,13 +311,33 @@ def compute_channels(shape: CommShape, ring: Graph, version: str | None = None) 
     return ch
 
 
-def runtime_lanes(nbytes: float, algo: str, proto: str, n_ranks: int, channels: int) -> tuple[int, int]:
+def runtime_lanes(nbytes: float, algo: str, proto: str, n_ranks: int, channels: int,
+                  heads: int = 1) -> tuple[int, int]:
     """(channels, threads per channel) NCCL launches for this size (enqueue.cc ~2068-2118).
 
     Channels drop while nBytes < nc*nt*threshold, then threads halve (multiples of 128).
+    CollNetDirect (`heads`: its heads per node) drops channels in steps of ncSwitch = 16,
+    8, 4, 2, 1 against nc x nt x heads x threshold, halving the threshold at each 1.5 x
+    ncSwitch ("CollNet channel tuning"), and keeps its threads.
     """
-    nc, nt = channels, MAX_THREADS[proto]
-    threshold = THREAD_THRESHOLDS[proto] * (n_ranks if (algo == "Ring" and proto == "LL") else 1)
+    if algo == "CollNetDirect":
+        nc, nt, thr = channels, COLLNET_MAX_THREADS, COLLNET_THREAD_THRESHOLD
+        switch, short = 16, True
+        while switch >= 1 and short:
+            while True:
+                short = nbytes < nc * nt * heads * thr
+                if not (short and nc > switch):
+                    break
+                if nc == switch + switch // 2:
+                    thr //= 2
+                nc -= 1
+            switch //= 2
+        return nc, nt
+    if algo == "CollNetChain":
+        nc, nt, threshold = channels, COLLNET_MAX_THREADS, COLLNET_THREAD_THRESHOLD
+    else:
+        nc, nt = channels, MAX_THREADS[proto]
+        threshold = THREAD_THRESHOLDS[proto] * (n_ranks if (algo == "Ring" and proto == "LL") else 1)
     while nbytes < nc * nt * threshold:
         if nc >= 2:
             nc -= 1
@@ -221,12 +348,18 @@ def runtime_lanes(nbytes: float, algo: str, proto: str, n_ranks: int, channels: 
     return nc, nt
 
 
-def runtime_fraction(nbytes: float, algo: str, proto: str, n_ranks: int, graphs: Graphs) -> float:
+def max_threads(algo: str, proto: str) -> int:
+    """comm->maxThreads of a pair (tuning.cc): NCCL_MAX_NTHREADS for CollNet."""
+    return COLLNET_MAX_THREADS if algo in ("CollNetDirect", "CollNetChain") else MAX_THREADS[proto]
+
+
+def runtime_fraction(nbytes: float, algo: str, proto: str, n_ranks: int, graphs: Graphs,
+                     heads: int = 1) -> float:
     """Share of the full kernel's parallelism that runs for this size (1 for large messages).
 
     The model's bandwidth assumes every channel and thread is busy; a trimmed launch moves
     data proportionally slower. This is what separates simulated from model-predicted time.
     """
     full = graphs.nvls_channels if algo in ("NVLS", "NVLSTree") else graphs.comm_channels
-    nc, nt = runtime_lanes(nbytes, algo, proto, n_ranks, full)
-    return min(1.0, (nc * nt) / (full * MAX_THREADS[proto]))
+    nc, nt = runtime_lanes(nbytes, algo, proto, n_ranks, full, heads)
+    return min(1.0, (nc * nt) / (full * max_threads(algo, proto)))

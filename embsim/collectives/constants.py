@@ -22,6 +22,16 @@ MAX_THREADS = MappingProxyType({"LL": 512, "LL128": 640, "Simple": 512})
 THREAD_THRESHOLDS = MappingProxyType({"LL": 8, "LL128": 8, "Simple": 64})  # bytes per thread
 MAXCHANNELS = 64
 NCCL_MAX_NVLS_ARITY = 32
+# CollNet (device.h): a CollNetDirect head reaches at most 7 peers, so at most 8 heads and 8
+# GPUs per node (init.cc: CollNet is off above NCCL_MAX_DIRECT_ARITY + 1 local ranks).
+NCCL_MAX_DIRECT_ARITY = 7
+# init.cc NCCL_PARAM(CollNetNodeThreshold, "COLLNET_NODE_THRESHOLD", 2): CollNet is off on
+# fewer nodes (every release 2.18-2.30)
+COLLNET_NODE_THRESHOLD = 2
+# tuning.cc threadThresholds[COLLNET_DIRECT|COLLNET_CHAIN][SIMPLE] = 512 bytes per thread
+# (every release 2.18-2.30); NCCL_MAX_NTHREADS = 640 threads (maxThreads of both)
+COLLNET_THREAD_THRESHOLD = 512
+COLLNET_MAX_THREADS = 640
 NCCL_STEPS = 8
 # Buffer bytes per connection and protocol, NCCL's defaults (init.cc DEFAULT_*BUFFSIZE):
 # LL 8 lines x 512 threads x 8 steps x 16 B; LL128 120 u64 x 640 threads x 8 steps x 8 B;
@@ -128,6 +138,20 @@ class NcclConstants:
     # depth x 8 / x 4 / x 1 chunks (floors 128/64/32 KiB); 2.20 dropped it, so from 2.20 a
     # Tree/Simple chunk is a whole Simple step (buffSize / NCCL_STEPS) at every size.
     tree_simple_chunk_halving: bool = False
+    # CollNet (tuning.cc hwLat, Simple only): hw -> (CollNetDirect, CollNetChain) µs; the
+    # baseLat of both is 0 for Simple in every release. 2.19+ (v2.19.4-1 ... v2.30.4-1):
+    # NVLink/PCI 3.7 / 2.8, NET 31 / 30; 2.18 (v2.18.5-1): NVLink 8.0 / 4.75, PCI 8.0 / 8.0,
+    # NET 10.7 / 14.
+    collnet_hw_lat: MappingProxyType = field(default_factory=lambda: MappingProxyType(
+        {"NVLINK": (3.7, 2.8), "PCI": (3.7, 2.8), "NET": (31.0, 30.0)}))
+    # CollNetDirect's "arity serialization latency" per local peer (tuning.cc): 0.4 µs from
+    # 2.19, 0.5 in 2.18
+    collnet_arity_us: float = 0.4
+    # 2.22+: CollNetDirect has its own graph (init.cc collNetDirectGraph, pattern
+    # COLLNET_DIRECT, one channel per NIC:GPU head); up to 2.21 one collNetGraph (pattern
+    # TREE, the ring's channel count) serves both CollNet algorithms (graphs[] = {tree, ring,
+    # collNet, collNet, nvls, nvls}).
+    collnet_direct_graph: bool = True
     # The run's buffer and p2p chunk sizes (NCCL's defaults unless nccl_env.apply_env set
     # them from NCCL_BUFFSIZE & co; `env` then says which).
     buff_bytes: MappingProxyType = field(default_factory=lambda: DEFAULT_BUFF_BYTES)
@@ -225,7 +249,7 @@ NCCL_2_22 = replace(NCCL_2_23, version="2.22",
                     hw_lat=_HW_222, ring_ll128_ppn1_factor=0.7, tree_092_allreduce_only=False,
                     has_pat=False, nvlink_per_link=_NVL_2_20,
                     ring_allreduce_inter_steps_2n=True, ppn1_tree_net_latency=False)
-NCCL_2_21 = replace(NCCL_2_22, version="2.21")
+NCCL_2_21 = replace(NCCL_2_22, version="2.21", collnet_direct_graph=False)
 # 2.19-2.20: Ring LL x1/4 (AllReduce, Reduce, multi-node) or x1/3; NVLS hwLat 23; Hopper's
 # one-node llMaxBws is Ampere's 87.7 (v2.20.5-1 tuning.cc line 89: the Hopper row reads
 # {87.7, 22.5, 19.0}; 141.0 from v2.21.5-1). Several nodes read the CPU's row, as before.
@@ -255,6 +279,8 @@ NCCL_2_18 = replace(
     }),
     nvls_lat_old=True,
     nvlstree_ratio_old=True,
+    collnet_hw_lat=MappingProxyType({"NVLINK": (8.0, 4.75), "PCI": (8.0, 8.0), "NET": (10.7, 14.0)}),
+    collnet_arity_us=0.5,
     nvlstree_chunk_cap_4nodes=False,
     nvls_small_chunk_multinode=False,
 )

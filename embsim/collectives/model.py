@@ -23,12 +23,14 @@ from embsim.errors import InputError
 from embsim.nccl_names import parse_filter
 from embsim.network import Demand
 
+from . import collnet
 from . import demand as dm
 from . import legacy
 from . import nccl_model as nm
 from . import ofi_tuner
 from . import pipeline
 from .busbw import busbw_factor
+from .collnet_demand import collnet_demand
 from .multinode import kernel_view, nvls_node_bw, nvlstree_kernel_bw, tree_kernel_bw
 from .channels import Graphs, search_graphs
 from .constants import NcclConstants, constants_for
@@ -127,6 +129,9 @@ class CollectiveModel:
 
     @staticmethod
     def _link_bw(op, algo, proto, shape, graphs) -> float:
+        if algo in nm.COLLNET:
+            # what the kernel's NVLink and NIC stages move on the file's links (collnet.py)
+            return collnet.kernel_bw(algo, shape, graphs)
         if algo == "NVLSTree" and op == "all_reduce":
             return nvlstree_kernel_bw(shape, KERNEL_CONSTS) * shape.kernel_scale
         if algo == "NVLS" and op == "all_reduce" and shape.n_nodes == 1:
@@ -218,6 +223,9 @@ class CollectiveModel:
                 hit = dm.tree_demand(self.topology, ranks, 1.0)
             elif algo in ("NVLS", "NVLSTree"):
                 hit = dm.nvls_demand(self.topology, ranks, 1.0, op)
+            elif algo in nm.COLLNET:
+                shape, graphs = self.shape(ranks)
+                hit = collnet_demand(self.topology, ranks, 1.0, algo, collnet.net_nics(algo, shape, graphs))
             elif op == "alltoall":
                 routes = self._alltoall_routes(ranks)
                 hit = (routes.uniform(1.0 / n) if isinstance(routes, AlltoallPattern)
@@ -267,7 +275,10 @@ class CollectiveModel:
             algo, proto, model_us = choice.algo, choice.proto, choice.time
             # NCCL picks on its own model; the time is the kernel's pipeline for that pick
             lat0, bw0 = self._pair(op, algo, proto, ranks, shape, graphs)
-            t = pipeline.collective_time(op, algo, proto, nbytes, shape, graphs, self.consts, lat0, bw0)
+            if algo in nm.COLLNET:
+                t = collnet.collnet_time(algo, nbytes, shape, graphs, self.consts, lat0, bw0)
+            else:
+                t = pipeline.collective_time(op, algo, proto, nbytes, shape, graphs, self.consts, lat0, bw0)
             lat_us, time_us = t.latency, t.time
         source = "model"
         if (op, n) in self.measured:

@@ -56,7 +56,8 @@ def net_overhead_us(shape: CommShape) -> float:
 
 def graph_for(algo: str, graphs: Graphs) -> Graph | None:
     return {"Ring": graphs.ring, "PAT": graphs.ring, "Tree": graphs.tree,
-            "NVLS": graphs.nvls, "NVLSTree": graphs.nvls}[algo]
+            "NVLS": graphs.nvls, "NVLSTree": graphs.nvls,
+            "CollNetDirect": graphs.collnet_direct, "CollNetChain": graphs.collnet_chain}[algo]
 
 
 def ll128_enabled(shape: CommShape, consts: NcclConstants) -> bool:
@@ -82,7 +83,17 @@ def default_enabled(op: str, shape: CommShape, graphs: Graphs, consts: NcclConst
         # NVLS across nodes needs CollNet (IB SHARP, `network.sharp`): without it NCCL
         # disables NVLS on several nodes and keeps NVLSTree (NVLS inside a node, a tree over
         # the NICs) -- tuning.cc "Disable ... Collnet+NVLS if collnet is not supported"
-        # (v2.18.5 ~266, v2.26.2 ~414, v2.29.7 ~469). CollNetDirect/Chain are not modelled.
+        # (v2.18.5 ~266, v2.26.2 ~414, v2.29.7 ~469).
+        # CollNetChain / CollNetDirect (collnet.py) where CollNet is set up (channels.
+        # search_collnet: SHARP, 2+ nodes, <= 8 GPUs a node); Direct only on NVSwitch nodes
+        # (tuning.cc `nvsCount == 0`: no Direct graph). AllReduce only: CollNetDirect
+        # AllGather / ReduceScatter (2.20+) need the plugin's iallgather / ireducescatter
+        # and no more local ranks than heads (tuning.cc), which the topology file does not
+        # say; NCCL runs no other collective on CollNet.
+        if graphs.collnet_direct is not None:
+            algos.append("CollNetDirect")
+        if graphs.collnet_chain is not None:
+            algos.append("CollNetChain")
         if nvls_ok:
             if shape.n_nodes == 1 or shape.collnet:
                 algos.append("NVLS")
@@ -97,7 +108,7 @@ def default_enabled(op: str, shape: CommShape, graphs: Graphs, consts: NcclConst
     out = []
     for a in algos:
         for p in PROTOS:
-            if a in ("NVLS", "NVLSTree", "PAT") and p != "Simple":
+            if a in ("NVLS", "NVLSTree", "PAT", "CollNetDirect", "CollNetChain") and p != "Simple":
                 continue
             if p == "LL128" and not ll128:
                 continue
@@ -111,6 +122,8 @@ def bandwidth(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
     g = graph_for(algo, graphs)
     if g is None:
         return 0.0
+    if algo in COLLNET:
+        return collnet_bandwidth(op, algo, proto, shape, g)
     n, nn, ppn = shape.n_ranks, shape.n_nodes, shape.ppn
     fam = arch_family(shape.arch)
     idx = _node_index(nn)
@@ -171,9 +184,49 @@ def bandwidth(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
     return bus * ratio
 
 
+COLLNET = ("CollNetDirect", "CollNetChain")
+
+
+def collnet_bandwidth(op: str, algo: str, proto: str, shape: CommShape, g: Graph) -> float:
+    """comm->bandwidths of CollNetDirect / CollNetChain AllReduce, GB/s (tuning.cc, the same
+    in every release 2.18-2.30): busBw = nChannels x bwIntra (CollNet reads bwIntra on any
+    node count); Direct divides by the GPU/NIC ratio's factor (ppn / nChannels, halfway to
+    1: "Collnet+Direct requires all GPUs to have a local NIC to work at full speed") and
+    takes x0.85 on sm90+; algBw = busBw x 0.5. Simple only ("Not used" otherwise). Chain has
+    no factor of its own in any release."""
+    if op != "all_reduce" or proto != "Simple":
+        return 0.0
+    bus = g.n_channels * g.bw_intra
+    if algo == "CollNetDirect":
+        factor = shape.ppn / g.n_channels
+        factor -= (factor - 1) / 2
+        bus /= factor
+        if shape.arch >= 90:
+            bus *= 0.85
+    return bus * 0.5
+
+
+def collnet_latency(algo: str, shape: CommShape, consts: NcclConstants) -> float:
+    """comm->latencies of CollNet AllReduce, µs (tuning.cc): base 0, then Direct
+    2 (min(1, ppn-1) intraLat + (ppn-1) x arity) + interLat, Chain 2 (ppn-1) intraLat +
+    interLat; interLat = hwLat[NET] + the NIC's latency, twice for Simple ("flush extra
+    latency"); at 1 GPU per node 2.23+ prices the hop at Tree's hwLat[NET]."""
+    k = COLLNET.index(algo)
+    ppn = shape.ppn
+    intra = consts.collnet_hw_lat[shape.intra_hw][k]
+    exposed = ppn == 1 and consts.ppn1_tree_net_latency
+    inter = (consts.hw_lat["NET"]["Tree"][2] if exposed else consts.collnet_hw_lat["NET"][k])
+    inter += 2 * shape.nic_latency_us
+    if algo == "CollNetDirect":
+        return 2 * (min(1, ppn - 1) * intra + (ppn - 1) * consts.collnet_arity_us) + inter
+    return 2 * (ppn - 1) * intra + inter
+
+
 def latency(op: str, algo: str, proto: str, shape: CommShape, graphs: Graphs,
             consts: NcclConstants) -> float:
     """comm->latencies[coll][algo][proto], µs."""
+    if algo in COLLNET:
+        return collnet_latency(algo, shape, consts)
     pi = PROTOS.index(proto)
     n, nn, ppn = shape.n_ranks, shape.n_nodes, shape.ppn
     steps = nsteps(op, n)
@@ -254,8 +307,12 @@ def candidates(op: str, shape: CommShape, graphs: Graphs, consts: NcclConstants,
     kept = [(a, p) for a, p in pairs if (algos is None or a in algos) and (protos is None or p in protos)]
     if not kept:
         avail = ", ".join(f"{a}/{p}" for a, p in pairs)
+        why = ""
+        if algos is not None and algos <= set(COLLNET):
+            why = ("; CollNet needs AllReduce on 2+ nodes of <= 8 GPUs whose network reduces in "
+                   "the switch (topology network.sharp: true), CollNetDirect also NVSwitch nodes")
         raise InputError(f"{op}: the algo/proto override leaves nothing NCCL can run on this "
-                         f"communicator (available: {avail})")
+                         f"communicator (available: {avail}){why}")
     return kept
 
 

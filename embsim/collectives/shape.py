@@ -11,8 +11,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from embsim.errors import InputError
 from embsim.topology.build import pcie_place
+from embsim.topology.vroutes import NetIds
 
 from .constants import NCCL_MAX_NVLS_ARITY, NcclConstants, constants_for, nvlink_per_link
 from .pci_rings import PciLayout, layout_of
@@ -35,6 +38,11 @@ class CommShape:
     nic_latency_us: float = 0.0   # what NCCL's tuner adds per inter-node hop (plugin-reported)
     net_hop_us: float = 0.0       # what an inter-node hop costs beyond NCCL's hwLat[NET] (the file)
     collnet: bool = False         # CollNet (IB SHARP) available: NVLS may span nodes
+    # Switch tiers a SHARP aggregation tree over the communicator's nodes spans (1: one leaf
+    # holds them, 2: leaf-spine, 3: leaf-spine-core) and the file's per-switch latency
+    # (network.switch_latency_us): the kernel's CollNet round trip (collnet.py); 0 on one node.
+    sharp_tiers: int = 0
+    switch_latency_us: float = 0.0
     # The topology file's fabric bandwidth over the one NCCL's constants stand for (its
     # per-link constant is an achieved rate for the *spec* link of that arch): 1 when the
     # file describes the hardware NCCL knows; else NCCL still chooses on its own view
@@ -205,6 +213,19 @@ def _nccl_nics(topology, local_by_node: dict[int, list[int]]) -> int:
                for local in map(set, local_by_node.values()))
 
 
+def _tiers_spanned(topology, local_by_node: dict[int, list[int]]) -> int:
+    """Switch tiers the communicator's nodes span: 1 when one leaf (per rail) holds them all,
+    2 within one pod of a three-tier fabric (or any two-tier one), 3 across pods."""
+    net = NetIds.of(topology)
+    nodes = np.fromiter(local_by_node, dtype=np.int64)
+    leaves = net.leaf(nodes, 0)
+    if len(set(leaves.tolist())) <= 1:
+        return 1
+    if net.tiers < 3 or len(set(net.pod(leaves).tolist())) <= 1:
+        return 2
+    return 3
+
+
 def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants | None = None) -> CommShape:
     """The CommShape NCCL would derive for communicator `ranks` on `topology`."""
     consts = nccl_version if isinstance(nccl_version, NcclConstants) else constants_for(nccl_version)
@@ -258,6 +279,8 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         nic_latency_us=float(node.nics.nccl_latency_us) if n_nodes > 1 else 0.0,
         net_hop_us=(float(node.nics.latency_us) + float(node.network.switch_latency_us)) if n_nodes > 1 else 0.0,
         collnet=bool(node.network.sharp) and n_nodes > 1,
+        sharp_tiers=_tiers_spanned(topology, local_by_node) if n_nodes > 1 else 0,
+        switch_latency_us=float(node.network.switch_latency_us) if n_nodes > 1 else 0.0,
         sm_clock_mhz=float(node.gpu.clock_mhz or 0.0), host_share=host_share,
         nic_local_gpus=int(node.nics.nccl_local_gpus),
         nccl_tuner=node.nics.nccl_tuner if n_nodes > 1 else "",
