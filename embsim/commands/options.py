@@ -70,8 +70,10 @@ def _recompute(ctx, param, value):
 
 RECOMPUTE = click.option("--recompute", callback=_recompute,
                          help="activation checkpointing: none, full (every transformer block runs its "
-                              "forward again in backward and keeps only its input) or every:K (every "
-                              "K-th block, torchtitan's selective layer AC) (default: none)")
+                              "forward again in backward and keeps only its input), every:K (every "
+                              "K-th block, torchtitan's selective layer AC) or selective (each "
+                              "block's attention core, Megatron's selective granularity) "
+                              "(default: none)")
 def _grad_compress(ctx, param, value):
     """--grad-compress checked at the flag."""
     if value is not None:

@@ -79,6 +79,11 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                 sparse_lookups=sparse_lookups)
             for name in m.recomputed:      # the measured forward, again in backward
                 bwd[name] += fwd[name]
+            if m.core_recomputed:          # the core's share of the measured forward
+                plain = model_times(m, kgpu, recompute=False)
+                for name in m.core_recomputed:
+                    t = plain[name]
+                    bwd[name] += fwd[name] * (t.core_fwd_s / t.fwd_s if t.fwd_s > 0 else 0.0)
             return fwd, bwd, measured.compute_source + (f"; {extrapolated}" if extrapolated else "")
         fwd = {n: t.fwd_s for n, t in times.items()}
         bwd = {n: (t.bwd_sparse_s if sparse_lookups and t.bwd_sparse_s is not None

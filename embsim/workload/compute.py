@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .attention_rate import default_implementation, describe
 from .gpu_props import GpuCompute
@@ -24,14 +24,16 @@ class LayerTime:
     fwd_s: float
     bwd_s: float
     bwd_sparse_s: float | None = None     # embedding: backward with a sparse gradient
+    core_fwd_s: float = 0.0               # transformer block: its attention cores' forward
 
 
 def layer_time(layer: Layer, model: Model, gpu: GpuCompute) -> LayerTime:
     prec, e = precision(model.dtype), model.dtype_bytes
     kl = layer.kernels
     sparse = kernels_time(kl.bwd_sparse, gpu, prec, e) if kl.bwd_sparse else None
+    core = kernels_time(kl.core_fwd, gpu, prec, e) if getattr(kl, "core_fwd", ()) else 0.0
     return LayerTime(layer.name, kernels_time(kl.fwd, gpu, prec, e),
-                     kernels_time(kl.bwd, gpu, prec, e), sparse)
+                     kernels_time(kl.bwd, gpu, prec, e), sparse, core)
 
 
 def model_times(model: Model, gpu: GpuCompute, recompute: bool = True) -> dict[str, LayerTime]:
@@ -46,15 +48,19 @@ def model_times(model: Model, gpu: GpuCompute, recompute: bool = True) -> dict[s
         if key not in cache:
             cache[key] = layer_time(layer, model, gpu)
         t = cache[key]
-        out[layer.name] = LayerTime(layer.name, t.fwd_s, t.bwd_s, t.bwd_sparse_s)
+        out[layer.name] = LayerTime(layer.name, t.fwd_s, t.bwd_s, t.bwd_sparse_s, t.core_fwd_s)
     return with_recompute(out, model) if recompute else out
 
 
 def with_recompute(times: dict[str, LayerTime], model: Model) -> dict[str, LayerTime]:
-    """Each checkpointed block's backward plus its forward again (embsim.workload.recompute)."""
+    """Each checkpointed block's backward plus its forward again, or (selective) plus its
+    attention cores' forward (embsim.workload.recompute)."""
     for name in model.recomputed:
         t = times[name]
-        times[name] = LayerTime(name, t.fwd_s, t.bwd_s + t.fwd_s, t.bwd_sparse_s)
+        times[name] = replace(t, bwd_s=t.bwd_s + t.fwd_s)
+    for name in model.core_recomputed:
+        t = times[name]
+        times[name] = replace(t, bwd_s=t.bwd_s + t.core_fwd_s)
     return times
 
 

@@ -65,6 +65,9 @@ class LayerCost:
     sparse: bool = False
     fwd_kernels: int = 1
     bwd_kernels: int = 2
+    # a transformer block: the part of activation_bytes its attention cores save (the
+    # scores' softmax, dropout mask and output), which selective recomputation drops
+    core_saved: int = 0
 
 
 def dense_cost(params: int, fwd_flops: int, act_traffic: int, saved: int, d: int,

@@ -6,6 +6,8 @@ attention products, norms and elementwise ops, so FLOPs and bytes follow its sha
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .costs import (NORM_FLOPS_PER_ELEMENT, SOFTMAX_FLOPS_PER_ELEMENT, LayerCost, Shape,
                     dense_cost, norm_params)
 
@@ -76,7 +78,8 @@ def transformer_block_cost(p: dict, sh: Shape, cross_attention: bool) -> LayerCo
              + d * n * f + mask * n * h)          # activation output, dropout mask
     saved = n_attn * s_attn + s_ffn + n_norms * d * n * h
     kernels = n_attn * (6 if flash else 8) + (5 if ffn_kind == "swiglu" else 4) + 2 * n_norms
-    return dense_cost(params, flops, traffic, saved, d, kernels, 2 * kernels)
+    return replace(dense_cost(params, flops, traffic, saved, d, kernels, 2 * kernels),
+                   core_saved=n_attn * s_scores)
 
 
 def lstm_params(fin: int, hidden: int, proj: int | None, bias: str) -> int:

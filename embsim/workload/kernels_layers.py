@@ -29,6 +29,9 @@ class LayerKernels:
     param_tensors: int = 1
     # a transformer block: whether its elementwise chains run fused (None: no such chains)
     fused_elementwise: bool | None = None
+    # a transformer block: its attention cores' forward kernels (scores to context, or the
+    # fused flash kernel), which selective recomputation runs again in backward
+    core_fwd: tuple[Kernel, ...] = ()
 
 
 def causal_keys(s: int) -> int:
@@ -42,9 +45,9 @@ def causal_keys(s: int) -> int:
 
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
                dropout: bool, opb: int = FP32, fused: bool = False, bias: bool = True,
-               causal: bool = False, impl: str = "") -> tuple[list, list]:
-    """Multi-head attention of s queries over s keys: QKV projection, the core, output
-    projection. Unfused, the (b*a, s, s) scores go through HBM: scale+mask, softmax,
+               causal: bool = False, impl: str = "") -> tuple[list, list, list]:
+    """(forward, backward, the core's forward) kernels of multi-head attention of s
+    queries over s keys: QKV projection, the core, output projection. Unfused, the (b*a, s, s) scores go through HBM: scale+mask, softmax,
     dropout (a causal mask only adds to the scores: every product is still computed);
     fused (flash attention, Dao et al. 2022) they stay on chip, backward recomputes them
     (5 products instead of 4) and a causal kernel skips the masked key tiles."""
@@ -52,6 +55,7 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     fwd, bwd = [], []
     f, g = linear_fwd_bwd(f"{name}.qkv", n, h, h + 2 * kv, e, bias)
     fwd += f
+    core_start = len(fwd)
     scores = b * a * s * s
     if flash:
         keys = causal_keys(s) if causal else s
@@ -91,12 +95,13 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
                      stream(f"{name}.scale_bwd", 2 * scores * e, pointwise=True),
                      gemm(f"{name}.scores_qgrad", s, hd, s, batch=b * a),
                      gemm(f"{name}.scores_kgrad", s, hd, s, batch=b * a)]
+    core = fwd[core_start:]
     # head split/merge copies (transpose + contiguous) around the core
     fwd.append(stream(f"{name}.heads_copy", 2 * n * h * e))
     f2, g2 = linear_fwd_bwd(f"{name}.out", n, h, h, e, bias)
     fwd += f2
     bwd += g2 + [stream(f"{name}.heads_copy_bwd", 2 * n * h * e)] + bwd_core + g
-    return fwd, bwd
+    return fwd, bwd, core
 
 
 def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> LayerKernels:
@@ -111,14 +116,15 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     swiglu = p.get("ffn_kind", "gelu") == "swiglu"
     bias = p.get("bias", True)
     add_norm = _fused_add_norm if fused else _add_norm
-    fwd, bwd = [], []
+    fwd, bwd, core = [], [], []
     for i in range(2 if cross else 1):
         tag = "cross" if i else "self"
-        fa, ba = _attention(f"{tag}_attn", b, s, h, a, kv, e, bool(flash), dropout, sh.op_bytes, fused,
+        fa, ba, ca = _attention(f"{tag}_attn", b, s, h, a, kv, e, bool(flash), dropout, sh.op_bytes, fused,
                             bias, causal=causal and not i, impl=impl)
         fn, bn = add_norm(f"{tag}_attn", n, h, e, dropout, sh.op_bytes)
         fwd += fa + fn
         bwd = bn + ba + bwd
+        core += ca
     # FFN: up (and gate) GEMM(s), activation (bias fused), down GEMM
     up_f, up_b = linear_fwd_bwd("ffn.up", n, h, (2 if swiglu else 1) * f, e, bias)
     act_f = [stream("ffn.act", (3 if swiglu else 2) * n * f * e, pointwise=True)]
@@ -135,7 +141,8 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
         fwd += qf
         bwd += qb
     return LayerKernels(_layer_fitted(fwd), _layer_fitted(bwd),
-                        param_tensors=transformer_tensors(p, cross), fused_elementwise=fused)
+                        param_tensors=transformer_tensors(p, cross), fused_elementwise=fused,
+                        core_fwd=_layer_fitted(core))
 
 
 def _layer_fitted(kernels: list) -> tuple:

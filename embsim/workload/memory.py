@@ -109,10 +109,17 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
 
 def activation_bytes(model: Model) -> int:
     """Activations held for backward: every layer's, but a checkpointed block holds its input
-    only, plus one block's full set while its recompute lives (embsim.workload.recompute)."""
-    recomputed = set(model.recomputed)
-    kept = sum(layer.input_bytes if layer.name in recomputed else layer.activation_bytes
-               for layer in model.layers)
-    live = max((layer.activation_bytes for layer in model.layers if layer.name in recomputed),
-               default=0)
+    only, plus one block's full set while its recompute lives; under selective recompute a
+    block holds all but its attention cores' scores, plus one block's while its core
+    recomputes (embsim.workload.recompute)."""
+    recomputed, cores = set(model.recomputed), set(model.core_recomputed)
+
+    def kept_by(layer) -> int:
+        if layer.name in recomputed:
+            return layer.input_bytes
+        return layer.activation_bytes - (layer.core_saved if layer.name in cores else 0)
+
+    kept = sum(kept_by(layer) for layer in model.layers)
+    live = max([layer.activation_bytes for layer in model.layers if layer.name in recomputed]
+               + [layer.core_saved for layer in model.layers if layer.name in cores], default=0)
     return kept + live

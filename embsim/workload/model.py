@@ -118,6 +118,10 @@ class Layer:
     # a transformer block's input (batch x seq x dim activations): what it keeps when
     # checkpointed (embsim.workload.recompute)
     input_bytes: int = 0
+    # a transformer block: the part of activation_bytes its attention cores save (the
+    # (batch x heads x seq x seq) softmax, dropout mask and output; 0 with flash
+    # attention), which selective recomputation does not keep
+    core_saved: int = 0
 
 
 @dataclass(frozen=True)
@@ -148,8 +152,14 @@ class Model:
 
     @property
     def recomputed(self) -> tuple[str, ...]:
-        """The checkpointed layers' names (none without --recompute)."""
+        """The checkpointed layers' names (none without --recompute full/every:K)."""
         return self.recompute.blocks(self.layers)
+
+    @property
+    def core_recomputed(self) -> tuple[str, ...]:
+        """The blocks whose attention core alone runs again in backward (--recompute
+        selective)."""
+        return self.recompute.core_blocks(self.layers)
 
     def param_bytes(self, layer: Layer | None = None) -> int:
         """Stored bytes of a layer's parameters: an embedding layer's are its table's."""

@@ -1,7 +1,7 @@
 """Activation recomputation (activation checkpointing): a block keeps only its input in
 forward and runs its forward again in backward.
 
-    --recompute none | full | every:K
+    --recompute none | full | every:K | selective
 
 * `full`: every transformer block is checkpointed (llm-foundry's `activation_checkpointing:
   true` wraps each MPTBlock in FSDP's checkpoint_wrapper; Megatron's --recompute-granularity
@@ -14,10 +14,18 @@ kernels: the recompute is the forward). Memory: a checkpointed block holds its i
 (batch x seq x dim activations) instead of everything its backward reads, plus, during
 backward, one block's full activations while its recompute lives.
 
-Op-level selective recomputation (Megatron's --recompute-granularity selective: attention's
-softmax and dropout; torchtitan's `op` policy) is not modelled: it is refused, not read
-as `full`. Only transformer blocks are checkpointed: embeddings, heads and LSTMs keep
-their activations.
+* `selective`: Megatron's --recompute-granularity selective (Korthikanti et al. 2022,
+  sec. 5): each transformer block's attention core -- the scores GEMM, scale/mask, softmax,
+  dropout and the context GEMM, or the fused flash kernel -- runs its forward again in
+  backward (Megatron-Core attention.py `_checkpointed_attention_forward` under
+  `checkpoint_core_attention`; with a fused kernel it is still re-run). The block keeps Q,
+  K and V but not the (batch x heads x seq x seq) scores, softmax and dropout tensors
+  (Layer.core_saved; nothing with flash attention, which never stores them), and holds one
+  block's while its core recomputes.
+
+torchtitan's `op` policy (a saved-tensor list per op) is not modelled: it is refused, not
+read as anything else. Only transformer blocks are checkpointed: embeddings, heads and
+LSTMs keep their activations.
 """
 
 from __future__ import annotations
@@ -27,12 +35,14 @@ from dataclasses import dataclass
 from ..errors import InputError
 
 BLOCK_KINDS = ("transformer_encoder", "transformer_decoder")
-FORMS = "none, full or every:K (every K-th transformer block)"
+FORMS = ("none, full, every:K (every K-th transformer block) or selective (each block's "
+         "attention core, Megatron's selective granularity)")
 
 
 @dataclass(frozen=True)
 class Recompute:
-    every: int = 0          # 0: nothing recomputed; K: the K-th, 2K-th, ... block
+    every: int = 0          # 0: no whole block recomputed; K: the K-th, 2K-th, ... block
+    selective: bool = False     # every block's attention core recomputed (not with every)
 
     @classmethod
     def parse(cls, text: "str | Recompute | None", flag: str = "--recompute") -> "Recompute":
@@ -45,6 +55,8 @@ class Recompute:
             return cls()
         if key in ("full", "true", "every:1"):
             return cls(1)
+        if key == "selective":
+            return cls(0, selective=True)
         if key.startswith("every:"):
             try:
                 k = int(key[len("every:"):])
@@ -56,14 +68,16 @@ class Recompute:
 
     @property
     def on(self) -> bool:
-        return self.every > 0
+        return self.every > 0 or self.selective
 
     def __str__(self) -> str:
+        if self.selective:
+            return "selective"
         return "none" if not self.on else "full" if self.every == 1 else f"every:{self.every}"
 
     def blocks(self, layers) -> tuple[str, ...]:
-        """Names of the checkpointed layers, in forward order."""
-        if not self.on:
+        """Names of the wholly checkpointed layers, in forward order."""
+        if self.every <= 0:
             return ()
         out, count = [], 0
         for layer in layers:
@@ -73,10 +87,20 @@ class Recompute:
                     out.append(layer.name)
         return tuple(out)
 
+    def core_blocks(self, layers) -> tuple[str, ...]:
+        """Names of the blocks whose attention core alone is recomputed (selective)."""
+        if not self.selective:
+            return ()
+        return tuple(layer.name for layer in layers if layer.kind in BLOCK_KINDS)
+
     def label(self, layers) -> str:
         """What the outputs say (empty when off)."""
         if not self.on:
             return ""
         n = sum(1 for layer in layers if layer.kind in BLOCK_KINDS)
+        if self.selective:
+            return (f"activation recompute selective: the attention core of {n} transformer "
+                    f"blocks runs its forward again in backward (Megatron's selective "
+                    f"granularity)")
         return (f"activation recompute {self}: {len(self.blocks(layers))} of {n} transformer "
                 f"blocks run their forward again in backward")

@@ -19,10 +19,16 @@ def test_forms(text, every):
     assert Recompute.parse(text).every == every
 
 
-@pytest.mark.parametrize("text", ["selective", "every:0", "every:x", "every:-1", "half"])
+@pytest.mark.parametrize("text", ["op", "every:0", "every:x", "every:-1", "half", "selective:2"])
 def test_bad_forms_name_the_flag(text):
-    with pytest.raises(InputError, match=r"--recompute .*none, full or every:K"):
+    with pytest.raises(InputError, match=r"--recompute .*none, full, every:K .* or selective"):
         Recompute.parse(text)
+
+
+def test_selective_is_its_own_form():
+    rc = Recompute.parse("Selective")
+    assert rc.selective and rc.every == 0 and rc.on and str(rc) == "selective"
+    assert not Recompute.parse("full").selective
 
 
 def test_every_k_takes_the_kth_blocks_as_torchtitan_counts_them():
@@ -73,3 +79,57 @@ def test_measured_trace_adds_the_measured_forward_once():
     grow = full.metrics.step_time - plain.metrics.step_time
     # the encoder blocks' forward once more (~a quarter of this step; twice would be ~half)
     assert 0.1 * plain.metrics.step_time < grow < 0.4 * plain.metrics.step_time
+
+
+def test_selective_recomputes_each_blocks_attention_core_and_nothing_else():
+    """Megatron's selective granularity: every block's backward gains its attention core's
+    forward (scores GEMM, softmax, context GEMM), which is less than the whole forward."""
+    gpu = for_gpu(load_topology("dgx-a100:1x1").node.gpu)
+    plain = model_times(load_model("bert-large", batch=8, seq=512, dtype="fp16"), gpu)
+    sel = load_model("bert-large", batch=8, seq=512, dtype="fp16", recompute="selective")
+    times = model_times(sel, gpu)
+    blocks = [l for l in sel.layers if l.kind == "transformer_encoder"]
+    assert sel.core_recomputed == tuple(l.name for l in blocks) and sel.recomputed == ()
+    assert [k.name for k in blocks[0].kernels.core_fwd] == [
+        "self_attn.scores", "self_attn.softmax_fused", "self_attn.context"]
+    for name, t in plain.items():
+        assert times[name].fwd_s == t.fwd_s
+        if name in sel.core_recomputed:
+            assert 0 < times[name].bwd_s - t.bwd_s == pytest.approx(t.core_fwd_s, rel=1e-12)
+            assert t.core_fwd_s < 0.5 * t.fwd_s
+        else:
+            assert times[name].bwd_s == t.bwd_s
+
+
+def test_selective_memory_drops_the_scores_as_korthikanti_counts_them():
+    """Korthikanti et al. 2022 (sec. 4.1, 5): a block saves s*b*h*(34 + 5*a*s/h) bytes at
+    16 bits; selective recomputation keeps the 34*s*b*h and drops the 5*a*s^2*b."""
+    b, s, h, a = 8, 512, 1024, 16
+    plain = load_model("bert-large", batch=b, seq=s, dtype="fp16")
+    sel = load_model("bert-large", batch=b, seq=s, dtype="fp16", recompute="selective")
+    blk = next(l for l in sel.layers if l.kind == "transformer_encoder")
+    assert blk.activation_bytes == s * b * h * (34 + 5 * a * s // h)
+    assert blk.core_saved == 5 * a * s * s * b
+    n = sum(1 for l in sel.layers if l.kind == "transformer_encoder")
+    drop = memory_per_gpu(plain).activations - memory_per_gpu(sel).activations
+    assert drop == (n - 1) * blk.core_saved         # one block's scores live while it recomputes
+
+
+def test_selective_with_flash_attention_saves_nothing_and_still_reruns_the_kernel():
+    gpu = for_gpu(load_topology("dgx-h100:1x1").node.gpu)
+    plain = load_model("gpt2", batch=4, seq=1024, dtype="bf16")
+    sel = load_model("gpt2", batch=4, seq=1024, dtype="bf16", recompute="selective")
+    assert memory_per_gpu(sel).activations == memory_per_gpu(plain).activations
+    blk = next(l for l in sel.layers if l.kind == "transformer_decoder")
+    assert [k.name for k in blk.kernels.core_fwd] == ["self_attn.flash"]
+    assert model_times(sel, gpu)[blk.name].bwd_s > model_times(plain, gpu)[blk.name].bwd_s
+
+
+def test_selective_is_said_and_measured_trace_adds_the_cores_share():
+    base = dict(model="bert-base", topology="local-cpu", trace="traces/cpu-gloo-bert-base.yaml",
+                iterations=2, efficiency_baseline=False)
+    plain = simulate(SimulationConfig(**base))
+    sel = simulate(SimulationConfig(**base, recompute="selective"))
+    full = simulate(SimulationConfig(**base, recompute="full"))
+    assert plain.metrics.step_time < sel.metrics.step_time < full.metrics.step_time
+    assert "activation recompute selective: the attention core of 12 transformer" in sel.compute_source
