@@ -1,0 +1,33 @@
+"""Every value of a sweep point that simulate() would refuse is refused before anything
+runs (exit 2, one line naming the point): a straggler beyond the topology, an NCCL_ALGO /
+NCCL_PROTO typo, a missing corpus, an unknown dtype or amp style, a scheduler the strategy
+cannot run under. Each ran the whole sweep as a failed row per point and exit 1 before."""
+
+from __future__ import annotations
+
+import pytest
+
+from embsim.cli import main
+
+BASE = "base: {model: tiny-lm, iterations: 2, topology: 1x2, %s}\ngrid: {seed: [0, 1]}\n"
+
+
+@pytest.mark.parametrize("setting, words", [
+    ("straggler: 'gpu:9:2'", ["point 0", "--straggler", "out of range"]),
+    ("nccl_algo: Foo", ["point 0", "--nccl-algo", "unknown algo"]),
+    ("nccl_proto: '^LL,LL128,Simple'", ["point 0", "--nccl-proto", "excludes every proto"]),
+    ("corpus: /nonexistent/corpus.txt", ["point 0", "no such corpus"]),
+    ("dtype: fp64", ["point 0", "--dtype 'fp64'"]),
+    ("amp: junk", ["point 0", "--amp 'junk'"]),
+    ("scheduler: embrace-2d", ["point 0", "--scheduler embrace-2d with --strategy allreduce"]),
+])
+def test_bad_point_value_is_refused_up_front(tmp_path, capsys, setting, words):
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE % setting)
+    out = tmp_path / "o"
+    assert main(["sweep", str(path), "--out", str(out), "--threads", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("embsim: error:") and str(path) in err, err
+    for w in words:
+        assert w in err, (w, err)
+    assert not out.exists()          # nothing ran, no results folder
