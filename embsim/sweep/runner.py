@@ -82,8 +82,9 @@ def read_results(out_dir: Path) -> dict[str, dict]:
             continue
         try:
             row = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            # A line torn by a kill, or damaged: its point simply runs again.
+        except (ValueError, RecursionError):
+            # A line torn by a kill, or damaged (not UTF-8, not JSON, a number past Python's
+            # int digit limit): its point simply runs again.
             continue
         if (isinstance(row, dict) and isinstance(row.get("hash"), str)
                 and row.get("status") in ("ok", "error")
