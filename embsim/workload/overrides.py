@@ -15,7 +15,8 @@ from typing import Mapping
 
 from ..errors import InputError
 from .model import OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
-from .spec import LAYER_SCHEMA, LIMITS, ModelSpec, layer_value_problem, reference_problem
+from .spec import (LAYER_SCHEMA, LIMITS, ModelSpec, layer_shape_problem, layer_value_problem,
+                   reference_problem)
 
 TABLE_KEYS = {"vocab": int, "dim": int}
 OPTIMIZER_KEYS = {"name": str, "implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
@@ -78,6 +79,9 @@ def apply_overrides(spec: ModelSpec, overrides: Mapping | None, where: str = "ov
             if problem:
                 raise InputError(f"{where}.layers.{name}.{key}: {problem}")
             params[key] = value
+        shape = layer_shape_problem(layer.kind, params)
+        if shape:
+            raise InputError(f"{where}.layers.{name}.{shape[0]}: {shape[1]}")
         layers[name] = replace(layer, params=params)
     problem = reference_problem(tables, list(layers.values()))
     if problem:

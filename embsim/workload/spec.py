@@ -212,6 +212,9 @@ def _parse_layer(doc: YamlDoc, path: tuple, raw: Any) -> LayerSpec:
         if problem:
             raise doc.error(path + (key,), problem)
         params[key] = value
+    shape = layer_shape_problem(kind, params)
+    if shape:
+        raise doc.error(path + (shape[0],), shape[1])
     repeat = get(doc, path, raw, "repeat", int, default=1, positive=True, hi=LIMITS["repeat"])
     return LayerSpec(_name(doc, path, raw), kind, repeat, params)
 
@@ -234,6 +237,21 @@ def layer_value_problem(kind: str, key: str, value: Any) -> str | None:
                else ENUMS.get(key) if not (key == "bias" and kind != "lstm") else None)
     if allowed is not None and value not in allowed:
         return f"must be one of {', '.join(allowed)}, got {value!r}"
+    return None
+
+
+def layer_shape_problem(kind: str, params: dict) -> tuple[str, str] | None:
+    """(key, why) when a layer's keys do not fit one another, or None: attention splits
+    `dim` into `heads` equal heads, and grouped-query attention shares each of `kv_heads`
+    among a whole number of query heads (PyTorch and every trainer refuse anything else)."""
+    if not kind.startswith("transformer_"):
+        return None
+    dim, heads = params["dim"], params["heads"]
+    if dim % heads:
+        return "heads", f"{heads} heads do not split dim {dim} evenly"
+    kv = params.get("kv_heads")
+    if kv is not None and (kv > heads or heads % kv):
+        return "kv_heads", f"{kv} key/value heads must divide the {heads} query heads"
     return None
 
 

@@ -38,3 +38,8 @@ def test_consistent_overrides_still_apply():
                     "layers": {"decoder": {"dim": 32}, "lstm": {"in": 32, "repeat": 3}}}
     model = load_model("tiny-lm", overrides=spec_changes)
     assert model is not None
+
+
+def test_override_of_heads_is_held_to_the_width():
+    with pytest.raises(InputError, match="overrides.layers.encoder.heads: 7 heads do not split dim 768"):
+        load_model("bert-base", overrides={"layers": {"encoder": {"heads": 7}}})
