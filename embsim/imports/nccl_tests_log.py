@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..collectives.busbw import DATATYPES, busbw_factor
+from ..collectives.busbw import DATATYPES, OPS, busbw_factor, canonical_op
 from ..errors import InputError
 from ..yamlio import MAX_NUMBER, check_regular_file
 
@@ -324,6 +324,10 @@ def _check_rank_count(rows, op: str, n: int, where: str) -> None:
 
 def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[NcclTestsRun]:
     """Every run in one log. `op` overrides the collective named by the log."""
+    if op is not None:
+        op = canonical_op(op)
+        if op not in OPS:     # named as the flag it came from, before the log is read
+            raise NcclTestsLogError(f"--op {op!r}: known ops are {', '.join(OPS)}")
     runs: list[NcclTestsRun] = []
     # What is printed before a run's `nThread` line (versions, the binary's name) is its own.
     pending = _Partial(line=0, params={})

@@ -125,3 +125,11 @@ def test_header_integers_are_checked(tmp_path, old, new, words):
 def test_gpus_per_process_comes_from_the_header():
     (run,) = load_nccl_tests_log(FIXTURES / "h100-2x8-all_reduce.log")
     assert run.gpus_per_process == 1
+
+
+def test_unknown_op_override_names_the_flag():
+    # import-nccl-tests --op junk said "op 'junk'", from deep in the busbw factors
+    with pytest.raises(NcclTestsLogError, match="^--op 'junk': known ops are all_reduce"):
+        load_nccl_tests_log(FIXTURES / "h100-2x8-all_reduce.log", op="junk")
+    (run,) = load_nccl_tests_log(FIXTURES / "h100-2x8-all_reduce.log", op="allreduce")
+    assert run.op == "all_reduce"
