@@ -39,7 +39,8 @@ def preset_dirs() -> list[Path]:
 
 
 def list_presets() -> list[str]:
-    names = {p.stem for d in preset_dirs() if d.is_dir() for p in d.glob("*.yaml")}
+    # regular files only: a folder named x.yaml is no preset (find_preset would not find it)
+    names = {p.stem for d in preset_dirs() if d.is_dir() for p in d.glob("*.yaml") if p.is_file()}
     return sorted(names)
 
 
