@@ -21,6 +21,7 @@ def check_config(cfg, seen: set) -> None:
     from ..topology import load_topology
     from ..trace import load_trace
     from ..engine.classes import parse_straggler
+    from ..engine.measured import MeasuredInputs
     from ..engine.run import with_model_defaults
     from ..workload import load_model
     from ..workload.tokens import MAX_CORPUS_BYTES
@@ -65,7 +66,9 @@ def check_config(cfg, seen: set) -> None:
                lambda: cfg.straggler and straggler()),
               ("model", (cfg.model, cfg.batch, cfg.seq, cfg.untie_outputs, repr(cfg.model_overrides),
                          cfg.dtype, cfg.amp, cfg.recompute), model),
-              ("trace", cfg.trace, lambda: cfg.trace and load_trace(cfg.trace)),
+              ("trace", (cfg.trace, cfg.topology, tuple(sorted(cfg.hardware.items()))),
+               # its layer times measured on another device would not transfer
+               lambda: cfg.trace and MeasuredInputs.resolve(load_trace(cfg.trace), topology())),
               ("corpus", cfg.corpus,
                lambda: cfg.corpus and check_regular_file(cfg.corpus, "corpus", max_bytes=MAX_CORPUS_BYTES)),
               ("trainer", (cfg.model, cfg.seq, cfg.jitter, cfg.lengths, cfg.padding, cfg.corpus),

@@ -1,13 +1,18 @@
 """Every value of a sweep point that simulate() would refuse is refused before anything
 runs (exit 2, one line naming the point): a straggler beyond the topology, an NCCL_ALGO /
 NCCL_PROTO typo, a missing corpus, an unknown dtype or amp style, a scheduler the strategy
-cannot run under. Each ran the whole sweep as a failed row per point and exit 1 before."""
+cannot run under, a trace measured on another device. Each ran the whole sweep as a
+failed row per point and exit 1 before."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from embsim.cli import main
+
+TRACE = Path(__file__).resolve().parents[2] / "traces" / "cpu-gloo-tiny-lm.yaml"
 
 BASE = "base: {model: tiny-lm, iterations: 2, topology: 1x2, %s}\ngrid: {seed: [0, 1]}\n"
 
@@ -20,6 +25,7 @@ BASE = "base: {model: tiny-lm, iterations: 2, topology: 1x2, %s}\ngrid: {seed: [
     ("dtype: fp64", ["point 0", "--dtype 'fp64'"]),
     ("amp: junk", ["point 0", "--amp 'junk'"]),
     ("scheduler: embrace-2d", ["point 0", "--scheduler embrace-2d with --strategy allreduce"]),
+    (f"trace: {TRACE}", ["point 0", "measured on 'cpu'", "do not transfer"]),
 ])
 def test_bad_point_value_is_refused_up_front(tmp_path, capsys, setting, words):
     path = tmp_path / "s.yaml"
