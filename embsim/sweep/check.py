@@ -59,6 +59,19 @@ def check_config(cfg, seen: set) -> None:
         topo = topology()
         parse_straggler(cfg.straggler, topo.n_gpus, topo.gpus_per_node)
 
+    def trace_fits():
+        # layer times measured on another device do not transfer; without a kernel table to
+        # fall back on, every layer of the model needs its own (engine.trace_times)
+        trace = load_trace(cfg.trace)
+        measured = MeasuredInputs.resolve(trace, topology())
+        built = model()
+        if measured is not None and measured.covers(built):
+            missing = [l.name for l in built.layers
+                       if l.name not in trace.layers and f"{l.name}:sparse" not in trace.layers]
+            if missing:
+                raise InputError(f"--trace {trace.source}: no timing for layer {missing[0]!r} of "
+                                 f"{built.name} (trace is of {trace.model})")
+
     checks = [("components", (cfg.strategy, repr(cfg.strategy_options), cfg.scheduler,
                               repr(cfg.scheduler_options)), components),
               ("topology", (cfg.topology, tuple(sorted(cfg.hardware.items()))), topology),
@@ -66,9 +79,9 @@ def check_config(cfg, seen: set) -> None:
                lambda: cfg.straggler and straggler()),
               ("model", (cfg.model, cfg.batch, cfg.seq, cfg.untie_outputs, repr(cfg.model_overrides),
                          cfg.dtype, cfg.amp, cfg.recompute), model),
-              ("trace", (cfg.trace, cfg.topology, tuple(sorted(cfg.hardware.items()))),
-               # its layer times measured on another device would not transfer
-               lambda: cfg.trace and MeasuredInputs.resolve(load_trace(cfg.trace), topology())),
+              ("trace", (cfg.trace, cfg.topology, tuple(sorted(cfg.hardware.items())), cfg.model,
+                         cfg.batch, cfg.seq, repr(cfg.model_overrides)),
+               lambda: cfg.trace and trace_fits()),
               ("corpus", cfg.corpus,
                lambda: cfg.corpus and check_regular_file(cfg.corpus, "corpus", max_bytes=MAX_CORPUS_BYTES)),
               ("trainer", (cfg.model, cfg.seq, cfg.jitter, cfg.lengths, cfg.padding, cfg.corpus),
