@@ -27,16 +27,6 @@ BASE = "base: {model: tiny-lm, iterations: 2, topology: 1x2, %s}\ngrid: {seed: [
     ("scheduler: embrace-2d", ["point 0", "--scheduler embrace-2d with --strategy allreduce"]),
     (f"trace: {TRACE}", ["point 0", "measured on 'cpu'", "do not transfer"]),
 ])
-def test_trace_of_another_model_is_refused_up_front(tmp_path, capsys):
-    path = tmp_path / "s.yaml"
-    path.write_text(f"base: {{model: bert-base, iterations: 2, topology: local-cpu, trace: {TRACE}}}\n"
-                    "grid: {seed: [0, 1]}\n")
-    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "point 0" in err and "no timing for layer" in err and "trace is of tiny-lm" in err
-    assert not (tmp_path / "o").exists()
-
-
 def test_bad_point_value_is_refused_up_front(tmp_path, capsys, setting, words):
     path = tmp_path / "s.yaml"
     path.write_text(BASE % setting)
@@ -47,3 +37,13 @@ def test_bad_point_value_is_refused_up_front(tmp_path, capsys, setting, words):
     for w in words:
         assert w in err, (w, err)
     assert not out.exists()          # nothing ran, no results folder
+
+
+def test_trace_of_another_model_is_refused_up_front(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"base: {{model: bert-base, iterations: 2, topology: local-cpu, trace: {TRACE}}}\n"
+                    "grid: {seed: [0, 1]}\n")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "point 0" in err and "no timing for layer" in err and "trace is of tiny-lm" in err
+    assert not (tmp_path / "o").exists()
