@@ -69,6 +69,17 @@ def default_world(backend: str) -> int:
     return torch.cuda.device_count() if backend == "nccl" else 2
 
 
+def check_world(world: int, backend: str) -> None:
+    """--world spawns that many local ranks, each a process with torch loaded: more than the
+    machine's GPUs cannot run (NCCL), and more than its cores (at least the default 2)
+    times contention, not kernels, and can exhaust memory before the model check says so."""
+    gpus = backend == "nccl"
+    limit = torch.cuda.device_count() if gpus else max(2, os.cpu_count() or 1)
+    if world > limit:
+        raise InputError(f"--world {world}: more local ranks than this machine's {limit} "
+                         f"{'GPUs' if gpus else 'CPU cores'} (torchrun spreads ranks over machines)")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -115,6 +126,8 @@ def run_calibration(cfg: CalibrateConfig) -> Path | None:
     # a model that cannot fit is refused here, not killed by the OOM killer mid-run
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", 1))) \
         if under_torchrun() else cfg.world
+    if not under_torchrun():
+        check_world(cfg.world, backend)
     require_fit(spec, local_ranks, backend)
     loadavg = os.getloadavg()
     if under_torchrun():
