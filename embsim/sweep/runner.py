@@ -194,8 +194,8 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
               point_fn: Callable[[dict], dict] = simulate_point) -> SweepSummary:
     out_dir = Path(out_dir)
     # the folders mkdir(parents=True) is about to create, deepest first
-    created = [d for d in (out_dir, *out_dir.parents) if not (d.exists() or d.is_symlink())]
     try:
+        created = [d for d in (out_dir, *out_dir.parents) if not (d.exists() or d.is_symlink())]
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"{out_dir}: cannot create the results folder: {exc.strerror or exc}") from None

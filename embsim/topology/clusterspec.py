@@ -47,8 +47,11 @@ def list_presets() -> list[str]:
 def find_preset(name: str) -> Path | None:
     for d in preset_dirs():
         path = d / f"{name}.yaml"
-        if path.is_file():
-            return path
+        try:
+            if path.is_file():
+                return path
+        except OSError:        # a name too long to look up is no preset
+            continue
     return None
 
 

@@ -1,0 +1,31 @@
+"""A name longer than the file system takes (ENAMETOOLONG) made Path.exists()/is_file()
+raise OSError: a traceback from preset and zoo look-ups, the overwrite check and the sweep
+folder. Now one line, exit 2, for inputs and outputs alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from embsim.cli import main
+
+LONG = "a" * 300
+LOG = "tests/imports/fixtures/h100-2x8-all_reduce.log"
+
+
+@pytest.mark.parametrize("argv", [
+    ["topology", "show", LONG],
+    ["nccl-tests", "--topology", f"{LONG}:1x2"],
+    ["model", "show", LONG],
+    ["simulate", "--topology", "1x2", "--model", LONG],
+    ["simulate", "--topology", "1x2", "--model", "tiny-lm", "--chrome-trace", "{tmp}/" + LONG + ".json"],
+    ["simulate", "--topology", "1x2", "--model", "tiny-lm", "--chrome-trace", "{tmp}/" + LONG + "/x.json"],
+    ["import-nccl-tests", LOG, "--out", "{tmp}/" + LONG + ".yaml"],
+    ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "2", "--topology", "local-cpu",
+     "--iterations", "2", "--out", "{tmp}/" + LONG],
+])
+def test_overlong_name_is_one_line(tmp_path, capsys, argv):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("embsim: error:"), err
+    assert list(tmp_path.iterdir()) == []
