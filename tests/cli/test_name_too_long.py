@@ -29,3 +29,12 @@ def test_overlong_name_is_one_line(tmp_path, capsys, argv):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("embsim: error:"), err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_overlong_topology_file_and_search_folder(tmp_path, capsys, monkeypatch):
+    assert main(["topology", "show", f"{tmp_path}/{LONG}.yaml:1x2"]) == 2
+    assert "File name too long" in capsys.readouterr().err
+    monkeypatch.setenv("EMBSIM_TOPOLOGY_PATH", f"{tmp_path}/{LONG}")
+    assert main(["topology", "list"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "EMBSIM_TOPOLOGY_PATH" in err and "not a folder" in err
