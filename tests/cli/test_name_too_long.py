@@ -4,6 +4,8 @@ folder. Now one line, exit 2, for inputs and outputs alike."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from embsim.cli import main
@@ -38,3 +40,15 @@ def test_overlong_topology_file_and_search_folder(tmp_path, capsys, monkeypatch)
     assert main(["topology", "list"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "EMBSIM_TOPOLOGY_PATH" in err and "not a folder" in err
+
+
+def test_overlong_names_inside_inputs(tmp_path, capsys):
+    # a trace whose topology: names a file too long to look up; scale's --corpus likewise
+    trace = (Path(__file__).resolve().parents[2] / "traces" / "cpu-gloo-tiny-lm.yaml").read_text()
+    path = tmp_path / "t.yaml"
+    path.write_text(trace.replace("topology: local-cpu.yaml", f"topology: {LONG}.yaml", 1))
+    assert main(["simulate", "--trace", str(path), "--iterations", "2"]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "2",
+                 "--corpus", f"{tmp_path}/{LONG}"]) == 2
+    assert "--corpus" in capsys.readouterr().err
