@@ -24,7 +24,8 @@ from ..engine.config import with_options
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
 from ..report.units import compute_source_text
-from ..yamlio import YamlDoc, check_mapping, check_regular_file, check_type, get, load_yaml
+from ..yamlio import (YamlDoc, check_mapping, check_name, check_regular_file, check_type, get,
+                      load_yaml)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
 # The shared originals, unchanged: minimal `embsim:` blocks (model, topology, batch = the
@@ -154,7 +155,7 @@ def file_runs(path: str, iterations: int = 4) -> tuple[list[TrainingRun], list[S
     runs: list[TrainingRun] = []
     for i, raw in enumerate(top["runs"]):
         check_type(doc, ("runs", i), raw, dict)
-        rid = get(doc, ("runs", i), raw, "id", str)
+        rid = check_name(doc, ("runs", i, "id"), get(doc, ("runs", i), raw, "id", str))
         if any(r.id == rid for r in runs):
             # scaling_base names a run by its id: two runs of one id would make it ambiguous
             raise doc.error(("runs", i, "id"), f"{rid!r} is the id of an earlier run too")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..yamlio import YamlDoc, check_mapping, check_type, get, load_yaml
+from ..yamlio import YamlDoc, check_mapping, check_name, check_type, get, load_yaml
 from ..errors import InputError
 from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
 from .attention_rate import IMPLEMENTATIONS as ATTENTION_IMPLEMENTATIONS
@@ -158,10 +158,7 @@ def _enum(doc: YamlDoc, path: tuple, value: str, allowed: tuple) -> str:
 
 def _name(doc: YamlDoc, path: tuple, raw) -> str:
     """A model, table or layer name: outputs and other keys refer to it, so not blank."""
-    value = get(doc, path, raw, "name", str)
-    if not value.strip():
-        raise doc.error(path + ("name",), "must not be empty")
-    return value
+    return check_name(doc, path + ("name",), get(doc, path, raw, "name", str))
 
 
 def _positive(doc: YamlDoc, path: tuple, value: Any) -> None:
