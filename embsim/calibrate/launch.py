@@ -43,7 +43,8 @@ def check_outputs(cfg: CalibrateConfig) -> None:
         if path is not None and not str(path).strip():
             raise InputError(f"{flag}: empty file name")    # a config built without the CLI
         refuse_overwrite(path, cfg.force, flag)
-    if cfg.out and cfg.topology_out and Path(cfg.out).resolve() == Path(cfg.topology_out).resolve():
+    # realpath, not Path.resolve: a symlink loop is an answer, not a RuntimeError
+    if cfg.out and cfg.topology_out and os.path.realpath(cfg.out) == os.path.realpath(cfg.topology_out):
         # the host topology, written second, would replace the trace just measured
         raise InputError(f"--out and --topology-out are one file ({cfg.out}): give two names")
 

@@ -50,3 +50,13 @@ def test_only_unsimulated_runs_print_a_table(tmp_path, capsys):
     assert main(["validate", "--training", str(path)]) == 0
     out = capsys.readouterr().out
     assert "no simulated runs" in out and "no model" in out
+
+
+@pytest.mark.parametrize("kind", ["--training", "--nccl-tests"])
+def test_symlink_loop_is_one_line(tmp_path, capsys, kind):
+    # Path.resolve() (the given-twice check) raised RuntimeError on a loop
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    assert main(["validate", kind, str(loop)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(loop) in err, err
