@@ -80,7 +80,7 @@ def check_config(cfg, seen: set) -> None:
               ("model", (cfg.model, cfg.batch, cfg.seq, cfg.untie_outputs, repr(cfg.model_overrides),
                          cfg.dtype, cfg.amp, cfg.recompute), model),
               ("trace", (cfg.trace, cfg.topology, tuple(sorted(cfg.hardware.items())), cfg.model,
-                         cfg.batch, cfg.seq, repr(cfg.model_overrides)),
+                         cfg.batch, cfg.seq, cfg.untie_outputs, repr(cfg.model_overrides)),
                lambda: cfg.trace and trace_fits()),
               ("corpus", cfg.corpus,
                lambda: cfg.corpus and check_regular_file(cfg.corpus, "corpus", max_bytes=MAX_CORPUS_BYTES)),
