@@ -80,8 +80,11 @@ def file_in_the_way(path: Path) -> Path | None:
     """The nearest existing ancestor of `path` when it is not a folder (a file where a
     folder of the output path belongs), else None."""
     for parent in path.parents:
-        if parent.exists() or parent.is_symlink():
-            return None if parent.is_dir() else parent
+        try:
+            if parent.exists() or parent.is_symlink():
+                return None if parent.is_dir() else parent
+        except OSError:        # a component too long to look up: not there, look higher
+            continue
     return None
 
 
@@ -90,7 +93,11 @@ def refuse_overwrite(path, force: bool, flag: str = "--out") -> None:
     shipped preset or trace) unless asked (`force`), nor under a file where a folder
     belongs: checked before anything is read, simulated or measured, so a refusal costs
     nothing. `flag` names the output in the one-line error."""
-    if path and not force and (Path(path).exists() or Path(path).is_symlink()):
+    try:
+        present = bool(path) and (Path(path).exists() or Path(path).is_symlink())
+    except OSError as exc:     # a name the OS cannot even look up (too long): nor write
+        raise InputError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
+    if present and not force:
         raise InputError(f"{flag} {path}: exists; not overwritten (choose another name, "
                          f"or add --force)")
     blocker = file_in_the_way(Path(path)) if path else None

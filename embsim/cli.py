@@ -12,7 +12,7 @@ import importlib
 import click
 
 from . import __version__
-from .errors import InputError
+from .errors import InputError, one_line
 
 # name -> (module in embsim.commands, the command's one-line help). Commands are imported
 # only when run, so `embsim --help` / `--version` start without numpy, networkx or the
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         # with standalone_mode=False click returns a command's exit code instead of exiting
         rv = cli.main(args=argv, prog_name="embsim", standalone_mode=False)
     except InputError as exc:
-        click.echo(f"embsim: error: {exc}", err=True)
+        click.echo(f"embsim: error: {one_line(exc)}", err=True)
         return 2
     except click.exceptions.Abort:
         click.echo("embsim: aborted", err=True)
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         # one line, like every other input error (click's own form spans three)
         where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
-        click.echo(f"embsim: error: {where}{exc.format_message()} (see --help)", err=True)
+        click.echo(f"embsim: error: {one_line(where + exc.format_message())} (see --help)", err=True)
         return 2
     except click.ClickException as exc:
         exc.show()

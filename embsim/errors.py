@@ -5,6 +5,12 @@ Messages name the file, key or flag and, for YAML files, the line.
 """
 
 
+def one_line(text: str) -> str:
+    """`text` as one printable line: a newline or control character that a message quotes
+    from the input (a profile's range name, a flag's value) is shown escaped, not obeyed."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 class InputError(Exception):
     """Bad user input: a file, key, flag or value that cannot be used."""
 

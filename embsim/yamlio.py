@@ -198,6 +198,18 @@ def check_mapping(doc: YamlDoc, path: tuple, value: Any, required: Iterable[str]
     return value
 
 
+def check_name(doc: YamlDoc, path: tuple, value: str) -> str:
+    """A name (a model, layer, table, topology, GPU or run): other keys and every message
+    print it, so not blank, and one line of printable text (a newline in a name split the
+    one-line error that quotes it)."""
+    if not value.strip():
+        raise doc.error(path, "must not be empty")
+    bad = next((c for c in value if not c.isprintable()), None)
+    if bad is not None:
+        raise doc.error(path, f"must be one line of printable text, got {value!r}")
+    return value
+
+
 def check_number(value: float, lo: float | None = None, hi: float | None = None,
                  lo_open: bool = False) -> str | None:
     """Why a number is unusable (not finite, beyond MAX_NUMBER or outside [lo, hi]), or None."""

@@ -73,3 +73,13 @@ def test_refuse_overwrite_names_the_flag(tmp_path):
     with pytest.raises(InputError, match=r"^--out .*: cannot write: .*t\.yaml is a file, not a folder$"):
         refuse_overwrite(old / "x.yaml", True)       # --force cannot write under a file
     assert old.read_text() == "old\n"
+
+
+def test_a_folder_name_too_long_is_one_input_error(tmp_path):
+    from embsim.atomic import atomic_write_text, refuse_overwrite
+    from embsim.errors import InputError
+    target = tmp_path / ("a" * 300) / "x.json"
+    with pytest.raises(InputError, match="cannot write: File name too long"):
+        refuse_overwrite(str(target), False, "--out")
+    with pytest.raises(InputError, match="cannot write: File name too long"):
+        atomic_write_text(target, "x")

@@ -2,6 +2,7 @@
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,33 @@ def test_only_regular_files(tmp_path):
     bad.write_bytes(b"a: \xff\n")
     with pytest.raises(InputError, match="not UTF-8"):
         read_text(bad)
+
+
+def test_names_are_one_printable_line(tmp_path, capsys):
+    # a name with a newline split every one-line error that quotes it ("evil\nsecond line has
+    # 8 GPUs per node ..."): model, layer, table, topology, GPU and run names are refused
+    from embsim.cli import main
+    zoo = Path(__file__).resolve().parent.parent / "embsim" / "workload" / "zoo" / "tiny-lm.yaml"
+    model = tmp_path / "m.yaml"
+    model.write_text(zoo.read_text().replace("name: lstm,", 'name: "lstm\\nx",', 1))
+    assert main(["model", "show", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "layers.1.name" in err and "printable" in err
+    topo = Path(__file__).resolve().parent.parent / "topologies" / "dgx-h100.yaml"
+    path = tmp_path / "t.yaml"
+    path.write_text(topo.read_text().replace("name: dgx-h100", 'name: "evil\\tname"', 1))
+    assert main(["topology", "show", f"{path}:1x99"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "name" in err and "printable" in err
+
+
+def test_quoted_input_is_escaped_in_the_error_line(tmp_path, capsys):
+    # the CLI's error boundary prints what a message quotes from the input on one line
+    from embsim.cli import main
+    profile = tmp_path / "p.json"
+    profile.write_text('{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "fwd:dec\\noder", '
+                       '"ts": 1, "dur": 2, "tid": 1}]}')
+    rc = main(["import-profile", str(profile), "--model", "tiny-lm", "--topology", "local-cpu",
+               "--out", str(tmp_path / "t.yaml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "dec\\noder" in err, err

@@ -43,6 +43,10 @@ def check_outputs(cfg: CalibrateConfig) -> None:
         if path is not None and not str(path).strip():
             raise InputError(f"{flag}: empty file name")    # a config built without the CLI
         refuse_overwrite(path, cfg.force, flag)
+    # realpath, not Path.resolve: a symlink loop is an answer, not a RuntimeError
+    if cfg.out and cfg.topology_out and os.path.realpath(cfg.out) == os.path.realpath(cfg.topology_out):
+        # the host topology, written second, would replace the trace just measured
+        raise InputError(f"--out and --topology-out are one file ({cfg.out}): give two names")
 
 
 def host_name(stamp: str) -> str:
@@ -64,6 +68,17 @@ def resolve_backend(requested: str) -> str:
 def default_world(backend: str) -> int:
     """Ranks to spawn when --world is not given: every local GPU under NCCL, 2 on CPU."""
     return torch.cuda.device_count() if backend == "nccl" else 2
+
+
+def check_world(world: int, backend: str) -> None:
+    """--world spawns that many local ranks, each a process with torch loaded: more than the
+    machine's GPUs cannot run (NCCL), and more than its cores (at least the default 2)
+    times contention, not kernels, and can exhaust memory before the model check says so."""
+    gpus = backend == "nccl"
+    limit = torch.cuda.device_count() if gpus else max(2, os.cpu_count() or 1)
+    if world > limit:
+        raise InputError(f"--world {world}: more local ranks than this machine's {limit} "
+                         f"{'GPUs' if gpus else 'CPU cores'} (torchrun spreads ranks over machines)")
 
 
 def _free_port() -> int:
@@ -112,6 +127,8 @@ def run_calibration(cfg: CalibrateConfig) -> Path | None:
     # a model that cannot fit is refused here, not killed by the OOM killer mid-run
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", 1))) \
         if under_torchrun() else cfg.world
+    if not under_torchrun():
+        check_world(cfg.world, backend)
     require_fit(spec, local_ranks, backend)
     loadavg = os.getloadavg()
     if under_torchrun():

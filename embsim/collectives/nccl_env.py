@@ -63,7 +63,11 @@ def _bytes(name: str, text: str, where: str) -> int:
     if not _NUMBER.fullmatch(digits):
         raise InputError(f"{where} {name}={text!r}: not a whole number of bytes")
     base = 16 if digits[:2].lower() == "0x" else 8 if digits.startswith("0") else 10
-    value = int(digits, base)
+    try:
+        value = int(digits, base)
+    except ValueError:     # more decimal digits than Python converts (4300): far past the bound
+        raise InputError(f"{where} {name}: {len(digits):,} digits, outside {_MIN_BYTES}..{_MAX_BYTES} "
+                         f"bytes") from None
     if not _MIN_BYTES <= value <= _MAX_BYTES:
         raise InputError(f"{where} {name}={value}: outside {_MIN_BYTES}..{_MAX_BYTES} bytes")
     return value

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import click
 
@@ -14,6 +13,7 @@ from ..errors import InputError
 from ..workload.model import OPTIMIZER_STATE_TENSORS
 from ..workload.padding import parse_padding
 from ..workload.precision import AMP_STYLES, check_amp_flags
+from ..yamlio import check_regular_file
 from .checks import (MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat,
                      count, model_option)
 
@@ -231,8 +231,11 @@ def trainer_fields(optimizer: str | None, corpus: str | None, lengths: str | Non
     for sweep points (scale), each checked here so a bad value names its flag, not a point."""
     parse_lengths(lengths)
     parse_padding(padding)
-    if corpus is not None and not Path(corpus).is_file():
-        raise InputError(f"--corpus {corpus}: no such file")
+    if corpus is not None:
+        try:      # missing, a folder, a pipe, a name too long to look up
+            check_regular_file(corpus, "file")
+        except InputError as exc:
+            raise InputError(f"--corpus {exc}") from None
     return {"corpus": corpus, "lengths": lengths, "padding": padding,
             "nccl_env": [list(pair) for pair in nccl_env], "nccl_version": nccl_version,
             **optimizer_override(optimizer)}

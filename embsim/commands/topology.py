@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import InputError
 from ..report.topology_summary import print_topology_summary
 from ..topology.aliases import ALIASES
 from ..topology import TopologyError, list_presets, load_topology, preset_dirs
@@ -43,12 +44,13 @@ def list_cmd() -> None:
 
 def _description(name: str) -> str:
     """A preset's `description:`, read without building the topology."""
-    import yaml
-
     from embsim.topology.clusterspec import find_preset
+    from embsim.yamlio import load_yaml
     path = find_preset(name)
     try:
-        doc = yaml.safe_load(path.read_text()) if path else None
-    except (OSError, yaml.YAMLError):
+        # the project's reader: a user's broken file (not UTF-8, an alias bomb) on
+        # EMBSIM_TOPOLOGY_PATH is listed without a description, not a traceback
+        doc = load_yaml(path).data if path else None
+    except InputError:
         doc = None
     return str(doc.get("description", "")) if isinstance(doc, dict) else ""

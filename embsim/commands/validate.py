@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import click
@@ -57,7 +58,7 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
                          "add --nccl-tests or --training")
     seen: dict[Path, str] = {}
     for path in inputs:          # a file twice (overlapping globs) would count its runs twice
-        key = Path(path).resolve()
+        key = Path(os.path.realpath(path))     # Path.resolve raises on a symlink loop
         if key in seen:
             spelled = "" if seen[key] == path else f" (as {seen[key]} and {path})"
             raise InputError(f"validate: {seen[key]} given twice{spelled}; give it once")

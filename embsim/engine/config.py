@@ -15,7 +15,8 @@ from .iteration_rate import check_average
 from .jitter import parse_jitter
 from .gpu_speed import check_variation
 from ..workload.padding import parse_padding
-from ..workload.precision import canonical_dtype
+from ..nccl_names import parse_filter
+from ..workload.precision import canonical_dtype, check_amp_style, precision
 from ..workload.grad_compress import GradCompress
 from ..workload.recompute import Recompute
 from .lengths import parse_lengths
@@ -90,6 +91,12 @@ class SimulationConfig:
         # TF32/float16 as tf32/fp16, recompute true/every:1 as full
         if self.dtype is not None:
             object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
+            precision(self.dtype)                 # an unknown precision: InputError naming --dtype
+        if self.amp is not None:
+            check_amp_style(self.amp)
+        # NCCL_ALGO / NCCL_PROTO syntax, checked as the flags check it (a sweep's point too)
+        parse_filter(self.nccl_algo, "algo", "--nccl-algo")
+        parse_filter(self.nccl_proto, "proto", "--nccl-proto")
         if self.recompute is not None:
             object.__setattr__(self, "recompute", str(Recompute.parse(self.recompute)))
         if self.grad_compress is not None:

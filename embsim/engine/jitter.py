@@ -88,7 +88,7 @@ def parse_jitter(text: str | None) -> tuple[str, float] | None:
     except ValueError:
         raise InputError(f"--jitter {text!r}: expected {kind}:NUMBER") from None
     if kind == "bucket":
-        if not (x >= 1 and x == int(x)):
+        if not (math.isfinite(x) and x >= 1 and x == int(x)):      # int(inf) would overflow
             raise InputError(f"--jitter {text!r}: the bucket count must be an integer >= 1")
         return kind, x
     if not (x >= 0 and math.isfinite(x)) or (kind == "uniform" and x >= 1):

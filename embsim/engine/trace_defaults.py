@@ -36,8 +36,11 @@ def trace_topology(trace, trace_path: str | Path, world: int | None = None) -> s
     beside = [trace_path.parent / Path(name).name,
               trace_path.parent.parent / "topologies" / Path(name).name]
     for path in beside:
-        if path.is_file():
-            return f"{path}:{shape}"
+        try:
+            if path.is_file():
+                return f"{path}:{shape}"
+        except OSError:        # a name too long to look up is not there
+            continue
     if find_preset(stem) is not None:
         return f"{stem}:{shape}"
     raise InputError(f"{trace_path}: topology {name!r} not found (looked beside the trace, in "

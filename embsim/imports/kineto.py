@@ -225,6 +225,9 @@ def load_profile(path: str | Path, rename: dict[str, str] | None = None) -> Prof
     except json.JSONDecodeError as exc:
         raise ProfileError(f"{path} (line {exc.lineno}): not valid JSON: {exc.msg} "
                            f"(truncated profile?)") from None
+    except ValueError as exc:
+        # a number too long for Python's int (more than 4300 digits) is no JSONDecodeError
+        raise ProfileError(f"{path}: not valid JSON: {str(exc).split(':')[0]}") from None
     except RecursionError:
         raise ProfileError(f"{path}: not a Chrome trace (JSON nested too deeply)") from None
     return profile_layers(data, str(path), rename)

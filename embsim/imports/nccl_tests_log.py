@@ -21,11 +21,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..collectives.busbw import DATATYPES, busbw_factor
+from ..collectives.busbw import DATATYPES, OPS, busbw_factor, canonical_op
 from ..errors import InputError
 from ..yamlio import MAX_NUMBER, check_regular_file
 
 MAX_LOG_BYTES = 256 * 1024 * 1024
+MAX_GPUS_PER_PROCESS = 64     # nccl-tests -g, as `embsim nccl-tests -g` bounds it
+MAX_RANK_DIGITS = 9           # no world has a billion ranks
 
 
 class NcclTestsLogError(InputError):
@@ -48,9 +50,9 @@ _PERF_MENTION = re.compile(r"\b(" + "|".join(sorted(PERF_BINARIES, key=len, reve
 _RANK_LINE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+"
                         r"\s+\[[^\]]*\]\s*(.*)$")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
-_LIBRARY_CODE = re.compile(r"nccl-library=(\d+)")
+_LIBRARY_CODE = re.compile(r"nccl-library=(\d{1,9})\b")   # NCCL_VERSION codes (22602)
 _TESTS_VERSION = re.compile(r"nccl-tests version (\S+)")
-_OUT_OF_BOUNDS = re.compile(r"^Out of bounds values\s*:\s*(\d+)\s*(\w+)?")
+_OUT_OF_BOUNDS = re.compile(r"^Out of bounds values\s*:\s*(\d{1,18})\b\s*(\w+)?")
 _AVG_BUSBW = re.compile(r"^Avg bus bandwidth\s*:\s*([0-9.eE+-]+|nan|inf)")
 
 
@@ -102,6 +104,7 @@ class NcclTestsRun:
     avg_busbw: float | None        # bytes/s, as printed by the footer
     dropped: tuple[str, ...] = ()  # rows left out, with the reason
     env_lines: tuple[str, ...] = ()  # NCCL's "NCCL_X set by environment to V" INFO lines
+    gpus_per_process: int = 1      # the header's nGpus (nccl-tests -g)
 
     @property
     def n_nodes(self) -> int:
@@ -292,12 +295,16 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
     if not rows:
         raise NcclTestsLogError(f"{where}: every row reports wrong values (#wrong > 0)")
     _check_rank_count(rows, op, n, where)
+    gpus = str(p.params.get("nGpus") or "1")
+    if not re.fullmatch(r"\d{1,3}", gpus) or not 1 <= int(gpus) <= MAX_GPUS_PER_PROCESS:
+        raise NcclTestsLogError(f"{where}: nGpus {gpus[:20]!r}: GPUs driven by one process must be "
+                                f"an integer 1..{MAX_GPUS_PER_PROCESS}")
     hosts = tuple(dict.fromkeys(p.ranks[r][0] for r in range(n)))
     return NcclTestsRun(source=source, line=p.line, op=op, op_from=op_from, ranks=n, hosts=hosts,
                         devices=tuple(p.ranks[r][1] for r in range(n)), nccl_version=p.nccl_version,
                         tests_version=p.tests_version, params=p.params, rows=tuple(rows),
                         out_of_bounds=p.out_of_bounds, avg_busbw=p.avg_busbw, dropped=tuple(dropped),
-                        env_lines=tuple(p.env_lines))
+                        env_lines=tuple(p.env_lines), gpus_per_process=int(gpus))
 
 
 def _check_rank_count(rows, op: str, n: int, where: str) -> None:
@@ -317,6 +324,10 @@ def _check_rank_count(rows, op: str, n: int, where: str) -> None:
 
 def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[NcclTestsRun]:
     """Every run in one log. `op` overrides the collective named by the log."""
+    if op is not None:
+        op = canonical_op(op)
+        if op not in OPS:     # named as the flag it came from, before the log is read
+            raise NcclTestsLogError(f"--op {op!r}: known ops are {', '.join(OPS)}")
     runs: list[NcclTestsRun] = []
     # What is printed before a run's `nThread` line (versions, the binary's name) is its own.
     pending = _Partial(line=0, params={})
@@ -348,6 +359,9 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
             continue
         rank = _RANK_LINE.match(text_line)
         if rank:
+            if len(rank.group(1)) > MAX_RANK_DIGITS:     # past int()'s 4300 digits, or any world
+                raise NcclTestsLogError(f"{where}: rank {rank.group(1)[:20]}... has "
+                                        f"{len(rank.group(1)):,} digits")
             r = int(rank.group(1))
             if r in current.ranks:
                 raise NcclTestsLogError(f"{where}: rank {r} listed twice: several independent "

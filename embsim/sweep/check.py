@@ -20,7 +20,12 @@ def check_config(cfg, seen: set) -> None:
     from ..strategies import STRATEGIES
     from ..topology import load_topology
     from ..trace import load_trace
+    from ..engine.classes import parse_straggler
+    from ..engine.measured import MeasuredInputs
+    from ..engine.run import with_model_defaults
     from ..workload import load_model
+    from ..workload.tokens import MAX_CORPUS_BYTES
+    from ..yamlio import check_regular_file
 
     if not isinstance(cfg.iterations, int) or not 2 <= cfg.iterations <= MAX_ITERATIONS:
         raise InputError(f"iterations {cfg.iterations!r}: need an integer 2..{MAX_ITERATIONS} "
@@ -35,17 +40,50 @@ def check_config(cfg, seen: set) -> None:
         value = getattr(cfg, key)
         if value is not None and (not math.isfinite(value) or value < 0):
             raise InputError(f"{key} {value!r}: must be a finite number >= 0")
-    checks = [("strategy", (cfg.strategy, repr(cfg.strategy_options)),
-               lambda: STRATEGIES.get(cfg.strategy).from_options(cfg.strategy_options)),
-              ("scheduler", (cfg.scheduler, repr(cfg.scheduler_options)),
-               lambda: SCHEDULERS.get(cfg.scheduler).from_options(cfg.scheduler_options)),
-              ("topology", (cfg.topology, tuple(sorted(cfg.hardware.items()))),
-               lambda: load_topology(cfg.topology).with_overrides(**cfg.hardware)
-               if cfg.hardware else load_topology(cfg.topology)),
-              ("model", (cfg.model, cfg.batch, cfg.seq, cfg.untie_outputs, repr(cfg.model_overrides)),
-               lambda: load_model(cfg.model, batch=cfg.batch, seq=cfg.seq,
-                                  untie_outputs=cfg.untie_outputs, overrides=cfg.model_overrides)),
-              ("trace", cfg.trace, lambda: cfg.trace and load_trace(cfg.trace)),
+    def topology():
+        topo = load_topology(cfg.topology)
+        return topo.with_overrides(**cfg.hardware) if cfg.hardware else topo
+
+    def model():
+        # as simulate() loads it: the model's defaults (dtype, amp) under the run's own
+        merged = with_model_defaults(cfg)
+        return load_model(merged.model, batch=merged.batch, seq=merged.seq,
+                          untie_outputs=merged.untie_outputs, dtype=merged.dtype,
+                          overrides=merged.model_overrides, amp=merged.amp, recompute=merged.recompute)
+
+    def components():
+        strategy = STRATEGIES.get(cfg.strategy).from_options(cfg.strategy_options)
+        SCHEDULERS.get(cfg.scheduler).from_options(cfg.scheduler_options).check(strategy)
+
+    def straggler():
+        topo = topology()
+        parse_straggler(cfg.straggler, topo.n_gpus, topo.gpus_per_node)
+
+    def trace_fits():
+        # layer times measured on another device do not transfer; without a kernel table to
+        # fall back on, every layer of the model needs its own (engine.trace_times)
+        trace = load_trace(cfg.trace)
+        measured = MeasuredInputs.resolve(trace, topology())
+        built = model()
+        if measured is not None and measured.covers(built):
+            missing = [l.name for l in built.layers
+                       if l.name not in trace.layers and f"{l.name}:sparse" not in trace.layers]
+            if missing:
+                raise InputError(f"--trace {trace.source}: no timing for layer {missing[0]!r} of "
+                                 f"{built.name} (trace is of {trace.model})")
+
+    checks = [("components", (cfg.strategy, repr(cfg.strategy_options), cfg.scheduler,
+                              repr(cfg.scheduler_options)), components),
+              ("topology", (cfg.topology, tuple(sorted(cfg.hardware.items()))), topology),
+              ("straggler", (cfg.topology, tuple(sorted(cfg.hardware.items())), cfg.straggler),
+               lambda: cfg.straggler and straggler()),
+              ("model", (cfg.model, cfg.batch, cfg.seq, cfg.untie_outputs, repr(cfg.model_overrides),
+                         cfg.dtype, cfg.amp, cfg.recompute), model),
+              ("trace", (cfg.trace, cfg.topology, tuple(sorted(cfg.hardware.items())), cfg.model,
+                         cfg.batch, cfg.seq, cfg.untie_outputs, repr(cfg.model_overrides)),
+               lambda: cfg.trace and trace_fits()),
+              ("corpus", cfg.corpus,
+               lambda: cfg.corpus and check_regular_file(cfg.corpus, "corpus", max_bytes=MAX_CORPUS_BYTES)),
               ("trainer", (cfg.model, cfg.seq, cfg.jitter, cfg.lengths, cfg.padding, cfg.corpus),
                lambda: _trainer_inputs(cfg))]
     for kind, value, load in checks:

@@ -13,6 +13,7 @@ import csv
 import dataclasses
 import io
 import json
+import os
 import time
 import traceback
 from dataclasses import dataclass
@@ -82,8 +83,9 @@ def read_results(out_dir: Path) -> dict[str, dict]:
             continue
         try:
             row = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            # A line torn by a kill, or damaged: its point simply runs again.
+        except (ValueError, RecursionError):
+            # A line torn by a kill, or damaged (not UTF-8, not JSON, a number past Python's
+            # int digit limit): its point simply runs again.
             continue
         if (isinstance(row, dict) and isinstance(row.get("hash"), str)
                 and row.get("status") in ("ok", "error")
@@ -165,6 +167,16 @@ def _csv_text(points: Iterable[SweepPoint], rows: dict[str, dict]) -> str:
     return buf.getvalue()
 
 
+def check_local_workers(workers: int | None) -> None:
+    """A local cluster runs one worker per core at most (at least the default 2): more
+    only share the cores, each a process holding the simulator (--workers 1000 started a
+    thousand)."""
+    limit = max(2, os.cpu_count() or 1)
+    if workers is not None and workers > limit:
+        raise InputError(f"--workers {workers}: more local workers than this machine's {limit} "
+                         f"CPU cores (give a Dask scheduler for more)")
+
+
 class _Client:
     """A dask.distributed Client on the given scheduler, or on a LocalCluster we own."""
 
@@ -192,9 +204,11 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
               workers: int | None = None, processes: bool = True, progress: bool = True,
               point_fn: Callable[[dict], dict] = simulate_point) -> SweepSummary:
     out_dir = Path(out_dir)
+    if not scheduler:
+        check_local_workers(workers)      # before any folder is made
     # the folders mkdir(parents=True) is about to create, deepest first
-    created = [d for d in (out_dir, *out_dir.parents) if not (d.exists() or d.is_symlink())]
     try:
+        created = [d for d in (out_dir, *out_dir.parents) if not (d.exists() or d.is_symlink())]
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"{out_dir}: cannot create the results folder: {exc.strerror or exc}") from None

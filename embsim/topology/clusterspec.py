@@ -29,9 +29,13 @@ def preset_dirs() -> list[Path]:
     dirs = [Path(p) for p in os.environ.get("EMBSIM_TOPOLOGY_PATH", "").split(os.pathsep) if p]
     for d in dirs:
         # a mistyped folder would silently fall back to the packaged preset of that name
-        if not d.is_dir():
+        try:
+            missing, a_file = not d.is_dir(), d.is_file()
+        except OSError:            # a name too long to look up
+            missing, a_file = True, False
+        if missing:
             raise TopologyError(f"EMBSIM_TOPOLOGY_PATH: {d}: not a folder"
-                                f"{' (a file: give the folder that holds it)' if d.is_file() else ''}")
+                                f"{' (a file: give the folder that holds it)' if a_file else ''}")
     # a checkout (or editable install) keeps them beside the package; a wheel installs
     # them as data files under <prefix>/share/embsim/topologies (setup.cfg)
     return dirs + [Path(embsim.__file__).resolve().parent.parent / "topologies",
@@ -39,15 +43,19 @@ def preset_dirs() -> list[Path]:
 
 
 def list_presets() -> list[str]:
-    names = {p.stem for d in preset_dirs() if d.is_dir() for p in d.glob("*.yaml")}
+    # regular files only: a folder named x.yaml is no preset (find_preset would not find it)
+    names = {p.stem for d in preset_dirs() if d.is_dir() for p in d.glob("*.yaml") if p.is_file()}
     return sorted(names)
 
 
 def find_preset(name: str) -> Path | None:
     for d in preset_dirs():
         path = d / f"{name}.yaml"
-        if path.is_file():
-            return path
+        try:
+            if path.is_file():
+                return path
+        except OSError:        # a name too long to look up is no preset
+            continue
     return None
 
 
@@ -133,9 +141,12 @@ def load_topology(spec: "str | TopologySpec") -> Topology:
     spec, where, shape = parsed.text or str(parsed), parsed.where, parsed.shape
     if _looks_like_path(where):
         path = Path(where)
-        if not path.is_file():
-            why = ("a directory, not a topology file" if path.is_dir() else
-                   "not a regular file" if path.exists() else "no such file")
+        try:
+            why = (None if path.is_file() else "a directory, not a topology file" if path.is_dir()
+                   else "not a regular file" if path.exists() else "no such file")
+        except OSError as exc:     # a name too long to look up
+            why = exc.strerror or str(exc)
+        if why:
             raise TopologyError(f"--topology {spec!r}: {where}: {why}")
         node = load_node(path)
         preset, alias_note = node.name, ""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from embsim.errors import InputError
 from embsim.nccl_names import parse_filter
-from embsim.yamlio import YamlDoc, check_mapping, get, load_yaml, parse_yaml
+from embsim.yamlio import YamlDoc, check_mapping, check_name, get, load_yaml, parse_yaml
 
 from .build import disconnected_pair, node_template
 from .spec import (CPU_MODELS, CPU_VENDORS, FABRIC_KINDS, LIMITS, NCCL_TUNERS, NETWORK_KINDS, FabricSpec,
@@ -88,10 +88,7 @@ def node_type_from_doc(doc: YamlDoc) -> NodeType:
 
 def _text(doc: YamlDoc, path: tuple, m, key: str) -> str:
     """A required name: a string with something in it (outputs print it as the source)."""
-    value = get(doc, path, m, key, str)
-    if not value.strip():
-        raise doc.error(path + (key,), "must not be empty")
-    return value
+    return check_name(doc, path + (key,), get(doc, path, m, key, str))
 
 
 def _gpu(doc: YamlDoc, m) -> GpuSpec:

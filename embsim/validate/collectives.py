@@ -61,7 +61,7 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
     model = CollectiveModel(topo, nccl_version=release.version, algo=algo, proto=proto_filter(release, proto),
                             nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
                             threshold_choice=release.threshold_choice)
-    per_process = int(run.params.get("nGpus", "1") or 1)
+    per_process = run.gpus_per_process
     notes = "; ".join(n for n in (inferred, release.note, *model.notes, nt.launch_note(per_process)) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})

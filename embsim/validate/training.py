@@ -25,7 +25,8 @@ from ..engine.config import with_options
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
 from ..report.units import compute_source_text
-from ..yamlio import YamlDoc, check_mapping, get, load_yaml
+from ..yamlio import (YamlDoc, check_mapping, check_name, check_regular_file, check_type, get,
+                      load_yaml)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
 # The shared originals, unchanged: minimal `embsim:` blocks (model, topology, batch = the
@@ -140,29 +141,38 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
     except InputError as exc:
         raise doc.error(path, str(exc)) from None
     if merged.get("options"):
-        cfg = with_options(cfg, dict(merged["options"]))
+        try:      # an option no strategy or scheduler takes: named with the file and run
+            cfg = with_options(cfg, dict(merged["options"]))
+        except InputError as exc:
+            raise doc.error(path + ("options",), str(exc)) from None
     return cfg, metric, float(merged.get("scale", 1))
 
 
 def file_runs(path: str, iterations: int = 4) -> tuple[list[TrainingRun], list[ScalingPair]]:
     doc = load_yaml(path)
     top = check_mapping(doc, (), doc.data, ["runs"], ["note", "source", "model_config", "embsim_defaults"])
-    defaults = top.get("embsim_defaults") or {}
+    defaults = check_type(doc, ("embsim_defaults",), top.get("embsim_defaults") or {}, dict)
+    if not check_type(doc, ("runs",), top["runs"], list):
+        raise doc.error(("runs",), "needs at least one run")
     name = Path(path).stem
     runs: list[TrainingRun] = []
     for i, raw in enumerate(top["runs"]):
-        rid = get(doc, ("runs", i), raw, "id", str)
+        check_type(doc, ("runs", i), raw, dict)
+        rid = check_name(doc, ("runs", i, "id"), get(doc, ("runs", i), raw, "id", str))
+        if any(r.id == rid for r in runs):
+            # scaling_base names a run by its id: two runs of one id would make it ambiguous
+            raise doc.error(("runs", i, "id"), f"{rid!r} is the id of an earlier run too")
         gpus = get(doc, ("runs", i), raw, "gpus", int, positive=True)
         value = get(doc, ("runs", i), raw, "value", (int, float), positive=True)
         common = dict(file=name, id=rid, system=str(raw.get("system", "")), gpus=gpus,
                       measured=float(value), unit=str(raw.get("unit", "")),
-                      scaling_base=raw.get("scaling_base"))
+                      scaling_base=get(doc, ("runs", i), raw, "scaling_base", str, default=None))
         if "not_simulated" in raw:
             runs.append(TrainingRun(**common, simulated=None, skipped=str(raw["not_simulated"])))
             continue
         if "embsim" not in raw:
             raise doc.error(("runs", i), "needs an embsim: block (or not_simulated: WHY)")
-        merged = merged_over(defaults, raw["embsim"])
+        merged = merged_over(defaults, check_type(doc, ("runs", i, "embsim"), raw["embsim"], dict))
         cfg, metric, scale = _config(doc, i, merged, iterations)
         try:
             result = simulate(cfg)
@@ -191,8 +201,7 @@ def file_runs(path: str, iterations: int = 4) -> tuple[list[TrainingRun], list[S
 def training_errors(paths: list[str], iterations: int = 4) -> tuple[list[TrainingRun], list[ScalingPair]]:
     runs, pairs = [], []
     for p in paths or default_files():
-        if not Path(p).is_file():
-            raise InputError(f"--training {p}: no such file")
+        check_regular_file(p, "training file")     # /dev/null or a folder is not "no such file"
         r, s = file_runs(p, iterations)
         runs += r
         pairs += s
@@ -225,8 +234,11 @@ def training_table(runs: list[TrainingRun], pairs: list[ScalingPair], markdown: 
     skipped = [r for r in runs if r.skipped]
     scaling = (f"scaling efficiency max |difference| **{s['max_scaling_difference']:.3f}** over {s['pairs']} pairs"
                if s["pairs"] else "no scaling pairs")
-    lines += ["", f"mean |error| **{s['mean_abs_error']:.1%}**, max |error| **{s['max_abs_error']:.1%}** "
-              f"over {s['simulated_runs']} runs; {scaling}"]
+    if s["simulated_runs"]:
+        lines += ["", f"mean |error| **{s['mean_abs_error']:.1%}**, max |error| **{s['max_abs_error']:.1%}** "
+                  f"over {s['simulated_runs']} runs; {scaling}"]
+    else:     # every run has not_simulated: listed below, no error to average
+        lines += ["", "no simulated runs"]
     if skipped:
         lines.append(f"not simulated: {len(skipped)} runs ({'; '.join(sorted({r.skipped for r in skipped}))})")
     lines += [f"compute times: {compute_source_text(src)}" for src in sources]

@@ -60,7 +60,11 @@ def _load_spec(text: str) -> ModelSpec:
     if is_model_file(text):
         return load_model_spec(text)         # user files are re-read: they may change
     path = ZOO_DIR / f"{text}.yaml"
-    if not path.is_file():
+    try:
+        known = path.is_file()
+    except OSError:            # a name too long to look up is no zoo model
+        known = False
+    if not known:
         raise InputError(f"unknown model {text!r} (known: {', '.join(list_models())}; "
                          "or give a path to a model .yaml)")
     spec = _spec_from_path(str(path))

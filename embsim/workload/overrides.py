@@ -15,8 +15,8 @@ from typing import Mapping
 
 from ..errors import InputError
 from .model import OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
-from .attention_rate import IMPLEMENTATIONS as ATTENTION_IMPLEMENTATIONS
-from .spec import LAYER_SCHEMA, ModelSpec
+from .spec import (LAYER_SCHEMA, LIMITS, ModelSpec, layer_shape_problem, layer_value_problem,
+                   reference_problem)
 
 TABLE_KEYS = {"vocab": int, "dim": int}
 OPTIMIZER_KEYS = {"name": str, "implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
@@ -30,7 +30,15 @@ def _check(value, kind, where: str):
         raise InputError(f"{where}: must be positive, got {value}")
 
 
+def _mapping(value, where: str) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise InputError(f"{where}: must be a mapping, got {value!r}")
+    return value
+
+
 def apply_overrides(spec: ModelSpec, overrides: Mapping | None, where: str = "overrides") -> ModelSpec:
+    """`spec` with the overrides applied, held to the model file's own checks (types,
+    bounds, enums, tied widths), so that a run cannot reach what a file could not say."""
     if not overrides:
         return spec
     unknown = set(overrides) - {"tables", "layers", "optimizer"}
@@ -38,37 +46,50 @@ def apply_overrides(spec: ModelSpec, overrides: Mapping | None, where: str = "ov
         raise InputError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: tables, layers, optimizer)")
     spec = _optimizer(spec, overrides.get("optimizer"), f"{where}.optimizer")
     tables = {t.name: t for t in spec.tables}
-    for name, keys in (overrides.get("tables") or {}).items():
+    for name, keys in _mapping(overrides.get("tables") or {}, f"{where}.tables").items():
         if name not in tables:
             raise InputError(f"{where}.tables.{name}: {spec.name} has no such table "
                              f"(tables: {', '.join(tables) or 'none'})")
-        for key, value in keys.items():
+        for key, value in _mapping(keys, f"{where}.tables.{name}").items():
             if key not in TABLE_KEYS:
                 raise InputError(f"{where}.tables.{name}.{key}: only {', '.join(TABLE_KEYS)} can change")
             _check(value, TABLE_KEYS[key], f"{where}.tables.{name}.{key}")
+            if value > LIMITS[key]:
+                raise InputError(f"{where}.tables.{name}.{key}: must be <= {LIMITS[key]:,}, got {value:,}")
         tables[name] = replace(tables[name], **keys)
     layers = {l.name: l for l in spec.layers}
-    for name, keys in (overrides.get("layers") or {}).items():
+    for name, keys in _mapping(overrides.get("layers") or {}, f"{where}.layers").items():
         if name not in layers:
             raise InputError(f"{where}.layers.{name}: {spec.name} has no such layer")
         layer = layers[name]
         schema = LAYER_SCHEMA[layer.kind]
         params = dict(layer.params)
-        for key, value in keys.items():
+        for key, value in _mapping(keys, f"{where}.layers.{name}").items():
             if key == "repeat":
                 _check(value, int, f"{where}.layers.{name}.repeat")
+                if value > LIMITS["repeat"]:
+                    raise InputError(f"{where}.layers.{name}.repeat: must be <= {LIMITS['repeat']:,}, "
+                                     f"got {value:,}")
                 layer = replace(layer, repeat=value)
                 continue
             if key not in schema:
                 raise InputError(f"{where}.layers.{name}.{key}: not a key of a {layer.kind} layer")
             _check(value, schema[key][0], f"{where}.layers.{name}.{key}")
-            if key == "token_fraction" and not 0 < value <= 1:
-                raise InputError(f"{where}.layers.{name}.{key}: must be in (0, 1], got {value!r}")
-            if key == "flash_attention" and isinstance(value, str) and value not in ATTENTION_IMPLEMENTATIONS:
-                raise InputError(f"{where}.layers.{name}.{key}: must be true, false or one of "
-                                 f"{', '.join(ATTENTION_IMPLEMENTATIONS)}, got {value!r}")
+            problem = layer_value_problem(layer.kind, key, value)
+            if problem:
+                raise InputError(f"{where}.layers.{name}.{key}: {problem}")
             params[key] = value
+        shape = layer_shape_problem(layer.kind, params)
+        if shape:
+            raise InputError(f"{where}.layers.{name}.{shape[0]}: {shape[1]}")
         layers[name] = replace(layer, params=params)
+    problem = reference_problem(tables, list(layers.values()))
+    if problem:
+        # e.g. a tied table's dim changed without its output projection's
+        path, why = problem
+        what = (f"layers.{list(layers)[path[1]]}" if path[0] == "layers"
+                else f"tables.{list(tables)[path[1]]}") + "".join(f".{k}" for k in path[2:])
+        raise InputError(f"{where}: the model with these changes does not fit together: {what}: {why}")
     return replace(spec, tables=tuple(tables.values()), layers=tuple(layers.values()))
 
 

@@ -98,10 +98,15 @@ def canonical_dtype(name: str) -> str:
 AMP_STYLES = ("autocast", "o2", "megatron")
 
 
-def op_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
-    """Output bytes of softmax/LayerNorm kernels: FP32 under autocast, else the model's."""
+def check_amp_style(amp) -> str:
     if amp not in AMP_STYLES:
         raise InputError(f"--amp {amp!r}: must be one of {', '.join(AMP_STYLES)}")
+    return amp
+
+
+def op_bytes(dtype_bytes: int, amp: str = "autocast") -> int:
+    """Output bytes of softmax/LayerNorm kernels: FP32 under autocast, else the model's."""
+    check_amp_style(amp)
     return FP32_BYTES if amp == "autocast" else dtype_bytes
 
 

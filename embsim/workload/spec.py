@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..yamlio import YamlDoc, check_mapping, check_type, get, load_yaml
+from ..yamlio import YamlDoc, check_mapping, check_name, check_type, get, load_yaml
 from ..errors import InputError
 from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
 from .attention_rate import IMPLEMENTATIONS as ATTENTION_IMPLEMENTATIONS
@@ -158,10 +158,7 @@ def _enum(doc: YamlDoc, path: tuple, value: str, allowed: tuple) -> str:
 
 def _name(doc: YamlDoc, path: tuple, raw) -> str:
     """A model, table or layer name: outputs and other keys refer to it, so not blank."""
-    value = get(doc, path, raw, "name", str)
-    if not value.strip():
-        raise doc.error(path + ("name",), "must not be empty")
-    return value
+    return check_name(doc, path + ("name",), get(doc, path, raw, "name", str))
 
 
 def _positive(doc: YamlDoc, path: tuple, value: Any) -> None:
@@ -208,49 +205,88 @@ def _parse_layer(doc: YamlDoc, path: tuple, raw: Any) -> LayerSpec:
         if key not in raw:
             continue
         value = check_type(doc, path + (key,), raw[key], kind_type)
-        if isinstance(value, str) and kind_type == SEQ_OR_INT and key == "lookups" and value != "seq":
-            raise doc.error(path + (key,), f"must be an integer or 'seq', got {value!r}")
-        _positive(doc, path + (key,), value)
-        if isinstance(value, int) and not isinstance(value, bool) and value > LIMITS["layer_int"]:
-            raise doc.error(path + (key,), f"must be <= {LIMITS['layer_int']:,}, got {value:,}")
-        if key == "token_fraction" and not 0 < value <= 1:
-            raise doc.error(path + (key,), f"must be in (0, 1], got {value!r}")
-        if key == "flash_attention" and isinstance(value, str):
-            # true (the GPU's default library kernel) or a named one
-            _enum(doc, path + (key,), value, ATTENTION_IMPLEMENTATIONS)
-        if key in ENUMS and not (key == "bias" and kind != "lstm"):
-            _enum(doc, path + (key,), value, ENUMS[key])
+        problem = layer_value_problem(kind, key, value)
+        if problem:
+            raise doc.error(path + (key,), problem)
         params[key] = value
+    shape = layer_shape_problem(kind, params)
+    if shape:
+        raise doc.error(path + (shape[0],), shape[1])
     repeat = get(doc, path, raw, "repeat", int, default=1, positive=True, hi=LIMITS["repeat"])
     return LayerSpec(_name(doc, path, raw), kind, repeat, params)
 
 
-def _check_references(doc: YamlDoc, spec_tables: dict, layers: list[LayerSpec]) -> None:
+def layer_value_problem(kind: str, key: str, value: Any) -> str | None:
+    """Why `value` (already of the schema's type) cannot be `key` of a `kind` layer, or
+    None: shared by model files and run overrides (embsim.workload.overrides)."""
+    if isinstance(value, str) and LAYER_SCHEMA[kind][key][0] == SEQ_OR_INT and key == "lookups" \
+            and value != "seq":
+        return f"must be an integer or 'seq', got {value!r}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            return f"must be positive, got {value}"
+        if value > LIMITS["layer_int"]:
+            return f"must be <= {LIMITS['layer_int']:,}, got {value:,}"
+    if key == "token_fraction" and not 0 < value <= 1:
+        return f"must be in (0, 1], got {value!r}"
+    # flash_attention: true (the GPU's default library kernel) or a named one
+    allowed = (ATTENTION_IMPLEMENTATIONS if key == "flash_attention" and isinstance(value, str)
+               else ENUMS.get(key) if not (key == "bias" and kind != "lstm") else None)
+    if allowed is not None and value not in allowed:
+        return f"must be one of {', '.join(allowed)}, got {value!r}"
+    return None
+
+
+def layer_shape_problem(kind: str, params: dict) -> tuple[str, str] | None:
+    """(key, why) when a layer's keys do not fit one another, or None: attention splits
+    `dim` into `heads` equal heads, and grouped-query attention shares each of `kv_heads`
+    among a whole number of query heads (PyTorch and every trainer refuse anything else)."""
+    if not kind.startswith("transformer_"):
+        return None
+    dim, heads = params["dim"], params["heads"]
+    if dim % heads:
+        return "heads", f"{heads} heads do not split dim {dim} evenly"
+    kv = params.get("kv_heads")
+    if kv is not None and (kv > heads or heads % kv):
+        return "kv_heads", f"{kv} key/value heads must divide the {heads} query heads"
+    return None
+
+
+def reference_problem(spec_tables: dict, layers) -> tuple[tuple, str] | None:
+    """The first (key path, why) at which layers and tables do not fit together (a
+    dangling table name, a tied projection of another width, an unread table), or None:
+    shared by model files and run overrides."""
     names = set()
     for i, layer in enumerate(layers):
         path = ("layers", i)
         if layer.name in names:
-            raise doc.error(path + ("name",), f"duplicate layer name {layer.name!r}")
+            return path + ("name",), f"duplicate layer name {layer.name!r}"
         names.add(layer.name)
         p = layer.params
         for key in ("table", "tied"):
             if key in p and p[key] not in spec_tables:
-                raise doc.error(path + (key,), f"no table named {p[key]!r} "
-                                f"(tables: {', '.join(spec_tables) or 'none'})")
+                return path + (key,), (f"no table named {p[key]!r} "
+                                       f"(tables: {', '.join(spec_tables) or 'none'})")
         if layer.kind == "softmax_loss" and isinstance(p["classes"], str) \
                 and p["classes"] not in spec_tables:
-            raise doc.error(path + ("classes",), f"must be an integer or a table name, "
-                            f"got {p['classes']!r}")
+            return path + ("classes",), f"must be an integer or a table name, got {p['classes']!r}"
         if layer.kind == "output_projection":
             if ("tied" in p) == ("vocab" in p):
-                raise doc.error(path, "give exactly one of 'tied' (a table) or 'vocab'")
+                return path, "give exactly one of 'tied' (a table) or 'vocab'"
             if "tied" in p and spec_tables[p["tied"]].dim != p["dim"]:
-                raise doc.error(path + ("dim",), f"tied table {p['tied']!r} has dim "
-                                f"{spec_tables[p['tied']].dim}, not {p['dim']}")
+                return path + ("dim",), (f"tied table {p['tied']!r} has dim "
+                                         f"{spec_tables[p['tied']].dim}, not {p['dim']}")
     used = {layer.params["table"] for layer in layers if layer.kind == "embedding"}
     for i, name in enumerate(spec_tables):
         if name not in used:
-            raise doc.error(("tables", i), f"table {name!r} is read by no embedding layer")
+            return ("tables", i), f"table {name!r} is read by no embedding layer"
+    return None
+
+
+def _check_references(doc: YamlDoc, spec_tables: dict, layers: list[LayerSpec]) -> None:
+    problem = reference_problem(spec_tables, layers)
+    if problem:
+        raise doc.error(*problem)
 
 
 def parse_model_doc(doc: YamlDoc) -> ModelSpec:

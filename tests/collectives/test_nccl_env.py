@@ -211,3 +211,9 @@ def _h100_2x8_log(points, bus_factor: float, elem_bytes: int, redop: str) -> lis
         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)",
         *(row(size, t) for size, t in points),
         "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 1.0 ", "#"]
+
+
+def test_a_value_past_pythons_int_digit_limit_is_one_line():
+    # int() refuses more than 4300 decimal digits with a bare ValueError (was a traceback)
+    with pytest.raises(InputError, match="NCCL_BUFFSIZE: 5,000 digits, outside"):
+        parse_env({"NCCL_BUFFSIZE": "1" * 5000})

@@ -100,3 +100,36 @@ def test_root_na_is_no_root():
 """
     run = parse_nccl_tests_log(log, "na.log")[0]
     assert run.rows[0].root == -1 and run.rows[0].size == 16777216
+
+
+@pytest.mark.parametrize("old, new, words", [
+    # int() of these raised a bare ValueError (not a number, or past 4300 digits)
+    ("nThread 1 nGpus 1 ", "nThread 1 nGpus abc ", ["nGpus 'abc'", "1..64"]),
+    ("nThread 1 nGpus 1 ", "nThread 1 nGpus 0 ", ["nGpus '0'", "1..64"]),
+    ("nThread 1 nGpus 1 ", "nThread 1 nGpus " + "1" * 5000 + " ", ["nGpus", "1..64"]),
+    ("Rank 15 Group", "Rank " + "1" * 5000 + " Group", ["rank", "5,000 digits"]),
+])
+def test_header_integers_are_checked(tmp_path, old, new, words):
+    text = (FIXTURES / "h100-2x8-all_reduce.log").read_text()
+    assert old in text
+    path = tmp_path / "x.log"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(NcclTestsLogError) as info:
+        load_nccl_tests_log(path)
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+    for w in words:
+        assert w in message, (w, message)
+
+
+def test_gpus_per_process_comes_from_the_header():
+    (run,) = load_nccl_tests_log(FIXTURES / "h100-2x8-all_reduce.log")
+    assert run.gpus_per_process == 1
+
+
+def test_unknown_op_override_names_the_flag():
+    # import-nccl-tests --op junk said "op 'junk'", from deep in the busbw factors
+    with pytest.raises(NcclTestsLogError, match="^--op 'junk': known ops are all_reduce"):
+        load_nccl_tests_log(FIXTURES / "h100-2x8-all_reduce.log", op="junk")
+    (run,) = load_nccl_tests_log(FIXTURES / "h100-2x8-all_reduce.log", op="allreduce")
+    assert run.op == "all_reduce"

@@ -1,6 +1,7 @@
 """Bad model files are rejected with the file, the key path and the line."""
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +126,21 @@ def test_billion_row_tables_load_and_a_trillion_more_is_refused(tmp_path):
     huge = big.replace("vocab: 3000000000", "vocab: 2000000000000")
     with pytest.raises(InputError, match=r"tables.0.vocab \(line 9\): must be <= 1e\+12"):
         load_model(write(tmp_path, huge))
+
+
+@pytest.mark.parametrize("keys, words", [
+    ("heads: 7", ["layers.4.heads", "7 heads do not split dim 768"]),
+    ("heads: 12, kv_heads: 5", ["layers.4.kv_heads", "must divide the 12 query heads"]),
+    ("heads: 12, kv_heads: 24", ["layers.4.kv_heads", "must divide the 12 query heads"]),
+])
+def test_attention_heads_must_fit_the_width(tmp_path, keys, words):
+    # accepted before, and simulated with fractional head widths
+    zoo = Path(__file__).resolve().parents[2] / "embsim" / "workload" / "zoo" / "bert-base.yaml"
+    text = zoo.read_text().replace("heads: 12,", keys + ",", 1)
+    assert text != zoo.read_text()
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        load_spec(str(path))
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))

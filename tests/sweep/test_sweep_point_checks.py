@@ -1,0 +1,49 @@
+"""Every value of a sweep point that simulate() would refuse is refused before anything
+runs (exit 2, one line naming the point): a straggler beyond the topology, an NCCL_ALGO /
+NCCL_PROTO typo, a missing corpus, an unknown dtype or amp style, a scheduler the strategy
+cannot run under, a trace measured on another device. Each ran the whole sweep as a
+failed row per point and exit 1 before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from embsim.cli import main
+
+TRACE = Path(__file__).resolve().parents[2] / "traces" / "cpu-gloo-tiny-lm.yaml"
+
+BASE = "base: {model: tiny-lm, iterations: 2, topology: 1x2, %s}\ngrid: {seed: [0, 1]}\n"
+
+
+@pytest.mark.parametrize("setting, words", [
+    ("straggler: 'gpu:9:2'", ["point 0", "--straggler", "out of range"]),
+    ("nccl_algo: Foo", ["point 0", "--nccl-algo", "unknown algo"]),
+    ("nccl_proto: '^LL,LL128,Simple'", ["point 0", "--nccl-proto", "excludes every proto"]),
+    ("corpus: /nonexistent/corpus.txt", ["point 0", "no such corpus"]),
+    ("dtype: fp64", ["point 0", "--dtype 'fp64'"]),
+    ("amp: junk", ["point 0", "--amp 'junk'"]),
+    ("scheduler: embrace-2d", ["point 0", "--scheduler embrace-2d with --strategy allreduce"]),
+    (f"trace: {TRACE}", ["point 0", "measured on 'cpu'", "do not transfer"]),
+])
+def test_bad_point_value_is_refused_up_front(tmp_path, capsys, setting, words):
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE % setting)
+    out = tmp_path / "o"
+    assert main(["sweep", str(path), "--out", str(out), "--threads", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("embsim: error:") and str(path) in err, err
+    for w in words:
+        assert w in err, (w, err)
+    assert not out.exists()          # nothing ran, no results folder
+
+
+def test_trace_of_another_model_is_refused_up_front(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"base: {{model: bert-base, iterations: 2, topology: local-cpu, trace: {TRACE}}}\n"
+                    "grid: {seed: [0, 1]}\n")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "point 0" in err and "no timing for layer" in err and "trace is of tiny-lm" in err
+    assert not (tmp_path / "o").exists()
