@@ -182,8 +182,8 @@ def test_recompute_key_takes_a_form_or_a_boolean(tmp_path):
     forms = _simulated(path, text.replace("D1", "full").replace("D2", "none"))
     assert _simulated(path, text.replace("D1", "true").replace("D2", "false")) == forms
     assert forms[0] < forms[1]
-    path.write_text(text.replace("D1", "selective").replace("D2", "none"))
-    with pytest.raises(InputError, match=r"rc.yaml: run.*--recompute 'selective'"):
+    path.write_text(text.replace("D1", "op").replace("D2", "none"))
+    with pytest.raises(InputError, match=r"rc.yaml: run.*--recompute 'op'"):
         file_runs(str(path))
 
 
