@@ -60,29 +60,32 @@ PADDING = click.option("--padding", help="how each micro-batch is padded: max (t
                                          "the expectation over the padded lengths (default: the model's, else max)")
 
 
-def _recompute(ctx, param, value):
-    """--recompute checked at the flag."""
-    if value is not None:
-        from ..workload.recompute import Recompute
-        return str(Recompute.parse(value))
-    return value
+def _canonical(load):
+    """A flag checked where it is given: `load()` returns the option's class (imported only
+    when the flag is used), whose parse refuses a bad value in one line naming the flag and
+    whose str is the value's canonical spelling."""
+    def callback(ctx, param, value):
+        return value if value is None else str(load().parse(value))
+    return callback
 
 
-RECOMPUTE = click.option("--recompute", callback=_recompute,
+def _recompute_class():
+    from ..workload.recompute import Recompute
+    return Recompute
+
+
+def _grad_compress_class():
+    from ..workload.grad_compress import GradCompress
+    return GradCompress
+
+
+RECOMPUTE = click.option("--recompute", callback=_canonical(_recompute_class),
                          help="activation checkpointing: none, full (every transformer block runs its "
                               "forward again in backward and keeps only its input), every:K (every "
                               "K-th block, torchtitan's selective layer AC) or selective (each "
                               "block's attention core, Megatron's selective granularity) "
                               "(default: none)")
-def _grad_compress(ctx, param, value):
-    """--grad-compress checked at the flag."""
-    if value is not None:
-        from ..workload.grad_compress import GradCompress
-        return str(GradCompress.parse(value))
-    return value
-
-
-GRAD_COMPRESS = click.option("--grad-compress", callback=_grad_compress,
+GRAD_COMPRESS = click.option("--grad-compress", callback=_canonical(_grad_compress_class),
                              help="16-bit compression of the data-parallel gradient all-reduce: "
                                   "none, fp16 or bf16 (PyTorch DDP's fp16/bf16_compress_hook, "
                                   "Horovod Compression.fp16): FP32 gradient buckets cast for the "

@@ -1,4 +1,5 @@
-"""--grad-compress (commands/options.py) reaches simulate, compare, scale and sweep files;
+"""--grad-compress (commands/options.py) reaches simulate, compare and sweep files (scale:
+tests/sweep/test_scale_options.py);
 a bad value is one line naming the flag, exit 2."""
 
 from __future__ import annotations
@@ -7,7 +8,6 @@ import json
 
 import pytest
 
-import embsim.commands.scale as scale_cmd
 from embsim.cli import main
 from embsim.sweep import sweep_from_text
 
@@ -41,27 +41,6 @@ def test_compare_runs_the_ddp_rows_compressed_and_lists_the_others_refused(capsy
     before = {r["strategy"]: r for r in plain["rows"]}
     assert rows["allreduce"]["comm_bytes_per_gpu"] == pytest.approx(before["allreduce"]["comm_bytes_per_gpu"] / 2)
     assert "--grad-compress fp16" in rows["fsdp"]["refused"]
-
-
-class _Stop(Exception):
-    pass
-
-
-def test_scale_points_carry_the_flag_and_keep_old_hashes_without_it(monkeypatch):
-    seen = []
-
-    def fake_sweep(points, folder, **kw):
-        seen.append(points)
-        raise _Stop
-    monkeypatch.setattr(scale_cmd, "run_sweep", fake_sweep)
-    base = ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--iterations", "2", "--gpus", "1,2"]
-    with pytest.raises(_Stop):
-        main(base + ["--grad-compress", "bf16"])
-    with pytest.raises(_Stop):
-        main(base)
-    with_flag, without = seen
-    assert {p.simulation_config().grad_compress for p in with_flag} == {"bf16"}
-    assert all("grad_compress" not in p.config for p in without)
 
 
 def test_sweep_files_take_the_key_typed():

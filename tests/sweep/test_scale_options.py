@@ -71,6 +71,19 @@ def test_corpus_reaches_the_points(captured, tmp_path):
     assert {p.config["corpus"] for p in captured} == {str(corpus)}
 
 
+def test_grad_compress_reaches_the_points_and_keeps_old_hashes_without_it(captured):
+    base = ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--iterations", "2", "--gpus", "1,2"]
+    with pytest.raises(_Stop):
+        main(base + ["--grad-compress", "bf16"])
+    with_flag = list(captured)
+    captured.clear()
+    with pytest.raises(_Stop):
+        main(base)
+    without = list(captured)
+    assert {p.simulation_config().grad_compress for p in with_flag} == {"bf16"}
+    assert all("grad_compress" not in p.config for p in without)
+
+
 def test_scale_point_runs_as_simulate_does(capsys):
     """A scale point with the flags is the simulate run with the same flags: same step time."""
     assert main(SCALE + ["--gpus", "2", "--json", "--workers", "1"] + FLAGS) == 0
