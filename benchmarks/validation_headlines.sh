@@ -26,7 +26,7 @@ echo "== collectives, held out: NVLink 5 / Blackwell (fifth session: Google A4X 
 $E validate --nccl-tests $D/ext6-*.yaml | tail -1
 echo "== collectives, held out: AWS p4d (2026-12-03: 2x8 AllReduce on NCCL 2.23.4 / 2.8.3 / 2.9.9 over EFA v1, 1-4 node points, preset aws-p4d)"
 $E validate --nccl-tests $D/ext7-*.yaml | tail -1
-echo "== collectives, held out: seventh session (2026-12-03: AWS g5.48xlarge 4x A10G AllReduce on NCCL 2.18.5, preset aws-g5; 2x8 H200 on OCI over RoCE, NCCL 2.27.5)"
+echo "== collectives, held out: eighth session (2026-12-03: AWS g5.48xlarge 4x A10G AllReduce on NCCL 2.18.5, preset aws-g5; 2x8 H200 on OCI over RoCE, NCCL 2.27.5)"
 $E validate --nccl-tests $D/ext8-*.yaml | tail -1
 echo "== training, packaged copies (what the real runs execute)";  $E validate --training | grep '^mean'
 echo "== training, the issue's original files as given";  $E validate --training $D/training/original/*.yaml | grep '^mean'
