@@ -11,7 +11,8 @@ from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..sweep.check import check_points
 from .checks import (MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_option, plot_option,
                      refuse_overwrite)
-from .options import (CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, RECOMPUTE, extra_option, parse_kv,
+from .options import (CORPUS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, RECOMPUTE, SEQUENCE_PARALLEL,
+                      TENSOR_PARALLEL, extra_option, parse_kv,
                       trainer_fields)
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
@@ -35,6 +36,8 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--jitter", help="per-GPU compute variation (see embsim simulate --help)")
 @OPTIMIZER
 @RECOMPUTE
+@TENSOR_PARALLEL
+@SEQUENCE_PARALLEL
 @CORPUS
 @LENGTHS
 @PADDING
@@ -48,7 +51,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--json", "as_json", is_flag=True)
 @force_option("--plot file")
 def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, dtype, amp, accumulate,
-            jitter, optimizer, recompute, corpus, lengths, padding, nccl_env, nccl_version, extra, plot, dask_scheduler,
+            jitter, optimizer, recompute, tensor_parallel, sequence_parallel, corpus, lengths, padding, nccl_env, nccl_version, extra, plot, dask_scheduler,
             workers, out, as_json, force):
     """Simulate MODEL with STRATEGY at each GPU count and report how it scales."""
     import json
@@ -57,6 +60,8 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
             "iterations": iterations, "trace": trace, "dtype": dtype, "amp": amp, "accumulate": accumulate,
             "jitter": jitter, **({"recompute": recompute} if recompute else {}),
+            **({"tensor_parallel": tensor_parallel} if tensor_parallel != 1 else {}),
+            **({"sequence_parallel": sequence_parallel} if sequence_parallel is not None else {}),
             **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version),
             **routed_options(strategy, comm_scheduler, extra)}
     if dtype:      # refuse a precision the GPU lacks before any point runs

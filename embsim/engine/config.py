@@ -17,6 +17,7 @@ from .gpu_speed import check_variation
 from ..workload.padding import parse_padding
 from ..workload.precision import canonical_dtype
 from ..workload.recompute import Recompute
+from ..workload.tensor_parallel import TensorParallel
 from .lengths import parse_lengths
 
 
@@ -68,6 +69,10 @@ class SimulationConfig:
     gpu_variation: float | None = None
     # activation recomputation: none | full | every:K (workload.recompute); None: none
     recompute: str | None = None
+    # Megatron tensor parallelism over K consecutive ranks of a node (workload.tensor_parallel)
+    tensor_parallel: int = 1
+    # its sequence parallelism; None: on whenever tensor_parallel > 1 (the NeMo recipes')
+    sequence_parallel: bool | None = None
 
     def __post_init__(self):
         if not isinstance(self.iterations, int) or self.iterations < 2:
@@ -88,11 +93,16 @@ class SimulationConfig:
             object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if self.recompute is not None:
             object.__setattr__(self, "recompute", str(Recompute.parse(self.recompute)))
+        TensorParallel.of(self.tensor_parallel, self.sequence_parallel)
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
         parse_padding(self.padding)
         if self.nccl_version is not None:
             constants_for(self.nccl_version)      # an unmodelled release: InputError naming --nccl-version
+
+
+def tensor_parallel_of(cfg: SimulationConfig) -> TensorParallel:
+    return TensorParallel.of(cfg.tensor_parallel, cfg.sequence_parallel)
 
 
 def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:

@@ -69,7 +69,7 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     def at_shape(batch: int, seq: int):    # the same model at another shape
         return load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
                           dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
-                          recompute=cfg.recompute)
+                          recompute=cfg.recompute, tensor_parallel=model.tensor_parallel)
 
     def layer_times(m, times) -> tuple[dict, dict, str]:
         if measured is not None and measured.covers(m):
@@ -124,10 +124,13 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
         def stats_for(table):
             return TokenStats.zipf(table.vocab, cfg.zipf_s)
 
-    ctx = StepContext(model=model, n_gpus=topo.n_gpus, gpus_per_node=topo.gpus_per_node,
+    # the data-parallel view: with tensor parallelism K a replica is K GPUs, so the
+    # strategies see world / K ranks (the engine runs their collectives over the DP groups)
+    k = model.tensor_parallel.size
+    ctx = StepContext(model=model, n_gpus=topo.n_gpus // k, gpus_per_node=max(1, topo.gpus_per_node // k),
                       layer_fwd=fwd, layer_bwd=bwd, layer_update=dense_update,
                       sparse_update=sparse_update,
-                      tables=table_traffic(model, topo.n_gpus, stats_for),
+                      tables=table_traffic(model, topo.n_gpus // k, stats_for),
                       hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB,
                       kernel_seconds=lambda kernels: kernels_time(kernels, kgpu, precision(model.dtype),
                                                                   model.dtype_bytes))
