@@ -137,7 +137,10 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     one_micro_batch = ctx
     # apex-DDP-style accumulation synchronises every micro-batch: simulated one at a time
     each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus // model.tensor_parallel.size > 1
-    ctx = accumulate(ctx, 1 if each else cfg.accumulate, cfg.amp)
+    # with tensor parallelism every micro-batch runs its TP collectives: the K-1 earlier
+    # ones are simulated apart too (their gradients not synchronised), not folded into compute
+    tp_apart = model.tensor_parallel.on and cfg.accumulate > 1 and not each
+    ctx = accumulate(ctx, 1 if each or tp_apart else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
     tp = model.tensor_parallel
     dp = topo.n_gpus // tp.size        # model replicas: the data-parallel group's size
@@ -150,7 +153,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
     shapes = _ShapeTimes(cfg, topo, model)
-    jitter = _jitter(cfg, topo, model, measured, shapes, 1 if each else cfg.accumulate, speed)
+    jitter = _jitter(cfg, topo, model, measured, shapes, 1 if each or tp_apart else cfg.accumulate, speed)
     param = param_factors(cfg.jitter, jitter, speed)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter, param)
     if variation > 0:
@@ -190,7 +193,15 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
 
     run, metrics = run_engine(plan)
     split = None          # (plain, updating) micro-batch times, where simulated apart
-    if each:
+    if tp_apart:
+        # a micro-batch before the last: its TP collectives and any strategy transfer a
+        # forward or backward waits for (FSDP's gathers), no gradient synchronisation
+        plain_plan = replace(without_update(splan, master_accumulate_s(ctx, cfg.amp)),
+                             sync=tuple(t for t in splan.sync if t.needed_by is not None))
+        _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
+        split = (plain.step_time, metrics.step_time)
+        metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
+    elif each:
         plain_plan = without_update(splan, master_accumulate_s(ctx, cfg.amp))
         _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
         split = (plain.step_time, metrics.step_time)
