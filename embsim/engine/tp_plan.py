@@ -72,7 +72,7 @@ def add_tensor_parallel(stream: list[ComputeOp], ctx) -> tuple[list[ComputeOp], 
         return prev
 
     def wait(op_id, comm: str | None) -> None:
-        if comm is not None:
+        if op_id is not None and comm is not None:
             waits.setdefault(op_id, []).append((comm, 0))
 
     def after(op_id):
@@ -144,12 +144,3 @@ def _dim(model, layer) -> int:
     blocks = [l for l in model.layers if l.kind in BLOCK_KINDS]
     return blocks[0].input_bytes // max(model.dtype_bytes, 1) // model.tokens_per_gpu
 
-
-def count_per_block(plan_comms, model) -> dict:
-    """{op: count} of one block's TP collectives in a plan (for outputs and tests)."""
-    block = next(l.name for l in model.layers if l.kind in BLOCK_KINDS)
-    out: dict = {}
-    for c in plan_comms:
-        if c.channel == CHANNEL and c.name.split(":")[2] == block:
-            out[c.op] = out.get(c.op, 0) + 1
-    return out

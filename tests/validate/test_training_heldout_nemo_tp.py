@@ -1,4 +1,4 @@
-"""Held-out tensor-parallel NeMo rows (NVIDIA/NeMo docs/source/performance/performance_summary.md,
+"""Held-out tensor-parallel NeMo rows (NVIDIA/NeMo/docs/source/performance/performance_summary.md,
 DGX-H100 FP8: GPT3-20B and Nemotron-8B on 64 GPUs, LLAMA2-7B at 16K on 16 GPUs, all TP 2 with
 sequence parallelism, PP = CP = 1), simulated with --tensor-parallel 2; no constant fitted on
 them. The pipeline / context-parallel rows of the same tables are listed, not simulated."""
