@@ -72,7 +72,8 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                           recompute=cfg.recompute, tensor_parallel=model.tensor_parallel)
 
     def layer_times(m, times) -> tuple[dict, dict, str]:
-        if measured is not None and measured.covers(m):
+        # a trace times whole layers, not one tensor-parallel rank's share of them
+        if measured is not None and not m.tensor_parallel.on and measured.covers(m):
             fwd, bwd, extrapolated = trace_layer_times(
                 m, measured.trace, lambda mm: model_times(mm, kgpu, recompute=False), at_shape,
                 sparse_lookups=sparse_lookups)
@@ -84,6 +85,8 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                    and not m.dense_gradient(m.layer(n).table) else t.bwd_s)
                for n, t in times.items()}
         source = f"compute: {_label_for(m, kgpu)}"
+        if measured is not None and m.tensor_parallel.on and measured.covers(m):
+            source += "; the trace's layer times not used (whole layers, not one tensor-parallel rank's)"
         style, attn, fp8 = elementwise_style(m), attention_source(m, kgpu), fp8_source(m, kgpu)
         return fwd, bwd, (source + (f"; elementwise kernels {style}" if style else "")
                           + (f"; {attn}" if attn else "") + (f"; {fp8}" if fp8 else ""))

@@ -123,3 +123,12 @@ def test_deterministic_and_tp1_is_today():
     assert config_hash({"model": "gpt2", "topology": "dgx-h100:1x8"}) == "3ea54af3eb2711f5"
     assert config_hash({}) == "6a6bc239fccbb264"
     assert config_hash({"tensor_parallel": 2}) != config_hash({})
+
+
+def test_a_traces_whole_layer_times_are_not_used_for_a_tp_rank():
+    base = dict(model="bert-base", topology="local-cpu", trace="traces/cpu-gloo-bert-base.yaml",
+                iterations=2, efficiency_baseline=False)
+    plain = simulate(SimulationConfig(**base))
+    tp = simulate(SimulationConfig(**base, tensor_parallel=2))
+    assert plain.compute_source.startswith("measured: traces/cpu-gloo-bert-base.yaml")
+    assert "the trace's layer times not used" in tp.compute_source
