@@ -316,6 +316,25 @@ class CollectiveModel:
                 return nm.algo_time(op, *forced, nbytes, shape, graphs, self.consts)
         return nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
 
+    def plan_groups(self, op: str, nbytes: int, groups: Sequence[Sequence[int]]) -> CollectivePlan:
+        """The same collective on several disjoint communicators at once (tensor
+        parallelism's TP groups, or its data-parallel groups): each group's plan, their
+        link demands added (where the groups share links, e.g. a node's NICs or PCIe
+        switches, the network shares them), the slowest group's latency and idle time."""
+        groups = tuple(tuple(g) for g in groups)
+        if len(groups) == 1:
+            return self.plan(op, nbytes, groups[0])
+        key = ("groups", op, int(nbytes), groups)
+        hit = self._plans.get(key)
+        if hit is None:
+            plans = [self.plan(op, nbytes, g) for g in groups]
+            first = max(plans, key=lambda p: p.time)
+            hit = self._plans[key] = CollectivePlan(
+                op, int(nbytes), len(groups[0]), first.algo, first.proto,
+                max(p.time for p in plans), max(p.latency for p in plans),
+                Demand.sum(p.demand for p in plans), first.model_time, first.source)
+        return hit
+
     def plan_servers(self, op: str, matrix, ranks: Sequence[int]) -> CollectivePlan:
         """A parameter-server push or pull (collectives.servers): not NCCL, no tuning."""
         structured = isinstance(matrix, Traffic)

@@ -11,10 +11,13 @@ Stream order per iteration (plan.names.stream_order):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import ModelNotSupported
 from ..plan.names import OpId, Role, bwd_name, fwd_name, stream_order, update_name
 from ..plan.ops import ComputeOp, StepPlan
 from ..schedulers.ddp_passes import insert_passes
+from .tp_plan import add_tensor_parallel
 
 
 def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
@@ -60,6 +63,14 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
         comms = passes.comms
         stream = insert_passes(stream, passes)
 
+    # tensor parallelism's activation collectives (engine.tp_plan); a block's gradient is
+    # whole only after its column-parallel GEMMs' weight gradients (the tp-wgrad op)
+    stream, tp_comms, tp_waits, moved = add_tensor_parallel(stream, ctx)
+    if moved:
+        comms = [replace(c, ready_after=tuple((moved.get(d, d), o) for d, o in c.ready_after))
+                 for c in comms]
+    comms = list(comms) + tp_comms
+
     carriers: dict[str, list[str]] = {}
     for c in comms:
         for name in c.tensors:
@@ -83,6 +94,8 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
         for c in carriers[t.name]:
             if (c, offset) not in waits.setdefault(consumer, []):
                 waits[consumer].append((c, offset))
+    for op_id, lst in tp_waits.items():
+        waits.setdefault(op_id, []).extend(lst)
     for op, comm in (passes.before_update if passes is not None else ()):
         waits.setdefault(op.id, []).append((comm, 0))
     if not per_layer and gradient_comms:

@@ -19,6 +19,7 @@ from ..nccl_names import parse_filter
 from ..workload.precision import canonical_dtype, check_amp_style, precision
 from ..workload.grad_compress import GradCompress
 from ..workload.recompute import Recompute
+from ..workload.tensor_parallel import TensorParallel
 from .lengths import parse_lengths
 
 
@@ -73,6 +74,10 @@ class SimulationConfig:
     # 16-bit compression of the data-parallel all-reduce: none | fp16 | bf16
     # (workload.grad_compress); None: none
     grad_compress: str | None = None
+    # Megatron tensor parallelism over K consecutive ranks of a node (workload.tensor_parallel)
+    tensor_parallel: int = 1
+    # its sequence parallelism; None: on whenever tensor_parallel > 1 (the NeMo recipes')
+    sequence_parallel: bool | None = None
 
     def __post_init__(self):
         if not isinstance(self.iterations, int) or self.iterations < 2:
@@ -101,11 +106,16 @@ class SimulationConfig:
             object.__setattr__(self, "recompute", str(Recompute.parse(self.recompute)))
         if self.grad_compress is not None:
             object.__setattr__(self, "grad_compress", str(GradCompress.parse(self.grad_compress)))
+        TensorParallel.of(self.tensor_parallel, self.sequence_parallel)
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
         parse_padding(self.padding)
         if self.nccl_version is not None:
             constants_for(self.nccl_version)      # an unmodelled release: InputError naming --nccl-version
+
+
+def tensor_parallel_of(cfg: SimulationConfig) -> TensorParallel:
+    return TensorParallel.of(cfg.tensor_parallel, cfg.sequence_parallel)
 
 
 def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:

@@ -70,10 +70,11 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     def at_shape(batch: int, seq: int):    # the same model at another shape
         return load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
                           dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
-                          recompute=cfg.recompute)
+                          recompute=cfg.recompute, tensor_parallel=model.tensor_parallel)
 
     def layer_times(m, times) -> tuple[dict, dict, str]:
-        if measured is not None and measured.covers(m):
+        # a trace times whole layers, not one tensor-parallel rank's share of them
+        if measured is not None and not m.tensor_parallel.on and measured.covers(m):
             fwd, bwd, extrapolated = trace_layer_times(
                 m, measured.trace, lambda mm: model_times(mm, kgpu, recompute=False), at_shape,
                 sparse_lookups=sparse_lookups)
@@ -90,6 +91,8 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                    and not m.dense_gradient(m.layer(n).table) else t.bwd_s)
                for n, t in times.items()}
         source = f"compute: {_label_for(m, kgpu)}"
+        if measured is not None and m.tensor_parallel.on and measured.covers(m):
+            source += "; the trace's layer times not used (whole layers, not one tensor-parallel rank's)"
         style, attn, fp8 = elementwise_style(m), attention_source(m, kgpu), fp8_source(m, kgpu)
         return fwd, bwd, (source + (f"; elementwise kernels {style}" if style else "")
                           + (f"; {attn}" if attn else "") + (f"; {fp8}" if fp8 else ""))
@@ -132,10 +135,13 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
 
     compress = GradCompress.parse(cfg.grad_compress)
     compress.check_gpu(kgpu)               # bf16 on a GPU without bfloat16: refused
-    ctx = StepContext(model=model, n_gpus=topo.n_gpus, gpus_per_node=topo.gpus_per_node,
+    # the data-parallel view: with tensor parallelism K a replica is K GPUs, so the
+    # strategies see world / K ranks (the engine runs their collectives over the DP groups)
+    k = model.tensor_parallel.size
+    ctx = StepContext(model=model, n_gpus=topo.n_gpus // k, gpus_per_node=max(1, topo.gpus_per_node // k),
                       layer_fwd=fwd, layer_bwd=bwd, layer_update=dense_update,
                       sparse_update=sparse_update,
-                      tables=table_traffic(model, topo.n_gpus, stats_for),
+                      tables=table_traffic(model, topo.n_gpus // k, stats_for),
                       hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB,
                       kernel_seconds=lambda kernels: kernels_time(kernels, kgpu, precision(model.dtype),
                                                                   model.dtype_bytes),

@@ -44,8 +44,10 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     comm_time: dict[str, float] = {}
     for r in run.comm:
         if first < r.iteration <= last:
-            comm_bytes[r.op] = comm_bytes.get(r.op, 0.0) + bytes_per_gpu(r)
-            comm_time[r.op] = comm_time.get(r.op, 0.0) + (r.end - r.start)
+            # tensor parallelism's activation collectives apart from the gradients' (engine.tp_plan)
+            key = f"tp {r.op}" if r.channel == "tp" else r.op
+            comm_bytes[key] = comm_bytes.get(key, 0.0) + bytes_per_gpu(r)
+            comm_time[key] = comm_time.get(key, 0.0) + (r.end - r.start)
     comm_bytes = {k: v / n for k, v in comm_bytes.items()}
     comm_time = {k: v / n for k, v in comm_time.items()}
 

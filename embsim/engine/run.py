@@ -27,7 +27,7 @@ from ..workload import load_model, load_spec
 from .build import build_step_plan
 from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
 from .classes import rank_classes
-from .config import SimulationConfig, with_options
+from .config import SimulationConfig, tensor_parallel_of, with_options
 from .context import step_context
 from .jitter import NONE, budget_fill, jitter_factors, param_factors, parse_jitter, with_jitter
 from . import gpu_speed, interference, iteration_rate
@@ -38,8 +38,14 @@ from .measured import MeasuredInputs
 from .metrics import step_metrics
 from .result import ClusterShape, SimulationResult
 from .simulation import Engine
+from .tp_plan import CHANNEL as TP_CHANNEL
+from ..workload.tensor_parallel import BLOCK_KINDS
 
 __all__ = ["SimulationConfig", "SimulationResult", "simulate"]
+
+# data-parallel strategies tensor parallelism composes with (their collectives run over the
+# data-parallel groups; the others address ranks one by one)
+TP_STRATEGIES = ("allreduce", "fsdp")
 
 
 def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
@@ -49,10 +55,15 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     topo = load_topology(cfg.topology)
     if cfg.hardware:
         topo = topo.with_overrides(**cfg.hardware)
+    tp = tensor_parallel_of(cfg)
+    tp.check_node(topo.gpus_per_node, topo.n_gpus)
+    if tp.on and cfg.strategy not in TP_STRATEGIES:
+        raise InputError(f"--tensor-parallel {tp.size}: composes with --strategy "
+                         f"{' or '.join(TP_STRATEGIES)}, not {cfg.strategy}")
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
-                       recompute=cfg.recompute)
-    cfg = with_global_batch(cfg, model.batch, topo.n_gpus)
+                       recompute=cfg.recompute, tensor_parallel=tp)
+    cfg = with_global_batch(cfg, model.batch, topo.n_gpus // tp.size)
     if trace is None and cfg.trace:
         trace = load_trace(cfg.trace)
     return _simulate(cfg, topo, model, trace)
@@ -125,10 +136,15 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     ctx, compute_source = step_context(model, topo, measured, cfg, strategy.dense_table_gradient)
     one_micro_batch = ctx
     # apex-DDP-style accumulation synchronises every micro-batch: simulated one at a time
-    each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus > 1
-    ctx = accumulate(ctx, 1 if each else cfg.accumulate, cfg.amp)
+    each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus // model.tensor_parallel.size > 1
+    # with tensor parallelism every micro-batch runs its TP collectives: the K-1 earlier
+    # ones are simulated apart too (their gradients not synchronised), not folded into compute
+    tp_apart = model.tensor_parallel.on and cfg.accumulate > 1 and not each
+    ctx = accumulate(ctx, 1 if each or tp_apart else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
-    if topo.n_gpus == 1:
+    tp = model.tensor_parallel
+    dp = topo.n_gpus // tp.size        # model replicas: the data-parallel group's size
+    if dp == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training and
         # steps alike, its tables updated as its backward leaves their gradient
         splan = replace(splan, sync=(), extra=(),
@@ -137,7 +153,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
     shapes = _ShapeTimes(cfg, topo, model)
-    jitter = _jitter(cfg, topo, model, measured, shapes, 1 if each else cfg.accumulate, speed)
+    jitter = _jitter(cfg, topo, model, measured, shapes, 1 if each or tp_apart else cfg.accumulate, speed)
     param = param_factors(cfg.jitter, jitter, speed)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter, param)
     if variation > 0:
@@ -161,37 +177,52 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         compute_source += f"; {ctx.grad_compress.label(model, topo.n_gpus)}"
     ranks = tuple(range(topo.n_gpus))
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
+    groups = tp_groups(topo.n_gpus, tp.size) if tp.on else None
+    if tp.on:
+        compute_source += f"; {tp.label(sum(1 for l in model.layers if l.kind in BLOCK_KINDS))}"
+
+    def group_size(r) -> int:
+        return tp.size if r.channel == TP_CHANNEL else dp
 
     def run_engine(plan):
         engine = Engine(plan, scheduler, classes, collectives,
                         lambda env: Network(env, topo.capacity), ranks,
-                        iterations=cfg.iterations, **factors)
+                        iterations=cfg.iterations, groups=groups, **factors)
         run = engine.run()
         # a PS push/pull's size is what one worker sends or receives
-        return run, step_metrics(run, lambda r: r.nbytes * (1.0 if r.op in SERVER_OPS else busbw_factor(r.op, topo.n_gpus)),
+        return run, step_metrics(run, lambda r: r.nbytes * (1.0 if r.op in SERVER_OPS else busbw_factor(r.op, group_size(r))),
                                  kinds, topo.capacity)
 
     run, metrics = run_engine(plan)
     split = None          # (plain, updating) micro-batch times, where simulated apart
-    if each:
+    if tp_apart:
+        # a micro-batch before the last: its TP collectives and any strategy transfer a
+        # forward or backward waits for (FSDP's gathers), no gradient synchronisation
+        plain_plan = replace(without_update(splan, master_accumulate_s(ctx, cfg.amp)),
+                             sync=tuple(t for t in splan.sync if t.needed_by is not None))
+        _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
+        split = (plain.step_time, metrics.step_time)
+        metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
+    elif each:
         plain_plan = without_update(splan, master_accumulate_s(ctx, cfg.amp))
         _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
         split = (plain.step_time, metrics.step_time)
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
 
-    samples_per_s = topo.n_gpus * model.batch * cfg.accumulate / metrics.step_time
+    samples_per_s = dp * model.batch * cfg.accumulate / metrics.step_time
     fill = _token_fill(cfg, model)
     tokens_per_s = samples_per_s * model.seq * (fill or 1.0)
     if cfg.throughput == "iterations":
         plain_s, last_s = split or _folded_split(metrics.step_time, one_micro_batch, jitter, param, cfg)
-        samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s)
+        samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s, dp)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
-    if cfg.efficiency_baseline and topo.n_gpus > 1:
-        # the same node type with one GPU (no communication)
+    if cfg.efficiency_baseline and dp > 1:
+        # the same node type with one GPU (no communication); with tensor parallelism one
+        # TP group on one node (its own collectives, no data-parallel ones)
         single = _simulate(replace(cfg, straggler=None, efficiency_baseline=False),
-                           Topology(topo.node, 1, 1, topo.preset), model, trace)
-        efficiency = samples_per_s / (topo.n_gpus * single.samples_per_s)
+                           Topology(topo.node, 1, tp.size, topo.preset), model, trace)
+        efficiency = samples_per_s / (dp * single.samples_per_s)
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,
@@ -208,7 +239,17 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   "lengths": cfg.lengths, "token_fill": fill,
                   "padding": cfg.padding if _pads(cfg) else None,
                   "straggler": cfg.straggler, "seed": cfg.seed,
-                  "gpu_variation": variation})
+                  "gpu_variation": variation,
+                  # only when on: a data-parallel run's workload (and its JSON) is as before
+                  **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {})})
+
+
+def tp_groups(n_gpus: int, k: int) -> dict:
+    """The engine's rank groups under tensor parallelism K (Megatron's tp-cp-dp-pp order):
+    TP groups of K consecutive ranks; data-parallel groups of the ranks with the same TP
+    index (every K-th rank)."""
+    return {"": tuple(tuple(range(t, n_gpus, k)) for t in range(k)),
+            TP_CHANNEL: tuple(tuple(range(g, g + k)) for g in range(0, n_gpus, k))}
 
 
 def _measured_curves_label(curves, source: str, n_gpus: int) -> tuple[bool, str]:
@@ -255,7 +296,7 @@ class _ShapeTimes:
             cfg = self._cfg
             m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
                            dtype=self._model.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
-                           recompute=cfg.recompute)
+                           recompute=cfg.recompute, tensor_parallel=self._model.tensor_parallel)
             self._times[(batch, seq)] = (m, model_times(m, self._gpu))
         return self._times[(batch, seq)]
 
@@ -279,12 +320,13 @@ class _ShapeTimes:
 
 
 def _iteration_mean(cfg: SimulationConfig, topo: Topology, model, speed, shapes: _ShapeTimes,
-                    plain_s: float, last_s: float) -> tuple[float, float]:
-    """(samples/s, tokens/s) as the mean of per-iteration rates (engine.iteration_rate)."""
+                    plain_s: float, last_s: float, dp: int) -> tuple[float, float]:
+    """(samples/s, tokens/s) as the mean of per-iteration rates (engine.iteration_rate);
+    `dp`: the model replicas."""
     m, r = iteration_rate.step_profile(cfg.jitter, topo.n_gpus, cfg.seed, model.batch, model.seq,
                                        shapes.at_seq, cfg.corpus, cfg.lengths, speed)
     c = shapes.at_seq(model.seq)
-    nominal = topo.n_gpus * model.batch
+    nominal = dp * model.batch
     return (nominal * iteration_rate.mean_rate(plain_s, last_s, cfg.accumulate, c, m, np.ones_like(r)),
             nominal * model.seq * iteration_rate.mean_rate(plain_s, last_s, cfg.accumulate, c, m, r))
 

@@ -24,13 +24,17 @@ from ..plan.timeline import CommRecord, ComputeRecord, EngineRun, RankClass
 class Engine:
     def __init__(self, plan: StepPlan, scheduler, classes: tuple[RankClass, ...], collectives,
                  network_factory, ranks: tuple[int, ...], iterations: int = 5,
-                 interference: float = 0.0, comm_interference: float = 0.0):
+                 interference: float = 0.0, comm_interference: float = 0.0,
+                 groups: dict | None = None):
         # iterations >= 2 (a warm-up and a measured step): SimulationConfig checks it
         self.plan = plan
         self.scheduler = scheduler
         self.classes = classes
         self.collectives = collectives
         self.ranks = ranks
+        # CommOp.group -> the disjoint rank groups it runs over at once (tensor
+        # parallelism); a group not named runs over every rank
+        self.groups = dict(groups or {})
         self.iterations = iterations
         # Compute and communication sharing one resource (gloo's threads and compute on the
         # same cores; NCCL kernels and compute on the same SMs): compute runs 1/(1+f) as fast
@@ -149,6 +153,8 @@ class Engine:
             plan = self._plans[c.name] = (
                 self.collectives.plan_servers(c.op, c.matrix, self.ranks) if c.op in SERVER_OPS
                 else self.collectives.plan_alltoallv(c.matrix, self.ranks) if c.matrix is not None
+                else self.collectives.plan_groups(c.op, c.nbytes, self.groups[c.group])
+                if c.group in self.groups
                 else self.collectives.plan(c.op, c.nbytes, self.ranks))
         return plan
 

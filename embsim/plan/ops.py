@@ -112,6 +112,9 @@ class CommOp:
     # copies inside the nodes before / after the transfer, on the same stream (NodeCopy)
     copy_before: NodeCopy | None = field(default=None, compare=False)
     copy_after: NodeCopy | None = field(default=None, compare=False)
+    # the rank groups it runs over: "" the data-parallel ones (every rank without tensor
+    # parallelism), "tp" the tensor-parallel groups (engine.tp_plan)
+    group: str = ""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,10 @@ def print_summary(result, console: Console | None = None) -> None:
     counted = f" (real target tokens, {fill:.3f} of the token budget)" if fill else ""
     t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s{counted}")
     if result.scaling_efficiency is not None:
-        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {topo.gpus} x one GPU")
+        k = (result.workload or {}).get("tensor_parallel")
+        of = (f"{topo.gpus // k} x one tensor-parallel group of {k} GPUs" if k
+              else f"{topo.gpus} x one GPU")
+        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {of}")
     share = result.exposed_comm / result.step_time if result.step_time else 0.0
     t.add_row("compute", human_time(result.compute))
     t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")
@@ -58,7 +61,10 @@ def workload_text(w: dict) -> str:
     wide = [name for key, name in (("params", "parameters"), ("tables", "tables")) if w.get(key)]
     kept = f"; {' and '.join(wide)} FP32" if wide else ""           # what autocast leaves FP32
     dtype = w["dtype"] + (f" ({w['amp']}{kept})" if w.get("amp") else "")
-    parts = [f"batch {w['batch']} x seq {w['seq']} per GPU, {dtype}"]
+    k = w.get("tensor_parallel")
+    per = (f"per tensor-parallel group of {k} GPUs (tensor parallel {k}"
+           f"{', sequence parallel' if w.get('sequence_parallel') else ''})" if k else "per GPU")
+    parts = [f"batch {w['batch']} x seq {w['seq']} {per}, {dtype}"]
     if w.get("accumulate", 1) != 1:
         sync = " (synchronised every micro-batch)" if w.get("accumulate_sync") == "every" else ""
         parts.append(f"accumulate {w['accumulate']}{sync}")

@@ -44,8 +44,12 @@ _FIELD_TYPES = {
     "dtype": str, "amp": str, "accumulate": int, "accumulate_sync": str, "jitter": str, "lengths": str,
     "padding": str, "model_overrides": dict,
     "nccl_version": str, "untie_outputs": bool, "gpu_variation": float, "nccl_env": (dict, list),
-    "throughput": str, "recompute": str, "grad_compress": str,
+    "throughput": str, "recompute": str, "grad_compress": str, "tensor_parallel": int,
+    "sequence_parallel": bool,
 }
+# fields added after sweeps were hashed: left out of the hash at their defaults, so a
+# point that does not use them keeps the hash (and the stored result) it had
+_LATER_DEFAULTS = {"grad_compress": None, "tensor_parallel": 1, "sequence_parallel": None}
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,9 @@ class SweepSpec:
 def config_hash(config: dict) -> str:
     """Stable across runs and machines: canonical JSON of every field, defaults included."""
     full = dataclasses.asdict(SimulationConfig(**config))
+    for key, default in _LATER_DEFAULTS.items():
+        if full.get(key) == default:
+            del full[key]
     text = json.dumps(full, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -76,22 +76,23 @@ def _load_spec(text: str) -> ModelSpec:
 def load_model(name_or_path: str, batch: int | None = None, seq: int | None = None,
                untie_outputs: bool = False, dtype: str | None = None,
                overrides: dict | None = None, amp: str | None = None,
-               recompute: str | None = None) -> Model:
+               recompute: str | None = None, tensor_parallel=None) -> Model:
     """Build a model at per-GPU `batch` and sequence length `seq` (zoo defaults if None).
     `untie_outputs`: a tied output projection gets its own vocab x dim weight (dense
     gradient) and no longer shares the table, whose gradient becomes sparse.
     `dtype`: training precision (fp32, tf32, bf16, fp16, fp8; default the zoo file's).
     `overrides`: table/layer changes (embsim.workload.overrides); `amp`: mixed-precision
     style, autocast or o2 (embsim.workload.precision; None: the zoo file's, else autocast);
-    `recompute`: activation checkpointing, none / full / every:K (embsim.workload.recompute)."""
+    `recompute`: activation checkpointing, none / full / every:K (embsim.workload.recompute);
+    `tensor_parallel`: one TP rank's share (embsim.workload.tensor_parallel.TensorParallel)."""
     return model_from_spec(load_spec(name_or_path), batch, seq, untie_outputs, dtype,
-                           overrides, amp, recompute)
+                           overrides, amp, recompute, tensor_parallel)
 
 
 def model_from_spec(spec: ModelSpec, batch: int | None = None, seq: int | None = None,
                     untie_outputs: bool = False, dtype: str | None = None,
                     overrides: dict | None = None, amp: str | None = None,
-                    recompute: str | None = None) -> Model:
+                    recompute: str | None = None, tensor_parallel=None) -> Model:
     """load_model for a spec already loaded (a user file is then read once)."""
     spec = apply_overrides(spec, overrides)
     for flag, value in (("batch", batch), ("seq", seq)):
@@ -106,4 +107,5 @@ def model_from_spec(spec: ModelSpec, batch: int | None = None, seq: int | None =
                          f"{SPEC_LIMITS['tokens']:,} embsim samples per step")
     return build_model(spec, batch or spec.batch, seq or spec.seq,
                        untie_outputs=bool(untie_outputs), dtype=dtype,
-                       amp=amp or spec.amp or "autocast", recompute=recompute)
+                       amp=amp or spec.amp or "autocast", recompute=recompute,
+                       tensor_parallel=tensor_parallel)

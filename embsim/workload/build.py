@@ -11,6 +11,7 @@ from ..errors import InputError
 from .model import (DTYPE_BYTES, FUSED_ONLY, OPTIMIZER_STATE_TENSORS, EmbeddingTable, Layer,
                     Model, Optimizer)
 from .recompute import BLOCK_KINDS, Recompute
+from .tensor_parallel import TensorParallel
 from .precision import op_bytes, param_bytes, precision, table_bytes, weight_cast_bytes
 from .spec import ModelSpec
 
@@ -139,9 +140,23 @@ def _row_precision(kind: str, p: dict, rows_bytes: int, prev_wide: bool, d: int)
     return p
 
 
+def _tensor_parallel_share(kind: str, p: dict, tp: TensorParallel) -> dict:
+    """A layer's parameters as one tensor-parallel rank sees them (workload.tensor_parallel):
+    a transformer block is told its split; an untied output layer's vocab and a counted
+    softmax's classes are 1/K (tables were split already)."""
+    if kind in BLOCK_KINDS:
+        return {**p, "tp": tp.size, "sp": tp.sequence}
+    if kind == "output_projection" and "vocab" in p:
+        return {**p, "vocab": -(-p["vocab"] // tp.size)}
+    if kind == "softmax_loss" and not isinstance(p.get("classes"), str):
+        return {**p, "classes": -(-p["classes"] // tp.size)}
+    return p
+
+
 def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = False,
                 dtype: str | None = None, amp: str = "autocast",
-                recompute: "str | Recompute | None" = None) -> Model:
+                recompute: "str | Recompute | None" = None,
+                tensor_parallel: TensorParallel | None = None) -> Model:
     """`untie_outputs`: build every tied output projection untied (as calibrate's real
     training steps run it), so its table's gradient is the lookups' sparse one.
     `dtype`: the training precision (--dtype), default the zoo file's; `amp`: the
@@ -153,7 +168,11 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
                table_dtype_bytes=table_bytes(d, amp), param_dtype_bytes=param_bytes(d, amp),
                fp8=dtype == "fp8")
     cast = weight_cast_bytes(d, amp)
-    tables = {t.name: t for t in spec.tables}
+    tp = tensor_parallel or TensorParallel()
+    tp.check_model(spec.name, [(ls.kind, ls.params) for ls in spec.layers])
+    # a tensor-parallel rank holds 1/K of every vocab (Megatron's vocab-parallel embedding,
+    # output layer and cross-entropy; it pads the vocab to a multiple of K)
+    tables = {t.name: (replace(t, vocab=-(-t.vocab // tp.size)) if tp.on else t) for t in spec.tables}
     owned: set[str] = set()
     layers: list[Layer] = []
     lookups = {name: 0 for name in tables}
@@ -167,6 +186,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
         for i in range(ls.repeat):
             name = f"{ls.name}.{i}" if ls.repeat > 1 else ls.name
             p = _row_precision(ls.kind, ls.params, rows_bytes, prev_wide, d)
+            if tp.on:
+                p = _tensor_parallel_share(ls.kind, p, tp)
             if untie_outputs and ls.kind == "output_projection" and "tied" in p:
                 p = untied(p, tables)
             table = p.get("table") or p.get("tied")
@@ -192,7 +213,7 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     emb_tables = tuple(
         EmbeddingTable(name=t.name, vocab=t.vocab, dim=t.dim, lookups_per_sample=lookups[t.name],
                        tied_to=tied_to.get(t.name), input=t.input,
-                       sampled=min(sampled.get(t.name, 0), t.vocab - 1)) for t in spec.tables)
+                       sampled=min(sampled.get(t.name, 0), t.vocab - 1)) for t in tables.values())
     rc = Recompute.parse(recompute)
     if rc.on and not any(layer.kind in BLOCK_KINDS for layer in layers):
         raise InputError(f"--recompute {rc}: model {spec.name} has no transformer blocks to checkpoint")
@@ -205,4 +226,4 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
         dtype=dtype, published=dict(spec.published), description=spec.description,
         table_bytes=sh.table_bytes, dense_param_bytes=sh.param_bytes,
-        recompute=rc)
+        recompute=rc, tensor_parallel=tp)

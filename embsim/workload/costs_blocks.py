@@ -31,7 +31,16 @@ def transformer_block_cost(p: dict, sh: Shape, cross_attention: bool) -> LayerCo
 
     Eager attention materialises the (heads x S x S) scores in HBM; flash attention
     (Dao et al. 2022) keeps them on chip, so neither their traffic nor their memory counts.
+
+    p["tp"] (workload.tensor_parallel): one tensor-parallel rank's share: its GEMMs,
+    attention core and their activations are 1/tp of the block's; the norms (whole on every
+    rank), their residuals and dropout stay whole unless p["sp"] (sequence parallelism:
+    1/tp of the tokens). Korthikanti et al. 2022 eqs. 2-3: sbh(10 + 24/t + 5as/(ht)) saved
+    bytes without sequence parallelism, sbh(34/t + 5as/(ht)) with it.
     """
+    tp = p.get("tp", 1)
+    if tp > 1:
+        return _tensor_parallel_share(p, sh, cross_attention, tp, bool(p.get("sp")))
     b, s, d = sh.batch, sh.seq, sh.dtype_bytes
     n = sh.tokens
     h, a, f = p["dim"], p["heads"], p["ffn"]
@@ -80,6 +89,42 @@ def transformer_block_cost(p: dict, sh: Shape, cross_attention: bool) -> LayerCo
     kernels = n_attn * (6 if flash else 8) + (5 if ffn_kind == "swiglu" else 4) + 2 * n_norms
     return replace(dense_cost(params, flops, traffic, saved, d, kernels, 2 * kernels),
                    core_saved=n_attn * s_scores)
+
+
+def _tensor_parallel_share(p: dict, sh: Shape, cross: bool, tp: int, sp: bool) -> LayerCost:
+    """One TP rank's block: the whole block's cost with its GEMM/attention terms over tp
+    and its norm/residual/dropout terms over tp only with sequence parallelism (their
+    split from the cost at tp = 1 against the same block without GEMMs: see the parts)."""
+    whole = transformer_block_cost({**p, "tp": 1}, sh, cross)
+    rest = _norm_part(p, sh, cross)        # norms, residual adds, their dropout masks
+    k = tp if sp else 1
+    h = p["dim"]
+    norm_params_ = (3 if cross else 2) * norm_params(p.get("norm", "layernorm"), h)
+
+    def share(total, norm):
+        return (total - norm) / tp + norm / k
+    params = int(round((whole.params - norm_params_) / tp)) + norm_params_
+    return LayerCost(params=params, fwd_flops=int(share(whole.fwd_flops, rest[0])),
+                     bwd_flops=int(share(whole.bwd_flops, 2 * rest[0])),
+                     fwd_bytes=int(share(whole.fwd_bytes, rest[1])),
+                     bwd_bytes=int(share(whole.bwd_bytes, 2 * rest[1])),
+                     grad_bytes=int(round(whole.grad_bytes * params / whole.params)),
+                     activation_bytes=int(share(whole.activation_bytes, rest[2])),
+                     fwd_kernels=whole.fwd_kernels, bwd_kernels=whole.bwd_kernels,
+                     # the (b x heads x s x s) tensors selective recompute drops: a / tp heads
+                     core_saved=int(whole.core_saved / tp))
+
+
+def _norm_part(p: dict, sh: Shape, cross: bool) -> tuple[float, float, float]:
+    """(forward FLOPs, forward bytes, saved bytes) of the block's norms and residuals:
+    the terms transformer_block_cost charges per norm (n x h each)."""
+    n, h, d = sh.tokens, p["dim"], sh.dtype_bytes
+    norms = (3 if cross else 2)
+    mask = 1 if p.get("dropout", True) else 0
+    flops = norms * NORM_FLOPS_PER_ELEMENT * n * h + norms * n * h
+    traffic = norms * (2 * n * h + 3 * n * h) * d
+    saved = norms * d * n * h + (1 + (2 if cross else 1)) * mask * n * h
+    return flops, traffic, saved
 
 
 def lstm_params(fin: int, hidden: int, proj: int | None, bias: str) -> int:

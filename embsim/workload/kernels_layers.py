@@ -45,15 +45,19 @@ def causal_keys(s: int) -> int:
 
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
                dropout: bool, opb: int = FP32, fused: bool = False, bias: bool = True,
-               causal: bool = False, impl: str = "") -> tuple[list, list, list]:
+               causal: bool = False, impl: str = "", tp: int = 1) -> tuple[list, list, list]:
     """(forward, backward, the core's forward) kernels of multi-head attention of s
-    queries over s keys: QKV projection, the core, output projection. Unfused, the (b*a, s, s) scores go through HBM: scale+mask, softmax,
+    queries over s keys: QKV projection, the core, output projection. Unfused, the
+    (b*a, s, s) scores go through HBM: scale+mask, softmax,
     dropout (a causal mask only adds to the scores: every product is still computed);
     fused (flash attention, Dao et al. 2022) they stay on chip, backward recomputes them
-    (5 products instead of 4) and a causal kernel skips the masked key tiles."""
+    (5 products instead of 4) and a causal kernel skips the masked key tiles.
+    `tp`: a tensor-parallel rank's share (workload.tensor_parallel): a / tp heads, kv / tp
+    key/value width, the QKV GEMM's columns and the output GEMM's rows split tp ways."""
     n, hd = b * s, h // a
+    a, kv, hq = a // tp, kv // tp, h // tp
     fwd, bwd = [], []
-    f, g = linear_fwd_bwd(f"{name}.qkv", n, h, h + 2 * kv, e, bias)
+    f, g = linear_fwd_bwd(f"{name}.qkv", n, h, hq + 2 * kv, e, bias)
     fwd += f
     core_start = len(fwd)
     scores = b * a * s * s
@@ -97,18 +101,23 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
                      gemm(f"{name}.scores_kgrad", s, hd, s, batch=b * a)]
     core = fwd[core_start:]
     # head split/merge copies (transpose + contiguous) around the core
-    fwd.append(stream(f"{name}.heads_copy", 2 * n * h * e))
-    f2, g2 = linear_fwd_bwd(f"{name}.out", n, h, h, e, bias)
+    fwd.append(stream(f"{name}.heads_copy", 2 * n * hq * e))
+    f2, g2 = linear_fwd_bwd(f"{name}.out", n, hq, h, e, bias)
     fwd += f2
-    bwd += g2 + [stream(f"{name}.heads_copy_bwd", 2 * n * h * e)] + bwd_core + g
+    bwd += g2 + [stream(f"{name}.heads_copy_bwd", 2 * n * hq * e)] + bwd_core + g
     return fwd, bwd, core
 
 
 def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> LayerKernels:
-    """`causal`: a decoder's self-attention (each position attends to those before it)."""
+    """`causal`: a decoder's self-attention (each position attends to those before it).
+    p["tp"] (tensor parallelism, workload.tensor_parallel): one TP rank's share of the
+    block, 1/tp of the heads and FFN width; p["sp"] (sequence parallelism): the norms,
+    dropout and residuals on 1/tp of the tokens."""
     b, s, e = sh.batch, sh.seq, sh.dtype_bytes
     n = b * s
-    h, a, f = p["dim"], p["heads"], p["ffn"]
+    tp = p.get("tp", 1)
+    nn = -(-n // tp) if p.get("sp") else n      # tokens of the norms, dropout, residuals
+    h, a, f = p["dim"], p["heads"], p["ffn"] // tp
     kv = p.get("kv_heads", a) * (h // a)
     flash, dropout = p.get("flash_attention", False), p.get("dropout", True)
     impl = flash if isinstance(flash, str) else ""      # "": the GPU's default library kernel
@@ -120,8 +129,8 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     for i in range(2 if cross else 1):
         tag = "cross" if i else "self"
         fa, ba, ca = _attention(f"{tag}_attn", b, s, h, a, kv, e, bool(flash), dropout, sh.op_bytes, fused,
-                            bias, causal=causal and not i, impl=impl)
-        fn, bn = add_norm(f"{tag}_attn", n, h, e, dropout, sh.op_bytes)
+                                bias, causal=causal and not i, impl=impl, tp=tp)
+        fn, bn = add_norm(f"{tag}_attn", nn, h, e, dropout, sh.op_bytes)
         fwd += fa + fn
         bwd = bn + ba + bwd
         core += ca
@@ -130,13 +139,13 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     act_f = [stream("ffn.act", (3 if swiglu else 2) * n * f * e, pointwise=True)]
     act_b = [stream("ffn.act_bwd", (5 if swiglu else 3) * n * f * e, pointwise=True)]
     dn_f, dn_b = linear_fwd_bwd("ffn.down", n, f, h, e, bias)
-    fn, bn = add_norm("ffn", n, h, e, dropout, sh.op_bytes)
+    fn, bn = add_norm("ffn", nn, h, e, dropout, sh.op_bytes)
     fwd += up_f + act_f + dn_f + fn
     bwd = bn + dn_b + act_b + up_b + bwd
     if sh.fp8:
         # Transformer Engine quantizes each FP8 GEMM's input and output gradient (copy
         # kernels at full streaming bandwidth, so _layer_fitted leaves them alone)
-        qf, qb = block_quantize(n, h, h + 2 * kv, (2 if swiglu else 1) * f, f, e,
+        qf, qb = block_quantize(n, h, (h + 2 * kv) // tp, (2 if swiglu else 1) * f, f, e,
                                 p.get("fp8_recipe", DEFAULT_RECIPE), cross)
         fwd += qf
         bwd += qb

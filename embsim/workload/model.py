@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .recompute import Recompute
+from .tensor_parallel import TensorParallel
 
 # int64 row indices, as PyTorch nn.Embedding takes them (a sparse gradient's index)
 INDEX_BYTES = 8
@@ -149,6 +150,8 @@ class Model:
     dense_param_bytes: int = field(kw_only=True)
     # activation recomputation (embsim.workload.recompute): which blocks run forward twice
     recompute: Recompute = field(default=Recompute(), kw_only=True)
+    # tensor parallelism (embsim.workload.tensor_parallel): the layers are one TP rank's share
+    tensor_parallel: TensorParallel = field(default=TensorParallel(), kw_only=True)
 
     @property
     def recomputed(self) -> tuple[str, ...]:
