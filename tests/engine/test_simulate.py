@@ -198,3 +198,11 @@ def test_a_measured_curve_for_other_rank_counts_is_named_as_not_used(tmp_path):
     small = run(topology="dgx-h100:2x8", model="bert-base", trace=str(out), efficiency_baseline=False)
     assert "collectives: measured (" in small.compute_source and "all_reduce at 16 ranks" in small.compute_source
     assert "other collectives: NCCL" in small.compute_source
+
+
+def test_json_has_what_the_table_shows(lstm_2x8):
+    # the table's "all_reduce per GPU <bytes> in <time>": both halves in the JSON
+    out = simulation_json(lstm_2x8)
+    assert set(out["comm_ms"]) == set(out["comm_bytes_per_gpu"]) == set(lstm_2x8.comm_time)
+    for op, t in lstm_2x8.comm_time.items():
+        assert out["comm_ms"][op] == pytest.approx(t * 1e3) and t > 0
