@@ -223,12 +223,15 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         single = _simulate(replace(cfg, straggler=None, efficiency_baseline=False),
                            Topology(topo.node, 1, tp.size, topo.preset), model, trace)
         efficiency = samples_per_s / (dp * single.samples_per_s)
+        notes = plan.notes + _superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
+    else:
+        notes = plan.notes
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,
         memory=splan.memory, hbm_bytes=ctx.hbm_bytes, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
-        scaling_efficiency=efficiency, notes=plan.notes, run=run,
+        scaling_efficiency=efficiency, notes=notes, run=run,
         workload={"batch": model.batch, "seq": model.seq, "dtype": model.dtype,
                   "amp": cfg.amp if model.dtype in ("bf16", "fp16", "fp8") else None,
                   # dense parameters and embedding tables wider than the model (FP32 under autocast)
@@ -369,6 +372,20 @@ def source_layers(model) -> int:
     if len(emb) < 2 or all("embedding" in layer.kind for layer in model.layers[emb[0]:emb[1]]):
         return 0
     return emb[1]
+
+
+def _superlinear_note(efficiency: float, compute: float, single_compute: float, dp: int,
+                      cfg: SimulationConfig) -> tuple:
+    """Why an efficiency above 100 % is not a bug: each GPU of the N-GPU step computes
+    less than one GPU alone, e.g. FSDP updates 1/N of the parameters (its optimizer state
+    sharded) where the one-GPU baseline updates all of them."""
+    if efficiency <= 1.0:
+        return ()
+    what = ("FSDP shards the optimizer step, each GPU updating 1/{} of the parameters".format(dp)
+            if cfg.strategy == "fsdp" else f"{cfg.strategy} spreads work one GPU does alone")
+    return (f"scaling efficiency {efficiency * 100:.1f} % (above 100 %): {what} (compute "
+            f"{compute * 1e3:.2f} ms per step on each GPU, {single_compute * 1e3:.2f} ms on one "
+            f"GPU alone)",)
 
 
 def single_gpu_update_time(ctx, dense_table_gradient: bool) -> dict:

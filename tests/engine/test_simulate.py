@@ -206,3 +206,14 @@ def test_json_has_what_the_table_shows(lstm_2x8):
     assert set(out["comm_ms"]) == set(out["comm_bytes_per_gpu"]) == set(lstm_2x8.comm_time)
     for op, t in lstm_2x8.comm_time.items():
         assert out["comm_ms"][op] == pytest.approx(t * 1e3) and t > 0
+
+
+def test_superlinear_efficiency_says_why(lstm_2x8):
+    # FSDP updates 1/N of the parameters per GPU, the one-GPU baseline all of them: above
+    # 100 % is real, and the output says so instead of leaving a number that looks wrong
+    r = run(topology="dgx-h100:2x8", model="mpt-7b", strategy="fsdp", iterations=2, gpu_variation=0.0)
+    assert r.scaling_efficiency > 1.0
+    said = [n for n in r.notes if n.startswith("scaling efficiency")]
+    assert len(said) == 1 and "FSDP shards the optimizer step" in said[0] and "1/16" in said[0]
+    assert lstm_2x8.scaling_efficiency < 1.0
+    assert not any(n.startswith("scaling efficiency") for n in lstm_2x8.notes)
