@@ -51,7 +51,8 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
     sizes = nt.sweep_sizes(minbytes, maxbytes, factor)   # errors name -b/-e as typed
     env = NcclEnv(nccl_env)     # the shared option's checked (NAME, bytes) pairs
     topo = load_topology(topology_spec)
-    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl_version, nccl_env=env)
+    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl_version, nccl_env=env,
+                            flags=("--algo", "--proto"))
     rows = nt.run(model, op, sizes, datatype, gpus_per_process=gpus)
     label = f"{topo.preset}:{topo.n_nodes}x{topo.gpus_per_node}"
     if as_json:

@@ -167,7 +167,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         used, label = _measured_curves_label(curves, trace.source, topo.n_gpus)
         compute_source += f"; {label}"
     collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves,
-                                  nccl_version=cfg.nccl_version, nccl_env=NcclEnv(tuple(cfg.nccl_env)))
+                                  nccl_version=cfg.nccl_version, nccl_env=NcclEnv(tuple(cfg.nccl_env)),
+                                  flags=("--nccl-algo", "--nccl-proto"))
     compute_source += f"; {'other ' if used else ''}collectives: NCCL {collectives.consts.version} model"
     for note in collectives.notes:
         compute_source += f"; {note}"
