@@ -3,6 +3,7 @@ model), optimizer times and the token statistics of every embedding table."""
 
 from __future__ import annotations
 
+from ..errors import InputError
 from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import (attention_source, elementwise_style, fp8_source, model_times,
                                 optimizer_step_time,
@@ -64,6 +65,12 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     kgpu = for_gpu(topo.node.gpu)
     if measured is not None and measured.kernel_table is not None:
         kgpu = from_measurement(topo.node.gpu, measured.kernel_table, measured.source)
+    if cfg.dtype is None and precision(model.dtype).gemm_rate not in kgpu.rates:
+        # the model's own default, not a flag the user typed: say so, and what would run
+        have = [k for k in ("fp16", "bf16", "tf32", "fp32") if k in kgpu.rates]
+        raise InputError(f"--dtype: model {model.name} trains in {model.dtype} by default and "
+                         f"{kgpu.name} has no {model.dtype} tensor-core rate; give --dtype "
+                         f"{' or '.join(have) or '(none it has)'}")
     times = model_times(model, kgpu)      # also refuses a dtype the GPU lacks
     sparse_lookups = not dense_table_gradient
 
