@@ -176,6 +176,9 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         compute_source += f"; NCCL env {collectives.consts.env}"
     if ctx.grad_compress.on:
         compute_source += f"; {ctx.grad_compress.label(model, topo.n_gpus)}"
+    if cfg.untie_outputs and not any(ls.kind == "output_projection" and "tied" in ls.params
+                                     for ls in load_spec(cfg.model).layers):
+        compute_source += f"; --untie-outputs has no effect: {model.name} ties no output projection"
     ranks = tuple(range(topo.n_gpus))
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
     groups = tp_groups(topo.n_gpus, tp.size) if tp.on else None
@@ -243,7 +246,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   "lengths": cfg.lengths, "token_fill": fill,
                   "padding": cfg.padding if _pads(cfg) else None,
                   "straggler": cfg.straggler, "seed": cfg.seed,
-                  "gpu_variation": variation,
+                  "gpu_variation": variation, "optimizer": model.optimizer.name,
+                  **({"untie_outputs": True} if cfg.untie_outputs else {}),
                   # only when on: a data-parallel run's workload (and its JSON) is as before
                   **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {})})
 

@@ -65,6 +65,10 @@ def workload_text(w: dict) -> str:
     per = (f"per tensor-parallel group of {k} GPUs (tensor parallel {k}"
            f"{', sequence parallel' if w.get('sequence_parallel') else ''})" if k else "per GPU")
     parts = [f"batch {w['batch']} x seq {w['seq']} {per}, {dtype}"]
+    if w.get("optimizer"):
+        parts.append(f"optimizer {w['optimizer']}")
+    if w.get("untie_outputs"):
+        parts.append("output projections untied")
     if w.get("accumulate", 1) != 1:
         sync = " (synchronised every micro-batch)" if w.get("accumulate_sync") == "every" else ""
         parts.append(f"accumulate {w['accumulate']}{sync}")

@@ -217,3 +217,25 @@ def test_superlinear_efficiency_says_why(lstm_2x8):
     assert len(said) == 1 and "FSDP shards the optimizer step" in said[0] and "1/16" in said[0]
     assert lstm_2x8.scaling_efficiency < 1.0
     assert not any(n.startswith("scaling efficiency") for n in lstm_2x8.notes)
+
+
+def test_workload_names_the_optimizer_and_untied_outputs():
+    # two runs that differ only in --optimizer or --untie-outputs must be told apart
+    def opt(name):
+        return {"optimizer": {"name": name}}       # what --optimizer sets
+    sgd = run(topology="dgx-h100:1x2", model="gpt2", model_overrides=opt("sgd"), iterations=2,
+              efficiency_baseline=False)
+    lamb = run(topology="dgx-h100:1x2", model="gpt2", model_overrides=opt("lamb"), iterations=2,
+               efficiency_baseline=False)
+    assert (sgd.workload["optimizer"], lamb.workload["optimizer"]) == ("sgd", "lamb")
+    assert simulation_json(lamb)["workload"]["optimizer"] == "lamb"
+    untied = run(topology="dgx-h100:1x2", model="gpt2", untie_outputs=True, iterations=2, efficiency_baseline=False)
+    assert untied.workload["untie_outputs"] is True and "untie_outputs" not in sgd.workload
+    assert "--untie-outputs has no effect" not in untied.compute_source
+
+
+def test_untie_outputs_on_a_model_without_a_tied_output_says_so():
+    r = run(topology="dgx-h100:1x2", model="ncf-ml20m", untie_outputs=True, iterations=2, efficiency_baseline=False)
+    plain = run(topology="dgx-h100:1x2", model="ncf-ml20m", iterations=2, efficiency_baseline=False)
+    assert r.step_time == plain.step_time
+    assert "--untie-outputs has no effect: ncf-ml20m ties no output projection" in r.compute_source
