@@ -176,6 +176,10 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         compute_source += f"; NCCL env {collectives.consts.env}"
     if ctx.grad_compress.on:
         compute_source += f"; {ctx.grad_compress.label(model, topo.n_gpus)}"
+    if dp == 1 and topo.n_gpus == tp.size:
+        compute_source += (f"; one {'tensor-parallel group' if tp.on else 'GPU'}: nothing to "
+                           f"synchronise, so --strategy {cfg.strategy} and --scheduler "
+                           f"{cfg.scheduler} change nothing")
     if cfg.untie_outputs and not any(ls.kind == "output_projection" and "tied" in ls.params
                                      for ls in load_spec(cfg.model).layers):
         compute_source += f"; --untie-outputs has no effect: {model.name} ties no output projection"
@@ -229,7 +233,9 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         efficiency = samples_per_s / (dp * single.samples_per_s)
         notes = plan.notes + _superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
     else:
-        notes = plan.notes
+        # one replica: the strategy's and scheduler's remarks are about synchronisation
+        # that does not run (an "AllReduced densely" table, FSDP's units), so none is kept
+        notes = plan.notes if dp > 1 else ()
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,

@@ -239,3 +239,14 @@ def test_untie_outputs_on_a_model_without_a_tied_output_says_so():
     plain = run(topology="dgx-h100:1x2", model="ncf-ml20m", iterations=2, efficiency_baseline=False)
     assert r.step_time == plain.step_time
     assert "--untie-outputs has no effect: ncf-ml20m ties no output projection" in r.compute_source
+
+
+def test_one_gpu_says_the_strategy_changes_nothing_and_keeps_no_sync_remarks():
+    fsdp = run(topology="dgx-h100:1x1", model="gpt2", strategy="fsdp", iterations=2)
+    plain = run(topology="dgx-h100:1x1", model="gpt2", iterations=2)
+    assert fsdp.step_time == plain.step_time
+    assert "one GPU: nothing to synchronise, so --strategy fsdp and --scheduler fifo change nothing" \
+        in fsdp.compute_source
+    assert fsdp.notes == ()            # no "FULL_SHARD, 12 blocks" for a run that shards nothing
+    two = run(topology="dgx-h100:1x2", model="gpt2", strategy="fsdp", iterations=2, efficiency_baseline=False)
+    assert "nothing to synchronise" not in two.compute_source and two.notes
