@@ -15,7 +15,7 @@ import numpy as np
 
 from ..collectives import CollectiveModel
 from ..collectives.nccl_env import NcclEnv
-from ..errors import InputError
+from ..errors import InputError, ModelNotSupported
 from ..collectives.busbw import busbw_factor
 from ..collectives.servers import SERVER_OPS
 from ..network import Network
@@ -58,7 +58,8 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     tp = tensor_parallel_of(cfg)
     tp.check_node(topo.gpus_per_node, topo.n_gpus)
     if tp.on and cfg.strategy not in TP_STRATEGIES:
-        raise InputError(f"--tensor-parallel {tp.size}: composes with --strategy "
+        # the strategy cannot run under TP (compare lists the row refused, not the run)
+        raise ModelNotSupported(f"--tensor-parallel {tp.size}: composes with --strategy "
                          f"{' or '.join(TP_STRATEGIES)}, not {cfg.strategy}")
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
