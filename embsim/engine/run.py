@@ -29,7 +29,8 @@ from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, 
 from .classes import rank_classes
 from .config import SimulationConfig, tensor_parallel_of, with_options
 from .context import step_context
-from .jitter import NONE, budget_fill, jitter_factors, param_factors, parse_jitter, with_jitter
+from .jitter import (NONE, budget_fill, jitter_factors, param_factors, parse_jitter,
+                     sentence_lengths, with_jitter)
 from . import gpu_speed, interference, iteration_rate
 from .lengths import parse_lengths
 from .padded import check_padding
@@ -157,6 +158,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     jitter = _jitter(cfg, topo, model, measured, shapes, 1 if each or tp_apart else cfg.accumulate, speed)
     param = param_factors(cfg.jitter, jitter, speed)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter, param)
+    compute_source += _seq_as_mean_label(cfg, model.seq)
     if variation > 0:
         compute_source += f"; {gpu_speed.label(variation)}"
     factors, published = interference.resolved(cfg, measured, topo)
@@ -384,6 +386,22 @@ def source_layers(model) -> int:
     if len(emb) < 2 or all("embedding" in layer.kind for layer in model.layers[emb[0]:emb[1]]):
         return 0
     return emb[1]
+
+
+def _seq_as_mean_label(cfg: SimulationConfig, seq: int) -> str:
+    """--jitter bucket:K / shuffle read --seq as the sentences' real mean length (GNMT's
+    convention) and scale the lengths to it: where that scale is far from 1, --seq was
+    most likely meant as a maximum (BERT's 512), and the output says what it was read as."""
+    spec = parse_jitter(cfg.jitter) if cfg.jitter and cfg.jitter != NONE else None
+    if spec is None or spec[0] not in ("bucket", "shuffle"):
+        return ""
+    mean = float(sentence_lengths(cfg.corpus, cfg.lengths, cfg.seed).mean())
+    scale = seq / mean
+    if 2 / 3 <= scale <= 1.5:
+        return ""
+    return (f"; --jitter {cfg.jitter} reads --seq {seq} as the sentences' real mean length: their "
+            f"lengths (mean {mean:.1f} tokens) scaled {scale:.2f}x before padding (for --seq as a "
+            f"maximum length, use --padding longest)")
 
 
 def _superlinear_note(efficiency: float, compute: float, single_compute: float, dp: int,
