@@ -172,7 +172,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves,
                                   nccl_version=cfg.nccl_version, nccl_env=NcclEnv(tuple(cfg.nccl_env)),
                                   flags=("--nccl-algo", "--nccl-proto"))
-    compute_source += f"; {'other ' if used else ''}collectives: NCCL {collectives.consts.version} model"
+    compute_source += f"; {'other ' if used else ''}collectives: NCCL {collectives.release} model"
     for note in collectives.notes:
         compute_source += f"; {note}"
     if collectives.consts.env:
