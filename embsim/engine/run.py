@@ -24,6 +24,7 @@ from ..strategies import STRATEGIES
 from ..topology import Topology, load_topology
 from ..trace import load_trace
 from ..workload import load_model, load_spec
+from ..workload.grad_compress import GradCompress
 from .build import build_step_plan
 from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
 from .classes import rank_classes
@@ -211,7 +212,9 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         # forward or backward waits for (FSDP's gathers), no gradient synchronisation
         plain_plan = replace(without_update(splan, master_accumulate_s(ctx, cfg.amp)),
                              sync=tuple(t for t in splan.sync if t.needed_by is not None))
-        _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
+        # no gradient bucket in it, so nothing for --grad-compress to cast (or to refuse)
+        plain_ctx = replace(ctx, grad_compress=GradCompress())
+        _, plain = run_engine(build_step_plan(plain_ctx, plain_plan, strategy, scheduler))
         split = (plain.step_time, metrics.step_time)
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
     elif each:
