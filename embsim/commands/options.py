@@ -95,7 +95,7 @@ TENSOR_PARALLEL = click.option("--tensor-parallel", type=count(1, 1024), default
                                help="Megatron tensor parallelism: K consecutive GPUs of a node hold one "
                                     "model replica, each 1/K of every transformer block's heads and GEMMs "
                                     "and of the vocab, with the TP collectives on the step's critical path; "
-                                    "the data-parallel group is GPUs / K (allreduce, fsdp)")
+                                    "the data-parallel group is GPUs / K (allreduce, fsdp, distopt)")
 SEQUENCE_PARALLEL = click.option("--sequence-parallel/--no-sequence-parallel", default=None,
                                  help="with --tensor-parallel > 1: Megatron's sequence parallelism (each "
                                       "all-reduce a reduce-scatter + all-gather; norms on 1/K of the "

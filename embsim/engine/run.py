@@ -45,7 +45,7 @@ __all__ = ["SimulationConfig", "SimulationResult", "simulate"]
 
 # data-parallel strategies tensor parallelism composes with (their collectives run over the
 # data-parallel groups; the others address ranks one by one)
-TP_STRATEGIES = ("allreduce", "fsdp")
+TP_STRATEGIES = ("allreduce", "fsdp", "distopt")
 
 
 def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
@@ -59,7 +59,7 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     tp.check_node(topo.gpus_per_node, topo.n_gpus)
     if tp.on and cfg.strategy not in TP_STRATEGIES:
         raise InputError(f"--tensor-parallel {tp.size}: composes with --strategy "
-                         f"{' or '.join(TP_STRATEGIES)}, not {cfg.strategy}")
+                         f"{', '.join(TP_STRATEGIES[:-1])} or {TP_STRATEGIES[-1]}, not {cfg.strategy}")
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
                        recompute=cfg.recompute, tensor_parallel=tp)
@@ -199,7 +199,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         # a micro-batch before the last: its TP collectives and any strategy transfer a
         # forward or backward waits for (FSDP's gathers), no gradient synchronisation
         plain_plan = replace(without_update(splan, master_accumulate_s(ctx, cfg.amp)),
-                             sync=tuple(t for t in splan.sync if t.needed_by is not None))
+                             sync=tuple(t for t in splan.sync if t.needed_by is not None
+                                        and strategy.gathers_every_micro_batch))
         _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
         split = (plain.step_time, metrics.step_time)
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
