@@ -77,8 +77,11 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
     params = d * dense
     state = _ceil_div(opt.state_bytes_per_param * dense, k)
     master = _ceil_div(dense_master * dense, k)
-    grads = d * dense
-    components = {"dense": dense * 2 * d + state + master}
+    # the gradient buffer in the gradients' own precision (FP32 where the optimizer keeps
+    # FP32 gradients, e.g. Megatron's grad_reduce_in_fp32; Model.grad_elem_bytes)
+    g_bytes = model.grad_elem_bytes()
+    grads = g_bytes * dense
+    components = {"dense": dense * (d + g_bytes) + state + master}
     # tables in their own precision (FP32 under autocast: no master copy)
     t = model.table_bytes
     table_master = 0 if t >= 4 else opt.master_bytes_per_param
@@ -93,7 +96,7 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
             g = sum(layer.grad_bytes for layer in model.sparse_users(table.name))
             g = min(_ceil_div(g, shards), t * elements + INDEX_BYTES * rows)
         else:
-            g = t * elements
+            g = (4 if opt.fp32_gradients else t) * elements
         params += t * elements
         table_state = _ceil_div(opt.state_bytes_per_param * elements, k)
         table_master_bytes = _ceil_div(table_master * elements, k)
