@@ -28,7 +28,9 @@ def print_summary(result, console: Console | None = None) -> None:
         k = (result.workload or {}).get("tensor_parallel")
         of = (f"{topo.gpus // k} x one tensor-parallel group of {k} GPUs" if k
               else f"{topo.gpus} x one GPU")
-        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {of}")
+        why = (" (above 100 %: the optimizer step is split over the replicas, which one "
+               "replica alone runs whole)" if result.scaling_efficiency > 1 else "")
+        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {of}{why}")
     share = result.exposed_comm / result.step_time if result.step_time else 0.0
     t.add_row("compute", human_time(result.compute))
     t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")

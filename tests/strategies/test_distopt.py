@@ -117,3 +117,20 @@ def test_overlapped_gathers_hide_behind_the_forward():
 def test_priority_scheduler_is_refused():
     with pytest.raises(InputError, match="fifo"):
         run(strategy="distopt", scheduler="priority")
+
+
+def test_an_efficiency_above_one_says_why():
+    """The 1/N optimizer step can make a replica among many faster than one alone: the
+    summary says so rather than print an unexplained efficiency above 100 %."""
+    import io
+
+    from rich.console import Console
+
+    from embsim.report.summary import print_summary
+    r = simulate(SimulationConfig(model="gpt3-20b", topology="dgx-h100:8x8", strategy="distopt",
+                                  tensor_parallel=2, dtype="fp8", amp="megatron", batch=2, seq=2048,
+                                  accumulate=4, iterations=3))
+    assert r.scaling_efficiency > 1
+    out = io.StringIO()
+    print_summary(r, Console(file=out, width=200))
+    assert "above 100 %: the optimizer step is split over the replicas" in out.getvalue()
