@@ -92,18 +92,36 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
                             changed = True
         last = m - 1
 
+        # a parameter-sized op runs in the last micro-batch only: in the others, what
+        # depends on it depends on the op before it instead (none: on nothing)
+        alias, prev = {}, None
+        for o in fwd + bwd:
+            if o.param_sized:
+                alias[o.id] = prev
+            else:
+                prev = o.id
+
         def dep(d, i: int):
             if isinstance(d, str):
                 return f"{d}#m{i}" if d in per_mb else d
+            if d in sized and i != last:
+                d = alias[d]
+                if d is None:
+                    return None
             return _mb(d, i) if d in part else d
+
+        def deps(ready_after, i: int) -> tuple:
+            return tuple((x, o) for x, o in ((dep(d, i), o) for d, o in ready_after) if x is not None)
 
         for c in plan.comms:
             if c.name in per_mb:
                 for i in range(m):
-                    comms.append(replace(c, name=f"{c.name}#m{i}",
-                                         ready_after=tuple((dep(d, i), o) for d, o in c.ready_after)))
+                    ready = deps(c.ready_after, i)
+                    if not ready:     # ready at once: after the stage's first op of the micro-batch
+                        ready = ((_mb((fwd + bwd)[0].id, i), 0),)
+                    comms.append(replace(c, name=f"{c.name}#m{i}", ready_after=ready))
             else:
-                comms.append(replace(c, ready_after=tuple((dep(d, last), o) for d, o in c.ready_after)))
+                comms.append(replace(c, ready_after=deps(c.ready_after, last)))
 
         stream: list[ComputeOp] = []
         j = 0
@@ -112,7 +130,7 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
             new = replace(op, id=_mb(op.id, i))
             stream.append(new)
             for d, o in plan.comm_waits.get(op.id, ()):
-                waits.setdefault(new.id, []).append((dep(d, i), o))
+                waits.setdefault(new.id, []).append((dep(d, i), o))   # a comm: never None
 
         for entry in pp.schedule(s, m):
             if entry[0] in ("F", "B"):

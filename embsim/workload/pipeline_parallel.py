@@ -68,8 +68,8 @@ class PipelineParallel:
     def check_world(self, n_gpus: int, tp: int) -> None:
         """P must divide the model replicas' GPUs: world / TP."""
         if self.on and (n_gpus % tp or (n_gpus // tp) % self.size):
-            raise InputError(f"--pipeline-parallel {self.size}: does not divide the {n_gpus // max(tp, 1)} "
-                             f"GPUs per tensor-parallel rank ({n_gpus} GPUs / --tensor-parallel {tp})")
+            raise InputError(f"--pipeline-parallel {self.size}: does not divide {n_gpus} GPUs / "
+                             f"--tensor-parallel {tp} = {n_gpus / tp:g} (each stage spans world / P GPUs)")
 
     def stages(self, name: str, layers) -> tuple[tuple, ...]:
         """The layers (objects with .kind) of each stage, in order: embeddings on the first,
