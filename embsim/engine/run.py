@@ -216,7 +216,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
 
     def group_size(r) -> int:
         if r.channel == PP_CHANNEL:
-            return 2 if r.op == "sendrecv" else tp.size * pp.size
+            # stage pairs (sends, the tied embedding's gradient); the norm: one replica
+            return 2 if r.op == "sendrecv" or r.name == "pp:embedding-grads" else tp.size * pp.size
         return tp.size if r.channel == TP_CHANNEL else dp
 
     def run_engine(plan):
