@@ -82,10 +82,12 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
             splan = replace(splan, sync=(), extra=(),
                             update_time=single_update(sctx, strategy.dense_table_gradient))
         plan = build_step_plan(sctx, splan, strategy, scheduler)
-        plans.append(replace(plan, comms=tuple(
-            replace(c, group=f"{c.group or 'dp'}@s{s}", ranks=stage_ranks[s]) for c in plan.comms)))
-        mem = splan.memory
-        memories.append(replace(mem, activations=mem.activations * pp.in_flight(s, micro_batches)))
+        plans.append(_own_names(plan, s, stage_ranks[s]))
+        mem, held = splan.memory, pp.in_flight(s, micro_batches)
+        parts = dict(mem.by_component)
+        if "activations" in parts:
+            parts["activations"] = parts["activations"] * held
+        memories.append(replace(mem, activations=mem.activations * held, by_component=parts))
         groups.update(stage_groups(s, n_per, tp))
     tied_bytes = 0.0
     if tied and dp * tp * pp.size > 1:
@@ -106,6 +108,20 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
                 stage_of[name] = s
     worst = max(memories, key=lambda m: m.total)
     return Pipelined(replace(plan, streams=by_class), tuple(staged), groups, worst, stage_of, act)
+
+
+def _own_names(plan, stage: int, ranks: tuple):
+    """A stage's plan with its collectives named apart from the other stages' (every stage's
+    plan has its bucket0 ...), over the stage's ranks and its groups."""
+    name = {c.name: f"s{stage}:{c.name}" for c in plan.comms}
+
+    def dep(d):
+        return name.get(d, d) if isinstance(d, str) else d
+    comms = tuple(replace(c, name=name[c.name], group=f"{c.group or 'dp'}@s{stage}", ranks=ranks,
+                          ready_after=tuple((dep(d), o) for d, o in c.ready_after))
+                  for c in plan.comms)
+    waits = {k: tuple((dep(d), o) for d, o in v) for k, v in plan.comm_waits.items()}
+    return replace(plan, comms=comms, comm_waits=waits)
 
 
 def pipeline_label(pp, micro_batches: int, run, stage_of: dict, step: float, act_bytes: float) -> str:
