@@ -69,6 +69,11 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     if pp.on and cfg.strategy not in PP_STRATEGIES:
         raise InputError(f"--pipeline-parallel {pp.size}: composes with --strategy "
                          f"{' or '.join(PP_STRATEGIES)}, not {cfg.strategy}")
+    if pp.on and cfg.scheduler != "fifo":
+        # priority steps each layer before its next forward, embrace-2d reorders the
+        # backward: neither fits a stage's 1F1B program (forwards, backwards, then updates)
+        raise InputError(f"--pipeline-parallel {pp.size}: composes with --scheduler fifo, "
+                         f"not {cfg.scheduler}")
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
                        recompute=cfg.recompute, tensor_parallel=tp)

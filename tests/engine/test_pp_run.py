@@ -114,6 +114,7 @@ def test_transfer_bytes():
     (dict(pipeline_parallel=2, model="lstm-lm1b"), "has no transformer blocks"),
     (dict(pipeline_parallel=2, model="transformer-wmt"), "other layers between its transformer blocks"),
     (dict(pipeline_parallel=2, accumulate=2, accumulate_sync="every"), "--accumulate-sync every"),
+    (dict(pipeline_parallel=2, scheduler="priority"), "composes with --scheduler fifo, not priority"),
 ])
 def test_refusals(kw, message):
     with pytest.raises(InputError, match=message):
