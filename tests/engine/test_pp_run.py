@@ -138,5 +138,5 @@ def test_cli_flag_one_line_refusal_and_determinism(capsys):
     assert cli.main(args + ["--pipeline-parallel", "2", "--accumulate", "4"]) == 0
     assert "of 4 x one pipeline of 2 stages" in capsys.readouterr().out
     assert cli.main(["compare", "--model", "gpt2", "--topology", "dgx-h100:1x8", "--pipeline-parallel", "2",
-                     "--strategies", "allreduce", "--iterations", "2", "--json"]) == 0
+                     "--strategies", "allreduce", "--schedulers", "fifo", "--iterations", "2", "--json"]) == 0
     assert "pipeline parallel 2" in capsys.readouterr().out
