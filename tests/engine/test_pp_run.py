@@ -140,3 +140,16 @@ def test_cli_flag_one_line_refusal_and_determinism(capsys):
     assert cli.main(["compare", "--model", "gpt2", "--topology", "dgx-h100:1x8", "--pipeline-parallel", "2",
                      "--strategies", "allreduce", "--schedulers", "fifo", "--iterations", "2", "--json"]) == 0
     assert "pipeline parallel 2" in capsys.readouterr().out
+
+
+def test_the_strategies_see_the_data_parallel_ranks_of_a_stage():
+    from embsim.engine.context import step_context
+    from embsim.topology import load_topology
+    cfg = SimulationConfig(**BASE, pipeline_parallel=2, tensor_parallel=2)
+    model = load_model("gpt2", batch=4, seq=1024, dtype="bf16")
+    ctx, _ = step_context(model, load_topology("dgx-h100:1x8"), None, cfg, True)
+    assert (ctx.n_gpus, ctx.gpus_per_node) == (8 // 4, 2)
+    # and the DDP buckets of each stage compress as without a pipeline
+    r = simulate(SimulationConfig(**{**BASE, "dtype": "fp32"}, pipeline_parallel=2, accumulate=4,
+                                  grad_compress="fp16"))
+    assert "gradient compression fp16" in r.compute_source
