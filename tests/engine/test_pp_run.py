@@ -145,8 +145,9 @@ def test_cli_flag_one_line_refusal_and_determinism(capsys):
 def test_the_strategies_see_the_data_parallel_ranks_of_a_stage():
     from embsim.engine.context import step_context
     from embsim.topology import load_topology
+    from embsim.workload.tensor_parallel import TensorParallel
     cfg = SimulationConfig(**BASE, pipeline_parallel=2, tensor_parallel=2)
-    model = load_model("gpt2", batch=4, seq=1024, dtype="bf16")
+    model = load_model("gpt2", batch=4, seq=1024, dtype="bf16", tensor_parallel=TensorParallel.of(2))
     ctx, _ = step_context(model, load_topology("dgx-h100:1x8"), None, cfg, True)
     assert (ctx.n_gpus, ctx.gpus_per_node) == (8 // 4, 2)
     # and the DDP buckets of each stage compress as without a pipeline
