@@ -62,13 +62,17 @@ class Engine:
         # per-class streams (pipeline stages): a class waits only for the dependencies its
         # own stream holds, and joins only the collectives its ranks take part in
         self._streams = {c.name: tuple(plan.streams.get(c.name, plan.stream)) for c in classes}
-        self._own_deps: dict[tuple[str, str], int] = {}
+        self._own_deps: dict[str, dict[str, int]] = {}   # class -> comm op -> its deps there
         if plan.streams:
+            counted: dict[int, dict[str, int]] = {}     # per distinct stream (one per stage)
             for cls in classes:
-                ids = {op.id for op in self._streams[cls.name]}
-                for c in plan.comms:
-                    self._own_deps[(cls.name, c.name)] = sum(
-                        1 for d, _ in c.ready_after if isinstance(d, str) or d in ids)
+                stream = self._streams[cls.name]
+                if id(stream) not in counted:
+                    ids = {op.id for op in stream}
+                    counted[id(stream)] = {c.name: sum(1 for d, _ in c.ready_after
+                                                       if isinstance(d, str) or d in ids)
+                                           for c in plan.comms}
+                self._own_deps[cls.name] = counted[id(stream)]
         self._comm_done: dict[tuple[int, str], simpy.Event] = {}
         self._plans: dict[str, object] = {}  # comm op -> collective plan (same every iteration)
 
@@ -144,7 +148,8 @@ class Engine:
 
     def _dep_satisfied(self, cls: RankClass, k: int, c: CommOp) -> None:
         key = (cls.name, k, c.name)
-        left = self._pending.get(key, self._own_deps.get((cls.name, c.name), len(c.ready_after))) - 1
+        own = self._own_deps.get(cls.name)
+        left = self._pending.get(key, len(c.ready_after) if own is None else own[c.name]) - 1
         if left:
             self._pending[key] = left
             return
