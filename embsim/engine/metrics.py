@@ -45,7 +45,8 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     for r in run.comm:
         if first < r.iteration <= last:
             # tensor parallelism's activation collectives apart from the gradients' (engine.tp_plan)
-            key = f"tp {r.op}" if r.channel == "tp" else r.op
+            # and pipeline parallelism's stage-to-stage sends and step-end collectives (engine.pp_plan)
+            key = f"{r.channel} {r.op}" if r.channel in ("tp", "pp") else r.op
             comm_bytes[key] = comm_bytes.get(key, 0.0) + bytes_per_gpu(r)
             comm_time[key] = comm_time.get(key, 0.0) + (r.end - r.start)
     comm_bytes = {k: v / n for k, v in comm_bytes.items()}

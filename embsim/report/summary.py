@@ -26,7 +26,10 @@ def print_summary(result, console: Console | None = None) -> None:
     t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s{counted}")
     if result.scaling_efficiency is not None:
         k = (result.workload or {}).get("tensor_parallel")
-        of = (f"{topo.gpus // k} x one tensor-parallel group of {k} GPUs" if k
+        p = (result.workload or {}).get("pipeline_parallel")
+        replica = (k or 1) * (p or 1)
+        of = (f"{topo.gpus // replica} x one pipeline of {p} stages on {replica} GPUs" if p
+              else f"{topo.gpus // k} x one tensor-parallel group of {k} GPUs" if k
               else f"{topo.gpus} x one GPU")
         why = (" (above 100 %: the optimizer step is split over the replicas, which one "
                "replica alone runs whole)" if result.scaling_efficiency > 1 else "")
@@ -66,6 +69,8 @@ def workload_text(w: dict) -> str:
     k = w.get("tensor_parallel")
     per = (f"per tensor-parallel group of {k} GPUs (tensor parallel {k}"
            f"{', sequence parallel' if w.get('sequence_parallel') else ''})" if k else "per GPU")
+    if w.get("pipeline_parallel"):
+        per += f", pipeline parallel {w['pipeline_parallel']} (1F1B)"
     parts = [f"batch {w['batch']} x seq {w['seq']} {per}, {dtype}"]
     if w.get("accumulate", 1) != 1:
         sync = " (synchronised every micro-batch)" if w.get("accumulate_sync") == "every" else ""
