@@ -34,6 +34,7 @@ from dataclasses import replace
 
 from ..plan.names import OpId, Role
 from ..plan.ops import CommOp, ComputeOp, StepPlan
+from .tp_plan import CHANNEL as TP_CHANNEL
 
 CHANNEL = "pp"
 FP32 = 4
@@ -55,13 +56,18 @@ def _segments(stream) -> tuple[list, list, list]:
 
 
 def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: float,
-                  tied_bytes: float = 0.0, tp: int = 1) -> tuple[StepPlan, dict, dict]:
+                  tied_bytes: float = 0.0, tp: int = 1,
+                  once_per_step=None) -> tuple[StepPlan, dict, dict]:
     """(the step plan, stage -> its stream, the rank groups its own collectives name:
     the stage pairs "pp:<s>", "pp:embedding", "pp:model"; the stages' own groups are the
     caller's).
     `stage_plans`: each stage's one-micro-batch StepPlan whose collectives name groups
     "<group>@s<stage>" and carry their ranks; `act_bytes`: one transfer's bytes;
-    `tied_bytes`: the word-embedding gradient the first and last stage all-reduce (0: none)."""
+    `tied_bytes`: the word-embedding gradient the first and last stage all-reduce (0: none).
+    `once_per_step`: per stage, the names of collectives a forward waits for that run once
+    per optimizer step, not per micro-batch (Megatron's distributed optimizer gathers the
+    updated parameters before the first micro-batch's forward only): the first micro-batch's
+    ops wait for them, the later ones do not."""
     m, P = micro_batches, pp.size
     comms: list[CommOp] = []
     waits: dict[OpId, list] = {}
@@ -79,8 +85,19 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
         part = {o.id: "F" for o in fwd} | {o.id: "B" for o in bwd}
         # collectives a forward or backward op waits for run every micro-batch
         sized = {o.id for o in fwd + bwd if o.param_sized}
+        once = set(once_per_step[s]) if once_per_step else set()
         per_mb = {c for op_id, lst in plan.comm_waits.items()
-                  if op_id in part and op_id not in sized for c, _ in lst}
+                  if op_id in part and op_id not in sized for c, _ in lst} - once
+        # a tensor-parallel collective runs every micro-batch even where the op after it is
+        # a parameter-sized one (a DDP bucket pass, run in the last micro-batch only)
+        tp_comms = {c.name for c in plan.comms if c.channel == TP_CHANNEL}
+        per_mb |= {c for op_id in sized for c, _ in plan.comm_waits.get(op_id, ()) if c in tp_comms}
+        # ... and where it is the stage's first block's overlapped backward collective, which
+        # the stage's first update waits for: each micro-batch's copy is waited for before the
+        # stage goes on (its next post), not once at the step's end
+        tail_tp = list(dict.fromkeys(c for op in upd for c, _ in plan.comm_waits.get(op.id, ())
+                                     if c in tp_comms))
+        per_mb |= set(tail_tp)
         changed = True
         while changed:          # and those they wait for (a chain of TP collectives)
             changed = False
@@ -120,16 +137,28 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
                     if not ready:     # ready at once: after the stage's first op of the micro-batch
                         ready = ((_mb((fwd + bwd)[0].id, i), 0),)
                     comms.append(replace(c, name=f"{c.name}#m{i}", ready_after=ready))
+            elif c.name in once:
+                comms.append(replace(c, ready_after=deps(c.ready_after, 0)))
             else:
                 comms.append(replace(c, ready_after=deps(c.ready_after, last)))
 
         stream: list[ComputeOp] = []
         j = 0
+        # the per-micro-batch waits of a skipped parameter-sized op: the next op takes them
+        pending: list = []
+
+        def take_pending(op_id) -> None:
+            if pending:
+                waits.setdefault(op_id, []).extend(pending)
+                pending.clear()
 
         def add_op(op: ComputeOp, i: int) -> None:
             new = replace(op, id=_mb(op.id, i))
             stream.append(new)
+            take_pending(new.id)
             for d, o in plan.comm_waits.get(op.id, ()):
+                if d in once and i != 0:
+                    continue
                 waits.setdefault(new.id, []).append((dep(d, i), o))   # a comm: never None
 
         for entry in pp.schedule(s, m):
@@ -137,12 +166,17 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
                 i = entry[1]
                 for op in (fwd if entry[0] == "F" else bwd):
                     if op.param_sized and i != last:
+                        pending.extend((dep(d, i), o) for d, o in plan.comm_waits.get(op.id, ())
+                                       if d in per_mb)
                         continue
                     add_op(op, i)
+                if entry[0] == "B":
+                    pending.extend((dep(d, i), 0) for d in tail_tp)
                 continue
             post, wait = _marker(s, j, "pp-post"), _marker(s, j, "pp-wait")
             j += 1
             stream += [post, wait]
+            take_pending(post.id)
             for kind, i, side in entry[1]:
                 sender = s if side == "send" else (s - 1 if kind == "act" else s + 1)
                 name = transfer_name(kind, i, sender)
@@ -151,7 +185,9 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
         # the step's end: gradients reduced, then the clipping's norm, then the updates
         post = _marker(s, j, "pp-post")
         stream.append(post)
-        grads = [(d, o) for op in upd for d, o in plan.comm_waits.get(op.id, ()) if o == 0]
+        take_pending(post.id)
+        grads = [(d, o) for op in upd for d, o in plan.comm_waits.get(op.id, ())
+                 if o == 0 and d not in tail_tp]
         if grads:
             waits[post.id] = list(dict.fromkeys(grads))
         norm_deps.append((post.id, 0))
@@ -160,7 +196,8 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
         stream += upd
         for op in upd:
             for d, o in plan.comm_waits.get(op.id, ()):
-                waits.setdefault(op.id, []).append((d, o))
+                if d not in tail_tp:
+                    waits.setdefault(op.id, []).append((d, o))
         streams[s] = tuple(stream)
 
     n_per = len(stage_ranks[0])

@@ -74,7 +74,7 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
     n_per = n_gpus // pp.size
     dp = n_per // tp
     stage_ranks = [tuple(range(s * n_per, (s + 1) * n_per)) for s in range(pp.size)]
-    plans, memories, groups = [], [], {}
+    plans, memories, groups, once = [], [], {}, []
     for s, layers in enumerate(pp.stages(model.name, model.layers)):
         sctx = stage_context(ctx, layers)
         splan = strategy.plan(sctx)
@@ -83,6 +83,11 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
                             update_time=single_update(sctx, strategy.dense_table_gradient))
         plan = build_step_plan(sctx, splan, strategy, scheduler)
         plans.append(_own_names(plan, s, stage_ranks[s]))
+        # a strategy that gathers parameters once per optimizer step (distopt): its gathers
+        # wait for no micro-batch after the first
+        gathers = (set() if strategy.gathers_every_micro_batch
+                   else {t.name for t in splan.sync if t.needed_by is not None})
+        once.append({f"s{s}:{c.name}" for c in plan.comms if c.tensors and set(c.tensors) <= gathers})
         mem, held = splan.memory, pp.in_flight(s, micro_batches)
         parts = dict(mem.by_component)
         if "activations" in parts:
@@ -95,7 +100,7 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
         tied_bytes = float(emb.params * model.grad_elem_bytes(emb))
     act = transfer_bytes(model)
     plan, streams, pp_groups = pipeline_plan(pp, micro_batches, plans, stage_ranks, act,
-                                             tied_bytes, tp)
+                                             tied_bytes, tp, once)
     groups.update(pp_groups)
     staged, by_class, stage_of = [], {}, {}
     for cls in classes:

@@ -49,7 +49,7 @@ __all__ = ["SimulationConfig", "SimulationResult", "simulate"]
 # data-parallel groups; the others address ranks one by one)
 TP_STRATEGIES = ("allreduce", "fsdp", "distopt")
 # and pipeline parallelism (each stage's gradients all-reduced over its data-parallel groups)
-PP_STRATEGIES = ("allreduce",)
+PP_STRATEGIES = ("allreduce", "distopt")
 
 
 def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:

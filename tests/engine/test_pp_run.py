@@ -82,6 +82,12 @@ def test_composes_with_tensor_parallelism_across_nodes():
     assert {c.nbytes for c in sends} == {1 * 2048 * 4096 * 2 / 2}      # / TP: sequence parallel
     tp = [c for c in r.run.comm if c.iteration == 1 and c.channel == "tp"]
     assert len({c.name.split("#m")[1] for c in tp if "#m" in c.name}) == 4   # every micro-batch
+    # every TP collective runs in every micro-batch, a stage's first block's overlapped
+    # backward ones too (the op after them is a DDP bucket pass or the stage's first update)
+    per_collective = {}
+    for c in tp:
+        per_collective[c.name.split("#")[0]] = per_collective.get(c.name.split("#")[0], 0) + 1
+    assert set(per_collective.values()) == {4}
     # stage 1 -> 2 crosses the nodes (ranks 4..7 -> 8..11): the NICs carry it
     assert r.metrics.comm_bytes_per_gpu["pp sendrecv"] > 0
 
@@ -110,7 +116,7 @@ def test_transfer_bytes():
 @pytest.mark.parametrize("kw, message", [
     (dict(pipeline_parallel=3), "--pipeline-parallel 3: does not divide 8 GPUs / --tensor-parallel 1"),
     (dict(pipeline_parallel=8), "does not divide model gpt2's 12 transformer blocks"),
-    (dict(pipeline_parallel=2, strategy="fsdp"), "composes with --strategy allreduce, not fsdp"),
+    (dict(pipeline_parallel=2, strategy="fsdp"), "composes with --strategy allreduce or distopt, not fsdp"),
     (dict(pipeline_parallel=2, model="lstm-lm1b"), "has no transformer blocks"),
     (dict(pipeline_parallel=2, model="transformer-wmt"), "other layers between its transformer blocks"),
     (dict(pipeline_parallel=2, accumulate=2, accumulate_sync="every"), "--accumulate-sync every"),
@@ -154,3 +160,16 @@ def test_the_strategies_see_the_data_parallel_ranks_of_a_stage():
     r = simulate(SimulationConfig(**{**BASE, "dtype": "fp32"}, pipeline_parallel=2, accumulate=4,
                                   grad_compress="fp16"))
     assert "gradient compression fp16" in r.compute_source
+
+
+def test_distopt_per_stage_gathers_once_per_step_and_reduce_scatters_its_own_buckets():
+    cfg = dict(BASE, topology="dgx-h100:2x8", model="llama3-8b", batch=1, seq=2048, strategy="distopt")
+    runs = {m: simulate(SimulationConfig(**cfg, tensor_parallel=2, pipeline_parallel=2, accumulate=m))
+            for m in (2, 8)}
+    by = {m: r.metrics.comm_bytes_per_gpu for m, r in runs.items()}
+    # the parameters are gathered once per optimizer step whatever the micro-batch count
+    assert by[2]["all_gather"] == pytest.approx(by[8]["all_gather"], rel=1e-12)
+    assert by[2]["reduce_scatter"] == pytest.approx(by[8]["reduce_scatter"], rel=1e-12)
+    gathers = [c for c in runs[8].run.comm if c.iteration == 1 and c.op == "all_gather" and c.channel != "tp"]
+    assert gathers and all("#m" not in c.name for c in gathers)
+    assert {c.name.split(":")[0] for c in gathers} == {"s0", "s1"}     # each stage its own
