@@ -173,3 +173,15 @@ def test_distopt_per_stage_gathers_once_per_step_and_reduce_scatters_its_own_buc
     gathers = [c for c in runs[8].run.comm if c.iteration == 1 and c.op == "all_gather" and c.channel != "tp"]
     assert gathers and all("#m" not in c.name for c in gathers)
     assert {c.name.split(":")[0] for c in gathers} == {"s0", "s1"}     # each stage its own
+
+
+def test_bytes_per_gpu_count_a_stage_collective_for_its_share_of_the_gpus():
+    """A GPU takes part in its own stage's collectives only: per-GPU bytes under P stages
+    are the stage's, not the sum over stages."""
+    cfg = dict(BASE, topology="dgx-h100:2x8", model="llama3-8b", batch=1, seq=2048, accumulate=4)
+    one = simulate(SimulationConfig(**cfg, tensor_parallel=2)).metrics.comm_bytes_per_gpu
+    two = simulate(SimulationConfig(**cfg, tensor_parallel=2, pipeline_parallel=2)).metrics.comm_bytes_per_gpu
+    # a stage holds half of the blocks: about half of the TP traffic per GPU
+    assert two["tp all_gather"] == pytest.approx(one["tp all_gather"] / 2, rel=0.05)
+    # each GPU's gradients are its stage's: the two stages' sum would be the whole model's
+    assert two["all_reduce"] < 0.6 * one["all_reduce"]
