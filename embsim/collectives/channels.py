@@ -81,6 +81,27 @@ def _dup_channels(n: int, bw_intra: float, bw_inter: float, arch: int,
     return dup, bw_intra / factor, bw_inter / factor
 
 
+def _lower_speed(speeds, i: int, fit, enough_bw: float, min_channels: int = 1,
+                 max_channels: int | None = None) -> tuple[int, float]:
+    """Pass 1 of ncclTopoCompute (search.cc), shared by the ring/tree and CollNet searches:
+    from speeds[i] down, keep the speed whose channel count x speed is best; stop once it
+    reaches `enough_bw` (or max_channels), at the slowest step, or when the next step is
+    at most .49 of the best found. (channels, speed); 0 channels: no graph fits."""
+    best_n, best_s = 0, speeds[i]
+    while True:
+        n = fit(speeds[i])
+        if max_channels is not None:
+            n = min(n, max_channels)
+        if n >= min_channels and n * speeds[i] > best_n * best_s:
+            best_n, best_s = n, speeds[i]
+        if best_n and (best_n == max_channels or best_n * best_s >= enough_bw - 1e-9):
+            break
+        if i >= len(speeds) - 1 or (best_n and speeds[i + 1] / best_s <= 0.49):
+            break
+        i += 1
+    return best_n, best_s
+
+
 def _search_ring(shape: CommShape, pattern: str) -> Graph:
     chain = pattern == "tree"
     multi = shape.n_nodes > 1
@@ -90,17 +111,7 @@ def _search_ring(shape: CommShape, pattern: str) -> Graph:
     i = 0
     while i < len(speeds) - 1 and (speeds[i] > max_bw + 1e-9 or speeds[i] > total_bw + 1e-9):
         i += 1
-    best_n, best_s = 0, speeds[i]
-    # Pass 1: lower the speed until a graph is found and lower speeds stop paying off.
-    while True:
-        n = _fit_ring(shape, speeds[i], speeds[i], chain)
-        if n >= 1 and n * speeds[i] > best_n * best_s:
-            best_n, best_s = n, speeds[i]
-        if best_n and best_n * best_s >= total_bw - 1e-9:
-            break
-        if i >= len(speeds) - 1 or (best_n and speeds[i + 1] / best_s <= 0.49):
-            break
-        i += 1
+    best_n, best_s = _lower_speed(speeds, i, lambda s: _fit_ring(shape, s, s, chain), total_bw)
     if best_n == 0:
         return Graph(pattern, 1, speeds[-1], speeds[-1], shape.intra_hw)
     n, bw_intra, bw_inter = _dup_channels(best_n, best_s, best_s, shape.arch)
@@ -192,16 +203,8 @@ def _search_collnet(shape: CommShape, fit, min_channels: int, max_channels: int)
     while i < len(speeds) - 1 and (speeds[i] > shape.nic_path_bw + 1e-9
                                    or speeds[i] * min_channels > total + 1e-9):
         i += 1
-    best_n, best_s = 0, speeds[i]
-    while True:
-        n = min(fit(speeds[i], speeds[i]), max_channels)
-        if n >= min_channels and n * speeds[i] > best_n * best_s:
-            best_n, best_s = n, speeds[i]
-        if best_n and (best_n == max_channels or best_n * best_s >= shape.intra_bw - 1e-9):
-            break
-        if i >= len(speeds) - 1 or (best_n and speeds[i + 1] / best_s <= 0.49):
-            break
-        i += 1
+    best_n, best_s = _lower_speed(speeds, i, lambda s: fit(s, s), shape.intra_bw,
+                                  min_channels, max_channels)
     if best_n == 0:
         return None
     n, bw_intra, bw_inter = _dup_channels(best_n, best_s, best_s, shape.arch, max_channels)

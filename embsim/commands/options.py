@@ -95,12 +95,18 @@ TENSOR_PARALLEL = click.option("--tensor-parallel", type=count(1, 1024), default
                                help="Megatron tensor parallelism: K consecutive GPUs of a node hold one "
                                     "model replica, each 1/K of every transformer block's heads and GEMMs "
                                     "and of the vocab, with the TP collectives on the step's critical path; "
-                                    "the data-parallel group is GPUs / K (allreduce, fsdp)")
+                                    "the data-parallel group is GPUs / K (allreduce, fsdp, distopt)")
 SEQUENCE_PARALLEL = click.option("--sequence-parallel/--no-sequence-parallel", default=None,
                                  help="with --tensor-parallel > 1: Megatron's sequence parallelism (each "
                                       "all-reduce a reduce-scatter + all-gather; norms on 1/K of the "
                                       "sequence) (default: on with --tensor-parallel > 1, as the NeMo / "
                                       "Megatron-Bridge recipes set it)")
+PIPELINE_PARALLEL = click.option("--pipeline-parallel", type=count(1, 1024), default=1, show_default=True,
+                                 help="Megatron pipeline parallelism, 1F1B: the transformer blocks split "
+                                      "into P contiguous stages (embedding on the first, output layer and "
+                                      "loss on the last), each stage GPUs / P ranks, the --accumulate "
+                                      "micro-batches pipelined through them with stage-to-stage sends; "
+                                      "the data-parallel group is GPUs / (TP x P) (allreduce)")
 NCCL_ENV = click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
                         help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608 (also "
                              "NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); repeatable")
@@ -135,6 +141,7 @@ def _options(f):
         GRAD_COMPRESS,
         TENSOR_PARALLEL,
         SEQUENCE_PARALLEL,
+        PIPELINE_PARALLEL,
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "
                           "(default: the model's global batch over the GPUs' batches, else 1)"),

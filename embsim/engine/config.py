@@ -19,6 +19,7 @@ from ..nccl_names import parse_filter
 from ..workload.precision import canonical_dtype, check_amp_style, precision
 from ..workload.grad_compress import GradCompress
 from ..workload.recompute import Recompute
+from ..workload.pipeline_parallel import PipelineParallel
 from ..workload.tensor_parallel import TensorParallel
 from .lengths import parse_lengths
 
@@ -78,6 +79,8 @@ class SimulationConfig:
     tensor_parallel: int = 1
     # its sequence parallelism; None: on whenever tensor_parallel > 1 (the NeMo recipes')
     sequence_parallel: bool | None = None
+    # Megatron pipeline parallelism over P stages, 1F1B (workload.pipeline_parallel)
+    pipeline_parallel: int = 1
 
     def __post_init__(self):
         if not isinstance(self.iterations, int) or self.iterations < 2:
@@ -107,6 +110,7 @@ class SimulationConfig:
         if self.grad_compress is not None:
             object.__setattr__(self, "grad_compress", str(GradCompress.parse(self.grad_compress)))
         TensorParallel.of(self.tensor_parallel, self.sequence_parallel)
+        PipelineParallel.of(self.pipeline_parallel)
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
         parse_padding(self.padding)
@@ -116,6 +120,10 @@ class SimulationConfig:
 
 def tensor_parallel_of(cfg: SimulationConfig) -> TensorParallel:
     return TensorParallel.of(cfg.tensor_parallel, cfg.sequence_parallel)
+
+
+def pipeline_parallel_of(cfg: SimulationConfig) -> PipelineParallel:
+    return PipelineParallel.of(cfg.pipeline_parallel)
 
 
 def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:

@@ -143,12 +143,15 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     compress = GradCompress.parse(cfg.grad_compress)
     compress.check_gpu(kgpu)               # bf16 on a GPU without bfloat16: refused
     # the data-parallel view: with tensor parallelism K a replica is K GPUs, so the
-    # strategies see world / K ranks (the engine runs their collectives over the DP groups)
+    # strategies see world / K ranks (the engine runs their collectives over the DP groups);
+    # with pipeline parallelism P, world / (K P), a stage's W / P ranks spanning at most a node
     k = model.tensor_parallel.size
-    ctx = StepContext(model=model, n_gpus=topo.n_gpus // k, gpus_per_node=max(1, topo.gpus_per_node // k),
+    stage = topo.n_gpus // cfg.pipeline_parallel
+    dp = stage // k
+    ctx = StepContext(model=model, n_gpus=dp, gpus_per_node=max(1, min(topo.gpus_per_node, stage) // k),
                       layer_fwd=fwd, layer_bwd=bwd, layer_update=dense_update,
                       sparse_update=sparse_update,
-                      tables=table_traffic(model, topo.n_gpus // k, stats_for),
+                      tables=table_traffic(model, dp, stats_for),
                       hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB,
                       kernel_seconds=lambda kernels: kernels_time(kernels, kgpu, precision(model.dtype),
                                                                   model.dtype_bytes),

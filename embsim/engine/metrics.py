@@ -42,11 +42,16 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
 
     comm_bytes: dict[str, float] = {}
     comm_time: dict[str, float] = {}
+    # per GPU over the whole cluster: a collective of some ranks only (a pipeline stage's
+    # gradient sync) counts for its share of the GPUs
+    world = sum(len(c.ranks) for c in run.classes)
     for r in run.comm:
         if first < r.iteration <= last:
             # tensor parallelism's activation collectives apart from the gradients' (engine.tp_plan)
-            key = f"tp {r.op}" if r.channel == "tp" else r.op
-            comm_bytes[key] = comm_bytes.get(key, 0.0) + bytes_per_gpu(r)
+            # and pipeline parallelism's stage-to-stage sends and step-end collectives (engine.pp_plan)
+            key = f"{r.channel} {r.op}" if r.channel in ("tp", "pp") else r.op
+            share = min(1.0, r.ranks / world) if r.ranks and world else 1.0
+            comm_bytes[key] = comm_bytes.get(key, 0.0) + bytes_per_gpu(r) * share
             comm_time[key] = comm_time.get(key, 0.0) + (r.end - r.start)
     comm_bytes = {k: v / n for k, v in comm_bytes.items()}
     comm_time = {k: v / n for k, v in comm_time.items()}

@@ -28,7 +28,7 @@ from ..workload.grad_compress import GradCompress
 from .build import build_step_plan
 from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
 from .classes import rank_classes
-from .config import SimulationConfig, tensor_parallel_of, with_options
+from .config import SimulationConfig, pipeline_parallel_of, tensor_parallel_of, with_options
 from .context import step_context
 from .jitter import (NONE, budget_fill, jitter_factors, param_factors, parse_jitter,
                      sentence_lengths, with_jitter)
@@ -41,13 +41,17 @@ from .metrics import step_metrics
 from .result import ClusterShape, SimulationResult
 from .simulation import Engine
 from .tp_plan import CHANNEL as TP_CHANNEL
+from .pp_plan import CHANNEL as PP_CHANNEL
+from .pp_run import pipeline_label, pipelined
 from ..workload.tensor_parallel import BLOCK_KINDS
 
 __all__ = ["SimulationConfig", "SimulationResult", "simulate"]
 
 # data-parallel strategies tensor parallelism composes with (their collectives run over the
 # data-parallel groups; the others address ranks one by one)
-TP_STRATEGIES = ("allreduce", "fsdp")
+TP_STRATEGIES = ("allreduce", "fsdp", "distopt")
+# and pipeline parallelism (each stage's gradients all-reduced over its data-parallel groups)
+PP_STRATEGIES = ("allreduce", "distopt")
 
 
 def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
@@ -62,14 +66,35 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     if tp.on and cfg.strategy not in TP_STRATEGIES:
         # the strategy cannot run under TP (compare lists the row refused, not the run)
         raise ModelNotSupported(f"--tensor-parallel {tp.size}: composes with --strategy "
-                         f"{' or '.join(TP_STRATEGIES)}, not {cfg.strategy}")
+                                f"{', '.join(TP_STRATEGIES[:-1])} or {TP_STRATEGIES[-1]}, "
+                                f"not {cfg.strategy}")
+    pp = pipeline_parallel_of(cfg)
+    pp.check_world(topo.n_gpus, tp.size)
+    if pp.on and cfg.strategy not in PP_STRATEGIES:
+        raise ModelNotSupported(f"--pipeline-parallel {pp.size}: composes with --strategy "
+                                f"{' or '.join(PP_STRATEGIES)}, not {cfg.strategy}")
+    if pp.on and cfg.scheduler != "fifo":
+        # priority steps each layer before its next forward, embrace-2d reorders the
+        # backward: neither fits a stage's 1F1B program (forwards, backwards, then updates)
+        raise ModelNotSupported(f"--pipeline-parallel {pp.size}: composes with --scheduler fifo, "
+                                f"not {cfg.scheduler}")
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
                        recompute=cfg.recompute, tensor_parallel=tp)
-    cfg = with_global_batch(cfg, model.batch, topo.n_gpus // tp.size)
+    tied = False
+    if pp.on:
+        pp.stages(model.name, model.layers)      # refuses a split Megatron refuses
+        tied = any(t.tied_to for t in model.tables)
+        if tied:
+            # Megatron keeps the tied output layer's own copy of the word embedding on the
+            # last stage (its gradient all-reduced with the first's: engine.pp_plan)
+            model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=True,
+                               dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
+                               recompute=cfg.recompute, tensor_parallel=tp)
+    cfg = with_global_batch(cfg, model.batch, topo.n_gpus // (tp.size * pp.size))
     if trace is None and cfg.trace:
         trace = load_trace(cfg.trace)
-    return _simulate(cfg, topo, model, trace)
+    return _simulate(cfg, topo, model, trace, tied)
 
 
 def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
@@ -128,7 +153,9 @@ def with_global_batch(cfg: SimulationConfig, batch: int, n_gpus: int) -> Simulat
     return replace(cfg, accumulate=k)
 
 
-def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> SimulationResult:
+def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = False) -> SimulationResult:
+    """`tied`: under pipeline parallelism, the zoo model ties its output layer to the word
+    embedding (`model` is then the untied one, the last stage's copy)."""
     wall0 = time.perf_counter()
     strategy = STRATEGIES.get(cfg.strategy).from_options(cfg.strategy_options)
     scheduler = SCHEDULERS.get(cfg.scheduler).from_options(cfg.scheduler_options)
@@ -139,14 +166,20 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     ctx, compute_source = step_context(model, topo, measured, cfg, strategy.dense_table_gradient)
     one_micro_batch = ctx
     # apex-DDP-style accumulation synchronises every micro-batch: simulated one at a time
+    pp = pipeline_parallel_of(cfg)
+    if pp.on and (cfg.accumulate_sync == "every" or cfg.throughput == "iterations"):
+        key = ("--accumulate-sync every" if cfg.accumulate_sync == "every"
+               else "--throughput iterations")
+        raise InputError(f"--pipeline-parallel {pp.size}: {key} is not modelled with a pipeline")
     each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus // model.tensor_parallel.size > 1
     # with tensor parallelism every micro-batch runs its TP collectives: the K-1 earlier
     # ones are simulated apart too (their gradients not synchronised), not folded into compute
-    tp_apart = model.tensor_parallel.on and cfg.accumulate > 1 and not each
-    ctx = accumulate(ctx, 1 if each or tp_apart else cfg.accumulate, cfg.amp)
+    tp_apart = model.tensor_parallel.on and cfg.accumulate > 1 and not each and not pp.on
+    # a pipeline runs every micro-batch on its stages' streams (engine.pp_plan)
+    ctx = accumulate(ctx, 1 if each or tp_apart or pp.on else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
     tp = model.tensor_parallel
-    dp = topo.n_gpus // tp.size        # model replicas: the data-parallel group's size
+    dp = topo.n_gpus // (tp.size * pp.size)   # model replicas: the data-parallel group's size
     if dp == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training and
         # steps alike, its tables updated as its backward leaves their gradient
@@ -192,8 +225,17 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
     groups = tp_groups(topo.n_gpus, tp.size) if tp.on else None
     if tp.on:
         compute_source += f"; {tp.label(sum(1 for l in model.layers if l.kind in BLOCK_KINDS))}"
+    staged = None
+    if pp.on:
+        staged = pipelined(ctx, pp, cfg.accumulate, strategy, scheduler, classes, topo.n_gpus,
+                           single_gpu_update_time, tied)
+        plan, classes, groups = staged.plan, staged.classes, staged.groups
+        splan = replace(splan, memory=staged.memory)
 
     def group_size(r) -> int:
+        if r.channel == PP_CHANNEL:
+            # stage pairs (sends, the tied embedding's gradient); the norm: one replica
+            return 2 if r.op == "sendrecv" or r.name == "pp:embedding-grads" else tp.size * pp.size
         return tp.size if r.channel == TP_CHANNEL else dp
 
     def run_engine(plan):
@@ -206,12 +248,16 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                                  kinds, topo.capacity)
 
     run, metrics = run_engine(plan)
+    if staged is not None:
+        compute_source += "; " + pipeline_label(pp, cfg.accumulate, run, staged.stage_of,
+                                                metrics.step_time, staged.act_bytes)
     split = None          # (plain, updating) micro-batch times, where simulated apart
     if tp_apart:
         # a micro-batch before the last: its TP collectives and any strategy transfer a
         # forward or backward waits for (FSDP's gathers), no gradient synchronisation
         plain_plan = replace(without_update(splan, master_accumulate_s(ctx, cfg.amp)),
-                             sync=tuple(t for t in splan.sync if t.needed_by is not None))
+                             sync=tuple(t for t in splan.sync if t.needed_by is not None
+                                        and strategy.gathers_every_micro_batch))
         # no gradient bucket in it, so nothing for --grad-compress to cast (or to refuse)
         plain_ctx = replace(ctx, grad_compress=GradCompress())
         _, plain = run_engine(build_step_plan(plain_ctx, plain_plan, strategy, scheduler))
@@ -231,17 +277,23 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
         samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s, dp)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
+    notes = plan.notes
     if cfg.efficiency_baseline and dp > 1:
         # the same node type with one GPU (no communication); with tensor parallelism one
-        # TP group on one node (its own collectives, no data-parallel ones)
-        single = _simulate(replace(cfg, straggler=None, efficiency_baseline=False),
-                           Topology(topo.node, 1, tp.size, topo.preset), model, trace)
-        efficiency = samples_per_s / (dp * single.samples_per_s)
-        notes = plan.notes + _superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
-    else:
-        # one replica: the strategy's and scheduler's remarks are about synchronisation
-        # that does not run (an "AllReduced densely" table, FSDP's units), so none is kept
-        notes = plan.notes if dp > 1 else ()
+        # TP group on one node (its own collectives, no data-parallel ones); with pipeline
+        # parallelism one replica's TP x P GPUs, on as few nodes as hold them
+        replica = tp.size * pp.size
+        per_node = min(replica, topo.gpus_per_node)
+        if replica % per_node == 0:
+            single = _simulate(replace(cfg, straggler=None, efficiency_baseline=False),
+                               Topology(topo.node, replica // per_node, per_node, topo.preset),
+                               model, trace, tied)
+            efficiency = samples_per_s / (dp * single.samples_per_s)
+            notes = plan.notes + _superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
+    # one replica: the strategy's and scheduler's remarks are about synchronisation that
+    # does not run (an "AllReduced densely" table, FSDP's units), so none is kept
+    if dp == 1:
+        notes = ()
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,
@@ -261,7 +313,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace) -> Simulation
                   "gpu_variation": variation, "optimizer": model.optimizer.name,
                   **({"untie_outputs": True} if cfg.untie_outputs else {}),
                   # only when on: a data-parallel run's workload (and its JSON) is as before
-                  **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {})})
+                  **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {}),
+                  **({"pipeline_parallel": pp.size} if pp.on else {})})
 
 
 def tp_groups(n_gpus: int, k: int) -> dict:

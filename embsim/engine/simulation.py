@@ -59,6 +59,20 @@ class Engine:
                     raise ValueError(f"comm op {c.name}: ready_after offsets other than 0 unsupported")
                 self._dependents.setdefault(dep, []).append(c)
         self._pending: dict[tuple[str, int, str], int] = {}  # (class, iteration, comm op) -> deps left
+        # per-class streams (pipeline stages): a class waits only for the dependencies its
+        # own stream holds, and joins only the collectives its ranks take part in
+        self._streams = {c.name: tuple(plan.streams.get(c.name, plan.stream)) for c in classes}
+        self._own_deps: dict[str, dict[str, int]] = {}   # class -> comm op -> its deps there
+        if plan.streams:
+            counted: dict[int, dict[str, int]] = {}     # per distinct stream (one per stage)
+            for cls in classes:
+                stream = self._streams[cls.name]
+                if id(stream) not in counted:
+                    ids = {op.id for op in stream}
+                    counted[id(stream)] = {c.name: sum(1 for d, _ in c.ready_after
+                                                       if isinstance(d, str) or d in ids)
+                                           for c in plan.comms}
+                self._own_deps[cls.name] = counted[id(stream)]
         self._comm_done: dict[tuple[int, str], simpy.Event] = {}
         self._plans: dict[str, object] = {}  # comm op -> collective plan (same every iteration)
 
@@ -88,7 +102,7 @@ class Engine:
         env = self.env
         rec = self.run_record
         for k in range(self.iterations):
-            for op in self.plan.stream:
+            for op in self._streams[cls.name]:
                 if op.lagged and k == 0:
                     self._compute_done(cls, k, op)
                     continue
@@ -134,13 +148,14 @@ class Engine:
 
     def _dep_satisfied(self, cls: RankClass, k: int, c: CommOp) -> None:
         key = (cls.name, k, c.name)
-        left = self._pending.get(key, len(c.ready_after)) - 1
+        own = self._own_deps.get(cls.name)
+        left = self._pending.get(key, len(c.ready_after) if own is None else own[c.name]) - 1
         if left:
             self._pending[key] = left
             return
         self._pending.pop(key, None)
         # this class's GPUs arrive; the runtime starts the collective after the last class
-        self.runtime.arrive(c.op, c.nbytes, self.ranks, cls.ranks, key=c.name, tag=c.name,
+        self.runtime.arrive(c.op, c.nbytes, c.ranks or self.ranks, cls.ranks, key=c.name, tag=c.name,
                             channel=c.channel, queue_key=self.scheduler.queue_key(c, k),
                             position=self._comm_index[c.name], plan=self._plan(c), tail=c.tail,
                             copy_before=c.copy_before, copy_after=c.copy_after,
@@ -155,17 +170,19 @@ class Engine:
                 else self.collectives.plan_alltoallv(c.matrix, self.ranks) if c.matrix is not None
                 else self.collectives.plan_groups(c.op, c.nbytes, self.groups[c.group])
                 if c.group in self.groups
-                else self.collectives.plan(c.op, c.nbytes, self.ranks))
+                else self.collectives.plan(c.op, c.nbytes, c.ranks or self.ranks))
         return plan
 
     def _comm_finished(self, k: int, c: CommOp, r: CollectiveRecord) -> None:
         self.run_record.comm.append(CommRecord(k, c.name, c.op, c.nbytes, c.channel, c.category,
-                                               r.algo, r.proto, r.ready, r.start, r.end))
+                                               r.algo, r.proto, r.ready, r.start, r.end,
+                                               len(c.ranks) if c.ranks else 0))
         self._comm_event(k, c.name).succeed()
         # comm ops may depend on other comm ops (e.g. an index exchange before an AlltoAll)
         for d in self._dependents.get(c.name, ()):
             for cls in self.classes:
-                self._dep_satisfied(cls, k, d)
+                if not d.ranks or set(cls.ranks) <= set(d.ranks):
+                    self._dep_satisfied(cls, k, d)
 
 
 def _slowdown(cls: RankClass, op: ComputeOp) -> float:

@@ -113,8 +113,12 @@ class CommOp:
     copy_before: NodeCopy | None = field(default=None, compare=False)
     copy_after: NodeCopy | None = field(default=None, compare=False)
     # the rank groups it runs over: "" the data-parallel ones (every rank without tensor
-    # parallelism), "tp" the tensor-parallel groups (engine.tp_plan)
+    # parallelism), "tp" the tensor-parallel groups (engine.tp_plan); pipeline parallelism
+    # names one stage's groups or one stage pair's (engine.pp_plan)
     group: str = ""
+    # the ranks that take part (its communicator); empty: every rank (engine.pp_plan gives
+    # a stage's collectives its ranks and a stage-to-stage transfer both stages')
+    ranks: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,9 @@ class StepPlan:
     # compute op -> comm ops it must wait for (with iteration offsets)
     comm_waits: dict[OpId, tuple[Dep, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()           # the strategy's and the scheduler's remarks
+    # a rank class's own compute stream, by class name (pipeline parallelism: each stage's
+    # 1F1B program, engine.pp_plan); a class not named runs `stream`
+    streams: Mapping[str, tuple[ComputeOp, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

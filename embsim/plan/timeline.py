@@ -43,6 +43,7 @@ class CommRecord:
     ready: float
     start: float
     end: float
+    ranks: int = 0          # the ranks taking part; 0: every rank of the run
 
 
 @dataclass

@@ -26,9 +26,14 @@ def print_summary(result, console: Console | None = None) -> None:
     t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s{counted}")
     if result.scaling_efficiency is not None:
         k = (result.workload or {}).get("tensor_parallel")
-        of = (f"{topo.gpus // k} x one tensor-parallel group of {k} GPUs" if k
+        p = (result.workload or {}).get("pipeline_parallel")
+        replica = (k or 1) * (p or 1)
+        of = (f"{topo.gpus // replica} x one pipeline of {p} stages on {replica} GPUs" if p
+              else f"{topo.gpus // k} x one tensor-parallel group of {k} GPUs" if k
               else f"{topo.gpus} x one GPU")
-        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {of}")
+        why = (" (above 100 %: the optimizer step is split over the replicas, which one "
+               "replica alone runs whole)" if result.scaling_efficiency > 1 else "")
+        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {of}{why}")
     share = result.exposed_comm / result.step_time if result.step_time else 0.0
     t.add_row("compute", human_time(result.compute))
     t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")
@@ -64,6 +69,8 @@ def workload_text(w: dict) -> str:
     k = w.get("tensor_parallel")
     per = (f"per tensor-parallel group of {k} GPUs (tensor parallel {k}"
            f"{', sequence parallel' if w.get('sequence_parallel') else ''})" if k else "per GPU")
+    if w.get("pipeline_parallel"):
+        per += f", pipeline parallel {w['pipeline_parallel']} (1F1B)"
     parts = [f"batch {w['batch']} x seq {w['seq']} {per}, {dtype}"]
     if w.get("optimizer"):
         parts.append(f"optimizer {w['optimizer']}")

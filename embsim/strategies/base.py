@@ -25,6 +25,10 @@ class Strategy(Configurable):
     # True: the forward all-gathers parameters updated by one optimizer step at the end of
     # the previous iteration (FSDP), so updates may not move into the next forward
     gathers_updated_parameters = False
+    # True: its transfers a forward or backward waits for (FSDP's parameter gathers) run in
+    # every micro-batch of an accumulated step; False: once per optimizer step (Megatron's
+    # distributed optimizer gathers the updated parameters in the first forward only)
+    gathers_every_micro_batch = True
     # True: each table's embedding traffic travels in its own collectives (what embrace-2d
     # splits per table); False: one fused collective carries every table
     per_table_embedding_traffic = True

@@ -42,7 +42,8 @@ def _ceil_div(a: int, b: int) -> int:
 
 def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, dense_shards: int = 1,
                    sparse_embedding_grads: bool = False,
-                   buffers: Mapping[str, float] | None = None) -> MemoryBreakdown:
+                   buffers: Mapping[str, float] | None = None,
+                   optimizer_shards: int = 1) -> MemoryBreakdown:
     """Bytes one GPU holds during a training step.
 
     embedding_shards: over how many GPUs every table is sharded, or per table name
@@ -52,12 +53,14 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
     lookup (PyTorch sparse=True), instead of a dense vocab x dim buffer. A tied output
     projection with a full softmax touches every row, so its table stays dense.
     buffers: named communication buffers a strategy adds (counted with the gradients).
+    optimizer_shards: over how many GPUs the optimizer state and FP32 master weights alone
+    are sharded, parameters and gradients staying whole (Megatron's distributed optimizer).
     """
     per_table = isinstance(embedding_shards, Mapping)
     shards_of = (dict(embedding_shards) if per_table
                  else {t.name: embedding_shards for t in model.tables})
     # a per-table 0 says this GPU holds none of that table; a count for every table is >= 1
-    checks = [("dense_shards", dense_shards, 1)] + (
+    checks = [("dense_shards", dense_shards, 1), ("optimizer_shards", optimizer_shards, 1)] + (
         [(f"embedding_shards[{k}]", v, 0) for k, v in shards_of.items()] if per_table
         else [("embedding_shards", embedding_shards, 1)])
     for flag, value, least in checks:
@@ -68,14 +71,17 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
     d = model.dense_param_bytes
     opt = model.optimizer
     dense_master = model.master_bytes()
-    per_param = d + opt.state_bytes_per_param + dense_master
+    k = optimizer_shards
 
     dense = _ceil_div(model.dense_params, dense_shards)
     params = d * dense
-    state = opt.state_bytes_per_param * dense
-    master = dense_master * dense
-    grads = d * dense
-    components = {"dense": dense * (per_param + d)}
+    state = _ceil_div(opt.state_bytes_per_param * dense, k)
+    master = _ceil_div(dense_master * dense, k)
+    # the gradient buffer in the gradients' own precision (FP32 where the optimizer keeps
+    # FP32 gradients, e.g. Megatron's grad_reduce_in_fp32; Model.grad_elem_bytes)
+    g_bytes = model.grad_elem_bytes()
+    grads = g_bytes * dense
+    components = {"dense": dense * (d + g_bytes) + state + master}
     # tables in their own precision (FP32 under autocast: no master copy)
     t = model.table_bytes
     table_master = 0 if t >= 4 else opt.master_bytes_per_param
@@ -90,12 +96,14 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
             g = sum(layer.grad_bytes for layer in model.sparse_users(table.name))
             g = min(_ceil_div(g, shards), t * elements + INDEX_BYTES * rows)
         else:
-            g = t * elements
+            g = (4 if opt.fp32_gradients else t) * elements
         params += t * elements
-        state += opt.state_bytes_per_param * elements
-        master += table_master * elements
+        table_state = _ceil_div(opt.state_bytes_per_param * elements, k)
+        table_master_bytes = _ceil_div(table_master * elements, k)
+        state += table_state
+        master += table_master_bytes
         grads += g
-        components[table.name] = elements * (t + opt.state_bytes_per_param + table_master) + g
+        components[table.name] = elements * t + table_state + table_master_bytes + g
 
     for name, nbytes in (buffers or {}).items():
         grads += int(math.ceil(nbytes))

@@ -208,5 +208,15 @@ def test_tensor_parallel_refuses_the_strategies_it_does_not_compose_with_not_the
     res = compare(cfg, ["allgather", "allreduce", "ps"], ["fifo"], workers=1)
     refused = {r.label: r.refused for r in res.rows if r.refused is not None}
     assert set(refused) == {"allgather/fifo", "ps/fifo"}
-    assert all("--tensor-parallel 2: composes with --strategy allreduce or fsdp" in v for v in refused.values())
+    assert all("--tensor-parallel 2: composes with --strategy allreduce, fsdp or distopt" in v
+               for v in refused.values())
+    assert [r.label for r in res.rows if r.refused is None] == ["allreduce/fifo"]
+
+
+def test_pipeline_parallel_refuses_rows_not_the_compare():
+    cfg = SimulationConfig(topology="dgx-h100:1x4", model="gpt2", iterations=2, pipeline_parallel=2)
+    res = compare(cfg, ["allgather", "allreduce"], ["fifo", "priority"], workers=1)
+    refused = {r.label: r.refused for r in res.rows if r.refused is not None}
+    assert "--pipeline-parallel 2: composes with --strategy" in refused["allgather/fifo"]
+    assert "--pipeline-parallel 2: composes with --scheduler fifo" in refused["allreduce/priority"]
     assert [r.label for r in res.rows if r.refused is None] == ["allreduce/fifo"]

@@ -87,7 +87,7 @@ def test_groups_plan_adds_the_groups_demands():
 @pytest.mark.parametrize("kw, message", [
     (dict(tensor_parallel=3), "--tensor-parallel 3: does not divide the 8 GPUs per node"),
     (dict(tensor_parallel=5, topology="dgx-h100:1x5"), "does not divide model gpt2's heads 12"),
-    (dict(tensor_parallel=2, strategy="ps"), "composes with --strategy allreduce or fsdp, not ps"),
+    (dict(tensor_parallel=2, strategy="ps"), "composes with --strategy allreduce, fsdp or distopt, not ps"),
 ])
 def test_refusals(kw, message):
     with pytest.raises(InputError, match=message):

@@ -29,8 +29,9 @@ def test_every_strategy_declares_its_traits():
         cls = STRATEGIES.get(name)
         assert isinstance(cls.embedding_payload, Payload), name
         assert isinstance(cls.dense_table_gradient, bool), name
-    # the data-parallel wrappers reduce every table's gradient densely (DDP, FSDP)
-    dense = {"allreduce", "fsdp"}
+    # the data-parallel wrappers reduce every table's gradient densely (DDP, FSDP,
+    # Megatron's distributed optimizer)
+    dense = {"allreduce", "fsdp", "distopt"}
     assert all(STRATEGIES.get(n).dense_table_gradient for n in dense)
     assert not any(STRATEGIES.get(n).dense_table_gradient for n in STRATEGIES.names() if n not in dense)
 
@@ -40,11 +41,11 @@ def test_priority_refuses_a_strategy_that_gathers_updated_parameters():
     parameter all-gathers after the previous optimizer step, so under priority they would
     carry parameters one update stale (gnmt on 16 RTX 3090s ran 57 ms faster than fifo,
     its next-forward gathers overlapping the backward whose gradients they lack)."""
-    assert [n for n in STRATEGIES.names() if STRATEGIES.get(n).gathers_updated_parameters] == ["fsdp"]
+    assert sorted(n for n in STRATEGIES.names() if STRATEGIES.get(n).gathers_updated_parameters) == ["distopt", "fsdp"]
     with pytest.raises(InputError, match="priority with --strategy fsdp: .* stale"):
         SCHEDULERS.get("priority")().check(STRATEGIES.get("fsdp")())
     for name in STRATEGIES.names():
-        if name != "fsdp":
+        if name not in ("fsdp", "distopt"):
             SCHEDULERS.get("priority")().check(STRATEGIES.get(name)())
 
 

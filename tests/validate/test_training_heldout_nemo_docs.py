@@ -14,7 +14,9 @@ import yaml
 
 from heldout_bounds import assert_within, heldout_fixture
 
-MEAN_BOUND, MAX_BOUND = 0.0778, 0.1919
+# 2026-12-03 (ninth session): re-mapped to strategy distopt (NeMo 2.0's distributed fused Adam;
+# stated in the file): 7.74 / 19.09 % -> 8.02 / 19.89 %, LOOSENED.
+MEAN_BOUND, MAX_BOUND = 0.0806, 0.1999
 
 
 nemo_docs = heldout_fixture("/nemo-docs-llama3-8b.yaml")

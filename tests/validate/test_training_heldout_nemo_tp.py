@@ -12,7 +12,9 @@ from embsim.validate.training import HELDOUT_DIR
 # the fix that simulates the K-1 earlier micro-batches' TP collectives apart) gave mean
 # 15.2 %, max 22.9 %; with it: mean 14.0 %, max 21.8 % (GPT3-20B -21.3 / -21.8 %, Nemotron-8B
 # +4.0 / +5.6 %, LLAMA2-7B 16K +17.4 %).
-MEAN_BOUND, MAX_BOUND = 0.141, 0.220
+# Re-based 2026-12-03 (ninth session) when the file's strategy became distopt, as the
+# launcher configures it (the mapping change is stated in the file): 12.1 % / 17.6 %.
+MEAN_BOUND, MAX_BOUND = 0.122, 0.177
 FILE = "nemo-24.07-tp.yaml"
 errors = heldout_fixture(FILE)
 

@@ -85,3 +85,26 @@ def test_a_table_held_elsewhere_costs_nothing():
     assert all(none.by_component[n] == 0 for n in names)
     with pytest.raises(InputError, match=r"embedding_shards\[.*\]: must be an integer >= 0"):
         memory_per_gpu(m, embedding_shards={names[0]: -1})
+
+
+def test_fp32_gradients_hold_an_fp32_gradient_buffer():
+    """A 16-bit model whose optimizer keeps FP32 gradients (Megatron's grad_reduce_in_fp32,
+    a script all-reducing FP32 copies) holds 4 bytes of gradient per parameter."""
+    from dataclasses import replace
+    o2 = load_model("llama3-8b", amp="o2")
+    fp32 = replace(o2, optimizer=replace(o2.optimizer, fp32_gradients=True))
+    a, b = memory_per_gpu(o2), memory_per_gpu(fp32)
+    assert a.grads == 2 * o2.params and b.grads == 4 * o2.params
+    assert b.total - a.total == 2 * o2.params
+    assert sum(b.by_component.values()) == b.total
+
+
+def test_optimizer_shards_split_only_the_state_and_master_weights():
+    m = load_model("llama3-8b", amp="o2")
+    whole, eight = memory_per_gpu(m), memory_per_gpu(m, optimizer_shards=8)
+    assert (eight.params, eight.grads) == (whole.params, whole.grads)
+    assert eight.optimizer_state == pytest.approx(whole.optimizer_state / 8, abs=64)
+    assert eight.master_weights == pytest.approx(whole.master_weights / 8, abs=64)
+    assert sum(eight.by_component.values()) == eight.total
+    with pytest.raises(InputError, match="optimizer_shards"):
+        memory_per_gpu(m, optimizer_shards=0)

@@ -1,0 +1,235 @@
+"""Pipeline parallelism's step plan: each stage's one-micro-batch plan (build_step_plan on
+the stage's layers, its tensor-parallel collectives and data-parallel gradient
+collectives included) unrolled into that stage's 1F1B program
+(workload.pipeline_parallel.PipelineParallel.schedule), with the stage-to-stage transfers
+as collectives of two stages. The engine runs one compute stream per stage (per rank
+class of the stage, StepPlan.streams); the pipeline's bubble is what the stages' waits
+for each other leave, nothing here computes it.
+
+A stage's one-micro-batch stream is cut into its forward part (up to the first backward
+op), its backward part (up to the first optimizer update) and its update part. Micro-batch
+i's copy of an op is named `<layer>#m<i>`; a tensor-parallel collective (or any collective
+a forward or backward op waits for) is copied per micro-batch, named `<name>#m<i>`; the
+gradient collectives only once, ready after the last micro-batch's backward ops (Megatron
+enables the data-parallel gradient sync for the last micro-batch only). Parameter-sized
+ops of the forward or backward part (a DDP wrapper's bucket passes) run once too, in the
+last micro-batch.
+
+A blocking batch of point-to-point transfers is two zero-time ops on the stage's stream:
+`pp-post` (the stage has reached the call: its side of every transfer in the batch is
+posted) and `pp-wait` (which waits for every transfer of the batch). A transfer is a
+`sendrecv` collective over the sender's and the receiver's ranks, ready when both stages
+have posted it (NCCL's send completes only once the matching receive is posted), carried
+over the rank pairs r -> r + W/P at once through the network model.
+
+After the last backward, `pp-post` of the step waits for the stage's gradient collectives;
+then the gradient-norm all-reduce of the optimizer's clipping (4 B over every model-parallel
+group; with a tied output layer first Megatron's all-reduce of the word-embedding
+gradient between the first and last stage), and the stage's optimizer updates wait for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..plan.names import OpId, Role
+from ..plan.ops import CommOp, ComputeOp, StepPlan
+from .tp_plan import CHANNEL as TP_CHANNEL
+
+CHANNEL = "pp"
+FP32 = 4
+
+
+def _mb(op_id: OpId, i: int) -> OpId:
+    return replace(op_id, layer=f"{op_id.layer}#m{i}")
+
+
+def _marker(stage: int, j: int, tag: str) -> ComputeOp:
+    return ComputeOp(OpId(Role.EXTRA, f"stage{stage}#{j}", tag=tag), 0.0)
+
+
+def _segments(stream) -> tuple[list, list, list]:
+    ops = list(stream)
+    b = next((i for i, o in enumerate(ops) if o.id.role in (Role.BWD, Role.BWD_INPUT)), len(ops))
+    u = next((i for i, o in enumerate(ops) if i >= b and o.id.role is Role.UPDATE), len(ops))
+    return ops[:b], ops[b:u], ops[u:]
+
+
+def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: float,
+                  tied_bytes: float = 0.0, tp: int = 1,
+                  once_per_step=None) -> tuple[StepPlan, dict, dict]:
+    """(the step plan, stage -> its stream, the rank groups its own collectives name:
+    the stage pairs "pp:<s>", "pp:embedding", "pp:model"; the stages' own groups are the
+    caller's).
+    `stage_plans`: each stage's one-micro-batch StepPlan whose collectives name groups
+    "<group>@s<stage>" and carry their ranks; `act_bytes`: one transfer's bytes;
+    `tied_bytes`: the word-embedding gradient the first and last stage all-reduce (0: none).
+    `once_per_step`: per stage, the names of collectives a forward waits for that run once
+    per optimizer step, not per micro-batch (Megatron's distributed optimizer gathers the
+    updated parameters before the first micro-batch's forward only): the first micro-batch's
+    ops wait for them, the later ones do not."""
+    m, P = micro_batches, pp.size
+    comms: list[CommOp] = []
+    waits: dict[OpId, list] = {}
+    streams: dict[int, tuple[ComputeOp, ...]] = {}
+    groups: dict[str, tuple] = {}
+    posts: dict[tuple[str, int, int], OpId] = {}     # (kind, micro-batch, sender stage) -> post ops
+    transfer_deps: dict[str, list] = {}
+    norm_deps: list = []
+
+    def transfer_name(kind: str, i: int, sender: int) -> str:
+        return f"pp:{kind}:s{sender}:m{i}"
+
+    for s, plan in enumerate(stage_plans):
+        fwd, bwd, upd = _segments(plan.stream)
+        part = {o.id: "F" for o in fwd} | {o.id: "B" for o in bwd}
+        # collectives a forward or backward op waits for run every micro-batch
+        sized = {o.id for o in fwd + bwd if o.param_sized}
+        once = set(once_per_step[s]) if once_per_step else set()
+        per_mb = {c for op_id, lst in plan.comm_waits.items()
+                  if op_id in part and op_id not in sized for c, _ in lst} - once
+        # a tensor-parallel collective runs every micro-batch even where the op after it is
+        # a parameter-sized one (a DDP bucket pass, run in the last micro-batch only)
+        tp_comms = {c.name for c in plan.comms if c.channel == TP_CHANNEL}
+        per_mb |= {c for op_id in sized for c, _ in plan.comm_waits.get(op_id, ()) if c in tp_comms}
+        # ... and where it is the stage's first block's overlapped backward collective, which
+        # the stage's first update waits for: each micro-batch's copy is waited for before the
+        # stage goes on (its next post), not once at the step's end
+        tail_tp = list(dict.fromkeys(c for op in upd for c, _ in plan.comm_waits.get(op.id, ())
+                                     if c in tp_comms))
+        per_mb |= set(tail_tp)
+        changed = True
+        while changed:          # and those they wait for (a chain of TP collectives)
+            changed = False
+            for c in plan.comms:
+                if c.name in per_mb:
+                    for d, _ in c.ready_after:
+                        if isinstance(d, str) and d not in per_mb:
+                            per_mb.add(d)
+                            changed = True
+        last = m - 1
+
+        # a parameter-sized op runs in the last micro-batch only: in the others, what
+        # depends on it depends on the op before it instead (none: on nothing)
+        alias, prev = {}, None
+        for o in fwd + bwd:
+            if o.param_sized:
+                alias[o.id] = prev
+            else:
+                prev = o.id
+
+        def dep(d, i: int):
+            if isinstance(d, str):
+                return f"{d}#m{i}" if d in per_mb else d
+            if d in sized and i != last:
+                d = alias[d]
+                if d is None:
+                    return None
+            return _mb(d, i) if d in part else d
+
+        def deps(ready_after, i: int) -> tuple:
+            return tuple((x, o) for x, o in ((dep(d, i), o) for d, o in ready_after) if x is not None)
+
+        for c in plan.comms:
+            if c.name in per_mb:
+                for i in range(m):
+                    ready = deps(c.ready_after, i)
+                    if not ready:     # ready at once: after the stage's first op of the micro-batch
+                        ready = ((_mb((fwd + bwd)[0].id, i), 0),)
+                    comms.append(replace(c, name=f"{c.name}#m{i}", ready_after=ready))
+            elif c.name in once:
+                comms.append(replace(c, ready_after=deps(c.ready_after, 0)))
+            else:
+                comms.append(replace(c, ready_after=deps(c.ready_after, last)))
+
+        stream: list[ComputeOp] = []
+        j = 0
+        # the per-micro-batch waits of a skipped parameter-sized op: the next op takes them
+        pending: list = []
+
+        def take_pending(op_id) -> None:
+            if pending:
+                waits.setdefault(op_id, []).extend(pending)
+                pending.clear()
+
+        def add_op(op: ComputeOp, i: int) -> None:
+            new = replace(op, id=_mb(op.id, i))
+            stream.append(new)
+            take_pending(new.id)
+            for d, o in plan.comm_waits.get(op.id, ()):
+                if d in once and i != 0:
+                    continue
+                waits.setdefault(new.id, []).append((dep(d, i), o))   # a comm: never None
+
+        for entry in pp.schedule(s, m):
+            if entry[0] in ("F", "B"):
+                i = entry[1]
+                for op in (fwd if entry[0] == "F" else bwd):
+                    if op.param_sized and i != last:
+                        pending.extend((dep(d, i), o) for d, o in plan.comm_waits.get(op.id, ())
+                                       if d in per_mb)
+                        continue
+                    add_op(op, i)
+                if entry[0] == "B":
+                    pending.extend((dep(d, i), 0) for d in tail_tp)
+                continue
+            post, wait = _marker(s, j, "pp-post"), _marker(s, j, "pp-wait")
+            j += 1
+            stream += [post, wait]
+            take_pending(post.id)
+            for kind, i, side in entry[1]:
+                sender = s if side == "send" else (s - 1 if kind == "act" else s + 1)
+                name = transfer_name(kind, i, sender)
+                transfer_deps.setdefault(name, []).append((post.id, 0))
+                waits.setdefault(wait.id, []).append((name, 0))
+        # the step's end: gradients reduced, then the clipping's norm, then the updates
+        post = _marker(s, j, "pp-post")
+        stream.append(post)
+        take_pending(post.id)
+        grads = [(d, o) for op in upd for d, o in plan.comm_waits.get(op.id, ())
+                 if o == 0 and d not in tail_tp]
+        if grads:
+            waits[post.id] = list(dict.fromkeys(grads))
+        norm_deps.append((post.id, 0))
+        if upd:
+            waits.setdefault(upd[0].id, []).append(("pp:grad-norm", 0))
+        stream += upd
+        for op in upd:
+            for d, o in plan.comm_waits.get(op.id, ()):
+                if d not in tail_tp:
+                    waits.setdefault(op.id, []).append((d, o))
+        streams[s] = tuple(stream)
+
+    n_per = len(stage_ranks[0])
+    for name, deps in transfer_deps.items():
+        _, kind, sender, _ = name.split(":")
+        a = int(sender[1:])
+        b = a + 1 if kind == "act" else a - 1
+        lo = min(a, b)
+        ranks = tuple(sorted(stage_ranks[a] + stage_ranks[b]))
+        group = f"pp:{lo}"
+        groups[group] = tuple((r, r + n_per) for r in stage_ranks[lo])
+        comms.append(CommOp(name=name, op="sendrecv", nbytes=float(act_bytes), category="activation",
+                            channel=CHANNEL, ready_after=tuple(deps), priority=-1.0, tensors=(),
+                            group=group, ranks=ranks))
+    everyone = tuple(sorted(r for ranks in stage_ranks for r in ranks))
+    norm_after = list(norm_deps)
+    if tied_bytes > 0:
+        ends = (norm_deps[0], norm_deps[-1])
+        groups["pp:embedding"] = tuple((r, r + (P - 1) * n_per) for r in stage_ranks[0])
+        comms.append(CommOp(name="pp:embedding-grads", op="all_reduce", nbytes=float(tied_bytes),
+                            category="dense", channel=CHANNEL, ready_after=ends, priority=-1.0,
+                            tensors=(), group="pp:embedding",
+                            ranks=tuple(sorted(stage_ranks[0] + stage_ranks[-1]))))
+        norm_after.append(("pp:embedding-grads", 0))
+    # the model-parallel groups: one replica's TP x PP ranks (stage ranks [s W/P, (s+1) W/P),
+    # TP groups of tp consecutive ranks inside them)
+    groups["pp:model"] = tuple(tuple(s * n_per + d + t for s in range(P) for t in range(tp))
+                               for d in range(0, n_per, tp))
+    comms.append(CommOp(name="pp:grad-norm", op="all_reduce", nbytes=float(FP32), category="dense",
+                        channel=CHANNEL, ready_after=tuple(norm_after), priority=-1.0, tensors=(),
+                        group="pp:model", ranks=everyone))
+    notes = tuple(dict.fromkeys(n for p in stage_plans for n in p.notes))
+    plan = StepPlan(stream=streams[0], comms=tuple(comms),
+                    comm_waits={k: tuple(dict.fromkeys(v)) for k, v in waits.items()}, notes=notes)
+    return plan, streams, groups

@@ -1,0 +1,149 @@
+"""Megatron-style pipeline parallelism (Narayanan et al. 2021, "Efficient Large-Scale
+Language Model Training on GPU Clusters Using Megatron-LM"), the 1F1B schedule.
+
+    --pipeline-parallel P
+
+The model's transformer blocks are split into P contiguous stages of equal block count;
+the layers before the first block (the embeddings) run on the first stage, the layers
+after the last block (final norm, output layer, loss) on the last, as Megatron's GPT model
+places them. Megatron refuses a block count P does not divide ("Number of layers should
+be divisible by the pipeline-model-parallel size", megatron/training/arguments.py, without
+its num_layers_in_first/last_pipeline_stage options, which are not modelled), and so does
+embsim; a model with other layers between its blocks (an encoder-decoder's target
+embedding) is refused too.
+
+Rank layout: Megatron's tp-cp-dp-pp order, pipeline outermost: stage s holds ranks
+[s W/P, (s+1) W/P) of W GPUs, so a stage spans W/P GPUs (its tensor-parallel groups and its
+data-parallel groups inside it) and a stage-to-stage transfer goes from rank r to rank
+r + W/P (NVLink when both are on one node, the NICs otherwise).
+
+The schedule (megatron/core/pipeline_parallel/schedules.py,
+forward_backward_pipelining_without_interleaving): stage s runs min(P - s - 1, m) warm-up
+forwards, then m - warm-up steady 1F1B steps (a forward, then the oldest outstanding
+backward), then the warm-up count of cool-down backwards. Its point-to-point calls are
+blocking batches (batch_isend_irecv, then wait on every request): recv_forward before a
+warm-up forward, send_forward after it; in the steady state send_forward_recv_backward
+after each forward and send_backward_recv_forward after each backward (send_backward after
+the last); recv_backward before and send_backward after a cool-down backward. Megatron's
+non-interleaved schedule refuses overlap_p2p_comm, so nothing of it overlaps compute. The
+first stage's recv_forward / send_backward and the last stage's send_forward /
+recv_backward are no-ops. A transfer is one (seq / TP with sequence parallelism, micro
+batch, hidden) tensor of the activations' dtype (get_tensor_shapes).
+
+The data-parallel gradient all-reduce is enabled only for the last micro-batch's backward
+(no_sync before it); finalize_model_grads then waits for it, and the optimizer's gradient
+clipping (--clip-grad, default 1.0) all-reduces the squared gradient norm over the
+model-parallel group (every stage of one replica) before any stage steps: every stage
+finishes its step with the slowest. 1F1B keeps at most min(P - s, m) micro-batches'
+activations alive on stage s (the first stage P): Korthikanti et al. 2022, section 4.2.2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from .tensor_parallel import BLOCK_KINDS
+
+# one blocking batch of point-to-point transfers: ("act" | "grad", micro-batch, "send" | "recv")
+Transfer = tuple[str, int, str]
+
+
+@dataclass(frozen=True)
+class PipelineParallel:
+    size: int = 1
+
+    @classmethod
+    def of(cls, size: "int | None") -> "PipelineParallel":
+        if size is None:
+            size = 1
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InputError(f"--pipeline-parallel {size!r}: must be a positive integer")
+        return cls(size)
+
+    @property
+    def on(self) -> bool:
+        return self.size > 1
+
+    def check_world(self, n_gpus: int, tp: int) -> None:
+        """P must divide the model replicas' GPUs: world / TP."""
+        if self.on and (n_gpus % tp or (n_gpus // tp) % self.size):
+            raise InputError(f"--pipeline-parallel {self.size}: does not divide {n_gpus} GPUs / "
+                             f"--tensor-parallel {tp} = {n_gpus / tp:g} (each stage spans world / P GPUs)")
+
+    def stages(self, name: str, layers) -> tuple[tuple, ...]:
+        """The layers (objects with .kind) of each stage, in order: embeddings on the first,
+        blocks split evenly, everything after the last block on the last."""
+        layers = tuple(layers)
+        if not self.on:
+            return (layers,)
+        at = [i for i, l in enumerate(layers) if l.kind in BLOCK_KINDS]
+        if not at:
+            raise InputError(f"--pipeline-parallel {self.size}: model {name} has no transformer "
+                             f"blocks to split")
+        first, last = at[0], at[-1]
+        if len(at) != last - first + 1:
+            raise InputError(f"--pipeline-parallel {self.size}: model {name} has other layers between "
+                             f"its transformer blocks (only a model whose blocks are contiguous is split)")
+        n = len(at)
+        if n % self.size:
+            raise InputError(f"--pipeline-parallel {self.size}: does not divide model {name}'s {n} "
+                             f"transformer blocks (Megatron requires it)")
+        per = n // self.size
+        out = []
+        for s in range(self.size):
+            lo = 0 if s == 0 else first + s * per
+            hi = len(layers) if s == self.size - 1 else first + (s + 1) * per
+            out.append(layers[lo:hi])
+        return tuple(out)
+
+    def warmup(self, stage: int, micro_batches: int) -> int:
+        return min(self.size - stage - 1, micro_batches)
+
+    def in_flight(self, stage: int, micro_batches: int) -> int:
+        """Micro-batches whose activations stage `stage` holds at once under 1F1B."""
+        return min(self.size - stage, micro_batches)
+
+    def schedule(self, stage: int, micro_batches: int) -> list:
+        """Stage `stage`'s 1F1B program: ("F", i), ("B", i) and ("P", transfers) entries,
+        each P one blocking batch of Transfers (no-ops at the pipeline's ends left out)."""
+        m, last = micro_batches, self.size - 1
+        warm = self.warmup(stage, m)
+        rest = m - warm
+        prog: list = []
+
+        def p2p(*transfers: Transfer) -> None:
+            kept = tuple(t for t in transfers
+                         if not ((t[0] == "act" and t[2] == "recv" and stage == 0)
+                                 or (t[0] == "act" and t[2] == "send" and stage == last)
+                                 or (t[0] == "grad" and t[2] == "recv" and stage == last)
+                                 or (t[0] == "grad" and t[2] == "send" and stage == 0)))
+            if kept:
+                prog.append(("P", kept))
+
+        for i in range(warm):
+            p2p(("act", i, "recv"))
+            prog.append(("F", i))
+            p2p(("act", i, "send"))
+        if rest > 0:
+            p2p(("act", warm, "recv"))
+        for j in range(rest):
+            f, b = warm + j, j
+            prog.append(("F", f))
+            p2p(("act", f, "send"), ("grad", b, "recv"))
+            prog.append(("B", b))
+            if j == rest - 1:
+                p2p(("grad", b, "send"))
+            else:
+                p2p(("grad", b, "send"), ("act", f + 1, "recv"))
+        for j in range(warm):
+            b = rest + j
+            p2p(("grad", b, "recv"))
+            prog.append(("B", b))
+            p2p(("grad", b, "send"))
+        return prog
+
+    def label(self, micro_batches: int) -> str:
+        if not self.on:
+            return ""
+        return f"pipeline parallel {self.size} (1F1B, {micro_batches} micro-batches)"

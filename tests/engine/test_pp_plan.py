@@ -1,0 +1,109 @@
+"""The 1F1B pipeline through the engine (engine/pp_plan.py on engine/simulation.py): the
+bubble comes out of the simulated stage streams; with free communication and uniform
+stages the step is the analytic (m + P - 1)(t_f + t_b)."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import simpy
+
+from embsim.engine.pp_plan import pipeline_plan
+from embsim.engine.simulation import Engine
+from embsim.network import Demand, Network
+from embsim.plan.names import bwd_name, fwd_name, update_name
+from embsim.plan.ops import ComputeOp, StepPlan
+from embsim.plan.timeline import RankClass
+from embsim.workload.pipeline_parallel import PipelineParallel
+
+
+class FreeComms:
+    """Collectives that take no time (the analytic cross-check's 'comm is free')."""
+
+    def _free(self, op, nbytes):
+        return SimpleNamespace(op=op, latency=0.0, time=0.0, demand=Demand.empty(), algo="none",
+                               proto="none")
+
+    def plan(self, op, nbytes, ranks):
+        return self._free(op, nbytes)
+
+    def plan_groups(self, op, nbytes, groups):
+        return self._free(op, nbytes)
+
+
+class Fifo:
+    def channel_rule(self, channel):
+        return SimpleNamespace(credit=None)
+
+    def queue_key(self, c, k):
+        return ()
+
+
+def uniform(P, m, tf, tb, update=0.0, per_stage=1, slow=None):
+    plans, ranks = [], []
+    for s in range(P):
+        layer = f"block{s}"
+        f, b = tf, tb
+        if slow is not None and s == slow[0]:
+            f, b = tf * slow[1], tb * slow[1]
+        stream = (ComputeOp(fwd_name(layer), f), ComputeOp(bwd_name(layer), b),
+                  ComputeOp(update_name(layer), update, param_sized=True))
+        plans.append(StepPlan(stream=stream, comms=()))
+        ranks.append(tuple(range(s * per_stage, (s + 1) * per_stage)))
+    plan, streams, groups = pipeline_plan(PipelineParallel(P), m, plans, ranks, act_bytes=1.0)
+    classes = tuple(RankClass(f"stage{s}", ranks[s]) for s in range(P))
+    plan = StepPlan(stream=plan.stream, comms=plan.comms, comm_waits=plan.comm_waits,
+                    streams={f"stage{s}": streams[s] for s in range(P)})
+    everyone = tuple(r for rs in ranks for r in rs)
+    engine = Engine(plan, Fifo(), classes, FreeComms(), lambda env: Network(env, np.ones(1)),
+                    everyone, iterations=3, groups=groups)
+    run = engine.run()
+    ends = [max(run.iteration_end[(c.name, k)] for c in classes) for k in range(3)]
+    return ends[2] - ends[1], run
+
+
+@pytest.mark.parametrize("P,m", [(2, 4), (4, 8), (4, 4), (3, 7), (4, 2), (8, 16)])
+def test_uniform_stages_with_free_comm_match_the_analytic_bubble(P, m):
+    tf, tb = 1.0e-3, 2.0e-3
+    step, _ = uniform(P, m, tf, tb)
+    assert step == pytest.approx((m + P - 1) * (tf + tb), rel=1e-9)
+
+
+def test_one_micro_batch_per_stage_is_fully_serial():
+    step, _ = uniform(4, 1, 1.0, 2.0)
+    assert step == pytest.approx(4 * 3.0)
+
+
+def test_a_slow_stage_sets_the_steady_state():
+    # stage 1 twice as slow: it is busy m x 2 (t_f + t_b), after stage 0's first forward
+    # and before its last backward; its one wait (for stage 2's first backward, t_f + t_b -
+    # 2 t_f) is the rest. Well under a pipeline uniformly that slow.
+    tf, tb, m = 1.0, 2.0, 8
+    step, _ = uniform(3, m, tf, tb, slow=(1, 2.0))
+    busy = m * 2 * (tf + tb)
+    assert step == pytest.approx(tf + busy + (tf + tb - 2 * tf) + tb)
+    assert step < (m + 2) * 2 * (tf + tb)
+
+
+def test_the_schedule_is_one_f_one_b():
+    pp = PipelineParallel(4)
+    prog = [e for e in pp.schedule(0, 6) if e[0] != "P"]
+    assert prog == [("F", 0), ("F", 1), ("F", 2), ("F", 3), ("B", 0), ("F", 4), ("B", 1),
+                    ("F", 5), ("B", 2), ("B", 3), ("B", 4), ("B", 5)]
+    last = [e for e in pp.schedule(3, 3) if e[0] != "P"]
+    assert last == [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2)]
+    # the first stage never receives activations, the last never sends them
+    assert all(t[0] != "act" or t[2] != "recv" for e in pp.schedule(0, 6) if e[0] == "P" for t in e[1])
+    assert all(t[0] != "act" or t[2] != "send" for e in pp.schedule(3, 6) if e[0] == "P" for t in e[1])
+    assert [pp.in_flight(s, 6) for s in range(4)] == [4, 3, 2, 1]
+
+
+def test_every_micro_batch_and_update_runs_once_per_stage():
+    _, run = uniform(3, 5, 1.0, 2.0)
+    for s in range(3):
+        names = [r.name for r in run.compute if r.cls == f"stage{s}" and r.iteration == 1]
+        assert sum(n.startswith("fwd:") for n in names) == 5
+        assert sum(n.startswith("bwd:") for n in names) == 5
+        assert sum(n.startswith("update:") for n in names) == 1
+    sends = [c for c in run.comm if c.iteration == 1 and c.op == "sendrecv"]
+    assert len(sends) == 2 * 2 * 5        # 2 stage pairs x (activation, gradient) x m

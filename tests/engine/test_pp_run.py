@@ -1,0 +1,187 @@
+"""Pipeline parallelism through simulate (engine/pp_run.py, engine/run.py): stages, sends,
+the per-stage data-parallel sync, memory, refusals, determinism, P=1 unchanged."""
+
+import json
+
+import pytest
+from embsim import cli
+from embsim.engine.config import SimulationConfig
+from embsim.engine.pp_run import stage_context, transfer_bytes
+from embsim.engine.run import simulate
+from embsim.errors import InputError
+from embsim.plan.context import StepContext
+from embsim.sweep.spec import config_hash
+from embsim.workload import load_model
+from embsim.workload.pipeline_parallel import PipelineParallel
+
+BASE = dict(model="gpt2", topology="dgx-h100:1x8", batch=4, seq=1024, dtype="bf16", iterations=2,
+            efficiency_baseline=False)
+ACT = 4 * 1024 * 768 * 2          # micro-batch x seq x hidden, bf16
+
+
+def test_p1_is_bit_for_bit_what_main_gave():
+    # step time, samples/s, scaling efficiency, memory and events as main (5d42014) gave
+    # them before pipeline parallelism existed
+    cases = [(dict(model="gpt2", topology="dgx-h100:2x8", batch=4, seq=1024, dtype="bf16",
+                   iterations=3, accumulate=2),
+              (0.03444091768254001, 3716.5095651586025, 0.9132816194145209, 3698814976, 1926)),
+             (dict(model="gpt2", topology="dgx-h100:1x8", batch=4, seq=1024, dtype="bf16",
+                   iterations=2, tensor_parallel=2, accumulate=3),
+              (0.033882553793728745, 1416.6582688015749, 0.9496100379006812, 1862324224, 1872)),
+             (dict(model="lstm-lm1b", topology="4x2", iterations=2, efficiency_baseline=False),
+              (0.04876226665377082, 20999.844147335454, None, 5431142900, 368))]
+    for cfg, want in cases:
+        for extra in ({}, {"pipeline_parallel": 1}):
+            r = simulate(SimulationConfig(**cfg, **extra))
+            assert (r.metrics.step_time, r.samples_per_s, r.scaling_efficiency, r.memory.total,
+                    r.events) == want
+            assert "pipeline" not in r.compute_source and "pipeline_parallel" not in r.workload
+    assert config_hash({"model": "gpt2", "topology": "dgx-h100:1x8"}) == "3ea54af3eb2711f5"
+    assert config_hash({"pipeline_parallel": 1}) == config_hash({}) == "6a6bc239fccbb264"
+    assert config_hash({"pipeline_parallel": 2}) != config_hash({})
+
+
+def test_stages_sends_and_per_stage_sync():
+    r = simulate(SimulationConfig(**BASE, pipeline_parallel=2, accumulate=4))
+    assert "pipeline parallel 2 (1F1B, 4 micro-batches): bubble" in r.compute_source
+    assert r.workload["pipeline_parallel"] == 2
+    sends = [c for c in r.run.comm if c.iteration == 1 and c.op == "sendrecv"]
+    assert len(sends) == 2 * 4 and {c.nbytes for c in sends} == {ACT}
+    # each stage all-reduces its own gradients (its DDP buckets) once per step, during its
+    # last micro-batch's backward
+    for s in (0, 1):
+        grads = [c for c in r.run.comm if c.iteration == 1 and c.name.startswith(f"s{s}:bucket")]
+        assert grads and all(c.op == "all_reduce" for c in grads)
+        last_bwd = min(x.start for x in r.run.compute if x.iteration == 1
+                       and x.cls.endswith(f"stage{s}") and x.name.startswith("bwd:")
+                       and x.name.endswith("#m3"))
+        assert min(c.ready for c in grads) >= last_bwd
+    classes = {c.name for c in r.run.classes}
+    assert all("/stage" in n for n in classes) and len(classes) == 8
+    # throughput counts the replicas: 8 GPUs / 2 stages = 4
+    assert r.samples_per_s == pytest.approx(4 * 4 * 4 / r.metrics.step_time)
+
+
+def test_the_bubble_comes_out_no_lower_than_the_analytic_fill_and_drain():
+    for P, m in ((2, 2), (4, 4), (4, 12)):
+        r = simulate(SimulationConfig(**BASE, pipeline_parallel=P, accumulate=m, gpu_variation=0))
+        bubble = float(r.compute_source.split("bubble ")[1].split(" %")[0]) / 100
+        assert bubble >= 0.95 * (P - 1) / (m + P - 1)
+    # more micro-batches, a smaller bubble
+    small = simulate(SimulationConfig(**BASE, pipeline_parallel=4, accumulate=4, gpu_variation=0))
+    large = simulate(SimulationConfig(**BASE, pipeline_parallel=4, accumulate=16, gpu_variation=0))
+    per_mb = [x.metrics.step_time / m for x, m in ((small, 4), (large, 16))]
+    assert per_mb[1] < per_mb[0]
+
+
+def test_composes_with_tensor_parallelism_across_nodes():
+    cfg = dict(BASE, topology="dgx-h100:2x8", model="llama3-8b", batch=1, seq=2048)
+    r = simulate(SimulationConfig(**cfg, tensor_parallel=2, pipeline_parallel=4, accumulate=4))
+    assert "tensor parallel 2 (sequence parallel)" in r.compute_source
+    sends = [c for c in r.run.comm if c.iteration == 1 and c.op == "sendrecv"]
+    assert {c.nbytes for c in sends} == {1 * 2048 * 4096 * 2 / 2}      # / TP: sequence parallel
+    tp = [c for c in r.run.comm if c.iteration == 1 and c.channel == "tp"]
+    assert len({c.name.split("#m")[1] for c in tp if "#m" in c.name}) == 4   # every micro-batch
+    # every TP collective runs in every micro-batch, a stage's first block's overlapped
+    # backward ones too (the op after them is a DDP bucket pass or the stage's first update)
+    per_collective = {}
+    for c in tp:
+        per_collective[c.name.split("#")[0]] = per_collective.get(c.name.split("#")[0], 0) + 1
+    assert set(per_collective.values()) == {4}
+    # stage 1 -> 2 crosses the nodes (ranks 4..7 -> 8..11): the NICs carry it
+    assert r.metrics.comm_bytes_per_gpu["pp sendrecv"] > 0
+
+
+def test_memory_is_the_worst_stage_with_its_in_flight_micro_batches():
+    one = simulate(SimulationConfig(**BASE, accumulate=8))
+    four = simulate(SimulationConfig(**BASE, pipeline_parallel=4, accumulate=8))
+    assert four.memory.params < 0.5 * one.memory.params
+    model = load_model("gpt2", batch=4, seq=1024, dtype="bf16")
+    # the first stage holds P = 4 micro-batches of its 3 blocks' activations (and the embedding's)
+    ctx = StepContext(model=model, n_gpus=2, gpus_per_node=2, layer_fwd={}, layer_bwd={},
+                      layer_update={}, sparse_update=None, tables={}, hbm_bytes=0.0)
+    layers = PipelineParallel(4).stages("gpt2", model.layers)[0]
+    first = stage_context(ctx, layers)
+    blocks = [l for l in first.model.layers if l.kind == "transformer_decoder"]
+    assert len(blocks) == 3 and first.model.layers[0].kind == "embedding"
+    assert first.model.params == sum(l.params for l in layers)
+    assert four.memory.activations >= 4 * sum(l.activation_bytes for l in blocks)
+
+
+def test_transfer_bytes():
+    model = load_model("gpt2", batch=4, seq=1024, dtype="bf16")
+    assert transfer_bytes(model) == ACT
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(pipeline_parallel=3), "--pipeline-parallel 3: does not divide 8 GPUs / --tensor-parallel 1"),
+    (dict(pipeline_parallel=8), "does not divide model gpt2's 12 transformer blocks"),
+    (dict(pipeline_parallel=2, strategy="fsdp"), "composes with --strategy allreduce or distopt, not fsdp"),
+    (dict(pipeline_parallel=2, model="lstm-lm1b"), "has no transformer blocks"),
+    (dict(pipeline_parallel=2, model="transformer-wmt"), "other layers between its transformer blocks"),
+    (dict(pipeline_parallel=2, accumulate=2, accumulate_sync="every"), "--accumulate-sync every"),
+    (dict(pipeline_parallel=2, scheduler="priority"), "composes with --scheduler fifo, not priority"),
+])
+def test_refusals(kw, message):
+    with pytest.raises(InputError, match=message):
+        simulate(SimulationConfig(**{**BASE, **kw}))
+    with pytest.raises(InputError, match="--pipeline-parallel 0"):
+        SimulationConfig(**BASE, pipeline_parallel=0)
+
+
+def test_cli_flag_one_line_refusal_and_determinism(capsys):
+    args = ["simulate", "--model", "gpt2", "--topology", "dgx-h100:1x8", "--iterations", "2",
+            "--batch", "4", "--seq", "1024"]
+    assert cli.main(args + ["--pipeline-parallel", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--pipeline-parallel 3" in err
+    outs = []
+    for _ in range(2):
+        assert cli.main(args + ["--pipeline-parallel", "2", "--accumulate", "4", "--json"]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1]
+    assert "pipeline parallel 2 (1F1B, 4 micro-batches)" in outs[0]["compute_source"]
+    assert cli.main(args + ["--pipeline-parallel", "2", "--accumulate", "4"]) == 0
+    assert "of 4 x one pipeline of 2 stages" in capsys.readouterr().out
+    assert cli.main(["compare", "--model", "gpt2", "--topology", "dgx-h100:1x8", "--pipeline-parallel", "2",
+                     "--strategies", "allreduce", "--schedulers", "fifo", "--iterations", "2", "--json"]) == 0
+    assert "pipeline parallel 2" in capsys.readouterr().out
+
+
+def test_the_strategies_see_the_data_parallel_ranks_of_a_stage():
+    from embsim.engine.context import step_context
+    from embsim.topology import load_topology
+    from embsim.workload.tensor_parallel import TensorParallel
+    cfg = SimulationConfig(**BASE, pipeline_parallel=2, tensor_parallel=2)
+    model = load_model("gpt2", batch=4, seq=1024, dtype="bf16", tensor_parallel=TensorParallel.of(2))
+    ctx, _ = step_context(model, load_topology("dgx-h100:1x8"), None, cfg, True)
+    assert (ctx.n_gpus, ctx.gpus_per_node) == (8 // 4, 2)
+    # and the DDP buckets of each stage compress as without a pipeline
+    r = simulate(SimulationConfig(**{**BASE, "dtype": "fp32"}, pipeline_parallel=2, accumulate=4,
+                                  grad_compress="fp16"))
+    assert "gradient compression fp16" in r.compute_source
+
+
+def test_distopt_per_stage_gathers_once_per_step_and_reduce_scatters_its_own_buckets():
+    cfg = dict(BASE, topology="dgx-h100:2x8", model="llama3-8b", batch=1, seq=2048, strategy="distopt")
+    runs = {m: simulate(SimulationConfig(**cfg, tensor_parallel=2, pipeline_parallel=2, accumulate=m))
+            for m in (2, 8)}
+    by = {m: r.metrics.comm_bytes_per_gpu for m, r in runs.items()}
+    # the parameters are gathered once per optimizer step whatever the micro-batch count
+    assert by[2]["all_gather"] == pytest.approx(by[8]["all_gather"], rel=1e-12)
+    assert by[2]["reduce_scatter"] == pytest.approx(by[8]["reduce_scatter"], rel=1e-12)
+    gathers = [c for c in runs[8].run.comm if c.iteration == 1 and c.op == "all_gather" and c.channel != "tp"]
+    assert gathers and all("#m" not in c.name for c in gathers)
+    assert {c.name.split(":")[0] for c in gathers} == {"s0", "s1"}     # each stage its own
+
+
+def test_bytes_per_gpu_count_a_stage_collective_for_its_share_of_the_gpus():
+    """A GPU takes part in its own stage's collectives only: per-GPU bytes under P stages
+    are the stage's, not the sum over stages."""
+    cfg = dict(BASE, topology="dgx-h100:2x8", model="llama3-8b", batch=1, seq=2048, accumulate=4)
+    one = simulate(SimulationConfig(**cfg, tensor_parallel=2)).metrics.comm_bytes_per_gpu
+    two = simulate(SimulationConfig(**cfg, tensor_parallel=2, pipeline_parallel=2)).metrics.comm_bytes_per_gpu
+    # a stage holds half of the blocks: about half of the TP traffic per GPU
+    assert two["tp all_gather"] == pytest.approx(one["tp all_gather"] / 2, rel=0.05)
+    # each GPU's gradients are its stage's: the two stages' sum would be the whole model's
+    assert two["all_reduce"] < 0.6 * one["all_reduce"]

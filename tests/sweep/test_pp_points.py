@@ -1,0 +1,53 @@
+"""--pipeline-parallel reaches scale's points and sweep files' configs."""
+
+from __future__ import annotations
+
+import pytest
+
+import embsim.commands.scale as scale_cmd
+from embsim.cli import main
+from embsim.report.summary import workload_text
+from embsim.sweep import read_results, run_sweep, sweep_from_text
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_scale_points_carry_the_stages(monkeypatch):
+    seen = []
+
+    def fake_sweep(points, folder, **kw):
+        seen.extend(points)
+        raise _Stop
+    monkeypatch.setattr(scale_cmd, "run_sweep", fake_sweep)
+    with pytest.raises(_Stop):
+        main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8,16",
+              "--pipeline-parallel", "2"])
+    assert [p.simulation_config().pipeline_parallel for p in seen] == [2, 2]
+    seen.clear()
+    with pytest.raises(_Stop):
+        main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8"])
+    assert "pipeline_parallel" not in seen[0].config
+
+
+def test_sweep_file_key_runs(tmp_path):
+    spec = sweep_from_text("""
+name: pp
+base: {model: gpt2, topology: 'dgx-h100:1x8', batch: 2, seq: 256, iterations: 2, efficiency_baseline: false,
+       accumulate: 4}
+grid:
+  pipeline_parallel: [1, 2]
+""", "s.yaml")
+    assert [p.simulation_config().pipeline_parallel for p in spec.points] == [1, 2]
+    run_sweep(spec.points, str(tmp_path), processes=False, workers=1, progress=False)
+    rows = read_results(str(tmp_path))
+    assert all(rows[p.hash]["status"] == "ok" for p in spec.points)
+    sources = [rows[p.hash]["result"]["compute_source"] for p in spec.points]
+    assert "pipeline parallel" not in sources[0]
+    assert "pipeline parallel 2 (1F1B, 4 micro-batches)" in sources[1]
+
+
+def test_workload_line_says_pipeline():
+    w = {"batch": 2, "seq": 8, "dtype": "bf16", "pipeline_parallel": 4}
+    assert workload_text(w).startswith("batch 2 x seq 8 per GPU, pipeline parallel 4 (1F1B)")
