@@ -33,7 +33,7 @@ from .busbw import busbw_factor
 from .collnet_demand import collnet_demand
 from .multinode import kernel_view, nvls_node_bw, nvlstree_kernel_bw, tree_kernel_bw
 from .channels import Graphs, search_graphs
-from .constants import NcclConstants, constants_for
+from .constants import NcclConstants, constants_for, release_text
 from .nccl_env import NcclEnv, apply_env
 from .alltoall_demand import AlltoallPattern, NotRegular
 from .p2p import alltoall_time, alltoallv_time, node_nic_share, p2p_time, sendrecv_time
@@ -66,16 +66,26 @@ class CollectivePlan:
     source: str = "model"  # "model" | "measured"
 
 
+def _said(flag: str, value) -> str:
+    """A filter as it was set: "--nccl-algo Tree", "NCCL_ALGO=Tree"."""
+    return f"{flag} {value}" if flag.startswith("-") or "." in flag else f"{flag}={value}"
+
+
 class CollectiveModel:
     def __init__(self, topology, algo: str | None = None, proto: str | None = None,
                  nccl_version: str | None = "2.30",
                  measured: Mapping[tuple[str, int], tuple[Sequence[float], Sequence[float]]] | None = None,
-                 nccl_env: NcclEnv | None = None, threshold_choice: bool = False):
+                 nccl_env: NcclEnv | None = None, threshold_choice: bool = False,
+                 flags: tuple[str, str] = ("NCCL_ALGO", "NCCL_PROTO")):
         self.topology = topology
         # a 2.4 log: NCCL picked by a size threshold (legacy.py), not by its cost model
         self.threshold_choice = threshold_choice
         # the release's constants with the run's NCCL_BUFFSIZE & co (buffer/chunk sizes)
         self.consts: NcclConstants = apply_env(constants_for(nccl_version), nccl_env)
+        # the release as the run named it: "2.28.3" where a patch has its own tables (the
+        # constants carry only the minor, "2.28"), for the outputs to say which was modelled
+        given = release_text(str(nccl_version)) if nccl_version not in (None, "", "unknown") else ""
+        self.release = given if given.count(".") == 2 else self.consts.version
         self.algos = parse_filter(algo, "algo")
         # a net plugin's NCCL_PROTO (topology nics.nccl_proto) holds unless the run sets its own,
         # as the plugin sets the variable only when it is unset (aws-ofi-nccl on p4d: simple)
@@ -83,6 +93,11 @@ class CollectiveModel:
         self.plugin_proto = "" if run_sets_proto else topology.node.nics.nccl_proto
         self.protos = (parse_filter(self.plugin_proto, "proto", "nics.nccl_proto") if self.plugin_proto
                        else parse_filter(proto, "proto"))
+        # the filters as the run set them, for a refusal to name ("--nccl-algo Tree")
+        said = [_said(flags[0], algo) if self.algos is not None else "",
+                (_said("nics.nccl_proto", self.plugin_proto) if self.plugin_proto
+                 else _said(flags[1], proto)) if self.protos is not None else ""]
+        self.filter_said = " with ".join(x for x in said if x)
         self.measured = dict(measured or {})
         for key, (sizes, times) in self.measured.items():
             if len(sizes) != len(times) or len(sizes) < 1 or min(sizes) <= 0 or min(times) <= 0:
@@ -309,12 +324,14 @@ class CollectiveModel:
             # the net plugin's tuner zeroes one pair's cost where NCCL has one (ofi_tuner.py);
             # NCCL's candidates are asked only for a pair a region holds (most ops: none)
             def available(algo: str, proto: str) -> bool:
-                return ((algo, proto) in nm.candidates(op, shape, graphs, self.consts, self.algos, self.protos)
+                return ((algo, proto) in nm.candidates(op, shape, graphs, self.consts, self.algos, self.protos,
+                                                      self.filter_said)
                         and nm.bandwidth(op, algo, proto, shape, graphs, self.consts) > 0)
             forced = ofi_tuner.pick(shape.nccl_tuner, op, nbytes, shape.n_ranks, shape.n_nodes, available)
             if forced is not None:
                 return nm.algo_time(op, *forced, nbytes, shape, graphs, self.consts)
-        return nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos)
+        return nm.select(op, nbytes, shape, graphs, self.consts, self.algos, self.protos,
+                         self.filter_said)
 
     def plan_groups(self, op: str, nbytes: int, groups: Sequence[Sequence[int]]) -> CollectivePlan:
         """The same collective on several disjoint communicators at once (tensor

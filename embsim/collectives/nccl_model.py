@@ -300,9 +300,11 @@ def algo_time(op: str, algo: str, proto: str, nbytes: float, shape: CommShape, g
 
 
 def candidates(op: str, shape: CommShape, graphs: Graphs, consts: NcclConstants,
-               algos: frozenset[str] | None = None, protos: frozenset[str] | None = None):
+               algos: frozenset[str] | None = None, protos: frozenset[str] | None = None,
+               said: str = ""):
     """Enabled pairs after NCCL_ALGO/NCCL_PROTO filters; none left is refused, as NCCL
-    refuses it ("no algorithm/protocol available")."""
+    refuses it ("no algorithm/protocol available"). `said`: the filters as the run gave
+    them (e.g. "--nccl-algo Tree"), for the refusal to name."""
     pairs = default_enabled(op, shape, graphs, consts)
     kept = [(a, p) for a, p in pairs if (algos is None or a in algos) and (protos is None or p in protos)]
     if not kept:
@@ -311,18 +313,19 @@ def candidates(op: str, shape: CommShape, graphs: Graphs, consts: NcclConstants,
         if algos is not None and algos <= set(COLLNET):
             why = ("; CollNet needs AllReduce on 2+ nodes of <= 8 GPUs whose network reduces in "
                    "the switch (topology network.sharp: true), CollNetDirect also NVSwitch nodes")
-        raise InputError(f"{op}: the algo/proto override leaves nothing NCCL can run on this "
-                         f"communicator (available: {avail}){why}")
+        raise InputError(f"{said or 'the algo/proto override'}: leaves nothing NCCL can run for "
+                         f"{op} on this communicator (available: {avail}){why}")
     return kept
 
 
 def select(op: str, nbytes: float, shape: CommShape, graphs: Graphs, consts: NcclConstants,
-           algos: frozenset[str] | None = None, protos: frozenset[str] | None = None) -> AlgoTime:
+           algos: frozenset[str] | None = None, protos: frozenset[str] | None = None,
+           said: str = "") -> AlgoTime:
     """topoGetAlgoInfo: argmin predicted time over the enabled (algo, proto) pairs."""
     if op not in NCCL_OPS:
         raise InputError(f"op {op!r} is not in NCCL's tuning model (known: {', '.join(NCCL_OPS)})")
     best = None
-    for a, p in candidates(op, shape, graphs, consts, algos, protos):
+    for a, p in candidates(op, shape, graphs, consts, algos, protos, said):
         t = algo_time(op, a, p, nbytes, shape, graphs, consts)
         if t is not None and (best is None or t.time < best.time):
             best = t

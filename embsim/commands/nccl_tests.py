@@ -51,18 +51,19 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
     sizes = nt.sweep_sizes(minbytes, maxbytes, factor)   # errors name -b/-e as typed
     env = NcclEnv(nccl_env)     # the shared option's checked (NAME, bytes) pairs
     topo = load_topology(topology_spec)
-    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl_version, nccl_env=env)
+    model = CollectiveModel(topo, algo=algo, proto=proto, nccl_version=nccl_version, nccl_env=env,
+                            flags=("--algo", "--proto"))
     rows = nt.run(model, op, sizes, datatype, gpus_per_process=gpus)
     label = f"{topo.preset}:{topo.n_nodes}x{topo.gpus_per_node}"
     if as_json:
         click.echo(json.dumps({"topology": label, "op": op, "ranks": topo.n_gpus,
-                               "nccl_version": model.consts.version, "nccl_env": model.consts.env,
+                               "nccl_version": model.release, "nccl_env": model.consts.env,
                                "view_note": model.view_note, "tuner_note": model.tuner_note,
                                "launch_note": nt.launch_note(gpus), "fidelity_note": model.fidelity_note,
                                "rows": nt.rows_json(rows)}, indent=1))
     else:
         header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "
-                  f"NCCL {model.consts.version} model, -g {gpus}"
+                  f"NCCL {model.release} model, -g {gpus}"
                   + (f", {model.consts.env}" if model.consts.env else ""))
         for note in model.notes + (nt.launch_note(gpus),):
             header += f"\n# {note}" if note else ""

@@ -3,6 +3,7 @@ model), optimizer times and the token statistics of every embedding table."""
 
 from __future__ import annotations
 
+from ..errors import InputError
 from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import (attention_source, elementwise_style, fp8_source, model_times,
                                 optimizer_step_time,
@@ -13,7 +14,7 @@ from ..workload.kernel_time import kernels_time
 from ..workload.precision import precision
 from ..workload import load_model
 from ..workload.row_groups import total
-from ..workload.tokens import RowTouches, TokenStats
+from ..workload.tokens import DEFAULT_ZIPF_S, RowTouches, TokenStats
 from .padded import expected_layer_times, run_length_mix
 from .trace_times import trace_layer_times
 
@@ -64,6 +65,12 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     kgpu = for_gpu(topo.node.gpu)
     if measured is not None and measured.kernel_table is not None:
         kgpu = from_measurement(topo.node.gpu, measured.kernel_table, measured.source)
+    if cfg.dtype is None and precision(model.dtype).gemm_rate not in kgpu.rates:
+        # the model's own default, not a flag the user typed: say so, and what would run
+        have = [k for k in ("fp16", "bf16", "tf32", "fp32") if k in kgpu.rates]
+        raise InputError(f"--dtype: model {model.name} trains in {model.dtype} by default and "
+                         f"{kgpu.name} has no {model.dtype} tensor-core rate; give --dtype "
+                         f"{' or '.join(have) or '(none it has)'}")
     times = model_times(model, kgpu)      # also refuses a dtype the GPU lacks
     sparse_lookups = not dense_table_gradient
 
@@ -149,4 +156,20 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                       kernel_seconds=lambda kernels: kernels_time(kernels, kgpu, precision(model.dtype),
                                                                   model.dtype_bytes),
                       grad_compress=compress)
-    return ctx, source
+    return ctx, source + _zipf_unused(cfg, ctx.tables, dense_table_gradient)
+
+
+def _zipf_unused(cfg, tables: dict, dense_table_gradient: bool) -> str:
+    """--zipf shapes only which rows a batch touches, which only a row-sparse embedding
+    gradient sees: where none has one, a --zipf the run set is said to change nothing."""
+    if cfg.corpus or cfg.zipf_s == DEFAULT_ZIPF_S:
+        return ""
+    if not tables:
+        why = "the model has no embedding tables"
+    elif dense_table_gradient:
+        why = f"--strategy {cfg.strategy} synchronises every table's gradient densely"
+    elif all(t.dense_grad for t in tables.values()):
+        why = "every table's gradient is dense (a full softmax tied to it)"
+    else:
+        return ""
+    return f"; --zipf {cfg.zipf_s:g} has no effect: {why}"

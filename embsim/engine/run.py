@@ -15,7 +15,7 @@ import numpy as np
 
 from ..collectives import CollectiveModel
 from ..collectives.nccl_env import NcclEnv
-from ..errors import InputError
+from ..errors import InputError, ModelNotSupported
 from ..collectives.busbw import busbw_factor
 from ..collectives.servers import SERVER_OPS
 from ..network import Network
@@ -24,12 +24,14 @@ from ..strategies import STRATEGIES
 from ..topology import Topology, load_topology
 from ..trace import load_trace
 from ..workload import load_model, load_spec
+from ..workload.grad_compress import GradCompress
 from .build import build_step_plan
 from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
 from .classes import rank_classes
 from .config import SimulationConfig, pipeline_parallel_of, tensor_parallel_of, with_options
 from .context import step_context
-from .jitter import NONE, budget_fill, jitter_factors, param_factors, parse_jitter, with_jitter
+from .jitter import (NONE, budget_fill, jitter_factors, param_factors, parse_jitter,
+                     sentence_lengths, with_jitter)
 from . import gpu_speed, interference, iteration_rate
 from .lengths import parse_lengths
 from .padded import check_padding
@@ -37,6 +39,7 @@ from ..workload.padding import parse_padding
 from .measured import MeasuredInputs
 from .metrics import step_metrics
 from .result import ClusterShape, SimulationResult
+from .run_notes import seq_as_mean_label, superlinear_note
 from .simulation import Engine
 from .tp_plan import CHANNEL as TP_CHANNEL
 from .pp_plan import CHANNEL as PP_CHANNEL
@@ -62,18 +65,20 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     tp = tensor_parallel_of(cfg)
     tp.check_node(topo.gpus_per_node, topo.n_gpus)
     if tp.on and cfg.strategy not in TP_STRATEGIES:
-        raise InputError(f"--tensor-parallel {tp.size}: composes with --strategy "
-                         f"{', '.join(TP_STRATEGIES[:-1])} or {TP_STRATEGIES[-1]}, not {cfg.strategy}")
+        # the strategy cannot run under TP (compare lists the row refused, not the run)
+        raise ModelNotSupported(f"--tensor-parallel {tp.size}: composes with --strategy "
+                                f"{', '.join(TP_STRATEGIES[:-1])} or {TP_STRATEGIES[-1]}, "
+                                f"not {cfg.strategy}")
     pp = pipeline_parallel_of(cfg)
     pp.check_world(topo.n_gpus, tp.size)
     if pp.on and cfg.strategy not in PP_STRATEGIES:
-        raise InputError(f"--pipeline-parallel {pp.size}: composes with --strategy "
-                         f"{' or '.join(PP_STRATEGIES)}, not {cfg.strategy}")
+        raise ModelNotSupported(f"--pipeline-parallel {pp.size}: composes with --strategy "
+                                f"{' or '.join(PP_STRATEGIES)}, not {cfg.strategy}")
     if pp.on and cfg.scheduler != "fifo":
         # priority steps each layer before its next forward, embrace-2d reorders the
         # backward: neither fits a stage's 1F1B program (forwards, backwards, then updates)
-        raise InputError(f"--pipeline-parallel {pp.size}: composes with --scheduler fifo, "
-                         f"not {cfg.scheduler}")
+        raise ModelNotSupported(f"--pipeline-parallel {pp.size}: composes with --scheduler fifo, "
+                                f"not {cfg.scheduler}")
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
                        recompute=cfg.recompute, tensor_parallel=tp)
@@ -188,6 +193,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     jitter = _jitter(cfg, topo, model, measured, shapes, 1 if each or tp_apart else cfg.accumulate, speed)
     param = param_factors(cfg.jitter, jitter, speed)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter, param)
+    compute_source += seq_as_mean_label(cfg, model.seq)
     if variation > 0:
         compute_source += f"; {gpu_speed.label(variation)}"
     factors, published = interference.resolved(cfg, measured, topo)
@@ -199,14 +205,22 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         used, label = _measured_curves_label(curves, trace.source, topo.n_gpus)
         compute_source += f"; {label}"
     collectives = CollectiveModel(topo, algo=cfg.nccl_algo, proto=cfg.nccl_proto, measured=curves,
-                                  nccl_version=cfg.nccl_version, nccl_env=NcclEnv(tuple(cfg.nccl_env)))
-    compute_source += f"; {'other ' if used else ''}collectives: NCCL {collectives.consts.version} model"
+                                  nccl_version=cfg.nccl_version, nccl_env=NcclEnv(tuple(cfg.nccl_env)),
+                                  flags=("--nccl-algo", "--nccl-proto"))
+    compute_source += f"; {'other ' if used else ''}collectives: NCCL {collectives.release} model"
     for note in collectives.notes:
         compute_source += f"; {note}"
     if collectives.consts.env:
         compute_source += f"; NCCL env {collectives.consts.env}"
     if ctx.grad_compress.on:
         compute_source += f"; {ctx.grad_compress.label(model, topo.n_gpus)}"
+    if dp == 1 and topo.n_gpus == tp.size:
+        compute_source += (f"; one {'tensor-parallel group' if tp.on else 'GPU'}: nothing to "
+                           f"synchronise, so --strategy {cfg.strategy} and --scheduler "
+                           f"{cfg.scheduler} change nothing")
+    if cfg.untie_outputs and not any(ls.kind == "output_projection" and "tied" in ls.params
+                                     for ls in load_spec(cfg.model).layers):
+        compute_source += f"; --untie-outputs has no effect: {model.name} ties no output projection"
     ranks = tuple(range(topo.n_gpus))
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
     groups = tp_groups(topo.n_gpus, tp.size) if tp.on else None
@@ -245,7 +259,9 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         plain_plan = replace(without_update(splan, master_accumulate_s(ctx, cfg.amp)),
                              sync=tuple(t for t in splan.sync if t.needed_by is not None
                                         and strategy.gathers_every_micro_batch))
-        _, plain = run_engine(build_step_plan(ctx, plain_plan, strategy, scheduler))
+        # no gradient bucket in it, so nothing for --grad-compress to cast (or to refuse)
+        plain_ctx = replace(ctx, grad_compress=GradCompress())
+        _, plain = run_engine(build_step_plan(plain_ctx, plain_plan, strategy, scheduler))
         split = (plain.step_time, metrics.step_time)
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
     elif each:
@@ -262,6 +278,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s, dp)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
+    notes = plan.notes
     if cfg.efficiency_baseline and dp > 1:
         # the same node type with one GPU (no communication); with tensor parallelism one
         # TP group on one node (its own collectives, no data-parallel ones); with pipeline
@@ -273,12 +290,17 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                                Topology(topo.node, replica // per_node, per_node, topo.preset),
                                model, trace, tied)
             efficiency = samples_per_s / (dp * single.samples_per_s)
+            notes = plan.notes + superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
+    # one replica: the strategy's and scheduler's remarks are about synchronisation that
+    # does not run (an "AllReduced densely" table, FSDP's units), so none is kept
+    if dp == 1:
+        notes = ()
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,
         memory=splan.memory, hbm_bytes=ctx.hbm_bytes, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
-        scaling_efficiency=efficiency, notes=plan.notes, run=run,
+        scaling_efficiency=efficiency, notes=notes, run=run,
         workload={"batch": model.batch, "seq": model.seq, "dtype": model.dtype,
                   "amp": cfg.amp if model.dtype in ("bf16", "fp16", "fp8") else None,
                   # dense parameters and embedding tables wider than the model (FP32 under autocast)
@@ -289,7 +311,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                   "lengths": cfg.lengths, "token_fill": fill,
                   "padding": cfg.padding if _pads(cfg) else None,
                   "straggler": cfg.straggler, "seed": cfg.seed,
-                  "gpu_variation": variation,
+                  "gpu_variation": variation, "optimizer": model.optimizer.name,
+                  **({"untie_outputs": True} if cfg.untie_outputs else {}),
                   # only when on: a data-parallel run's workload (and its JSON) is as before
                   **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {}),
                   **({"pipeline_parallel": pp.size} if pp.on else {})})

@@ -24,6 +24,8 @@ def simulation_json(result) -> dict:
         "compute_ms": result.compute * 1e3,
         "exposed_comm_ms": result.exposed_comm * 1e3,
         "comm_bytes_per_gpu": result.comm_bytes_per_gpu,
+        # each op's collective time per step (the table's "... per GPU X in Y ms")
+        "comm_ms": {op: t * 1e3 for op, t in result.comm_time.items()},
         "memory_per_gpu_bytes": memory["total"],
         "memory_breakdown_bytes": memory,
         "hbm_bytes": result.hbm_bytes,

@@ -31,9 +31,7 @@ def print_summary(result, console: Console | None = None) -> None:
         of = (f"{topo.gpus // replica} x one pipeline of {p} stages on {replica} GPUs" if p
               else f"{topo.gpus // k} x one tensor-parallel group of {k} GPUs" if k
               else f"{topo.gpus} x one GPU")
-        why = (" (above 100 %: the optimizer step is split over the replicas, which one "
-               "replica alone runs whole)" if result.scaling_efficiency > 1 else "")
-        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {of}{why}")
+        t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {of}")
     share = result.exposed_comm / result.step_time if result.step_time else 0.0
     t.add_row("compute", human_time(result.compute))
     t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")
@@ -72,6 +70,10 @@ def workload_text(w: dict) -> str:
     if w.get("pipeline_parallel"):
         per += f", pipeline parallel {w['pipeline_parallel']} (1F1B)"
     parts = [f"batch {w['batch']} x seq {w['seq']} {per}, {dtype}"]
+    if w.get("optimizer"):
+        parts.append(f"optimizer {w['optimizer']}")
+    if w.get("untie_outputs"):
+        parts.append("output projections untied")
     if w.get("accumulate", 1) != 1:
         sync = " (synchronised every micro-batch)" if w.get("accumulate_sync") == "every" else ""
         parts.append(f"accumulate {w['accumulate']}{sync}")

@@ -44,6 +44,9 @@ def print_topology_summary(s: dict) -> None:
         table.add_row(c["kind"], f"{c['bandwidth_gbps']:g}", f"{c['latency_us']:g}", str(c["count"]))
     console.print(table)
     types = ", ".join(f"{n} {t}" for t, n in tot["vertex_types"].items())
+    # one node has no network to inject into: "0 GB/s injection" read as NICs that carry nothing
+    injection = (f"{tot['injection_gbps_per_node']:g} GB/s injection per node" if net
+                 else "no network injection (one node)")
     console.print(f"Totals  {tot['vertices']} vertices ({types}), {tot['links']} links, "
                   f"{tot['peak_bf16_pflops']:g} PFLOPS bf16, {tot['memory_gb']:,.10g} GB device memory, "
-                  f"{tot['injection_gbps_per_node']:g} GB/s injection per node")
+                  f"{injection}")

@@ -42,6 +42,7 @@ from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
 from ..workload.compute import optimizer_kernels
 from ..workload.memory import memory_per_gpu
+from ..workload.recompute import BLOCK_KINDS
 from .base import STRATEGIES, Strategy, StrategyPlan
 
 SHARDING = ("FULL_SHARD", "SHARD_GRAD_OP")
@@ -65,7 +66,9 @@ def units(model) -> list[tuple[str, list]]:
     for layer in model.layers:
         if layer.params <= 0:
             continue
-        if _BLOCK.fullmatch(layer.name):
+        # a repeated block ("decoder.3"), or a transformer block a zoo file lists once: the
+        # auto-wrap policy wraps a block class however many the model has
+        if _BLOCK.fullmatch(layer.name) or layer.kind in BLOCK_KINDS:
             blocks.append((layer.name, [layer]))
         else:
             root.append(layer)
@@ -137,5 +140,6 @@ class FsdpStrategy(Strategy):
                                              else sum(param_b[b] for b in blocks))
         memory = memory_per_gpu(model, embedding_shards=n, dense_shards=n,
                                 buffers={"fsdp gathered parameters": gathered})
-        notes = (f"fsdp: {o.sharding}, {len(blocks)} blocks + root unit, limit_all_gathers",)
+        plural = "s" if len(blocks) != 1 else ""
+        notes = (f"fsdp: {o.sharding}, {len(blocks)} block{plural} + root unit, limit_all_gathers",)
         return StrategyPlan(sync=tuple(fwd + bwd), update_time=update, memory=memory, notes=notes)

@@ -147,21 +147,41 @@ def repair_tail(path: Path) -> None:
         raise InputError(f"{path}: cannot repair sweep results file: {exc.strerror or exc}") from None
 
 
+def _varied_columns(fulls: list[dict]) -> list[str]:
+    """The other SimulationConfig fields whose value differs between the points (a grid
+    key such as tensor_parallel, recompute or dtype): without them two rows of the table
+    that differ only there could not be told apart."""
+    if not fulls:
+        return []
+    fixed = set(CONFIG_COLUMNS) | {"hardware"}
+    return [k for k in fulls[0] if k not in fixed
+            and len({json.dumps(f[k], sort_keys=True, default=str) for f in fulls}) > 1]
+
+
+def _cell(value):
+    if value is None:
+        return ""
+    return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (dict, list, tuple)) else value
+
+
 def _csv_text(points: Iterable[SweepPoint], rows: dict[str, dict]) -> str:
     buf = io.StringIO()
-    header = (["index", "hash", "status"] + list(CONFIG_COLUMNS)
+    points = list(points)
+    fulls = [dataclasses.asdict(p.simulation_config()) for p in points]    # defaults shown, not blanks
+    varied = _varied_columns(fulls)
+    header = (["index", "hash", "status"] + list(CONFIG_COLUMNS) + varied
               + [f"hardware.{k}" for k in HARDWARE_KEYS] + list(RESULT_COLUMNS) + ["error"])
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
-    for p in points:
+    for p, full in zip(points, fulls):
         row = rows.get(p.hash)
         if row is None:
             continue
         result = row.get("result") or {}
-        full = dataclasses.asdict(p.simulation_config())      # defaults shown, not blanks
         hw = full["hardware"]
         writer.writerow([p.index, p.hash, row["status"]]
                         + ["" if full[k] is None else full[k] for k in CONFIG_COLUMNS]
+                        + [_cell(full[k]) for k in varied]
                         + [hw.get(k, "") for k in HARDWARE_KEYS]
                         + [result.get(k, "") for k in RESULT_COLUMNS] + [row.get("error") or ""])
     return buf.getvalue()

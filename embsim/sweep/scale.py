@@ -18,6 +18,9 @@ class ScalePoint:
     efficiency: float | None       # throughput per GPU relative to the smallest run
     error: str | None
     compute_source: str = ""       # measured (trace) or "compute: kernel model ..."
+    # the run's memory per GPU and whether it fits the GPU's HBM (None: the point failed)
+    memory_per_gpu_bytes: float | None = None
+    fits_in_memory: bool | None = None
 
 
 def parse_gpus(text: str) -> list[int]:
@@ -64,7 +67,8 @@ def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[Scale
             first = per_gpu
         out.append(ScalePoint(gpus, p.config["topology"], res["step_time_ms"] / 1e3,
                               res["samples_per_s"], per_gpu / first, None,
-                              res.get("compute_source", "")))
+                              res.get("compute_source", ""), res.get("memory_per_gpu_bytes"),
+                              res.get("fits_in_memory")))
     return out
 
 

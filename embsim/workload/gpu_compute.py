@@ -26,9 +26,11 @@ def for_gpu(gpu: Any) -> GpuCompute:
     is_cpu = getattr(gpu, "arch", 1) == 0
     fp32 = getattr(gpu, "fp32_tflops", None)
     if is_cpu:
-        # a CPU has no tensor cores: every dtype at its measured matmul rate
+        # a CPU has no tensor cores: every dtype at its measured matmul rate, and --dtype
+        # changes the bytes moved, not the matmul rate: the label says so
         rate = float(fp32 or gpu.bf16_tflops) * 1e12
         rates = {k: rate for k in ("fp32", "tf32", "bf16", "fp16")}
+        gaps.append("per-dtype matmul rates (the measured one used for fp32, tf32, bf16 and fp16)")
     else:
         if not rates:
             gaps.append("per-dtype tensor rates (bf16_tflops used for 16-bit)")

@@ -99,8 +99,12 @@ class Recompute:
             return ""
         n = sum(1 for layer in layers if layer.kind in BLOCK_KINDS)
         if self.selective:
+            # a fused (flash) attention kernel keeps no scores: the rerun buys no memory
+            freed = ("" if any(getattr(layer, "core_saved", 0) > 0 for layer in layers
+                               if layer.kind in BLOCK_KINDS)
+                     else "; frees no memory here: the fused attention kernel stores no scores")
             return (f"activation recompute selective: the attention core of {n} transformer "
                     f"blocks runs its forward again in backward (Megatron's selective "
-                    f"granularity)")
+                    f"granularity){freed}")
         return (f"activation recompute {self}: {len(self.blocks(layers))} of {n} transformer "
                 f"blocks run their forward again in backward")

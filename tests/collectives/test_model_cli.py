@@ -509,3 +509,20 @@ def test_a_g8_comparison_says_its_launch_floor_is_not_modelled():
     g8 = curve_errors(DATA_DIR / "ext4-h100-1x8-g8-ring-all-gather.yaml")
     g1 = curve_errors(DATA_DIR / "h100-slurm-1x8-all-gather.yaml")
     assert "launch floor" in g8.system and "launch floor" not in g1.system
+
+
+@pytest.mark.parametrize("kw, said", [
+    ({}, "NCCL_ALGO=Tree:"),
+    ({"flags": ("--nccl-algo", "--nccl-proto")}, "--nccl-algo Tree:"),
+])
+def test_a_filter_that_leaves_nothing_names_itself(h100x2, kw, said):
+    with pytest.raises(InputError, match=f"^{said} leaves nothing NCCL can run for all_gather"):
+        CollectiveModel(h100x2, algo="Tree", **kw).plan("all_gather", 1 << 20, range(16))
+
+
+def test_simulate_refusal_names_the_flags(capsys):
+    args = ["simulate", "--topology", "dgx-h100:4x8", "--model", "tiny-lm", "--iterations", "2",
+            "--nccl-algo", "PAT", "--nccl-proto", "LL"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--nccl-algo PAT with --nccl-proto LL: leaves nothing" in err[0]

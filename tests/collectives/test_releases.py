@@ -97,3 +97,18 @@ def test_two_gpus_get_nvls_only_from_2_28_7():
     for version in ("2.28.9", "2.29.2", "2.30"):
         plan = CollectiveModel(pair, algo="NVLS", nccl_version=version).plan("all_reduce", 1 << 30, (0, 1))
         assert plan.algo == "NVLS"
+
+
+def test_outputs_name_the_patch_release_that_was_modelled(capsys):
+    # 2.28.3 and 2.28.9 have different tables (NVLS on two GPUs): "NCCL 2.28 model" for
+    # both hid which one ran
+    from embsim.cli import main
+    from embsim.collectives import CollectiveModel
+    from embsim.topology import load_topology
+    pair = load_topology("dgx-b200:1x2")
+    assert CollectiveModel(pair, nccl_version="2.28.3").release == "2.28.3"
+    assert CollectiveModel(pair, nccl_version="v2.28.9-1").release == "2.28.9"
+    assert CollectiveModel(pair, nccl_version="2.28").release == "2.28"
+    assert CollectiveModel(pair).release == "2.30"
+    assert main(["nccl-tests", "--topology", "dgx-b200:1x2", "--nccl-version", "2.28.3", "-e", "1M"]) == 0
+    assert "NCCL 2.28.3 model" in capsys.readouterr().out

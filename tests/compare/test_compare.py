@@ -199,3 +199,24 @@ def test_resolution_when_no_row_fits_or_runs_and_in_any_order():
     r.rows = shuffled
     assert compare_json(r)["resolution"] == {"training_mean_error": 0.063, "best": "embrace/fifo",
                                              "not_resolved_against_best": ["ps/fifo"]}
+
+
+def test_tensor_parallel_refuses_the_strategies_it_does_not_compose_with_not_the_compare():
+    # --tensor-parallel 2 runs under allreduce and fsdp only: compare's other rows are
+    # refused with the reason, the matrix still runs (it exited 2 on the first strategy)
+    cfg = SimulationConfig(topology="dgx-h100:1x4", model="gpt2", iterations=2, tensor_parallel=2)
+    res = compare(cfg, ["allgather", "allreduce", "ps"], ["fifo"], workers=1)
+    refused = {r.label: r.refused for r in res.rows if r.refused is not None}
+    assert set(refused) == {"allgather/fifo", "ps/fifo"}
+    assert all("--tensor-parallel 2: composes with --strategy allreduce, fsdp or distopt" in v
+               for v in refused.values())
+    assert [r.label for r in res.rows if r.refused is None] == ["allreduce/fifo"]
+
+
+def test_pipeline_parallel_refuses_rows_not_the_compare():
+    cfg = SimulationConfig(topology="dgx-h100:1x4", model="gpt2", iterations=2, pipeline_parallel=2)
+    res = compare(cfg, ["allgather", "allreduce"], ["fifo", "priority"], workers=1)
+    refused = {r.label: r.refused for r in res.rows if r.refused is not None}
+    assert "--pipeline-parallel 2: composes with --strategy" in refused["allgather/fifo"]
+    assert "--pipeline-parallel 2: composes with --scheduler fifo" in refused["allreduce/priority"]
+    assert [r.label for r in res.rows if r.refused is None] == ["allreduce/fifo"]

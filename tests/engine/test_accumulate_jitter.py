@@ -298,3 +298,16 @@ def test_bucket_count_far_above_the_lengths_runs_the_non_empty_buckets_only():
         assert (new == old).all(), k
     big = batch_lengths("bucket", 1_000_000, lengths, 4, 8, np.random.default_rng(0), 64)
     assert big.shape[0] == 64 and np.isin(big, lengths).all()
+
+
+def test_corpus_jitter_says_when_it_reads_seq_as_a_far_off_mean():
+    # bucket/shuffle scale the lengths so their mean is --seq (GNMT's convention): a BERT
+    # --seq 512 over sentences of mean 60 is an 8.5x scale, and the output says so
+    from embsim.engine.run import SimulationConfig, simulate
+    base = dict(topology="dgx-h100:1x2", model="bert-base", seq=512, iterations=2, padding="max",
+                lengths="lognormal:60:40", efficiency_baseline=False)
+    far = simulate(SimulationConfig(jitter="shuffle", **base))
+    assert "--jitter shuffle reads --seq 512 as the sentences' real mean length" in far.compute_source
+    assert "scaled 8.53x" in far.compute_source
+    near = simulate(SimulationConfig(jitter="bucket:4", **dict(base, seq=64)))
+    assert "real mean length" not in near.compute_source

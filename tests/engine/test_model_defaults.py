@@ -131,3 +131,16 @@ def test_bad_zoo_option_names_the_file(tmp_path):
     path.write_text(text.replace("  optimizer: sgd\n", "  optimizer: sgd\n  options: {bucket_bytes: -1}\n", 1))
     with pytest.raises(InputError, match=rf"{path}: defaults.options: --option bucket_bytes=-1"):
         with_model_defaults(SimulationConfig(model=str(path)))
+
+
+def test_a_default_dtype_the_gpu_lacks_is_refused_as_the_models_not_the_users():
+    # mpt-125m trains in bf16; a V100 has no bf16 rate. The user typed no --dtype, so the
+    # refusal says the dtype is the model's default and which --dtype would run
+    with pytest.raises(InputError, match=r"^--dtype: model mpt-125m trains in bf16 by default "
+                                         r"and V100-SXM2-32GB has no bf16 .*give --dtype fp16 or fp32$"):
+        simulate(SimulationConfig(model="mpt-125m", topology="dgx1-v100:1x2", iterations=2))
+    with pytest.raises(InputError, match=r"^--dtype bf16: V100-SXM2-32GB has no bf16"):
+        simulate(SimulationConfig(model="mpt-125m", topology="dgx1-v100:1x2", iterations=2, dtype="bf16"))
+    ran = simulate(SimulationConfig(model="mpt-125m", topology="dgx1-v100:1x2", iterations=2,
+                                    dtype="fp16", efficiency_baseline=False))
+    assert ran.step_time > 0

@@ -198,3 +198,55 @@ def test_a_measured_curve_for_other_rank_counts_is_named_as_not_used(tmp_path):
     small = run(topology="dgx-h100:2x8", model="bert-base", trace=str(out), efficiency_baseline=False)
     assert "collectives: measured (" in small.compute_source and "all_reduce at 16 ranks" in small.compute_source
     assert "other collectives: NCCL" in small.compute_source
+
+
+def test_json_has_what_the_table_shows(lstm_2x8):
+    # the table's "all_reduce per GPU <bytes> in <time>": both halves in the JSON
+    out = simulation_json(lstm_2x8)
+    assert set(out["comm_ms"]) == set(out["comm_bytes_per_gpu"]) == set(lstm_2x8.comm_time)
+    for op, t in lstm_2x8.comm_time.items():
+        assert out["comm_ms"][op] == pytest.approx(t * 1e3) and t > 0
+
+
+def test_superlinear_efficiency_says_why(lstm_2x8):
+    # FSDP updates 1/N of the parameters per GPU, the one-GPU baseline all of them: above
+    # 100 % is real, and the output says so instead of leaving a number that looks wrong
+    r = run(topology="dgx-h100:2x8", model="mpt-7b", strategy="fsdp", iterations=2, gpu_variation=0.0)
+    assert r.scaling_efficiency > 1.0
+    said = [n for n in r.notes if n.startswith("scaling efficiency")]
+    assert len(said) == 1 and "FSDP shards the optimizer step" in said[0] and "1/16" in said[0]
+    assert lstm_2x8.scaling_efficiency < 1.0
+    assert not any(n.startswith("scaling efficiency") for n in lstm_2x8.notes)
+
+
+def test_workload_names_the_optimizer_and_untied_outputs():
+    # two runs that differ only in --optimizer or --untie-outputs must be told apart
+    def opt(name):
+        return {"optimizer": {"name": name}}       # what --optimizer sets
+    sgd = run(topology="dgx-h100:1x2", model="gpt2", model_overrides=opt("sgd"), iterations=2,
+              efficiency_baseline=False)
+    lamb = run(topology="dgx-h100:1x2", model="gpt2", model_overrides=opt("lamb"), iterations=2,
+               efficiency_baseline=False)
+    assert (sgd.workload["optimizer"], lamb.workload["optimizer"]) == ("sgd", "lamb")
+    assert simulation_json(lamb)["workload"]["optimizer"] == "lamb"
+    untied = run(topology="dgx-h100:1x2", model="gpt2", untie_outputs=True, iterations=2, efficiency_baseline=False)
+    assert untied.workload["untie_outputs"] is True and "untie_outputs" not in sgd.workload
+    assert "--untie-outputs has no effect" not in untied.compute_source
+
+
+def test_untie_outputs_on_a_model_without_a_tied_output_says_so():
+    r = run(topology="dgx-h100:1x2", model="ncf-ml20m", untie_outputs=True, iterations=2, efficiency_baseline=False)
+    plain = run(topology="dgx-h100:1x2", model="ncf-ml20m", iterations=2, efficiency_baseline=False)
+    assert r.step_time == plain.step_time
+    assert "--untie-outputs has no effect: ncf-ml20m ties no output projection" in r.compute_source
+
+
+def test_one_gpu_says_the_strategy_changes_nothing_and_keeps_no_sync_remarks():
+    fsdp = run(topology="dgx-h100:1x1", model="gpt2", strategy="fsdp", iterations=2)
+    plain = run(topology="dgx-h100:1x1", model="gpt2", iterations=2)
+    assert fsdp.step_time == plain.step_time
+    assert "one GPU: nothing to synchronise, so --strategy fsdp and --scheduler fifo change nothing" \
+        in fsdp.compute_source
+    assert fsdp.notes == ()            # no "FULL_SHARD, 12 blocks" for a run that shards nothing
+    two = run(topology="dgx-h100:1x2", model="gpt2", strategy="fsdp", iterations=2, efficiency_baseline=False)
+    assert "nothing to synchronise" not in two.compute_source and two.notes

@@ -71,11 +71,11 @@ def test_output_says_what_workload_was_simulated(capsys):
     assert w == {"batch": 4, "seq": w["seq"], "dtype": "bf16", "amp": "autocast", "params": "fp32", "tables": "fp32",
                  "accumulate": 2, "accumulate_sync": "last", "throughput": "time", "jitter": None, "lengths": None,
                  "token_fill": None, "padding": None, "straggler": "gpu:1:1.5", "seed": 0,
-                 "gpu_variation": 0.08}
+                 "gpu_variation": 0.08, "optimizer": "sgd"}
     assert cli.main(argv) == 0
     text = " ".join(capsys.readouterr().out.replace("│", " ").split())    # cells wrap
     assert "batch 4 x seq" in text and "bf16 (autocast; parameters and tables FP32)" in text
-    assert "accumulate 2" in text
+    assert "accumulate 2" in text and "optimizer sgd" in text
     assert cli.main(argv + ["--amp", "o2"]) == 0          # apex O2: 16-bit parameters and tables
     assert "bf16 (o2)" in " ".join(capsys.readouterr().out.replace("│", " ").split())
     assert cli.main(argv + ["--accumulate-sync", "every"]) == 0

@@ -109,3 +109,18 @@ def test_bad_options_and_models_are_refused():
         cfg = SimulationConfig(topology="dgx-h100:1x8", model="ncf-ml20m", strategy="fsdp")
         ctx, _ = step_context(m, load_topology("dgx-h100:1x8"), None, cfg, True)
         STRATEGIES.get("fsdp")().plan(ctx)
+
+
+def test_a_transformer_block_listed_once_is_still_a_unit(tmp_path):
+    # a one-layer transformer (repeat: 1, so its block has no ".0" suffix) was refused as
+    # having "no repeated blocks"; the auto-wrap policy wraps it like any other block
+    from embsim.workload import ZOO_DIR
+    text = (ZOO_DIR / "gpt2.yaml").read_text().replace("repeat: 12,", "repeat: 1,")
+    path = tmp_path / "one-block.yaml"
+    path.write_text(text.replace("name: gpt2", "name: one-block", 1))
+    model = load_model(str(path), seq=128)
+    assert [name for name, _ in units(model)] == [ROOT, "decoder"]
+    r = simulate(SimulationConfig(topology="dgx-h100:1x2", model=str(path), seq=128, strategy="fsdp",
+                                  iterations=2, efficiency_baseline=False))
+    assert r.notes[0] == "fsdp: FULL_SHARD, 1 block + root unit, limit_all_gathers"
+    assert r.comm_bytes_per_gpu["all_gather"] > 0

@@ -202,3 +202,22 @@ def test_an_unreachable_scheduler_leaves_no_empty_results_folder(tmp_path, monke
     with pytest.raises(InputError, match="cannot reach it"):
         run_sweep(points, kept / "a" / "b", scheduler="tcp://127.0.0.1:9")
     assert not (kept / "a" / "b").exists() and (kept / "a" / "notes.txt").read_text() == "mine\n"
+
+
+def test_csv_has_a_column_for_every_varied_grid_key(tmp_path):
+    # two points that differ only in dtype and accumulate: the table must tell them apart
+    text = """
+name: varied
+base: {model: tiny-lm, iterations: 2, topology: dgx-h100:1x2}
+grid:
+  dtype: [fp32, fp16]
+  accumulate: [1, 2]
+"""
+    points = list(sweep_from_text(text).points)
+    run_sweep(points, tmp_path, workers=1, processes=False, progress=False)
+    with open(tmp_path / "results.csv") as f:
+        table = list(csv.DictReader(f))
+    assert [(r["dtype"], r["accumulate"]) for r in table] == [
+        ("fp32", "1"), ("fp32", "2"), ("fp16", "1"), ("fp16", "2")]
+    assert "recompute" not in table[0]          # fixed fields stay out of the way
+    assert len({r["step_time_ms"] for r in table}) == 4

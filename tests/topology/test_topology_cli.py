@@ -57,3 +57,14 @@ def test_command_alone_without_cli_py(write_yaml):
     assert isinstance(result.exception, InputError)
     result = runner.invoke(command, ["list"])
     assert "dgx-b200" in result.output.split()
+
+
+@pytest.mark.parametrize("spec, words, not_words", [
+    ("dgx-h100", "no network injection (one node)", "0 GB/s injection"),
+    ("dgx-h100:2x8", "400 GB/s injection per node", "no network injection"),
+])
+def test_show_table_injection_line(spec, words, not_words):
+    result = CliRunner().invoke(_cli_main().cli, ["topology", "show", spec])
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())        # rich wraps the Totals line
+    assert words in flat and not_words not in flat

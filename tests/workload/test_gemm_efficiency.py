@@ -77,3 +77,9 @@ def test_a100_tf32_is_the_cube_moved_by_the_cutlass_peaks():
     a100 = for_gpu(load_topology("dgx-a100").node.gpu)
     assert tflops(a100, (16384,) * 3, "tf32") == pytest.approx(156 * 0.789, rel=0.01)
     assert "per dtype for fp32 (0.822 used)" in a100.label
+
+
+def test_cpu_says_every_dtype_runs_at_its_one_measured_matmul_rate():
+    cpu = for_gpu(load_topology("local-cpu").node.gpu)
+    assert len(set(cpu.rates.values())) == 1
+    assert "the measured one used for fp32, tf32, bf16 and fp16" in cpu.label

@@ -133,3 +133,10 @@ def test_selective_is_said_and_measured_trace_adds_the_cores_share():
     full = simulate(SimulationConfig(**base, recompute="full"))
     assert plain.metrics.step_time < sel.metrics.step_time < full.metrics.step_time
     assert "activation recompute selective: the attention core of 12 transformer" in sel.compute_source
+
+
+def test_selective_label_says_when_it_frees_nothing():
+    flash = load_model("gpt2", batch=4, seq=1024, dtype="bf16", recompute="selective")
+    eager = load_model("bert-large", batch=8, seq=512, dtype="fp16", recompute="selective")
+    assert "frees no memory here" in flash.recompute.label(flash.layers)
+    assert "frees no memory" not in eager.recompute.label(eager.layers)

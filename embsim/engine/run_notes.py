@@ -1,0 +1,38 @@
+"""Notes a simulation's output carries where a figure would otherwise read as a bug: --seq
+read as a mean sentence length by --jitter's length forms, a scaling efficiency above 100 %."""
+
+from __future__ import annotations
+
+from .config import SimulationConfig
+from .jitter import NONE, parse_jitter, sentence_lengths
+
+
+def seq_as_mean_label(cfg: SimulationConfig, seq: int) -> str:
+    """--jitter bucket:K / shuffle read --seq as the sentences' real mean length (GNMT's
+    convention) and scale the lengths to it: where that scale is far from 1, --seq was
+    most likely meant as a maximum (BERT's 512), and the output says what it was read as."""
+    spec = parse_jitter(cfg.jitter) if cfg.jitter and cfg.jitter != NONE else None
+    if spec is None or spec[0] not in ("bucket", "shuffle"):
+        return ""
+    mean = float(sentence_lengths(cfg.corpus, cfg.lengths, cfg.seed).mean())
+    scale = seq / mean
+    if 2 / 3 <= scale <= 1.5:
+        return ""
+    return (f"; --jitter {cfg.jitter} reads --seq {seq} as the sentences' real mean length: their "
+            f"lengths (mean {mean:.1f} tokens) scaled {scale:.2f}x before padding (for --seq as a "
+            f"maximum length, use --padding longest)")
+
+
+def superlinear_note(efficiency: float, compute: float, single_compute: float, dp: int,
+                      cfg: SimulationConfig) -> tuple:
+    """Why an efficiency above 100 % is not a bug: each GPU of the N-GPU step computes
+    less than one GPU alone, e.g. FSDP updates 1/N of the parameters (its optimizer state
+    sharded) where the one-GPU baseline updates all of them."""
+    if efficiency <= 1.0:
+        return ()
+    sharded = {"fsdp": "FSDP", "distopt": "the distributed optimizer"}
+    what = (f"{sharded[cfg.strategy]} shards the optimizer step, each GPU updating 1/{dp} of the "
+            f"parameters" if cfg.strategy in sharded else f"{cfg.strategy} spreads work one GPU does alone")
+    return (f"scaling efficiency {efficiency * 100:.1f} % (above 100 %): {what} (compute "
+            f"{compute * 1e3:.2f} ms per step on each GPU, {single_compute * 1e3:.2f} ms on one "
+            f"GPU alone)",)

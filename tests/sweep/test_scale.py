@@ -1,0 +1,20 @@
+"""Scaling curves (sweep/scale.py) and their table: a point that does not fit is flagged."""
+
+from embsim.report.scaling_table import scaling_table
+from embsim.sweep.scale import scale_points, scaling_curve
+
+
+def _rows(points, fits):
+    return {p.hash: {"status": "ok", "result": {
+        "step_time_ms": 100.0, "samples_per_s": 10.0 * (i + 1), "compute_source": "compute: x",
+        "memory_per_gpu_bytes": 200e9 if not f else 10e9, "fits_in_memory": f}}
+        for i, (p, f) in enumerate(zip(points, fits))}
+
+
+def test_a_point_that_does_not_fit_says_so_in_the_table_and_the_curve():
+    points = scale_points("dgx-h100", [8, 16], {"model": "gpt2", "strategy": "allreduce", "iterations": 2})
+    curve = scaling_curve(points, _rows(points, [False, True]))
+    assert [(c.fits_in_memory, c.memory_per_gpu_bytes) for c in curve] == [(False, 200e9), (True, 10e9)]
+    table = scaling_table(curve, "t").splitlines()
+    row8, row16 = (next(line for line in table if line.lstrip().startswith(n)) for n in ("8 ", "16 "))
+    assert row8.endswith("does not fit: 200.0 GB per GPU") and "does not fit" not in row16
