@@ -173,9 +173,13 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                else "--throughput iterations")
         raise InputError(f"--pipeline-parallel {pp.size}: {key} is not modelled with a pipeline")
     each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus // model.tensor_parallel.size > 1
-    # with tensor parallelism every micro-batch runs its TP collectives: the K-1 earlier
-    # ones are simulated apart too (their gradients not synchronised), not folded into compute
-    tp_apart = model.tensor_parallel.on and cfg.accumulate > 1 and not each and not pp.on
+    # with tensor parallelism every micro-batch runs its TP collectives, and FSDP gathers its
+    # parameters in every micro-batch (no_sync skips only the reduce-scatters): the K-1
+    # earlier ones are simulated apart too (their gradients not synchronised), not folded
+    # into compute
+    gathers_each = strategy.gathers_updated_parameters and strategy.gathers_every_micro_batch
+    tp_apart = ((model.tensor_parallel.on or gathers_each) and cfg.accumulate > 1 and not each
+                and not pp.on)
     # a pipeline runs every micro-batch on its stages' streams (engine.pp_plan)
     ctx = accumulate(ctx, 1 if each or tp_apart or pp.on else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)

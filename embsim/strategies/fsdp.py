@@ -6,7 +6,9 @@ unit (embeddings, final norm, tied head). Each GPU holds 1/N of every parameter,
 and optimizer state.
 
 Per unit, in every micro-batch (Composer syncs an FSDP model on every micro-batch: its
-trainer's no_sync context applies to DDP only, so run it with accumulate_sync every), as
+trainer's no_sync context applies to DDP only, so run it with accumulate_sync every; under
+accumulate_sync last, torch's no_sync, the earlier micro-batches skip the reduce-scatters
+but still gather, engine.run simulating them apart), as
 torch 2.1's FSDP (torch/distributed/fsdp/_runtime_utils.py) with limit_all_gathers (the
 llm-foundry yamls' setting) issues them:
 - an all-gather of the unit's parameters in MixedPrecision's param_dtype (the model's

@@ -124,3 +124,12 @@ def test_a_transformer_block_listed_once_is_still_a_unit(tmp_path):
                                   iterations=2, efficiency_baseline=False))
     assert r.notes[0] == "fsdp: FULL_SHARD, 1 block + root unit, limit_all_gathers"
     assert r.comm_bytes_per_gpu["all_gather"] > 0
+
+
+def test_accumulation_gathers_every_micro_batch_and_reduce_scatters_once():
+    """torch FSDP under no_sync (accumulate_sync last) skips the reduce-scatters of the
+    earlier micro-batches, not their parameter gathers: K micro-batches gather K times."""
+    one = run(strategy="fsdp", topology="dgx-h100:2x8", accumulate=1).metrics.comm_bytes_per_gpu
+    four = run(strategy="fsdp", topology="dgx-h100:2x8", accumulate=4).metrics.comm_bytes_per_gpu
+    assert four["all_gather"] == pytest.approx(4 * one["all_gather"], rel=1e-9)
+    assert four["reduce_scatter"] == pytest.approx(one["reduce_scatter"], rel=1e-9)
