@@ -3,9 +3,12 @@ tables really have a sparse gradient, and their notes."""
 
 from __future__ import annotations
 
+import math
+
 from ..plan.names import bwd_name
 from ..plan.ops import SyncTensor
 from ..plan.context import TableTraffic
+from ..workload.compute import optimizer_kernels
 
 ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (one launch)
 
@@ -45,3 +48,16 @@ def dense_table_notes(ctx, strategy: str) -> list[str]:
     return [f"{strategy}: table {t.table} has a dense gradient (a full softmax tied to it): "
             f"AllReduced densely, nothing to gain from sparsity"
             for t in ctx.tables.values() if t.dense_grad]
+
+
+def sharded_update_time(ctx, n: int) -> dict:
+    """Optimizer seconds per layer when each GPU steps 1/n of every parameter (FSDP's
+    shards, the distributed optimizer's): the optimizer kernels on the layer's shard."""
+    update = {}
+    for l in ctx.model.layers:
+        if l.params > 0:
+            shard = math.ceil(l.params / n)
+            update[l.name] = ctx.kernel_seconds(optimizer_kernels(
+                shard, ctx.model, tensors=getattr(l.kernels, "param_tensors", None),
+                table=l.kind == "embedding")) if ctx.kernel_seconds else ctx.layer_update[l.name] / n
+    return update

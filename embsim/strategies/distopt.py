@@ -27,15 +27,14 @@ parameter. Not modelled: the buffer's padding of each bucket to a multiple of th
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..errors import InputError
 from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
-from ..workload.compute import optimizer_kernels
 from ..workload.memory import memory_per_gpu
 from .base import STRATEGIES, Strategy, StrategyPlan
+from .common import sharded_update_time
 
 # Megatron-Core's default bucket: max(40M, 1M x DP) elements (DistributedDataParallel.__init__)
 BUCKET_FLOOR_ELEMENTS = 40_000_000
@@ -108,13 +107,7 @@ class DistributedOptimizerStrategy(Strategy):
             gathers.append(SyncTensor(f"distopt-ag:{j}", b[0].name, "all_gather",
                                       float(sum(l.params * model.param_bytes(l) for l in b)),
                                       "dense", ready_after=after, needed_by=needed))
-        update = {}
-        for l in model.layers:
-            if l.params > 0:
-                shard = math.ceil(l.params / n)
-                update[l.name] = ctx.kernel_seconds(optimizer_kernels(
-                    shard, model, tensors=getattr(l.kernels, "param_tensors", None),
-                    table=l.kind == "embedding")) if ctx.kernel_seconds else ctx.layer_update[l.name] / n
+        update = sharded_update_time(ctx, n)
         memory = memory_per_gpu(model, optimizer_shards=n)
         how = (f"{len(bs)} buckets of >= {size:,} elements" if size is not None
                else "one bucket (overlap_grad_reduce off)")

@@ -35,17 +35,16 @@ backward, ~1 % of these steps).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
 from ..errors import InputError, ModelNotSupported
 from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
-from ..workload.compute import optimizer_kernels
 from ..workload.memory import memory_per_gpu
 from ..workload.recompute import BLOCK_KINDS
 from .base import STRATEGIES, Strategy, StrategyPlan
+from .common import sharded_update_time
 
 SHARDING = ("FULL_SHARD", "SHARD_GRAD_OP")
 ROOT = "root"
@@ -129,13 +128,7 @@ class FsdpStrategy(Strategy):
             bwd[:0] = [SyncTensor(f"fsdp-ag-bwd:{name}", first[name], "all_gather", param_b[name],
                                   "dense", ready_after=bwd_name(layers[-1]),
                                   needed_by=bwd_name(last[name])) for name in start]
-        update = {}
-        for l in model.layers:
-            if l.params > 0:
-                shard = math.ceil(l.params / n)
-                update[l.name] = ctx.kernel_seconds(optimizer_kernels(
-                    shard, model, tensors=getattr(l.kernels, "param_tensors", None),
-                    table=l.kind == "embedding")) if ctx.kernel_seconds else ctx.layer_update[l.name] / n
+        update = sharded_update_time(ctx, n)
         # gathered parameters held at once: two blocks under the rate limiter (FULL_SHARD),
         # every block through the backward under SHARD_GRAD_OP; the root's throughout
         gathered = param_b.get(ROOT, 0.0) + (2 * max(param_b[b] for b in blocks) if full

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-import embsim.commands.scale as scale_cmd
 from embsim.cli import main
+from scale_capture import ScaleStopped, captured  # noqa: F401  (fixture)
 from embsim.sweep.spec import config_hash
 
 SCALE = ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--iterations", "2"]
@@ -18,24 +18,8 @@ FLAGS = ["--optimizer", "lamb", "--lengths", "squad-1.1", "--padding", "longest:
          "--nccl-version", "2.21.5"]
 
 
-class _Stop(Exception):
-    pass
-
-
-@pytest.fixture
-def captured(monkeypatch):
-    """The points scale would run, captured instead of run."""
-    seen = []
-
-    def fake_sweep(points, folder, **kw):
-        seen.extend(points)
-        raise _Stop
-    monkeypatch.setattr(scale_cmd, "run_sweep", fake_sweep)
-    return seen
-
-
 def test_flags_reach_every_point(captured):
-    with pytest.raises(_Stop):
+    with pytest.raises(ScaleStopped):
         main(SCALE + ["--gpus", "1,2,4"] + FLAGS)
     assert len(captured) == 3
     for p in captured:
@@ -52,7 +36,7 @@ def test_flags_reach_every_point(captured):
 def test_without_the_flags_points_are_unchanged(captured):
     """No flag given: the same fields (and so the same hashes, i.e. an old --out resumes)
     as before the flags existed."""
-    with pytest.raises(_Stop):
+    with pytest.raises(ScaleStopped):
         main(SCALE + ["--gpus", "1,2"])
     for p in captured:
         cfg = p.simulation_config()
@@ -66,18 +50,18 @@ def test_without_the_flags_points_are_unchanged(captured):
 def test_corpus_reaches_the_points(captured, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("a b c\n" * 50)
-    with pytest.raises(_Stop):
+    with pytest.raises(ScaleStopped):
         main(SCALE + ["--gpus", "1,2", "--corpus", str(corpus), "--padding", "longest"])
     assert {p.config["corpus"] for p in captured} == {str(corpus)}
 
 
 def test_grad_compress_reaches_the_points_and_keeps_old_hashes_without_it(captured):
     base = ["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--iterations", "2", "--gpus", "1,2"]
-    with pytest.raises(_Stop):
+    with pytest.raises(ScaleStopped):
         main(base + ["--grad-compress", "bf16"])
     with_flag = list(captured)
     captured.clear()
-    with pytest.raises(_Stop):
+    with pytest.raises(ScaleStopped):
         main(base)
     without = list(captured)
     assert {p.simulation_config().grad_compress for p in with_flag} == {"bf16"}
@@ -130,7 +114,7 @@ def test_bad_values_are_one_line_naming_the_flag(args, flag, captured, capsys):
 def test_option_pairs_reach_every_point_routed_to_their_component(captured):
     """--option KEY=VALUE as in simulate: each key to the strategy or scheduler that declares
     it, on every point; an undeclared key is one line naming --option, before any point."""
-    with pytest.raises(_Stop):
+    with pytest.raises(ScaleStopped):
         main(["scale", "--model", "lstm-lm1b", "--strategy", "ps", "--scheduler", "priority", "--gpus", "16,32",
               "--option", "local_aggregation=false", "--option", "partition_bytes=4e6"])
     assert len(captured) == 2

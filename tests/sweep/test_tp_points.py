@@ -4,30 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-import embsim.commands.scale as scale_cmd
 from embsim.cli import main
+from scale_capture import ScaleStopped, captured  # noqa: F401  (fixture)
 from embsim.report.summary import workload_text
 from embsim.sweep import run_sweep, read_results, sweep_from_text
 
 
-class _Stop(Exception):
-    pass
-
-
-def test_scale_points_carry_the_split(monkeypatch):
-    seen = []
-
-    def fake_sweep(points, folder, **kw):
-        seen.extend(points)
-        raise _Stop
-    monkeypatch.setattr(scale_cmd, "run_sweep", fake_sweep)
-    with pytest.raises(_Stop):
+def test_scale_points_carry_the_split(captured):
+    seen = captured
+    with pytest.raises(ScaleStopped):
         main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8,16",
               "--tensor-parallel", "4", "--no-sequence-parallel"])
     assert [(p.simulation_config().tensor_parallel, p.simulation_config().sequence_parallel)
             for p in seen] == [(4, False), (4, False)]
     seen.clear()
-    with pytest.raises(_Stop):
+    with pytest.raises(ScaleStopped):
         main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8"])
     assert "tensor_parallel" not in seen[0].config
 
