@@ -18,6 +18,7 @@ from ..plan.names import OpId, Role, bwd_name, fwd_name, stream_order, update_na
 from ..plan.ops import ComputeOp, StepPlan
 from ..schedulers.ddp_passes import insert_passes
 from .tp_plan import add_tensor_parallel
+from .cp_plan import add_context_parallel
 
 
 def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
@@ -70,6 +71,11 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
         comms = [replace(c, ready_after=tuple((moved.get(d, d), o) for d, o in c.ready_after))
                  for c in comms]
     comms = list(comms) + tp_comms
+    # context parallelism's KV ring beside each block's attention steps (engine.cp_plan)
+    stream, cp_comms, cp_waits, _ = add_context_parallel(stream, ctx)
+    comms += cp_comms
+    for op_id, lst in cp_waits.items():
+        tp_waits.setdefault(op_id, []).extend(lst)
 
     carriers: dict[str, list[str]] = {}
     for c in comms:

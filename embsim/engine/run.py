@@ -27,7 +27,8 @@ from ..workload import load_model, load_spec
 from .build import build_step_plan
 from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
 from .classes import rank_classes
-from .config import SimulationConfig, pipeline_parallel_of, tensor_parallel_of, with_options
+from .config import (SimulationConfig, context_parallel_of, pipeline_parallel_of, tensor_parallel_of,
+                     with_options)
 from .context import step_context
 from .jitter import NONE, budget_fill, jitter_factors, param_factors, parse_jitter, with_jitter
 from . import gpu_speed, interference, iteration_rate
@@ -41,6 +42,7 @@ from .simulation import Engine
 from .tp_plan import CHANNEL as TP_CHANNEL
 from .pp_plan import CHANNEL as PP_CHANNEL
 from .pp_run import pipeline_label, pipelined
+from .cp_plan import CHANNEL as CP_CHANNEL, exposed_seconds
 from ..workload.tensor_parallel import BLOCK_KINDS
 
 __all__ = ["SimulationConfig", "SimulationResult", "simulate"]
@@ -74,9 +76,11 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
         # backward: neither fits a stage's 1F1B program (forwards, backwards, then updates)
         raise InputError(f"--pipeline-parallel {pp.size}: composes with --scheduler fifo, "
                          f"not {cfg.scheduler}")
+    cp = context_parallel_of(cfg)
+    check_context_parallel(cfg, cp, topo.n_gpus, tp.size, pp.size)
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
-                       recompute=cfg.recompute, tensor_parallel=tp)
+                       recompute=cfg.recompute, tensor_parallel=tp, context_parallel=cp)
     tied = False
     if pp.on:
         pp.stages(model.name, model.layers)      # refuses a split Megatron refuses
@@ -87,10 +91,36 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
             model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=True,
                                dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
                                recompute=cfg.recompute, tensor_parallel=tp)
-    cfg = with_global_batch(cfg, model.batch, topo.n_gpus // (tp.size * pp.size))
+    cfg = with_global_batch(cfg, model.batch, topo.n_gpus // (tp.size * pp.size * cp.size))
     if trace is None and cfg.trace:
         trace = load_trace(cfg.trace)
     return _simulate(cfg, topo, model, trace, tied)
+
+
+def check_context_parallel(cfg: SimulationConfig, cp, n_gpus: int, tp: int, pp: int) -> None:
+    """Refuse what context parallelism is not modelled with, in one line each."""
+    if not cp.on:
+        return
+    flag = f"--context-parallel {cp.size}"
+    if pp > 1:
+        raise InputError(f"{flag}: not modelled with --pipeline-parallel (the stages' 1F1B "
+                         f"programs do not carry the KV ring)")
+    cp.check_world(n_gpus, tp, pp)
+    if cfg.strategy not in TP_STRATEGIES:
+        raise InputError(f"{flag}: composes with --strategy {', '.join(TP_STRATEGIES[:-1])} or "
+                         f"{TP_STRATEGIES[-1]} (collectives over the data-parallel groups with CP), "
+                         f"not {cfg.strategy}, which routes rows or parameters rank by rank as if "
+                         f"each rank held whole samples")
+    if cfg.trace:
+        raise InputError(f"{flag}: a --trace times whole sequences, not a CP rank's share: "
+                         f"not modelled together")
+    for key, value in (("--jitter", cfg.jitter), ("--lengths", cfg.lengths), ("--corpus", cfg.corpus),
+                       ("--padding", None if cfg.padding in (None, "max") else cfg.padding),
+                       ("--throughput", None if cfg.throughput in (None, "time") else cfg.throughput),
+                       ("--accumulate-sync", "every" if cfg.accumulate_sync == "every" else None)):
+        if value:
+            raise InputError(f"{flag}: {key} {value} is not modelled with context parallelism "
+                             f"(every rank's share of the sequence is --seq / C tokens)")
 
 
 def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
@@ -170,12 +200,18 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus // model.tensor_parallel.size > 1
     # with tensor parallelism every micro-batch runs its TP collectives: the K-1 earlier
     # ones are simulated apart too (their gradients not synchronised), not folded into compute
-    tp_apart = model.tensor_parallel.on and cfg.accumulate > 1 and not each and not pp.on
+    # (and with context parallelism its KV ring)
+    tp_apart = ((model.tensor_parallel.on or model.context_parallel.on) and cfg.accumulate > 1
+                and not each and not pp.on)
     # a pipeline runs every micro-batch on its stages' streams (engine.pp_plan)
     ctx = accumulate(ctx, 1 if each or tp_apart or pp.on else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
     tp = model.tensor_parallel
-    dp = topo.n_gpus // (tp.size * pp.size)   # model replicas: the data-parallel group's size
+    cp = model.context_parallel
+    # the data-parallel group's size (with context parallelism Megatron's
+    # data_parallel_group_with_cp: C ranks per replica), and the model replicas
+    dp = topo.n_gpus // (tp.size * pp.size)
+    replicas = dp // cp.size
     if dp == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training and
         # steps alike, its tables updated as its backward leaves their gradient
@@ -209,9 +245,11 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         compute_source += f"; {ctx.grad_compress.label(model, topo.n_gpus)}"
     ranks = tuple(range(topo.n_gpus))
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
-    groups = tp_groups(topo.n_gpus, tp.size) if tp.on else None
+    groups = tp_groups(topo.n_gpus, tp.size) if tp.on or cp.on else None
     if tp.on:
         compute_source += f"; {tp.label(sum(1 for l in model.layers if l.kind in BLOCK_KINDS))}"
+    if cp.on:
+        groups[CP_CHANNEL] = cp_groups(topo.n_gpus, tp.size, cp.size)
     staged = None
     if pp.on:
         staged = pipelined(ctx, pp, cfg.accumulate, strategy, scheduler, classes, topo.n_gpus,
@@ -223,6 +261,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         if r.channel == PP_CHANNEL:
             # stage pairs (sends, the tied embedding's gradient); the norm: one replica
             return 2 if r.op == "sendrecv" or r.name == "pp:embedding-grads" else tp.size * pp.size
+        if r.channel == CP_CHANNEL:
+            return cp.size
         return tp.size if r.channel == TP_CHANNEL else dp
 
     def run_engine(plan):
@@ -238,6 +278,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     if staged is not None:
         compute_source += "; " + pipeline_label(pp, cfg.accumulate, run, staged.stage_of,
                                                 metrics.step_time, staged.act_bytes)
+    if cp.on:
+        compute_source += "; " + cp_label(model, run, cfg.accumulate > 1)
     split = None          # (plain, updating) micro-batch times, where simulated apart
     if tp_apart:
         # a micro-batch before the last: its TP collectives and any strategy transfer a
@@ -254,32 +296,33 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         split = (plain.step_time, metrics.step_time)
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
 
-    samples_per_s = dp * model.batch * cfg.accumulate / metrics.step_time
+    samples_per_s = replicas * model.batch * cfg.accumulate / metrics.step_time
     fill = _token_fill(cfg, model)
-    tokens_per_s = samples_per_s * model.seq * (fill or 1.0)
+    tokens_per_s = samples_per_s * model.sample_seq * (fill or 1.0)
     if cfg.throughput == "iterations":
         plain_s, last_s = split or _folded_split(metrics.step_time, one_micro_batch, jitter, param, cfg)
         samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s, dp)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
-    if cfg.efficiency_baseline and dp > 1:
+    if cfg.efficiency_baseline and replicas > 1:
         # the same node type with one GPU (no communication); with tensor parallelism one
         # TP group on one node (its own collectives, no data-parallel ones); with pipeline
-        # parallelism one replica's TP x P GPUs, on as few nodes as hold them
-        replica = tp.size * pp.size
+        # parallelism one replica's TP x P GPUs (x C with context parallelism), on as few
+        # nodes as hold them
+        replica = tp.size * pp.size * cp.size
         per_node = min(replica, topo.gpus_per_node)
         if replica % per_node == 0:
             single = _simulate(replace(cfg, straggler=None, efficiency_baseline=False),
                                Topology(topo.node, replica // per_node, per_node, topo.preset),
                                model, trace, tied)
-            efficiency = samples_per_s / (dp * single.samples_per_s)
+            efficiency = samples_per_s / (replicas * single.samples_per_s)
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,
         memory=splan.memory, hbm_bytes=ctx.hbm_bytes, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
         scaling_efficiency=efficiency, notes=plan.notes, run=run,
-        workload={"batch": model.batch, "seq": model.seq, "dtype": model.dtype,
+        workload={"batch": model.batch, "seq": model.sample_seq, "dtype": model.dtype,
                   "amp": cfg.amp if model.dtype in ("bf16", "fp16", "fp8") else None,
                   # dense parameters and embedding tables wider than the model (FP32 under autocast)
                   "params": "fp32" if model.dense_param_bytes > model.dtype_bytes else None,
@@ -292,7 +335,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                   "gpu_variation": variation,
                   # only when on: a data-parallel run's workload (and its JSON) is as before
                   **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {}),
-                  **({"pipeline_parallel": pp.size} if pp.on else {})})
+                  **({"pipeline_parallel": pp.size} if pp.on else {}),
+                  **({"context_parallel": cp.size} if cp.on else {})})
 
 
 def tp_groups(n_gpus: int, k: int) -> dict:
@@ -301,6 +345,30 @@ def tp_groups(n_gpus: int, k: int) -> dict:
     index (every K-th rank)."""
     return {"": tuple(tuple(range(t, n_gpus, k)) for t in range(k)),
             TP_CHANNEL: tuple(tuple(range(g, g + k)) for g in range(0, n_gpus, k))}
+
+
+def cp_groups(n_gpus: int, tp: int, c: int) -> tuple:
+    """Context-parallel rank groups in Megatron's tp-cp-dp order (parallel_state.py): rank
+    t + TP (c + C d) for TP index t, CP index c, data-parallel index d; a group is the C
+    ranks of one (t, d), stride TP. (Their union per t, every TP-th rank, is the
+    data-parallel group with CP that the gradients are reduced over: tp_groups' "".)"""
+    return tuple(tuple(t + tp * (j + c * d) for j in range(c))
+                 for d in range(n_gpus // (tp * c)) for t in range(tp))
+
+
+def cp_label(model, run, per_micro_batch: bool) -> str:
+    """What the output says about the ring: its transfers and the exposed time the
+    simulated timeline gives (engine.cp_plan.exposed_seconds)."""
+    from .cp_plan import kv_chunk_bytes
+    cp = model.context_parallel
+    blocks = [l for l in model.layers if l.kind in BLOCK_KINDS]
+    causal = any(l.kind == "transformer_decoder" for l in blocks)
+    kv = kv_chunk_bytes(model, blocks[0])
+    f, b = len(cp.exchanges(True)), len(cp.exchanges(False))
+    return (f"{cp.label(causal)}: {model.seq} of {model.sample_seq} tokens per rank, {f} forward "
+            f"and {b} backward KV/dKV exchanges of {kv / 2**20:.2f} MiB per KV chunk per block "
+            f"beside {cp.size} attention steps each way over {len(blocks)} blocks; exposed "
+            f"{exposed_seconds(run) * 1e3:.2f} ms per {'micro-batch' if per_micro_batch else 'step'} (simulated)")
 
 
 def _measured_curves_label(curves, source: str, n_gpus: int) -> tuple[bool, str]:

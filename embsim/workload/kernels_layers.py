@@ -32,6 +32,9 @@ class LayerKernels:
     # a transformer block: its attention cores' forward kernels (scores to context, or the
     # fused flash kernel), which selective recomputation runs again in backward
     core_fwd: tuple[Kernel, ...] = ()
+    # a transformer block: the key + value elements per token one rank holds (2 kv_dim /
+    # TP), what context parallelism's ring passes on (engine.cp_plan)
+    kv_width: int = 0
 
 
 def causal_keys(s: int) -> int:
@@ -174,7 +177,7 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
         bwd += qb
     return LayerKernels(_layer_fitted(fwd), _layer_fitted(bwd),
                         param_tensors=transformer_tensors(p, cross), fused_elementwise=fused,
-                        core_fwd=_layer_fitted(core))
+                        core_fwd=_layer_fitted(core), kv_width=2 * kv // tp)
 
 
 def _layer_fitted(kernels: list) -> tuple:
