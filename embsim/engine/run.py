@@ -77,10 +77,14 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
         raise InputError(f"--pipeline-parallel {pp.size}: composes with --scheduler fifo, "
                          f"not {cfg.scheduler}")
     cp = context_parallel_of(cfg)
-    check_context_parallel(cfg, cp, topo.n_gpus, tp.size, pp.size)
+    if cp.on and pp.on:
+        raise InputError(f"--context-parallel {cp.size}: not modelled with --pipeline-parallel "
+                         f"(the stages' 1F1B programs do not carry the KV ring)")
+    cp.check_world(topo.n_gpus, tp.size, pp.size)
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
                        recompute=cfg.recompute, tensor_parallel=tp, context_parallel=cp)
+    check_context_parallel(cfg, cp)       # after the model's own refusals
     tied = False
     if pp.on:
         pp.stages(model.name, model.layers)      # refuses a split Megatron refuses
@@ -97,15 +101,12 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     return _simulate(cfg, topo, model, trace, tied)
 
 
-def check_context_parallel(cfg: SimulationConfig, cp, n_gpus: int, tp: int, pp: int) -> None:
-    """Refuse what context parallelism is not modelled with, in one line each."""
+def check_context_parallel(cfg: SimulationConfig, cp) -> None:
+    """Refuse the strategies and run forms context parallelism is not modelled with, in one
+    line each."""
     if not cp.on:
         return
     flag = f"--context-parallel {cp.size}"
-    if pp > 1:
-        raise InputError(f"{flag}: not modelled with --pipeline-parallel (the stages' 1F1B "
-                         f"programs do not carry the KV ring)")
-    cp.check_world(n_gpus, tp, pp)
     if cfg.strategy not in TP_STRATEGIES:
         raise InputError(f"{flag}: composes with --strategy {', '.join(TP_STRATEGIES[:-1])} or "
                          f"{TP_STRATEGIES[-1]} (collectives over the data-parallel groups with CP), "
@@ -114,7 +115,8 @@ def check_context_parallel(cfg: SimulationConfig, cp, n_gpus: int, tp: int, pp: 
     if cfg.trace:
         raise InputError(f"{flag}: a --trace times whole sequences, not a CP rank's share: "
                          f"not modelled together")
-    for key, value in (("--jitter", cfg.jitter), ("--lengths", cfg.lengths), ("--corpus", cfg.corpus),
+    # (--lengths / --corpus alone only shape these forms, or a table's token statistics)
+    for key, value in (("--jitter", cfg.jitter),
                        ("--padding", None if cfg.padding in (None, "max") else cfg.padding),
                        ("--throughput", None if cfg.throughput in (None, "time") else cfg.throughput),
                        ("--accumulate-sync", "every" if cfg.accumulate_sync == "every" else None)):
