@@ -171,3 +171,13 @@ def test_cli_flag_one_line_refusal_and_determinism(capsys):
                      "--batch", "1", "--seq", "4096", "--strategies", "distopt", "--schedulers", "fifo",
                      "--iterations", "2", "--json"]) == 0
     assert "context parallel 2" in capsys.readouterr().out
+
+
+def test_a_checkpointed_block_runs_its_forward_ring_again():
+    kw = dict(BASE, context_parallel=2, accumulate=1)
+    plain = simulate(SimulationConfig(**kw))
+    full = simulate(SimulationConfig(**kw, recompute="full"))
+    tags = {c.name.split(":")[1] for c in full.run.comm if c.channel == CHANNEL}
+    assert tags == {"cp-fwd", "cp-refwd", "cp-bwd"}
+    assert len([c for c in full.run.comm if c.channel == CHANNEL and c.iteration == 1]) == 32 * (1 + 1 + 2)
+    assert full.metrics.step_time > plain.metrics.step_time
