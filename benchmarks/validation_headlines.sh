@@ -48,6 +48,7 @@ echo "== training, held-out torchtitan Llama 3 8B (torchtitan/docs/performance.m
 echo "== training, held-out tensor-parallel NeMo rows (performance_summary.md: GPT3-20B, Nemotron-8B on 64 H100, LLAMA2-7B 16K on 16; TP 2, sequence parallel)"; $E validate --training $D/training/heldout/nemo-24.07-tp.yaml | grep '^mean'
 echo "== training, held-out Lambda Labs PyTorch benchmarks (lambdal/deeplearning-benchmark: BERT SQuAD, GNMT, NCF on V100, RTX 3090/4090, A100, H100; 1-8 GPUs)"; $E validate --training $D/training/heldout/lambda-pytorch.yaml | grep '^mean'
 echo "== training, held-out pipeline-parallel NeMo row (performance_summary.md: LLAMA2-7B 8K on 8 H100; PP 2, 1F1B, 128 micro-batches)"; $E validate --training $D/training/heldout/nemo-pp.yaml | grep '^mean'
+echo "== training, held-out context-parallel NeMo rows (performance_summary.md: LLAMA3-8B 8K CP 2 on 8 H100; LLAMA2-7B 32K-1024K, TP 2-8, CP 2-32 on 32-1024; TE p2p ring)"; $E validate --training $D/training/heldout/nemo-cp.yaml | grep '^mean'
 for trace in traces/cpu-gloo-*.yaml; do
   echo "== CPU trace $trace";  $E validate --trace "$trace" | tail -1
 done

@@ -107,6 +107,12 @@ PIPELINE_PARALLEL = click.option("--pipeline-parallel", type=count(1, 1024), def
                                       "loss on the last), each stage GPUs / P ranks, the --accumulate "
                                       "micro-batches pipelined through them with stage-to-stage sends; "
                                       "the data-parallel group is GPUs / (TP x P) (allreduce)")
+CONTEXT_PARALLEL = click.option("--context-parallel", type=count(1, 1024), default=1, show_default=True,
+                                help="Megatron / Transformer Engine context parallelism (p2p KV ring, "
+                                     "load-balanced causal split): C ranks of stride TP each hold 1/C of "
+                                     "every sequence, passing key/value chunks around the ring beside each "
+                                     "attention step; gradients are reduced over GPUs / TP ranks, replicas "
+                                     "are GPUs / (TP x C) (allreduce, fsdp, distopt)")
 NCCL_ENV = click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
                         help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608 (also "
                              "NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); repeatable")
@@ -142,6 +148,7 @@ def _options(f):
         TENSOR_PARALLEL,
         SEQUENCE_PARALLEL,
         PIPELINE_PARALLEL,
+        CONTEXT_PARALLEL,
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "
                           "(default: the model's global batch over the GPUs' batches, else 1)"),

@@ -18,6 +18,7 @@ from ..plan.names import OpId, Role, bwd_name, fwd_name, stream_order, update_na
 from ..plan.ops import ComputeOp, StepPlan
 from ..schedulers.ddp_passes import insert_passes
 from .tp_plan import add_tensor_parallel
+from .cp_plan import add_context_parallel
 
 
 def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
@@ -63,13 +64,19 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
         comms = passes.comms
         stream = insert_passes(stream, passes)
 
+    # context parallelism's KV ring beside each block's attention steps (engine.cp_plan),
+    # placed first: a tensor-parallel collective the next op waits for then holds the
+    # next block's ring too (its first op is the ring's post)
+    stream, cp_comms, cp_waits, _ = add_context_parallel(stream, ctx)
     # tensor parallelism's activation collectives (engine.tp_plan); a block's gradient is
     # whole only after its column-parallel GEMMs' weight gradients (the tp-wgrad op)
     stream, tp_comms, tp_waits, moved = add_tensor_parallel(stream, ctx)
+    for op_id, lst in cp_waits.items():
+        tp_waits.setdefault(op_id, []).extend(lst)
     if moved:
         comms = [replace(c, ready_after=tuple((moved.get(d, d), o) for d, o in c.ready_after))
                  for c in comms]
-    comms = list(comms) + tp_comms
+    comms = list(comms) + tp_comms + cp_comms
 
     carriers: dict[str, list[str]] = {}
     for c in comms:

@@ -20,6 +20,7 @@ from ..workload.precision import canonical_dtype, check_amp_style, precision
 from ..workload.grad_compress import GradCompress
 from ..workload.recompute import Recompute
 from ..workload.pipeline_parallel import PipelineParallel
+from ..workload.context_parallel import ContextParallel
 from ..workload.tensor_parallel import TensorParallel
 from .lengths import parse_lengths
 
@@ -81,6 +82,9 @@ class SimulationConfig:
     sequence_parallel: bool | None = None
     # Megatron pipeline parallelism over P stages, 1F1B (workload.pipeline_parallel)
     pipeline_parallel: int = 1
+    # Megatron / Transformer Engine context parallelism over C ranks, the p2p KV ring
+    # (workload.context_parallel)
+    context_parallel: int = 1
 
     def __post_init__(self):
         if not isinstance(self.iterations, int) or self.iterations < 2:
@@ -111,6 +115,7 @@ class SimulationConfig:
             object.__setattr__(self, "grad_compress", str(GradCompress.parse(self.grad_compress)))
         TensorParallel.of(self.tensor_parallel, self.sequence_parallel)
         PipelineParallel.of(self.pipeline_parallel)
+        ContextParallel.of(self.context_parallel)
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
         parse_padding(self.padding)
@@ -124,6 +129,10 @@ def tensor_parallel_of(cfg: SimulationConfig) -> TensorParallel:
 
 def pipeline_parallel_of(cfg: SimulationConfig) -> PipelineParallel:
     return PipelineParallel.of(cfg.pipeline_parallel)
+
+
+def context_parallel_of(cfg: SimulationConfig) -> ContextParallel:
+    return ContextParallel.of(cfg.context_parallel)
 
 
 def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:

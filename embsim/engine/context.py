@@ -81,7 +81,8 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
 
     def layer_times(m, times) -> tuple[dict, dict, str]:
         # a trace times whole layers, not one tensor-parallel rank's share of them
-        if measured is not None and not m.tensor_parallel.on and measured.covers(m):
+        if (measured is not None and not m.tensor_parallel.on and not m.context_parallel.on
+                and measured.covers(m)):
             fwd, bwd, extrapolated = trace_layer_times(
                 m, measured.trace, lambda mm: model_times(mm, kgpu, recompute=False), at_shape,
                 sparse_lookups=sparse_lookups)

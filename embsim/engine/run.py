@@ -15,7 +15,7 @@ import numpy as np
 
 from ..collectives import CollectiveModel
 from ..collectives.nccl_env import NcclEnv
-from ..errors import InputError, ModelNotSupported
+from ..errors import InputError
 from ..collectives.busbw import busbw_factor
 from ..collectives.servers import SERVER_OPS
 from ..network import Network
@@ -28,10 +28,9 @@ from ..workload.grad_compress import GradCompress
 from .build import build_step_plan
 from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
 from .classes import rank_classes
-from .config import SimulationConfig, pipeline_parallel_of, tensor_parallel_of, with_options
+from .config import SimulationConfig, pipeline_parallel_of, with_options
 from .context import step_context
-from .jitter import (NONE, budget_fill, jitter_factors, param_factors, parse_jitter,
-                     sentence_lengths, with_jitter)
+from .jitter import NONE, budget_fill, jitter_factors, param_factors, parse_jitter, with_jitter
 from . import gpu_speed, interference, iteration_rate
 from .lengths import parse_lengths
 from .padded import check_padding
@@ -39,20 +38,17 @@ from ..workload.padding import parse_padding
 from .measured import MeasuredInputs
 from .metrics import step_metrics
 from .result import ClusterShape, SimulationResult
+from .parallel_checks import check_context_parallel, check_parallelism
 from .run_notes import seq_as_mean_label, superlinear_note
 from .simulation import Engine
 from .tp_plan import CHANNEL as TP_CHANNEL
 from .pp_plan import CHANNEL as PP_CHANNEL
 from .pp_run import pipeline_label, pipelined
+from .cp_plan import CHANNEL as CP_CHANNEL, exposed_seconds
 from ..workload.tensor_parallel import BLOCK_KINDS
 
 __all__ = ["SimulationConfig", "SimulationResult", "simulate"]
 
-# data-parallel strategies tensor parallelism composes with (their collectives run over the
-# data-parallel groups; the others address ranks one by one)
-TP_STRATEGIES = ("allreduce", "fsdp", "distopt")
-# and pipeline parallelism (each stage's gradients all-reduced over its data-parallel groups)
-PP_STRATEGIES = ("allreduce", "distopt")
 
 
 def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
@@ -62,26 +58,11 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     topo = load_topology(cfg.topology)
     if cfg.hardware:
         topo = topo.with_overrides(**cfg.hardware)
-    tp = tensor_parallel_of(cfg)
-    tp.check_node(topo.gpus_per_node, topo.n_gpus)
-    if tp.on and cfg.strategy not in TP_STRATEGIES:
-        # the strategy cannot run under TP (compare lists the row refused, not the run)
-        raise ModelNotSupported(f"--tensor-parallel {tp.size}: composes with --strategy "
-                                f"{', '.join(TP_STRATEGIES[:-1])} or {TP_STRATEGIES[-1]}, "
-                                f"not {cfg.strategy}")
-    pp = pipeline_parallel_of(cfg)
-    pp.check_world(topo.n_gpus, tp.size)
-    if pp.on and cfg.strategy not in PP_STRATEGIES:
-        raise ModelNotSupported(f"--pipeline-parallel {pp.size}: composes with --strategy "
-                                f"{' or '.join(PP_STRATEGIES)}, not {cfg.strategy}")
-    if pp.on and cfg.scheduler != "fifo":
-        # priority steps each layer before its next forward, embrace-2d reorders the
-        # backward: neither fits a stage's 1F1B program (forwards, backwards, then updates)
-        raise ModelNotSupported(f"--pipeline-parallel {pp.size}: composes with --scheduler fifo, "
-                                f"not {cfg.scheduler}")
+    tp, pp, cp = check_parallelism(cfg, topo)
     model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=cfg.untie_outputs,
                        dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
-                       recompute=cfg.recompute, tensor_parallel=tp)
+                       recompute=cfg.recompute, tensor_parallel=tp, context_parallel=cp)
+    check_context_parallel(cfg, cp)       # after the model's own refusals
     tied = False
     if pp.on:
         pp.stages(model.name, model.layers)      # refuses a split Megatron refuses
@@ -92,7 +73,7 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
             model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=True,
                                dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
                                recompute=cfg.recompute, tensor_parallel=tp)
-    cfg = with_global_batch(cfg, model.batch, topo.n_gpus // (tp.size * pp.size))
+    cfg = with_global_batch(cfg, model.batch, topo.n_gpus // (tp.size * pp.size * cp.size))
     if trace is None and cfg.trace:
         trace = load_trace(cfg.trace)
     return _simulate(cfg, topo, model, trace, tied)
@@ -173,18 +154,22 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                else "--throughput iterations")
         raise InputError(f"--pipeline-parallel {pp.size}: {key} is not modelled with a pipeline")
     each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus // model.tensor_parallel.size > 1
-    # with tensor parallelism every micro-batch runs its TP collectives, and FSDP gathers its
-    # parameters in every micro-batch (no_sync skips only the reduce-scatters): the K-1
-    # earlier ones are simulated apart too (their gradients not synchronised), not folded
-    # into compute
+    # with tensor parallelism every micro-batch runs its TP collectives (with context
+    # parallelism its KV ring), and FSDP gathers its parameters in every micro-batch (no_sync
+    # skips only the reduce-scatters): the K-1 earlier ones are simulated apart too (their
+    # gradients not synchronised), not folded into compute
     gathers_each = strategy.gathers_updated_parameters and strategy.gathers_every_micro_batch
-    tp_apart = ((model.tensor_parallel.on or gathers_each) and cfg.accumulate > 1 and not each
-                and not pp.on)
+    tp_apart = ((model.tensor_parallel.on or model.context_parallel.on or gathers_each)
+                and cfg.accumulate > 1 and not each and not pp.on)
     # a pipeline runs every micro-batch on its stages' streams (engine.pp_plan)
     ctx = accumulate(ctx, 1 if each or tp_apart or pp.on else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
     tp = model.tensor_parallel
-    dp = topo.n_gpus // (tp.size * pp.size)   # model replicas: the data-parallel group's size
+    cp = model.context_parallel
+    # the data-parallel group's size (with context parallelism Megatron's
+    # data_parallel_group_with_cp: C ranks per replica), and the model replicas
+    dp = topo.n_gpus // (tp.size * pp.size)
+    replicas = dp // cp.size
     if dp == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training and
         # steps alike, its tables updated as its backward leaves their gradient
@@ -227,9 +212,11 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         compute_source += f"; --untie-outputs has no effect: {model.name} ties no output projection"
     ranks = tuple(range(topo.n_gpus))
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
-    groups = tp_groups(topo.n_gpus, tp.size) if tp.on else None
+    groups = tp_groups(topo.n_gpus, tp.size) if tp.on or cp.on else None
     if tp.on:
         compute_source += f"; {tp.label(sum(1 for l in model.layers if l.kind in BLOCK_KINDS))}"
+    if cp.on:
+        groups[CP_CHANNEL] = cp_groups(topo.n_gpus, tp.size, cp.size)
     staged = None
     if pp.on:
         staged = pipelined(ctx, pp, cfg.accumulate, strategy, scheduler, classes, topo.n_gpus,
@@ -241,6 +228,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         if r.channel == PP_CHANNEL:
             # stage pairs (sends, the tied embedding's gradient); the norm: one replica
             return 2 if r.op == "sendrecv" or r.name == "pp:embedding-grads" else tp.size * pp.size
+        if r.channel == CP_CHANNEL:
+            return cp.size
         return tp.size if r.channel == TP_CHANNEL else dp
 
     def run_engine(plan):
@@ -256,6 +245,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     if staged is not None:
         compute_source += "; " + pipeline_label(pp, cfg.accumulate, run, staged.stage_of,
                                                 metrics.step_time, staged.act_bytes)
+    if cp.on:
+        compute_source += "; " + cp_label(model, run, cfg.accumulate > 1)
     split = None          # (plain, updating) micro-batch times, where simulated apart
     if tp_apart:
         # a micro-batch before the last: its TP collectives and any strategy transfer a
@@ -274,26 +265,27 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         split = (plain.step_time, metrics.step_time)
         metrics = combine_micro_batches(plain, metrics, cfg.accumulate)
 
-    samples_per_s = dp * model.batch * cfg.accumulate / metrics.step_time
+    samples_per_s = replicas * model.batch * cfg.accumulate / metrics.step_time
     fill = _token_fill(cfg, model)
-    tokens_per_s = samples_per_s * model.seq * (fill or 1.0)
+    tokens_per_s = samples_per_s * model.sample_seq * (fill or 1.0)
     if cfg.throughput == "iterations":
         plain_s, last_s = split or _folded_split(metrics.step_time, one_micro_batch, jitter, param, cfg)
         samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s, dp)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
     notes = plan.notes
-    if cfg.efficiency_baseline and dp > 1:
+    if cfg.efficiency_baseline and replicas > 1:
         # the same node type with one GPU (no communication); with tensor parallelism one
         # TP group on one node (its own collectives, no data-parallel ones); with pipeline
-        # parallelism one replica's TP x P GPUs, on as few nodes as hold them
-        replica = tp.size * pp.size
+        # parallelism one replica's TP x P GPUs (x C with context parallelism), on as few
+        # nodes as hold them
+        replica = tp.size * pp.size * cp.size
         per_node = min(replica, topo.gpus_per_node)
         if replica % per_node == 0:
             single = _simulate(replace(cfg, straggler=None, efficiency_baseline=False),
                                Topology(topo.node, replica // per_node, per_node, topo.preset),
                                model, trace, tied)
-            efficiency = samples_per_s / (dp * single.samples_per_s)
+            efficiency = samples_per_s / (replicas * single.samples_per_s)
             notes = plan.notes + superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
     # one replica: the strategy's and scheduler's remarks are about synchronisation that
     # does not run (an "AllReduced densely" table, FSDP's units), so none is kept
@@ -305,7 +297,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         memory=splan.memory, hbm_bytes=ctx.hbm_bytes, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
         scaling_efficiency=efficiency, notes=notes, run=run,
-        workload={"batch": model.batch, "seq": model.seq, "dtype": model.dtype,
+        workload={"batch": model.batch, "seq": model.sample_seq, "dtype": model.dtype,
                   "amp": cfg.amp if model.dtype in ("bf16", "fp16", "fp8") else None,
                   # dense parameters and embedding tables wider than the model (FP32 under autocast)
                   "params": "fp32" if model.dense_param_bytes > model.dtype_bytes else None,
@@ -319,7 +311,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                   **({"untie_outputs": True} if cfg.untie_outputs else {}),
                   # only when on: a data-parallel run's workload (and its JSON) is as before
                   **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {}),
-                  **({"pipeline_parallel": pp.size} if pp.on else {})})
+                  **({"pipeline_parallel": pp.size} if pp.on else {}),
+                  **({"context_parallel": cp.size} if cp.on else {})})
 
 
 def tp_groups(n_gpus: int, k: int) -> dict:
@@ -328,6 +321,30 @@ def tp_groups(n_gpus: int, k: int) -> dict:
     index (every K-th rank)."""
     return {"": tuple(tuple(range(t, n_gpus, k)) for t in range(k)),
             TP_CHANNEL: tuple(tuple(range(g, g + k)) for g in range(0, n_gpus, k))}
+
+
+def cp_groups(n_gpus: int, tp: int, c: int) -> tuple:
+    """Context-parallel rank groups in Megatron's tp-cp-dp order (parallel_state.py): rank
+    t + TP (c + C d) for TP index t, CP index c, data-parallel index d; a group is the C
+    ranks of one (t, d), stride TP. (Their union per t, every TP-th rank, is the
+    data-parallel group with CP that the gradients are reduced over: tp_groups' "".)"""
+    return tuple(tuple(t + tp * (j + c * d) for j in range(c))
+                 for d in range(n_gpus // (tp * c)) for t in range(tp))
+
+
+def cp_label(model, run, per_micro_batch: bool) -> str:
+    """What the output says about the ring: its transfers and the exposed time the
+    simulated timeline gives (engine.cp_plan.exposed_seconds)."""
+    from .cp_plan import kv_chunk_bytes
+    cp = model.context_parallel
+    blocks = [l for l in model.layers if l.kind in BLOCK_KINDS]
+    causal = any(l.kind == "transformer_decoder" for l in blocks)
+    kv = kv_chunk_bytes(model, blocks[0])
+    f, b = len(cp.exchanges(True)), len(cp.exchanges(False))
+    return (f"{cp.label(causal)}: {model.seq} of {model.sample_seq} tokens per rank, {f} forward "
+            f"and {b} backward KV/dKV exchanges of {kv / 2**20:.2f} MiB per KV chunk per block "
+            f"beside {cp.size} attention steps each way over {len(blocks)} blocks; exposed "
+            f"{exposed_seconds(run) * 1e3:.2f} ms per {'micro-batch' if per_micro_batch else 'step'} (simulated)")
 
 
 def _measured_curves_label(curves, source: str, n_gpus: int) -> tuple[bool, str]:

@@ -27,8 +27,11 @@ def print_summary(result, console: Console | None = None) -> None:
     if result.scaling_efficiency is not None:
         k = (result.workload or {}).get("tensor_parallel")
         p = (result.workload or {}).get("pipeline_parallel")
-        replica = (k or 1) * (p or 1)
+        c = (result.workload or {}).get("context_parallel")
+        replica = (k or 1) * (p or 1) * (c or 1)
         of = (f"{topo.gpus // replica} x one pipeline of {p} stages on {replica} GPUs" if p
+              else f"{topo.gpus // replica} x one replica of {replica} GPUs (context parallel {c}"
+                   + (f" x tensor parallel {k}" if k else "") + ")" if c
               else f"{topo.gpus // k} x one tensor-parallel group of {k} GPUs" if k
               else f"{topo.gpus} x one GPU")
         t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {of}")
@@ -69,6 +72,10 @@ def workload_text(w: dict) -> str:
            f"{', sequence parallel' if w.get('sequence_parallel') else ''})" if k else "per GPU")
     if w.get("pipeline_parallel"):
         per += f", pipeline parallel {w['pipeline_parallel']} (1F1B)"
+    if w.get("context_parallel"):
+        c = w["context_parallel"]
+        per = (f"per replica of {c * (k or 1)} GPUs (" + (f"tensor parallel {k}, " if k else "")
+               + f"context parallel {c}: each GPU {w['seq'] // c} of the seq's tokens, TE p2p KV ring)")
     parts = [f"batch {w['batch']} x seq {w['seq']} {per}, {dtype}"]
     if w.get("optimizer"):
         parts.append(f"optimizer {w['optimizer']}")

@@ -76,7 +76,8 @@ def _load_spec(text: str) -> ModelSpec:
 def load_model(name_or_path: str, batch: int | None = None, seq: int | None = None,
                untie_outputs: bool = False, dtype: str | None = None,
                overrides: dict | None = None, amp: str | None = None,
-               recompute: str | None = None, tensor_parallel=None) -> Model:
+               recompute: str | None = None, tensor_parallel=None,
+               context_parallel=None) -> Model:
     """Build a model at per-GPU `batch` and sequence length `seq` (zoo defaults if None).
     `untie_outputs`: a tied output projection gets its own vocab x dim weight (dense
     gradient) and no longer shares the table, whose gradient becomes sparse.
@@ -84,28 +85,34 @@ def load_model(name_or_path: str, batch: int | None = None, seq: int | None = No
     `overrides`: table/layer changes (embsim.workload.overrides); `amp`: mixed-precision
     style, autocast or o2 (embsim.workload.precision; None: the zoo file's, else autocast);
     `recompute`: activation checkpointing, none / full / every:K (embsim.workload.recompute);
-    `tensor_parallel`: one TP rank's share (embsim.workload.tensor_parallel.TensorParallel)."""
+    `tensor_parallel`: one TP rank's share (embsim.workload.tensor_parallel.TensorParallel);
+    `context_parallel`: one CP rank's share of each `seq`-long sequence
+    (embsim.workload.context_parallel.ContextParallel)."""
     return model_from_spec(load_spec(name_or_path), batch, seq, untie_outputs, dtype,
-                           overrides, amp, recompute, tensor_parallel)
+                           overrides, amp, recompute, tensor_parallel, context_parallel)
 
 
 def model_from_spec(spec: ModelSpec, batch: int | None = None, seq: int | None = None,
                     untie_outputs: bool = False, dtype: str | None = None,
                     overrides: dict | None = None, amp: str | None = None,
-                    recompute: str | None = None, tensor_parallel=None) -> Model:
-    """load_model for a spec already loaded (a user file is then read once)."""
+                    recompute: str | None = None, tensor_parallel=None,
+                    context_parallel=None) -> Model:
+    """load_model for a spec already loaded (a user file is then read once). The limits
+    are on one GPU's share: under context parallelism seq / C."""
     spec = apply_overrides(spec, overrides)
+    c = context_parallel.size if context_parallel is not None else 1
     for flag, value in (("batch", batch), ("seq", seq)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                   or value <= 0):
             raise InputError(f"{flag}: must be a positive integer, got {value!r}")
-        if value is not None and value > SPEC_LIMITS[flag]:
-            raise InputError(f"{flag}: at most {SPEC_LIMITS[flag]:,}, got {value:,}")
-    tokens = (batch or spec.batch) * (seq or spec.seq)
+        if value is not None and value > SPEC_LIMITS[flag] * (c if flag == "seq" else 1):
+            raise InputError(f"{flag}: at most {SPEC_LIMITS[flag]:,}"
+                             + (" per context-parallel rank" if c > 1 else "") + f", got {value:,}")
+    tokens = (batch or spec.batch) * (seq or spec.seq) // c
     if tokens > SPEC_LIMITS["tokens"]:
         raise InputError(f"batch x seq: {tokens:,} tokens per GPU, more than the "
                          f"{SPEC_LIMITS['tokens']:,} embsim samples per step")
     return build_model(spec, batch or spec.batch, seq or spec.seq,
                        untie_outputs=bool(untie_outputs), dtype=dtype,
                        amp=amp or spec.amp or "autocast", recompute=recompute,
-                       tensor_parallel=tensor_parallel)
+                       tensor_parallel=tensor_parallel, context_parallel=context_parallel)

@@ -12,6 +12,7 @@ from .model import (DTYPE_BYTES, FUSED_ONLY, OPTIMIZER_STATE_TENSORS, EmbeddingT
                     Model, Optimizer)
 from .recompute import BLOCK_KINDS, Recompute
 from .tensor_parallel import TensorParallel
+from .context_parallel import ContextParallel
 from .precision import op_bytes, param_bytes, precision, table_bytes, weight_cast_bytes
 from .spec import ModelSpec
 
@@ -156,14 +157,20 @@ def _tensor_parallel_share(kind: str, p: dict, tp: TensorParallel) -> dict:
 def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = False,
                 dtype: str | None = None, amp: str = "autocast",
                 recompute: "str | Recompute | None" = None,
-                tensor_parallel: TensorParallel | None = None) -> Model:
-    """`untie_outputs`: build every tied output projection untied (as calibrate's real
+                tensor_parallel: TensorParallel | None = None,
+                context_parallel: ContextParallel | None = None) -> Model:
+    """`context_parallel`: one CP rank's share (workload.context_parallel): the model is
+    built at seq / C tokens per sequence, its blocks' attention over the whole sequence's
+    keys (Model.seq is then the rank's seq / C). `untie_outputs`: build every tied output projection untied (as calibrate's real
     training steps run it), so its table's gradient is the lookups' sparse one.
     `dtype`: the training precision (--dtype), default the zoo file's; `amp`: the
     mixed-precision style (embsim.workload.precision)."""
     dtype = dtype or spec.dtype
     precision(dtype)                      # one-line error for an unknown name
     d = DTYPE_BYTES[dtype]
+    cp = context_parallel or ContextParallel()
+    cp.check_model(spec.name, [(ls.kind, ls.params) for ls in spec.layers], seq)
+    seq = cp.local_seq(seq)
     sh = Shape(batch, seq, d, op_bytes(d, amp), fp16=dtype == "fp16",
                table_dtype_bytes=table_bytes(d, amp), param_dtype_bytes=param_bytes(d, amp),
                fp8=dtype == "fp8")
@@ -188,6 +195,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
             p = _row_precision(ls.kind, ls.params, rows_bytes, prev_wide, d)
             if tp.on:
                 p = _tensor_parallel_share(ls.kind, p, tp)
+            if cp.on and ls.kind in BLOCK_KINDS:
+                p = {**p, "cp": cp.size}
             if untie_outputs and ls.kind == "output_projection" and "tied" in p:
                 p = untied(p, tables)
             table = p.get("table") or p.get("tied")
@@ -226,4 +235,4 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
         dtype=dtype, published=dict(spec.published), description=spec.description,
         table_bytes=sh.table_bytes, dense_param_bytes=sh.param_bytes,
-        recompute=rc, tensor_parallel=tp)
+        recompute=rc, tensor_parallel=tp, context_parallel=cp)

@@ -37,6 +37,10 @@ def transformer_block_cost(p: dict, sh: Shape, cross_attention: bool) -> LayerCo
     rank), their residuals and dropout stay whole unless p["sp"] (sequence parallelism:
     1/tp of the tokens). Korthikanti et al. 2022 eqs. 2-3: sbh(10 + 24/t + 5as/(ht)) saved
     bytes without sequence parallelism, sbh(34/t + 5as/(ht)) with it.
+
+    p["cp"] (workload.context_parallel): sh.seq is one context-parallel rank's s / cp
+    tokens, whose queries meet the keys of the whole sequence (s x cp of them): the
+    attention products are s x (s cp) per head; everything else is the rank's tokens'.
     """
     tp = p.get("tp", 1)
     if tp > 1:
@@ -58,9 +62,10 @@ def transformer_block_cost(p: dict, sh: Shape, cross_attention: bool) -> LayerCo
     p_ffn = ffn_params(h, f, ffn_kind, bias)
     params = n_attn * p_attn + p_ffn + n_norms * norm_params(norm, h)
 
-    scores = b * a * s * s
+    keys = s * p.get("cp", 1)
+    scores = b * a * s * keys
     ffn_mats = 3 if ffn_kind == "swiglu" else 2
-    flops_attn = 2 * n * p_attn + 4 * n * s * h + SOFTMAX_FLOPS_PER_ELEMENT * scores
+    flops_attn = 2 * n * p_attn + 4 * n * keys * h + SOFTMAX_FLOPS_PER_ELEMENT * scores
     flops = (n_attn * flops_attn + 2 * n * ffn_mats * h * f
              + n_norms * NORM_FLOPS_PER_ELEMENT * n * h + n_norms * n * h)  # + residual adds
 

@@ -133,7 +133,10 @@ def attention_s(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
         return gemm_s(kr, gpu, prec, elem_bytes)
     s, hd = kr.m, kr.n
     mult = 5 if kr.backward else 2
-    counted = 2.0 * s * hd * mult * s * kr.batch * (0.5 if kr.causal else 1.0)
+    # an unmasked pass over another number of keys than queries (a context-parallel ring
+    # step, workload.context_parallel) counts s x keys; a causal one half the square
+    keys = s if kr.causal else kr.k // mult
+    counted = 2.0 * s * hd * mult * keys * kr.batch * (0.5 if kr.causal else 1.0)
     impl = kr.impl or default_implementation(gpu.arch)
     frac = attention_fraction(impl, gpu.arch, kr.backward, kr.causal, hd, s)
     # a TF32/FP32 run has no fused kernel of its own (FlashAttention and cuDNN take 16-bit):
@@ -142,8 +145,8 @@ def attention_s(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
         "bf16" if "bf16" in gpu.rates else "fp16")
     compute = counted / (frac * gpu.rates.get(rate_key, gpu.gemm_peak(prec)))
     # forward reads Q, K, V and writes O (+ FP32 row statistics); backward reads Q, K, V,
-    # O, dO and writes dQ, dK, dV (+ statistics)
-    io = kr.batch * (s * hd * elem_bytes * (8 if kr.backward else 4) + 8 * s)
+    # O, dO and writes dQ, dK, dV (+ statistics); K, V, dK, dV are `keys` rows
+    io = kr.batch * ((s + keys) * hd * elem_bytes * (4 if kr.backward else 2) + 8 * s)
     return max(compute, io / (gpu.hbm_bps * gpu.hbm_fraction))
 
 

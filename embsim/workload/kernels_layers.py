@@ -32,6 +32,9 @@ class LayerKernels:
     # a transformer block: its attention cores' forward kernels (scores to context, or the
     # fused flash kernel), which selective recomputation runs again in backward
     core_fwd: tuple[Kernel, ...] = ()
+    # a transformer block: the key + value elements per token one rank holds (2 kv_dim /
+    # TP), what context parallelism's ring passes on (engine.cp_plan)
+    kv_width: int = 0
 
 
 def causal_keys(s: int) -> int:
@@ -45,7 +48,8 @@ def causal_keys(s: int) -> int:
 
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
                dropout: bool, opb: int = FP32, fused: bool = False, bias: bool = True,
-               causal: bool = False, impl: str = "", tp: int = 1) -> tuple[list, list, list]:
+               causal: bool = False, impl: str = "", tp: int = 1,
+               cp: int = 1) -> tuple[list, list, list]:
     """(forward, backward, the core's forward) kernels of multi-head attention of s
     queries over s keys: QKV projection, the core, output projection. Unfused, the
     (b*a, s, s) scores go through HBM: scale+mask, softmax,
@@ -53,7 +57,9 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     fused (flash attention, Dao et al. 2022) they stay on chip, backward recomputes them
     (5 products instead of 4) and a causal kernel skips the masked key tiles.
     `tp`: a tensor-parallel rank's share (workload.tensor_parallel): a / tp heads, kv / tp
-    key/value width, the QKV GEMM's columns and the output GEMM's rows split tp ways."""
+    key/value width, the QKV GEMM's columns and the output GEMM's rows split tp ways.
+    `cp`: a context-parallel rank's share (workload.context_parallel): s is its s / cp
+    tokens, and its flash core is one kernel per ring step (_ring_steps)."""
     n, hd = b * s, h // a
     a, kv, hq = a // tp, kv // tp, h // tp
     fwd, bwd = [], []
@@ -61,7 +67,10 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     fwd += f
     core_start = len(fwd)
     scores = b * a * s * s
-    if flash:
+    if flash and cp > 1:
+        fwd += _ring_steps(f"{name}.flash", s, hd, b * a, False, causal, impl, cp)
+        bwd_core = _ring_steps(f"{name}.flash_bwd", s, hd, b * a, True, causal, impl, cp)
+    elif flash:
         keys = causal_keys(s) if causal else s
         # one fused kernel each way: forward's two products per key tile, backward's five
         # (recomputing the scores); timed from published kernel throughput
@@ -108,6 +117,23 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     return fwd, bwd, core
 
 
+def _ring_steps(name: str, s: int, hd: int, batch: int, bwd: bool, causal: bool, impl: str,
+                cp: int) -> list:
+    """A CP rank's flash attention as Transformer Engine's p2p ring runs it, one kernel per
+    step, named <name>.cp<i> (engine.cp_plan times and places each): causal, step 0 is the
+    rank's own 2 chunks under the causal mask and steps 1 .. cp-1 are unmasked (s / 2
+    keys: half of a received chunk pair, or half the queries over all of it, the same
+    products); non-causal, every step is s queries over s keys (workload.context_parallel)."""
+    out = []
+    for i in range(cp):
+        if causal and i == 0:
+            out.append(attention(f"{name}.cp0", s, hd, causal_keys(s), batch, bwd, True, impl))
+        else:
+            keys = s // 2 if causal else s
+            out.append(attention(f"{name}.cp{i}", s, hd, keys, batch, bwd, False, impl))
+    return out
+
+
 def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> LayerKernels:
     """`causal`: a decoder's self-attention (each position attends to those before it).
     p["tp"] (tensor parallelism, workload.tensor_parallel): one TP rank's share of the
@@ -129,7 +155,7 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     for i in range(2 if cross else 1):
         tag = "cross" if i else "self"
         fa, ba, ca = _attention(f"{tag}_attn", b, s, h, a, kv, e, bool(flash), dropout, sh.op_bytes, fused,
-                                bias, causal=causal and not i, impl=impl, tp=tp)
+                                bias, causal=causal and not i, impl=impl, tp=tp, cp=p.get("cp", 1))
         fn, bn = add_norm(f"{tag}_attn", nn, h, e, dropout, sh.op_bytes)
         fwd += fa + fn
         bwd = bn + ba + bwd
@@ -151,7 +177,7 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
         bwd += qb
     return LayerKernels(_layer_fitted(fwd), _layer_fitted(bwd),
                         param_tensors=transformer_tensors(p, cross), fused_elementwise=fused,
-                        core_fwd=_layer_fitted(core))
+                        core_fwd=_layer_fitted(core), kv_width=2 * kv // tp)
 
 
 def _layer_fitted(kernels: list) -> tuple:

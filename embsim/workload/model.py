@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from .recompute import Recompute
 from .tensor_parallel import TensorParallel
+from .context_parallel import ContextParallel
 
 # int64 row indices, as PyTorch nn.Embedding takes them (a sparse gradient's index)
 INDEX_BYTES = 8
@@ -152,6 +153,13 @@ class Model:
     recompute: Recompute = field(default=Recompute(), kw_only=True)
     # tensor parallelism (embsim.workload.tensor_parallel): the layers are one TP rank's share
     tensor_parallel: TensorParallel = field(default=TensorParallel(), kw_only=True)
+    # context parallelism (embsim.workload.context_parallel): seq is one CP rank's s / C
+    context_parallel: ContextParallel = field(default=ContextParallel(), kw_only=True)
+
+    @property
+    def sample_seq(self) -> int:
+        """The samples' sequence length: seq, or seq x C under context parallelism."""
+        return self.seq * self.context_parallel.size
 
     @property
     def recomputed(self) -> tuple[str, ...]:

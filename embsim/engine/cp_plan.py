@@ -1,0 +1,135 @@
+"""Context parallelism's KV ring in one iteration's step plan (workload.context_parallel
+says what Transformer Engine's p2p ring computes and sends; this module places it).
+
+Per transformer block and direction, the block's attention is cut out of its compute op
+into one op per ring step ("cp-fwd<i>" / "cp-bwd<i>", each timed from its own kernel by
+the kernel model), placed just before the block's op, which keeps the rest of the block
+(its GEMMs, norms, MLP); a zero-time op ("cp-fwd-post" / "cp-bwd-post") before the first
+step is where the first transfer is posted. Transfer i is a `sendrecv` collective on
+channel "cp" over the CP groups (each rank to the next in its group, all groups at once,
+through the network model: NVLink inside a node, the NICs across nodes), ready when step
+i may start (after step i - 1 and transfer i - 1, as TE posts it right after waiting for
+the previous one); step i + 1 waits for it, and the op after the last step waits for the
+last (backward's final dKV, which the block's input-gradient GEMMs need). So a transfer
+runs beside its step's attention, and whatever it takes beyond that step is exposed: the
+engine's timeline decides, no formula here. A checkpointed block (--recompute) runs its
+forward ring again before its backward ring (its recomputed attention is in its backward
+op's time).
+
+The order inside a block (attention steps before its GEMMs) is not Megatron's, which runs
+the QKV GEMM first; the ring only overlaps its own steps (TE waits for each transfer before
+the next step), so what it exposes does not depend on where in the block it sits.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ..plan.names import bwd_name, extra_name, fwd_name
+from ..plan.ops import CommOp, ComputeOp
+from ..workload.tensor_parallel import BLOCK_KINDS
+
+CHANNEL = "cp"
+_STEP = {True: re.compile(r"\.flash\.cp(\d+)$"), False: re.compile(r"\.flash_bwd\.cp(\d+)$")}
+
+
+def kv_chunk_bytes(model, layer) -> float:
+    """One rank's key/value chunk: b x s / C tokens x (2 kv_dim / TP) elements of the
+    activations' 16-bit dtype (FP8 GEMMs keep BF16 attention inputs)."""
+    return float(model.batch * model.seq * layer.kernels.kv_width * max(model.dtype_bytes, 2))
+
+
+def step_kernels(layer, fwd: bool) -> list:
+    """The block's ring-step kernels in step order (workload.kernels_layers._ring_steps)."""
+    kernels = layer.kernels.fwd if fwd else layer.kernels.bwd
+    found = [(int(m.group(1)), k) for k in kernels if (m := _STEP[fwd].search(k.name))]
+    return [k for _, k in sorted(found, key=lambda x: x[0])]
+
+
+def add_context_parallel(stream: list[ComputeOp], ctx) -> tuple[list, list, dict, dict]:
+    """(stream with the ring-step ops, the ring's CommOps, compute OpId -> [(comm, 0)]
+    waits, {comm name: the text of the step op it runs beside}: what the output reads the
+    exposed time from)."""
+    model = ctx.model
+    cp = model.context_parallel
+    if not cp.on:
+        return stream, [], {}, {}
+    stream = list(stream)
+    comms: list[CommOp] = []
+    waits: dict = {}
+    beside: dict = {}
+    recomputed = set(model.recomputed) | set(model.core_recomputed)
+
+    def ring(layer, fwd: bool, tag: str, host) -> float:
+        """Insert one ring before the stream op `host`; the seconds taken out of it."""
+        kernels = step_kernels(layer, fwd)
+        steps = [ctx.kernel_seconds([k]) for k in kernels]
+        i = next(j for j, s in enumerate(stream) if s.id == host)
+        total = sum(steps)
+        room = stream[i].duration
+        if total > room > 0:          # never more than the op held (scaled down alike)
+            steps = [t * room / total for t in steps]
+            total = room
+        elif room <= 0:
+            steps, total = [0.0] * len(steps), 0.0
+        stream[i] = replace(stream[i], duration=stream[i].duration - total)
+        post = ComputeOp(extra_name(f"{tag}-post", layer.name), 0.0)
+        ops = [ComputeOp(extra_name(f"{tag}{n}", layer.name), t) for n, t in enumerate(steps)]
+        stream[i:i] = [post] + ops
+        size = kv_chunk_bytes(model, layer)
+        prev_op, prev_comm = post.id, None
+        for n, (what, chunks) in enumerate(cp.exchanges(fwd)):
+            name = f"cp:{tag}:{layer.name}:{n}"
+            deps = ((prev_op, 0),) + (((prev_comm, 0),) if prev_comm else ())
+            comms.append(CommOp(name=name, op="sendrecv", nbytes=size * chunks, category="activation",
+                                channel=CHANNEL, ready_after=deps, priority=-1.0, tensors=(),
+                                group=CHANNEL))
+            beside[name] = ops[n].id.text
+            # the next step (or, after the last, the rest of the block) waits for it
+            waiter = ops[n + 1].id if n + 1 < len(ops) else host
+            waits.setdefault(waiter, []).append((name, 0))
+            prev_op, prev_comm = ops[n].id, name
+        return total
+
+    for layer in model.layers:
+        if layer.kind not in BLOCK_KINDS or fwd_name(layer.name) not in {s.id for s in stream}:
+            continue
+        ring(layer, True, "cp-fwd", fwd_name(layer.name))
+        if layer.name in recomputed:
+            ring(layer, True, "cp-refwd", bwd_name(layer.name))
+        ring(layer, False, "cp-bwd", bwd_name(layer.name))
+    return stream, comms, waits, beside
+
+
+def beside_of(comm: str) -> str:
+    """The step op a ring transfer `cp:<tag>:<layer>:<i>` runs beside: extra:<tag><i>:<layer>."""
+    _, tag, rest = comm.split(":", 2)
+    layer, i = rest.rsplit(":", 1)
+    return extra_name(f"{tag}{i}", layer).text
+
+
+def exposed_seconds(run) -> float:
+    """Seconds per iteration the ring's transfers ran past the step they were beside
+    (the steady iterations of the simulated timeline): the exposed communication of
+    context parallelism, as the simulation placed it. Read on the rank class that waits
+    least, the slowest GPUs: a faster rank also waits for its slower ring neighbours,
+    which is their compute, not the transfer's."""
+    from .metrics import steady_window
+    first, last = steady_window(run)
+    n = max(last - first, 1)
+    ends: dict = {}
+    for r in run.compute:
+        if first < r.iteration <= last:
+            ends[(r.cls, r.iteration, r.name)] = r.end
+    classes = {k[0] for k in ends}
+    least = None
+    for cls in classes:
+        total = 0.0
+        for r in run.comm:
+            if r.channel == CHANNEL and first < r.iteration <= last:
+                end = ends.get((cls, r.iteration, beside_of(r.name)))
+                if end is not None:
+                    total += max(0.0, r.end - end)
+        least = total / n if least is None else min(least, total / n)
+    return least or 0.0

@@ -1,0 +1,46 @@
+"""--context-parallel reaches scale's points and sweep files' configs."""
+
+from __future__ import annotations
+
+import pytest
+
+import embsim.commands.scale as scale_cmd
+from embsim.cli import main
+from embsim.sweep import read_results, run_sweep, sweep_from_text
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_scale_points_carry_the_context_parallel_size(monkeypatch):
+    seen = []
+
+    def fake_sweep(points, folder, **kw):
+        seen.extend(points)
+        raise _Stop
+    monkeypatch.setattr(scale_cmd, "run_sweep", fake_sweep)
+    with pytest.raises(_Stop):
+        main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8,16",
+              "--context-parallel", "2"])
+    assert [p.simulation_config().context_parallel for p in seen] == [2, 2]
+    seen.clear()
+    with pytest.raises(_Stop):
+        main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8"])
+    assert "context_parallel" not in seen[0].config
+
+
+def test_sweep_file_key_runs(tmp_path):
+    spec = sweep_from_text("""
+name: cp
+base: {model: llama2-7b, topology: 'dgx-h100:1x8', batch: 1, seq: 2048, dtype: bf16, iterations: 2,
+       efficiency_baseline: false, accumulate: 1, strategy: distopt}
+grid:
+  context_parallel: [1, 2]
+""", "s.yaml")
+    assert [p.simulation_config().context_parallel for p in spec.points] == [1, 2]
+    run_sweep(spec.points, str(tmp_path), processes=False, workers=1, progress=False)
+    rows = read_results(str(tmp_path))
+    assert all(rows[p.hash]["status"] == "ok" for p in spec.points)
+    sources = [rows[p.hash]["result"]["compute_source"] for p in spec.points]
+    assert "context parallel" not in sources[0] and "context parallel 2 (TE p2p ring" in sources[1]
