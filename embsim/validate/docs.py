@@ -13,7 +13,8 @@ from ..errors import InputError
 from .collectives import collective_errors
 from .report import collective_summary, collective_table, plot_collectives, step_summary, step_table
 from .steps import step_errors
-from .training_docs import heldout_section, original_section, training_section
+from .training_docs import original_section, training_section
+from .training_docs_heldout import heldout_section
 
 
 # Curves a model constant is fitted on (each the ONE curve of its constant).
