@@ -4,28 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-import embsim.commands.scale as scale_cmd
 from embsim.cli import main
+from scale_capture import ScaleStopped, captured  # noqa: F401  (fixture)
 from embsim.sweep import read_results, run_sweep, sweep_from_text
 
 
-class _Stop(Exception):
-    pass
-
-
-def test_scale_points_carry_the_context_parallel_size(monkeypatch):
-    seen = []
-
-    def fake_sweep(points, folder, **kw):
-        seen.extend(points)
-        raise _Stop
-    monkeypatch.setattr(scale_cmd, "run_sweep", fake_sweep)
-    with pytest.raises(_Stop):
+def test_scale_points_carry_the_context_parallel_size(captured):
+    seen = captured
+    with pytest.raises(ScaleStopped):
         main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8,16",
               "--context-parallel", "2"])
     assert [p.simulation_config().context_parallel for p in seen] == [2, 2]
     seen.clear()
-    with pytest.raises(_Stop):
+    with pytest.raises(ScaleStopped):
         main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8"])
     assert "context_parallel" not in seen[0].config
 
