@@ -20,6 +20,7 @@ from ..plan.timeline import RankClass
 from ..workload.tensor_parallel import BLOCK_KINDS
 from .build import build_step_plan
 from .pp_plan import CHANNEL, pipeline_plan
+from .tp_plan import tp_groups
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,9 @@ def stage_context(ctx, layers):
 
 
 def stage_groups(stage: int, n_per: int, tp: int) -> dict:
-    base = stage * n_per
-    return {f"dp@s{stage}": tuple(tuple(range(base + t, base + n_per, tp)) for t in range(tp)),
-            f"tp@s{stage}": tuple(tuple(range(g, g + tp)) for g in range(base, base + n_per, tp))}
+    """A stage's data-parallel and TP groups, named apart from the other stages'."""
+    return {f"{key or 'dp'}@s{stage}": groups
+            for key, groups in tp_groups(n_per, tp, stage * n_per).items()}
 
 
 def transfer_bytes(model) -> float:

@@ -41,7 +41,7 @@ from .result import ClusterShape, SimulationResult
 from .parallel_checks import check_context_parallel, check_parallelism
 from .run_notes import seq_as_mean_label, superlinear_note
 from .simulation import Engine
-from .tp_plan import CHANNEL as TP_CHANNEL
+from .tp_plan import CHANNEL as TP_CHANNEL, tp_groups
 from .pp_plan import CHANNEL as PP_CHANNEL
 from .pp_run import pipeline_label, pipelined
 from .cp_plan import CHANNEL as CP_CHANNEL, exposed_seconds
@@ -313,14 +313,6 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                   **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {}),
                   **({"pipeline_parallel": pp.size} if pp.on else {}),
                   **({"context_parallel": cp.size} if cp.on else {})})
-
-
-def tp_groups(n_gpus: int, k: int) -> dict:
-    """The engine's rank groups under tensor parallelism K (Megatron's tp-cp-dp-pp order):
-    TP groups of K consecutive ranks; data-parallel groups of the ranks with the same TP
-    index (every K-th rank)."""
-    return {"": tuple(tuple(range(t, n_gpus, k)) for t in range(k)),
-            TP_CHANNEL: tuple(tuple(range(g, g + k)) for g in range(0, n_gpus, k))}
 
 
 def cp_groups(n_gpus: int, tp: int, c: int) -> tuple:

@@ -144,3 +144,10 @@ def _dim(model, layer) -> int:
     blocks = [l for l in model.layers if l.kind in BLOCK_KINDS]
     return blocks[0].input_bytes // max(model.dtype_bytes, 1) // model.tokens_per_gpu
 
+
+def tp_groups(n_gpus: int, k: int, base: int = 0) -> dict:
+    """The rank groups of n_gpus ranks from `base` under tensor parallelism K (Megatron's
+    tp-cp-dp-pp order): TP groups of K consecutive ranks (key CHANNEL); data-parallel groups
+    of the ranks with the same TP index, every K-th rank (key "")."""
+    return {"": tuple(tuple(range(base + t, base + n_gpus, k)) for t in range(k)),
+            CHANNEL: tuple(tuple(range(g, g + k)) for g in range(base, base + n_gpus, k))}

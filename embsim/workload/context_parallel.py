@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from .tensor_parallel import BLOCK_KINDS
+from .tensor_parallel import BLOCK_KINDS, parallel_size
 
 # layer kinds that work token by token (a rank's s / C tokens on their own), beside the
 # transformer blocks whose attention the ring serves
@@ -59,11 +59,7 @@ class ContextParallel:
 
     @classmethod
     def of(cls, size: "int | None") -> "ContextParallel":
-        if size is None:
-            size = 1
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise InputError(f"--context-parallel {size!r}: must be a positive integer")
-        return cls(size)
+        return cls(parallel_size(size, "--context-parallel"))
 
     @property
     def on(self) -> bool:

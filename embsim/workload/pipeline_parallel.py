@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from .tensor_parallel import BLOCK_KINDS
+from .tensor_parallel import BLOCK_KINDS, parallel_size
 
 # one blocking batch of point-to-point transfers: ("act" | "grad", micro-batch, "send" | "recv")
 Transfer = tuple[str, int, str]
@@ -55,11 +55,7 @@ class PipelineParallel:
 
     @classmethod
     def of(cls, size: "int | None") -> "PipelineParallel":
-        if size is None:
-            size = 1
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise InputError(f"--pipeline-parallel {size!r}: must be a positive integer")
-        return cls(size)
+        return cls(parallel_size(size, "--pipeline-parallel"))
 
     @property
     def on(self) -> bool:

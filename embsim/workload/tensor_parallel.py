@@ -42,6 +42,16 @@ from ..errors import InputError
 BLOCK_KINDS = ("transformer_encoder", "transformer_decoder")
 
 
+def parallel_size(size, flag: str) -> int:
+    """A tensor/pipeline/context-parallel size as given (None: 1), refused in one line
+    naming its flag unless a positive integer."""
+    if size is None:
+        return 1
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InputError(f"{flag} {size!r}: must be a positive integer")
+    return size
+
+
 @dataclass(frozen=True)
 class TensorParallel:
     size: int = 1
@@ -51,10 +61,7 @@ class TensorParallel:
     def of(cls, size: "int | None", sequence: "bool | None" = None) -> "TensorParallel":
         """`sequence` None: on whenever size > 1 (the NeMo / Megatron-Bridge LLM recipes'
         setting with TP > 1)."""
-        if size is None:
-            size = 1
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise InputError(f"--tensor-parallel {size!r}: must be a positive integer")
+        size = parallel_size(size, "--tensor-parallel")
         if sequence and size == 1:
             raise InputError("--sequence-parallel needs --tensor-parallel > 1")
         return cls(size, size > 1 if sequence is None else bool(sequence))
