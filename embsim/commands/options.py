@@ -106,7 +106,7 @@ PIPELINE_PARALLEL = click.option("--pipeline-parallel", type=count(1, 1024), def
                                       "into P contiguous stages (embedding on the first, output layer and "
                                       "loss on the last), each stage GPUs / P ranks, the --accumulate "
                                       "micro-batches pipelined through them with stage-to-stage sends; "
-                                      "the data-parallel group is GPUs / (TP x P) (allreduce)")
+                                      "the data-parallel group is GPUs / (TP x P) (allreduce, distopt)")
 CONTEXT_PARALLEL = click.option("--context-parallel", type=count(1, 1024), default=1, show_default=True,
                                 help="Megatron / Transformer Engine context parallelism (p2p KV ring, "
                                      "load-balanced causal split): C ranks of stride TP each hold 1/C of "

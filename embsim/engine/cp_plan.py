@@ -133,3 +133,26 @@ def exposed_seconds(run) -> float:
                     total += max(0.0, r.end - end)
         least = total / n if least is None else min(least, total / n)
     return least or 0.0
+
+
+def cp_groups(n_gpus: int, tp: int, c: int) -> tuple:
+    """Context-parallel rank groups in Megatron's tp-cp-dp order (parallel_state.py): rank
+    t + TP (c + C d) for TP index t, CP index c, data-parallel index d; a group is the C
+    ranks of one (t, d), stride TP. (Their union per t, every TP-th rank, is the
+    data-parallel group with CP that the gradients are reduced over: tp_groups' "".)"""
+    return tuple(tuple(t + tp * (j + c * d) for j in range(c))
+                 for d in range(n_gpus // (tp * c)) for t in range(tp))
+
+
+def cp_label(model, run, per_micro_batch: bool) -> str:
+    """What the output says about the ring: its transfers and the exposed time the
+    simulated timeline gives (engine.cp_plan.exposed_seconds)."""
+    cp = model.context_parallel
+    blocks = [l for l in model.layers if l.kind in BLOCK_KINDS]
+    causal = any(l.kind == "transformer_decoder" for l in blocks)
+    kv = kv_chunk_bytes(model, blocks[0])
+    f, b = len(cp.exchanges(True)), len(cp.exchanges(False))
+    return (f"{cp.label(causal)}: {model.seq} of {model.sample_seq} tokens per rank, {f} forward "
+            f"and {b} backward KV/dKV exchanges of {kv / 2**20:.2f} MiB per KV chunk per block "
+            f"beside {cp.size} attention steps each way over {len(blocks)} blocks; exposed "
+            f"{exposed_seconds(run) * 1e3:.2f} ms per {'micro-batch' if per_micro_batch else 'step'} (simulated)")

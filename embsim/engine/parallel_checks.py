@@ -63,3 +63,11 @@ def check_context_parallel(cfg: SimulationConfig, cp) -> None:
         if value:
             raise InputError(f"{flag}: {key} {value} is not modelled with context parallelism "
                              f"(every rank's share of the sequence is --seq / C tokens)")
+
+
+def check_pipeline_run(cfg: SimulationConfig, pp) -> None:
+    """The run forms a pipeline is not modelled with (after the model's own stage split)."""
+    if pp.on and (cfg.accumulate_sync == "every" or cfg.throughput == "iterations"):
+        key = ("--accumulate-sync every" if cfg.accumulate_sync == "every"
+               else "--throughput iterations")
+        raise InputError(f"--pipeline-parallel {pp.size}: {key} is not modelled with a pipeline")

@@ -38,13 +38,13 @@ from ..workload.padding import parse_padding
 from .measured import MeasuredInputs
 from .metrics import step_metrics
 from .result import ClusterShape, SimulationResult
-from .parallel_checks import check_context_parallel, check_parallelism
+from .parallel_checks import check_context_parallel, check_parallelism, check_pipeline_run
 from .run_notes import seq_as_mean_label, superlinear_note
 from .simulation import Engine
 from .tp_plan import CHANNEL as TP_CHANNEL, tp_groups
 from .pp_plan import CHANNEL as PP_CHANNEL
 from .pp_run import pipeline_label, pipelined
-from .cp_plan import CHANNEL as CP_CHANNEL, exposed_seconds
+from .cp_plan import CHANNEL as CP_CHANNEL, cp_groups, cp_label
 from ..workload.tensor_parallel import BLOCK_KINDS
 
 __all__ = ["SimulationConfig", "SimulationResult", "simulate"]
@@ -66,6 +66,7 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     tied = False
     if pp.on:
         pp.stages(model.name, model.layers)      # refuses a split Megatron refuses
+        check_pipeline_run(cfg, pp)
         tied = any(t.tied_to for t in model.tables)
         if tied:
             # Megatron keeps the tied output layer's own copy of the word embedding on the
@@ -149,20 +150,16 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     one_micro_batch = ctx
     # apex-DDP-style accumulation synchronises every micro-batch: simulated one at a time
     pp = pipeline_parallel_of(cfg)
-    if pp.on and (cfg.accumulate_sync == "every" or cfg.throughput == "iterations"):
-        key = ("--accumulate-sync every" if cfg.accumulate_sync == "every"
-               else "--throughput iterations")
-        raise InputError(f"--pipeline-parallel {pp.size}: {key} is not modelled with a pipeline")
     each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus // model.tensor_parallel.size > 1
     # with tensor parallelism every micro-batch runs its TP collectives (with context
     # parallelism its KV ring), and FSDP gathers its parameters in every micro-batch (no_sync
     # skips only the reduce-scatters): the K-1 earlier ones are simulated apart too (their
     # gradients not synchronised), not folded into compute
     gathers_each = strategy.gathers_updated_parameters and strategy.gathers_every_micro_batch
-    tp_apart = ((model.tensor_parallel.on or model.context_parallel.on or gathers_each)
+    apart = ((model.tensor_parallel.on or model.context_parallel.on or gathers_each)
                 and cfg.accumulate > 1 and not each and not pp.on)
     # a pipeline runs every micro-batch on its stages' streams (engine.pp_plan)
-    ctx = accumulate(ctx, 1 if each or tp_apart or pp.on else cfg.accumulate, cfg.amp)
+    ctx = accumulate(ctx, 1 if each or apart or pp.on else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
     tp = model.tensor_parallel
     cp = model.context_parallel
@@ -179,7 +176,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
     shapes = _ShapeTimes(cfg, topo, model)
-    jitter = _jitter(cfg, topo, model, measured, shapes, 1 if each or tp_apart else cfg.accumulate, speed)
+    jitter = _jitter(cfg, topo, model, measured, shapes, 1 if each or apart else cfg.accumulate, speed)
     param = param_factors(cfg.jitter, jitter, speed)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter, param)
     compute_source += seq_as_mean_label(cfg, model.seq)
@@ -248,7 +245,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     if cp.on:
         compute_source += "; " + cp_label(model, run, cfg.accumulate > 1)
     split = None          # (plain, updating) micro-batch times, where simulated apart
-    if tp_apart:
+    if apart:
         # a micro-batch before the last: its TP collectives and any strategy transfer a
         # forward or backward waits for (FSDP's gathers), no gradient synchronisation
         plain_plan = replace(without_update(splan, master_accumulate_s(ctx, cfg.amp)),
@@ -313,30 +310,6 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                   **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {}),
                   **({"pipeline_parallel": pp.size} if pp.on else {}),
                   **({"context_parallel": cp.size} if cp.on else {})})
-
-
-def cp_groups(n_gpus: int, tp: int, c: int) -> tuple:
-    """Context-parallel rank groups in Megatron's tp-cp-dp order (parallel_state.py): rank
-    t + TP (c + C d) for TP index t, CP index c, data-parallel index d; a group is the C
-    ranks of one (t, d), stride TP. (Their union per t, every TP-th rank, is the
-    data-parallel group with CP that the gradients are reduced over: tp_groups' "".)"""
-    return tuple(tuple(t + tp * (j + c * d) for j in range(c))
-                 for d in range(n_gpus // (tp * c)) for t in range(tp))
-
-
-def cp_label(model, run, per_micro_batch: bool) -> str:
-    """What the output says about the ring: its transfers and the exposed time the
-    simulated timeline gives (engine.cp_plan.exposed_seconds)."""
-    from .cp_plan import kv_chunk_bytes
-    cp = model.context_parallel
-    blocks = [l for l in model.layers if l.kind in BLOCK_KINDS]
-    causal = any(l.kind == "transformer_decoder" for l in blocks)
-    kv = kv_chunk_bytes(model, blocks[0])
-    f, b = len(cp.exchanges(True)), len(cp.exchanges(False))
-    return (f"{cp.label(causal)}: {model.seq} of {model.sample_seq} tokens per rank, {f} forward "
-            f"and {b} backward KV/dKV exchanges of {kv / 2**20:.2f} MiB per KV chunk per block "
-            f"beside {cp.size} attention steps each way over {len(blocks)} blocks; exposed "
-            f"{exposed_seconds(run) * 1e3:.2f} ms per {'micro-batch' if per_micro_batch else 'step'} (simulated)")
 
 
 def _measured_curves_label(curves, source: str, n_gpus: int) -> tuple[bool, str]:

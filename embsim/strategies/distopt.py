@@ -95,13 +95,13 @@ class DistributedOptimizerStrategy(Strategy):
                                     "dense", ready_after=bwd_name(b[0].name)))
         gathers: list[SyncTensor] = []
         forward = list(reversed(bs))           # buckets in forward order
+        layers = [l.name for l in model.layers]
         for j, b in enumerate(forward):
             after = step_end
             if o.overlap_param_gather and j >= 2:
                 # issued when the forward reaches bucket j-1 (its wait done): after the layer
                 # before that bucket's first
                 prev_first = forward[j - 1][0].name
-                layers = [l.name for l in model.layers]
                 after = fwd_name(layers[layers.index(prev_first) - 1])
             needed = fwd_name(b[0].name) if o.overlap_param_gather else fwd_name(model.layers[0].name)
             gathers.append(SyncTensor(f"distopt-ag:{j}", b[0].name, "all_gather",

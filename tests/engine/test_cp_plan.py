@@ -9,7 +9,8 @@ from embsim import cli
 from embsim.collectives import CollectiveModel
 from embsim.engine.config import SimulationConfig
 from embsim.engine.cp_plan import CHANNEL, beside_of, exposed_seconds, kv_chunk_bytes
-from embsim.engine.run import cp_groups, simulate, tp_groups
+from embsim.engine.cp_plan import cp_groups
+from embsim.engine.run import simulate, tp_groups
 from embsim.errors import InputError
 from embsim.sweep.spec import config_hash
 from embsim.topology import load_topology
