@@ -20,8 +20,10 @@ $(VENV)/.dev: $(BIN)/python setup.cfg pyproject.toml constraints.txt
 simulate: $(VENV)/.core
 	$(BIN)/embsim simulate --topology 16x8
 
+# Tests on every core (pytest-xdist): the validation-bound tests simulate hundreds of runs;
+# loadscope keeps each module's fixtures on one worker, so none is computed twice.
 test: $(VENV)/.dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadscope
 
 bench: $(VENV)/.core
 	$(BIN)/python benchmarks/nccl_tests_speed.py
