@@ -289,6 +289,12 @@ def main(argv=None) -> int:
     ap = ToolParser(prog="benchmarks/ranking_check.py", description=__doc__.splitlines()[0])
     ap.add_argument("tables", nargs="*", type=Path, help="rankings files (default: all)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--mean-error", type=float, default=None,
+                    help="gate: exit 1 if a table's headline mean |ratio error| exceeds this")
+    ap.add_argument("--max-error", type=float, default=None,
+                    help="gate: exit 1 if a table's headline max |ratio error| exceeds this")
+    ap.add_argument("--min-agree", type=int, default=None,
+                    help="gate: exit 1 if fewer pairs than this agree in order (per table)")
     args = ap.parse_args(argv)
     paths = args.tables or sorted(RANKINGS.glob("*.yaml"))
     results = []
@@ -308,7 +314,22 @@ def main(argv=None) -> int:
             print(f"error: {p.name}: {str(e).splitlines()[0]}", file=sys.stderr)
             return 2
     print(json.dumps(results, indent=1) if args.json else "\n\n".join(map(format_table, results)))
-    return 0
+    failed = [f for r in results for f in _gate_failures(r, args)]
+    return 1 if failed else 0
+
+
+def _gate_failures(res: dict, args) -> list[str]:
+    """The gates a table's headline misses, each printed on stderr."""
+    out = []
+    if args.mean_error is not None and (res["ratio_error_mean"] or 0.0) > args.mean_error:
+        out.append(f"mean ratio error {res['ratio_error_mean']:.4f} > {args.mean_error}")
+    if args.max_error is not None and (res["ratio_error_max"] or 0.0) > args.max_error:
+        out.append(f"max ratio error {res['ratio_error_max']:.4f} > {args.max_error}")
+    if args.min_agree is not None and res["pairs_agree"] < args.min_agree:
+        out.append(f"order agrees on {res['pairs_agree']} pairs < {args.min_agree}")
+    for f in out:
+        print(f"gate failed: {res['name']}: {f}", file=sys.stderr)
+    return out
 
 
 if __name__ == "__main__":
