@@ -45,6 +45,17 @@ carried as bytes on every node's PCIe / host links beside the step's other traff
 (ps_local.NodeHost; host memory at the first CPU socket, [ASSUMPTION]: TensorFlow's CPU:0
 pins none). `local_aggregation=false`: every GPU pushes and pulls its own U rows (Parallax
 with the flag off): per worker ~ 2 x U x row bytes.
+
+`dense_vocab_below=V` (default off): OpenEmbedding's "Cache Local" (4paradigm/OpenEmbedding
+@6651723, test/benchmark/criteo_deepctr.py with `--cache`: a PSEmbedding whose
+`input_dim < args.batch_size` is built with `sparse_as_dense=True`). A table of fewer than V
+rows is not on the servers: every GPU holds it (openembedding/tensorflow/exb.py, Embedding.build
+with sparse_as_dense: a mirrored Keras weight), its lookup's gradient is made dense
+(`sparse_read_as_dense`: unsorted_segment_sum into vocab x dim), AllReduced with the dense
+layers by Horovod and applied by the workers' own optimizer, as allreduce does for every
+table. The other tables push and pull rows as above. The densified lookup backward
+(scatter-add into a zeroed vocab x dim tensor, < V x dim elements) is timed as the sparse
+one (the strategy's lookups are sparse), an approximation for the small tables it covers.
 """
 
 from __future__ import annotations
@@ -66,7 +77,7 @@ from ..workload.row_groups import total as row_total
 from ..workload.tokens import SHARDINGS, shard_shares, union_inclusion
 from .ps_local import PULLS, NodeHost
 from .base import STRATEGIES, Strategy, StrategyPlan
-from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
+from .common import dense_sync, dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
 
 BYTEPS_PARTITION_PARAMS = 4_096_000 // 4   # BYTEPS_PARTITION_BYTES default, fp32
@@ -89,6 +100,9 @@ class PsOptions:
     # sum a node's GPUs' rows before one push per node (Parallax's default, BytePS)
     local_aggregation: bool = True
     pull: str = "node"                     # one pull per node (BytePS) or per GPU (Parallax hybrid)
+    # tables of fewer rows than this are replicated and AllReduced densely (OpenEmbedding's
+    # "Cache Local"; None: every sparse table on the servers)
+    dense_vocab_below: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "local_aggregation", switch(self.local_aggregation, "local_aggregation"))
@@ -99,7 +113,7 @@ class PsOptions:
         if self.server_sharding not in SHARDINGS:
             raise InputError(f"--option server_sharding={self.server_sharding!r}: expected one of "
                              f"{', '.join(SHARDINGS)}")
-        for key in ("server_nodes", "server_partition_params"):
+        for key in ("server_nodes", "server_partition_params", "dense_vocab_below"):
             value = getattr(self, key)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InputError(f"--option {key}={value!r}: must be a positive integer")
@@ -138,7 +152,8 @@ class ParameterServerStrategy(Strategy):
         held, cache, notes = {}, {}, dense_table_notes(ctx, "ps")
         g = ctx.gpus_per_node
         aggregate = self.options.local_aggregation and g > 1 and n > 1
-        for t in sparse_tables(ctx):
+        served = self._dense_tables(ctx, sync, update, notes)
+        for t in served:
             row_push = model.row_bytes(t.table)      # one pushed (index, row) pair
             own_push = t.unique_per_gpu * row_push   # one GPU's own rows, pushed
             own_pull = t.unique_per_gpu * t.dim * model.table_bytes   # and pulled
@@ -185,6 +200,25 @@ class ParameterServerStrategy(Strategy):
                             memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,
                                                   buffers=cache),
                             notes=tuple(notes))
+
+    def _dense_tables(self, ctx, sync: list, update: dict, notes: list) -> list:
+        """The sparse tables the servers hold; those under `dense_vocab_below` rows join the
+        dense AllReduce instead (their DDP gradient tensor and dense optimizer step, as
+        allreduce plans every table). Returns the served tables."""
+        below = self.options.dense_vocab_below
+        tables = sparse_tables(ctx)
+        if below is None:
+            return tables
+        dense = [t for t in tables if t.vocab < below]
+        owners = {t.layer for t in dense}
+        sync.extend(s for s in dense_sync(ctx) if s.layer in owners)
+        update.update({t.layer: ctx.layer_update[t.layer] for t in dense})
+        if dense:
+            rows = sum(t.vocab for t in dense)
+            notes.append(f"ps: {len(dense)} of {len(tables)} sparse tables under {below:,} rows "
+                         f"({rows:,} rows in all) replicated and AllReduced densely "
+                         f"(OpenEmbedding's Cache Local); {len(tables) - len(dense)} on the servers")
+        return [t for t in tables if t.layer not in owners]
 
     def _host_copies(self, ctx, t, own_push: float, own_pull: float, notes: list) -> tuple:
         """The intra-node legs of a node's push and shared pull (plan.ops.NodeCopy, or None):
