@@ -16,6 +16,6 @@ class InputError(Exception):
 
 
 class ModelNotSupported(InputError):
-    """A strategy that cannot run this model at all (FSDP on a model with no repeated
-    blocks): `simulate` reports it like any bad input; `compare`, which runs every
+    """A strategy that cannot run this model at all (a parallelism or option the strategy
+    does not compose with, e.g. --tensor-parallel with embrace): `simulate` reports it like any bad input; `compare`, which runs every
     strategy, lists the combination as refused with this reason."""

@@ -336,7 +336,8 @@ def test_fuzz_nccl_tests_logs(tmp_path_factory):
     case()
 
 
-SWEEP = {"name": "fuzz", "base": {"model": "tiny-lm", "iterations": 2},
+SWEEP = {"name": "fuzz", "base": {"model": "tiny-lm", "iterations": 2, "tensor_parallel": 1,
+                                  "context_parallel": 1, "pipeline_parallel": 1},
          "grid": {"topology": ["dgx-h100:1x2"], "strategy": ["allreduce", "embrace"],
                   "hardware": {"nic_gbit": [100]}}}
 
@@ -382,6 +383,10 @@ FLAG_CHOICES = {
     "--dtype": ["fp32", "tf32", "bf16", "fp16", "fp8", "BF16", "float16"],
     "--recompute": ["none", "full", "every:2", "every:0", "every:x", "selective"],
     "--grad-compress": ["none", "fp16", "bf16", "BF16", "float16", "fp8", "powersgd"],
+    # parallel sizes: tiny-lm has no blocks to split, so every size > 1 is a one-line refusal
+    "--tensor-parallel": ["1", "2", "3", "1024", "1025"],
+    "--pipeline-parallel": ["1", "2", "5", "1024", "1025"],
+    "--context-parallel": ["1", "2", "3", "1024", "1025"],
 }
 FLAGS = sorted(FLAG_CHOICES)
 OPTION_VALUES = ["1", "4e6", "64e6", "rows", "cols", "off", "on", "nan", "inf", "0", "-1", "1e300",
@@ -402,7 +407,8 @@ def test_fuzz_simulate_flags():
     @given(flags=st.lists(flag_value(), min_size=1, max_size=3),
            options=st.lists(st.tuples(st.sampled_from(OPTION_KEYS), st.sampled_from(OPTION_VALUES)),
                             max_size=2),
-           strategy=st.sampled_from(["allreduce", "allgather", "ps", "s2reducer", "embrace"]),
+           strategy=st.sampled_from(["allreduce", "allgather", "ps", "s2reducer", "embrace", "fsdp",
+                                     "distopt"]),
            scheduler=st.sampled_from(["fifo", "priority", "embrace-2d"]))
     def case(flags, options, strategy, scheduler):
         args = ["simulate", "--model", "tiny-lm", "--topology", "dgx-h100:1x2", "--iterations", "2",

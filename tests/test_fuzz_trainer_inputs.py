@@ -216,7 +216,12 @@ EMBSIM_VALUES = {
     "amp": ["o2", "autocast", "bogus"],
     "scale": [2, 0, -1, float("nan"), float("inf"), "x"],
     "metric": ["tokens_per_s", "bogus"],
-    "strategy": ["allreduce", "embrace", "bogus"],
+    "strategy": ["allreduce", "embrace", "distopt", "fsdp", "bogus"],
+    # bert-base: 12 heads and blocks; TP on one GPU, CP on unfused attention: one-line refusals
+    "tensor_parallel": [1, 2, 3, 0, -1, 1.5, "2", True],
+    "sequence_parallel": [True, False, 1, "yes"],
+    "pipeline_parallel": [1, 2, 5, 0],
+    "context_parallel": [1, 2, 3, 0],
 }
 
 

@@ -122,7 +122,9 @@ class CommShape:
 
     @property
     def nic_path_bw(self) -> float:
-        """GPU -> NIC path bandwidth: the slower of the PCIe hop and the NIC itself."""
+        """GPU -> NIC path bandwidth: the slower of the PCIe hop and the NIC itself. On a
+        Grace Hopper node (fabric.c2c_gbps) the GPU's own hop is NVLink-C2C, which NCCL reads
+        as links x NVML rate (~450 GB/s), never the narrower: the PCIe hop left is the NIC's."""
         if self.nic_bw <= 0:
             return 0.0
         return min(self.nic_bw, self.pcie_bw) if self.pcie_bw > 0 else self.nic_bw

@@ -6,6 +6,7 @@ import tempfile
 
 import click
 
+from ..report.result_json import scale_json
 from ..report.scaling_table import scaling_table
 from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..sweep.check import check_points
@@ -88,8 +89,7 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
         run_sweep(points, folder, scheduler=dask_scheduler, workers=workers, progress=not as_json)
         curve = scaling_curve(points, read_results(folder))
     if as_json:
-        click.echo(json.dumps({"model": model, "strategy": strategy, "scheduler": comm_scheduler,
-                               "points": [c.__dict__ for c in curve]}, indent=2))
+        click.echo(json.dumps(scale_json(model, strategy, comm_scheduler, curve), indent=2))
     else:
         click.echo(scaling_table(curve, f"{model} / {strategy} / {comm_scheduler} on {topology}"))
     if not any(c.error is None for c in curve):

@@ -54,6 +54,17 @@ __all__ = ["SimulationConfig", "SimulationResult", "simulate"]
 def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     """`trace`: the already loaded trace cfg.trace names (a caller that holds it, such as
     validate --trace, passes it instead of having it read again)."""
+    cfg, topo, model, tied = prepare(cfg)
+    if trace is None and cfg.trace:
+        trace = load_trace(cfg.trace)
+    return _simulate(cfg, topo, model, trace, tied)
+
+
+def prepare(cfg: SimulationConfig):
+    """(cfg with the model's defaults and global batch, topology, model, tied): what
+    simulate() checks and builds before it simulates, each refusal one line (the
+    parallelism sizes against the topology, the model and each other). A sweep or scale
+    runs it on every point before any point runs (sweep.check)."""
     cfg = with_model_defaults(cfg)
     topo = load_topology(cfg.topology)
     if cfg.hardware:
@@ -75,9 +86,7 @@ def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
                                dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
                                recompute=cfg.recompute, tensor_parallel=tp)
     cfg = with_global_batch(cfg, model.batch, topo.n_gpus // (tp.size * pp.size * cp.size))
-    if trace is None and cfg.trace:
-        trace = load_trace(cfg.trace)
-    return _simulate(cfg, topo, model, trace, tied)
+    return cfg, topo, model, tied
 
 
 def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:

@@ -62,3 +62,16 @@ def compare_json(result) -> dict:
             "resolution": {"training_mean_error": TRAINING_MEAN_ERROR,
                            "best": None if best is None else best.label,
                            "not_resolved_against_best": unresolved_with_best(result.rows)}}
+
+
+def scale_json(model: str, strategy: str, scheduler: str, curve) -> dict:
+    """`embsim scale --json`: one row per GPU count, with simulate's key names and units
+    (step_time_ms, samples_per_s, memory_per_gpu_bytes, fits_in_memory, compute_source);
+    efficiency is per-GPU throughput against the curve's smallest run, not simulate's
+    scaling_efficiency (against N x one GPU), hence its own name; error is why a point failed."""
+    return {"model": model, "strategy": strategy, "scheduler": scheduler,
+            "points": [{"gpus": c.gpus, "topology": c.topology, "step_time_ms": c.step_time_ms,
+                        "samples_per_s": c.samples_per_s, "efficiency": c.efficiency,
+                        "error": c.error, "compute_source": c.compute_source,
+                        "memory_per_gpu_bytes": c.memory_per_gpu_bytes,
+                        "fits_in_memory": c.fits_in_memory} for c in curve]}

@@ -16,7 +16,7 @@ def scaling_table(curve, title: str) -> str:
             # a point that needs more than the GPU's HBM is flagged on its own row
             over = (f"  does not fit: {human_bytes(c.memory_per_gpu_bytes)} per GPU"
                     if c.fits_in_memory is False else "")
-            lines.append(f"{c.gpus:6d} {c.topology:>20} {c.step_time_s * 1e3:10.3f} "
+            lines.append(f"{c.gpus:6d} {c.topology:>20} {c.step_time_ms:10.3f} "
                          f"{c.samples_per_s:12.1f} {c.efficiency:12.3f}{over}")
     for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
         lines.append(f"compute times: {compute_source_text(source)}")

@@ -21,7 +21,8 @@ def print_topology_summary(s: dict) -> None:
     console.print(f"Fabric  {fab['kind']}  {fabric}")
     if nics["count"]:
         console.print(f"NICs    {nics['in_use']} of {nics['count']} per node in use, {nics['gbit']:g} Gb/s, "
-                      f"{nics['latency_us']:g} µs, GPUs per NIC {nics['gpus']}")
+                      f"{nics['latency_us']:g} µs, GPUs per NIC {nics['gpus']}"
+                      + (f", NCCL path GPU-NIC {'/'.join(nics['nccl_path'])}" if nics.get("nccl_path") else ""))
     else:
         console.print("NICs    none (single node)")
     if net:

@@ -26,6 +26,16 @@ llm-foundry yamls' setting) issues them:
 - a reduce-scatter of the unit's gradient in reduce_dtype after its backward (the model's
   gradient bytes: FP32 under Composer's DEFAULT, 16-bit under PURE).
 - the optimizer steps the unit's 1/N shard after every reduce-scatter has finished.
+A model without blocks (NCF, DLRM: no layer the auto-wrap policy matches) is one unit, the
+root, which FSDP always wraps around the parameters no nested unit took: gathered once
+before the forward and, being the root, not resharded after it (torch/distributed/fsdp/
+_runtime_utils.py _post_forward_reshard: `not state._is_root`), so kept through the backward,
+then reduce-scattered once. Embedding tables are synchronised dense under FSDP, whatever the
+strategies that keep a gradient's touched rows do: a FlatParameter takes no sparse
+gradient (nn.Embedding(sparse=True) under torch 2.13 FSDP fails in the backward: "reshape is
+not implemented for sparse tensors"; fully_shard: fsdp::chunk_cat has no sparse kernel), so
+the tables are nn.Embedding(sparse=False) and every row's gradient is reduce-scattered each
+step; the output says so.
 PyTorch's ProcessGroupNCCL runs every collective of the process group on one internal
 stream: gathers and reduce-scatters go one at a time, in issue order (scheduler fifo).
 Not modelled: the post-backward stream's casts of the unsharded gradient to reduce_dtype
@@ -38,7 +48,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import InputError, ModelNotSupported
+from ..errors import InputError
 from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
 from ..workload.memory import memory_per_gpu
@@ -86,8 +96,6 @@ class FsdpStrategy(Strategy):
     def plan(self, ctx):
         model, n, o = ctx.model, ctx.n_gpus, self.options
         us = units(model)
-        if not any(name != ROOT for name, _ in us):
-            raise ModelNotSupported("--strategy fsdp: the model has no repeated blocks to shard as FSDP units")
         layers = [l.name for l in model.layers]
         step_end = update_name(next(l.name for l in reversed(model.layers) if l.params > 0))
         first = {name: ls[0].name for name, ls in us}
@@ -131,10 +139,25 @@ class FsdpStrategy(Strategy):
         update = sharded_update_time(ctx, n)
         # gathered parameters held at once: two blocks under the rate limiter (FULL_SHARD),
         # every block through the backward under SHARD_GRAD_OP; the root's throughout
-        gathered = param_b.get(ROOT, 0.0) + (2 * max(param_b[b] for b in blocks) if full
+        gathered = param_b.get(ROOT, 0.0) + (2 * max((param_b[b] for b in blocks), default=0.0) if full
                                              else sum(param_b[b] for b in blocks))
         memory = memory_per_gpu(model, embedding_shards=n, dense_shards=n,
                                 buffers={"fsdp gathered parameters": gathered})
         plural = "s" if len(blocks) != 1 else ""
-        notes = (f"fsdp: {o.sharding}, {len(blocks)} block{plural} + root unit, limit_all_gathers",)
+        if blocks:
+            notes = [f"fsdp: {o.sharding}, {len(blocks)} block{plural} + root unit, limit_all_gathers"]
+        else:
+            notes = [f"fsdp: {o.sharding}, no blocks for the auto-wrap policy: the whole model is one root "
+                     "unit, gathered before the forward and kept through the backward (FSDP does not "
+                     "reshard its root), one reduce-scatter after it"]
+        # tables whose gradient touches some rows only (a full softmax tied to one is dense already)
+        sparse = [t.name for t in model.tables if not model.dense_gradient(t.name)]
+        if sparse:
+            rows = sum(model.table(t).vocab for t in sparse)
+            named = ', '.join(sparse) if len(sparse) <= 4 else f"{sparse[0]} ... {sparse[-1]}"
+            count = f"{len(sparse)} tables, " if len(sparse) > 4 else ""
+            notes.append(f"fsdp: embedding table{'s' if len(sparse) != 1 else ''} {named} "
+                         f"({count}{rows:,} rows) reduce-scattered dense, every row each step: torch FSDP takes "
+                         "no sparse gradients (nn.Embedding(sparse=True) fails in its backward)")
+        notes = tuple(notes)
         return StrategyPlan(sync=tuple(fwd + bwd), update_time=update, memory=memory, notes=notes)

@@ -85,7 +85,16 @@ def check_config(cfg, seen: set) -> None:
               ("corpus", cfg.corpus,
                lambda: cfg.corpus and check_regular_file(cfg.corpus, "corpus", max_bytes=MAX_CORPUS_BYTES)),
               ("trainer", (cfg.model, cfg.seq, cfg.jitter, cfg.lengths, cfg.padding, cfg.corpus),
-               lambda: _trainer_inputs(cfg))]
+               lambda: _trainer_inputs(cfg)),
+              # tensor / pipeline / context parallelism against the point's topology, model and
+              # each other, as simulate() refuses them (a size that divides no GPU count ran
+              # every point to a failed row, and scale then exited 1, not 2)
+              ("parallel", (cfg.topology, tuple(sorted(cfg.hardware.items())), cfg.model, cfg.batch,
+                            cfg.seq, cfg.untie_outputs, repr(cfg.model_overrides), cfg.dtype, cfg.amp,
+                            cfg.recompute, cfg.strategy, cfg.scheduler, cfg.tensor_parallel,
+                            cfg.sequence_parallel, cfg.pipeline_parallel, cfg.context_parallel,
+                            cfg.trace, cfg.jitter, cfg.padding, cfg.throughput, cfg.accumulate_sync),
+               lambda: _parallel(cfg))]
     for kind, value, load in checks:
         key = (kind, repr(value))
         if key not in seen:
@@ -103,6 +112,16 @@ def _trainer_inputs(cfg) -> None:
     if jitter is not None and jitter[0] in CORPUS_FORMS and not merged.lengths and not merged.corpus:
         raise InputError(f"jitter {merged.jitter}: needs sample lengths (corpus or lengths), "
                          f"and the model's defaults give none")
+
+
+def _parallel(cfg) -> None:
+    """A point with tensor, pipeline or context parallelism: simulate()'s own checks of it
+    (engine.run.prepare); without, nothing to check beyond the model's load above."""
+    if (cfg.tensor_parallel, cfg.pipeline_parallel, cfg.context_parallel) == (1, 1, 1) \
+            and cfg.sequence_parallel is None:
+        return
+    from ..engine.run import prepare
+    prepare(cfg)
 
 
 def check_points(points: list[SweepPoint], what: str = "sweep") -> None:

@@ -13,7 +13,7 @@ from .spec import SweepPoint, config_hash
 class ScalePoint:
     gpus: int
     topology: str
-    step_time_s: float | None
+    step_time_ms: float | None     # milliseconds, as simulate's and compare's step_time_ms
     samples_per_s: float | None
     efficiency: float | None       # throughput per GPU relative to the smallest run
     error: str | None
@@ -65,7 +65,7 @@ def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[Scale
         per_gpu = res["samples_per_s"] / gpus
         if first is None:
             first = per_gpu
-        out.append(ScalePoint(gpus, p.config["topology"], res["step_time_ms"] / 1e3,
+        out.append(ScalePoint(gpus, p.config["topology"], res["step_time_ms"],
                               res["samples_per_s"], per_gpu / first, None,
                               res.get("compute_source", ""), res.get("memory_per_gpu_bytes"),
                               res.get("fits_in_memory")))

@@ -22,7 +22,7 @@ class Link:
     id: int
     src: str
     dst: str
-    kind: str          # "nvlink" | "pcie" | "cpu" | "host" | "nic" | "net"
+    kind: str          # "nvlink" | "c2c" | "pcie" | "cpu" | "host" | "nic" | "net"
     bandwidth: float   # bytes/s, this direction
     latency: float     # seconds
 
@@ -128,7 +128,11 @@ def _pcie_tree(node: NodeType, gpus_per_node: int, t: NodeTemplate) -> None:
     for dev, parent in devices:
         if dev.startswith("nic"):
             t.add_vertex(dev, "nic")
-        t.add_duplex(dev, parent, "pcie", fab.pcie_gbps, fab.pcie_latency_us)
+        if fab.c2c_gbps and dev.startswith("gpu"):
+            # Grace Hopper: the GPU's host link is NVLink-C2C to its CPU (parse: root ports only)
+            t.add_duplex(dev, parent, "c2c", fab.c2c_gbps, fab.c2c_latency_us)
+        else:
+            t.add_duplex(dev, parent, "pcie", fab.pcie_gbps, fab.pcie_latency_us)
         t.parent[dev] = parent
 
 

@@ -27,6 +27,8 @@ _SOCKET_VIEW_KEYS = ["cpu_model", "nccl_cpu_link_gbps"]
 # refuses it (GeForce cards) and NCCL stages every transfer through host memory (SHM)
 _P2P_KEYS = ["pcie_p2p"]
 _HOST_KEYS = ["host_gbps", "host_latency_us"]
+# NVLink-C2C from each GPU to its CPU (optional, both or neither; GPUs on CPU root ports)
+_C2C_KEYS = ["c2c_gbps", "c2c_latency_us"]
 
 
 TRACE_KIND = "embsim-trace"      # trace/io.py's; a trace may embed its machine
@@ -155,15 +157,15 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
     if kind == "host":
         required, optional = ["kind"] + _HOST_KEYS, []
     elif kind == "pcie":
-        required, optional = ["kind"] + _PCIE_KEYS, _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS + _P2P_KEYS
+        required, optional = ["kind"] + _PCIE_KEYS, _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS + _P2P_KEYS + _C2C_KEYS
     elif kind == "nvswitch":
         required = ["kind", "nvswitches"] + _NVLINK_KEYS + _PCIE_KEYS
-        optional = _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS
+        optional = _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS + _C2C_KEYS
     else:  # nvlink-mesh / nvlink-bridge: the PCIe tree is optional, all or nothing (the
-        # socket link and NCCL's view of it are part of it: read only with the tree)
-        has_pcie = any(k in m for k in _PCIE_KEYS + _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS)
+        # socket link, NCCL's view of it and the GPUs' C2C links are part of it: read only with the tree)
+        has_pcie = any(k in m for k in _PCIE_KEYS + _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS + _C2C_KEYS)
         required = ["kind", "nvlink_pairs"] + _NVLINK_KEYS + (_PCIE_KEYS if has_pcie else [])
-        optional = _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS if has_pcie else []
+        optional = _SOCKET_LINK_KEYS + _SOCKET_VIEW_KEYS + _C2C_KEYS if has_pcie else []
     # fabric.interference: measured by `embsim calibrate` (see FabricSpec), any fabric kind
     check_mapping(doc, p, m, required=required,
                   optional=list(optional) + ["interference", "comm_interference"])
@@ -217,9 +219,18 @@ def _fabric(doc: YamlDoc, m, gpu: GpuSpec) -> FabricSpec:
                       cpu_sockets=sockets, cpu_vendor=vendor, cpu_link_gbps=num("cpu_link_gbps"),
                       cpu_latency_us=num("cpu_latency_us", positive=False), cpu_model=model,
                       nccl_cpu_link_gbps=num("nccl_cpu_link_gbps"))
+        if any(k in m for k in _C2C_KEYS):
+            missing = [k for k in _C2C_KEYS if k not in m]
+            if missing:
+                raise doc.error(p, f"missing required key '{missing[0]}' (the GPUs' NVLink-C2C link "
+                                "needs both c2c_gbps and c2c_latency_us)")
+            if switches:
+                raise doc.error(p + ("c2c_gbps",), f"NVLink-C2C joins each GPU to its CPU directly; "
+                                f"pcie_switches is {switches} (GPUs behind PCIe switches): set it to 0")
+            fields.update(c2c_gbps=num("c2c_gbps"), c2c_latency_us=num("c2c_latency_us", positive=False))
     if "pcie_p2p" in m:
         fields["pcie_p2p"] = get(doc, p, m, "pcie_p2p", bool)
-    for key in ("nvlink_latency_us", "pcie_latency_us", "cpu_latency_us", "host_latency_us"):
+    for key in ("nvlink_latency_us", "pcie_latency_us", "cpu_latency_us", "host_latency_us", "c2c_latency_us"):
         if fields.get(key) is not None and fields[key] < 0:
             raise doc.error(p + (key,), f"must be >= 0, got {fields[key]}")
     return FabricSpec(**fields)

@@ -42,6 +42,7 @@ LIMITS = {
     "cpu_sockets": 16, "cpu_link_gbps": 1e4, "nccl_cpu_link_gbps": 1e4, "host_gbps": 1e5,
     "latency_us": 1e6, "nvlink_latency_us": 1e6, "pcie_latency_us": 1e6,
     "cpu_latency_us": 1e6, "host_latency_us": 1e6,
+    "c2c_gbps": 1e4, "c2c_latency_us": 1e6,
     "interference": 100.0,          # compute 101x slower while a collective runs
     "nics": 128, "gbit": 1e5,           # a GB200 NVL72 rack as one node has 72
     "oversubscription": 1000.0,
@@ -99,6 +100,14 @@ class FabricSpec:
     cpu_model: str | None = None                # Intel generation, one of CPU_MODELS
     nccl_cpu_link_gbps: float | None = None     # NCCL's view stated outright (overrides the derivation)
     cpu_latency_us: float | None = None
+    # NVLink-C2C between each GPU and its CPU (Grace Hopper: the GPU has no PCIe link to the
+    # host; NICs and other devices hang off the CPU's PCIe): per direction, GB/s. Set, every
+    # GPU on a CPU root port (pcie_switches 0) reaches its socket over a "c2c" link instead
+    # of a PCIe one; NICs keep theirs. NCCL reads the link from NVML (topo.cc ncclTopoAddC2c:
+    # LINK_C2C at links x per-link rate) and calls a GPU -> CPU -> NIC path over it P2C
+    # (paths.cc mergePathType), close enough for GPUDirect RDMA by default (NET_GDR_C2C=1).
+    c2c_gbps: float | None = None
+    c2c_latency_us: float | None = None
     # PCIe peer-to-peer between GPUs (fabric kind pcie): False where the driver refuses it
     # and NCCL's SHM transport stages every byte through host memory
     pcie_p2p: bool = True

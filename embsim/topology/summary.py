@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import asdict
 
 from .build import switch_counts
+from .nccl_view import PATH_ORDER, nccl_nic_path_type
 
 
 def link_classes(topo) -> list[dict]:
@@ -58,7 +59,11 @@ def topology_summary(topo) -> dict:
         "gpu": asdict(node.gpu),
         "fabric": fabric,
         "nics": {"count": node.nics.count, "in_use": len(topo._template.nics), "gbit": node.nics.gbit,
-                 "latency_us": node.nics.latency_us, "gpus": [list(g) for g in node.nics.gpus]},
+                 "latency_us": node.nics.latency_us, "gpus": [list(g) for g in node.nics.gpus],
+                 # NCCL's path class from each NIC's first GPU to it, as NCCL logs it (P2C over C2C)
+                 "nccl_path": sorted({p for k in topo._template.nics if node.nics.gpus
+                                      for p in [nccl_nic_path_type(topo._template, node.nics.gpus[k][0], k)]
+                                      if p}, key=PATH_ORDER.index)},
         "network": network,
         "links": link_classes(topo),
         "overrides": topo.overrides,

@@ -72,7 +72,7 @@ class Topology:
 
     @cached_property
     def link_kinds(self):
-        """Kind of every link ("nvlink", "pcie", "cpu", "host", "nic", "net"), numpy str array."""
+        """Kind of every link ("nvlink", "c2c", "pcie", "cpu", "host", "nic", "net"), numpy str array."""
         import numpy as np
         return np.array(self._columns[0], dtype=str)
 

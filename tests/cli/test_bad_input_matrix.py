@@ -40,6 +40,9 @@ def assert_one_line_error(rc: int, err: str, *words: str) -> None:
 
 # (argv, words the one error line must contain)
 FLAG_CASES = [
+    # a parallel size no point can take ran every point to a failed row, exit 1 (sweep.check)
+    (["scale", "--model", "gpt2", "--strategy", "allreduce", "--gpus", "8", "--tensor-parallel", "3"],
+     ["scale point 0", "--tensor-parallel 3", "does not divide"]),
     # empty values meant "not given" and ran with the default (commands.checks.refuse_empty)
     (["simulate", "--topology", "1x2", "--jitter", ""], ["--jitter", "empty"]),
     (["simulate", "--topology", "1x2", "--straggler", " "], ["--straggler", "empty"]),

@@ -32,18 +32,20 @@ def test_matrix_ranked_with_baseline_and_refusals():
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_strategy_that_cannot_run_the_model_is_refused_not_fatal(workers):
-    """ncf-ml20m has no repeated blocks for FSDP to wrap: compare (which runs every
+    """fsdp has no DDP bucket for --grad-compress fp16 to compress: compare (which runs every
     strategy by default) lists fsdp as refused instead of exiting on its error, and
-    simulate still reports it as bad input."""
-    cfg = SimulationConfig(topology="1x2", model="ncf-ml20m", iterations=2)
+    simulate still reports it as bad input. (The case used here was ncf-ml20m, which fsdp
+    refused for want of blocks; it now runs as one root unit, tests/strategies/test_fsdp.py.)"""
+    cfg = SimulationConfig(topology="1x2", model="tiny-lm", iterations=2, grad_compress="fp16")
     res = compare(cfg, ["allreduce", "fsdp"], ["fifo"], workers=workers)
     fsdp = next(r for r in res.rows if r.label == "fsdp/fifo")
-    assert "no repeated blocks" in fsdp.refused and fsdp.step_time is None
+    assert "--grad-compress fp16" in fsdp.refused and fsdp.step_time is None
     assert res.rows[-1] is fsdp
     assert [r.label for r in res.rows if r.refused is None] == ["allreduce/fifo"]
     from embsim.engine.run import simulate
-    with pytest.raises(InputError, match="no repeated blocks"):
-        simulate(SimulationConfig(topology="1x2", model="ncf-ml20m", strategy="fsdp", iterations=2))
+    with pytest.raises(InputError, match="--grad-compress fp16"):
+        simulate(SimulationConfig(topology="1x2", model="tiny-lm", strategy="fsdp", iterations=2,
+                                  grad_compress="fp16"))
 
 
 def test_baseline_added_when_not_asked_for():

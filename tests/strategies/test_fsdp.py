@@ -101,14 +101,30 @@ def test_the_plan_builds_and_simulates():
         run(topology="dgx-h100:1x1").metrics.step_time)
 
 
-def test_bad_options_and_models_are_refused():
+def test_bad_options_are_refused():
     with pytest.raises(InputError, match="sharding"):
         STRATEGIES.get("fsdp").from_options({"sharding": "HYBRID_SHARD"})
-    with pytest.raises(InputError, match="repeated blocks"):
-        m = load_model("ncf-ml20m")
-        cfg = SimulationConfig(topology="dgx-h100:1x8", model="ncf-ml20m", strategy="fsdp")
-        ctx, _ = step_context(m, load_topology("dgx-h100:1x8"), None, cfg, True)
-        STRATEGIES.get("fsdp")().plan(ctx)
+
+
+@pytest.mark.parametrize("sharding", ["FULL_SHARD", "SHARD_GRAD_OP"])
+def test_a_model_without_blocks_is_one_root_unit(sharding):
+    """NCF (and DLRM) have no block for the auto-wrap policy; they were refused. FSDP wraps
+    the whole model in its root unit, which it does not reshard after the forward: one
+    all-gather before the forward, none before the backward, one reduce-scatter after it."""
+    p, ctx = plan(sharding, model="ncf-ml20m", batch=64)
+    m = ctx.model
+    assert [name for name, _ in units(m)] == [ROOT]
+    assert [(t.op, t.name) for t in p.sync] == [("all_gather", "fsdp-ag-fwd:root"),
+                                               ("reduce_scatter", "fsdp-rs:root")]
+    gather, scatter = p.sync
+    assert gather.nbytes == pytest.approx(sum(l.params * m.param_bytes(l) for l in m.layers))
+    assert gather.needed_by == fwd_name(m.layers[0].name)
+    assert scatter.ready_after == bwd_name(m.layers[0].name)
+    assert "the whole model is one root unit" in p.notes[0]
+    # the tables go dense (torch FSDP takes no sparse gradient), and the output says so
+    assert p.notes[1].startswith("fsdp: embedding tables mf_user, mf_item, mlp_user, mlp_item (")
+    assert "no sparse gradients" in p.notes[1]
+    assert p.memory.as_dict()["total"] > 0
 
 
 def test_a_transformer_block_listed_once_is_still_a_unit(tmp_path):

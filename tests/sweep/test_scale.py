@@ -18,3 +18,19 @@ def test_a_point_that_does_not_fit_says_so_in_the_table_and_the_curve():
     table = scaling_table(curve, "t").splitlines()
     row8, row16 = (next(line for line in table if line.lstrip().startswith(n)) for n in ("8 ", "16 "))
     assert row8.endswith("does not fit: 200.0 GB per GPU") and "does not fit" not in row16
+
+
+def test_scale_json_uses_simulates_keys_and_units():
+    """scale --json once printed step_time_s (seconds) beside simulate's step_time_ms: a
+    quantity the two share now has simulate's key, unit and value."""
+    from embsim.report.result_json import scale_json
+    points = scale_points("dgx-h100", [8, 16], {"model": "gpt2", "strategy": "allreduce", "iterations": 2})
+    rows = _rows(points, [True, True])
+    out = scale_json("gpt2", "allreduce", "fifo", scaling_curve(points, rows))
+    for p, point in zip(points, out["points"]):
+        simulated = rows[p.hash]["result"]
+        shared = set(point) & set(simulated)
+        assert shared == {"step_time_ms", "samples_per_s", "compute_source", "memory_per_gpu_bytes",
+                          "fits_in_memory"}
+        assert all(point[k] == simulated[k] for k in shared)
+        assert not any(k.endswith("_s") and not k.endswith("_per_s") for k in point)

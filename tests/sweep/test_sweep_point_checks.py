@@ -1,7 +1,8 @@
 """Every value of a sweep point that simulate() would refuse is refused before anything
 runs (exit 2, one line naming the point): a straggler beyond the topology, an NCCL_ALGO /
 NCCL_PROTO typo, a missing corpus, an unknown dtype or amp style, a scheduler the strategy
-cannot run under, a trace measured on another device. Each ran the whole sweep as a
+cannot run under, a trace measured on another device, a tensor / pipeline / context
+parallel size the topology cannot take. Each ran the whole sweep as a
 failed row per point and exit 1 before."""
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ BASE = "base: {model: tiny-lm, iterations: 2, topology: 1x2, %s}\ngrid: {seed: [
     ("amp: junk", ["point 0", "--amp 'junk'"]),
     ("scheduler: embrace-2d", ["point 0", "--scheduler embrace-2d with --strategy allreduce"]),
     (f"trace: {TRACE}", ["point 0", "measured on 'cpu'", "do not transfer"]),
+    # parallel sizes the point's topology cannot take (simulate's engine.run.prepare)
+    ("tensor_parallel: 4", ["point 0", "--tensor-parallel 4", "does not divide the 2 GPUs per node"]),
+    ("pipeline_parallel: 4", ["point 0", "--pipeline-parallel 4", "does not divide 2 GPUs"]),
+    ("context_parallel: 4", ["point 0", "--context-parallel 4", "does not divide 2 GPUs"]),
 ])
 def test_bad_point_value_is_refused_up_front(tmp_path, capsys, setting, words):
     path = tmp_path / "s.yaml"

@@ -13,7 +13,9 @@ from embsim.sweep import run_sweep, read_results, sweep_from_text
 def test_scale_points_carry_the_split(captured):
     seen = captured
     with pytest.raises(ScaleStopped):
-        main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8,16",
+        # a model with transformer blocks: the points are checked as simulate checks them
+        # before any runs, and tiny-lm (an LSTM) has none to split
+        main(["scale", "--model", "gpt2", "--strategy", "allreduce", "--gpus", "8,16",
               "--tensor-parallel", "4", "--no-sequence-parallel"])
     assert [(p.simulation_config().tensor_parallel, p.simulation_config().sequence_parallel)
             for p in seen] == [(4, False), (4, False)]

@@ -154,3 +154,23 @@ def test_1024_gpus_build_and_route_fast():
     for _ in range(20000):
         t.route(rng.randrange(1024), rng.randrange(1024))
     assert time.perf_counter() - t0 < 1.5
+
+
+def test_grace_hopper_gpus_reach_their_cpu_over_c2c():
+    """alps-gh200: each Hopper's host link is NVLink-C2C (450 GB/s per direction), the NIC
+    keeps its PCIe Gen5 link to the Grace, and NCCL calls that GPU -> NIC path P2C
+    (paths.cc mergePathType), a NIC on another Grace SYS; modelled as PCIe it was PHB."""
+    from embsim.topology.nccl_view import nccl_nic_path_type
+    t = load_topology("alps-gh200:2x4")
+    k = kinds(t, t.rank(0, 1), t.rank(1, 1))
+    assert k[0] == "c2c" and k[1] == "pcie" and k[-1] == "c2c"
+    c2c = [l for l in t.links if l.kind == "c2c"]
+    assert len(c2c) == 2 * 2 * 4 and {l.bandwidth for l in c2c} == {450e9}
+    assert [nccl_nic_path_type(t._template, g, g) for g in range(4)] == ["P2C"] * 4
+    assert nccl_nic_path_type(t._template, 0, 3) == "SYS"
+    assert nccl_path_type(t, 0, 1) == "NVL"
+    assert t.summary()["nics"]["nccl_path"] == ["P2C"]
+    # the same node with its GPUs on PCIe root ports: PHB, as before the C2C links
+    pcie = load_topology("dgx1-v100")
+    assert "c2c" not in set(pcie.link_kinds.tolist())
+    assert load_topology("aws-g5").summary()["nics"]["nccl_path"] == ["PHB"]

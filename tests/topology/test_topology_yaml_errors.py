@@ -112,3 +112,17 @@ def test_network_required_with_nics(write_yaml):
 
 def test_not_yaml(write_yaml):
     assert "not valid YAML" in _error(write_yaml, "name: [unclosed\n")
+
+
+def test_c2c_needs_both_keys_and_gpus_on_root_ports(write_yaml):
+    """fabric.c2c_gbps joins each GPU to its CPU over NVLink-C2C: it needs its latency, and a
+    GPU behind a PCIe switch has no C2C link to give it."""
+    one = SMALL_PCIE.replace("  cpu_latency_us: 1.0\n", "  cpu_latency_us: 1.0\n  c2c_gbps: 450\n")
+    assert "missing required key 'c2c_latency_us'" in _error(write_yaml, one)
+    both = one.replace("  c2c_gbps: 450\n", "  c2c_gbps: 450\n  c2c_latency_us: 1.0\n")
+    msg = _error(write_yaml, both)
+    assert "fabric.c2c_gbps" in msg and "pcie_switches is 2" in msg
+    node = parse_node_type(both.replace("pcie_switches: 2", "pcie_switches: 0"))
+    assert (node.fabric.c2c_gbps, node.fabric.c2c_latency_us) == (450, 1.0)
+    negative = both.replace("pcie_switches: 2", "pcie_switches: 0").replace("c2c_gbps: 450", "c2c_gbps: -4")
+    assert "must be positive" in _error(write_yaml, negative)
