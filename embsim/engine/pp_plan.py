@@ -98,9 +98,15 @@ class _Chunk:
                 self.alias[o.id] = prev
             else:
                 prev = o.id
-        # the gradient collectives: launched by the chunk's grad sync (interleaved schedule's
-        # grad_sync_func) where there is one, else as their buckets' backward ops finish
+        # the gradient collectives: launched by the chunk's grad sync (the interleaved
+        # schedule's grad_sync_func) where there is one, else as their buckets' backward ops
+        # finish. A strategy whose backward itself waits for a gradient collective (PyTorch
+        # DDP's copy of a reduced bucket back, which Megatron's DDP does not have) keeps that:
+        # its buckets cannot wait for a launch after the backward that waits for them
         self.sync_marker = sync_marker
+        grads = {c.name for c in plan.comms} - per_mb - once
+        if any(c in grads for o in fwd + bwd for c, _ in plan.comm_waits.get(o.id, ())):
+            self.sync_marker = None
 
     def dep(self, d, i: int):
         if isinstance(d, str):
@@ -201,9 +207,10 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
                 if entry[0] == "B":
                     pending.extend((ch.dep(d, i), 0) for d in ch.tail_tp)
             elif entry[0] == "sync":
-                marker = ComputeOp(chunks[entry[1]].sync_marker, 0.0)
-                stream.append(marker)
-                take_pending(marker.id)
+                if chunks[entry[1]].sync_marker is not None:
+                    marker = ComputeOp(chunks[entry[1]].sync_marker, 0.0)
+                    stream.append(marker)
+                    take_pending(marker.id)
             elif entry[0] == "post":
                 post = _marker(s, posted, "pp-post")
                 posted += 1
