@@ -107,6 +107,11 @@ PIPELINE_PARALLEL = click.option("--pipeline-parallel", type=count(1, 1024), def
                                       "loss on the last), each stage GPUs / P ranks, the --accumulate "
                                       "micro-batches pipelined through them with stage-to-stage sends; "
                                       "the data-parallel group is GPUs / (TP x P) (allreduce, distopt)")
+VIRTUAL_PIPELINE = click.option("--virtual-pipeline", type=count(1, 1024), default=1, show_default=True,
+                                help="with --pipeline-parallel P > 1: Megatron's interleaved (virtual) "
+                                     "pipeline, V model chunks of blocks / (P V) blocks per rank, chunk c "
+                                     "of rank r the (c P + r)-th; the interleaved 1F1B schedule with "
+                                     "overlapped p2p (the --accumulate micro-batches a multiple of P)")
 CONTEXT_PARALLEL = click.option("--context-parallel", type=count(1, 1024), default=1, show_default=True,
                                 help="Megatron / Transformer Engine context parallelism (p2p KV ring, "
                                      "load-balanced causal split): C ranks of stride TP each hold 1/C of "
@@ -148,6 +153,7 @@ def _options(f):
         TENSOR_PARALLEL,
         SEQUENCE_PARALLEL,
         PIPELINE_PARALLEL,
+        VIRTUAL_PIPELINE,
         CONTEXT_PARALLEL,
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "

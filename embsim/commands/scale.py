@@ -13,7 +13,8 @@ from ..sweep.check import check_points
 from .checks import (MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_option, plot_option,
                      refuse_overwrite)
 from .options import (CORPUS, GRAD_COMPRESS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, RECOMPUTE,
-                      CONTEXT_PARALLEL, PIPELINE_PARALLEL, SEQUENCE_PARALLEL, TENSOR_PARALLEL, extra_option, parse_kv,
+                      CONTEXT_PARALLEL, PIPELINE_PARALLEL, SEQUENCE_PARALLEL, TENSOR_PARALLEL,
+                      VIRTUAL_PIPELINE, extra_option, parse_kv,
                       trainer_fields)
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
@@ -41,6 +42,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @TENSOR_PARALLEL
 @SEQUENCE_PARALLEL
 @PIPELINE_PARALLEL
+@VIRTUAL_PIPELINE
 @CONTEXT_PARALLEL
 @CORPUS
 @LENGTHS
@@ -55,8 +57,8 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--json", "as_json", is_flag=True)
 @force_option("--plot file")
 def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, dtype, amp, accumulate,
-            jitter, optimizer, recompute, grad_compress, tensor_parallel, sequence_parallel, pipeline_parallel, context_parallel,
-            corpus, lengths,
+            jitter, optimizer, recompute, grad_compress, tensor_parallel, sequence_parallel, pipeline_parallel, virtual_pipeline,
+            context_parallel, corpus, lengths,
             padding, nccl_env, nccl_version, extra, plot, dask_scheduler,
             workers, out, as_json, force):
     """Simulate MODEL with STRATEGY at each GPU count and report how it scales."""
@@ -70,6 +72,7 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
             **({"tensor_parallel": tensor_parallel} if tensor_parallel != 1 else {}),
             **({"sequence_parallel": sequence_parallel} if sequence_parallel is not None else {}),
             **({"pipeline_parallel": pipeline_parallel} if pipeline_parallel != 1 else {}),
+            **({"virtual_pipeline": virtual_pipeline} if virtual_pipeline != 1 else {}),
             **({"context_parallel": context_parallel} if context_parallel != 1 else {}),
             **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version),
             **routed_options(strategy, comm_scheduler, extra)}

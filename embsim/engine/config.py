@@ -82,6 +82,9 @@ class SimulationConfig:
     sequence_parallel: bool | None = None
     # Megatron pipeline parallelism over P stages, 1F1B (workload.pipeline_parallel)
     pipeline_parallel: int = 1
+    # its virtual pipeline: V model chunks per rank, Megatron's interleaved 1F1B
+    # (workload.pipeline_interleaved); 1: the non-interleaved schedule
+    virtual_pipeline: int = 1
     # Megatron / Transformer Engine context parallelism over C ranks, the p2p KV ring
     # (workload.context_parallel)
     context_parallel: int = 1
@@ -114,7 +117,7 @@ class SimulationConfig:
         if self.grad_compress is not None:
             object.__setattr__(self, "grad_compress", str(GradCompress.parse(self.grad_compress)))
         TensorParallel.of(self.tensor_parallel, self.sequence_parallel)
-        PipelineParallel.of(self.pipeline_parallel)
+        PipelineParallel.of(self.pipeline_parallel, self.virtual_pipeline)
         ContextParallel.of(self.context_parallel)
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
@@ -128,7 +131,7 @@ def tensor_parallel_of(cfg: SimulationConfig) -> TensorParallel:
 
 
 def pipeline_parallel_of(cfg: SimulationConfig) -> PipelineParallel:
-    return PipelineParallel.of(cfg.pipeline_parallel)
+    return PipelineParallel.of(cfg.pipeline_parallel, cfg.virtual_pipeline)
 
 
 def context_parallel_of(cfg: SimulationConfig) -> ContextParallel:

@@ -55,39 +55,20 @@ def _segments(stream) -> tuple[list, list, list]:
     return ops[:b], ops[b:u], ops[u:]
 
 
-def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: float,
-                  tied_bytes: float = 0.0, tp: int = 1,
-                  once_per_step=None) -> tuple[StepPlan, dict, dict]:
-    """(the step plan, stage -> its stream, the rank groups its own collectives name:
-    the stage pairs "pp:<s>", "pp:embedding", "pp:model"; the stages' own groups are the
-    caller's).
-    `stage_plans`: each stage's one-micro-batch StepPlan whose collectives name groups
-    "<group>@s<stage>" and carry their ranks; `act_bytes`: one transfer's bytes;
-    `tied_bytes`: the word-embedding gradient the first and last stage all-reduce (0: none).
-    `once_per_step`: per stage, the names of collectives a forward waits for that run once
-    per optimizer step, not per micro-batch (Megatron's distributed optimizer gathers the
-    updated parameters before the first micro-batch's forward only): the first micro-batch's
-    ops wait for them, the later ones do not."""
-    m, P = micro_batches, pp.size
-    comms: list[CommOp] = []
-    waits: dict[OpId, list] = {}
-    streams: dict[int, tuple[ComputeOp, ...]] = {}
-    groups: dict[str, tuple] = {}
-    posts: dict[tuple[str, int, int], OpId] = {}     # (kind, micro-batch, sender stage) -> post ops
-    transfer_deps: dict[str, list] = {}
-    norm_deps: list = []
+class _Chunk:
+    """One (virtual) stage's one-micro-batch plan, ready to be unrolled: its collectives
+    copied per micro-batch or once, and its forward / backward ops per micro-batch."""
 
-    def transfer_name(kind: str, i: int, sender: int) -> str:
-        return f"pp:{kind}:s{sender}:m{i}"
-
-    for s, plan in enumerate(stage_plans):
+    def __init__(self, plan: StepPlan, m: int, once: set, sync_marker: "OpId | None"):
+        self.plan, self.m = plan, m
         fwd, bwd, upd = _segments(plan.stream)
-        part = {o.id: "F" for o in fwd} | {o.id: "B" for o in bwd}
+        self.fwd, self.bwd, self.upd = fwd, bwd, upd
+        self.part = {o.id: "F" for o in fwd} | {o.id: "B" for o in bwd}
         # collectives a forward or backward op waits for run every micro-batch
-        sized = {o.id for o in fwd + bwd if o.param_sized}
-        once = set(once_per_step[s]) if once_per_step else set()
+        self.sized = sized = {o.id for o in fwd + bwd if o.param_sized}
+        self.once = once
         per_mb = {c for op_id, lst in plan.comm_waits.items()
-                  if op_id in part and op_id not in sized for c, _ in lst} - once
+                  if op_id in self.part and op_id not in sized for c, _ in lst} - once
         # a tensor-parallel collective runs every micro-batch even where the op after it is
         # a parameter-sized one (a DDP bucket pass, run in the last micro-batch only)
         tp_comms = {c.name for c in plan.comms if c.channel == TP_CHANNEL}
@@ -95,9 +76,9 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
         # ... and where it is the stage's first block's overlapped backward collective, which
         # the stage's first update waits for: each micro-batch's copy is waited for before the
         # stage goes on (its next post), not once at the step's end
-        tail_tp = list(dict.fromkeys(c for op in upd for c, _ in plan.comm_waits.get(op.id, ())
-                                     if c in tp_comms))
-        per_mb |= set(tail_tp)
+        self.tail_tp = list(dict.fromkeys(c for op in upd for c, _ in plan.comm_waits.get(op.id, ())
+                                          if c in tp_comms))
+        per_mb |= set(self.tail_tp)
         changed = True
         while changed:          # and those they wait for (a chain of TP collectives)
             changed = False
@@ -107,43 +88,96 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
                         if isinstance(d, str) and d not in per_mb:
                             per_mb.add(d)
                             changed = True
-        last = m - 1
-
+        self.per_mb = per_mb
+        self.last = m - 1
         # a parameter-sized op runs in the last micro-batch only: in the others, what
         # depends on it depends on the op before it instead (none: on nothing)
-        alias, prev = {}, None
+        self.alias, prev = {}, None
         for o in fwd + bwd:
             if o.param_sized:
-                alias[o.id] = prev
+                self.alias[o.id] = prev
             else:
                 prev = o.id
+        # the gradient collectives: launched by the chunk's grad sync (the interleaved
+        # schedule's grad_sync_func) where there is one, else as their buckets' backward ops
+        # finish. A strategy whose backward itself waits for a gradient collective (PyTorch
+        # DDP's copy of a reduced bucket back, which Megatron's DDP does not have) keeps that:
+        # its buckets cannot wait for a launch after the backward that waits for them
+        self.sync_marker = sync_marker
+        grads = {c.name for c in plan.comms} - per_mb - once
+        if any(c in grads for o in fwd + bwd for c, _ in plan.comm_waits.get(o.id, ())):
+            self.sync_marker = None
 
-        def dep(d, i: int):
-            if isinstance(d, str):
-                return f"{d}#m{i}" if d in per_mb else d
-            if d in sized and i != last:
-                d = alias[d]
-                if d is None:
-                    return None
-            return _mb(d, i) if d in part else d
+    def dep(self, d, i: int):
+        if isinstance(d, str):
+            return f"{d}#m{i}" if d in self.per_mb else d
+        if d in self.sized and i != self.last:
+            d = self.alias[d]
+            if d is None:
+                return None
+        return _mb(d, i) if d in self.part else d
 
-        def deps(ready_after, i: int) -> tuple:
-            return tuple((x, o) for x, o in ((dep(d, i), o) for d, o in ready_after) if x is not None)
+    def deps(self, ready_after, i: int) -> tuple:
+        return tuple((x, o) for x, o in ((self.dep(d, i), o) for d, o in ready_after) if x is not None)
 
-        for c in plan.comms:
-            if c.name in per_mb:
+    def comms(self) -> list:
+        out = []
+        m, fwd, bwd = self.m, self.fwd, self.bwd
+        for c in self.plan.comms:
+            if c.name in self.per_mb:
                 for i in range(m):
-                    ready = deps(c.ready_after, i)
+                    ready = self.deps(c.ready_after, i)
                     if not ready:     # ready at once: after the stage's first op of the micro-batch
                         ready = ((_mb((fwd + bwd)[0].id, i), 0),)
-                    comms.append(replace(c, name=f"{c.name}#m{i}", ready_after=ready))
-            elif c.name in once:
-                comms.append(replace(c, ready_after=deps(c.ready_after, 0)))
+                    out.append(replace(c, name=f"{c.name}#m{i}", ready_after=ready))
+            elif c.name in self.once:
+                out.append(replace(c, ready_after=self.deps(c.ready_after, 0)))
             else:
-                comms.append(replace(c, ready_after=deps(c.ready_after, last)))
+                ready = self.deps(c.ready_after, self.last)
+                if self.sync_marker is not None:
+                    ready += ((self.sync_marker, 0),)
+                out.append(replace(c, ready_after=ready))
+        return out
+
+
+def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: float,
+                  tied_bytes: float = 0.0, tp: int = 1,
+                  once_per_step=None) -> tuple[StepPlan, dict, dict]:
+    """(the step plan, stage -> its stream, the rank groups its own collectives name:
+    the stage pairs "pp:<s>" (and "pp:wrap", rank P - 1 to rank 0, with a virtual
+    pipeline), "pp:embedding", "pp:model"; the stages' own groups are the caller's).
+    `stage_plans`: each (virtual) stage's one-micro-batch StepPlan whose collectives name
+    groups "<group>@s<rank>" and carry their ranks (virtual stage v = c P + r: chunk c of
+    rank r); `stage_ranks`: each rank's (pipeline stage's) GPUs; `act_bytes`: one transfer's
+    bytes; `tied_bytes`: the word-embedding gradient the first and last stage all-reduce
+    (0: none).
+    `once_per_step`: per (virtual) stage, the names of collectives a forward waits for that
+    run once per optimizer step, not per micro-batch (Megatron's distributed optimizer
+    gathers the updated parameters before the first micro-batch's forward only): the first
+    micro-batch's ops wait for them, the later ones do not."""
+    m, P, V = micro_batches, pp.size, pp.virtual
+    comms: list[CommOp] = []
+    waits: dict[OpId, list] = {}
+    streams: dict[int, tuple[ComputeOp, ...]] = {}
+    groups: dict[str, tuple] = {}
+    transfer_deps: dict[str, list] = {}
+    norm_deps: list = []
+
+    def transfer_name(kind: str, i: int, sender: int) -> str:
+        return f"pp:{kind}:s{sender}:m{i}"
+
+    for s in range(P):
+        chunks = []
+        for c in range(V):
+            v = c * P + s
+            once = set(once_per_step[v]) if once_per_step else set()
+            sync = (OpId(Role.EXTRA, f"stage{s}#sync{c}", tag="pp-sync") if pp.interleaved
+                    else None)
+            chunks.append(_Chunk(stage_plans[v], m, once, sync))
+            comms += chunks[-1].comms()
 
         stream: list[ComputeOp] = []
-        j = 0
+        posted = waited = 0
         # the per-micro-batch waits of a skipped parameter-sized op: the next op takes them
         pending: list = []
 
@@ -152,63 +186,78 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
                 waits.setdefault(op_id, []).extend(pending)
                 pending.clear()
 
-        def add_op(op: ComputeOp, i: int) -> None:
+        def add_op(ch: _Chunk, op: ComputeOp, i: int) -> None:
             new = replace(op, id=_mb(op.id, i))
             stream.append(new)
             take_pending(new.id)
-            for d, o in plan.comm_waits.get(op.id, ()):
-                if d in once and i != 0:
+            for d, o in ch.plan.comm_waits.get(op.id, ()):
+                if d in ch.once and i != 0:
                     continue
-                waits.setdefault(new.id, []).append((dep(d, i), o))   # a comm: never None
+                waits.setdefault(new.id, []).append((ch.dep(d, i), o))   # a comm: never None
 
-        for entry in pp.schedule(s, m):
+        for entry in pp.program(s, m):
             if entry[0] in ("F", "B"):
-                i = entry[1]
-                for op in (fwd if entry[0] == "F" else bwd):
-                    if op.param_sized and i != last:
-                        pending.extend((dep(d, i), o) for d, o in plan.comm_waits.get(op.id, ())
-                                       if d in per_mb)
+                ch, i = chunks[entry[1]], entry[2]
+                for op in (ch.fwd if entry[0] == "F" else ch.bwd):
+                    if op.param_sized and i != ch.last:
+                        pending.extend((ch.dep(d, i), o) for d, o in ch.plan.comm_waits.get(op.id, ())
+                                       if d in ch.per_mb)
                         continue
-                    add_op(op, i)
+                    add_op(ch, op, i)
                 if entry[0] == "B":
-                    pending.extend((dep(d, i), 0) for d in tail_tp)
-                continue
-            post, wait = _marker(s, j, "pp-post"), _marker(s, j, "pp-wait")
-            j += 1
-            stream += [post, wait]
-            take_pending(post.id)
-            for kind, i, side in entry[1]:
-                sender = s if side == "send" else (s - 1 if kind == "act" else s + 1)
-                name = transfer_name(kind, i, sender)
-                transfer_deps.setdefault(name, []).append((post.id, 0))
-                waits.setdefault(wait.id, []).append((name, 0))
+                    pending.extend((ch.dep(d, i), 0) for d in ch.tail_tp)
+            elif entry[0] == "sync":
+                if chunks[entry[1]].sync_marker is not None:
+                    marker = ComputeOp(chunks[entry[1]].sync_marker, 0.0)
+                    stream.append(marker)
+                    take_pending(marker.id)
+            elif entry[0] == "post":
+                post = _marker(s, posted, "pp-post")
+                posted += 1
+                stream.append(post)
+                take_pending(post.id)
+                for kind, i, sender, _ in entry[1]:
+                    transfer_deps.setdefault(transfer_name(kind, i, sender), []).append((post.id, 0))
+            else:
+                wait = _marker(s, waited, "pp-wait")
+                waited += 1
+                stream.append(wait)
+                take_pending(wait.id)
+                for kind, i, sender, _ in entry[1]:
+                    waits.setdefault(wait.id, []).append((transfer_name(kind, i, sender), 0))
         # the step's end: gradients reduced, then the clipping's norm, then the updates
-        post = _marker(s, j, "pp-post")
+        post = _marker(s, posted, "pp-post")
         stream.append(post)
         take_pending(post.id)
-        grads = [(d, o) for op in upd for d, o in plan.comm_waits.get(op.id, ())
-                 if o == 0 and d not in tail_tp]
+        grads = [(d, o) for ch in chunks for op in ch.upd for d, o in ch.plan.comm_waits.get(op.id, ())
+                 if o == 0 and d not in ch.tail_tp]
         if grads:
             waits[post.id] = list(dict.fromkeys(grads))
         norm_deps.append((post.id, 0))
-        if upd:
-            waits.setdefault(upd[0].id, []).append(("pp:grad-norm", 0))
-        stream += upd
-        for op in upd:
-            for d, o in plan.comm_waits.get(op.id, ()):
-                if d not in tail_tp:
-                    waits.setdefault(op.id, []).append((d, o))
+        first_update = next((ch.upd[0] for ch in chunks if ch.upd), None)
+        if first_update is not None:
+            waits.setdefault(first_update.id, []).append(("pp:grad-norm", 0))
+        for ch in chunks:
+            stream += ch.upd
+            for op in ch.upd:
+                for d, o in ch.plan.comm_waits.get(op.id, ()):
+                    if d not in ch.tail_tp:
+                        waits.setdefault(op.id, []).append((d, o))
         streams[s] = tuple(stream)
 
     n_per = len(stage_ranks[0])
     for name, deps in transfer_deps.items():
         _, kind, sender, _ = name.split(":")
-        a = int(sender[1:])
-        b = a + 1 if kind == "act" else a - 1
-        lo = min(a, b)
+        a = int(sender[1:]) % P
+        b = (a + 1) % P if kind == "act" else (a - 1) % P
+        if abs(a - b) == 1:
+            lo = min(a, b)
+            group = f"pp:{lo}"
+            groups[group] = tuple((r, r + n_per) for r in stage_ranks[lo])
+        else:   # a virtual pipeline's chunk boundary from rank P - 1 to rank 0 (and back)
+            group = "pp:wrap"
+            groups[group] = tuple((r, r + (P - 1) * n_per) for r in stage_ranks[0])
         ranks = tuple(sorted(stage_ranks[a] + stage_ranks[b]))
-        group = f"pp:{lo}"
-        groups[group] = tuple((r, r + n_per) for r in stage_ranks[lo])
         comms.append(CommOp(name=name, op="sendrecv", nbytes=float(act_bytes), category="activation",
                             channel=CHANNEL, ready_after=tuple(deps), priority=-1.0, tensors=(),
                             group=group, ranks=ranks))

@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 
 from ..errors import InputError
 from ..plan.timeline import RankClass
+from ..workload.memory import MemoryBreakdown
+from ..workload.pipeline_interleaved import peak_activations
 from ..workload.tensor_parallel import BLOCK_KINDS
 from .build import build_step_plan
 from .pp_plan import CHANNEL, pipeline_plan
@@ -75,26 +77,29 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
     n_per = n_gpus // pp.size
     dp = n_per // tp
     stage_ranks = [tuple(range(s * n_per, (s + 1) * n_per)) for s in range(pp.size)]
+    pp.check_micro_batches(micro_batches)
     plans, memories, groups, once = [], [], {}, []
-    for s, layers in enumerate(pp.stages(model.name, model.layers)):
+    for v, layers in enumerate(pp.stages(model.name, model.layers)):
+        s = v % pp.size         # virtual stage v = chunk v // P of rank (stage) v mod P
         sctx = stage_context(ctx, layers)
         splan = strategy.plan(sctx)
         if dp == 1:
             splan = replace(splan, sync=(), extra=(),
                             update_time=single_update(sctx, strategy.dense_table_gradient))
         plan = build_step_plan(sctx, splan, strategy, scheduler)
-        plans.append(_own_names(plan, s, stage_ranks[s]))
+        plans.append(_own_names(plan, v, s, stage_ranks[s]))
         # a strategy that gathers parameters once per optimizer step (distopt): its gathers
         # wait for no micro-batch after the first
         gathers = (set() if strategy.gathers_every_micro_batch
                    else {t.name for t in splan.sync if t.needed_by is not None})
-        once.append({f"s{s}:{c.name}" for c in plan.comms if c.tensors and set(c.tensors) <= gathers})
-        mem, held = splan.memory, pp.in_flight(s, micro_batches)
-        parts = dict(mem.by_component)
-        if "activations" in parts:
-            parts["activations"] = parts["activations"] * held
-        memories.append(replace(mem, activations=mem.activations * held, by_component=parts))
+        once.append({f"s{v}:{c.name}" for c in plan.comms if c.tensors and set(c.tensors) <= gathers})
+        memories.append(splan.memory)
         groups.update(stage_groups(s, n_per, tp))
+    if pp.interleaved:
+        memories = [rank_memory(memories[s::pp.size], pp.program(s, micro_batches))
+                    for s in range(pp.size)]
+    else:
+        memories = [_held(mem, pp.in_flight(s, micro_batches)) for s, mem in enumerate(memories)]
     tied_bytes = 0.0
     if tied and dp * tp * pp.size > 1:
         emb = next(l for l in model.layers if l.kind == "embedding")
@@ -116,10 +121,38 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
     return Pipelined(replace(plan, streams=by_class), tuple(staged), groups, worst, stage_of, act)
 
 
-def _own_names(plan, stage: int, ranks: tuple):
-    """A stage's plan with its collectives named apart from the other stages' (every stage's
-    plan has its bucket0 ...), over the stage's ranks and its groups."""
-    name = {c.name: f"s{stage}:{c.name}" for c in plan.comms}
+def _held(mem, held: int):
+    """A stage's memory with `held` micro-batches' activations alive (1F1B's in-flight count)."""
+    parts = dict(mem.by_component)
+    if "activations" in parts:
+        parts["activations"] = parts["activations"] * held
+    return replace(mem, activations=mem.activations * held, by_component=parts)
+
+
+def rank_memory(chunk_memories, program):
+    """One rank of an interleaved pipeline: its V chunks' parameters, gradients and optimizer
+    state summed, plus the most activations its program holds at once (forward-without-
+    backward micro-batches of each chunk, pipeline_interleaved.peak_activations)."""
+    per_chunk = [mem.activations for mem in chunk_memories]
+    activations = int(round(peak_activations(program, per_chunk)))
+    parts: dict = {}
+    for mem in chunk_memories:
+        for k, b in mem.by_component.items():
+            if k != "activations":
+                parts[k] = parts.get(k, 0) + b
+    if any("activations" in mem.by_component for mem in chunk_memories):
+        parts["activations"] = activations
+    return MemoryBreakdown(params=sum(m.params for m in chunk_memories),
+                           grads=sum(m.grads for m in chunk_memories),
+                           optimizer_state=sum(m.optimizer_state for m in chunk_memories),
+                           master_weights=sum(m.master_weights for m in chunk_memories),
+                           activations=activations, by_component=parts)
+
+
+def _own_names(plan, prefix: int, stage: int, ranks: tuple):
+    """A (virtual) stage's plan with its collectives named apart from the other stages'
+    (every stage's plan has its bucket0 ...), over its rank's GPUs and groups."""
+    name = {c.name: f"s{prefix}:{c.name}" for c in plan.comms}
 
     def dep(d):
         return name.get(d, d) if isinstance(d, str) else d
@@ -146,9 +179,11 @@ def pipeline_label(pp, micro_batches: int, run, stage_of: dict, step: float, act
     idle = [max(0.0, 1.0 - b / step) for b in stage_busy] if step > 0 else [0.0] * pp.size
     p2p = [r for r in run.comm if first < r.iteration <= last and r.channel == CHANNEL
            and r.op == "sendrecv"]
-    p2p_s = sum(r.end - r.start for r in p2p) / n / max(2 * (pp.size - 1), 1)
+    # the chunk boundaries: P - 1 stage pairs, P V - 1 with a virtual pipeline
+    p2p_s = sum(r.end - r.start for r in p2p) / n / max(2 * (pp.chunks - 1), 1)
     times = ", ".join(f"{b * 1e3:.1f}" for b in stage_busy)
     return (f"{pp.label(micro_batches)}: bubble {100 * sum(idle) / len(idle):.1f} % (mean idle "
             f"share of the step over stages), p2p {act_bytes / 2**20:.1f} MiB per transfer, "
-            f"{p2p_s * 1e3:.1f} ms per stage pair and direction per step; stage compute "
+            f"{p2p_s * 1e3:.1f} ms per {'chunk boundary' if pp.interleaved else 'stage pair'} and "
+            f"direction per step; stage compute "
             f"{times} ms per step")

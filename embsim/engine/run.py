@@ -318,6 +318,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                   # only when on: a data-parallel run's workload (and its JSON) is as before
                   **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {}),
                   **({"pipeline_parallel": pp.size} if pp.on else {}),
+                  **({"virtual_pipeline": pp.virtual} if pp.interleaved else {}),
                   **({"context_parallel": cp.size} if cp.on else {})})
 
 

@@ -71,7 +71,9 @@ def workload_text(w: dict) -> str:
     per = (f"per tensor-parallel group of {k} GPUs (tensor parallel {k}"
            f"{', sequence parallel' if w.get('sequence_parallel') else ''})" if k else "per GPU")
     if w.get("pipeline_parallel"):
-        per += f", pipeline parallel {w['pipeline_parallel']} (1F1B)"
+        v = w.get("virtual_pipeline")
+        per += (f", pipeline parallel {w['pipeline_parallel']} x {v} virtual (interleaved 1F1B)" if v
+                else f", pipeline parallel {w['pipeline_parallel']} (1F1B)")
     if w.get("context_parallel"):
         c = w["context_parallel"]
         per = (f"per replica of {c * (k or 1)} GPUs (" + (f"tensor parallel {k}, " if k else "")

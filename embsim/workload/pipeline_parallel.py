@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from . import pipeline_interleaved as vpp
 from .tensor_parallel import BLOCK_KINDS, parallel_size
 
 # one blocking batch of point-to-point transfers: ("act" | "grad", micro-batch, "send" | "recv")
@@ -52,14 +53,30 @@ Transfer = tuple[str, int, str]
 @dataclass(frozen=True)
 class PipelineParallel:
     size: int = 1
+    # Megatron's virtual pipeline: model chunks per rank, the interleaved schedule when > 1
+    # (workload.pipeline_interleaved)
+    virtual: int = 1
 
     @classmethod
-    def of(cls, size: "int | None") -> "PipelineParallel":
-        return cls(parallel_size(size, "--pipeline-parallel"))
+    def of(cls, size: "int | None", virtual: "int | None" = None) -> "PipelineParallel":
+        pp = cls(parallel_size(size, "--pipeline-parallel"), parallel_size(virtual, "--virtual-pipeline"))
+        if pp.virtual > 1 and not pp.on:
+            raise InputError(f"--virtual-pipeline {pp.virtual}: needs --pipeline-parallel > 1 "
+                             f"(model chunks interleave over the pipeline's ranks)")
+        return pp
 
     @property
     def on(self) -> bool:
         return self.size > 1
+
+    @property
+    def interleaved(self) -> bool:
+        return self.virtual > 1
+
+    @property
+    def chunks(self) -> int:
+        """Virtual stages in all: P V (chunk c of rank r is virtual stage c P + r)."""
+        return self.size * self.virtual
 
     def check_world(self, n_gpus: int, tp: int) -> None:
         """P must divide the model replicas' GPUs: world / TP."""
@@ -68,8 +85,10 @@ class PipelineParallel:
                              f"--tensor-parallel {tp} = {n_gpus / tp:g} (each stage spans world / P GPUs)")
 
     def stages(self, name: str, layers) -> tuple[tuple, ...]:
-        """The layers (objects with .kind) of each stage, in order: embeddings on the first,
-        blocks split evenly, everything after the last block on the last."""
+        """The layers (objects with .kind) of each (virtual) stage, in order: embeddings on
+        the first, blocks split evenly, everything after the last block on the last. With a
+        virtual pipeline the P V virtual stages, chunk c of rank r being virtual stage c P + r
+        (Megatron's layer offset (c P + r) L / (P V))."""
         layers = tuple(layers)
         if not self.on:
             return (layers,)
@@ -85,11 +104,16 @@ class PipelineParallel:
         if n % self.size:
             raise InputError(f"--pipeline-parallel {self.size}: does not divide model {name}'s {n} "
                              f"transformer blocks (Megatron requires it)")
-        per = n // self.size
+        if n % self.chunks:
+            raise InputError(f"--virtual-pipeline {self.virtual}: --pipeline-parallel {self.size} x "
+                             f"{self.virtual} virtual stages do not divide model {name}'s {n} "
+                             f"transformer blocks (Megatron requires layers per stage divisible "
+                             f"by layers per virtual stage)")
+        per = n // self.chunks
         out = []
-        for s in range(self.size):
+        for s in range(self.chunks):
             lo = 0 if s == 0 else first + s * per
-            hi = len(layers) if s == self.size - 1 else first + (s + 1) * per
+            hi = len(layers) if s == self.chunks - 1 else first + (s + 1) * per
             out.append(layers[lo:hi])
         return tuple(out)
 
@@ -139,7 +163,36 @@ class PipelineParallel:
             p2p(("grad", b, "send"))
         return prog
 
+    def check_micro_batches(self, micro_batches: int) -> None:
+        """The interleaved schedule's micro-batch count (m a multiple of P); the
+        non-interleaved one takes any."""
+        if self.interleaved:
+            vpp.check_micro_batches(self.size, self.virtual, micro_batches)
+
+    def program(self, stage: int, micro_batches: int) -> list:
+        """Rank `stage`'s program in one form for both schedules: ("F" | "B", chunk,
+        micro-batch), ("post", transfers), ("wait", transfers) and ("sync", chunk), each
+        transfer (kind, micro-batch, sender virtual stage, side). The non-interleaved
+        schedule's blocking batches are a post and a wait of the same transfers."""
+        if self.interleaved:
+            return self.programs(micro_batches)[stage]
+        out: list = []
+        for e in self.schedule(stage, micro_batches):
+            if e[0] in ("F", "B"):
+                out.append((e[0], 0, e[1]))
+                continue
+            tr = tuple((kind, i, stage if side == "send" else (stage - 1 if kind == "act" else stage + 1),
+                        side) for kind, i, side in e[1])
+            out += [("post", tr), ("wait", tr)]
+        return out
+
+    def programs(self, micro_batches: int) -> list:
+        return vpp.programs(self.size, self.virtual, micro_batches)
+
     def label(self, micro_batches: int) -> str:
         if not self.on:
             return ""
+        if self.interleaved:
+            return (f"pipeline parallel {self.size} x {self.virtual} virtual (interleaved 1F1B, "
+                    f"{micro_batches} micro-batches)")
         return f"pipeline parallel {self.size} (1F1B, {micro_batches} micro-batches)"

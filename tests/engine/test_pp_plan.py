@@ -39,18 +39,20 @@ class Fifo:
         return ()
 
 
-def uniform(P, m, tf, tb, update=0.0, per_stage=1, slow=None):
+def uniform(P, m, tf, tb, update=0.0, per_stage=1, slow=None, V=1):
+    """A stage's t_f and t_b split evenly over its V chunks (virtual stage v = c P + r)."""
     plans, ranks = [], []
-    for s in range(P):
-        layer = f"block{s}"
-        f, b = tf, tb
+    for v in range(P * V):
+        s = v % P
+        layer = f"block{v}"
+        f, b = tf / V, tb / V
         if slow is not None and s == slow[0]:
-            f, b = tf * slow[1], tb * slow[1]
+            f, b = f * slow[1], b * slow[1]
         stream = (ComputeOp(fwd_name(layer), f), ComputeOp(bwd_name(layer), b),
                   ComputeOp(update_name(layer), update, param_sized=True))
         plans.append(StepPlan(stream=stream, comms=()))
-        ranks.append(tuple(range(s * per_stage, (s + 1) * per_stage)))
-    plan, streams, groups = pipeline_plan(PipelineParallel(P), m, plans, ranks, act_bytes=1.0)
+    ranks = [tuple(range(s * per_stage, (s + 1) * per_stage)) for s in range(P)]
+    plan, streams, groups = pipeline_plan(PipelineParallel(P, V), m, plans, ranks, act_bytes=1.0)
     classes = tuple(RankClass(f"stage{s}", ranks[s]) for s in range(P))
     plan = StepPlan(stream=plan.stream, comms=plan.comms, comm_waits=plan.comm_waits,
                     streams={f"stage{s}": streams[s] for s in range(P)})
@@ -107,3 +109,23 @@ def test_every_micro_batch_and_update_runs_once_per_stage():
         assert sum(n.startswith("update:") for n in names) == 1
     sends = [c for c in run.comm if c.iteration == 1 and c.op == "sendrecv"]
     assert len(sends) == 2 * 2 * 5        # 2 stage pairs x (activation, gradient) x m
+
+
+@pytest.mark.parametrize("P,V,m", [(2, 2, 4), (4, 2, 8), (4, 5, 8), (4, 2, 4), (3, 2, 6), (8, 6, 16),
+                                   (2, 4, 2)])
+def test_interleaved_uniform_chunks_with_free_comm_match_the_analytic_bubble(P, V, m):
+    # each chunk t_f / V and t_b / V: the fill and drain shrink to (P - 1)(t_f + t_b) / V, the
+    # bubble fraction (P - 1) / (V m) of the ideal m (t_f + t_b) (Narayanan et al. 2021, 2.2.2)
+    tf, tb = 1.0e-3, 2.0e-3
+    step, _ = uniform(P, m, tf, tb, V=V)
+    assert step == pytest.approx((m + (P - 1) / V) * (tf + tb), rel=1e-9)
+    assert step / (m * (tf + tb)) - 1 == pytest.approx((P - 1) / (V * m), rel=1e-9)
+
+
+def test_interleaved_sends_cross_every_chunk_boundary_including_the_wrap():
+    P, V, m = 4, 2, 4
+    _, run = uniform(P, m, 1.0, 2.0, V=V)
+    sends = [c for c in run.comm if c.iteration == 1 and c.op == "sendrecv"]
+    assert len(sends) == 2 * (P * V - 1) * m         # V x as many boundaries as 1F1B's P - 1
+    wrap = [c for c in sends if c.name in ("pp:act:s3:m0", "pp:grad:s4:m0")]
+    assert len(wrap) == 2

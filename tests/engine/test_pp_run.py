@@ -185,3 +185,59 @@ def test_bytes_per_gpu_count_a_stage_collective_for_its_share_of_the_gpus():
     assert two["tp all_gather"] == pytest.approx(one["tp all_gather"] / 2, rel=0.05)
     # each GPU's gradients are its stage's: the two stages' sum would be the whole model's
     assert two["all_reduce"] < 0.6 * one["all_reduce"]
+
+
+def test_interleaved_chunks_sends_and_per_chunk_sync():
+    r = simulate(SimulationConfig(**BASE, pipeline_parallel=2, virtual_pipeline=2, accumulate=4,
+                                  strategy="distopt"))
+    assert ("pipeline parallel 2 x 2 virtual (interleaved 1F1B, 4 micro-batches): bubble"
+            in r.compute_source and "per chunk boundary" in r.compute_source)
+    assert r.workload["virtual_pipeline"] == 2
+    sends = [c for c in r.run.comm if c.iteration == 1 and c.op == "sendrecv"]
+    assert len(sends) == 2 * 3 * 4 and {c.nbytes for c in sends} == {ACT}
+    # each chunk (virtual stage v = c P + r, 3 of gpt2's 12 blocks) reduce-scatters its own
+    # buckets, launched after its last micro-batch's backward (the aligned grad_sync_func)
+    for v in range(4):
+        grads = [c for c in r.run.comm if c.iteration == 1 and c.name.startswith(f"s{v}:distopt-rs")]
+        assert grads and all(c.op == "reduce_scatter" for c in grads)
+        blocks = {f"bwd:decoder.{3 * v + k}#m3" for k in range(3)}
+        last_bwd = max(x.end for x in r.run.compute if x.iteration == 1 and x.name in blocks)
+        assert min(c.ready for c in grads) >= last_bwd
+    # PyTorch DDP's buckets (their reduced copy waited for in the backward) under allreduce
+    ddp = simulate(SimulationConfig(**BASE, pipeline_parallel=2, virtual_pipeline=2, accumulate=4))
+    assert {c.name.split(":")[0] for c in ddp.run.comm if c.op == "all_reduce" and c.channel != "pp"} == {
+        "s0", "s1", "s2", "s3"}
+    # V = 1 is the non-interleaved schedule, and its sweep hash is unchanged
+    assert config_hash({"virtual_pipeline": 1}) == config_hash({})
+    assert config_hash({"pipeline_parallel": 2, "virtual_pipeline": 2}) != config_hash({"pipeline_parallel": 2})
+
+
+def test_interleaved_memory_holds_the_schedules_in_flight_chunks():
+    flat = simulate(SimulationConfig(**BASE, pipeline_parallel=2, accumulate=4))
+    vp = simulate(SimulationConfig(**BASE, pipeline_parallel=2, virtual_pipeline=2, accumulate=4))
+    # the same layers per rank (params alike); rank 0 holds 5 chunk micro-batches at once
+    # ((P - 1) 2 + (V - 1) P warm-up + 1) of half a stage each, 1F1B's first stage 2 stages'
+    assert vp.memory.params == flat.memory.params
+    assert vp.memory.activations > flat.memory.activations
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--virtual-pipeline", "2"], "--virtual-pipeline 2: needs --pipeline-parallel > 1"),
+    (["--pipeline-parallel", "2", "--virtual-pipeline", "2", "--accumulate", "3"],
+     "--virtual-pipeline 2: the interleaved schedule needs the micro-batch count (--accumulate, 3)"),
+    (["--pipeline-parallel", "2", "--virtual-pipeline", "4", "--accumulate", "4"],
+     "--virtual-pipeline 4: --pipeline-parallel 2 x 4 virtual stages do not divide"),
+])
+def test_interleaved_cli_refusals_and_determinism(capsys, args, message):
+    base = ["simulate", "--model", "gpt2", "--topology", "dgx-h100:1x8", "--iterations", "2",
+            "--batch", "4", "--seq", "1024"]
+    assert cli.main(base + args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and message in err
+    if args[0] == "--virtual-pipeline":
+        outs = []
+        for _ in range(2):
+            assert cli.main(base + ["--pipeline-parallel", "2", "--virtual-pipeline", "3",
+                                    "--accumulate", "2", "--strategy", "distopt", "--json"]) == 0
+            outs.append(json.loads(capsys.readouterr().out))
+        assert outs[0] == outs[1] and outs[0]["workload"]["virtual_pipeline"] == 3

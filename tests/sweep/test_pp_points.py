@@ -44,3 +44,26 @@ grid:
 def test_workload_line_says_pipeline():
     w = {"batch": 2, "seq": 8, "dtype": "bf16", "pipeline_parallel": 4}
     assert workload_text(w).startswith("batch 2 x seq 8 per GPU, pipeline parallel 4 (1F1B)")
+
+
+def test_virtual_pipeline_reaches_scale_points_sweep_files_and_the_workload_line(captured):
+    seen = captured
+    with pytest.raises(ScaleStopped):
+        main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8,16",
+              "--pipeline-parallel", "2", "--virtual-pipeline", "2"])
+    assert [p.simulation_config().virtual_pipeline for p in seen] == [2, 2]
+    seen.clear()
+    with pytest.raises(ScaleStopped):
+        main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8",
+              "--pipeline-parallel", "2"])
+    assert "virtual_pipeline" not in seen[0].config
+    spec = sweep_from_text("""
+name: vp
+base: {model: gpt2, topology: 'dgx-h100:1x8', pipeline_parallel: 2}
+grid:
+  virtual_pipeline: [1, 2]
+""", "s.yaml")
+    assert [p.simulation_config().virtual_pipeline for p in spec.points] == [1, 2]
+    w = {"batch": 2, "seq": 8, "dtype": "bf16", "pipeline_parallel": 4, "virtual_pipeline": 5}
+    assert workload_text(w).startswith(
+        "batch 2 x seq 8 per GPU, pipeline parallel 4 x 5 virtual (interleaved 1F1B)")
