@@ -112,6 +112,11 @@ VIRTUAL_PIPELINE = click.option("--virtual-pipeline", type=count(1, 1024), defau
                                      "pipeline, V model chunks of blocks / (P V) blocks per rank, chunk c "
                                      "of rank r the (c P + r)-th; the interleaved 1F1B schedule with "
                                      "overlapped p2p (the --accumulate micro-batches a multiple of P)")
+P2P_SEND_WAIT = click.option("--p2p-send-wait", type=click.Choice(["immediate", "deferred"]), default=None,
+                             help="with --virtual-pipeline > 1: when a steady-state activation send is "
+                                  "waited for: immediate (Megatron-Core from 2026-04-16) or deferred to "
+                                  "the next forward's send, overlapping the backward (earlier releases, "
+                                  "as NeMo 24.x-25.x ran) (default: immediate)")
 CONTEXT_PARALLEL = click.option("--context-parallel", type=count(1, 1024), default=1, show_default=True,
                                 help="Megatron / Transformer Engine context parallelism (p2p KV ring, "
                                      "load-balanced causal split): C ranks of stride TP each hold 1/C of "
@@ -154,6 +159,7 @@ def _options(f):
         SEQUENCE_PARALLEL,
         PIPELINE_PARALLEL,
         VIRTUAL_PIPELINE,
+        P2P_SEND_WAIT,
         CONTEXT_PARALLEL,
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "

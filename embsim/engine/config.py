@@ -85,6 +85,9 @@ class SimulationConfig:
     # its virtual pipeline: V model chunks per rank, Megatron's interleaved 1F1B
     # (workload.pipeline_interleaved); 1: the non-interleaved schedule
     virtual_pipeline: int = 1
+    # when its steady-state activation sends are waited for (pipeline_interleaved.SEND_WAITS);
+    # None: immediate (Megatron-Core from 2026-04-16)
+    p2p_send_wait: str | None = None
     # Megatron / Transformer Engine context parallelism over C ranks, the p2p KV ring
     # (workload.context_parallel)
     context_parallel: int = 1
@@ -117,7 +120,7 @@ class SimulationConfig:
         if self.grad_compress is not None:
             object.__setattr__(self, "grad_compress", str(GradCompress.parse(self.grad_compress)))
         TensorParallel.of(self.tensor_parallel, self.sequence_parallel)
-        PipelineParallel.of(self.pipeline_parallel, self.virtual_pipeline)
+        PipelineParallel.of(self.pipeline_parallel, self.virtual_pipeline, self.p2p_send_wait)
         ContextParallel.of(self.context_parallel)
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
@@ -131,7 +134,7 @@ def tensor_parallel_of(cfg: SimulationConfig) -> TensorParallel:
 
 
 def pipeline_parallel_of(cfg: SimulationConfig) -> PipelineParallel:
-    return PipelineParallel.of(cfg.pipeline_parallel, cfg.virtual_pipeline)
+    return PipelineParallel.of(cfg.pipeline_parallel, cfg.virtual_pipeline, cfg.p2p_send_wait)
 
 
 def context_parallel_of(cfg: SimulationConfig) -> ContextParallel:

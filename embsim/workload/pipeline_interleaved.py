@@ -30,6 +30,12 @@ deallocate_pipeline_outputs (set by Megatron-LM's argument_utils and NeMo):
   the next forward's receive, wait for the send (deallocate_pipeline_outputs); wait for the
   backward's pending receive, the backward, post its send and the next backward's receive,
   then wait for the previous backward's send;
+  the forward's send waited for at once is `send_wait="immediate"`, Megatron-Core from
+  260cba7 (2026-04-16, "fix: wait for async P2P send before deallocating output tensor");
+  before it (`send_wait="deferred"`, the releases NeMo 24.x and 25.x shipped) the
+  forward's send was waited for only when the next forward's send was posted, as the
+  backward's still is (at 8a78edd, 2024-07: all of a forward call's handles at the start
+  of the next forward, after the backward between them), so a send overlaps the backward;
 - each cool-down backward: wait for a pending receive, the backward, a blocking
   send_backward_recv_backward; at the end, wait for the last backward send.
 
@@ -77,13 +83,24 @@ def warmup(P: int, V: int, rank: int, m: int, group: int) -> int:
     return min((P - rank - 1) * 2 + (V - 1) * group, m * V)
 
 
-def program(P: int, V: int, rank: int, m: int, group: int | None = None) -> list:
+SEND_WAITS = ("immediate", "deferred")
+
+
+def check_send_wait(send_wait: str) -> None:
+    if send_wait not in SEND_WAITS:
+        raise InputError(f"--p2p-send-wait {send_wait!r}: expected one of {', '.join(SEND_WAITS)}")
+
+
+def program(P: int, V: int, rank: int, m: int, group: int | None = None,
+            send_wait: str = "immediate") -> list:
     """Rank `rank`'s program: ("F", chunk, micro-batch), ("B", chunk, micro-batch),
     ("post", sends, n_recv_act, n_recv_grad) posting a call's transfers (sends as
     ("act" | "grad", micro-batch, sender virtual stage); receives only counted: which tensor
     each gets is `match_transfers`'), ("wait", call index, "send" | "recv" | "all") waiting for
     the transfers of an earlier post (its index among the posts), and ("sync", chunk)
-    launching a chunk's gradient sync."""
+    launching a chunk's gradient sync. `send_wait`: when a steady-state forward's
+    activation send is waited for (SEND_WAITS; the module's docstring)."""
+    check_send_wait(send_wait)
     G = P if group is None else group
     total = m * V
     table = schedule_table(m, V, G)
@@ -148,6 +165,7 @@ def program(P: int, V: int, rank: int, m: int, group: int | None = None) -> list
         if k == warm - 1 and not all_warm and not last:
             pending_grad.append(call(recv_grad=True, blocking=False))
     send_grad_wait = None
+    send_act_wait = None            # deferred: the previous forward's send
     for k in range(rest):
         fk, bk = k + warm, k
         if not (chunk(fk, True) == 0 and first) and pending_act:
@@ -155,11 +173,17 @@ def program(P: int, V: int, rank: int, m: int, group: int | None = None) -> list
         prog.append(("F", chunk(fk, True), mb(fk)))
         recv = receives(fk, True) and k != rest - 1
         idx = call(act_send(fk), recv_act=recv, blocking=False)
+        if send_act_wait is not None:
+            prog.append(("wait", send_act_wait, "send"))
+            send_act_wait = None
         if idx is not None:
             if recv:
                 pending_act.append(idx)
             if act_send(fk) is not None:
-                prog.append(("wait", idx, "send"))
+                if send_wait == "immediate":
+                    prog.append(("wait", idx, "send"))
+                else:
+                    send_act_wait = idx
         if not (chunk(bk, False) == V - 1 and last) and pending_grad:
             prog.append(("wait", pending_grad.pop(0), "recv"))
         backward(bk)
@@ -173,6 +197,8 @@ def program(P: int, V: int, rank: int, m: int, group: int | None = None) -> list
                 send_grad_wait = idx
             if recv:
                 pending_grad.append(idx)
+    if send_act_wait is not None:
+        prog.append(("wait", send_act_wait, "send"))
     if all_warm and not last:
         call(recv_grad=True)
     for k in range(rest, total):
@@ -233,9 +259,10 @@ def match_transfers(P: int, V: int, programs: list) -> list:
 
 
 @lru_cache(maxsize=16)
-def programs(P: int, V: int, m: int, group: int | None = None) -> tuple:
+def programs(P: int, V: int, m: int, group: int | None = None,
+             send_wait: str = "immediate") -> tuple:
     """Every rank's named program (program, then match_transfers)."""
-    return tuple(tuple(p) for p in match_transfers(P, V, [program(P, V, r, m, group)
+    return tuple(tuple(p) for p in match_transfers(P, V, [program(P, V, r, m, group, send_wait)
                                                          for r in range(P)]))
 
 

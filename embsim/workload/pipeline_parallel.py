@@ -56,13 +56,23 @@ class PipelineParallel:
     # Megatron's virtual pipeline: model chunks per rank, the interleaved schedule when > 1
     # (workload.pipeline_interleaved)
     virtual: int = 1
+    # when the interleaved schedule waits for a steady-state activation send
+    # (pipeline_interleaved.SEND_WAITS); None: "immediate", today's Megatron-Core
+    send_wait: "str | None" = None
 
     @classmethod
-    def of(cls, size: "int | None", virtual: "int | None" = None) -> "PipelineParallel":
-        pp = cls(parallel_size(size, "--pipeline-parallel"), parallel_size(virtual, "--virtual-pipeline"))
+    def of(cls, size: "int | None", virtual: "int | None" = None,
+           send_wait: "str | None" = None) -> "PipelineParallel":
+        pp = cls(parallel_size(size, "--pipeline-parallel"), parallel_size(virtual, "--virtual-pipeline"),
+                 send_wait)
         if pp.virtual > 1 and not pp.on:
             raise InputError(f"--virtual-pipeline {pp.virtual}: needs --pipeline-parallel > 1 "
                              f"(model chunks interleave over the pipeline's ranks)")
+        if send_wait is not None:
+            vpp.check_send_wait(send_wait)
+            if not pp.interleaved:
+                raise InputError(f"--p2p-send-wait {send_wait}: only the interleaved schedule "
+                                 f"(--virtual-pipeline > 1) overlaps its sends with compute")
         return pp
 
     @property
@@ -187,12 +197,15 @@ class PipelineParallel:
         return out
 
     def programs(self, micro_batches: int) -> list:
-        return vpp.programs(self.size, self.virtual, micro_batches)
+        return vpp.programs(self.size, self.virtual, micro_batches, None,
+                            self.send_wait or "immediate")
 
     def label(self, micro_batches: int) -> str:
         if not self.on:
             return ""
         if self.interleaved:
+            wait = ", activation sends waited for at the next send (Megatron-Core before 2026-04-16)" \
+                if self.send_wait == "deferred" else ""
             return (f"pipeline parallel {self.size} x {self.virtual} virtual (interleaved 1F1B, "
-                    f"{micro_batches} micro-batches)")
+                    f"{micro_batches} micro-batches{wait})")
         return f"pipeline parallel {self.size} (1F1B, {micro_batches} micro-batches)"

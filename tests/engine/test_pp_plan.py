@@ -31,6 +31,22 @@ class FreeComms:
         return self._free(op, nbytes)
 
 
+class SendRecvComms(FreeComms):
+    """Stage-to-stage sends of `seconds` each (other collectives free)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def plan_groups(self, op, nbytes, groups):
+        c = self._free(op, nbytes)
+        if op == "sendrecv":
+            c.latency = c.time = self.seconds
+        return c
+
+    def plan(self, op, nbytes, ranks):
+        return self.plan_groups(op, nbytes, None)
+
+
 class Fifo:
     def channel_rule(self, channel):
         return SimpleNamespace(credit=None)
@@ -39,7 +55,7 @@ class Fifo:
         return ()
 
 
-def uniform(P, m, tf, tb, update=0.0, per_stage=1, slow=None, V=1):
+def uniform(P, m, tf, tb, update=0.0, per_stage=1, slow=None, V=1, send_wait=None, comms=None):
     """A stage's t_f and t_b split evenly over its V chunks (virtual stage v = c P + r)."""
     plans, ranks = [], []
     for v in range(P * V):
@@ -52,12 +68,12 @@ def uniform(P, m, tf, tb, update=0.0, per_stage=1, slow=None, V=1):
                   ComputeOp(update_name(layer), update, param_sized=True))
         plans.append(StepPlan(stream=stream, comms=()))
     ranks = [tuple(range(s * per_stage, (s + 1) * per_stage)) for s in range(P)]
-    plan, streams, groups = pipeline_plan(PipelineParallel(P, V), m, plans, ranks, act_bytes=1.0)
+    plan, streams, groups = pipeline_plan(PipelineParallel(P, V, send_wait), m, plans, ranks, act_bytes=1.0)
     classes = tuple(RankClass(f"stage{s}", ranks[s]) for s in range(P))
     plan = StepPlan(stream=plan.stream, comms=plan.comms, comm_waits=plan.comm_waits,
                     streams={f"stage{s}": streams[s] for s in range(P)})
     everyone = tuple(r for rs in ranks for r in rs)
-    engine = Engine(plan, Fifo(), classes, FreeComms(), lambda env: Network(env, np.ones(1)),
+    engine = Engine(plan, Fifo(), classes, comms or FreeComms(), lambda env: Network(env, np.ones(1)),
                     everyone, iterations=3, groups=groups)
     run = engine.run()
     ends = [max(run.iteration_end[(c.name, k)] for c in classes) for k in range(3)]
@@ -113,13 +129,27 @@ def test_every_micro_batch_and_update_runs_once_per_stage():
 
 @pytest.mark.parametrize("P,V,m", [(2, 2, 4), (4, 2, 8), (4, 5, 8), (4, 2, 4), (3, 2, 6), (8, 6, 16),
                                    (2, 4, 2)])
-def test_interleaved_uniform_chunks_with_free_comm_match_the_analytic_bubble(P, V, m):
+@pytest.mark.parametrize("send_wait", [None, "deferred"])
+def test_interleaved_uniform_chunks_with_free_comm_match_the_analytic_bubble(P, V, m, send_wait):
     # each chunk t_f / V and t_b / V: the fill and drain shrink to (P - 1)(t_f + t_b) / V, the
-    # bubble fraction (P - 1) / (V m) of the ideal m (t_f + t_b) (Narayanan et al. 2021, 2.2.2)
+    # bubble fraction (P - 1) / (V m) of the ideal m (t_f + t_b) (Narayanan et al. 2021, 2.2.2);
+    # with free communication when a send is waited for cannot matter
     tf, tb = 1.0e-3, 2.0e-3
-    step, _ = uniform(P, m, tf, tb, V=V)
+    step, _ = uniform(P, m, tf, tb, V=V, send_wait=send_wait)
     assert step == pytest.approx((m + (P - 1) / V) * (tf + tb), rel=1e-9)
     assert step / (m * (tf + tb)) - 1 == pytest.approx((P - 1) / (V * m), rel=1e-9)
+
+
+@pytest.mark.parametrize("P,V,m", [(4, 2, 8), (2, 4, 4), (4, 5, 8)])
+def test_a_deferred_send_wait_hides_a_costly_send_behind_the_backward(P, V, m):
+    # sends as long as a chunk's forward: waiting for each at once idles the sender, waiting
+    # at the next send (Megatron-Core before 2026-04-16) lets it run beside the backward
+    tf, tb = 1.0e-3, 2.0e-3
+    comms = SendRecvComms(tf / V)
+    immediate, _ = uniform(P, m, tf, tb, V=V, comms=comms)
+    deferred, _ = uniform(P, m, tf, tb, V=V, send_wait="deferred", comms=comms)
+    free, _ = uniform(P, m, tf, tb, V=V)
+    assert free < deferred < immediate
 
 
 def test_interleaved_sends_cross_every_chunk_boundary_including_the_wrap():

@@ -227,6 +227,8 @@ def test_interleaved_memory_holds_the_schedules_in_flight_chunks():
      "--virtual-pipeline 2: the interleaved schedule needs the micro-batch count (--accumulate, 3)"),
     (["--pipeline-parallel", "2", "--virtual-pipeline", "4", "--accumulate", "4"],
      "--virtual-pipeline 4: --pipeline-parallel 2 x 4 virtual stages do not divide"),
+    (["--pipeline-parallel", "2", "--accumulate", "4", "--p2p-send-wait", "deferred"],
+     "--p2p-send-wait deferred: only the interleaved schedule"),
 ])
 def test_interleaved_cli_refusals_and_determinism(capsys, args, message):
     base = ["simulate", "--model", "gpt2", "--topology", "dgx-h100:1x8", "--iterations", "2",

@@ -49,14 +49,16 @@ def test_workload_line_says_pipeline():
 def test_virtual_pipeline_reaches_scale_points_sweep_files_and_the_workload_line(captured):
     seen = captured
     with pytest.raises(ScaleStopped):
-        main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8,16",
-              "--pipeline-parallel", "2", "--virtual-pipeline", "2"])
+        main(["scale", "--model", "gpt2", "--strategy", "allreduce", "--gpus", "8,16",
+              "--pipeline-parallel", "2", "--virtual-pipeline", "2", "--accumulate", "2",
+              "--p2p-send-wait", "deferred"])
     assert [p.simulation_config().virtual_pipeline for p in seen] == [2, 2]
+    assert [p.simulation_config().p2p_send_wait for p in seen] == ["deferred", "deferred"]
     seen.clear()
     with pytest.raises(ScaleStopped):
-        main(["scale", "--model", "tiny-lm", "--strategy", "allreduce", "--gpus", "8",
-              "--pipeline-parallel", "2"])
-    assert "virtual_pipeline" not in seen[0].config
+        main(["scale", "--model", "gpt2", "--strategy", "allreduce", "--gpus", "8",
+              "--pipeline-parallel", "2", "--accumulate", "2"])
+    assert "virtual_pipeline" not in seen[0].config and "p2p_send_wait" not in seen[0].config
     spec = sweep_from_text("""
 name: vp
 base: {model: gpt2, topology: 'dgx-h100:1x8', pipeline_parallel: 2}

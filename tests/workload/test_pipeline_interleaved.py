@@ -105,8 +105,32 @@ def test_chunk_c_of_rank_r_is_virtual_stage_c_p_plus_r():
     assert pp.label(8) == "pipeline parallel 2 x 2 virtual (interleaved 1F1B, 8 micro-batches)"
 
 
+@pytest.mark.parametrize("P, V, m", CASES)
+def test_deferred_send_waits_come_one_backward_later(P, V, m):
+    # Megatron-Core before 260cba7 waited for a steady forward's activation send when the next
+    # forward's send was posted, after the backward between them; from 260cba7 at once. The
+    # two programs differ only in where those waits sit.
+    for r in range(P):
+        now = vpp.program(P, V, r, m)
+        later = vpp.program(P, V, r, m, send_wait="deferred")
+        assert [e for e in now if e[0] != "wait"] == [e for e in later if e[0] != "wait"]
+        assert Counter(e for e in now if e[0] == "wait") == Counter(e for e in later if e[0] == "wait")
+        for prog, immediate in ((now, True), (later, False)):
+            post_at = [i for i, e in enumerate(prog) if e[0] == "post"]
+            for i, e in enumerate(prog):
+                if e[0] != "wait":
+                    continue
+                assert i > post_at[e[1]]                       # after its post
+                sends = prog[post_at[e[1]]][1]
+                if e[2] == "send" and any(s[0] == "act" for s in sends):
+                    between = [x[0] for x in prog[post_at[e[1]] + 1:i]]
+                    assert ("B" in between) != immediate, (r, i, between)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: PipelineParallel.of(1, 2), "--virtual-pipeline 2: needs --pipeline-parallel > 1"),
+    (lambda: PipelineParallel.of(2, 1, "deferred"), "--p2p-send-wait deferred: only the interleaved"),
+    (lambda: PipelineParallel.of(2, 2, "later"), "--p2p-send-wait 'later': expected one of"),
     (lambda: PipelineParallel.of(2, 0), "--virtual-pipeline 0"),
     (lambda: PipelineParallel(2, 3).stages("lm", layers(8)), "--virtual-pipeline 3: .* do not divide"),
     (lambda: PipelineParallel(4, 2).check_micro_batches(6), "--virtual-pipeline 2: .*--accumulate, 6"),
