@@ -287,9 +287,10 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
             efficiency = samples_per_s / (replicas * single.samples_per_s)
             notes = plan.notes + superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
     # one replica: the strategy's and scheduler's remarks are about synchronisation that
-    # does not run (an "AllReduced densely" table, FSDP's units), so none is kept
+    # does not run (an "AllReduced densely" table, FSDP's units), so none is kept but those
+    # of tables in host memory, whose copies and CPU update still run
     if dp == 1:
-        notes = ()
+        notes = tuple(splan.host_notes)
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,

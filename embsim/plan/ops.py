@@ -151,3 +151,4 @@ class StrategyPlan:
     # memory: the lookup's copy in, the gradient's copy out and the CPU update); also in `sync`.
     # Their layers' update_time stands on one GPU too.
     host_sync: tuple[SyncTensor, ...] = ()
+    host_notes: tuple[str, ...] = ()     # the notes about them (also in `notes`)

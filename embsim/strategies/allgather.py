@@ -89,17 +89,21 @@ class AllGatherStrategy(Strategy):
         """Every sparse table in host memory (host_tables.py): its lookup, copies, host
         allgather and CPU update as transfers and host-memory work; the rest as above."""
         model = ctx.model
+        dense = [t.table for t in ctx.tables.values() if t.dense_grad]
+        if dense:
+            raise InputError(f"--option table_device=cpu: table {dense[0]} has a dense gradient (a full "
+                             f"softmax tied to it); only sparse-gradient tables are modelled on the CPU")
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
-        notes = dense_table_notes(ctx, "allgather")
-        host_sync, tables = [], sparse_tables(ctx)
+        host_sync, host_notes, tables = [], [], sparse_tables(ctx)
         for t in tables:
             pieces, lines = host_table_plan(ctx, t, self.host, self.options.gather_rows)
             host_sync += pieces
-            notes += lines
+            host_notes += lines
             update[t.layer] = 0.0     # the sparse apply runs on the CPU (the gradient's copy_after)
-        notes.append(host_memory_note(model, [model.table(t.table) for t in tables], ctx.n_gpus))
+        host_notes.append(host_memory_note(model, [model.table(t.table) for t in tables], ctx.n_gpus))
         memory = memory_per_gpu(model, embedding_shards={t.table: 0 for t in tables},
                                 sparse_embedding_grads=True)
         return StrategyPlan(sync=tuple(sync + host_sync), update_time=update, memory=memory,
-                            notes=tuple(notes), host_sync=tuple(host_sync))
+                            notes=tuple(host_notes),
+                            host_sync=tuple(host_sync), host_notes=tuple(host_notes))

@@ -105,9 +105,6 @@ def host_table_plan(ctx, t, host: HostMemory, gather_rows: str) -> tuple[list[Sy
     host allgather, de-duplication and sparse apply) of CPU-resident table `t` on one
     node of n = G GPUs, one worker process per GPU."""
     model, n = ctx.model, ctx.n_gpus
-    if t.dense_grad:
-        raise InputError(f"--option table_device=cpu: table {t.table} has a dense gradient (a full "
-                         f"softmax tied to it); only sparse-gradient tables are modelled on the CPU")
     tb = model.table_bytes
     value_row = t.dim * tb
     lookups = t.lookups_per_gpu
