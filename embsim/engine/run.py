@@ -178,9 +178,11 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     replicas = dp // cp.size
     if dp == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training and
-        # steps alike, its tables updated as its backward leaves their gradient
-        splan = replace(splan, sync=(), extra=(),
-                        update_time=single_gpu_update_time(ctx, strategy.dense_table_gradient))
+        # steps alike, its tables updated as its backward leaves their gradient; tables in
+        # host memory (StrategyPlan.host_sync) still copy in and out and update on the CPU
+        update = single_gpu_update_time(ctx, strategy.dense_table_gradient)
+        update.update({s.layer: splan.update_time[s.layer] for s in splan.host_sync})
+        splan = replace(splan, sync=splan.host_sync, extra=(), update_time=update)
     plan = build_step_plan(ctx, splan, strategy, scheduler)
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
@@ -209,7 +211,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         compute_source += f"; NCCL env {collectives.consts.env}"
     if ctx.grad_compress.on:
         compute_source += f"; {ctx.grad_compress.label(model, topo.n_gpus)}"
-    if dp == 1 and topo.n_gpus == tp.size:
+    if dp == 1 and topo.n_gpus == tp.size and not splan.host_sync:
         compute_source += (f"; one {'tensor-parallel group' if tp.on else 'GPU'}: nothing to "
                            f"synchronise, so --strategy {cfg.strategy} and --scheduler "
                            f"{cfg.scheduler} change nothing")
@@ -294,9 +296,10 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
             efficiency = samples_per_s / (replicas * single.samples_per_s)
             notes = plan.notes + superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
     # one replica: the strategy's and scheduler's remarks are about synchronisation that
-    # does not run (an "AllReduced densely" table, FSDP's units), so none is kept
+    # does not run (an "AllReduced densely" table, FSDP's units), so none is kept but those
+    # of tables in host memory, whose copies and CPU update still run
     if dp == 1:
-        notes = ()
+        notes = tuple(splan.host_notes)
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,

@@ -147,3 +147,8 @@ class StrategyPlan:
     extra: tuple[tuple[OpId, ComputeOp], ...] = ()    # (insert before this stream op, op)
     notes: tuple[str, ...] = ()
     deferred_update_time: Mapping[str, float] = field(default_factory=dict)
+    # transfers between a GPU and its own host that one GPU alone still runs (tables in host
+    # memory: the lookup's copy in, the gradient's copy out and the CPU update); also in `sync`.
+    # Their layers' update_time stands on one GPU too.
+    host_sync: tuple[SyncTensor, ...] = ()
+    host_notes: tuple[str, ...] = ()     # the notes about them (also in `notes`)

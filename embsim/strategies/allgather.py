@@ -11,6 +11,13 @@ values and of its indices, with no coalescing (horovod/tensorflow/__init__.py, `
 hvd.DistributedOptimizer's default). Either way the optimizer then steps the union of the
 gathered rows (Keras OptimizerV2 sums duplicate indices before a sparse apply). Tables whose
 gradient is dense (a full softmax tied to them) are AllReduced densely, as DDP does.
+
+`table_device=cpu` (default gpu): every sparse table lives in each worker process's host
+memory, as TensorFlow 2.0-2.5's Keras Embedding places it when a GPU is present: the lookup
+runs on the CPU and its rows are copied to the GPU, the gradient rows come back, Horovod
+allgathers them as host tensors (MPI/Gloo through host memory) and the sparse optimizer
+step runs on the CPU (strategies/host_tables.py has the mechanism, its sources and costs).
+One node only; a single GPU still pays the host lookup, the copies and the CPU update.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from ..workload.memory import memory_per_gpu
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
+from .host_tables import TABLE_DEVICES, HostMemory, host_memory_note, host_table_plan, host_topology
 
 GATHER_ROWS = ("unique", "lookups")   # coalesced rows | one per lookup (stock Horovod)
 
@@ -31,11 +39,15 @@ GATHER_ROWS = ("unique", "lookups")   # coalesced rows | one per lookup (stock H
 @dataclass(frozen=True)
 class AllGatherOptions:
     gather_rows: str = "unique"
+    table_device: str = "gpu"   # "cpu": tables in host memory (TF <= 2.5 Keras Embedding)
 
     def __post_init__(self):
         if self.gather_rows not in GATHER_ROWS:
             raise InputError(f"--option gather_rows={self.gather_rows!r}: expected one of "
                              f"{', '.join(GATHER_ROWS)}")
+        if self.table_device not in TABLE_DEVICES:
+            raise InputError(f"--option table_device={self.table_device!r}: expected one of "
+                             f"{', '.join(TABLE_DEVICES)}")
 
 
 @STRATEGIES.register("allgather")
@@ -44,7 +56,17 @@ class AllGatherStrategy(Strategy):
     embedding_payload = Payload.ROWS   # gradient rows
     Options = AllGatherOptions
 
+    host: HostMemory | None = None   # set by topology() with table_device=cpu
+
+    def topology(self, topo):
+        if self.options.table_device != "cpu":
+            return topo
+        out, self.host = host_topology(topo)
+        return out
+
     def plan(self, ctx):
+        if self.options.table_device == "cpu":
+            return self._host_plan(ctx)
         model, n = ctx.model, ctx.n_gpus
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
@@ -62,3 +84,26 @@ class AllGatherStrategy(Strategy):
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, sparse_embedding_grads=True, buffers=buffers),
                             notes=tuple(notes))
+
+    def _host_plan(self, ctx):
+        """Every sparse table in host memory (host_tables.py): its lookup, copies, host
+        allgather and CPU update as transfers and host-memory work; the rest as above."""
+        model = ctx.model
+        dense = [t.table for t in ctx.tables.values() if t.dense_grad]
+        if dense:
+            raise InputError(f"--option table_device=cpu: table {dense[0]} has a dense gradient (a full "
+                             f"softmax tied to it); only sparse-gradient tables are modelled on the CPU")
+        sync = replicated_sync(ctx)
+        update = replicated_update_time(ctx)
+        host_sync, host_notes, tables = [], [], sparse_tables(ctx)
+        for t in tables:
+            pieces, lines = host_table_plan(ctx, t, self.host, self.options.gather_rows)
+            host_sync += pieces
+            host_notes += lines
+            update[t.layer] = 0.0     # the sparse apply runs on the CPU (the gradient's copy_after)
+        host_notes.append(host_memory_note(model, [model.table(t.table) for t in tables], ctx.n_gpus))
+        memory = memory_per_gpu(model, embedding_shards={t.table: 0 for t in tables},
+                                sparse_embedding_grads=True)
+        return StrategyPlan(sync=tuple(sync + host_sync), update_time=update, memory=memory,
+                            notes=tuple(host_notes),
+                            host_sync=tuple(host_sync), host_notes=tuple(host_notes))

@@ -173,7 +173,9 @@ def test_openembedding_table_maps_its_systems_and_models():
     table = check.load_table(OPENEMBEDDING)
     systems = {s.name: s for s in table.systems}
     assert table.baseline == "horovod"
-    assert (systems["horovod"].strategy, systems["horovod"].options) == ("allgather", {"gather_rows": "lookups"})
+    # after first contact: TF 2.5's Keras Embedding keeps Horovod's tables in host memory
+    assert (systems["horovod"].strategy, systems["horovod"].options) == (
+        "allgather", {"gather_rows": "lookups", "table_device": "cpu"})
     oe = systems["openembedding-horovod"]
     assert oe.strategy == "ps" and oe.options["dense_vocab_below"] == 4096
     assert oe.options["local_aggregation"] is False and oe.options["pull"] == "gpu"
@@ -201,11 +203,14 @@ def test_openembedding_ranking_gate_on_one_point():
     """Held-out (the data file, topology, models and mapping were committed before the first
     simulation): WDL dim 9 at 8 GPUs, OpenEmbedding & Horovod over Horovod published 3.76,
     simulated 2.43 at first contact (-35.4 %), order agrees. The whole table (16 points, ~90 s)
-    is gated in .ci/run at its first-contact headline x1.005; this point keeps the test short.
-    Bounds leave only rounding room: a change that makes it worse fails here and must say so."""
+    is gated in .ci/run at its headline x1.005; this point keeps the test short.
+    Bounds leave only rounding room: a change that makes it worse fails here and must say so.
+    TIGHTENED 2026-12-03, 0.354 x 1.005 -> 0.2169 x 1.005: after first contact Horovod's tables
+    moved to the CPU, as TF 2.5's Keras Embedding places them (the data file's
+    after_first_contact): simulated 4.57, +21.7 % (now over, not under, the published ratio)."""
     from dataclasses import replace
     table = check.load_table(OPENEMBEDDING)
     point = replace(table, runs=tuple(r for r in table.runs if r.model == "wdl-9" and r.gpus == 8))
     res = check.check_table(point)
     assert res["pairs"] == 1 and res["pairs_agree"] == 1
-    assert res["ratio_error_max"] <= 0.354 * 1.005
+    assert res["ratio_error_max"] <= 0.2169 * 1.005
