@@ -49,7 +49,8 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
         if first < r.iteration <= last:
             # tensor parallelism's activation collectives apart from the gradients' (engine.tp_plan)
             # and pipeline parallelism's stage-to-stage sends and step-end collectives (engine.pp_plan)
-            key = f"{r.channel} {r.op}" if r.channel in ("tp", "pp") else r.op
+            family = r.channel.split(":")[0]      # a pipeline stage pair's "pp:<s>" is "pp"
+            key = f"{family} {r.op}" if family in ("tp", "pp") else r.op
             share = min(1.0, r.ranks / world) if r.ranks and world else 1.0
             comm_bytes[key] = comm_bytes.get(key, 0.0) + bytes_per_gpu(r) * share
             comm_time[key] = comm_time.get(key, 0.0) + (r.end - r.start)

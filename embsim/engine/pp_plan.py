@@ -37,6 +37,12 @@ from ..plan.ops import CommOp, ComputeOp, StepPlan
 from .tp_plan import CHANNEL as TP_CHANNEL
 
 CHANNEL = "pp"
+
+
+def is_pp_channel(channel: str) -> bool:
+    """The pipeline's channels: "pp" (the step-end all-reduces) and one per stage pair
+    ("pp:<s>", "pp:wrap"), whose sends queue in order as on that pair's NCCL communicator."""
+    return channel == CHANNEL or channel.startswith(CHANNEL + ":")
 FP32 = 4
 
 
@@ -258,8 +264,11 @@ def pipeline_plan(pp, micro_batches: int, stage_plans, stage_ranks, act_bytes: f
             group = "pp:wrap"
             groups[group] = tuple((r, r + (P - 1) * n_per) for r in stage_ranks[0])
         ranks = tuple(sorted(stage_ranks[a] + stage_ranks[b]))
+        # one channel per stage pair: PyTorch runs a pair's isend/irecv on that pair's own
+        # NCCL communicator and stream (ProcessGroupNCCL's p2p key), so the pair's transfers
+        # go one at a time in order while other pairs' run beside them
         comms.append(CommOp(name=name, op="sendrecv", nbytes=float(act_bytes), category="activation",
-                            channel=CHANNEL, ready_after=tuple(deps), priority=-1.0, tensors=(),
+                            channel=group, ready_after=tuple(deps), priority=-1.0, tensors=(),
                             group=group, ranks=ranks))
     everyone = tuple(sorted(r for ranks in stage_ranks for r in ranks))
     norm_after = list(norm_deps)

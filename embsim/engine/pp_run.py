@@ -21,7 +21,7 @@ from ..workload.memory import MemoryBreakdown
 from ..workload.pipeline_interleaved import peak_activations
 from ..workload.tensor_parallel import BLOCK_KINDS
 from .build import build_step_plan
-from .pp_plan import CHANNEL, pipeline_plan
+from .pp_plan import is_pp_channel, pipeline_plan
 from .tp_plan import tp_groups
 
 
@@ -177,7 +177,7 @@ def pipeline_label(pp, micro_batches: int, run, stage_of: dict, step: float, act
     stage_busy = [max((v / n for c, v in per_class.items() if stage_of[c] == s), default=0.0)
                   for s in range(pp.size)]
     idle = [max(0.0, 1.0 - b / step) for b in stage_busy] if step > 0 else [0.0] * pp.size
-    p2p = [r for r in run.comm if first < r.iteration <= last and r.channel == CHANNEL
+    p2p = [r for r in run.comm if first < r.iteration <= last and is_pp_channel(r.channel)
            and r.op == "sendrecv"]
     # the chunk boundaries: P - 1 stage pairs, P V - 1 with a virtual pipeline
     p2p_s = sum(r.end - r.start for r in p2p) / n / max(2 * (pp.chunks - 1), 1)

@@ -42,7 +42,7 @@ from .parallel_checks import check_context_parallel, check_parallelism, check_pi
 from .run_notes import seq_as_mean_label, superlinear_note
 from .simulation import Engine
 from .tp_plan import CHANNEL as TP_CHANNEL, tp_groups
-from .pp_plan import CHANNEL as PP_CHANNEL
+from .pp_plan import is_pp_channel
 from .pp_run import pipeline_label, pipelined
 from .cp_plan import CHANNEL as CP_CHANNEL, cp_groups, cp_label
 from ..workload.tensor_parallel import BLOCK_KINDS
@@ -233,7 +233,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         splan = replace(splan, memory=staged.memory)
 
     def group_size(r) -> int:
-        if r.channel == PP_CHANNEL:
+        if is_pp_channel(r.channel):
             # stage pairs (sends, the tied embedding's gradient); the norm: one replica
             return 2 if r.op == "sendrecv" or r.name == "pp:embedding-grads" else tp.size * pp.size
         if r.channel == CP_CHANNEL:

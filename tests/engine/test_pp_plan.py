@@ -152,6 +152,20 @@ def test_a_deferred_send_wait_hides_a_costly_send_behind_the_backward(P, V, m):
     assert free < deferred < immediate
 
 
+def test_each_stage_pair_sends_in_order_while_other_pairs_send_beside_it():
+    # PyTorch runs a pair's isend/irecv on that pair's own NCCL communicator: one channel per
+    # stage pair (pp:<s>, pp:wrap), one transfer at a time on it, different pairs at once
+    tf, tb = 1.0e-3, 2.0e-3
+    _, run = uniform(4, 8, tf, tb, V=2, comms=SendRecvComms(tf / 2))
+    sends = [r for r in run.comm if r.iteration == 1 and r.op == "sendrecv"]
+    assert {r.channel for r in sends} == {"pp:0", "pp:1", "pp:2", "pp:wrap"}
+    overlap = lambda a, b: a.start < b.end - 1e-12 and b.start < a.end - 1e-12
+    for ch in {r.channel for r in sends}:
+        mine = sorted((r for r in sends if r.channel == ch), key=lambda r: r.start)
+        assert all(not overlap(a, b) for a, b in zip(mine, mine[1:]))
+    assert any(overlap(a, b) for a in sends for b in sends if a.channel != b.channel)
+
+
 def test_interleaved_sends_cross_every_chunk_boundary_including_the_wrap():
     P, V, m = 4, 2, 4
     _, run = uniform(P, m, 1.0, 2.0, V=V)
