@@ -41,7 +41,13 @@ def test_the_file_states_its_rule_and_maps_every_selected_row():
     assert "selection rule" in doc["note"].lower()
     assert doc["source"]["repo"] == "NVIDIA/NeMo" and doc["source"]["commit"] in doc["source"]["url"]
     simulated = [r for r in doc["runs"] if "not_simulated" not in r]
-    assert len(simulated) == 5
+    assert len(simulated) == 6
+    # each row's own p2p: Nemotron-340B's launcher config (1a7171d) sets overlap_p2p_comm False,
+    # batch_p2p_comm True; the others overlap, with Megatron-Core 0.8's deferred send waits
+    for r in simulated:
+        blocking = r["id"] == "h100-nemotron-340b-128gpu-vp12"
+        assert r["embsim"].get("p2p_overlap", True) is not blocking
+        assert ("p2p_send_wait" in r["embsim"]) is not blocking
     for r in simulated:
         e = r["embsim"]
         assert r["vp"] > 1 and r["cp"] == 1
