@@ -117,6 +117,10 @@ P2P_SEND_WAIT = click.option("--p2p-send-wait", type=click.Choice(["immediate", 
                                   "waited for: immediate (Megatron-Core from 2026-04-16) or deferred to "
                                   "the next forward's send, overlapping the backward (earlier releases, "
                                   "as NeMo 24.x-25.x ran) (default: immediate)")
+P2P_OVERLAP = click.option("--p2p-overlap/--no-p2p-overlap", default=None,
+                           help="with --virtual-pipeline > 1: Megatron's overlap_p2p_comm; off, the "
+                                "blocking batch_isend_irecv calls (batch_p2p_comm), one per forward "
+                                "and backward pair in the steady state (default: on)")
 CONTEXT_PARALLEL = click.option("--context-parallel", type=count(1, 1024), default=1, show_default=True,
                                 help="Megatron / Transformer Engine context parallelism (p2p KV ring, "
                                      "load-balanced causal split): C ranks of stride TP each hold 1/C of "
@@ -160,6 +164,7 @@ def _options(f):
         PIPELINE_PARALLEL,
         VIRTUAL_PIPELINE,
         P2P_SEND_WAIT,
+        P2P_OVERLAP,
         CONTEXT_PARALLEL,
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "

@@ -14,7 +14,7 @@ from .checks import (MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_
                      refuse_overwrite)
 from .options import (CORPUS, GRAD_COMPRESS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, RECOMPUTE,
                       CONTEXT_PARALLEL, PIPELINE_PARALLEL, SEQUENCE_PARALLEL, TENSOR_PARALLEL,
-                      VIRTUAL_PIPELINE, P2P_SEND_WAIT, extra_option, parse_kv,
+                      VIRTUAL_PIPELINE, P2P_SEND_WAIT, P2P_OVERLAP, extra_option, parse_kv,
                       trainer_fields)
 from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_points, scaling_curve
 
@@ -44,6 +44,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @PIPELINE_PARALLEL
 @VIRTUAL_PIPELINE
 @P2P_SEND_WAIT
+@P2P_OVERLAP
 @CONTEXT_PARALLEL
 @CORPUS
 @LENGTHS
@@ -59,7 +60,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @force_option("--plot file")
 def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, dtype, amp, accumulate,
             jitter, optimizer, recompute, grad_compress, tensor_parallel, sequence_parallel, pipeline_parallel, virtual_pipeline,
-            p2p_send_wait, context_parallel, corpus, lengths,
+            p2p_send_wait, p2p_overlap, context_parallel, corpus, lengths,
             padding, nccl_env, nccl_version, extra, plot, dask_scheduler,
             workers, out, as_json, force):
     """Simulate MODEL with STRATEGY at each GPU count and report how it scales."""
@@ -75,6 +76,7 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
             **({"pipeline_parallel": pipeline_parallel} if pipeline_parallel != 1 else {}),
             **({"virtual_pipeline": virtual_pipeline} if virtual_pipeline != 1 else {}),
             **({"p2p_send_wait": p2p_send_wait} if p2p_send_wait else {}),
+            **({"p2p_overlap": p2p_overlap} if p2p_overlap is not None else {}),
             **({"context_parallel": context_parallel} if context_parallel != 1 else {}),
             **trainer_fields(optimizer, corpus, lengths, padding, nccl_env, nccl_version),
             **routed_options(strategy, comm_scheduler, extra)}

@@ -88,6 +88,9 @@ class SimulationConfig:
     # when its steady-state activation sends are waited for (pipeline_interleaved.SEND_WAITS);
     # None: immediate (Megatron-Core from 2026-04-16)
     p2p_send_wait: str | None = None
+    # its overlap_p2p_comm; False: the blocking batched calls (pipeline_interleaved);
+    # None: overlapped (Megatron-LM's and NeMo's default for a virtual pipeline)
+    p2p_overlap: bool | None = None
     # Megatron / Transformer Engine context parallelism over C ranks, the p2p KV ring
     # (workload.context_parallel)
     context_parallel: int = 1
@@ -120,7 +123,8 @@ class SimulationConfig:
         if self.grad_compress is not None:
             object.__setattr__(self, "grad_compress", str(GradCompress.parse(self.grad_compress)))
         TensorParallel.of(self.tensor_parallel, self.sequence_parallel)
-        PipelineParallel.of(self.pipeline_parallel, self.virtual_pipeline, self.p2p_send_wait)
+        PipelineParallel.of(self.pipeline_parallel, self.virtual_pipeline, self.p2p_send_wait,
+                            self.p2p_overlap)
         ContextParallel.of(self.context_parallel)
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
@@ -134,7 +138,8 @@ def tensor_parallel_of(cfg: SimulationConfig) -> TensorParallel:
 
 
 def pipeline_parallel_of(cfg: SimulationConfig) -> PipelineParallel:
-    return PipelineParallel.of(cfg.pipeline_parallel, cfg.virtual_pipeline, cfg.p2p_send_wait)
+    return PipelineParallel.of(cfg.pipeline_parallel, cfg.virtual_pipeline, cfg.p2p_send_wait,
+                               cfg.p2p_overlap)
 
 
 def context_parallel_of(cfg: SimulationConfig) -> ContextParallel:

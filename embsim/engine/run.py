@@ -322,6 +322,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                   **({"tensor_parallel": tp.size, "sequence_parallel": tp.sequence} if tp.on else {}),
                   **({"pipeline_parallel": pp.size} if pp.on else {}),
                   **({"virtual_pipeline": pp.virtual} if pp.interleaved else {}),
+                  **({"p2p_overlap": False} if pp.overlap is False else {}),
                   **({"context_parallel": cp.size} if cp.on else {})})
 
 

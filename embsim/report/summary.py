@@ -72,7 +72,8 @@ def workload_text(w: dict) -> str:
            f"{', sequence parallel' if w.get('sequence_parallel') else ''})" if k else "per GPU")
     if w.get("pipeline_parallel"):
         v = w.get("virtual_pipeline")
-        per += (f", pipeline parallel {w['pipeline_parallel']} x {v} virtual (interleaved 1F1B)" if v
+        blocking = ", blocking p2p" if w.get("p2p_overlap") is False else ""
+        per += (f", pipeline parallel {w['pipeline_parallel']} x {v} virtual (interleaved 1F1B{blocking})" if v
                 else f", pipeline parallel {w['pipeline_parallel']} (1F1B)")
     if w.get("context_parallel"):
         c = w["context_parallel"]

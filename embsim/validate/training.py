@@ -16,7 +16,8 @@ embsim.workload.tensor_parallel), pipeline_parallel (Megatron PP size P, the 1F1
 schedule over `accumulate` micro-batches: embsim.workload.pipeline_parallel),
 virtual_pipeline (its V model chunks per rank, Megatron's interleaved schedule:
 embsim.workload.pipeline_interleaved; p2p_send_wait immediate | deferred, when its
-activation sends are waited for),
+activation sends are waited for; p2p_overlap true | false, Megatron's overlap_p2p_comm,
+false the blocking batched calls),
 context_parallel (Megatron / Transformer Engine CP size C, the p2p KV ring:
 embsim.workload.context_parallel), metric (samples_per_s |
 tokens_per_s), scale (a factor on the simulated
@@ -51,7 +52,8 @@ EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype":
                "metric": str, "scale": (int, float), "strategy": str, "scheduler": str,
                "options": dict, "gpu_variation": (int, float), "nccl_version": str, "recompute": (str, bool),
                "grad_compress": str, "tensor_parallel": int, "sequence_parallel": bool,
-               "pipeline_parallel": int, "context_parallel": int, "virtual_pipeline": int, "p2p_send_wait": str}
+               "pipeline_parallel": int, "context_parallel": int, "virtual_pipeline": int, "p2p_send_wait": str,
+               "p2p_overlap": bool}
 METRICS = ("samples_per_s", "tokens_per_s")
 # the units' other spellings (samples/s, sequences/s, tokens/s); a sequence is a sample
 _METRIC_SPELLINGS = {**{m: m for m in METRICS}, "samples/s": "samples_per_s",
@@ -147,6 +149,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                                pipeline_parallel=merged.get("pipeline_parallel", 1),
                                virtual_pipeline=merged.get("virtual_pipeline", 1),
                                p2p_send_wait=merged.get("p2p_send_wait"),
+                               p2p_overlap=merged.get("p2p_overlap"),
                                context_parallel=merged.get("context_parallel", 1),
                                nccl_version=merged.get("nccl_version"),
                                strategy=merged.get("strategy", "allreduce"),

@@ -39,6 +39,31 @@ deallocate_pipeline_outputs (set by Megatron-LM's argument_utils and NeMo):
 - each cool-down backward: wait for a pending receive, the backward, a blocking
   send_backward_recv_backward; at the end, wait for the last backward send.
 
+`overlap=False` is the path Megatron takes with overlap_p2p_comm False and batch_p2p_comm
+True (Megatron-Core's ModelParallelConfig defaults; NeMo's Nemotron-340B launcher config
+sets both): every call is one torch.distributed.batch_isend_irecv of its sends and
+receives, all waited for before it returns (p2p_communication.py _batched_p2p_ops and
+_communicate: at d98e8a6 lines 22-57 and 379-419, at 8a78edd lines 121-166 and 349-365), so
+no transfer overlaps compute. schedules.py forward_backward_pipelining_with_interleaving at
+d98e8a6 (warm-up lines 1542-1662, steady 1900-1951, cool-down 1954-2059; the same calls at
+8a78edd, lines 766-833, 973-1049, 1051-1075):
+
+- before the first forward a blocking recv_forward (not on rank 0);
+- each warm-up forward, then a blocking send_forward_recv_forward; after the last (unless
+  every micro-batch is a warm-up one) instead one send_forward_backward_recv_forward_backward
+  that also receives the first backward's gradient (not on rank P - 1);
+- each steady step: the forward, the backward, then ONE blocking
+  send_forward_backward_recv_forward_backward: the forward's activation and the backward's
+  gradient sent, the next forward's input and the next backward's gradient received;
+- each cool-down backward, then a blocking send_backward_recv_backward (a blocking
+  recv_backward first when every micro-batch was a warm-up one).
+
+The receive flags are the overlapped path's (recv_tensor_from_previous_stage; 8a78edd's
+warm-up test on chunk k + 1 is the same one for the default group size P).
+batch_p2p_sync's torch.cuda.synchronize() after each call (default True; d98e8a6 line 421,
+8a78edd line 368) is not modelled:
+a call waits for its own transfers, not for the gradient syncs in flight.
+
 Which tensor a receive gets is not named in the schedule (Megatron buffers them per
 chunk); NCCL matches sends and receives between two ranks in order, and so does
 `match_transfers` here. Gradient sync: Megatron's align_grad_reduce (the default in
@@ -92,14 +117,15 @@ def check_send_wait(send_wait: str) -> None:
 
 
 def program(P: int, V: int, rank: int, m: int, group: int | None = None,
-            send_wait: str = "immediate") -> list:
+            send_wait: str = "immediate", overlap: bool = True) -> list:
     """Rank `rank`'s program: ("F", chunk, micro-batch), ("B", chunk, micro-batch),
     ("post", sends, n_recv_act, n_recv_grad) posting a call's transfers (sends as
     ("act" | "grad", micro-batch, sender virtual stage); receives only counted: which tensor
     each gets is `match_transfers`'), ("wait", call index, "send" | "recv" | "all") waiting for
     the transfers of an earlier post (its index among the posts), and ("sync", chunk)
     launching a chunk's gradient sync. `send_wait`: when a steady-state forward's
-    activation send is waited for (SEND_WAITS; the module's docstring)."""
+    activation send is waited for (SEND_WAITS; the module's docstring). `overlap` False:
+    the blocking batched calls of the overlap_p2p_comm False path (`send_wait` moot)."""
     check_send_wait(send_wait)
     G = P if group is None else group
     total = m * V
@@ -127,10 +153,11 @@ def program(P: int, V: int, rank: int, m: int, group: int | None = None,
             return k >= P - 1 and nxt != end
         return True
 
-    def call(send=None, recv_act=False, recv_grad=False, blocking=True) -> int | None:
-        if send is None and not recv_act and not recv_grad:
+    def call(send=None, recv_act=False, recv_grad=False, blocking=True, send2=None) -> int | None:
+        sends = tuple(x for x in (send, send2) if x)
+        if not sends and not recv_act and not recv_grad:
             return None
-        prog.append(("post", (send,) if send else (), int(recv_act), int(recv_grad)))
+        prog.append(("post", sends, int(recv_act), int(recv_grad)))
         idx = posts[0]
         posts[0] += 1
         if blocking:
@@ -154,6 +181,33 @@ def program(P: int, V: int, rank: int, m: int, group: int | None = None,
             c = chunk(j, False)
             prog.append(("sync", c))
             synced.add(c)
+
+    def finish() -> list:
+        for c in range(V):
+            if c not in synced:
+                prog.append(("sync", c))
+        return prog
+
+    if not overlap:
+        call(recv_act=not first)    # recv_forward of the first forward
+        for k in range(warm):
+            recv = receives(k, True) and k != total - 1
+            prog.append(("F", chunk(k, True), mb(k)))
+            # the last warm-up forward's call also receives the first backward's gradient
+            grad = k == warm - 1 and not all_warm and not last
+            call(act_send(k), recv_act=recv, recv_grad=grad)
+        for k in range(rest):
+            fk, bk = k + warm, k
+            prog.append(("F", chunk(fk, True), mb(fk)))
+            backward(bk)
+            call(act_send(fk), recv_act=receives(fk, True) and k != rest - 1,
+                 recv_grad=receives(bk, False), send2=grad_send(bk))
+        if all_warm and not last:
+            call(recv_grad=True)
+        for k in range(rest, total):
+            backward(k)
+            call(grad_send(k), recv_grad=receives(k, False) and k != total - 1)
+        return finish()
 
     pending_act: list[int] = []     # recv_prev_wait_handles
     pending_grad: list[int] = []    # recv_next_wait_handles
@@ -209,10 +263,7 @@ def program(P: int, V: int, rank: int, m: int, group: int | None = None,
         call(grad_send(k), recv_grad=recv)
     if send_grad_wait is not None:
         prog.append(("wait", send_grad_wait, "send"))
-    for c in range(V):
-        if c not in synced:
-            prog.append(("sync", c))
-    return prog
+    return finish()
 
 
 def match_transfers(P: int, V: int, programs: list) -> list:
@@ -260,9 +311,9 @@ def match_transfers(P: int, V: int, programs: list) -> list:
 
 @lru_cache(maxsize=16)
 def programs(P: int, V: int, m: int, group: int | None = None,
-             send_wait: str = "immediate") -> tuple:
+             send_wait: str = "immediate", overlap: bool = True) -> tuple:
     """Every rank's named program (program, then match_transfers)."""
-    return tuple(tuple(p) for p in match_transfers(P, V, [program(P, V, r, m, group, send_wait)
+    return tuple(tuple(p) for p in match_transfers(P, V, [program(P, V, r, m, group, send_wait, overlap)
                                                          for r in range(P)]))
 
 

@@ -59,12 +59,16 @@ class PipelineParallel:
     # when the interleaved schedule waits for a steady-state activation send
     # (pipeline_interleaved.SEND_WAITS); None: "immediate", today's Megatron-Core
     send_wait: "str | None" = None
+    # the interleaved schedule's overlap_p2p_comm: False, the blocking batch_isend_irecv
+    # path (pipeline_interleaved's docstring); None: True, Megatron-LM's and NeMo's default
+    # for a virtual pipeline
+    overlap: "bool | None" = None
 
     @classmethod
     def of(cls, size: "int | None", virtual: "int | None" = None,
-           send_wait: "str | None" = None) -> "PipelineParallel":
+           send_wait: "str | None" = None, overlap: "bool | None" = None) -> "PipelineParallel":
         pp = cls(parallel_size(size, "--pipeline-parallel"), parallel_size(virtual, "--virtual-pipeline"),
-                 send_wait)
+                 send_wait, overlap)
         if pp.virtual > 1 and not pp.on:
             raise InputError(f"--virtual-pipeline {pp.virtual}: needs --pipeline-parallel > 1 "
                              f"(model chunks interleave over the pipeline's ranks)")
@@ -73,6 +77,17 @@ class PipelineParallel:
             if not pp.interleaved:
                 raise InputError(f"--p2p-send-wait {send_wait}: only the interleaved schedule "
                                  f"(--virtual-pipeline > 1) overlaps its sends with compute")
+        if overlap is not None:
+            flag = "--p2p-overlap" if overlap else "--no-p2p-overlap"
+            if not isinstance(overlap, bool):
+                raise InputError(f"p2p_overlap {overlap!r}: expected true or false")
+            if not pp.interleaved:
+                raise InputError(f"{flag}: only the interleaved schedule (--virtual-pipeline > 1) "
+                                 f"has overlap_p2p_comm (Megatron's non-interleaved one always "
+                                 f"blocks on its batched sends)")
+            if not overlap and send_wait is not None:
+                raise InputError(f"--p2p-send-wait {send_wait}: only with overlapped p2p "
+                                 f"(--no-p2p-overlap waits for every send in its call)")
         return pp
 
     @property
@@ -198,7 +213,7 @@ class PipelineParallel:
 
     def programs(self, micro_batches: int) -> list:
         return vpp.programs(self.size, self.virtual, micro_batches, None,
-                            self.send_wait or "immediate")
+                            self.send_wait or "immediate", self.overlap is not False)
 
     def label(self, micro_batches: int) -> str:
         if not self.on:
@@ -206,6 +221,8 @@ class PipelineParallel:
         if self.interleaved:
             wait = ", activation sends waited for at the next send (Megatron-Core before 2026-04-16)" \
                 if self.send_wait == "deferred" else ""
+            if self.overlap is False:
+                wait = ", blocking batched p2p (no overlap_p2p_comm)"
             return (f"pipeline parallel {self.size} x {self.virtual} virtual (interleaved 1F1B, "
                     f"{micro_batches} micro-batches{wait})")
         return f"pipeline parallel {self.size} (1F1B, {micro_batches} micro-batches)"

@@ -55,7 +55,8 @@ class Fifo:
         return ()
 
 
-def uniform(P, m, tf, tb, update=0.0, per_stage=1, slow=None, V=1, send_wait=None, comms=None):
+def uniform(P, m, tf, tb, update=0.0, per_stage=1, slow=None, V=1, send_wait=None, comms=None,
+            overlap=None):
     """A stage's t_f and t_b split evenly over its V chunks (virtual stage v = c P + r)."""
     plans, ranks = [], []
     for v in range(P * V):
@@ -68,7 +69,7 @@ def uniform(P, m, tf, tb, update=0.0, per_stage=1, slow=None, V=1, send_wait=Non
                   ComputeOp(update_name(layer), update, param_sized=True))
         plans.append(StepPlan(stream=stream, comms=()))
     ranks = [tuple(range(s * per_stage, (s + 1) * per_stage)) for s in range(P)]
-    plan, streams, groups = pipeline_plan(PipelineParallel(P, V, send_wait), m, plans, ranks, act_bytes=1.0)
+    plan, streams, groups = pipeline_plan(PipelineParallel(P, V, send_wait, overlap), m, plans, ranks, act_bytes=1.0)
     classes = tuple(RankClass(f"stage{s}", ranks[s]) for s in range(P))
     plan = StepPlan(stream=plan.stream, comms=plan.comms, comm_waits=plan.comm_waits,
                     streams={f"stage{s}": streams[s] for s in range(P)})
@@ -164,6 +165,30 @@ def test_each_stage_pair_sends_in_order_while_other_pairs_send_beside_it():
         mine = sorted((r for r in sends if r.channel == ch), key=lambda r: r.start)
         assert all(not overlap(a, b) for a, b in zip(mine, mine[1:]))
     assert any(overlap(a, b) for a in sends for b in sends if a.channel != b.channel)
+
+
+@pytest.mark.parametrize("P,V,m", [(2, 2, 4), (4, 2, 8), (4, 5, 8), (4, 2, 4), (3, 2, 6), (8, 6, 16),
+                                   (2, 4, 2)])
+def test_blocking_p2p_with_free_comm_matches_the_analytic_bubble(P, V, m):
+    # overlap_p2p_comm False: the same work order, so with free transfers the same
+    # (m + (P - 1) / V)(t_f + t_b)
+    tf, tb = 1.0e-3, 2.0e-3
+    step, _ = uniform(P, m, tf, tb, V=V, overlap=False)
+    assert step == pytest.approx((m + (P - 1) / V) * (tf + tb), rel=1e-9)
+
+
+@pytest.mark.parametrize("P,V,m", [(4, 2, 8), (2, 4, 4), (4, 5, 8), (3, 2, 6)])
+def test_blocking_p2p_exposes_costly_sends_the_overlapped_path_hides(P, V, m):
+    # sends as long as a chunk's forward: the blocking batched calls wait for every receive
+    # too, where the overlapped path prefetches the next input behind the compute
+    tf, tb = 1.0e-3, 2.0e-3
+    comms = SendRecvComms(tf / V)
+    immediate, _ = uniform(P, m, tf, tb, V=V, comms=comms)
+    blocking, _ = uniform(P, m, tf, tb, V=V, overlap=False, comms=comms)
+    free, _ = uniform(P, m, tf, tb, V=V, overlap=False)
+    assert free < immediate < blocking
+    again, _ = uniform(P, m, tf, tb, V=V, overlap=False, comms=comms)
+    assert again == blocking
 
 
 def test_interleaved_sends_cross_every_chunk_boundary_including_the_wrap():

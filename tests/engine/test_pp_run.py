@@ -243,3 +243,33 @@ def test_interleaved_cli_refusals_and_determinism(capsys, args, message):
                                     "--accumulate", "2", "--strategy", "distopt", "--json"]) == 0
             outs.append(json.loads(capsys.readouterr().out))
         assert outs[0] == outs[1] and outs[0]["workload"]["virtual_pipeline"] == 3
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--pipeline-parallel", "2", "--accumulate", "4", "--no-p2p-overlap"],
+     "--no-p2p-overlap: only the interleaved schedule (--virtual-pipeline > 1)"),
+    (["--pipeline-parallel", "2", "--accumulate", "4", "--p2p-overlap"],
+     "--p2p-overlap: only the interleaved schedule (--virtual-pipeline > 1)"),
+    (["--pipeline-parallel", "2", "--virtual-pipeline", "2", "--accumulate", "4", "--no-p2p-overlap",
+      "--p2p-send-wait", "deferred"], "--p2p-send-wait deferred: only with overlapped p2p"),
+])
+def test_blocking_p2p_cli_refusals(capsys, args, message):
+    base = ["simulate", "--model", "gpt2", "--topology", "dgx-h100:1x8", "--iterations", "2",
+            "--batch", "4", "--seq", "1024"]
+    assert cli.main(base + args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and message in err and "Traceback" not in err
+
+
+def test_blocking_p2p_runs_deterministically_and_no_faster_than_overlapped(capsys):
+    base = ["simulate", "--model", "gpt2", "--topology", "dgx-h100:2x8", "--iterations", "2",
+            "--batch", "4", "--seq", "1024", "--pipeline-parallel", "4", "--virtual-pipeline", "3",
+            "--accumulate", "4", "--strategy", "distopt", "--json"]
+    outs = []
+    for extra in (["--no-p2p-overlap"], ["--no-p2p-overlap"], []):
+        assert cli.main(base + extra) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1] and outs[0]["workload"]["p2p_overlap"] is False
+    assert "p2p_overlap" not in outs[2]["workload"]
+    # the same work, every transfer (4 stages across 2 nodes: NIC sends) waited for in its call
+    assert outs[0]["step_time_ms"] > outs[2]["step_time_ms"]

@@ -69,3 +69,28 @@ grid:
     w = {"batch": 2, "seq": 8, "dtype": "bf16", "pipeline_parallel": 4, "virtual_pipeline": 5}
     assert workload_text(w).startswith(
         "batch 2 x seq 8 per GPU, pipeline parallel 4 x 5 virtual (interleaved 1F1B)")
+
+
+def test_p2p_overlap_reaches_scale_points_sweep_files_and_the_workload_line(captured):
+    seen = captured
+    with pytest.raises(ScaleStopped):
+        main(["scale", "--model", "gpt2", "--strategy", "allreduce", "--gpus", "8,16",
+              "--pipeline-parallel", "2", "--virtual-pipeline", "2", "--accumulate", "2",
+              "--no-p2p-overlap"])
+    assert [p.simulation_config().p2p_overlap for p in seen] == [False, False]
+    seen.clear()
+    with pytest.raises(ScaleStopped):
+        main(["scale", "--model", "gpt2", "--strategy", "allreduce", "--gpus", "8",
+              "--pipeline-parallel", "2", "--virtual-pipeline", "2", "--accumulate", "2"])
+    # left out at its default: the point's hash is the one it had before the key existed
+    assert "p2p_overlap" not in seen[0].config
+    spec = sweep_from_text("""
+name: vp
+base: {model: gpt2, topology: 'dgx-h100:1x8', pipeline_parallel: 2, virtual_pipeline: 2}
+grid:
+  p2p_overlap: [true, false]
+""", "s.yaml")
+    assert [p.simulation_config().p2p_overlap for p in spec.points] == [True, False]
+    w = {"batch": 2, "seq": 8, "dtype": "bf16", "pipeline_parallel": 4, "virtual_pipeline": 5,
+         "p2p_overlap": False}
+    assert "pipeline parallel 4 x 5 virtual (interleaved 1F1B, blocking p2p)" in workload_text(w)

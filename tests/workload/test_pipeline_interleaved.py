@@ -31,7 +31,11 @@ def test_warmup_counts():
 
 @pytest.mark.parametrize("P, V, m", CASES)
 def test_every_chunk_micro_batch_once_and_each_waits_for_its_input(P, V, m):
-    for r, prog in enumerate(vpp.programs(P, V, m)):
+    check_inputs_received_before_use(P, V, m, vpp.programs(P, V, m))
+
+
+def check_inputs_received_before_use(P, V, m, programs):
+    for r, prog in enumerate(programs):
         work = [e for e in prog if e[0] in ("F", "B")]
         assert Counter(work) == {(k, c, i): 1 for k in "FB" for c in range(V) for i in range(m)}
         waited = set()
@@ -141,3 +145,65 @@ def test_refusals(call, message):
         call()
     PipelineParallel(4, 2).check_micro_batches(8)
     PipelineParallel(4).check_micro_batches(3)        # non-interleaved: any count
+
+
+# --- overlap_p2p_comm False, batch_p2p_comm True: the blocking batched calls
+# (schedules.py forward_backward_pipelining_with_interleaving, d98e8a6 / 8a78edd)
+
+
+@pytest.mark.parametrize("P, V, m", CASES)
+def test_blocking_p2p_runs_the_overlapped_schedules_work_in_the_same_order(P, V, m):
+    for r in range(P):
+        overlapped = vpp.program(P, V, r, m)
+        blocking = vpp.program(P, V, r, m, overlap=False)
+        # the same forwards, backwards and gradient syncs in the same order: only the calls differ
+        assert ([e for e in blocking if e[0] in ("F", "B", "sync")]
+                == [e for e in overlapped if e[0] in ("F", "B", "sync")])
+
+
+@pytest.mark.parametrize("P, V, m", CASES)
+def test_blocking_p2p_waits_for_every_transfer_in_its_own_call(P, V, m):
+    for prog in vpp.programs(P, V, m, overlap=False):
+        posts = [i for i, e in enumerate(prog) if e[0] == "post"]
+        assert len(posts) == sum(e[0] == "wait" for e in prog)
+        for i in posts:
+            # batch_isend_irecv, then every request waited for before any compute
+            assert prog[i + 1] == ("wait", prog[i][1])
+
+
+@pytest.mark.parametrize("P, V, m", CASES)
+def test_blocking_p2p_receives_every_input_before_use(P, V, m):
+    check_inputs_received_before_use(P, V, m, vpp.programs(P, V, m, overlap=False))
+
+
+@pytest.mark.parametrize("P, V, m", [(4, 2, 8), (4, 3, 4), (8, 6, 16), (3, 2, 6)])
+def test_blocking_p2p_makes_megatrons_calls(P, V, m):
+    # a middle rank makes every call non-empty: recv_forward, one per warm-up forward, one
+    # combined send_forward_backward_recv_forward_backward per steady step, one per cool-down
+    # backward (or, with every micro-batch a warm-up one, a recv_backward before them)
+    for r in range(1, P - 1):
+        prog = vpp.program(P, V, r, m, overlap=False)
+        warm, total = vpp.warmup(P, V, r, m, P), m * V
+        rest = total - warm
+        posts = [e for e in prog if e[0] == "post"]
+        assert len(posts) == 1 + warm + rest + (total - rest) + (rest == 0)
+        # each steady call sends the forward's activation and the backward's gradient
+        steady = posts[1 + warm:1 + warm + rest]
+        assert all(sorted(kind for kind, _, _ in e[1]) == ["act", "grad"] for e in steady)
+        # the last warm-up call also receives the first backward's gradient
+        if rest:
+            assert posts[warm][3] == 1 and all(e[3] == 0 for e in posts[:warm])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: PipelineParallel.of(2, 1, None, False), "--no-p2p-overlap: only the interleaved"),
+    (lambda: PipelineParallel.of(2, 1, None, True), "--p2p-overlap: only the interleaved"),
+    (lambda: PipelineParallel.of(2, 2, "deferred", False), "--p2p-send-wait deferred: only with overlapped"),
+    (lambda: PipelineParallel.of(2, 2, None, "off"), "p2p_overlap 'off': expected true or false"),
+])
+def test_p2p_overlap_refusals(call, message):
+    with pytest.raises(InputError, match=message):
+        call()
+    pp = PipelineParallel.of(2, 2, None, False)
+    assert pp.programs(4) == vpp.programs(2, 2, 4, None, "immediate", False)
+    assert pp.label(4).endswith("blocking batched p2p (no overlap_p2p_comm))")
