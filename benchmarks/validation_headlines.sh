@@ -49,6 +49,8 @@ echo "== training, held-out tensor-parallel NeMo rows (performance_summary.md: G
 echo "== training, held-out Lambda Labs PyTorch benchmarks (lambdal/deeplearning-benchmark: BERT SQuAD, GNMT, NCF on V100, RTX 3090/4090, A100, H100; 1-8 GPUs)"; $E validate --training $D/training/heldout/lambda-pytorch.yaml | grep '^mean'
 echo "== training, held-out pipeline-parallel NeMo row (performance_summary.md: LLAMA2-7B 8K on 8 H100; PP 2, 1F1B, 128 micro-batches)"; $E validate --training $D/training/heldout/nemo-pp.yaml | grep '^mean'
 echo "== training, held-out context-parallel NeMo rows (performance_summary.md: LLAMA3-8B 8K CP 2 on 8 H100; LLAMA2-7B 32K-1024K, TP 2-8, CP 2-32 on 32-1024; TE p2p ring)"; $E validate --training $D/training/heldout/nemo-cp.yaml | grep '^mean'
+echo "== training, held-out interleaved-pipeline NeMo rows (performance_summary.md: GPT3-175B, LLAMA2-13B/70B, Nemotron-22B/340B; PP 4-8, VP 6-20; ~15 min)"; $E validate --training $D/training/heldout/nemo-vp.yaml | grep '^mean'
+echo "== rankings (published strategy comparisons: Parallax LM-1B, OpenEmbedding Criteo)"; .venv/bin/python benchmarks/ranking_check.py | grep headline
 for trace in traces/cpu-gloo-*.yaml; do
   echo "== CPU trace $trace";  $E validate --trace "$trace" | tail -1
 done
