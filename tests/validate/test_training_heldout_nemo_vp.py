@@ -3,8 +3,7 @@ blob 98dae2d, DGX-H100 FP8: GPT3-175B TP 4 PP 8 VP 6 on 128 and 512 GPUs, LLAMA2
 VP 10 on 16, LLAMA2-70B TP 4 PP 4 VP 20 on 64, Nemotron-22B TP 2 PP 4 VP 10 on 64), simulated
 with --virtual-pipeline V (Megatron-Core's interleaved 1F1B) and strategy distopt; no constant
 fitted on them. Nemotron-340B TP 8 PP 8 VP 12 on 128 is simulated with its blocking p2p
-(p2p_overlap false) since s12-bp2p; the bound below is still the five rows' (the lead
-re-bases it). LLAMA3-70B (CP with PP) is listed, not simulated."""
+(p2p_overlap false) since s12-bp2p. LLAMA3-70B (CP with PP) is listed, not simulated."""
 
 import os
 
@@ -17,8 +16,13 @@ from embsim.validate.training import HELDOUT_DIR
 # Set 2026-12-03 (s12-vpp) at the level first reached x1.005: the first simulation gave mean
 # |error| 27.0 %, max 48.1 % (GPT3-175B 128 GPUs -48.1 %, 512 GPUs -45.9 %, LLAMA2-13B -13.5 %,
 # LLAMA2-70B -24.7 %, Nemotron-22B -2.8 %: all simulated slow).
-MEAN_BOUND, MAX_BOUND = 0.2713, 0.4828
-# The five rows take about 13 minutes to simulate (64 .. 512 GPUs, 16 .. 64 micro-batches x
+# LOOSENED 2026-12-03 (the lead) to the six rows' level x1.005 (with the rounding of the
+# printed figures): the Nemotron-340B row joined (first contact -60.9 %, -60.7 % with the
+# stage-pair channels), and the five rows moved with the mapping change to Megatron-Core 0.8's
+# deferred send waits and the per-pair channels: 27.0 / 48.1 -> 24.6 / 47.3 %; all six
+# 30.6 % / 60.7 %.
+MEAN_BOUND, MAX_BOUND = 0.3080, 0.6110
+# The rows take about 15 minutes to simulate (64 .. 512 GPUs, 16 .. 64 micro-batches x
 # 6 .. 20 chunks), over the suite's 600 s per-test timeout: the bound is checked here only with
 # EMBSIM_SLOW_HELDOUT=1, and always by .ci/run's gate (the same bounds).
 SLOW = pytest.mark.skipif(not os.environ.get("EMBSIM_SLOW_HELDOUT"),
@@ -30,7 +34,7 @@ errors = heldout_fixture(FILE)
 @SLOW
 def test_nemo_vp_heldout_within_the_achieved_bounds(errors):
     runs, pairs = errors
-    assert_within(runs, pairs, counts={"simulated_runs": 5, "pairs": 0, "skipped": 2},
+    assert_within(runs, pairs, counts={"simulated_runs": 6, "pairs": 0, "skipped": 1},
                   mean=MEAN_BOUND, max_=MAX_BOUND)
     for run in runs:
         if run.simulated is not None:
