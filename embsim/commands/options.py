@@ -12,6 +12,7 @@ from ..engine.lengths import parse_lengths
 from ..errors import InputError
 from ..workload.model import OPTIMIZER_STATE_TENSORS
 from ..workload.padding import parse_padding
+from ..workload.pipeline_interleaved import SEND_WAITS
 from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..yamlio import check_regular_file
 from .checks import (MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat,
@@ -112,7 +113,7 @@ VIRTUAL_PIPELINE = click.option("--virtual-pipeline", type=count(1, 1024), defau
                                      "pipeline, V model chunks of blocks / (P V) blocks per rank, chunk c "
                                      "of rank r the (c P + r)-th; the interleaved 1F1B schedule with "
                                      "overlapped p2p (the --accumulate micro-batches a multiple of P)")
-P2P_SEND_WAIT = click.option("--p2p-send-wait", type=click.Choice(["immediate", "deferred"]), default=None,
+P2P_SEND_WAIT = click.option("--p2p-send-wait", type=click.Choice(list(SEND_WAITS)), default=None,
                              help="with --virtual-pipeline > 1: when a steady-state activation send is "
                                   "waited for: immediate (Megatron-Core from 2026-04-16) or deferred to "
                                   "the next forward's send, overlapping the backward (earlier releases, "
