@@ -84,7 +84,7 @@ def prepare(cfg: SimulationConfig):
             # last stage (its gradient all-reduced with the first's: engine.pp_plan)
             model = load_model(cfg.model, batch=cfg.batch, seq=cfg.seq, untie_outputs=True,
                                dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
-                               recompute=cfg.recompute, tensor_parallel=tp)
+                               recompute=cfg.recompute, tensor_parallel=tp, context_parallel=cp)
     cfg = with_global_batch(cfg, model.batch, topo.n_gpus // (tp.size * pp.size * cp.size))
     return cfg, topo, model, tied
 
@@ -166,7 +166,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     # gradients not synchronised), not folded into compute
     gathers_each = strategy.gathers_updated_parameters and strategy.gathers_every_micro_batch
     apart = ((model.tensor_parallel.on or model.context_parallel.on or gathers_each)
-                and cfg.accumulate > 1 and not each and not pp.on)
+             and cfg.accumulate > 1 and not each and not pp.on)
     # a pipeline runs every micro-batch on its stages' streams (engine.pp_plan)
     ctx = accumulate(ctx, 1 if each or apart or pp.on else cfg.accumulate, cfg.amp)
     splan = strategy.plan(ctx)
