@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..plan.ops import channel_family
 from ..plan.timeline import EngineRun
 
 
@@ -49,11 +50,13 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
         if first < r.iteration <= last:
             # tensor parallelism's activation collectives apart from the gradients' (engine.tp_plan)
             # and pipeline parallelism's stage-to-stage sends and step-end collectives (engine.pp_plan)
-            family = r.channel.split(":")[0]      # a pipeline stage pair's "pp:<s>" is "pp"
+            # a stage pair's "pp:<s>" is "pp", a pipeline stage's own "tp@s<s>" is "tp"
+            family = channel_family(r.channel).split(":")[0]
             key = f"{family} {r.op}" if family in ("tp", "pp") else r.op
             share = min(1.0, r.ranks / world) if r.ranks and world else 1.0
             comm_bytes[key] = comm_bytes.get(key, 0.0) + bytes_per_gpu(r) * share
-            comm_time[key] = comm_time.get(key, 0.0) + (r.end - r.start)
+            # per GPU as the bytes are: a stage's collective occupies its own GPUs only
+            comm_time[key] = comm_time.get(key, 0.0) + (r.end - r.start) * share
     comm_bytes = {k: v / n for k, v in comm_bytes.items()}
     comm_time = {k: v / n for k, v in comm_time.items()}
 

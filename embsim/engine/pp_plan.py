@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..plan.names import OpId, Role
-from ..plan.ops import CommOp, ComputeOp, StepPlan
+from ..plan.ops import CommOp, ComputeOp, StepPlan, channel_family
 from .tp_plan import CHANNEL as TP_CHANNEL
 
 CHANNEL = "pp"
@@ -77,7 +77,7 @@ class _Chunk:
                   if op_id in self.part and op_id not in sized for c, _ in lst} - once
         # a tensor-parallel collective runs every micro-batch even where the op after it is
         # a parameter-sized one (a DDP bucket pass, run in the last micro-batch only)
-        tp_comms = {c.name for c in plan.comms if c.channel == TP_CHANNEL}
+        tp_comms = {c.name for c in plan.comms if channel_family(c.channel) == TP_CHANNEL}
         per_mb |= {c for op_id in sized for c, _ in plan.comm_waits.get(op_id, ()) if c in tp_comms}
         # ... and where it is the stage's first block's overlapped backward collective, which
         # the stage's first update waits for: each micro-batch's copy is waited for before the

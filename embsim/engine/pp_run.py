@@ -151,12 +151,16 @@ def rank_memory(chunk_memories, program):
 
 def _own_names(plan, prefix: int, stage: int, ranks: tuple):
     """A (virtual) stage's plan with its collectives named apart from the other stages'
-    (every stage's plan has its bucket0 ...), over its rank's GPUs and groups."""
+    (every stage's plan has its bucket0 ...), over its rank's GPUs, groups and channels
+    (a rank's virtual stages share its channels: one communicator per group of GPUs)."""
     name = {c.name: f"s{prefix}:{c.name}" for c in plan.comms}
 
     def dep(d):
         return name.get(d, d) if isinstance(d, str) else d
+    # its own channels too: one stage's TP or data-parallel collectives queue on that stage's
+    # communicators only, not behind every other stage's (they run on other GPUs)
     comms = tuple(replace(c, name=name[c.name], group=f"{c.group or 'dp'}@s{stage}", ranks=ranks,
+                          channel=f"{c.channel}@s{stage}",
                           ready_after=tuple((dep(d), o) for d, o in c.ready_after))
                   for c in plan.comms)
     waits = {k: tuple((dep(d), o) for d, o in v) for k, v in plan.comm_waits.items()}

@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..collectives.busbw import busbw_factor
 from ..collectives.servers import SERVER_OPS
 from ..network import Network
+from ..plan.ops import channel_family
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
 from ..topology import Topology, load_topology
@@ -236,9 +237,10 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         if is_pp_channel(r.channel):
             # stage pairs (sends, the tied embedding's gradient); the norm: one replica
             return 2 if r.op == "sendrecv" or r.name == "pp:embedding-grads" else tp.size * pp.size
-        if r.channel == CP_CHANNEL:
+        family = channel_family(r.channel)      # a pipeline stage's own "tp@s<s>" is "tp"
+        if family == CP_CHANNEL:
             return cp.size
-        return tp.size if r.channel == TP_CHANNEL else dp
+        return tp.size if family == TP_CHANNEL else dp
 
     def run_engine(plan):
         engine = Engine(plan, scheduler, classes, collectives,

@@ -121,6 +121,13 @@ class CommOp:
     ranks: tuple[int, ...] = ()
 
 
+def channel_family(channel: str) -> str:
+    """A channel's kind without the pipeline stage that owns it: engine.pp_run gives every
+    stage its own channels ("tp@s3" is stage 3's TP communicator), since each stage's
+    collectives run on its own GPUs' NCCL communicators, beside the other stages'."""
+    return channel.split("@", 1)[0]
+
+
 @dataclass(frozen=True)
 class StepPlan:
     """Everything the engine needs for one iteration; identical for every iteration."""

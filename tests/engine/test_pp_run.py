@@ -80,7 +80,8 @@ def test_composes_with_tensor_parallelism_across_nodes():
     assert "tensor parallel 2 (sequence parallel)" in r.compute_source
     sends = [c for c in r.run.comm if c.iteration == 1 and c.op == "sendrecv"]
     assert {c.nbytes for c in sends} == {1 * 2048 * 4096 * 2 / 2}      # / TP: sequence parallel
-    tp = [c for c in r.run.comm if c.iteration == 1 and c.channel == "tp"]
+    tp = [c for c in r.run.comm if c.iteration == 1 and c.channel.startswith("tp@s")]
+    assert {c.channel for c in tp} == {f"tp@s{s}" for s in range(4)}         # each stage its own
     assert len({c.name.split("#m")[1] for c in tp if "#m" in c.name}) == 4   # every micro-batch
     # every TP collective runs in every micro-batch, a stage's first block's overlapped
     # backward ones too (the op after them is a DDP bucket pass or the stage's first update)
@@ -170,7 +171,8 @@ def test_distopt_per_stage_gathers_once_per_step_and_reduce_scatters_its_own_buc
     # the parameters are gathered once per optimizer step whatever the micro-batch count
     assert by[2]["all_gather"] == pytest.approx(by[8]["all_gather"], rel=1e-12)
     assert by[2]["reduce_scatter"] == pytest.approx(by[8]["reduce_scatter"], rel=1e-12)
-    gathers = [c for c in runs[8].run.comm if c.iteration == 1 and c.op == "all_gather" and c.channel != "tp"]
+    gathers = [c for c in runs[8].run.comm if c.iteration == 1 and c.op == "all_gather"
+               and not c.channel.startswith("tp@")]
     assert gathers and all("#m" not in c.name for c in gathers)
     assert {c.name.split(":")[0] for c in gathers} == {"s0", "s1"}     # each stage its own
 
@@ -273,3 +275,26 @@ def test_blocking_p2p_runs_deterministically_and_no_faster_than_overlapped(capsy
     assert "p2p_overlap" not in outs[2]["workload"]
     # the same work, every transfer (4 stages across 2 nodes: NIC sends) waited for in its call
     assert outs[0]["step_time_ms"] > outs[2]["step_time_ms"]
+
+
+def test_each_stage_runs_its_collectives_on_its_own_channels():
+    # a stage's TP (and data-parallel) collectives run on its own GPUs' communicators: they
+    # queue behind that stage's earlier ones only, and run beside the other stages'. With one
+    # channel for the whole pipeline (the bug before 2026-12-03) no two stages' TP collectives
+    # ever overlapped, and every stage waited for the others' to go by
+    cfg = dict(BASE, topology="dgx-h100:1x8", model="llama3-8b", batch=1, seq=2048)
+    r = simulate(SimulationConfig(**cfg, tensor_parallel=2, pipeline_parallel=4, accumulate=8,
+                                  gpu_variation=0))
+    tp = [c for c in r.run.comm if c.iteration == 1 and c.channel.startswith("tp@s")]
+    by_stage: dict = {}
+    for c in tp:
+        by_stage.setdefault(c.channel, []).append((c.start, c.end))
+    for spans in by_stage.values():     # one at a time on a stage's own channel
+        spans.sort()
+        assert all(a[1] <= b[0] + 1e-12 for a, b in zip(spans, spans[1:]))
+    overlapping = sum(1 for a in by_stage["tp@s0"] for b in by_stage["tp@s1"]
+                      if a[0] < b[1] and b[0] < a[1])
+    assert overlapping > 0
+    # the per-GPU figures count each stage's collectives on that stage's GPUs only
+    whole = sum(c.end - c.start for c in tp) / (r.metrics.iterations_measured or 1)
+    assert sum(v for k, v in r.comm_time.items() if k.startswith("tp ")) < whole
