@@ -109,6 +109,7 @@ class _Communicator:
         self.key = key
         self.ranks = ranks
         self.position = {r: i for i, r in enumerate(ranks)}
+        self.rank_array = np.asarray(ranks, dtype=np.int64)
         self.next_seq = np.zeros(len(ranks), dtype=np.int64)
         self.open: dict[int, _Instance] = {}  # seq -> instance, insertion-ordered
         self._positions: dict[tuple[int, ...], np.ndarray] = {}
@@ -152,6 +153,11 @@ class CollectiveRuntime:
         self.in_flight = 0          # instances running (latency or transfer) on any channel
         # fires (and is replaced) whenever in_flight goes from 0 to >0 or back
         self.changed = env.event()
+        # per rank: instances running that it takes part in, and the events of ranks someone
+        # watches (rank_changed), fired when that rank's count goes from 0 to >0 or back
+        self._rank_count = np.zeros(0, dtype=np.int64)
+        self._watched = np.zeros(0, dtype=bool)
+        self._rank_events: dict[int, simpy.Event] = {}
 
     # ------------------------------------------------------------------ public
     def collective(
@@ -228,6 +234,19 @@ class CollectiveRuntime:
             self._make_ready(comm, inst)
         return inst.event
 
+    def rank_busy(self, rank: int) -> bool:
+        """Whether a collective `rank` takes part in is running (latency or transfer)."""
+        return rank < self._rank_count.size and self._rank_count[rank] > 0
+
+    def rank_changed(self, rank: int) -> simpy.Event:
+        """An event that fires when rank_busy(rank) next changes."""
+        ev = self._rank_events.get(rank)
+        if ev is None:
+            self._grow(rank + 1)
+            ev = self._rank_events[rank] = self.env.event()
+            self._watched[rank] = True
+        return ev
+
     def pending(self) -> list[tuple[Hashable, int, str, int, int]]:
         """Instances still waiting for ranks: (communicator, seq, op, arrived, size)."""
         return [
@@ -270,15 +289,29 @@ class CollectiveRuntime:
                 return
             heapq.heappop(heap)
             in_flight.append(inst.nbytes)
-            self._set_in_flight(+1)
+            self._set_in_flight(+1, comm)
             self.env.process(self._run(comm, inst))
 
-    def _set_in_flight(self, delta: int) -> None:
+    def _set_in_flight(self, delta: int, comm: _Communicator) -> None:
         before = self.in_flight
         self.in_flight += delta
         if (before == 0) != (self.in_flight == 0):
             old, self.changed = self.changed, self.env.event()
             old.succeed()
+        idx = comm.rank_array
+        self._grow(int(idx.max()) + 1)
+        was_idle = self._rank_count[idx] == 0
+        self._rank_count[idx] += delta
+        flipped = idx[(self._rank_count[idx] == 0) != was_idle]
+        for rank in flipped[self._watched[flipped]].tolist():
+            self._watched[rank] = False
+            self._rank_events.pop(rank).succeed()
+
+    def _grow(self, size: int) -> None:
+        if size > self._rank_count.size:
+            extra = size - self._rank_count.size
+            self._rank_count = np.concatenate([self._rank_count, np.zeros(extra, dtype=np.int64)])
+            self._watched = np.concatenate([self._watched, np.zeros(extra, dtype=bool)])
 
     def _carry(self, step, tag: str):
         """Wait `step.latency` seconds, then carry `step.demand` over the shared network
@@ -318,7 +351,7 @@ class CollectiveRuntime:
         if inst.tail > 0:
             yield self.env.timeout(inst.tail)
         self._in_flight_bytes[inst.channel].remove(inst.nbytes)
-        self._set_in_flight(-1)
+        self._set_in_flight(-1, comm)
         inst.event.succeed(record)
         if inst.on_done is not None:
             inst.on_done(record)

@@ -111,7 +111,7 @@ class Engine:
                         yield self._comm_event(k + offset, dep)
                 start = env.now
                 self._set_computing(+1)
-                yield from self._busy(op.duration * _slowdown(cls, op))
+                yield from self._busy(op.duration * _slowdown(cls, op), cls.ranks[0])
                 self._set_computing(-1)
                 rec.compute.append(ComputeRecord(cls.name, k, op.name, op.kind, start, env.now))
                 self._compute_done(cls, k, op)
@@ -126,18 +126,21 @@ class Engine:
             self.network.set_capacity_scale(
                 1.0 / (1.0 + self.comm_interference) if self._computing else 1.0)
 
-    def _busy(self, duration: float):
+    def _busy(self, duration: float, rank: int):
         """Occupy the compute stream for `duration` of work; with interference, work
-        proceeds 1/(1+f) as fast while any collective is in flight."""
+        proceeds 1/(1+f) as fast while a collective of its own GPUs is in flight (`rank`:
+        the class's first; a class's GPUs take part in the same collectives). Another
+        pipeline stage's collectives run on other GPUs and do not slow it."""
         if self.interference <= 0.0:
             yield self.env.timeout(duration)
             return
         remaining = duration
+        runtime = self.runtime
         while remaining > 1e-15:
-            rate = 1.0 / (1.0 + self.interference) if self.runtime.in_flight else 1.0
+            rate = 1.0 / (1.0 + self.interference) if runtime.rank_busy(rank) else 1.0
             start = self.env.now
             timer = self.env.timeout(remaining / rate)
-            fired = yield timer | self.runtime.changed
+            fired = yield timer | runtime.rank_changed(rank)
             if timer in fired:
                 break
             remaining -= (self.env.now - start) * rate

@@ -279,3 +279,29 @@ def test_a_node_copy_shares_its_link_with_a_concurrent_transfer():
     env.run()
     # link 0 carries 1e9 (dense) + 5e8 (copy) at 1 GB/s shared: the copy ends at 1.0 s, not 0.5
     assert ends["push"].start == pytest.approx(1.0)
+
+
+def test_rank_busy_follows_the_collectives_a_rank_takes_part_in():
+    """rank_busy(r): an instance of one of r's communicators is running; rank_changed(r)
+    fires when that flips, not when other ranks' collectives start or end."""
+    env = simpy.Environment()
+    runtime = CollectiveRuntime(env, Network(env, CAPACITY), FakeModel(latency=0.0))
+    runtime.arrive("all_reduce", 1e8, (0, 1), (0, 1), key="a", channel="a")
+    seen = []
+
+    def watch():
+        yield env.timeout(0)
+        assert runtime.rank_busy(0) and runtime.rank_busy(1)
+        assert not runtime.rank_busy(2) and not runtime.rank_busy(7)
+        runtime.arrive("all_reduce", 4e8, (2, 3), (2, 3), key="b", channel="b")
+        assert runtime.rank_busy(2)
+        yield runtime.rank_changed(0)          # a ends: 0 is idle, b still runs
+        seen.append((env.now, runtime.rank_busy(0), runtime.rank_busy(2)))
+        yield runtime.rank_changed(3)
+        seen.append((env.now, runtime.rank_busy(3)))
+
+    env.process(watch())
+    env.run()
+    ends = {r.communicator: r.end for r in runtime.records}
+    assert seen == [(ends["a"], False, True), (ends["b"], False)]
+    assert ends["a"] < ends["b"]

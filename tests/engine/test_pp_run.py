@@ -298,3 +298,26 @@ def test_each_stage_runs_its_collectives_on_its_own_channels():
     # the per-GPU figures count each stage's collectives on that stage's GPUs only
     whole = sum(c.end - c.start for c in tp) / (r.metrics.iterations_measured or 1)
     assert sum(v for k, v in r.comm_time.items() if k.startswith("tp ")) < whole
+
+
+def test_a_stage_is_slowed_only_by_its_own_gpus_collectives():
+    # interference (compute slowed while collectives run) counts the collectives a stage's
+    # GPUs take part in: another stage's TP collectives run on other GPUs. Before 2026-12-03
+    # any collective in flight anywhere slowed every stage
+    cfg = dict(BASE, topology="dgx-h100:1x4", model="llama3-8b", batch=1, seq=2048,
+               tensor_parallel=2, pipeline_parallel=2, accumulate=4, gpu_variation=0)
+    slowed = simulate(SimulationConfig(**cfg, interference=1.0)).run
+    plain = simulate(SimulationConfig(**cfg, interference=0.0)).run
+    nominal = {(r.cls, r.iteration, r.name): r.end - r.start for r in plain.compute}
+
+    def own(channel: str, stage: int) -> bool:
+        return (channel.endswith(f"@s{stage}") or channel == "pp:0"       # its pair's sends
+                or channel == "pp")                                         # the step-end ones
+    grew = 0
+    for r in slowed.compute:
+        if r.end - r.start > nominal[(r.cls, r.iteration, r.name)] * (1 + 1e-9) + 1e-12:
+            grew += 1
+            stage = int(r.cls.rsplit("stage", 1)[1])
+            assert any(own(c.channel, stage) and c.start < r.end and r.start < c.end
+                       for c in slowed.comm), (r.cls, r.name)
+    assert grew > 0
