@@ -27,7 +27,7 @@ import re
 from dataclasses import replace
 
 from ..plan.names import bwd_name, extra_name, fwd_name
-from ..plan.ops import CommOp, ComputeOp
+from ..plan.ops import CommOp, ComputeOp, channel_family
 from ..workload.tensor_parallel import BLOCK_KINDS
 
 CHANNEL = "cp"
@@ -103,10 +103,13 @@ def add_context_parallel(stream: list[ComputeOp], ctx) -> tuple[list, list, dict
 
 
 def beside_of(comm: str) -> str:
-    """The step op a ring transfer `cp:<tag>:<layer>:<i>` runs beside: extra:<tag><i>:<layer>."""
-    _, tag, rest = comm.split(":", 2)
+    """The step op a ring transfer `cp:<tag>:<layer>:<i>` runs beside: extra:<tag><i>:<layer>.
+    Under a pipeline (engine.pp_plan) the transfer is `s<v>:cp:<tag>:<layer>:<i>#m<k>`, one per
+    virtual stage v and micro-batch k, and its step op extra:<tag><i>:<layer>#m<k>."""
+    comm, _, mb = comm.partition("#")
+    _, tag, rest = comm[comm.index("cp:"):].split(":", 2)
     layer, i = rest.rsplit(":", 1)
-    return extra_name(f"{tag}{i}", layer).text
+    return extra_name(f"{tag}{i}", layer + (f"#{mb}" if mb else "")).text
 
 
 def exposed_seconds(run) -> float:
@@ -127,7 +130,7 @@ def exposed_seconds(run) -> float:
     for cls in classes:
         total = 0.0
         for r in run.comm:
-            if r.channel == CHANNEL and first < r.iteration <= last:
+            if channel_family(r.channel) == CHANNEL and first < r.iteration <= last:
                 end = ends.get((cls, r.iteration, beside_of(r.name)))
                 if end is not None:
                     total += max(0.0, r.end - end)

@@ -34,9 +34,6 @@ def check_parallelism(cfg: SimulationConfig, topo):
         raise ModelNotSupported(f"--pipeline-parallel {pp.size}: composes with --scheduler fifo, "
                                 f"not {cfg.scheduler}")
     cp = context_parallel_of(cfg)
-    if cp.on and pp.on:
-        raise ModelNotSupported(f"--context-parallel {cp.size}: not modelled with --pipeline-parallel "
-                                f"(the stages' 1F1B programs do not carry the KV ring)")
     cp.check_world(topo.n_gpus, tp.size, pp.size)
     return tp, pp, cp
 

@@ -22,6 +22,7 @@ from ..workload.pipeline_interleaved import peak_activations
 from ..workload.tensor_parallel import BLOCK_KINDS
 from .build import build_step_plan
 from .pp_plan import is_pp_channel, pipeline_plan
+from .cp_plan import CHANNEL as CP_CHANNEL, cp_groups
 from .tp_plan import tp_groups
 
 
@@ -47,10 +48,16 @@ def stage_context(ctx, layers):
     return replace(ctx, model=sub, tables={k: v for k, v in ctx.tables.items() if k in names})
 
 
-def stage_groups(stage: int, n_per: int, tp: int) -> dict:
-    """A stage's data-parallel and TP groups, named apart from the other stages'."""
-    return {f"{key or 'dp'}@s{stage}": groups
-            for key, groups in tp_groups(n_per, tp, stage * n_per).items()}
+def stage_groups(stage: int, n_per: int, tp: int, cp: int = 1) -> dict:
+    """A stage's data-parallel, TP and (with context parallelism) CP groups, named apart
+    from the other stages'. Megatron's rank order tp-cp-dp-pp: a stage's n_per ranks are
+    its TP x CP x DP block."""
+    base = stage * n_per
+    groups = {f"{key or 'dp'}@s{stage}": g for key, g in tp_groups(n_per, tp, base).items()}
+    if cp > 1:
+        groups[f"{CP_CHANNEL}@s{stage}"] = tuple(tuple(base + r for r in g)
+                                                 for g in cp_groups(n_per, tp, cp))
+    return groups
 
 
 def transfer_bytes(model) -> float:
@@ -94,7 +101,7 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
                    else {t.name for t in splan.sync if t.needed_by is not None})
         once.append({f"s{v}:{c.name}" for c in plan.comms if c.tensors and set(c.tensors) <= gathers})
         memories.append(splan.memory)
-        groups.update(stage_groups(s, n_per, tp))
+        groups.update(stage_groups(s, n_per, tp, model.context_parallel.size))
     if pp.interleaved:
         memories = [rank_memory(memories[s::pp.size], pp.program(s, micro_batches))
                     for s in range(pp.size)]

@@ -256,7 +256,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         compute_source += "; " + pipeline_label(pp, cfg.accumulate, run, staged.stage_of,
                                                 metrics.step_time, staged.act_bytes)
     if cp.on:
-        compute_source += "; " + cp_label(model, run, cfg.accumulate > 1)
+        # a pipeline simulates the step's every micro-batch; otherwise one of them apart
+        compute_source += "; " + cp_label(model, run, cfg.accumulate > 1 and not pp.on)
     split = None          # (plain, updating) micro-batch times, where simulated apart
     if apart:
         # a micro-batch before the last: its TP collectives and any strategy transfer a

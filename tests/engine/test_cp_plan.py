@@ -145,7 +145,6 @@ def test_activations_per_gpu_are_one_cth():
     (dict(context_parallel=2, model="lstm-lm1b", seq=None, batch=None), "has no transformer blocks"),
     (dict(context_parallel=2, model="transformer-wmt", seq=None, batch=None, jitter="none"),
      "cross-attention|unfused|do not work token by token"),
-    (dict(context_parallel=2, pipeline_parallel=2, strategy="allreduce"), "not modelled with --pipeline-parallel"),
     (dict(context_parallel=2, strategy="ps"), "composes with --strategy allreduce, fsdp or distopt"),
     (dict(context_parallel=2, jitter="normal:0.05"), "--jitter normal:0.05 is not modelled"),
 ])
@@ -182,3 +181,28 @@ def test_a_checkpointed_block_runs_its_forward_ring_again():
     assert tags == {"cp-fwd", "cp-refwd", "cp-bwd"}
     assert len([c for c in full.run.comm if c.channel == CHANNEL and c.iteration == 1]) == 32 * (1 + 1 + 2)
     assert full.metrics.step_time > plain.metrics.step_time
+
+
+def test_composes_with_a_pipeline_each_stage_its_own_ring():
+    # Megatron's tp-cp-dp-pp order: a stage's ranks are its TP x CP x DP block; each stage
+    # runs the KV ring of its own blocks, every micro-batch, over its own CP groups
+    cfg = dict(BASE, topology="dgx-h100:2x8", model="llama3-8b", tensor_parallel=2, accumulate=4,
+               strategy="distopt", iterations=2)
+    r = simulate(SimulationConfig(**cfg, context_parallel=2, pipeline_parallel=2))
+    ring = [c for c in r.run.comm if c.iteration == 1 and c.channel.startswith(f"{CHANNEL}@s")]
+    exchanges = 1 + 2          # causal, C = 2: one forward and two backward per block
+    assert len(ring) == 32 * exchanges * 4                          # 32 blocks over 2 stages, m = 4
+    assert {c.channel for c in ring} == {f"{CHANNEL}@s0", f"{CHANNEL}@s1"}
+    assert {c.name.split(":")[0] for c in ring} == {"s0", "s1"}
+    # a stage's ring runs over its own GPUs: ranks 0-7 and 8-15 (one node each)
+    assert all(c.ranks == 8 for c in ring)
+    # the stage-to-stage tensor is one CP rank's share of the sequence (/ TP: sequence parallel)
+    sends = {c.nbytes for c in r.run.comm if c.iteration == 1 and c.op == "sendrecv"
+             and c.channel.startswith("pp:")}
+    assert sends == {1 * (8192 // 2) * 4096 * 2 / 2}
+    assert "context parallel 2" in r.compute_source and "per step (simulated)" in r.compute_source
+    # halving every GPU's tokens with CP 2 on twice the GPUs keeps the tokens per GPU and
+    # the step close (the ring's exchanges and the split attention aside)
+    half = simulate(SimulationConfig(**{**cfg, "seq": 4096, "topology": "dgx-h100:1x8"},
+                                     pipeline_parallel=2))
+    assert r.step_time == pytest.approx(half.step_time, rel=0.25)
