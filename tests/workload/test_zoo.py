@@ -9,7 +9,8 @@ from embsim.workload import list_models, load_model
 EXPECTED = {"tiny-lm", "lstm-lm1b", "gnmt", "transformer-wmt", "bert-base", "bert-large",
             "gpt2", "nmt-iwslt", "deepfm-criteo", "llama3-8b", "bert-large-squad",
             "llama2-7b", "gpt3-5b", "mpt-125m", "mpt-350m", "mpt-760m", "mpt-1b",
-            "mpt-3b", "mpt-7b", "mpt-13b", "mpt-30b", "mpt-70b", "wide-deep-outbrain"}
+            "mpt-3b", "mpt-7b", "mpt-13b", "mpt-30b", "mpt-70b", "wide-deep-outbrain",
+            "llama3-70b"}
 
 
 def test_zoo_lists_every_model():
