@@ -1,5 +1,5 @@
 """Held-out interleaved-pipeline Megatron-Bridge rows (NVIDIA-NeMo/Megatron-Bridge
-docs/performance-summary-archive.md at 067f987, DGX-H100: LLAMA3_70B pre-training FP8 on 64
+Megatron-Bridge/docs/performance-summary-archive.md at 067f987, DGX-H100: LLAMA3_70B pre-training FP8 on 64
 GPUs TP 4 PP 8 VP 5 at GBS 256 (26.04.01) and GBS 128 (25.11), LLAMA3_70B SFT FP8 on 32 GPUs
 TP 4 PP 4 VP 5 (26.06)), simulated with --virtual-pipeline 5 and strategy distopt, zoo
 llama3-70b; no constant fitted on them. LLAMA3.1_405B (TP 8 PP 8 CP 2 VP 8, two
