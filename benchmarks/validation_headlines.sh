@@ -39,7 +39,7 @@ echo "== training, held-out PaddlePaddle BERT-large SQuAD v1.1 (DLE Paddle READM
 echo "== training, held-out TensorFlow1 BERT-large pre-training (DLE TF1 README, DGX-1 V100 16/32GB, DGX A100 40GB, 1 GPU - 32 nodes)";  $E validate --training $D/training/heldout/dle-tf1-bert.yaml | grep '^mean'
 echo "== training, held-out TensorFlow1 BERT-large SQuAD v1.1 (DLE TF1 README, DGX-1 V100 16/32GB, DGX A100 40GB)";  $E validate --training $D/training/heldout/dle-tf1-bert-squad.yaml | grep '^mean'
 echo "== training, held-out TensorFlow1 GNMT v2 (DLE TF1 README, DGX A100 40GB / DGX-1 V100 16GB, 1 and 8 GPUs)";  $E validate --training $D/training/heldout/dle-tf1-gnmt.yaml | grep '^mean'
-echo "== training, held-out LLM (Megatron-Bridge Llama3 8B, more releases and GB200)";  $E validate --training $D/training/heldout/megatron-*.yaml | grep '^mean'
+echo "== training, held-out LLM (Megatron-Bridge Llama3 8B, more releases and GB200)";  $E validate --training $D/training/heldout/megatron-bridge-llama3-8b-*.yaml | grep '^mean'
 echo "== training, held-out LLM (NeMo user-guide performance pages: Llama3 8B, 25.02 B200, 25.04/25.07 GB200)";  $E validate --training $D/training/heldout/nemo-docs-llama3-8b.yaml | grep '^mean'
 echo "== training, held-out TensorFlow2 Wide & Deep (DLE TF2 WideAndDeep README, DGX A100 80GB / DGX-1 V100 32GB, 1 and 8 GPUs, no-XLA cells)";  $E validate --training $D/training/heldout/dle-wide-deep-tf2.yaml | grep '^mean'
 echo "== training, held-out MosaicML MPT (llm-foundry benchmark tables, A100/H100, 8-512 GPUs)"; $E validate --training $D/training/heldout/llm-foundry-mpt.yaml | grep '^mean'
@@ -50,6 +50,7 @@ echo "== training, held-out Lambda Labs PyTorch benchmarks (lambdal/deeplearning
 echo "== training, held-out pipeline-parallel NeMo row (performance_summary.md: LLAMA2-7B 8K on 8 H100; PP 2, 1F1B, 128 micro-batches)"; $E validate --training $D/training/heldout/nemo-pp.yaml | grep '^mean'
 echo "== training, held-out context-parallel NeMo rows (performance_summary.md: LLAMA3-8B 8K CP 2 on 8 H100; LLAMA2-7B 32K-1024K, TP 2-8, CP 2-32 on 32-1024; TE p2p ring)"; $E validate --training $D/training/heldout/nemo-cp.yaml | grep '^mean'
 echo "== training, held-out interleaved-pipeline NeMo rows (performance_summary.md: GPT3-175B, LLAMA2-13B/70B, Nemotron-22B/340B; PP 4-8, VP 6-20; ~15 min)"; $E validate --training $D/training/heldout/nemo-vp.yaml | grep '^mean'
+echo "== training, held-out Megatron-Bridge Llama 3 70B pipeline rows (DGX-H100, TP 4 PP 4-8 VP 5; ~10 min)"; $E validate --training $D/training/heldout/megatron-bridge-pp.yaml | grep '^mean'
 echo "== rankings (published strategy comparisons: Parallax LM-1B, OpenEmbedding Criteo)"; .venv/bin/python benchmarks/ranking_check.py | grep headline
 for trace in traces/cpu-gloo-*.yaml; do
   echo "== CPU trace $trace";  $E validate --trace "$trace" | tail -1

@@ -103,8 +103,8 @@ def heldout_section() -> list[str]:
         "84.5 % / 183.3 % -> 87.8 % / 194.0 %.",
     ]) + doc_section(
         "Held-out: Llama 3 8B FP8 on GB200, B200 and H100 (validation_data/training/heldout)",
-        heldout_files("megatron-*.yaml"), [
-        "`embsim validate --training embsim/validation_data/training/heldout/megatron-*.yaml`:",
+        heldout_files("megatron-bridge-llama3-8b-*.yaml"), [
+        "`embsim validate --training embsim/validation_data/training/heldout/megatron-bridge-llama3-8b-*.yaml`:",
         "Megatron-Bridge 25.09 and 25.11 performance rows not in the packaged set (the first",
         "GB200 runs checked), added after the per-dtype GEMM figures were fixed and not fitted on.",
         "Re-mapped on 2026-12-03: the B200/GB200 rows run as strategy `distopt`, the recipe's",
