@@ -110,6 +110,7 @@ class _Communicator:
         self.ranks = ranks
         self.position = {r: i for i, r in enumerate(ranks)}
         self.rank_array = np.asarray(ranks, dtype=np.int64)
+        self.rank_bound = int(self.rank_array.max()) + 1 if ranks else 0
         self.next_seq = np.zeros(len(ranks), dtype=np.int64)
         self.open: dict[int, _Instance] = {}  # seq -> instance, insertion-ordered
         self._positions: dict[tuple[int, ...], np.ndarray] = {}
@@ -299,7 +300,7 @@ class CollectiveRuntime:
             old, self.changed = self.changed, self.env.event()
             old.succeed()
         idx = comm.rank_array
-        self._grow(int(idx.max()) + 1)
+        self._grow(comm.rank_bound)
         was_idle = self._rank_count[idx] == 0
         self._rank_count[idx] += delta
         flipped = idx[(self._rank_count[idx] == 0) != was_idle]

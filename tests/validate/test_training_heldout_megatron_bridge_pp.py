@@ -5,12 +5,10 @@ TP 4 PP 4 VP 5 (26.06)), simulated with --virtual-pipeline 5 and strategy distop
 llama3-70b; no constant fitted on them. LLAMA3.1_405B (TP 8 PP 8 CP 2 VP 8, two
 configurations) is listed, not simulated."""
 
-import os
-
 import pytest
 import yaml
 
-from heldout_bounds import assert_within, heldout_fixture
+from heldout_bounds import assert_within, heldout_fixture, slow_heldout
 from embsim.validate.training import HELDOUT_DIR
 from embsim.workload import load_model
 
@@ -22,8 +20,7 @@ MEAN_BOUND, MAX_BOUND = 0.0891, 0.1150
 # The three rows took 600 s to simulate (two shared cores; 64 GPUs x 128 and 64 micro-batches
 # x 5 chunks, 32 GPUs x 16 x 5), at the suite's 600 s per-test timeout: the bound is checked
 # here only with EMBSIM_SLOW_HELDOUT=1, and always by .ci/run's gate (the same bounds).
-SLOW = pytest.mark.skipif(not os.environ.get("EMBSIM_SLOW_HELDOUT"),
-                          reason="10 minutes of simulation: set EMBSIM_SLOW_HELDOUT=1 (.ci/run gates it)")
+SLOW = slow_heldout(10)
 FILE = "megatron-bridge-pp.yaml"
 errors = heldout_fixture(FILE)
 

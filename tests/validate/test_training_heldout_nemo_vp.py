@@ -5,12 +5,10 @@ with --virtual-pipeline V (Megatron-Core's interleaved 1F1B) and strategy distop
 fitted on them. Nemotron-340B TP 8 PP 8 VP 12 on 128 is simulated with its blocking p2p
 (p2p_overlap false) since s12-bp2p. LLAMA3-70B (CP with PP) is listed, not simulated."""
 
-import os
-
 import pytest
 import yaml
 
-from heldout_bounds import assert_within, heldout_fixture
+from heldout_bounds import assert_within, heldout_fixture, slow_heldout
 from embsim.validate.training import HELDOUT_DIR
 
 # Set 2026-12-03 (s12-vpp) at the level first reached x1.005: the first simulation gave mean
@@ -28,8 +26,7 @@ MEAN_BOUND, MAX_BOUND = 0.0967, 0.1689
 # The rows take about 15 minutes to simulate (64 .. 512 GPUs, 16 .. 64 micro-batches x
 # 6 .. 20 chunks), over the suite's 600 s per-test timeout: the bound is checked here only with
 # EMBSIM_SLOW_HELDOUT=1, and always by .ci/run's gate (the same bounds).
-SLOW = pytest.mark.skipif(not os.environ.get("EMBSIM_SLOW_HELDOUT"),
-                          reason="13 minutes of simulation: set EMBSIM_SLOW_HELDOUT=1 (.ci/run gates it)")
+SLOW = slow_heldout(13)
 FILE = "nemo-vp.yaml"
 errors = heldout_fixture(FILE)
 
