@@ -22,7 +22,12 @@ from embsim.validate.training import HELDOUT_DIR
 # TIGHTENED 2026-12-03 (eleventh session, the lead) after two engine bug fixes: each pipeline
 # stage's TP and data-parallel collectives on that stage's own channels (13.1 / 23.6 %), and
 # interference only from a GPU's own collectives (9.62 / 16.81 %); x1.005.
-MEAN_BOUND, MAX_BOUND = 0.0967, 0.1689
+# TIGHTENED 2026-12-03 (twelfth session, the lead) 0.0967 / 0.1689 -> 0.0669 / 0.1542: two mapping
+# corrections read from the NeMo launcher, stated in the file: its config.yaml set NVTE_FUSED_ATTN 0
+# for releases 24.01-24.07 (FlashAttention-2, not cuDNN; GPT3-175B's example re-enables cuDNN),
+# and its configs run megatron_amp_O2 (amp megatron; gradients reduced in FP32, BF16 where the
+# run sets grad_sync_dtype): 9.62 / 16.81 % -> 6.65 / 15.33 %; x1.005.
+MEAN_BOUND, MAX_BOUND = 0.0669, 0.1542
 # The rows take about 15 minutes to simulate (64 .. 512 GPUs, 16 .. 64 micro-batches x
 # 6 .. 20 chunks), over the suite's 600 s per-test timeout: the bound is checked here only with
 # EMBSIM_SLOW_HELDOUT=1, and always by .ci/run's gate (the same bounds).
