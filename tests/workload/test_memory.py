@@ -31,7 +31,9 @@ def test_mixed_precision_master_weights():
 def test_autocast_keeps_every_parameter_fp32_without_master_copy():
     """torch.cuda.amp autocast never casts the model: every parameter (tables included)
     and its gradient stay FP32 and need no master copy; o2 stores them 16-bit with one."""
-    auto, o2 = load_model("llama3-8b"), load_model("llama3-8b", amp="o2")
+    from dataclasses import replace
+    auto, o2 = load_model("llama3-8b", amp="autocast"), load_model("llama3-8b", amp="o2")
+    o2 = replace(o2, optimizer=replace(o2.optimizer, fp32_gradients=False))  # 16-bit gradients
     n = auto.params
     a, b = memory_per_gpu(auto), memory_per_gpu(o2)
     assert a.params - b.params == 2 * n and a.grads - b.grads == 2 * n
@@ -91,7 +93,8 @@ def test_fp32_gradients_hold_an_fp32_gradient_buffer():
     """A 16-bit model whose optimizer keeps FP32 gradients (Megatron's grad_reduce_in_fp32,
     a script all-reducing FP32 copies) holds 4 bytes of gradient per parameter."""
     from dataclasses import replace
-    o2 = load_model("llama3-8b", amp="o2")
+    o2 = load_model("llama3-8b", amp="o2")   # the zoo default reduces FP32 gradients: off here
+    o2 = replace(o2, optimizer=replace(o2.optimizer, fp32_gradients=False))
     fp32 = replace(o2, optimizer=replace(o2.optimizer, fp32_gradients=True))
     a, b = memory_per_gpu(o2), memory_per_gpu(fp32)
     assert a.grads == 2 * o2.params and b.grads == 4 * o2.params
