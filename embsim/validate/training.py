@@ -166,7 +166,12 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
     return cfg, metric, float(merged.get("scale", 1))
 
 
-def file_runs(path: str, iterations: int = 4) -> tuple[list[TrainingRun], list[ScalingPair]]:
+def file_runs(path: str, iterations: int = 4,
+              done: dict | None = None) -> tuple[list[TrainingRun], list[ScalingPair]]:
+    """A file's runs and scaling pairs. `done` holds results by configuration: runs that
+    simulate the same configuration (one row's several published values) are simulated once,
+    which the simulation's determinism makes exact."""
+    done = {} if done is None else done
     doc = load_yaml(path)
     top = check_mapping(doc, (), doc.data, ["runs"], ["note", "source", "model_config", "embsim_defaults"])
     defaults = check_type(doc, ("embsim_defaults",), top.get("embsim_defaults") or {}, dict)
@@ -193,7 +198,8 @@ def file_runs(path: str, iterations: int = 4) -> tuple[list[TrainingRun], list[S
         merged = merged_over(defaults, check_type(doc, ("runs", i, "embsim"), raw["embsim"], dict))
         cfg, metric, scale = _config(doc, i, merged, iterations)
         try:
-            result = simulate(cfg)
+            key = repr(cfg)
+            result = done[key] if key in done else done.setdefault(key, simulate(cfg))
         except InputError as exc:
             raise InputError(f"{path}: run {rid}: {exc}") from None
         if result.n_gpus != gpus:
@@ -217,10 +223,10 @@ def file_runs(path: str, iterations: int = 4) -> tuple[list[TrainingRun], list[S
 
 
 def training_errors(paths: list[str], iterations: int = 4) -> tuple[list[TrainingRun], list[ScalingPair]]:
-    runs, pairs = [], []
+    runs, pairs, done = [], [], {}
     for p in paths or default_files():
         check_regular_file(p, "training file")     # /dev/null or a folder is not "no such file"
-        r, s = file_runs(p, iterations)
+        r, s = file_runs(p, iterations, done)
         runs += r
         pairs += s
     return runs, pairs

@@ -120,6 +120,24 @@ def test_a_run_layer_override_keeps_the_defaults_others(tmp_path):
     assert fused.simulated > eager.simulated
 
 
+def test_runs_of_one_configuration_are_simulated_once(tmp_path, monkeypatch):
+    """One row published several times (three values of one configuration) is simulated
+    once per file set: the same configuration gives the same result, bit for bit."""
+    import embsim.validate.training as training
+    calls = []
+    real = training.simulate
+    monkeypatch.setattr(training, "simulate", lambda cfg: calls.append(cfg) or real(cfg))
+    path = tmp_path / "same.yaml"
+    path.write_text("embsim_defaults: {model: tiny-lm, topology: 'dgx-a100:1x8'}\n"
+                    "runs:\n  - {id: a, gpus: 8, value: 100, embsim: {}}\n"
+                    "  - {id: b, gpus: 8, value: 110, embsim: {}}\n"
+                    "  - {id: c, gpus: 8, value: 100, embsim: {gpu_variation: 0}}\n")
+    runs, _ = training_errors([str(path), str(path)])
+    assert len(calls) == 2 and len(runs) == 6
+    assert runs[0].simulated == runs[1].simulated == runs[3].simulated != runs[2].simulated
+    assert runs[0].error != runs[1].error          # each run keeps its own measured value
+
+
 def test_gpu_variation_key(tmp_path):
     """`gpu_variation:` in an embsim: block sets the GPU-to-GPU speed spread (0: off); a bad
     value names file and run."""
