@@ -197,11 +197,13 @@ def file_runs(path: str, iterations: int = 4,
             raise doc.error(("runs", i), "needs an embsim: block (or not_simulated: WHY)")
         merged = merged_over(defaults, check_type(doc, ("runs", i, "embsim"), raw["embsim"], dict))
         cfg, metric, scale = _config(doc, i, merged, iterations)
-        try:
-            key = repr(cfg)
-            result = done[key] if key in done else done.setdefault(key, simulate(cfg))
-        except InputError as exc:
-            raise InputError(f"{path}: run {rid}: {exc}") from None
+        key = repr(cfg)        # SimulationConfig holds dicts: its repr is the hashable form
+        if key not in done:
+            try:
+                done[key] = simulate(cfg)
+            except InputError as exc:
+                raise InputError(f"{path}: run {rid}: {exc}") from None
+        result = done[key]
         if result.n_gpus != gpus:
             raise doc.error(("runs", i, "gpus"), f"is {gpus} but topology {cfg.topology} has {result.n_gpus}")
         runs.append(TrainingRun(**common, simulated=getattr(result, metric) * scale,

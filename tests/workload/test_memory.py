@@ -28,12 +28,18 @@ def test_mixed_precision_master_weights():
     assert zero.total < mem.total
 
 
+def _o2_with_16bit_gradients():
+    """llama3-8b under apex-style o2 with 16-bit gradients (the zoo default reduces them in
+    FP32, as Megatron's recipes do)."""
+    from dataclasses import replace
+    o2 = load_model("llama3-8b", amp="o2")
+    return replace(o2, optimizer=replace(o2.optimizer, fp32_gradients=False))
+
+
 def test_autocast_keeps_every_parameter_fp32_without_master_copy():
     """torch.cuda.amp autocast never casts the model: every parameter (tables included)
     and its gradient stay FP32 and need no master copy; o2 stores them 16-bit with one."""
-    from dataclasses import replace
-    auto, o2 = load_model("llama3-8b", amp="autocast"), load_model("llama3-8b", amp="o2")
-    o2 = replace(o2, optimizer=replace(o2.optimizer, fp32_gradients=False))  # 16-bit gradients
+    auto, o2 = load_model("llama3-8b", amp="autocast"), _o2_with_16bit_gradients()
     n = auto.params
     a, b = memory_per_gpu(auto), memory_per_gpu(o2)
     assert a.params - b.params == 2 * n and a.grads - b.grads == 2 * n
@@ -93,8 +99,7 @@ def test_fp32_gradients_hold_an_fp32_gradient_buffer():
     """A 16-bit model whose optimizer keeps FP32 gradients (Megatron's grad_reduce_in_fp32,
     a script all-reducing FP32 copies) holds 4 bytes of gradient per parameter."""
     from dataclasses import replace
-    o2 = load_model("llama3-8b", amp="o2")   # the zoo default reduces FP32 gradients: off here
-    o2 = replace(o2, optimizer=replace(o2.optimizer, fp32_gradients=False))
+    o2 = _o2_with_16bit_gradients()
     fp32 = replace(o2, optimizer=replace(o2.optimizer, fp32_gradients=True))
     a, b = memory_per_gpu(o2), memory_per_gpu(fp32)
     assert a.grads == 2 * o2.params and b.grads == 4 * o2.params
