@@ -4,14 +4,33 @@ Prose lives here so that embsim.validate.training stays the validator."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from ..workload.gpu_props import FRAMEWORK_STREAM_EFFICIENCY
-from .training import original_files, training_errors, training_table
+from .docs_reuse import TableReuse
+from .training import default_files, original_files, training_errors, training_table
+
+# Set only while `python -m embsim.validate.docs --refresh` builds (reusing_tables).
+_reuse: TableReuse | None = None
+
+
+@contextmanager
+def reusing_tables(reuse: TableReuse | None):
+    """Within the block, doc_section keeps the tables `reuse` holds instead of simulating."""
+    global _reuse
+    _reuse = reuse
+    try:
+        yield
+    finally:
+        _reuse = None
 
 
 def doc_section(title: str, files: list[str], intro: list[str], notes: list[str]) -> list[str]:
     """One docs/validation.md section: heading, what was run, the error table, the notes."""
-    runs, pairs = training_errors(files)
-    return [f"## {title}", "", *intro, "", training_table(runs, pairs, markdown=True), "", *notes, ""]
+    table = _reuse.table(title, files or default_files()) if _reuse else None
+    if table is None:
+        table = training_table(*training_errors(files), markdown=True)
+    return [f"## {title}", "", *intro, "", table, "", *notes, ""]
 
 
 def training_section() -> list[str]:
