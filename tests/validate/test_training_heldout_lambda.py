@@ -8,7 +8,10 @@ simulation (commit 9463b96); nothing fitted or chosen on them.
 
 Bounds: the first simulation (s11-lambda, 2026-12-03, main 421ac04) x1.005: mean |error| 18.81 %,
 max 159.77 % (8x A100 80GB SXM4 GNMT FP32, whose measured scaling efficiency is 0.39), scaling
-max |difference| 0.580 over 155 pairs."""
+max |difference| 0.580 over 155 pairs. TIGHTENED 2026-12-03 (thirteenth session) 0.1890 -> 0.1794
+(17.85 %, max unchanged): the RTX 3090 / 4090 presets got measured large-GEMM fractions from a
+torch.mm benchmark (zzc0721/torch-performance-test-data), not from these rows; their 28 rows
+-25.0 % -> -13.0 % signed mean."""
 
 import statistics
 
@@ -18,7 +21,7 @@ from embsim.validate.training import HELDOUT_DIR
 from heldout_bounds import assert_within, heldout_fixture
 
 FILE = "lambda-pytorch.yaml"
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.1890, 1.6057, 0.5831
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.1794, 1.6057, 0.5831
 PRESETS = {"dgx1-v100", "pcie-rtx3090", "pcie-rtx4090", "azure-nc-a100-v4", "dgx-a100", "dgx-h100"}
 errors = heldout_fixture("/" + FILE)
 
@@ -68,12 +71,13 @@ def test_not_simulated_rows_say_why_and_ncf_is_only_simulated_on_one_gpu():
 
 
 def test_the_first_measured_shape(errors):
-    """What the first simulation showed, none acted on: the consumer Ampere/Ada cards slow,
+    """What the first simulation showed, none acted on: the consumer Ampere/Ada cards slow
+    (-25 % signed mean; still -13 % with the measured GEMM fractions of 2026-12-03),
     embsim's scaling never far below Lambda's (its multi-GPU boxes scale worse than the
     presets, the 8x A100 80GB SXM4 box worst)."""
     runs, pairs = errors
     rtx = [r.error for r in runs if r.simulated is not None and "RTX" in r.system]
-    assert len(rtx) == 28 and statistics.mean(rtx) < -0.15
+    assert len(rtx) == 28 and statistics.mean(rtx) < -0.10
     assert all(p.difference > -0.05 for p in pairs)
     worst = max(pairs, key=lambda p: p.difference)
     assert worst.run == "8x-a100-80gb-sxm4-gnmt-fp32" and worst.measured < 0.40
