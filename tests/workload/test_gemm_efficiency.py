@@ -61,8 +61,10 @@ def test_gemm_model_uses_each_dtypes_fraction():
 
 
 def test_single_figure_gpu_says_it_is_used_for_every_dtype():
-    l40s = for_gpu(load_topology("l40s-roce").node.gpu)
-    assert "measured GEMM efficiency (0.7 used)" in l40s.label      # no figure at all
+    turing = for_gpu(load_topology("pcie-rtx2080ti").node.gpu)
+    assert "measured GEMM efficiency (0.7 used)" in turing.label    # no figure at all
+    l40s = for_gpu(load_topology("l40s-roce").node.gpu)       # FP16/BF16/FP32 measured, TF32/FP8 not
+    assert "GEMM efficiency per dtype for tf32, fp8 (0.736 used)" in l40s.label
     v100 = for_gpu(load_topology("dgx1-v100").node.gpu)       # both DeepBench sheets
     assert v100.gemm_fractions == {"fp16": 0.87, "fp32": 0.87} and "GEMM" not in v100.label
 
