@@ -13,7 +13,8 @@ PRESETS = Path(__file__).resolve().parents[2] / "topologies"
 NEW = ("dgx1-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "pcie-rtx2080ti-switch", "pcie-rtx4090",
        "azure-nc-a100-v4",
        "l40s-roce",
-       "aws-p5", "aws-p6-b200", "gcp-a3-mega", "hgx-h20", "aws-p4d", "aws-p4de", "aws-g5")
+       "aws-p5", "aws-p6-b200", "gcp-a3-mega", "hgx-h20", "aws-p4d", "aws-p4de", "aws-g5",
+       "pcie-h100", "pcie-rtx6000ada", "pcie-rtxa6000", "pcie-quadro-rtx8000", "pcie-a10", "pcie-a100-40gb")
 
 
 def test_list_shows_every_preset_on_one_line(capsys):
