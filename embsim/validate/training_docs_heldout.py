@@ -12,8 +12,8 @@ def heldout_section() -> list[str]:
     """docs/validation.md's section on the held-out recommender runs (HELDOUT_DIR)."""
     return doc_section(
         "Held-out: recommenders with large embedding tables (validation_data/training/heldout)",
-        heldout_files("dle-pytorch-*.yaml"), [
-        "`embsim validate --training embsim/validation_data/training/heldout/dle-pytorch-*.yaml`: published",
+        heldout_files("dle-pytorch-ncf.yaml") + heldout_files("dle-pytorch-dlrm.yaml"), [
+        "`embsim validate --training embsim/validation_data/training/heldout/dle-pytorch-{ncf,dlrm}.yaml`: published",
         "DeepLearningExamples throughput of NCF (NeuMF, MovieLens-20M; zoo ncf-ml20m) and DLRM",
         "(Criteo: the one-GPU small model, zoo dlrm-criteo-f15; the eight-GPU large FL=3 model,",
         "zoo dlrm-criteo-t3, added by s8-dlrm 2026-12-02 with the TF2 example's criteo_t3",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, replace
 
-from . import costs, costs_blocks, kernels_layers
+from . import adaptive_softmax, costs, costs_blocks, kernels_layers, transformer_xl
 from .costs import LayerCost, Shape
 from .kernels import stream
 from ..errors import InputError
@@ -77,11 +77,26 @@ def _cost(kind: str, p: dict, sh: Shape, tables: dict, owns: bool) -> LayerCost:
         return costs_blocks.transformer_block_cost(p, sh, cross_attention=False)
     if kind == "transformer_decoder":
         return costs_blocks.transformer_block_cost(p, sh, p.get("cross_attention", False))
+    if kind in TXL_RULES:
+        return TXL_RULES[kind][0](p, sh)
     raise AssertionError(f"layer kind {kind!r} passed validation but has no cost rule")
+
+
+# Transformer-XL kinds: (cost rule, kernel rule), both functions of (params, shape)
+TXL_RULES = {
+    "rel_transformer_block": (transformer_xl.rel_block_cost, transformer_xl.rel_block_kernels),
+    "rel_position": (transformer_xl.rel_position_cost, transformer_xl.rel_position_kernels),
+    "adaptive_embedding": (adaptive_softmax.adaptive_embedding_cost,
+                           adaptive_softmax.adaptive_embedding_kernels),
+    "adaptive_softmax": (adaptive_softmax.adaptive_softmax_cost,
+                         adaptive_softmax.adaptive_softmax_kernels),
+}
 
 
 def _kernels(kind: str, p: dict, sh: Shape, tables: dict) -> kernels_layers.LayerKernels:
     """The layer's kernel lists, with the table sizes its kind needs resolved."""
+    if kind in TXL_RULES:
+        return TXL_RULES[kind][1](p, sh)
     kw = {}
     if kind == "embedding":
         t = tables[p["table"]]
@@ -99,7 +114,8 @@ def _kernels(kind: str, p: dict, sh: Shape, tables: dict) -> kernels_layers.Laye
 # layers whose weights autocast leaves FP32: lookups (embedding is on neither autocast
 # list, nor is a learned positional table's add), LayerNorm (on the float32 list), a tied projection (its weight is the table: its
 # cast is the layer's own logits.weight kernel)
-NO_WEIGHT_CAST = ("embedding", "positional_embedding", "layernorm", "rmsnorm", "fm_interaction")
+NO_WEIGHT_CAST = ("embedding", "positional_embedding", "layernorm", "rmsnorm", "fm_interaction",
+                  "adaptive_embedding", "rel_position")
 
 
 def with_weight_casts(kl: kernels_layers.LayerKernels, kind: str, p: dict, params: int,

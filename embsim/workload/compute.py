@@ -143,6 +143,15 @@ PER_TENSOR_KERNELS = {
     "adagrad": (("sum.addcmul_", 1, 2), ("sqrt", 0, 2), ("add_eps", 0, 2),
                 ("param.addcdiv_", 3, 1)),
 }
+# NVIDIA DeepLearningExamples Transformer-XL's JITLamb (pytorch/lamb.py at 729963dd,
+# lamb_kernel :139-157, called per parameter tensor by JITLamb.step :199-238): one
+# TorchScript function whose elementwise chains the CUDA fuser joins between its two
+# reductions: the moments and the Adam step (read g, m, v, p; write m, v, adam_step),
+# ||p|| and ||adam_step||, the scalar trust-ratio chain (one fused group on 0-d tensors),
+# and the update p - lr * trust * adam_step written as a new tensor (read p, step; write).
+PER_TENSOR_KERNELS["lamb"] = (("lamb.moments_step", 1, 6), ("lamb.param_norm", 0, 1),
+                              ("lamb.step_norm", 0, 1), ("lamb.trust_ratio", 0, 0),
+                              ("lamb.update", 0, 3))
 PER_TENSOR_KERNELS["adamw"] = (("param.mul_", 2, 0),) + PER_TENSOR_KERNELS["adam"]
 TENSORS_PER_LAYER = 2      # weight and bias: a layer whose tensor count is not given
 
@@ -153,7 +162,7 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
     fused: one multi-tensor kernel (apex FusedAdam, torch foreach/fused); `kernels` > 1
     launches share its bytes (a sparse step's coalesce and row update), not repeat them.
     lamb: FusedLAMBAMP's seven passes (embsim.workload.lamb), the layer's share of the
-    whole model's multi-tensor launches; fused only.
+    whole model's multi-tensor launches; per-tensor: JITLamb's (PER_TENSOR_KERNELS).
     per-tensor: torch.optim's for-loop; with mixed precision apex amp O2 first unscales
     the 16-bit gradients into the fp32 master gradients and after the step copies the
     master weights back into the model (one multi-tensor kernel each).
@@ -170,7 +179,7 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
     d = model.table_bytes if table else model.dense_param_bytes
     master = 0 if d >= FP32 else opt.master_bytes_per_param
     grad_w = FP32 if master else d
-    if opt.name == "lamb":
+    if opt.name == "lamb" and opt.implementation == "fused":
         # FusedLAMBAMP reads the gradients in the parameters' dtype (embsim.workload.lamb);
         # a sparse row update (index_bytes) is a multi-tensor call of its own
         whole = tensor_chunks(elements, n_tensors) if index_bytes else model_chunks(model)

@@ -52,9 +52,9 @@ class Optimizer:
 # into the gradient's storage, no state of its own: embsim.workload.lamb)
 OPTIMIZER_STATE_TENSORS = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1, "adagrad": 1,
                            "lamb": 2}
-# optimizers that exist only as a fused multi-tensor kernel (apex FusedLAMB, NVIDIA's
-# FusedLAMBAMP; torch.optim has no LAMB): no per-tensor loop to model
-FUSED_ONLY = ("lamb",)
+# optimizers that exist only as a fused multi-tensor kernel: none now (LAMB: apex FusedLAMB
+# / NVIDIA's FusedLAMBAMP fused, DLE Transformer-XL's JITLamb per tensor, compute.py)
+FUSED_ONLY: tuple[str, ...] = ()
 OPTIMIZER_IMPLEMENTATIONS = ("fused", "per-tensor")
 
 

@@ -84,6 +84,20 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     # lower triangle plus the first vector written as `out` features (padded)
     "dot_interaction": {"vectors": (INT, True), "dim": (INT, True), "out": (INT, True)},
 }
+# Transformer-XL (embsim.workload.transformer_xl, adaptive_softmax): a decoder layer whose
+# queries attend over `mem` cached positions + the segment; the relative-position inputs;
+# the adaptive embedding and log-softmax over a vocabulary cut at `cutoffs`
+LIST = list
+ADAPTIVE_KEYS = {"vocab": (INT, True), "dim": (INT, True), "proj": (INT, True),
+                 "cutoffs": (LIST, True), "div_val": (INT, False), "dropout": (BOOL, False)}
+LAYER_SCHEMA["rel_transformer_block"] = {"dim": (INT, True), "heads": (INT, True),
+                                         "head_dim": (INT, True), "ffn": (INT, True),
+                                         "mem": (INT, True), "dropout": (BOOL, False),
+                                         "attn_dropout": (BOOL, False)}
+LAYER_SCHEMA["rel_position"] = {"dim": (INT, True), "heads": (INT, True), "head_dim": (INT, True),
+                                "mem": (INT, True), "dropout": (BOOL, False)}
+LAYER_SCHEMA["adaptive_embedding"] = dict(ADAPTIVE_KEYS)
+LAYER_SCHEMA["adaptive_softmax"] = {**ADAPTIVE_KEYS, "tied_weights": (BOOL, False), "tie_projs": (LIST, False)}
 LAYER_SCHEMA["transformer_decoder"] = {**LAYER_SCHEMA["transformer_encoder"],
                                        "cross_attention": (BOOL, False)}
 
@@ -227,6 +241,11 @@ def layer_value_problem(kind: str, key: str, value: Any) -> str | None:
             return f"must be positive, got {value}"
         if value > LIMITS["layer_int"]:
             return f"must be <= {LIMITS['layer_int']:,}, got {value:,}"
+    if key == "cutoffs" and (not value or any(not isinstance(c, int) or isinstance(c, bool) or c <= 0
+                                              for c in value) or list(value) != sorted(set(value))):
+        return f"must be a list of increasing positive integers, got {value!r}"
+    if key == "tie_projs" and any(not isinstance(t, bool) for t in value):
+        return f"must be a list of true/false, got {value!r}"
     if key == "token_fraction" and not 0 < value <= 1:
         return f"must be in (0, 1], got {value!r}"
     # flash_attention: true (the GPU's default library kernel) or a named one
@@ -241,6 +260,13 @@ def layer_shape_problem(kind: str, params: dict) -> tuple[str, str] | None:
     """(key, why) when a layer's keys do not fit one another, or None: attention splits
     `dim` into `heads` equal heads, and grouped-query attention shares each of `kv_heads`
     among a whole number of query heads (PyTorch and every trainer refuse anything else)."""
+    if kind in ("adaptive_embedding", "adaptive_softmax"):
+        if params["cutoffs"][-1] >= params["vocab"]:
+            return "cutoffs", f"cutoffs must lie below the vocab {params['vocab']}"
+        ties = params.get("tie_projs")
+        if ties is not None and len(ties) != len(params["cutoffs"]) + 1:
+            return "tie_projs", "give one entry per cluster (len(cutoffs) + 1)"
+        return None
     if not kind.startswith("transformer_"):
         return None
     dim, heads = params["dim"], params["heads"]

@@ -120,3 +120,17 @@ def test_plain_sgd_on_a_sparse_gradient_updates_per_lookup_not_per_row():
     adam = load_model("dlrm-criteo-f15", dtype="fp32", overrides={"optimizer": {"name": "adam"}})
     assert sparse_optimizer_step_time(rows, dim, adam, gpu, lookups) == \
         sparse_optimizer_step_time(rows, dim, adam, gpu)
+
+
+def test_per_tensor_lamb_is_jitlamb_loop():
+    """DLE Transformer-XL's JITLamb: five kernels per parameter tensor (moments + Adam step,
+    two norms, the trust-ratio group, the update), then apex O2's master copies."""
+    from embsim.workload import load_model
+    from embsim.workload.compute import optimizer_kernels
+    m = load_model("transformer-xl-base", dtype="fp16")
+    ks = optimizer_kernels(1000.0, m, tensors=4)
+    lamb = [k for k in ks if k.name.startswith("optimizer.lamb.")]
+    assert len(lamb) == 5 and all(k.count == 4 for k in lamb)
+    assert {"unscale_to_master", "master_to_model", "clip_grad_norm"} <= {k.name for k in ks}
+    moments = next(k for k in lamb if k.name == "optimizer.lamb.moments_step")
+    assert moments.nbytes * moments.count == pytest.approx(1000 * (4 + 6 * 4))

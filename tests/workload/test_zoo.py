@@ -27,7 +27,11 @@ def test_parameter_counts_match_published_within_2_percent(name):
         assert abs(computed / published - 1) <= 0.02, (name, key, computed, published)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+# models whose source publishes no parameter count for the configuration modelled
+UNPUBLISHED = {"transformer-xl-base", "transformer-xl-large"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED | UNPUBLISHED))
 def test_model_is_consistent(name):
     m = load_model(name)
     assert m.params == sum(layer.params for layer in m.layers)
