@@ -34,9 +34,9 @@ import numpy as np
 
 from .costs import SOFTMAX_FLOPS_PER_ELEMENT, LayerCost, Shape
 from .kernels import INDEX_BYTES, MASK_BYTES, RNG, embedding_kernels, gemm, stream
+from .kernel_costs import cost_from_kernels
 from .kernels_layers import LayerKernels
 from .tokens import DEFAULT_ZIPF_S
-from .transformer_xl import gemm_flops, kernel_bytes
 
 
 def clusters(p: dict) -> list[tuple[int, int, int]]:
@@ -204,19 +204,11 @@ def adaptive_softmax_kernels(p: dict, sh: Shape) -> LayerKernels:
     return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=tensors)
 
 
-def _cost(kl: LayerKernels, params: int, d: int, elementwise: int, saved: int) -> LayerCost:
-    return LayerCost(params=params, fwd_flops=gemm_flops(kl.fwd) + elementwise,
-                     bwd_flops=gemm_flops(kl.bwd) + 2 * elementwise,
-                     fwd_bytes=int(kernel_bytes(kl.fwd, d)), bwd_bytes=int(kernel_bytes(kl.bwd, d)),
-                     grad_bytes=d * params, activation_bytes=saved,
-                     fwd_kernels=len(kl.fwd), bwd_kernels=len(kl.bwd))
-
-
 def adaptive_embedding_cost(p: dict, sh: Shape) -> LayerCost:
     kl = adaptive_embedding_kernels(p, sh)
     n, d = sh.tokens, sh.dtype_bytes
     saved = n * INDEX_BYTES + sum(ni * w * d for (_, _, w), ni in zip(clusters(p), cluster_tokens(p, n)))
-    return _cost(kl, embedding_params(p), d, n * p["proj"], saved)
+    return cost_from_kernels(kl, embedding_params(p), d, n * p["proj"], saved)
 
 
 def adaptive_softmax_cost(p: dict, sh: Shape) -> LayerCost:
@@ -228,7 +220,7 @@ def adaptive_softmax_cost(p: dict, sh: Shape) -> LayerCost:
     scored = n * head + sum(ni * rows for (_, rows, _), ni in list(zip(cl, toks))[1:])
     # saved: the hidden rows, the head and tail log-probabilities
     saved = d * (n * p["proj"] + scored)
-    return _cost(kl, softmax_params(p), d, SOFTMAX_FLOPS_PER_ELEMENT * scored, saved)
+    return cost_from_kernels(kl, softmax_params(p), d, SOFTMAX_FLOPS_PER_ELEMENT * scored, saved)
 
 
 __all__ = ["clusters", "zipf_shares", "cluster_tokens", "embedding_params", "softmax_params",

@@ -29,6 +29,7 @@ from __future__ import annotations
 from .costs import NORM_FLOPS_PER_ELEMENT, SOFTMAX_FLOPS_PER_ELEMENT, LayerCost, Shape
 from .kernels import (COLUMN, MASK_BYTES, Kernel, dropout_residual, gemm, linear_fwd_bwd,
                       norm_fwd_bwd, stream)
+from .kernel_costs import cost_from_kernels, kernel_bytes
 from .kernels_layers import LayerKernels, _layer_fitted
 
 
@@ -118,24 +119,6 @@ def rel_block_kernels(p: dict, sh: Shape) -> LayerKernels:
     return LayerKernels(_layer_fitted(fwd), _layer_fitted(bwd), param_tensors=9)
 
 
-def kernel_bytes(kernels, e: int) -> float:
-    """HBM bytes of a kernel list: streams as given, GEMMs read both operands and write
-    the product once."""
-    total = 0.0
-    for kn in kernels:
-        if kn.kind == "gemm":
-            total += kn.batch * kn.count * (kn.m * kn.k + kn.k * kn.n + kn.m * kn.n) * e
-        elif kn.kind == "stream":
-            total += kn.nbytes * kn.count
-        else:
-            total += kn.rows * kn.row_bytes * kn.count
-    return total
-
-
-def gemm_flops(kernels) -> int:
-    return sum(2 * kn.m * kn.n * kn.k * kn.batch * kn.count for kn in kernels if kn.kind == "gemm")
-
-
 def rel_block_cost(p: dict, sh: Shape) -> LayerCost:
     """Params, FLOPs, bytes and saved activations of one layer (module docstring)."""
     kl = rel_block_kernels(p, sh)
@@ -156,12 +139,7 @@ def rel_block_cost(p: dict, sh: Shape) -> LayerCost:
              + ((mask + d) * scores if dropatt else 0) + d * n * ad
              + (mask * n * h if drop else 0) + 2 * d * n * h + d * n * h + d * n * f
              + ((mask * n * f + mask * n * h) if drop else 0) + d * n * f)
-    params = rel_block_params(p)
-    return LayerCost(params=params, fwd_flops=gemm_flops(kl.fwd) + elementwise,
-                     bwd_flops=gemm_flops(kl.bwd) + 2 * elementwise,
-                     fwd_bytes=int(kernel_bytes(kl.fwd, d)), bwd_bytes=int(kernel_bytes(kl.bwd, d)),
-                     grad_bytes=d * params, activation_bytes=saved,
-                     fwd_kernels=len(kl.fwd), bwd_kernels=len(kl.bwd))
+    return cost_from_kernels(kl, rel_block_params(p), d, elementwise, saved)
 
 
 def rel_position_cost(p: dict, sh: Shape) -> LayerCost:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 
 from embsim.validate import docs
+from embsim.validate.training import HELDOUT_DIR
+
+LAMBDA = str(HELDOUT_DIR / "lambda-pytorch.yaml")
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -13,6 +16,8 @@ from embsim.validate import docs
     (["--traces", "{tmp}"], "--traces {tmp}: not a folder of trace files"),      # no *.yaml in it
     (["--out", "{tmp}/a.md", "--out", "{tmp}/b.md"], "--out given twice"),
     (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--refresh", "{tmp}/none.yaml"], "--refresh {tmp}/none.yaml: no such training file"),
+    (["--refresh", LAMBDA], "--refresh needs the previous {tmp}/v.md"),    # no --out to keep tables from
 ])
 def test_bad_arguments_are_one_line_and_write_nothing(argv, words, tmp_path, capsys):
     argv = [a.format(tmp=tmp_path) for a in argv] + ([] if "--out" in argv else ["--out", str(tmp_path / "v.md")])

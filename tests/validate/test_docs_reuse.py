@@ -1,13 +1,12 @@
 """embsim.validate.docs_reuse (python -m embsim.validate.docs --refresh): the tables of the
 sections not refreshed come back verbatim from the previous document and nothing is
-simulated for them; a refreshed file's section is simulated; bad --refresh arguments are one
-line, exit 2."""
+simulated for them; a refreshed file's section is simulated (bad --refresh arguments:
+test_docs.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from embsim.validate import docs, training_docs
 from embsim.validate.docs_reuse import TableReuse, previous_tables
@@ -56,21 +55,6 @@ def test_doc_section_keeps_the_table_without_simulating(monkeypatch):
         section = training_docs.doc_section("Title", ["x.yaml"], ["intro"], ["note"])
     assert section == ["## Title", "", "intro", "", "| kept table |", "", "note", ""]
     assert training_docs._reuse is None                          # reset after the block
-
-
-@pytest.mark.parametrize("argv, words", [
-    (["--refresh", "{tmp}/none.yaml"], "--refresh {tmp}/none.yaml: no such training file"),
-    (["--refresh", "{tmp}/t.yaml"], "--refresh needs the previous {tmp}/v.md"),
-])
-def test_bad_refresh_is_one_line_and_writes_nothing(argv, words, tmp_path, capsys):
-    (tmp_path / "t.yaml").write_text("runs: []\n")
-    argv = [a.format(tmp=tmp_path) for a in argv] + ["--out", str(tmp_path / "v.md")]
-    with pytest.raises(SystemExit) as exc:
-        docs.main(argv)
-    err = capsys.readouterr().err
-    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1
-    assert words.format(tmp=tmp_path) in err, err
-    assert not list(tmp_path.glob("*.md")) and not list(tmp_path.glob("*.png"))
 
 
 def test_the_committed_document_parses_into_its_training_tables():
