@@ -75,10 +75,35 @@ def test_the_file_states_its_source_rule_and_mapping():
 def test_not_simulated_rows_say_why_and_ncf_is_only_simulated_on_one_gpu():
     runs = _doc()["runs"]
     reasons = ("no embsim preset", "no embsim zoo model", "host with no device synchronisation",
-               "two epochs end after")
+               "two epochs end after", "no gradient exchange")
     assert all(any(k in r["not_simulated"] for k in reasons) for r in runs if "not_simulated" in r)
     assert all(r["gpus"] == 1 for r in runs if r["column"] == "ncf" and "embsim" in r)
-    assert all("not_simulated" in r for r in runs if r["column"].startswith("transformerxl"))
+    # Transformer-XL (added 2026-12-03, lambdatxl): no --multi_gpu, so on 2-8 GPUs every rank
+    # trains alone (no gradient all-reduce): only the 1-GPU cells are simulated, all 52 of them
+    txl = [r for r in runs if r["column"].startswith("transformerxl")]
+    assert len(txl) == 132
+    assert all(("embsim" in r) == (r["gpus"] == 1) for r in txl)
+    assert all("no gradient exchange" in r["not_simulated"] for r in txl if r["gpus"] > 1)
+
+
+def test_transformer_xl_rows_run_lambdas_arguments():
+    """config_v1: no --adaptive (a full softmax, one table: cutoffs []), base tgt_len = mem_len
+    192 with JITLamb, large tgt_len = mem_len 256, div_val 1 and torch Adam."""
+    for r in _doc()["runs"]:
+        if not r["column"].startswith("transformerxl") or "embsim" not in r:
+            continue
+        e, large = r["embsim"], r["column"] == "transformerxllarge"
+        assert e["model"] == ("transformer-xl-large" if large else "transformer-xl-base")
+        assert e["seq"] == r["seq"] == (256 if large else 192) and e["metric"] == "tokens_per_s"
+        layers = e["layers"]
+        assert layers["word_embedding"]["cutoffs"] == layers["crit"]["cutoffs"] == []
+        assert layers["crit"]["tie_projs"] == [False]
+        if large:
+            assert layers["rel_position"]["mem"] == layers["layers"]["mem"] == 256
+            assert layers["word_embedding"]["div_val"] == layers["crit"]["div_val"] == 1
+            assert e["optimizer"]["name"] == "adam"
+        else:
+            assert "optimizer" not in e and "rel_position" not in layers     # zoo: JITLamb, mem 192
 
 
 def test_the_first_measured_shape(errors):
