@@ -19,7 +19,14 @@ A6000, Quadro RTX 8000, A10, A100 40GB PCIe) map 97 more rows, mapping committed
 first simulation, nothing fitted. TIGHTENED mean 0.1890 -> 0.1808 (x1.005 of the new 17.99 %
 over 345 runs); max (159.77 %, the same row) and scaling (0.580, now over 196 pairs) unchanged.
 Both changes merged: 17.30 % over 345 runs, mean bound 0.1739; then the RTX A6000's measured
-GEMM fractions (the same torch.mm source): 17.25 %, TIGHTENED 0.1739 -> 0.1734."""
+GEMM fractions (the same torch.mm source): 17.25 %, TIGHTENED 0.1739 -> 0.1734.
+
+2026-12-03 (lambdatxl): the Transformer-XL columns mapped onto the zoo transformer-xl-base /
+-large with Lambda's arguments (no --adaptive: a full softmax; large tgt/mem 256, torch Adam),
+mapping committed (abdcaa5) before the first simulation, nothing fitted: the 52 one-GPU cells
+simulated (22.9 % / 120.4 %, signed +14.7 %), the 80 multi-GPU cells listed (no --multi_gpu:
+ranks train alone, no gradient exchange). File 17.99 % over 397 runs: LOOSENED 0.1734 -> 0.1808;
+max (159.77 %) and scaling (0.580, 196 pairs) unchanged."""
 
 import statistics
 
@@ -29,7 +36,9 @@ from embsim.validate.training import HELDOUT_DIR
 from heldout_bounds import assert_within, heldout_fixture
 
 FILE = "lambda-pytorch.yaml"
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.1734, 1.6057, 0.5831
+# LOOSENED 2026-12-03 (lambdatxl) 0.1734 -> 0.1808: the 52 one-GPU Transformer-XL rows mapped
+# (first contact 22.9 % mean over them), file 17.99 % over 397 runs x1.005; max / scaling unchanged
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.1808, 1.6057, 0.5831
 PRESETS = {"dgx1-v100", "pcie-rtx3090", "pcie-rtx4090", "azure-nc-a100-v4", "dgx-a100", "dgx-h100",
            # added 2026-12-03 (presets): the GPUs that had no preset
            "pcie-h100", "pcie-rtx6000ada", "pcie-rtxa6000", "pcie-quadro-rtx8000", "pcie-a10", "pcie-a100-40gb"}
@@ -42,7 +51,7 @@ def _doc():
 
 
 def test_lambda_heldout_within_the_first_measured_level(errors):
-    assert_within(*errors, counts={"simulated_runs": 345, "pairs": 196, "skipped": 211},
+    assert_within(*errors, counts={"simulated_runs": 397, "pairs": 196, "skipped": 159},
                   mean=MEAN_BOUND, max_=MAX_BOUND, scaling=SCALING_BOUND)
 
 
@@ -112,8 +121,15 @@ def test_the_first_measured_shape(errors):
     embsim's scaling never far below Lambda's (its multi-GPU boxes scale worse than the
     presets, the 8x A100 80GB SXM4 box worst)."""
     runs, pairs = errors
-    rtx = [r.error for r in runs if r.simulated is not None and ("RTX 3090" in r.system or "RTX 4090" in r.system)]
+    rtx = [r.error for r in runs if r.simulated is not None and "-txl-" not in r.id
+           and ("RTX 3090" in r.system or "RTX 4090" in r.system)]
     assert len(rtx) == 28 and statistics.mean(rtx) < -0.10
+    # Transformer-XL (first contact 2026-12-03, lambdatxl): fast on the H100 / A100 boards at
+    # batch 24-104 (H100 SXM5 base FP16 +120 %, the TXL max), the RTX 4090 slow as elsewhere
+    txl = {r.id: r.error for r in runs if "-txl-" in r.id and r.simulated is not None}
+    assert len(txl) == 52 and max(txl, key=lambda k: abs(txl[k])) == "h100-80gb-sxm5-txl-base-fp16"
+    assert all(e > 0.15 for k, e in txl.items() if k.startswith("h100-80gb-sxm5"))
+    assert all(e < -0.15 for k, e in txl.items() if k.startswith("rtx-4090"))
     # the RTX 6000 Ada box's 4x / 8x BERT rows measure super-linear (1.02-1.05), embsim 0.97:
     # the only pairs below -0.05 (added 2026-12-03 with the presets, -0.080 at first contact)
     assert all(p.difference > -0.05 or "rtx-6000-ada" in p.run for p in pairs)
