@@ -142,6 +142,8 @@ def adaptive_softmax_kernels(p: dict, sh: Shape) -> LayerKernels:
     _, v0, w0 = cl[0]
     head = v0 + nc
     fwd = [_dropout("hidden.dropout", n * h, e)] if p.get("dropout", False) else []
+    if nc == 0:
+        return _full_softmax_kernels(p, sh, fwd, proj[0], tied, tie_projs)
     fwd += [stream("head.weight_cat", 2 * head * w0 * e, copy=True),
            stream("head.bias_cat", 2 * head * e, copy=True)]
     bwd_head = []
@@ -201,6 +203,39 @@ def adaptive_softmax_kernels(p: dict, sh: Shape) -> LayerKernels:
             bwd.append(stream(f"c{i}.weight.grad_sum", 3 * (rows * w + extra) * e, pointwise=True))
     per = 1 if div1 else len(cl)       # bias (and weight) tensors
     tensors = 2 + per * (1 if tied else 2) + sum(1 for t, q in zip(tie_projs, proj) if q and not t)
+    return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=tensors)
+
+
+def _full_softmax_kernels(p: dict, sh: Shape, fwd: list, with_proj: bool, tied: bool,
+                          tie_projs: list) -> LayerKernels:
+    """cutoffs [] (train.py without --adaptive: cutoffs, tie_projs = [], [False]): the
+    n_clusters == 0 branch of ProjectedAdaptiveLogSoftmax.forward (LambdaLabsML
+    DeepLearningExamples c1781a37, utils/proj_adaptive_softmax.py:141-144): logits over the
+    whole vocabulary for every token (F.linear with the bias, or the einsum through the
+    projection), log_softmax, gather of the target's; no weight / bias cat, no selection.
+    Backward: the gather's zero-filled full-size gradient, log_softmax's, the logits'
+    GEMMs and bias sum; a tied table's gradient summed with the embedding's."""
+    e, opb, n, h = sh.dtype_bytes, sh.op_bytes, sh.tokens, p["proj"]
+    v, d = p["vocab"], p["dim"]
+    if with_proj:
+        f = [gemm("head.proj", n, d, h), gemm("head.logits", n, v, d),
+             stream("head.bias_add", 2 * n * v * e, pointwise=True)]
+        b = [stream("head.bias_grad", n * v * e), gemm("head.logits.dgrad", n, d, v),
+             gemm("head.logits.wgrad", d, v, n), gemm("head.proj.dgrad", n, h, d),
+             gemm("head.proj.wgrad", h, d, n)]
+    else:
+        f = [gemm("head.logits", n, v, d)]
+        b = [gemm("head.logits.dgrad", n, d, v), gemm("head.logits.wgrad", d, v, n),
+             stream("head.bias_grad", n * v * e)]
+    fwd = fwd + f + [stream("head.log_softmax", n * v * (e + opb)),
+                     stream("head.gather", n * (2 * e + INDEX_BYTES))]
+    bwd = [stream("head.gather_bwd", n * v * e, pointwise=True),
+           stream("head.log_softmax_bwd", n * v * (2 * opb + e))] + b
+    if p.get("dropout", False):   # the model's last self.drop(core_out)
+        bwd.append(stream("hidden.dropout_bwd", n * h * (2 * e + MASK_BYTES), pointwise=True))
+    if tied:
+        bwd.append(stream("weight.grad_sum", 3 * v * d * e, pointwise=True))
+    tensors = 1 + (0 if tied else 1) + (1 if with_proj and not tie_projs[0] else 0)
     return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=tensors)
 
 

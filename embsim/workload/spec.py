@@ -241,8 +241,9 @@ def layer_value_problem(kind: str, key: str, value: Any) -> str | None:
             return f"must be positive, got {value}"
         if value > LIMITS["layer_int"]:
             return f"must be <= {LIMITS['layer_int']:,}, got {value:,}"
-    if key == "cutoffs" and (not value or any(not isinstance(c, int) or isinstance(c, bool) or c <= 0
-                                              for c in value) or list(value) != sorted(set(value))):
+    # cutoffs [] is one cluster: train.py without --adaptive (a full softmax, n_clusters 0)
+    if key == "cutoffs" and (any(not isinstance(c, int) or isinstance(c, bool) or c <= 0
+                                 for c in value) or list(value) != sorted(set(value))):
         return f"must be a list of increasing positive integers, got {value!r}"
     if key == "tie_projs" and any(not isinstance(t, bool) for t in value):
         return f"must be a list of true/false, got {value!r}"
@@ -261,7 +262,7 @@ def layer_shape_problem(kind: str, params: dict) -> tuple[str, str] | None:
     `dim` into `heads` equal heads, and grouped-query attention shares each of `kv_heads`
     among a whole number of query heads (PyTorch and every trainer refuse anything else)."""
     if kind in ("adaptive_embedding", "adaptive_softmax"):
-        if params["cutoffs"][-1] >= params["vocab"]:
+        if params["cutoffs"] and params["cutoffs"][-1] >= params["vocab"]:
             return "cutoffs", f"cutoffs must lie below the vocab {params['vocab']}"
         ties = params.get("tie_projs")
         if ties is not None and len(ties) != len(params["cutoffs"]) + 1:

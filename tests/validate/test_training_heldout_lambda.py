@@ -19,7 +19,14 @@ A6000, Quadro RTX 8000, A10, A100 40GB PCIe) map 97 more rows, mapping committed
 first simulation, nothing fitted. TIGHTENED mean 0.1890 -> 0.1808 (x1.005 of the new 17.99 %
 over 345 runs); max (159.77 %, the same row) and scaling (0.580, now over 196 pairs) unchanged.
 Both changes merged: 17.30 % over 345 runs, mean bound 0.1739; then the RTX A6000's measured
-GEMM fractions (the same torch.mm source): 17.25 %, TIGHTENED 0.1739 -> 0.1734."""
+GEMM fractions (the same torch.mm source): 17.25 %, TIGHTENED 0.1739 -> 0.1734.
+
+2026-12-03 (lambdatxl): the Transformer-XL columns mapped onto the zoo transformer-xl-base /
+-large with Lambda's arguments (no --adaptive: a full softmax; large tgt/mem 256, torch Adam),
+mapping committed (abdcaa5) before the first simulation, nothing fitted: the 52 one-GPU cells
+simulated (22.9 % / 120.4 %, signed +14.7 %), the 80 multi-GPU cells listed (no --multi_gpu:
+ranks train alone, no gradient exchange). File 17.99 % over 397 runs: LOOSENED 0.1734 -> 0.1808;
+max (159.77 %) and scaling (0.580, 196 pairs) unchanged."""
 
 import statistics
 
@@ -29,7 +36,9 @@ from embsim.validate.training import HELDOUT_DIR
 from heldout_bounds import assert_within, heldout_fixture
 
 FILE = "lambda-pytorch.yaml"
-MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.1734, 1.6057, 0.5831
+# LOOSENED 2026-12-03 (lambdatxl) 0.1734 -> 0.1808: the 52 one-GPU Transformer-XL rows mapped
+# (first contact 22.9 % mean over them), file 17.99 % over 397 runs x1.005; max / scaling unchanged
+MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 0.1808, 1.6057, 0.5831
 PRESETS = {"dgx1-v100", "pcie-rtx3090", "pcie-rtx4090", "azure-nc-a100-v4", "dgx-a100", "dgx-h100",
            # added 2026-12-03 (presets): the GPUs that had no preset
            "pcie-h100", "pcie-rtx6000ada", "pcie-rtxa6000", "pcie-quadro-rtx8000", "pcie-a10", "pcie-a100-40gb"}
@@ -42,7 +51,7 @@ def _doc():
 
 
 def test_lambda_heldout_within_the_first_measured_level(errors):
-    assert_within(*errors, counts={"simulated_runs": 345, "pairs": 196, "skipped": 211},
+    assert_within(*errors, counts={"simulated_runs": 397, "pairs": 196, "skipped": 159},
                   mean=MEAN_BOUND, max_=MAX_BOUND, scaling=SCALING_BOUND)
 
 
@@ -75,10 +84,35 @@ def test_the_file_states_its_source_rule_and_mapping():
 def test_not_simulated_rows_say_why_and_ncf_is_only_simulated_on_one_gpu():
     runs = _doc()["runs"]
     reasons = ("no embsim preset", "no embsim zoo model", "host with no device synchronisation",
-               "two epochs end after")
+               "two epochs end after", "no gradient exchange")
     assert all(any(k in r["not_simulated"] for k in reasons) for r in runs if "not_simulated" in r)
     assert all(r["gpus"] == 1 for r in runs if r["column"] == "ncf" and "embsim" in r)
-    assert all("not_simulated" in r for r in runs if r["column"].startswith("transformerxl"))
+    # Transformer-XL (added 2026-12-03, lambdatxl): no --multi_gpu, so on 2-8 GPUs every rank
+    # trains alone (no gradient all-reduce): only the 1-GPU cells are simulated, all 52 of them
+    txl = [r for r in runs if r["column"].startswith("transformerxl")]
+    assert len(txl) == 132
+    assert all(("embsim" in r) == (r["gpus"] == 1) for r in txl)
+    assert all("no gradient exchange" in r["not_simulated"] for r in txl if r["gpus"] > 1)
+
+
+def test_transformer_xl_rows_run_lambdas_arguments():
+    """config_v1: no --adaptive (a full softmax, one table: cutoffs []), base tgt_len = mem_len
+    192 with JITLamb, large tgt_len = mem_len 256, div_val 1 and torch Adam."""
+    for r in _doc()["runs"]:
+        if not r["column"].startswith("transformerxl") or "embsim" not in r:
+            continue
+        e, large = r["embsim"], r["column"] == "transformerxllarge"
+        assert e["model"] == ("transformer-xl-large" if large else "transformer-xl-base")
+        assert e["seq"] == r["seq"] == (256 if large else 192) and e["metric"] == "tokens_per_s"
+        layers = e["layers"]
+        assert layers["word_embedding"]["cutoffs"] == layers["crit"]["cutoffs"] == []
+        assert layers["crit"]["tie_projs"] == [False]
+        if large:
+            assert layers["rel_position"]["mem"] == layers["layers"]["mem"] == 256
+            assert layers["word_embedding"]["div_val"] == layers["crit"]["div_val"] == 1
+            assert e["optimizer"]["name"] == "adam"
+        else:
+            assert "optimizer" not in e and "rel_position" not in layers     # zoo: JITLamb, mem 192
 
 
 def test_the_first_measured_shape(errors):
@@ -87,8 +121,15 @@ def test_the_first_measured_shape(errors):
     embsim's scaling never far below Lambda's (its multi-GPU boxes scale worse than the
     presets, the 8x A100 80GB SXM4 box worst)."""
     runs, pairs = errors
-    rtx = [r.error for r in runs if r.simulated is not None and ("RTX 3090" in r.system or "RTX 4090" in r.system)]
+    rtx = [r.error for r in runs if r.simulated is not None and "-txl-" not in r.id
+           and ("RTX 3090" in r.system or "RTX 4090" in r.system)]
     assert len(rtx) == 28 and statistics.mean(rtx) < -0.10
+    # Transformer-XL (first contact 2026-12-03, lambdatxl): fast on the H100 / A100 boards at
+    # batch 24-104 (H100 SXM5 base FP16 +120 %, the TXL max), the RTX 4090 slow as elsewhere
+    txl = {r.id: r.error for r in runs if "-txl-" in r.id and r.simulated is not None}
+    assert len(txl) == 52 and max(txl, key=lambda k: abs(txl[k])) == "h100-80gb-sxm5-txl-base-fp16"
+    assert all(e > 0.15 for k, e in txl.items() if k.startswith("h100-80gb-sxm5"))
+    assert all(e < -0.15 for k, e in txl.items() if k.startswith("rtx-4090"))
     # the RTX 6000 Ada box's 4x / 8x BERT rows measure super-linear (1.02-1.05), embsim 0.97:
     # the only pairs below -0.05 (added 2026-12-03 with the presets, -0.080 at first contact)
     assert all(p.difference > -0.05 or "rtx-6000-ada" in p.run for p in pairs)

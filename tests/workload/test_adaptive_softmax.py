@@ -92,3 +92,24 @@ def test_zoo_file_refuses_bad_cutoffs(tmp_path):
                  " cutoffs: [50, 20]}\n")
     with pytest.raises(InputError, match="increasing"):
         load_model_spec(f)
+
+
+FULL = {**BASE, "cutoffs": [], "tie_projs": [False]}
+
+
+def test_no_cutoffs_is_the_full_softmax_branch():
+    """cutoffs [] = train.py without --adaptive (Lambda's benchmark runs): one cluster, the
+    n_clusters == 0 branch: logits over the whole vocabulary, log_softmax, gather; no cat,
+    no selection, no cluster weight / bias."""
+    from embsim.workload.spec import layer_shape_problem, layer_value_problem
+    assert layer_value_problem("adaptive_softmax", "cutoffs", []) is None
+    assert layer_shape_problem("adaptive_softmax", FULL) is None
+    kl = adaptive_softmax_kernels(FULL, SH)
+    names = [k.name for k in kl.fwd]
+    assert not any("cat" in x or "nonzero" in x or "index_select" in x for x in names)
+    logits = next(k for k in kl.fwd if k.name == "head.logits")
+    assert (logits.m, logits.n, logits.k) == (SH.tokens, 267735, 512)
+    assert kl.param_tensors == 1                      # the bias; the weight is the embedding's
+    assert softmax_params(FULL) == 267735
+    # Lambda's logs: "#params = 191948759" (base, 16 layers) with this head and one table
+    assert embedding_params(FULL) == 267735 * 512
