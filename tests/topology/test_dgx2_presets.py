@@ -55,7 +55,8 @@ def test_dgx2h_differs_from_dgx2_only_in_the_gpus_rates():
 
 def test_nccl_sees_one_nvswitch_domain_of_16_volta_gpus():
     """NCCL's view: 6 NVLinks of Volta's 20 GB/s per GPU into the switch, no NVLS; a 16-GPU
-    1 GiB ring AllReduce approaches that 120 GB/s bound (DGX-2 reports put it at ~120)."""
+    1 GiB ring AllReduce approaches that 120 GB/s bound (no published DGX-2 nccl-tests log was
+    found to hold it to)."""
     model = CollectiveModel(load_topology("dgx2-v100"))
     ranks = tuple(range(16))
     shape = model.shape(ranks)[0]
