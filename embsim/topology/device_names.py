@@ -35,6 +35,10 @@ _BOARDS: tuple[tuple[str, str, str], ...] = (
     (r"\bH20\b(?![-\w])", "hgx-h20", "8x H20 HGX board, NVSwitch (18 NVLinks per GPU)"),
     (r"\bB200\b", "dgx-b200", "8x B200 HGX board, NVSwitch"),
     (r"\bV100-SXM2-(16|32)GB\b", "dgx1-v100", "8x V100 SXM2 DGX-1 board, hybrid cube-mesh"),
+    # V100 SXM3 is the DGX-2's module; the DGX-2H's 450 W part reports "Tesla V100-SXM3-32GB-H"
+    # ([ASSUMPTION] the name the DGX-2H's driver gives; the suffix is checked first)
+    (r"\bV100-SXM3-32GB-H\b", "dgx2h-v100", "16x V100 SXM3 (450 W) DGX-2H board pair, 12 NVSwitch"),
+    (r"\bV100-SXM3-32GB\b(?!-)", "dgx2-v100", "16x V100 SXM3 DGX-2 board pair, 12 NVSwitch"),
 )
 
 

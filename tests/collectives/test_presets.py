@@ -10,7 +10,7 @@ from embsim.errors import InputError
 from embsim.topology import list_presets, load_topology
 
 PRESETS = Path(__file__).resolve().parents[2] / "topologies"
-NEW = ("dgx1-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "pcie-rtx2080ti-switch", "pcie-rtx4090",
+NEW = ("dgx1-v100", "dgx2-v100", "dgx2h-v100", "pcie-rtx2080ti", "pcie-rtx2080ti-nvlink", "pcie-rtx2080ti-switch", "pcie-rtx4090",
        "azure-nc-a100-v4",
        "l40s-roce",
        "aws-p5", "aws-p6-b200", "gcp-a3-mega", "hgx-h20", "aws-p4d", "aws-p4de", "aws-g5",

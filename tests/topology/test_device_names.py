@@ -16,6 +16,8 @@ from embsim.topology.device_names import infer_system, preset_for_device
     ("NVIDIA B200", "dgx-b200"),
     ("Tesla V100-SXM2-32GB", "dgx1-v100"),
     ("Tesla V100-SXM2-16GB", "dgx1-v100"),
+    ("Tesla V100-SXM3-32GB", "dgx2-v100"),
+    ("Tesla V100-SXM3-32GB-H", "dgx2h-v100"),
 ])
 def test_sxm_parts_name_their_board(device, preset):
     assert preset_for_device(device)[0] == preset
