@@ -239,15 +239,15 @@ def _full_softmax_kernels(p: dict, sh: Shape, fwd: list, with_proj: bool, tied: 
     return LayerKernels(tuple(fwd), tuple(bwd), param_tensors=tensors)
 
 
-def adaptive_embedding_cost(p: dict, sh: Shape) -> LayerCost:
-    kl = adaptive_embedding_kernels(p, sh)
+def adaptive_embedding_cost(p: dict, sh: Shape, kl: LayerKernels | None = None) -> LayerCost:
+    kl = adaptive_embedding_kernels(p, sh) if kl is None else kl     # build passes the kernels it already made
     n, d = sh.tokens, sh.dtype_bytes
     saved = n * INDEX_BYTES + sum(ni * w * d for (_, _, w), ni in zip(clusters(p), cluster_tokens(p, n)))
     return cost_from_kernels(kl, embedding_params(p), d, n * p["proj"], saved)
 
 
-def adaptive_softmax_cost(p: dict, sh: Shape) -> LayerCost:
-    kl = adaptive_softmax_kernels(p, sh)
+def adaptive_softmax_cost(p: dict, sh: Shape, kl: LayerKernels | None = None) -> LayerCost:
+    kl = adaptive_softmax_kernels(p, sh) if kl is None else kl     # build passes the kernels it already made
     n, d = sh.tokens, sh.dtype_bytes
     cl = clusters(p)
     head = cl[0][1] + len(cl) - 1

@@ -77,13 +77,13 @@ def _cost(kind: str, p: dict, sh: Shape, tables: dict, owns: bool) -> LayerCost:
         return costs_blocks.transformer_block_cost(p, sh, cross_attention=False)
     if kind == "transformer_decoder":
         return costs_blocks.transformer_block_cost(p, sh, p.get("cross_attention", False))
-    if kind in TXL_RULES:
-        return TXL_RULES[kind][0](p, sh)
     raise AssertionError(f"layer kind {kind!r} passed validation but has no cost rule")
 
 
-# Transformer-XL kinds: (cost rule, kernel rule), both functions of (params, shape)
-TXL_RULES = {
+# Kinds whose cost is summed from their own kernel lists (embsim.workload.kernel_costs), the
+# Transformer-XL ones: (cost rule (params, shape, kernels), kernel rule (params, shape)); build
+# makes the kernels once per layer spec and derives every repeat's cost from them
+KERNEL_DEFINED = {
     "rel_transformer_block": (transformer_xl.rel_block_cost, transformer_xl.rel_block_kernels),
     "rel_position": (transformer_xl.rel_position_cost, transformer_xl.rel_position_kernels),
     "adaptive_embedding": (adaptive_softmax.adaptive_embedding_cost,
@@ -95,8 +95,6 @@ TXL_RULES = {
 
 def _kernels(kind: str, p: dict, sh: Shape, tables: dict) -> kernels_layers.LayerKernels:
     """The layer's kernel lists, with the table sizes its kind needs resolved."""
-    if kind in TXL_RULES:
-        return TXL_RULES[kind][1](p, sh)
     kw = {}
     if kind == "embedding":
         t = tables[p["table"]]
@@ -201,6 +199,7 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     lookups = {name: 0 for name in tables}
     tied_to: dict[str, str] = {}
     kernel_cache: dict = {}       # repeats of one layer share their kernel lists
+    own_kernels: dict = {}        # a KERNEL_DEFINED layer's kernels, before the weight casts
     sampled: dict[str, int] = {}
     rows_bytes, prev_wide = d, False      # looked-up rows' bytes as the layers see them
     for ls in spec.layers:
@@ -225,11 +224,19 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
                 tied_to[table] = name
                 if p.get("samples"):
                     sampled[table] = p["samples"]
-            c = _cost(ls.kind, p, sh, tables, owns)
+            if ls.kind in KERNEL_DEFINED:
+                cost_rule, kernel_rule = KERNEL_DEFINED[ls.kind]
+                if ls.name not in own_kernels:
+                    own_kernels[ls.name] = kernel_rule(p, sh)
+                kl = own_kernels[ls.name]
+                c = cost_rule(p, sh, kl)
+            else:
+                c = _cost(ls.kind, p, sh, tables, owns)
+                kl = None
             # a Layer is its cost plus where it sits in the model
             if ls.name not in kernel_cache:
-                kernel_cache[ls.name] = with_weight_casts(_kernels(ls.kind, p, sh, tables),
-                                                          ls.kind, p, c.params, cast)
+                kl = _kernels(ls.kind, p, sh, tables) if kl is None else kl
+                kernel_cache[ls.name] = with_weight_casts(kl, ls.kind, p, c.params, cast)
             block_input = batch * seq * int(p["dim"]) * d if ls.kind in BLOCK_KINDS else 0
             layers.append(Layer(name=name, kind=ls.kind, table=table, **asdict(c),
                                 kernels=kernel_cache[ls.name], input_bytes=block_input))

@@ -170,17 +170,17 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     bwd = bn + dn_b + act_b + up_b + bwd
     if sh.fp8:
         # Transformer Engine quantizes each FP8 GEMM's input and output gradient (copy
-        # kernels at full streaming bandwidth, so _layer_fitted leaves them alone)
+        # kernels at full streaming bandwidth, so layer_fitted leaves them alone)
         qf, qb = block_quantize(n, h, (h + 2 * kv) // tp, (2 if swiglu else 1) * f, f, e,
                                 p.get("fp8_recipe", DEFAULT_RECIPE), cross)
         fwd += qf
         bwd += qb
-    return LayerKernels(_layer_fitted(fwd), _layer_fitted(bwd),
+    return LayerKernels(layer_fitted(fwd), layer_fitted(bwd),
                         param_tensors=transformer_tensors(p, cross), fused_elementwise=fused,
-                        core_fwd=_layer_fitted(core), kv_width=2 * kv // tp)
+                        core_fwd=layer_fitted(core), kv_width=2 * kv // tp)
 
 
-def _layer_fitted(kernels: list) -> tuple:
+def layer_fitted(kernels: list) -> tuple:
     """A transformer block's activation kernels run at the whole-layer fraction fitted on
     such blocks (embsim.workload.stream_fit), not at their per-kernel classes: the fit
     also holds block time the per-kernel data cannot place (embsim.workload.kernel_check)."""

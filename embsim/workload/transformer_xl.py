@@ -30,7 +30,7 @@ from .costs import NORM_FLOPS_PER_ELEMENT, SOFTMAX_FLOPS_PER_ELEMENT, LayerCost,
 from .kernels import (COLUMN, MASK_BYTES, Kernel, dropout_residual, gemm, linear_fwd_bwd,
                       norm_fwd_bwd, stream)
 from .kernel_costs import cost_from_kernels, kernel_bytes
-from .kernels_layers import LayerKernels, _layer_fitted
+from .kernels_layers import LayerKernels, layer_fitted
 
 
 def rel_block_params(p: dict) -> int:
@@ -116,12 +116,12 @@ def rel_block_kernels(p: dict, sh: Shape) -> LayerKernels:
     # _update_mems: torch.stack(hids) copies this layer's input into the next memory
     fwd.append(_copy("mems.stack", n * h, e))
     bwd = ffbn + ffbr + dn_b + up_b + bn + br + bwd_attn
-    return LayerKernels(_layer_fitted(fwd), _layer_fitted(bwd), param_tensors=9)
+    return LayerKernels(layer_fitted(fwd), layer_fitted(bwd), param_tensors=9)
 
 
-def rel_block_cost(p: dict, sh: Shape) -> LayerCost:
+def rel_block_cost(p: dict, sh: Shape, kl: LayerKernels | None = None) -> LayerCost:
     """Params, FLOPs, bytes and saved activations of one layer (module docstring)."""
-    kl = rel_block_kernels(p, sh)
+    kl = rel_block_kernels(p, sh) if kl is None else kl     # build passes the kernels it already made
     b, s, d = sh.batch, sh.seq, sh.dtype_bytes
     k = p["mem"] + s
     h, a, dh, f = p["dim"], p["heads"], p["head_dim"], p["ffn"]
@@ -142,12 +142,12 @@ def rel_block_cost(p: dict, sh: Shape) -> LayerCost:
     return cost_from_kernels(kl, rel_block_params(p), d, elementwise, saved)
 
 
-def rel_position_cost(p: dict, sh: Shape) -> LayerCost:
+def rel_position_cost(p: dict, sh: Shape, kl: LayerKernels | None = None) -> LayerCost:
     """The model-level relative-position inputs (mem_transformer.py :614-617, :707-716):
     the sinusoidal embedding of klen positions (torch.ger, sin, cos, cat) and its
     dropout, plus the two (n_head x d_head) biases r_w_bias and r_r_bias every layer adds
     to its queries (their gradients are summed by the layers' kernels)."""
-    kl = rel_position_kernels(p, sh)
+    kl = rel_position_kernels(p, sh) if kl is None else kl     # build passes the kernels it already made
     d = sh.dtype_bytes
     params = 2 * p["heads"] * p["head_dim"]
     return LayerCost(params=params, fwd_flops=4 * (p["mem"] + sh.seq) * p["dim"], bwd_flops=0,
