@@ -80,6 +80,14 @@ def force_option(flags: str):
     return click.option("--force", is_flag=True, help=f"overwrite an existing {flags}")
 
 
+def notes_option():
+    """--notes summary|all: alike per-table notes condensed (embsim.report.notes), or each."""
+    return click.option("--notes", "notes", type=click.Choice(["summary", "all"]), default="summary",
+                        show_default=True,
+                        help="summary: past four alike per-table notes of a strategy, two and a "
+                             "count; all: every note (--json always carries every note)")
+
+
 def png_path(ctx, param, value):
     """A --plot file name: the charts are PNG (matplotlib picks the format from the
     suffix, so x.txt would get a PNG under a text name and x.pdf a PDF the help does not

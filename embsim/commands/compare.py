@@ -16,7 +16,7 @@ from ..report.compare_table import print_matrix
 from ..report.result_json import compare_json
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
-from .checks import force_option, plot_option, refuse_overwrite
+from .checks import force_option, notes_option, plot_option, refuse_overwrite
 from .options import config_from_options, simulation_options
 
 
@@ -32,7 +32,8 @@ from .options import config_from_options, simulation_options
               help="EmbRace 2D taken apart: one strategy (--strategies, default embrace) under fifo, "
                    "priority, embrace-2d and embrace-2d with each part off")
 @force_option("--plot file")
-def command(strategies, schedulers, workers, plot, as_json, ablation, force, **options):
+@notes_option()
+def command(strategies, schedulers, workers, plot, as_json, ablation, force, notes, **options):
     """Simulate every strategy x scheduler and rank them by step time.
     --option NAME.KEY=VALUE reaches only the strategy or scheduler called NAME."""
     refuse_overwrite(plot, force, "--plot")
@@ -65,7 +66,7 @@ def command(strategies, schedulers, workers, plot, as_json, ablation, force, **o
         click.echo(json.dumps({**compare_json(result), "slower_than_fifo": losses_to_fifo(result.rows)},
                               indent=2))
     else:
-        print_matrix(result)
+        print_matrix(result, all_notes=notes == "all")
         if plot:
             click.echo(f"wrote {plot} (bar chart)")
         for line in losses_to_fifo(result.rows):

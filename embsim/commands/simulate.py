@@ -11,7 +11,7 @@ from ..engine.run import simulate
 from ..report.chrome_trace import write_chrome_trace
 from ..report.result_json import simulation_json
 from ..report.summary import print_summary
-from .checks import force_option, refuse_overwrite
+from .checks import force_option, notes_option, refuse_overwrite
 from .options import simulation_options, config_from_options
 
 
@@ -23,7 +23,8 @@ from .options import simulation_options, config_from_options
 @click.option("--chrome-trace", "chrome_trace", type=click.Path(dir_okay=False),
               help="write a Chrome/Perfetto trace of the simulated timeline")
 @force_option("--chrome-trace file")
-def command(strategy, scheduler, as_json, chrome_trace, force, **options):
+@notes_option()
+def command(strategy, scheduler, as_json, chrome_trace, force, notes, **options):
     """Simulate data-parallel training steps and say where the time goes."""
     refuse_overwrite(chrome_trace, force, "--chrome-trace")
     cfg, option_bag = config_from_options(options, strategy=strategy, scheduler=scheduler)
@@ -33,7 +34,7 @@ def command(strategy, scheduler, as_json, chrome_trace, force, **options):
     if as_json:
         click.echo(json.dumps(simulation_json(result), indent=2))
     else:
-        print_summary(result)
+        print_summary(result, all_notes=notes == "all")
     if chrome_trace:
         # stderr under --json, so that stdout stays one JSON document
         click.echo(f"wrote {chrome_trace} (Chrome/Perfetto trace: open in ui.perfetto.dev)",

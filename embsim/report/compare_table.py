@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
+from .notes import condense
 from .units import compute_source_text, human_bytes, human_time
 
 
@@ -25,7 +26,7 @@ def resolution_text(result) -> str:
             f"{best.label} could flip on real hardware")
 
 
-def print_matrix(result, console: Console | None = None) -> None:
+def print_matrix(result, console: Console | None = None, all_notes: bool = False) -> None:
     console = console or Console(width=160)
     cfg = result.config
     t = Table(title=f"{cfg.model} on {cfg.topology} ({result.n_gpus} GPUs), ranked by step time; "
@@ -43,6 +44,6 @@ def print_matrix(result, console: Console | None = None) -> None:
     for r in result.rows:
         if r.refused is not None:
             console.print(f"refused: {r.label}: {r.refused}")
-    notes = dict.fromkeys(n for r in result.rows for n in r.notes)
-    for n in notes:
+    notes = list(dict.fromkeys(n for r in result.rows for n in r.notes))
+    for n in (notes if all_notes else condense(notes)):
         console.print(f"note: {n}")

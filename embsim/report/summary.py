@@ -5,10 +5,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from .notes import condense
 from .units import compute_source_text, human_bytes, human_time
 
 
-def print_summary(result, console: Console | None = None) -> None:
+def print_summary(result, console: Console | None = None, all_notes: bool = False) -> None:
     console = console or Console()
     topo = result.cluster
     title = (f"{result.model} on {topo.preset} {topo.nodes}x{topo.gpus_per_node} "
@@ -56,7 +57,7 @@ def print_summary(result, console: Console | None = None) -> None:
     if not result.fits_in_memory:
         console.print(f"[bold red]WARNING: does not fit: {human_bytes(mem['total'])} needed per GPU, "
                       f"{human_bytes(result.hbm_bytes)} available.[/bold red]")
-    for note in result.notes:
+    for note in (result.notes if all_notes else condense(result.notes)):
         console.print(f"note: {note}")
 
 
