@@ -131,6 +131,11 @@ def adaptive_softmax_kernels(p: dict, sh: Shape) -> LayerKernels:
     zero-filled full-size gradients for index_select / column select / weight slices and
     the sums where several paths meet (head log-probs; a tied weight's gradient)."""
     e, opb, n, h = sh.dtype_bytes, sh.op_bytes, sh.tokens, p["proj"]
+    # opb: the log-probabilities' dtype. Under autocast FP32: log_softmax is an autocast
+    # fp32_set_opt_dtype op, and at::log_softmax(half, dtype=float) runs _log_softmax with
+    # half_to_float (reads FP16, writes FP32); its gradient is FP32 too. So are the passes
+    # over them: the head rows' index_select, the gathers, the zero-filled gradients of
+    # gather / index_select and their sums. Apex O2 (the DLE and Lambda runs): opb == e.
     cl = clusters(p)
     nc = len(cl) - 1
     div1 = p.get("div_val", 1) == 1
@@ -163,28 +168,28 @@ def adaptive_softmax_kernels(p: dict, sh: Shape) -> LayerKernels:
     f, b = logits("head", n, head, w0, proj[0])
     fwd += f + [stream("head.log_softmax", n * head * (e + opb)),
                 stream("nll.zeros", n * e, pointwise=True)]
-    bwd_head = [stream("head.logprob_grad_sum", 3 * n * head * e, count=nc, pointwise=True),
+    bwd_head = [stream("head.logprob_grad_sum", 3 * n * head * opb, count=nc, pointwise=True),
                 stream("head.log_softmax_bwd", n * head * (2 * opb + e))] + b
     bwd_tail = []
     for i, ((_, rows, w), ni) in enumerate(zip(cl, toks)):
         tag = f"c{i}"
-        fwd += _select(tag, n, ni) + [stream(f"{tag}.head_rows", 2 * ni * head * e, copy=True)]
+        fwd += _select(tag, n, ni) + [stream(f"{tag}.head_rows", 2 * ni * head * opb, copy=True)]
         # index_select backward: a zero (n x head) gradient with the rows added in; the
         # gather / column select before it: a zero (ni x head) one with one element each
-        bwd_tail += [stream(f"{tag}.select_bwd", ni * head * e, pointwise=True),
-                     stream(f"{tag}.head_rows_bwd", n * head * e + 3 * ni * head * e)]
+        bwd_tail += [stream(f"{tag}.select_bwd", ni * head * opb, pointwise=True),
+                     stream(f"{tag}.head_rows_bwd", n * head * opb + 3 * ni * head * opb)]
         if i == 0:
-            fwd.append(stream(f"{tag}.gather", ni * (e + INDEX_BYTES + e)))
+            fwd.append(stream(f"{tag}.gather", ni * (2 * opb + INDEX_BYTES)))
         else:
             f, b = logits(tag, ni, rows, w, proj[i])
             fwd += [stream(f"{tag}.hidden_rows", 2 * ni * h * e, copy=True)] + f + [
                 stream(f"{tag}.log_softmax", ni * rows * (e + opb)),
-                stream(f"{tag}.gather", ni * (2 * e + INDEX_BYTES)),
-                stream(f"{tag}.add", 3 * ni * e, pointwise=True)]
-            bwd_tail += [stream(f"{tag}.gather_bwd", ni * rows * e, pointwise=True),
+                stream(f"{tag}.gather", ni * (2 * opb + INDEX_BYTES)),
+                stream(f"{tag}.add", 3 * ni * opb, pointwise=True)]
+            bwd_tail += [stream(f"{tag}.gather_bwd", ni * rows * opb, pointwise=True),
                          stream(f"{tag}.log_softmax_bwd", ni * rows * (2 * opb + e))] + b + [
                          stream(f"{tag}.hidden_rows_bwd", n * h * e + 3 * ni * h * e)]
-        fwd.append(stream(f"{tag}.nll_copy", 2 * ni * e, copy=True))
+        fwd.append(stream(f"{tag}.nll_copy", ni * (opb + e), copy=True))
     # the hidden state's gradient: the head's plus each tail cluster's, summed
     bwd = bwd_tail + bwd_head + [stream("hidden_grad_sum", 3 * n * h * e, count=nc, pointwise=True)]
     if p.get("dropout", False):   # the model's last self.drop(core_out)
@@ -215,7 +220,7 @@ def _full_softmax_kernels(p: dict, sh: Shape, fwd: list, with_proj: bool, tied: 
     projection), log_softmax, gather of the target's; no weight / bias cat, no selection.
     Backward: the gather's zero-filled full-size gradient, log_softmax's, the logits'
     GEMMs and bias sum; a tied table's gradient summed with the embedding's."""
-    e, opb, n, h = sh.dtype_bytes, sh.op_bytes, sh.tokens, p["proj"]
+    e, opb, n, h = sh.dtype_bytes, sh.op_bytes, sh.tokens, p["proj"]   # opb: as adaptive_softmax_kernels
     v, d = p["vocab"], p["dim"]
     if with_proj:
         f = [gemm("head.proj", n, d, h), gemm("head.logits", n, v, d),
@@ -228,8 +233,8 @@ def _full_softmax_kernels(p: dict, sh: Shape, fwd: list, with_proj: bool, tied: 
         b = [gemm("head.logits.dgrad", n, d, v), gemm("head.logits.wgrad", d, v, n),
              stream("head.bias_grad", n * v * e)]
     fwd = fwd + f + [stream("head.log_softmax", n * v * (e + opb)),
-                     stream("head.gather", n * (2 * e + INDEX_BYTES))]
-    bwd = [stream("head.gather_bwd", n * v * e, pointwise=True),
+                     stream("head.gather", n * (2 * opb + INDEX_BYTES))]
+    bwd = [stream("head.gather_bwd", n * v * opb, pointwise=True),
            stream("head.log_softmax_bwd", n * v * (2 * opb + e))] + b
     if p.get("dropout", False):   # the model's last self.drop(core_out)
         bwd.append(stream("hidden.dropout_bwd", n * h * (2 * e + MASK_BYTES), pointwise=True))

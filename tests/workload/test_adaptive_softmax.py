@@ -113,3 +113,22 @@ def test_no_cutoffs_is_the_full_softmax_branch():
     assert softmax_params(FULL) == 267735
     # Lambda's logs: "#params = 191948759" (base, 16 layers) with this head and one table
     assert embedding_params(FULL) == 267735 * 512
+
+
+def test_autocast_log_probabilities_and_their_gradients_are_fp32():
+    """Under autocast log_softmax writes FP32 (at::log_softmax(half, dtype=float): the
+    half_to_float kernel): the gathers, the head rows' index_select and the zero-filled
+    gradients of gather / index_select are FP32 passes; under apex O2 (op_bytes == dtype
+    bytes) nothing changes."""
+    auto = Shape(batch=8, seq=192, dtype_bytes=2, op_bytes=4, fp16=True)
+    n, v = auto.tokens, 267735
+    by = {k.name: k.nbytes for k in adaptive_softmax_kernels(FULL, auto).bwd}
+    assert by["head.gather_bwd"] == n * v * 4
+    assert by["head.log_softmax_bwd"] == n * v * (2 * 4 + 2)
+    kl = adaptive_softmax_kernels(BASE, auto)
+    by = {k.name: k.nbytes for k in kl.fwd + kl.bwd}
+    head, ni = 19997 + 3, cluster_tokens(BASE, n)
+    assert by["c1.select_bwd"] == ni[1] * head * 4
+    assert by["c1.head_rows"] == 2 * ni[1] * head * 4
+    assert by["c1.head_rows_bwd"] == (n + 3 * ni[1]) * head * 4
+    assert by["c2.gather_bwd"] == ni[2] * 160000 * 4
