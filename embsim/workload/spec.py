@@ -284,8 +284,17 @@ def reference_problem(spec_tables: dict, layers) -> tuple[tuple, str] | None:
     dangling table name, a tied projection of another width, an unread table), or None:
     shared by model files and run overrides."""
     names = set()
+    mem_of = None          # Transformer-XL's memory length: one --mem_len for every layer
     for i, layer in enumerate(layers):
         path = ("layers", i)
+        if layer.kind in ("rel_position", "rel_transformer_block"):
+            if mem_of is None:
+                mem_of = (layer.name, layer.params["mem"])
+            elif layer.params["mem"] != mem_of[1]:
+                return path + ("mem",), (f"{layer.params['mem']} here but {mem_of[1]} in layer "
+                                         f"{mem_of[0]!r}: Transformer-XL caches one memory length "
+                                         f"(mem_len) for its position inputs and every block; "
+                                         f"set the same mem on both")
         if layer.name in names:
             return path + ("name",), f"duplicate layer name {layer.name!r}"
         names.add(layer.name)

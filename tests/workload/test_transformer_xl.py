@@ -86,7 +86,20 @@ def test_zoo_models_param_counts():
 def test_memory_length_is_overridable():
     from embsim.workload import load_spec
     from embsim.workload.overrides import apply_overrides
-    spec = apply_overrides(load_spec("transformer-xl-base"), {"layers": {"layers": {"mem": 64}}})
+    spec = apply_overrides(load_spec("transformer-xl-base"),
+                           {"layers": {"layers": {"mem": 64}, "rel_position": {"mem": 64}}})
     assert next(ls for ls in spec.layers if ls.name == "layers").params["mem"] == 64
     with pytest.raises(InputError):
         apply_overrides(load_spec("transformer-xl-base"), {"layers": {"layers": {"mem": 0}}})
+
+
+def test_one_memory_length_for_the_position_inputs_and_every_block():
+    """mem_len is one setting in DLE's train.py: an override that changes it on the position
+    layer alone (or the blocks alone) is refused, naming both values; both together pass."""
+    from embsim.workload import load_spec
+    from embsim.workload.overrides import apply_overrides
+    spec = load_spec("transformer-xl-large")
+    with pytest.raises(InputError, match=r"layers\.layers\.mem: 384 here but 256 in layer 'rel_position'"):
+        apply_overrides(spec, {"layers": {"rel_position": {"mem": 256}}}, "runs[0].embsim")
+    both = apply_overrides(spec, {"layers": {"rel_position": {"mem": 256}, "layers": {"mem": 256}}}, "r")
+    assert {l.params["mem"] for l in both.layers if "mem" in l.params} == {256}
