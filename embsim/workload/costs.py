@@ -184,14 +184,21 @@ def fm_interaction_cost(p: dict, sh: Shape) -> LayerCost:
 
 
 def combine_cost(p: dict, sh: Shape) -> LayerCost:
-    """Per-sample elementwise product (NCF's GMF branch: He et al. 2017, eq. 9) or
-    concatenation of `inputs` vectors of width `dim`. No parameters. Product: forward
+    """Per-sample elementwise product (NCF's GMF branch: He et al. 2017, eq. 9), sum (a
+    reduce_sum or average pool over `inputs` vectors) or concatenation of `inputs` vectors
+    of width `dim`. No parameters. Product: forward
     reads every input and writes one vector; backward writes each input's gradient from
     the output gradient and the other inputs. Concat: forward copies every input into the
     joined tensor; backward copies each input's gradient slice out contiguous.
     `elem_bytes` (set by build): FP32 looked-up rows among its inputs (autocast) make it
     FP32 by type promotion."""
     b, d, k, w = sh.batch, p.get("elem_bytes", sh.dtype_bytes), p["inputs"], p["dim"]
+    if p["op"] == "sum":
+        # a reduction over k inputs (tf.reduce_sum, an average pool of stride k): its
+        # gradient is the output gradient broadcast to every input, one kernel, no saved input
+        return LayerCost(params=0, fwd_flops=(k - 1) * b * w, bwd_flops=0,
+                         fwd_bytes=d * (k + 1) * b * w, bwd_bytes=d * (k + 1) * b * w,
+                         grad_bytes=0, activation_bytes=0, fwd_kernels=1, bwd_kernels=1)
     if p["op"] == "product":
         return LayerCost(params=0, fwd_flops=(k - 1) * b * w, bwd_flops=k * (k - 1) * b * w,
                          fwd_bytes=d * (k + 1) * b * w, bwd_bytes=d * k * (k + 1) * b * w,

@@ -396,6 +396,10 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
                              stream("fm.bwd_combine", 4 * b * k * e)))
     if kind == "combine":
         b, k, w, e = sh.batch, p["inputs"], p["dim"], p.get("elem_bytes", e)
+        if p["op"] == "sum":
+            return LayerKernels((stream("combine.sum", (k + 1) * b * w * e, pointwise=True),),
+                                (stream("combine.sum_bwd", (k + 1) * b * w * e, pointwise=True),),
+                                param_tensors=0)
         if p["op"] == "product":
             return LayerKernels((stream("combine.mul", (k + 1) * b * w * e, pointwise=True),),
                                 tuple(stream(f"combine.mul_bwd{i}", (k + 1) * b * w * e, pointwise=True)

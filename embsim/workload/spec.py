@@ -78,7 +78,8 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
                      "upcast_in_kernel": (BOOL, False), "fused": (BOOL, False),
                      "label_smoothing": (STR, False), **HEAD_KEYS},
     "fm_interaction": {"fields": (INT, True), "dim": (INT, True)},
-    # per-sample elementwise product or concatenation of `inputs` vectors of width `dim`
+    # per-sample elementwise product, sum (reduce_sum, average pool) or concatenation of
+    # `inputs` vectors of width `dim`
     "combine": {"op": (STR, True), "inputs": (INT, True), "dim": (INT, True)},
     # DLRM's pairwise dot products of `vectors` per-sample vectors of width `dim`, the
     # lower triangle plus the first vector written as `out` features (padded)
@@ -103,7 +104,7 @@ LAYER_SCHEMA["transformer_decoder"] = {**LAYER_SCHEMA["transformer_encoder"],
 
 ENUMS = {"activation": ("none", "relu", "gelu", "tanh"), "per": ("token", "sample"),
          "norm": ("layernorm", "rmsnorm"), "ffn_kind": ("gelu", "relu", "swiglu"),
-         "bias": ("double", "single", "none"), "op": ("product", "concat"),   # "bias" enum applies to lstm only
+         "bias": ("double", "single", "none"), "op": ("product", "concat", "sum"),   # "bias" enum applies to lstm only
          "label_smoothing": ("none", "mean", "sum"),
          "fp8_recipe": RECIPES}
 

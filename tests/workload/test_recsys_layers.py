@@ -16,13 +16,23 @@ def _stream_bytes(kernels):
     return sum(k.nbytes for k in kernels if k.kind == "stream")
 
 
-@pytest.mark.parametrize("op", ["product", "concat"])
+@pytest.mark.parametrize("op", ["product", "concat", "sum"])
 def test_combine_kernels_move_the_bytes_the_cost_rule_counts(op):
     p = {"op": op, "inputs": 2, "dim": 64}
     c, kl = combine_cost(p, SH), layer_kernels("combine", p, SH)
     assert c.params == 0 and c.grad_bytes == 0
     assert _stream_bytes(kl.fwd) == c.fwd_bytes and _stream_bytes(kl.bwd) == c.bwd_bytes
-    assert len(kl.bwd) == 2 and kl.param_tensors == 0       # one gradient per input
+    # one gradient kernel per input, except a sum's: one broadcast to every input
+    assert len(kl.bwd) == (1 if op == "sum" else 2) and kl.param_tensors == 0
+
+
+def test_sum_reads_every_input_once_each_way_and_saves_nothing():
+    k = 20                                 # an average pool of stride 20
+    c = combine_cost({"op": "sum", "inputs": k, "dim": 64}, SH)
+    assert c.fwd_bytes == c.bwd_bytes == 4 * (k + 1) * 1000 * 64
+    assert c.activation_bytes == 0
+    product = combine_cost({"op": "product", "inputs": k, "dim": 64}, SH)
+    assert product.bwd_bytes == k * c.bwd_bytes               # a product's k gradients each read all
 
 
 def test_product_reads_both_inputs_and_writes_one():
