@@ -3,7 +3,8 @@
 Each sparse table is sharded across the N GPUs (model parallel); dense layers stay data
 parallel and AllReduce. Per step and table:
   1. index exchange: all_gather of every GPU's token ids (lookups x 8 B per GPU), which the
-     shard's lookup blocks on;
+     shard's lookup blocks on (none with `--option input=model`: each GPU's input pipeline
+     yields the ids of its shards for the global batch);
   2. forward AlltoAll of the looked-up vectors (per GPU lookups x D x dtype B), which the
      next layer blocks on;
   3. backward AlltoAll of their gradients, which the embedding's backward (the shard's
@@ -82,6 +83,11 @@ class EmbRaceOptions:
     # the compute dtype (a trainer that casts them before the exchange, as DeepLearningExamples'
     # PyTorch DLRM does under --amp: DlrmBottom casts, then the all-to-all)
     alltoall_dtype: str = "table"
+    # where a step's ids come from: data (each GPU reads its own batch's ids, which the
+    # tables' owners need: the id exchange above) or model (each GPU's input pipeline
+    # already yields the ids its shards serve, for the global batch: no exchange, as NVIDIA
+    # Merlin distributed-embeddings' dp_input=False)
+    input: str = "data"
 
     def wire_bytes(self, model) -> int:
         return model.table_bytes if self.alltoall_dtype == "table" else model.dtype_bytes
@@ -91,6 +97,8 @@ class EmbRaceOptions:
             raise InputError(f"--option alltoall_dtype={self.alltoall_dtype!r}: expected table or compute")
         if self.shard not in SHARDS:
             raise InputError(f"--option shard={self.shard!r}: expected one of {', '.join(SHARDS)}")
+        if self.input not in ("data", "model"):
+            raise InputError(f"--option input={self.input!r}: expected data or model")
         if self.bottom_mlp not in ("data", "model"):
             raise InputError(f"--option bottom_mlp={self.bottom_mlp!r}: expected data or model")
         if self.bottom_mlp != "data" and self.shard != "tables":
@@ -143,15 +151,16 @@ class EmbRaceStrategy(Strategy):
             # the owner's lookup kernel, per row read: what a shard pays per lookup served
             fwd_per_lookup = ctx.layer_fwd[t.layer] / lookups[t.layer]
             bwd_per_lookup = ctx.layer_bwd[t.layer] / lookups[t.layer]
-            ids = extra_name("embrace-ids", t.layer)
-            extra.append((fwd_name(t.layer), ComputeOp(ids, ID_STAGING_S)))
             if self.options.dedup:
                 # torch.unique over the batch's ids: a sort, read and written a few times
                 dedup_s = ctx.kernel_seconds([stream("embrace-dedup", 8 * total * INDEX_BYTES / 3, count=3)])
                 extra.append((fwd_name(t.layer), ComputeOp(extra_name("embrace-dedup", t.layer), dedup_s)))
-            sync.append(SyncTensor(name=f"embrace-ids:{t.table}", layer=t.layer, op="all_gather",
-                                   nbytes=n * total * sent * INDEX_BYTES, category="embedding",
-                                   ready_after=ids, needed_by=fwd_name(t.layer)))
+            if self.options.input == "data":
+                ids = extra_name("embrace-ids", t.layer)
+                extra.append((fwd_name(t.layer), ComputeOp(ids, ID_STAGING_S)))
+                sync.append(SyncTensor(name=f"embrace-ids:{t.table}", layer=t.layer, op="all_gather",
+                                       nbytes=n * total * sent * INDEX_BYTES, category="embedding",
+                                       ready_after=ids, needed_by=fwd_name(t.layer)))
             for user in users:
                 nbytes = lookups[user.name] * vec * sent
                 i = layers.index(user.name)

@@ -103,15 +103,16 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         ids_to[g] += total * sent * INDEX_BYTES
         vectors_from[g] += total * sent * t.dim * wire
 
-    ids = extra_name("embrace-ids", first)
-    extra.append((fwd_name(first), ComputeOp(ids, ID_STAGING_S)))
     if dedup:
         lookups = sum(total for _, _, total, _ in per_table)
         dedup_s = ctx.kernel_seconds([stream("embrace-dedup", 8 * lookups * INDEX_BYTES / 3, count=3)])
         extra.append((fwd_name(first), ComputeOp(extra_name("embrace-dedup", first), dedup_s)))
-    sync.append(SyncTensor(name="embrace-ids:tables", layer=first, op="alltoall",
-                           nbytes=float(ids_to.sum()), category="embedding", ready_after=ids,
-                           needed_by=fwd_name(first), matrix=Traffic(np.ones(n), ids_to)))
+    if options.input == "data":
+        ids = extra_name("embrace-ids", first)
+        extra.append((fwd_name(first), ComputeOp(ids, ID_STAGING_S)))
+        sync.append(SyncTensor(name="embrace-ids:tables", layer=first, op="alltoall",
+                               nbytes=float(ids_to.sum()), category="embedding", ready_after=ids,
+                               needed_by=fwd_name(first), matrix=Traffic(np.ones(n), ids_to)))
 
     produced = fwd_name(last)
     if fwd_load.max() > base_fwd:

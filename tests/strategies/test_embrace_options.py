@@ -109,3 +109,19 @@ def test_rows_cast_before_the_exchange_halve_its_bytes_under_amp():
         assert fwd(cast) == pytest.approx(fwd(table) / 2)
     with pytest.raises(InputError, match="alltoall_dtype='x'"):
         dlrm(alltoall_dtype="x")
+
+
+def test_model_parallel_input_drops_the_id_exchange_and_nothing_else():
+    ids = lambda r: [c for c in r.run.comm if c.name.startswith("embrace-ids")]
+    vectors = lambda r: sum(c.nbytes for c in r.run.comm if c.iteration == 1 and c.name.startswith("embrace-fwd"))
+    for shard in ("cols", "tables"):
+        cfg = dict(topology="dgx-a100:1x8", model="dlrm-tf2-criteo-t3", strategy="embrace", batch=8192,
+                   iterations=2, efficiency_baseline=False)
+        data = simulate(SimulationConfig(**cfg, strategy_options={"shard": shard}))
+        model = simulate(SimulationConfig(**cfg, strategy_options={"shard": shard, "input": "model"}))
+        assert ids(data) and not ids(model)
+        assert not any(c.name.startswith("extra:embrace-ids") for c in model.run.compute)
+        assert vectors(model) == vectors(data) > 0
+        assert model.step_time < data.step_time
+    with pytest.raises(InputError, match="input='x'"):
+        dlrm(input="x")
