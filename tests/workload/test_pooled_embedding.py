@@ -104,3 +104,14 @@ def test_cast_output_casts_the_pooled_output(fused):
     if fused:      # one kernel reads the FP32 rows and writes the 16-bit sums
         assert [kr.name for kr in bag.fwd][:2] == ["embedding.bag_gather", "embedding.write_cast"]
         assert not any(re.search(r"bag_write", kr.name) for kr in bag.fwd)
+
+
+def test_a_run_override_may_pool_a_layer_and_is_held_to_the_same_enum(tmp_path):
+    from embsim.workload import load_spec
+    from embsim.workload.overrides import apply_overrides
+
+    spec = load_spec(write(tmp_path, extra="", name="plain.yaml"))
+    pooled = apply_overrides(spec, {"layers": {"emb": {"pooling": "mean"}}})
+    assert pooled.layers[0].params["pooling"] == "mean"
+    with pytest.raises(InputError, match="pooling.*must be one of sum, mean"):
+        apply_overrides(spec, {"layers": {"emb": {"pooling": "max"}}})
