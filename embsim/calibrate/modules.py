@@ -107,6 +107,8 @@ def build_layer(layer: LayerShape, model: ModelShape, sparse: bool = False) -> n
     p, kind = layer.params, layer.kind
     if kind == "embedding":
         t = model.tables[p["table"]]
+        if p.get("pooling"):      # a bag: each sample's ids (one row of the input) summed
+            return nn.EmbeddingBag(t.vocab, t.dim, mode=p["pooling"], sparse=sparse)
         return nn.Embedding(t.vocab, t.dim, sparse=sparse)
     if kind == "positional_embedding":
         return PositionalAdd(p["rows"], p["dim"])

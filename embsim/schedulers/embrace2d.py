@@ -16,7 +16,8 @@ The paper names four parts; each is an option, on by default, so an ablation
   applied after the next forward (the deferred part of the layer's update), so its traffic
   overlaps the next forward. Row payloads split by rows (unique_next_overlap /
   unique_union), EmbRace's per-token gradient AlltoAll by lookups (lookup_fraction_next);
-  the backward AlltoAll no longer blocks the embedding's backward.
+  the backward AlltoAll no longer blocks the embedding's backward. A pooled (bag) layer's
+  gradient AlltoAll, one vector per sample, has no such split: refused (defer=off runs it).
 - prefetch (2, the ids): a prefetching data loader knows the next batch one step ahead,
   so the token-id exchange for iteration k+1 runs during iteration k's backward instead
   of at the start of every iteration.
@@ -190,6 +191,7 @@ class EmbRace2DScheduler(PriorityScheduler):
                 keep = fraction
                 now, later = replace(t, update_of=update_name(owner)), replace(t, update_of=update_name(owner, True))
             elif needed is Role.BWD and payload is Payload.TOKENS:   # per-token gradient AlltoAll
+                _refuse_pooled(ctx.layer(t.layer))
                 keep = fraction
                 now = replace(t, needed_by=None, update_of=update_name(owner))
                 later = replace(t, needed_by=None, update_of=update_name(owner, True))
@@ -250,6 +252,17 @@ class EmbRace2DScheduler(PriorityScheduler):
             return float(pos - n if this_iteration else pos)
         pos = layout[t.update_of or update_name(t.layer)]
         return float(n + pos if self.options.cross_iteration else pos)
+
+
+def _refuse_pooled(layer) -> None:
+    """The per-token split keeps the lookups whose row the next batch reads; a pooled
+    layer's gradient AlltoAll carries one summed vector per sample, which the next batch
+    needs if it reads any row of the bag: a different fraction, not modelled."""
+    if layer.pooled:
+        raise InputError(f"--scheduler embrace-2d: layer {layer.name} pools its lookups (pooling:), "
+                         f"so its gradient AlltoAll carries one vector per sample, not per lookup, and "
+                         f"deferring the part the next batch does not read is not modelled; use "
+                         f"--option defer=off, or --scheduler fifo or priority")
 
 
 def _split(now, later, keep: float):

@@ -5,7 +5,8 @@ parallel and AllReduce. Per step and table:
   1. index exchange: all_gather of every GPU's token ids (lookups x 8 B per GPU), which the
      shard's lookup blocks on (none with `--option input=model`: each GPU's input pipeline
      yields the ids of its shards for the global batch);
-  2. forward AlltoAll of the looked-up vectors (per GPU lookups x D x dtype B), which the
+  2. forward AlltoAll of the looked-up vectors (per GPU lookups x D x dtype B; one vector
+     per sample for a pooled layer, whose owner sums the bag: Model.vectors_out), which the
      next layer blocks on;
   3. backward AlltoAll of their gradients, which the embedding's backward (the shard's
      scatter into its rows) blocks on; then each shard updates the rows it owns.
@@ -67,6 +68,25 @@ def row_block_unique(probs: np.ndarray, shards: int, draws: float,
 SHARDS = ("cols", "rows", "hashed", "tables")
 
 
+def check_pooled(model, tables: list[str], options) -> None:
+    """A bag lookup's owner sends one summed vector per sample: only when it holds every
+    row of the bag (shard=tables) or a slice of every row's columns (cols). Under rows or
+    hashed each shard would send partial sums to be reduced (a reduce-scatter), and dedup
+    sends distinct rows where a bag sends sums: neither is modelled."""
+    for table in tables:
+        for user in model.sparse_users(table):
+            if not user.pooled:
+                continue
+            if options.shard in ("rows", "hashed"):
+                raise InputError(f"--strategy embrace --option shard={options.shard}: layer {user.name} "
+                                 f"pools its lookups (pooling:), so each row shard would send partial sums "
+                                 f"to be reduced, which is not modelled; use shard=cols or shard=tables")
+            if options.dedup:
+                raise InputError(f"--strategy embrace --option dedup=on: layer {user.name} pools its "
+                                 f"lookups (pooling:), so the AlltoAll carries one summed vector per "
+                                 f"sample, not rows to de-duplicate; drop dedup")
+
+
 @dataclass(frozen=True)
 class EmbRaceOptions:
     # cols: D/N columns of every row per GPU; rows: contiguous row blocks (the hottest
@@ -119,6 +139,7 @@ class EmbRaceStrategy(Strategy):
         return self.options.shard != "tables"
 
     def plan(self, ctx):
+        check_pooled(ctx.model, [t.table for t in sparse_tables(ctx)], self.options)
         if self.options.shard == "tables":
             return plan_table_wise(ctx, self.options)
         model, n = ctx.model, ctx.n_gpus
@@ -162,7 +183,8 @@ class EmbRaceStrategy(Strategy):
                                        nbytes=n * total * sent * INDEX_BYTES, category="embedding",
                                        ready_after=ids, needed_by=fwd_name(t.layer)))
             for user in users:
-                nbytes = lookups[user.name] * vec * sent
+                # the looked-up vectors: one per lookup, or one per sample from a bag
+                nbytes = model.vectors_out(user) * vec * sent
                 i = layers.index(user.name)
                 if user.kind == "embedding":
                     produced, consumer = fwd_name(user.name), fwd_name(layers[i + 1])
@@ -195,7 +217,7 @@ class EmbRaceStrategy(Strategy):
             update[t.layer] = (ctx.sparse_update(t.layer, shard_rows, total * hot)
                                + bwd_per_lookup * total * (hot - 1.0))
             sharded[t.table] = n
-            buffers[f"embrace alltoall buffers ({t.table})"] = 2 * total * vec
+            buffers[f"embrace alltoall buffers ({t.table})"] = 2 * sum(map(model.vectors_out, users)) * vec
             if shares is not None:
                 notes.append(f"embrace shard={self.options.shard} {t.table}: hottest shard serves "
                              f"{shares.max() * 100:.1f} % of lookups ({hot:.1f}x an even share)")

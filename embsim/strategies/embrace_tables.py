@@ -7,7 +7,8 @@ Per step, for all sparse tables at once:
      alltoallv: rank i -> owner g carries the ids of g's tables);
   2. each owner looks up its tables for the whole global batch (n x one batch's lookups);
   3. forward: one alltoallv of the looked-up vectors, owner g -> rank i the rows of i's
-     samples from g's tables, which the layer after the lookups blocks on;
+     samples from g's tables (one summed vector per sample from a pooled layer), which the
+     layer after the lookups blocks on;
   4. backward: the transpose, which the lookups' backward blocks on; each owner then
      scatters n batches' gradients into its tables and updates the rows they touched.
 The placement is DLE's greedy (table_placement). Its imbalance is the cost: every GPU
@@ -52,7 +53,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     if not tables:
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model), notes=tuple(notes))
-    lookup_layers, per_table = [], []
+    lookup_layers, per_table, vectors = [], [], []
     for t in tables:
         users = model.sparse_users(t.table)
         for u in users:
@@ -64,6 +65,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         total = float(sum(model.rows_read(u) for u in users))
         sent = t.unique_per_gpu / total if dedup else 1.0
         per_table.append((t, users, total, sent))
+        vectors.append(float(sum(model.vectors_out(u) for u in users)))   # one per sample if pooled
     first = min(lookup_layers, key=layers.index)
     last = max(lookup_layers, key=layers.index)
     if layers.index(last) + 1 >= len(layers):
@@ -92,7 +94,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         owner = [g + 1 for g in owners(sizes, n - 1)] if n > 4 else owners(sizes, n)
     else:
         owner = owners(sizes, n)
-    for (t, users, total, sent), g in zip(per_table, owner):
+    for (t, users, total, sent), out, g in zip(per_table, vectors, owner):
         fwd = sum(ctx.layer_fwd[u.name] for u in users)
         bwd = sum(ctx.layer_bwd[u.name] for u in users)
         base_fwd, base_bwd = base_fwd + fwd, base_bwd + bwd
@@ -101,7 +103,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         full_update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, n * total)
         upd_load[g] += full_update[t.layer]
         ids_to[g] += total * sent * INDEX_BYTES
-        vectors_from[g] += total * sent * t.dim * wire
+        vectors_from[g] += out * sent * t.dim * wire
 
     if dedup:
         lookups = sum(total for _, _, total, _ in per_table)

@@ -239,7 +239,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
                 kernel_cache[ls.name] = with_weight_casts(kl, ls.kind, p, c.params, cast)
             block_input = batch * seq * int(p["dim"]) * d if ls.kind in BLOCK_KINDS else 0
             layers.append(Layer(name=name, kind=ls.kind, table=table, **asdict(c),
-                                kernels=kernel_cache[ls.name], input_bytes=block_input))
+                                kernels=kernel_cache[ls.name], input_bytes=block_input,
+                                pooled=ls.kind == "embedding" and "pooling" in p))
         prev_wide = rows_bytes > d and (ls.kind in ROW_CONSUMERS or (
             ls.kind == "embedding" and not ls.params.get("cast_output")))
     emb_tables = tuple(

@@ -117,15 +117,19 @@ def norm_cost(p: dict, sh: Shape) -> LayerCost:
 
 def embedding_cost(p: dict, sh: Shape, vocab: int, dim: int, owns_table: bool) -> LayerCost:
     """Gather of `lookups` rows per sample; the gradient is one (index, row) per lookup.
-    Rows and gradient in the table's precision (FP32 under autocast)."""
+    Rows and gradient in the table's precision (FP32 under autocast). With `pooling` the
+    sample's rows are summed into one output vector (lookups x dim adds), and backward
+    reads that one gradient row per sample."""
     d = sh.table_bytes
     rows = sh.batch * p["lookups"]
     gathered = rows * dim * d
+    pooled = "pooling" in p
+    output = sh.batch * dim * d if pooled else gathered        # the output / its gradient
     return LayerCost(
         params=vocab * dim if owns_table else 0,
-        fwd_flops=0, bwd_flops=rows * dim,
-        fwd_bytes=2 * gathered + rows * INDEX_BYTES,          # read rows, write output
-        bwd_bytes=3 * gathered + rows * INDEX_BYTES,          # read grad, read+write rows
+        fwd_flops=rows * dim if pooled else 0, bwd_flops=rows * dim,
+        fwd_bytes=gathered + output + rows * INDEX_BYTES,      # read rows, write output
+        bwd_bytes=output + 2 * gathered + rows * INDEX_BYTES,  # read grad, read+write rows
         grad_bytes=gathered + rows * INDEX_BYTES,
         activation_bytes=rows * INDEX_BYTES, sparse=True, fwd_kernels=1, bwd_kernels=2)
 

@@ -185,3 +185,20 @@ def embedding_kernels(name: str, rows: int, dim: int, vocab: int, e: int) -> tup
              Kernel("scatter", rows=distinct, row_bytes=dim * e, passes=1, name=f"{name}.row_write")]
     sparse = [stream(f"{name}.sparse_grad", 2 * rows * INDEX_BYTES)]
     return fwd, dense, sparse
+
+
+def bag_kernels(name: str, rows: int, bags: int, dim: int, vocab: int,
+                e: int) -> tuple[list, list, list]:
+    """embedding_kernels for a pooled (bag) lookup of `rows` rows into `bags` vectors, as
+    ATen runs nn.EmbeddingBag(mode='sum'|'mean') (EmbeddingBag.cu; FBGEMM's TBE and TF's
+    embedding_lookup_sparse pool the same way). Forward: one kernel reads each looked-up
+    row once and writes one sum per bag (the mean's scale is fused in). The dense gradient
+    runs embedding's backward on the rows, each reading its bag's gradient row
+    (offset2bag): the same kernels. The sparse gradient first expands the pooled gradient
+    to one row per lookup (index_select by offset2bag: reads the bags' rows, writes every
+    lookup's), then keeps it as the values as embedding's sparse backward does."""
+    fwd, dense, sparse = embedding_kernels(name, rows, dim, vocab, e)
+    fwd = [Kernel("gather", rows=rows, row_bytes=dim * e, passes=1, name=f"{name}.bag_gather"),
+           stream(f"{name}.bag_write", bags * dim * e, ops=0)] + fwd[1:]
+    sparse = [stream(f"{name}.bag_grad_expand", (bags + rows) * dim * e, copy=True)] + sparse
+    return fwd, dense, sparse

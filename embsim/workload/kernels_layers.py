@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 
 from .costs import Shape, tokens_for
 from .fp8_quant import DEFAULT_RECIPE, block_quantize
-from .kernels import (COLUMN, FP32, LAYER, MASK_BYTES, Kernel, attention, dropout_residual,
-                      embedding_kernels, fp32_cast, gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
+from .kernels import (COLUMN, FP32, LAYER, MASK_BYTES, Kernel, attention, bag_kernels,
+                      dropout_residual, embedding_kernels, fp32_cast, gemm, linear_fwd_bwd,
+                      norm_fwd_bwd, stream)
 
 
 FLASH_TILE = 128      # FlashAttention-2's key/query tile (Dao 2023: block sizes 64-128)
@@ -307,30 +308,42 @@ def _smoothing_grads(p: dict, elems: int) -> list:
     return zeros + [stream("loss.grad_sum", 2 * elems * FP32, pointwise=True)]
 
 
+def _embedding(p: dict, sh: Shape, vocab: int, dim: int) -> LayerKernels:
+    """A lookup layer: one output vector per lookup, or per sample when it pools them
+    (`pooling`), which is what any cast of the output moves."""
+    rows, e, t = sh.batch * p["lookups"], sh.dtype_bytes, sh.table_bytes
+    pooled = "pooling" in p
+    out = sh.batch if pooled else rows          # output vectors
+    if pooled:
+        f, dense, sparse = bag_kernels("embedding", rows, out, dim, vocab, t)
+    else:
+        f, dense, sparse = embedding_kernels("embedding", rows, dim, vocab, t)
+    if p.get("cast_output") and t > e:
+        # the output cast to the model's dtype after the lookup, its gradient cast back
+        # up before the table's backward
+        up = fp32_cast("embedding.rows_grad", out * dim, e, t)
+        if p.get("fused_cast"):
+            # one kernel reads the t-byte rows and writes the output as e bytes (DLE DLRM's
+            # gather_gpu_fused_fwd with amp_train; its backward reads the 16-bit
+            # gradient and writes the FP32 values: the up-cast's bytes, one kernel)
+            # (a bag's gather already only reads its rows, its write is the cast's)
+            gather = f[0] if pooled else Kernel("gather", rows=rows, row_bytes=dim * t, passes=1,
+                                                name="embedding.gather")
+            f = [gather, stream("embedding.write_cast", out * dim * e, copy=True, ops=0)] + f[1 + pooled:]
+            up = [stream("embedding.rows_grad", out * dim * (e + t), copy=True, ops=0)]
+        else:
+            f += fp32_cast("embedding.rows", out * dim, e, t)
+        dense, sparse = up + dense, up + sparse
+    return LayerKernels(tuple(f), tuple(dense), tuple(sparse))
+
+
 def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: int | None = None,
                   cols: int | None = None, classes: int | None = None) -> LayerKernels:
     """Kernels of one layer. `vocab`/`dim`: the table of an embedding layer; `cols`: the
     scored columns of an output projection; `classes`: a softmax's classes."""
     e = sh.dtype_bytes
     if kind == "embedding":
-        rows = sh.batch * p["lookups"]
-        t = sh.table_bytes
-        f, dense, sparse = embedding_kernels("embedding", rows, dim, vocab, t)
-        if p.get("cast_output") and t > e:
-            # the rows cast to the model's dtype after the lookup, their gradient cast back
-            # up before the table's backward
-            up = fp32_cast("embedding.rows_grad", rows * dim, e, t)
-            if p.get("fused_cast"):
-                # one kernel reads the t-byte rows and writes them as e bytes (DLE DLRM's
-                # gather_gpu_fused_fwd with amp_train; its backward reads the 16-bit
-                # gradient and writes the FP32 values: the up-cast's bytes, one kernel)
-                f = [Kernel("gather", rows=rows, row_bytes=dim * t, passes=1, name="embedding.gather"),
-                     stream("embedding.write_cast", rows * dim * e, copy=True, ops=0)] + f[1:]
-                up = [stream("embedding.rows_grad", rows * dim * (e + t), copy=True, ops=0)]
-            else:
-                f += fp32_cast("embedding.rows", rows * dim, e, t)
-            dense, sparse = up + dense, up + sparse
-        return LayerKernels(tuple(f), tuple(dense), tuple(sparse))
+        return _embedding(p, sh, vocab, dim)
     if kind == "linear":
         n = tokens_for(p, sh)
         f, b = linear_fwd_bwd("linear", n, p["in"], p["out"], e,

@@ -97,6 +97,8 @@ class Layer:
     uncoalesced (index, row) gradient, one row per lookup: lookups*(dim*dtype + 8).
     sparse: True when that gradient touches only some rows of a table.
     table: the embedding table this layer reads or writes, or None.
+    pooled: an embedding layer that sums (or averages) each sample's looked-up rows into
+    one vector (`pooling:` in the model file); its gradient is still one row per lookup.
     activation_bytes: bytes saved in forward for use in backward.
     fwd_kernels / bwd_kernels: GPU kernels launched (for launch overhead).
     """
@@ -124,6 +126,7 @@ class Layer:
     # (batch x heads x seq x seq) softmax, dropout mask and output; 0 with flash
     # attention), which selective recomputation does not keep
     core_saved: int = 0
+    pooled: bool = False
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,12 @@ class Model:
         """Rows (with repeats) one GPU's batch reads through a sparse layer: its gradient
         is one (index, row) pair per row read."""
         return layer.grad_bytes / self.row_bytes(layer.table)
+
+    def vectors_out(self, layer: Layer) -> float:
+        """Vectors one GPU's batch gets out of a sparse layer, what a model-parallel
+        exchange of looked-up vectors carries: one per sample when the layer pools its
+        lookups (a bag), else one per row read."""
+        return float(self.batch) if layer.pooled else self.rows_read(layer)
 
     def row_touches(self, table: str) -> float:
         """Rows (with repeats) one GPU's batch touches in a table, over all its sparse users."""

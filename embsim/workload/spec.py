@@ -54,8 +54,11 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
     # cast_output: the looked-up rows are cast to the model's dtype right after the lookup
     # (as DLE DLRM's --amp does); without it they stay in the table's precision
     # fused_cast: the lookup kernel itself writes the cast rows (no separate cast pass)
+    # pooling: sum (or mean) the sample's looked-up rows into one vector, as a bag lookup
+    # does (nn.EmbeddingBag, FBGEMM TBE, TF embedding_lookup_sparse's combiner); absent: one
+    # vector per lookup
     "embedding": {"table": (STR, True), "lookups": (SEQ_OR_INT, False), "cast_output": (BOOL, False),
-                  "fused_cast": (BOOL, False)},
+                  "fused_cast": (BOOL, False), "pooling": (STR, False)},
     "positional_embedding": {"rows": (INT, True), "dim": (INT, True), "learned": (BOOL, False)},
     "linear": {"in": (INT, True), "out": (INT, True), "bias": (BOOL, False),
                "activation": (STR, False), "dropout": (BOOL, False), "per": (STR, False),
@@ -105,7 +108,7 @@ LAYER_SCHEMA["transformer_decoder"] = {**LAYER_SCHEMA["transformer_encoder"],
 ENUMS = {"activation": ("none", "relu", "gelu", "tanh"), "per": ("token", "sample"),
          "norm": ("layernorm", "rmsnorm"), "ffn_kind": ("gelu", "relu", "swiglu"),
          "bias": ("double", "single", "none"), "op": ("product", "concat", "sum"),   # "bias" enum applies to lstm only
-         "label_smoothing": ("none", "mean", "sum"),
+         "label_smoothing": ("none", "mean", "sum"), "pooling": ("sum", "mean"),
          "fp8_recipe": RECIPES}
 
 
