@@ -38,7 +38,7 @@ from ..collectives.traffic import Traffic
 from ..plan.names import bwd_name, extra_name, fwd_name
 from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
-from ..options import switch
+from ..options import positive_number, switch
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from ..workload.kernels import stream
@@ -108,6 +108,11 @@ class EmbRaceOptions:
     # already yields the ids its shards serve, for the global batch: no exchange, as NVIDIA
     # Merlin distributed-embeddings' dp_input=False)
     input: str = "data"
+    # shard=tables only: how whole tables land on GPUs: greedy (DeepLearningExamples' capped
+    # size greedy) or memory_balanced (Merlin distributed-embeddings: tables above
+    # column_slice_threshold elements cut along their width first, then dealt in a snake)
+    placement: str = "greedy"
+    column_slice_threshold: float | None = None
 
     def wire_bytes(self, model) -> int:
         return model.table_bytes if self.alltoall_dtype == "table" else model.dtype_bytes
@@ -117,6 +122,15 @@ class EmbRaceOptions:
             raise InputError(f"--option alltoall_dtype={self.alltoall_dtype!r}: expected table or compute")
         if self.shard not in SHARDS:
             raise InputError(f"--option shard={self.shard!r}: expected one of {', '.join(SHARDS)}")
+        if self.placement not in ("greedy", "memory_balanced"):
+            raise InputError(f"--option placement={self.placement!r}: expected greedy or memory_balanced")
+        if (self.placement != "greedy" or self.column_slice_threshold is not None) and self.shard != "tables":
+            raise InputError("--option placement / column_slice_threshold: only with shard=tables")
+        if self.column_slice_threshold is not None:
+            if self.placement != "memory_balanced":
+                raise InputError("--option column_slice_threshold: only with placement=memory_balanced "
+                                 "(DeepLearningExamples' greedy places tables whole)")
+            positive_number(self.column_slice_threshold, "column_slice_threshold", 1)
         if self.input not in ("data", "model"):
             raise InputError(f"--option input={self.input!r}: expected data or model")
         if self.bottom_mlp not in ("data", "model"):

@@ -38,7 +38,7 @@ from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from .base import StrategyPlan
 from .common import ID_STAGING_S, dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
-from .table_placement import owners
+from .table_placement import column_slices, memory_balanced, owners
 
 
 def plan_table_wise(ctx, options) -> StrategyPlan:
@@ -92,18 +92,21 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         vectors_from[0] += model.batch * width * model.dtype_bytes
         # GPU 0 holds no table on more than 4 GPUs (DLE: "leave one device out for the bottom MLP")
         owner = [g + 1 for g in owners(sizes, n - 1)] if n > 4 else owners(sizes, n)
+        pieces = [(i, 1.0, g) for i, g in enumerate(owner)]
     else:
-        owner = owners(sizes, n)
-    for (t, users, total, sent), out, g in zip(per_table, vectors, owner):
-        fwd = sum(ctx.layer_fwd[u.name] for u in users)
-        bwd = sum(ctx.layer_bwd[u.name] for u in users)
-        base_fwd, base_bwd = base_fwd + fwd, base_bwd + bwd
-        fwd_load[g] += n * fwd
-        bwd_load[g] += n * bwd
+        pieces = placed_pieces(per_table, options, n)
+    for i, (t, users, total, sent) in enumerate(per_table):
+        base_fwd += sum(ctx.layer_fwd[u.name] for u in users)
+        base_bwd += sum(ctx.layer_bwd[u.name] for u in users)
         full_update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, n * total)
-        upd_load[g] += full_update[t.layer]
+    for i, frac, g in pieces:
+        # a column slice serves every lookup of its table on its share of the columns
+        t, users, total, sent = per_table[i]
+        fwd_load[g] += n * frac * sum(ctx.layer_fwd[u.name] for u in users)
+        bwd_load[g] += n * frac * sum(ctx.layer_bwd[u.name] for u in users)
+        upd_load[g] += frac * full_update[t.layer]
         ids_to[g] += total * sent * INDEX_BYTES
-        vectors_from[g] += out * sent * t.dim * wire
+        vectors_from[g] += vectors[i] * sent * frac * t.dim * wire
 
     if dedup:
         lookups = sum(total for _, _, total, _ in per_table)
@@ -137,22 +140,35 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
                            category="embedding", ready_after=bwd_name(consumer),
                            needed_by=grad_consumer, matrix=forward.T))
 
-    # the step waits for the owner with the most update work: its tables' full updates
+    # the step waits for the owner with the most update work: its pieces' share of the updates
     busiest = int(np.argmax(upd_load))
-    for (t, *_), g in zip(per_table, owner):
-        update[t.layer] = full_update[t.layer] if g == busiest else 0.0
+    for t, *_ in per_table:
+        update[t.layer] = 0.0
+    for i, frac, g in pieces:
+        if g == busiest:
+            update[per_table[i][0].layer] += frac * full_update[per_table[i][0].layer]
 
-    # memory: the GPU holding the most table parameters holds its tables whole, no others
-    table_params = np.bincount(owner, weights=sizes, minlength=n)
+    # memory: the GPU holding the most table parameters holds its pieces, no others
+    owner = [g for _, _, g in pieces]
+    table_params = np.bincount(owner, weights=[sizes[i] * frac for i, frac, _ in pieces], minlength=n)
     heaviest = int(np.argmax(table_params))
-    shards = {t.table: (1 if g == heaviest else 0) for (t, *_), g in zip(per_table, owner)}
+    held = np.zeros(len(per_table))
+    for i, frac, g in pieces:
+        held[i] += frac if g == heaviest else 0.0
+    # a share of a table's columns as the shard count memory_per_gpu divides it by
+    shards = {t.table: (max(1, round(1 / h)) if h > 0 else 0) for (t, *_), h in zip(per_table, held)}
     buffers = {"embrace alltoall buffers (tables)": 2 * nbytes}
 
     even = lambda load, base: load.max() / base if base > 0 else 1.0
     where = (f"{len(set(owner))} GPUs" + (", the dense layers before them on GPU 0 over the global batch"
                                          if bottom_mlp == "model" else ""))
-    notes.append(f"embrace shard=tables: {len(per_table)} tables whole on {where} by DeepLearningExamples' "
-                 f"greedy placement ({np.bincount(owner).max()} at most per GPU); the busiest "
+    if options.placement == "memory_balanced":
+        sliced = [i for i, frac, _ in pieces if frac < 1]
+        how = (f"{len(per_table)} tables ({len(set(sliced))} cut into {len(sliced)} column slices) on "
+               f"{where} by Merlin distributed-embeddings' memory_balanced deal")
+    else:
+        how = f"{len(per_table)} tables whole on {where} by DeepLearningExamples' greedy placement"
+    notes.append(f"embrace shard=tables: {how} ({np.bincount(owner).max()} at most per GPU); the busiest "
                  f"owner looks up {even(fwd_load, base_fwd):.2f}x an even share, holds "
                  f"{table_params.max() / table_params.sum() * 100:.0f} % of the table parameters, and sends "
                  f"{vectors_from.max() / nbytes * 100:.0f} % of the alltoallv bytes")
@@ -162,3 +178,18 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
                         memory=memory_per_gpu(model, embedding_shards=shards, sparse_embedding_grads=True,
                                               buffers=buffers),
                         extra=tuple(extra), notes=tuple(notes))
+
+
+def placed_pieces(per_table, options, n: int) -> list[tuple[int, float, int]]:
+    """(table index, share of its columns, GPU) of every piece a placement puts on a GPU:
+    whole tables by DeepLearningExamples' greedy, or Merlin distributed-embeddings' column
+    slices and memory_balanced deal."""
+    sizes = [float(t.vocab * t.dim) for t, *_ in per_table]
+    if options.placement != "memory_balanced":
+        return [(i, 1.0, g) for i, g in enumerate(owners(sizes, n))]
+    pieces = []
+    for i, (t, *_) in enumerate(per_table):
+        widths = column_slices(t.vocab * t.dim, t.dim, options.column_slice_threshold, n)
+        pieces += [(i, w / t.dim) for w in widths]
+    gpu = memory_balanced([sizes[i] * frac for i, frac in pieces], n)
+    return [(i, frac, g) for (i, frac), g in zip(pieces, gpu)]

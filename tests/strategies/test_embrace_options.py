@@ -125,3 +125,24 @@ def test_model_parallel_input_drops_the_id_exchange_and_nothing_else():
         assert model.step_time < data.step_time
     with pytest.raises(InputError, match="input='x'"):
         dlrm(input="x")
+
+
+def test_merlin_memory_balanced_placement_slices_the_big_tables_and_keeps_one_exchange():
+    cfg = dict(topology="dgx-a100:1x8", model="merlin-synthetic-small", strategy="embrace", batch=8192,
+               iterations=2, efficiency_baseline=False)
+    opts = {"shard": "tables", "input": "model", "placement": "memory_balanced"}
+    whole = simulate(SimulationConfig(**cfg, strategy_options=opts))
+    sliced = simulate(SimulationConfig(**cfg, strategy_options={**opts, "column_slice_threshold": 1280 * 1048576}))
+    fwd = lambda r: [c for c in r.run.comm if c.iteration == 1 and c.name.startswith("embrace-fwd")]
+    # one fused alltoallv a direction; the same vectors in total however the columns are cut
+    assert len(fwd(whole)) == len(fwd(sliced)) == 1
+    assert fwd(sliced)[0].nbytes == pytest.approx(fwd(whole)[0].nbytes)
+    # the two 50M x 32 tables (1.6e9 elements) are each cut in two
+    note = next(n for n in sliced.notes if "memory_balanced" in n)
+    assert "(2 cut into 4 column slices)" in note
+    with pytest.raises(InputError, match="only with placement=memory_balanced"):
+        dlrm(shard="tables", column_slice_threshold=1000)
+    with pytest.raises(InputError, match="only with shard=tables"):
+        dlrm(placement="memory_balanced")
+    with pytest.raises(InputError, match="placement='x'"):
+        dlrm(shard="tables", placement="x")
