@@ -22,23 +22,31 @@ GiB = 1 << 30
 
 
 def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
-    out = {}
+    out, shared = {}, {}
     for table in model.tables:
         owner = model.table_owner(table.name)
-        # rows one GPU's step touches: its tokens' rows plus a sampled softmax's distinct
-        # candidates (the softmax's true classes are the same tokens' rows)
-        touches = RowTouches(stats_for(table), tokens=float(model.batch * table.lookups_per_sample),
-                             candidates=table.sampled)
+        stats, tokens = stats_for(table), float(model.batch * table.lookups_per_sample)
+        # tables with the same statistics and load touch rows alike (a synthetic recommender
+        # repeats one table config hundreds of times): their row sums are computed once; the
+        # stats object is kept in the entry so its id is not reused while the dict lives
+        key = (id(stats), tokens, table.sampled)
+        if key not in shared:
+            shared[key] = (stats, _touched_rows(stats, tokens, table.sampled, n_gpus))
         out[owner] = TableTraffic(
             table=table.name, layer=owner, vocab=table.vocab, dim=table.dim,
-            lookups_per_gpu=float(model.batch * table.lookups_per_sample),
-            unique_per_gpu=touches.unique(), unique_union=touches.union(n_gpus),
-            unique_next_overlap=touches.next_overlap(n_gpus),
-            lookup_fraction_next=touches.read_fraction_next(n_gpus),
-            dense_grad=model.dense_gradient(table.name),
-            row_probs=touches.reads / total(touches.reads, touches.counts),
-            row_inclusion=touches.inclusion, row_counts=touches.counts)
+            lookups_per_gpu=tokens, dense_grad=model.dense_gradient(table.name), **shared[key][1])
     return out
+
+
+def _touched_rows(stats, tokens: float, candidates: int, n_gpus: int) -> dict:
+    """The row statistics of one table's step: one GPU's tokens' rows plus a sampled
+    softmax's distinct candidates (the softmax's true classes are the same tokens' rows)."""
+    touches = RowTouches(stats, tokens=tokens, candidates=candidates)
+    return dict(unique_per_gpu=touches.unique(), unique_union=touches.union(n_gpus),
+                unique_next_overlap=touches.next_overlap(n_gpus),
+                lookup_fraction_next=touches.read_fraction_next(n_gpus),
+                row_probs=touches.reads / total(touches.reads, touches.counts),
+                row_inclusion=touches.inclusion, row_counts=touches.counts)
 
 
 def _label_for(model, kgpu) -> str:

@@ -8,15 +8,14 @@ committed before the first simulation; nothing fitted or chosen on them.
 
 Bounds: the first simulation (branch merlin, 2026-12-04) x1.005 rounded up: mean |error|
 150.69 %, max 557.64 % (Tiny on one GPU), scaling max |difference| 0.313 (Tiny 1 -> 8);
-every run simulated fast. The file takes over a minute to simulate, so the bound test runs
-with EMBSIM_SLOW_HELDOUT=1; .ci/run gates the same bounds on every run."""
+every run simulated fast. .ci/run gates the same bounds."""
 
 from pathlib import Path
 
 import yaml
 
 from embsim.validate.training import HELDOUT_DIR
-from heldout_bounds import assert_within, heldout_fixture, slow_heldout
+from heldout_bounds import assert_within, heldout_fixture
 
 FILE = "merlin-de-synthetic.yaml"
 MEAN_BOUND, MAX_BOUND, SCALING_BOUND = 1.5145, 5.6043, 0.3149
@@ -46,7 +45,6 @@ def test_every_readme_cell_once_with_its_rate_batch_and_topology():
                     "column_slice_threshold": 1280 * 1048576, "input": "model"}
 
 
-@slow_heldout(2)
 def test_merlin_within_the_first_measured_level(merlin):
     assert_within(*merlin, counts={"simulated_runs": 14, "pairs": 9, "skipped": 0},
                   mean=MEAN_BOUND, max_=MAX_BOUND, scaling=SCALING_BOUND)
