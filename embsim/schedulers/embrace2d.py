@@ -48,7 +48,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Mapping
 
-from ..errors import InputError
+from ..errors import InputError, ModelNotSupported
 from ..options import positive_number, switch
 from ..plan.names import DEFERRED, OpId, Role, bwd_input_name, bwd_name, stream_order, update_name
 from ..plan.ops import ComputeOp
@@ -259,7 +259,7 @@ def _refuse_pooled(layer) -> None:
     layer's gradient AlltoAll carries one summed vector per sample, which the next batch
     needs if it reads any row of the bag: a different fraction, not modelled."""
     if layer.pooled:
-        raise InputError(f"--scheduler embrace-2d: layer {layer.name} pools its lookups (pooling:), "
+        raise ModelNotSupported(f"--scheduler embrace-2d: layer {layer.name} pools its lookups (pooling:), "
                          f"so its gradient AlltoAll carries one vector per sample, not per lookup, and "
                          f"deferring the part the next batch does not read is not modelled; use "
                          f"--option defer=off, or --scheduler fifo or priority")

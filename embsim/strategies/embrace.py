@@ -37,7 +37,7 @@ import numpy as np
 from ..collectives.traffic import Traffic
 from ..plan.names import bwd_name, extra_name, fwd_name
 from ..plan.ops import ComputeOp, SyncTensor
-from ..errors import InputError
+from ..errors import InputError, ModelNotSupported
 from ..options import positive_number, switch
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
@@ -78,11 +78,11 @@ def check_pooled(model, tables: list[str], options) -> None:
             if not user.pooled:
                 continue
             if options.shard in ("rows", "hashed"):
-                raise InputError(f"--strategy embrace --option shard={options.shard}: layer {user.name} "
+                raise ModelNotSupported(f"--strategy embrace --option shard={options.shard}: layer {user.name} "
                                  f"pools its lookups (pooling:), so each row shard would send partial sums "
                                  f"to be reduced, which is not modelled; use shard=cols or shard=tables")
             if options.dedup:
-                raise InputError(f"--strategy embrace --option dedup=on: layer {user.name} pools its "
+                raise ModelNotSupported(f"--strategy embrace --option dedup=on: layer {user.name} pools its "
                                  f"lookups (pooling:), so the AlltoAll carries one summed vector per "
                                  f"sample, not rows to de-duplicate; drop dedup")
 

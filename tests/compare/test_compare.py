@@ -222,3 +222,13 @@ def test_pipeline_parallel_refuses_rows_not_the_compare():
     assert "--pipeline-parallel 2: composes with --strategy" in refused["allgather/fifo"]
     assert "--pipeline-parallel 2: composes with --scheduler fifo" in refused["allreduce/priority"]
     assert [r.label for r in res.rows if r.refused is None] == ["allreduce/fifo"]
+
+
+def test_a_pooled_model_lists_embrace_2d_as_refused_and_ranks_the_rest():
+    """embrace-2d's defer is not modelled for bag lookups (one summed vector per sample):
+    compare lists that cell as refused instead of stopping on it."""
+    cfg = SimulationConfig(topology="dgx-a100:1x8", model="merlin-synthetic-tiny", batch=8192, iterations=2)
+    res = compare(cfg, ["embrace", "allreduce"], ["fifo", "embrace-2d"], workers=1)
+    two_d = next(r for r in res.rows if r.label == "embrace/embrace-2d")
+    assert "pools its lookups" in two_d.refused
+    assert {r.label for r in res.rows if r.refused is None} == {"embrace/fifo", "allreduce/fifo"}
