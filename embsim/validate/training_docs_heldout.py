@@ -123,10 +123,12 @@ def heldout_section() -> list[str]:
         "What the errors say: the one-GPU rows follow the PyTorch DLRM's; on eight GPUs A100 is",
         "slow and DGX-1 fast; the T0 rows (+4 / -2 %) simulate as fast as the T3 ones (embrace's",
         "bytes and per-lookup SGD do not grow with the rows) where the measured T0 steps are",
-        "10-17 % longer. Not modelled there: Merlin's memory_balanced placement with its",
-        "column/row slicing thresholds and data-parallel small tables (embrace shard=tables",
-        "models DLE's PyTorch greedy, not Merlin's), DGX-1's hybrid cube-mesh all-to-all as",
-        "Horovod/NCCL route it, and XLA's fusion (--xla).",
+        "10-17 % longer. Not modelled there: Merlin's placement as this release runs it (the",
+        "file maps embrace's default cols sharding; shard=tables placement=memory_balanced,",
+        "added 2026-12-04, has Merlin's snake deal and column slicing but not the row slicing",
+        "and data-parallel small tables of the release this example uses; the mapping stays as",
+        "committed), DGX-1's hybrid cube-mesh all-to-all as Horovod/NCCL route it, and XLA's",
+        "fusion (--xla).",
     ]) + doc_section(
         "Held-out: TorchRec DLRM on AWS p4d, 8 / 16 / 80 A100 40GB (validation_data/training/heldout)",
         heldout_files("torchrec-dlrm-p4d.yaml"), [
