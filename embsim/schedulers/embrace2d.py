@@ -260,9 +260,9 @@ def _refuse_pooled(layer) -> None:
     needs if it reads any row of the bag: a different fraction, not modelled."""
     if layer.pooled:
         raise ModelNotSupported(f"--scheduler embrace-2d: layer {layer.name} pools its lookups (pooling:), "
-                         f"so its gradient AlltoAll carries one vector per sample, not per lookup, and "
-                         f"deferring the part the next batch does not read is not modelled; use "
-                         f"--option defer=off, or --scheduler fifo or priority")
+                                f"so its gradient AlltoAll carries one vector per sample, not per lookup, "
+                                f"and deferring the part the next batch does not read is not modelled; "
+                                f"use --option defer=off, or --scheduler fifo or priority")
 
 
 def _split(now, later, keep: float):

@@ -79,12 +79,12 @@ def check_pooled(model, tables: list[str], options) -> None:
                 continue
             if options.shard in ("rows", "hashed"):
                 raise ModelNotSupported(f"--strategy embrace --option shard={options.shard}: layer {user.name} "
-                                 f"pools its lookups (pooling:), so each row shard would send partial sums "
-                                 f"to be reduced, which is not modelled; use shard=cols or shard=tables")
+                                        f"pools its lookups (pooling:), so each row shard would send partial "
+                                        f"sums to be reduced, which is not modelled; use shard=cols or shard=tables")
             if options.dedup:
                 raise ModelNotSupported(f"--strategy embrace --option dedup=on: layer {user.name} pools its "
-                                 f"lookups (pooling:), so the AlltoAll carries one summed vector per "
-                                 f"sample, not rows to de-duplicate; drop dedup")
+                                        f"lookups (pooling:), so the AlltoAll carries one summed vector per "
+                                        f"sample, not rows to de-duplicate; drop dedup")
 
 
 @dataclass(frozen=True)

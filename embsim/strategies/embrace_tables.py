@@ -94,16 +94,18 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         owner = [g + 1 for g in owners(sizes, n - 1)] if n > 4 else owners(sizes, n)
         pieces = [(i, 1.0, g) for i, g in enumerate(owner)]
     else:
-        pieces = placed_pieces(per_table, options, n)
-    for i, (t, users, total, sent) in enumerate(per_table):
-        base_fwd += sum(ctx.layer_fwd[u.name] for u in users)
-        base_bwd += sum(ctx.layer_bwd[u.name] for u in users)
+        pieces = placed_pieces(per_table, sizes, options, n)
+    # each table's own lookup times (one batch) and full update, once; pieces take shares
+    table_fwd = [sum(ctx.layer_fwd[u.name] for u in users) for _, users, _, _ in per_table]
+    table_bwd = [sum(ctx.layer_bwd[u.name] for u in users) for _, users, _, _ in per_table]
+    base_fwd, base_bwd = base_fwd + sum(table_fwd), base_bwd + sum(table_bwd)
+    for t, _, total, _ in per_table:
         full_update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, n * total)
     for i, frac, g in pieces:
         # a column slice serves every lookup of its table on its share of the columns
-        t, users, total, sent = per_table[i]
-        fwd_load[g] += n * frac * sum(ctx.layer_fwd[u.name] for u in users)
-        bwd_load[g] += n * frac * sum(ctx.layer_bwd[u.name] for u in users)
+        t, _, total, sent = per_table[i]
+        fwd_load[g] += n * frac * table_fwd[i]
+        bwd_load[g] += n * frac * table_bwd[i]
         upd_load[g] += frac * full_update[t.layer]
         ids_to[g] += total * sent * INDEX_BYTES
         vectors_from[g] += vectors[i] * sent * frac * t.dim * wire
@@ -146,7 +148,8 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         update[t.layer] = 0.0
     for i, frac, g in pieces:
         if g == busiest:
-            update[per_table[i][0].layer] += frac * full_update[per_table[i][0].layer]
+            layer = per_table[i][0].layer
+            update[layer] += frac * full_update[layer]
 
     # memory: the GPU holding the most table parameters holds its pieces, no others
     owner = [g for _, _, g in pieces]
@@ -180,11 +183,10 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
                         extra=tuple(extra), notes=tuple(notes))
 
 
-def placed_pieces(per_table, options, n: int) -> list[tuple[int, float, int]]:
+def placed_pieces(per_table, sizes, options, n: int) -> list[tuple[int, float, int]]:
     """(table index, share of its columns, GPU) of every piece a placement puts on a GPU:
-    whole tables by DeepLearningExamples' greedy, or Merlin distributed-embeddings' column
-    slices and memory_balanced deal."""
-    sizes = [float(t.vocab * t.dim) for t, *_ in per_table]
+    whole tables (`sizes`: their parameters) by DeepLearningExamples' greedy, or Merlin
+    distributed-embeddings' column slices and memory_balanced deal."""
     if options.placement != "memory_balanced":
         return [(i, 1.0, g) for i, g in enumerate(owners(sizes, n))]
     pieces = []
