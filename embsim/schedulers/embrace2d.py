@@ -124,10 +124,11 @@ class EmbRace2DScheduler(PriorityScheduler):
                              f"split to defer (its embedding gradient is a dense or sketched tensor); "
                              f"use allgather, ps or embrace")
         if not strategy.per_table_embedding_traffic:
-            raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name} --option shard=tables: "
+            fused = "shard=tables" if strategy.options.shard == "tables" else "exchange=fused"
+            raise InputError(f"--scheduler embrace-2d with --strategy {strategy.name} --option {fused}: "
                              f"EmbRace's 2D scheduling splits each table's gradient by the rows the next "
-                             f"batch reads, and shard=tables fuses every table into one alltoallv; use "
-                             f"fifo or priority, or shard=cols|rows|hashed")
+                             f"batch reads, and {fused} fuses every table into one alltoallv; use fifo or "
+                             f"priority, or shard=cols|rows|hashed with exchange=per_table")
 
     # ------------------------------------------------------------ computation
     def _split(self, ctx) -> frozenset[str]:

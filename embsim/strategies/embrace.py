@@ -25,6 +25,16 @@ Sharding (`--option shard=cols|rows`):
 - tables: whole tables on GPUs by DeepLearningExamples' greedy placement, one fused
   alltoallv per direction for all tables, as hybrid-parallel DLRM trainers run it
   (embrace_tables.py).
+
+The exchange (`--option exchange=per_table|fused`, cols only): per_table (default) runs one
+AlltoAll per table and direction, as EmbRace's prototype on Horovod does: Horovod fuses
+allreduce, adasum, reducescatter and allgather responses into its fusion buffer, never
+alltoall (horovod/common/controller.cc Controller::FuseResponses @2fa9fc12). fused runs the
+cols split through the table-wise plan (every table cut into N column shares, one per GPU):
+one alltoallv of ids and one of vectors per direction for all tables, as TorchRec's
+column-wise sharding and other fused model-parallel trainers exchange them. For a model of
+many small tables the per-table exchange is latency-bound (one collective's fixed cost per
+table), so this option can change a strategy ranking.
 Tables with a dense gradient (a full softmax tied to them) stay replicated and AllReduce.
 """
 
@@ -113,6 +123,9 @@ class EmbRaceOptions:
     # column_slice_threshold elements cut along their width first, then dealt in a snake)
     placement: str = "greedy"
     column_slice_threshold: float | None = None
+    # shard=cols only: one AlltoAll per table and direction (per_table: EmbRace on Horovod,
+    # which never fuses alltoalls) or one for all tables (fused)
+    exchange: str = "per_table"
 
     def wire_bytes(self, model) -> int:
         return model.table_bytes if self.alltoall_dtype == "table" else model.dtype_bytes
@@ -131,6 +144,12 @@ class EmbRaceOptions:
                 raise InputError("--option column_slice_threshold: only with placement=memory_balanced "
                                  "(DeepLearningExamples' greedy places tables whole)")
             positive_number(self.column_slice_threshold, "column_slice_threshold", 1)
+        if self.exchange not in ("per_table", "fused"):
+            raise InputError(f"--option exchange={self.exchange!r}: expected per_table or fused")
+        if self.exchange == "fused" and self.shard != "cols":
+            raise InputError(f"--option exchange=fused: only with shard=cols (shard={self.shard} "
+                             + ("always fuses its exchange)" if self.shard == "tables" else
+                                "runs one alltoallv per table; a fused row-sharded exchange is not modelled)"))
         if self.input not in ("data", "model"):
             raise InputError(f"--option input={self.input!r}: expected data or model")
         if self.bottom_mlp not in ("data", "model"):
@@ -149,12 +168,12 @@ class EmbRaceStrategy(Strategy):
 
     @property
     def per_table_embedding_traffic(self) -> bool:
-        """Not under shard=tables, where one fused alltoallv carries every table."""
-        return self.options.shard != "tables"
+        """Not under shard=tables or exchange=fused, where one alltoallv carries every table."""
+        return self.options.shard != "tables" and self.options.exchange != "fused"
 
     def plan(self, ctx):
         check_pooled(ctx.model, [t.table for t in sparse_tables(ctx)], self.options)
-        if self.options.shard == "tables":
+        if not self.per_table_embedding_traffic:
             return plan_table_wise(ctx, self.options)
         model, n = ctx.model, ctx.n_gpus
         layers = [l.name for l in model.layers]
@@ -238,6 +257,10 @@ class EmbRaceStrategy(Strategy):
             if self.options.dedup:
                 notes.append(f"embrace dedup {t.table}: {t.unique_per_gpu:,.0f} distinct of {total:,.0f} rows "
                              f"read per GPU sent ({sent * 100:.0f} % of the bytes)")
+        if len(sharded) > 1 and self.options.shard == "cols" and n > 1:
+            notes.append(f"embrace exchange=per_table: {len(sharded)} tables, one AlltoAll each per direction "
+                         f"(EmbRace on Horovod, which never fuses alltoalls); --option exchange=fused runs "
+                         f"one for all tables")
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=sharded, sparse_embedding_grads=True,
                                                   buffers=buffers),

@@ -1,6 +1,7 @@
 """embrace --option shard=tables: whole tables on GPUs, one fused alltoallv per direction,
 as hybrid-parallel DLRM trainers run it (DeepLearningExamples' PyTorch DLRM, Merlin
-Distributed Embeddings in its TensorFlow2 DLRM).
+Distributed Embeddings in its TensorFlow2 DLRM). `shard=cols exchange=fused` takes the
+same plan with every table cut into N equal column shares, one per GPU.
 
 Per step, for all sparse tables at once:
   1. ids: every GPU sends each table's ids of its batch to the table's owner (an
@@ -46,6 +47,8 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     bottom_mlp, the exchanged rows' bytes)."""
     model, n = ctx.model, ctx.n_gpus
     dedup, bottom_mlp, wire = options.dedup, options.bottom_mlp, options.wire_bytes(model)
+    fused_cols = options.shard == "cols"
+    flag = "shard=cols exchange=fused" if fused_cols else "shard=tables"
     layers = [l.name for l in model.layers]
     sync, update = replicated_sync(ctx), replicated_update_time(ctx)
     notes = dense_table_notes(ctx, "embrace")
@@ -58,9 +61,10 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         users = model.sparse_users(t.table)
         for u in users:
             if u.kind != "embedding":
-                raise InputError(f"--option shard=tables: table {t.table} is also read by layer "
-                                 f"{u.name} ({u.kind}), which a table-wise placement cannot serve; "
-                                 f"use shard=cols, rows or hashed")
+                raise InputError(f"--option {flag}: table {t.table} is also read by layer "
+                                 f"{u.name} ({u.kind}), which one fused exchange after the lookups "
+                                 f"cannot serve; use " + ("exchange=per_table" if fused_cols
+                                                          else "shard=cols, rows or hashed"))
         lookup_layers += [u.name for u in users]
         total = float(sum(model.rows_read(u) for u in users))
         sent = t.unique_per_gpu / total if dedup else 1.0
@@ -69,7 +73,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     first = min(lookup_layers, key=layers.index)
     last = max(lookup_layers, key=layers.index)
     if layers.index(last) + 1 >= len(layers):
-        raise InputError("--option shard=tables: the model ends with a lookup; nothing reads the vectors")
+        raise InputError(f"--option {flag}: the model ends with a lookup; nothing reads the vectors")
     consumer = layers[layers.index(last) + 1]
 
     # per GPU: the lookups it serves (n batches of its tables) against an even share
@@ -93,6 +97,8 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         # GPU 0 holds no table on more than 4 GPUs (DLE: "leave one device out for the bottom MLP")
         owner = [g + 1 for g in owners(sizes, n - 1)] if n > 4 else owners(sizes, n)
         pieces = [(i, 1.0, g) for i, g in enumerate(owner)]
+    elif fused_cols:
+        pieces = [(i, 1.0 / n, g) for i in range(len(per_table)) for g in range(n)]
     else:
         pieces = placed_pieces(per_table, sizes, options, n)
     # each table's own lookup times (one batch) and full update, once; pieces take shares
@@ -165,13 +171,15 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     even = lambda load, base: load.max() / base if base > 0 else 1.0
     where = (f"{len(set(owner))} GPUs" + (", the dense layers before them on GPU 0 over the global batch"
                                          if bottom_mlp == "model" else ""))
-    if options.placement == "memory_balanced":
+    if fused_cols:
+        how = f"{len(per_table)} tables' columns split evenly over {n} GPUs"
+    elif options.placement == "memory_balanced":
         sliced = [i for i, frac, _ in pieces if frac < 1]
         how = (f"{len(per_table)} tables ({len(set(sliced))} cut into {len(sliced)} column slices) on "
                f"{where} by Merlin distributed-embeddings' memory_balanced deal")
     else:
         how = f"{len(per_table)} tables whole on {where} by DeepLearningExamples' greedy placement"
-    notes.append(f"embrace shard=tables: {how} ({np.bincount(owner).max()} at most per GPU); the busiest "
+    notes.append(f"embrace {flag}: {how} ({np.bincount(owner).max()} at most per GPU); the busiest "
                  f"owner looks up {even(fwd_load, base_fwd):.2f}x an even share, holds "
                  f"{table_params.max() / table_params.sum() * 100:.0f} % of the table parameters, and sends "
                  f"{vectors_from.max() / nbytes * 100:.0f} % of the alltoallv bytes")

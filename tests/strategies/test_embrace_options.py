@@ -146,3 +146,42 @@ def test_merlin_memory_balanced_placement_slices_the_big_tables_and_keeps_one_ex
         dlrm(placement="memory_balanced")
     with pytest.raises(InputError, match="placement='x'"):
         dlrm(shard="tables", placement="x")
+
+
+def test_fused_cols_exchange_moves_the_same_bytes_in_one_alltoallv_per_direction():
+    per_table, fused = dlrm(), dlrm(exchange="fused")
+    a2a = lambda r: {c.name: c.nbytes for c in r.run.comm if c.iteration == 1 and c.op == "alltoall"}
+    assert sorted(a2a(fused)) == ["embrace-bwd:tables", "embrace-fwd:tables", "embrace-ids:tables"]
+    vectors = sum(b for name, b in a2a(per_table).items() if name.startswith("embrace-fwd:"))
+    assert a2a(fused)["embrace-fwd:tables"] == pytest.approx(vectors, rel=1e-9)
+    assert a2a(fused)["embrace-bwd:tables"] == pytest.approx(vectors, rel=1e-9)
+    # the even split: no owner busier than another, every GPU holds 1/N of every table
+    assert any("columns split evenly over 8 GPUs" in n and "looks up 1.00x" in n for n in fused.notes)
+    assert any("exchange=per_table: 26 tables" in n for n in per_table.notes)
+    assert not any("exchange=per_table" in n for n in fused.notes)
+
+
+def test_fused_cols_exchange_pays_one_fixed_cost_instead_of_one_per_table():
+    # 55 small tables over two nodes: 110 latency-bound collectives a step per table
+    kw = dict(topology="dgx-a100:2x8", model="merlin-synthetic-tiny", strategy="embrace", batch=4096,
+              iterations=2, efficiency_baseline=False)
+    per_table = simulate(SimulationConfig(**kw))
+    fused = simulate(SimulationConfig(**kw, strategy_options={"exchange": "fused"}))
+    assert fused.step_time < 0.5 * per_table.step_time
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"exchange": "sometimes"}, "exchange='sometimes': expected per_table or fused"),
+    ({"exchange": "fused", "shard": "rows"}, "a fused row-sharded exchange is not modelled"),
+    ({"exchange": "fused", "shard": "tables"}, "always fuses"),
+])
+def test_fused_exchange_refusals(options, message):
+    with pytest.raises(InputError, match=message):
+        dlrm(**options)
+
+
+def test_embrace_2d_refuses_a_fused_exchange():
+    with pytest.raises(InputError, match="exchange=fused"):
+        simulate(SimulationConfig(topology="dgx-a100:1x8", model="dlrm-tf2-criteo-t3", strategy="embrace",
+                                  scheduler="embrace-2d", batch=8192, iterations=2, efficiency_baseline=False,
+                                  strategy_options={"exchange": "fused"}))
