@@ -134,13 +134,19 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     if per_elem is not None and per_elem.get("dense"):
         dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
 
-    def sparse_update(layer_name: str, rows: float, lookups: float | None = None) -> float:
+    def sparse_update(layer_name: str, rows: float, lookups: float | None = None,
+                      columns: float = 1.0) -> float:
         """`rows` distinct rows touched; `lookups`: the gradient rows the step receives
-        (one per lookup) where the caller knows them (plain SGD updates per lookup)."""
+        (one per lookup) where the caller knows them (plain SGD updates per lookup);
+        `columns`: the share of each row's columns updated (a column slice's owner). Only
+        TensorFlow's dedup (sparse_dedup tf-unique) runs over every id whatever the share;
+        the rest of the step scales with it."""
         table = model.table(model.layer(layer_name).table)
         if per_elem is not None and per_elem.get("sparse-rows"):
-            return per_elem["sparse-rows"] * rows * table.dim
-        return sparse_optimizer_step_time(rows, table.dim, model, kgpu, lookups)
+            return columns * per_elem["sparse-rows"] * rows * table.dim
+        if columns < 1.0 and model.optimizer.sparse_dedup == "tf-unique":
+            return sparse_optimizer_step_time(rows, max(1, round(table.dim * columns)), model, kgpu, lookups)
+        return columns * sparse_optimizer_step_time(rows, table.dim, model, kgpu, lookups)
 
     if cfg.corpus:
         def stats_for(table):

@@ -247,8 +247,13 @@ class EmbRaceStrategy(Strategy):
             # shard also scatters more gradients than an even share
             # (a shard receives every GPU's gradient for its D/N columns: total x hot
             # lookup-rows of work, what an uncoalesced plain-SGD step updates)
-            update[t.layer] = (ctx.sparse_update(t.layer, shard_rows, total * hot)
-                               + bwd_per_lookup * total * (hot - 1.0))
+            if model.optimizer.sparse_dedup == "tf-unique" and self.options.shard == "cols":
+                # TensorFlow's dedup runs over every id the owner receives (all N batches'),
+                # whatever its share of the columns
+                own = ctx.sparse_update(t.layer, t.unique_union, n * total, columns=1.0 / n)
+            else:
+                own = ctx.sparse_update(t.layer, shard_rows, total * hot)
+            update[t.layer] = own + bwd_per_lookup * total * (hot - 1.0)
             sharded[t.table] = n
             buffers[f"embrace alltoall buffers ({t.table})"] = 2 * sum(map(model.vectors_out, users)) * vec
             if shares is not None:

@@ -79,7 +79,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     # per GPU: the lookups it serves (n batches of its tables) against an even share
     fwd_load, bwd_load, upd_load = np.zeros(n), np.zeros(n), np.zeros(n)
     ids_to, vectors_from = np.zeros(n), np.zeros(n)
-    full_update, extra = {}, []
+    extra = []
     base_fwd = base_bwd = 0.0
     sizes = [float(t.vocab * t.dim) for t, *_ in per_table]
     if bottom_mlp == "model":
@@ -105,14 +105,15 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     table_fwd = [sum(ctx.layer_fwd[u.name] for u in users) for _, users, _, _ in per_table]
     table_bwd = [sum(ctx.layer_bwd[u.name] for u in users) for _, users, _, _ in per_table]
     base_fwd, base_bwd = base_fwd + sum(table_fwd), base_bwd + sum(table_bwd)
-    for t, _, total, _ in per_table:
-        full_update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, n * total)
+    piece_update = {}
     for i, frac, g in pieces:
         # a column slice serves every lookup of its table on its share of the columns
         t, _, total, sent = per_table[i]
+        if (i, frac) not in piece_update:
+            piece_update[i, frac] = ctx.sparse_update(t.layer, t.unique_union, n * total, columns=frac)
         fwd_load[g] += n * frac * table_fwd[i]
         bwd_load[g] += n * frac * table_bwd[i]
-        upd_load[g] += frac * full_update[t.layer]
+        upd_load[g] += piece_update[i, frac]
         ids_to[g] += total * sent * INDEX_BYTES
         vectors_from[g] += vectors[i] * sent * frac * t.dim * wire
 
@@ -154,8 +155,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         update[t.layer] = 0.0
     for i, frac, g in pieces:
         if g == busiest:
-            layer = per_table[i][0].layer
-            update[layer] += frac * full_update[layer]
+            update[per_table[i][0].layer] += piece_update[i, frac]
 
     # memory: the GPU holding the most table parameters holds its pieces, no others
     owner = [g for _, _, g in pieces]

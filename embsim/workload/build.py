@@ -20,7 +20,8 @@ FP32 = 4
 
 
 def optimizer_for(name: str, dtype: str, implementation: str = "fused",
-                  clip_grad_norm: bool = False, fp32_gradients: bool = False) -> Optimizer:
+                  clip_grad_norm: bool = False, fp32_gradients: bool = False,
+                  sparse_dedup: str = "coalesce") -> Optimizer:
     if name not in OPTIMIZER_STATE_TENSORS:
         raise InputError(f"optimizer {name!r}: unknown (known: {', '.join(OPTIMIZER_STATE_TENSORS)})")
     if name in FUSED_ONLY and implementation != "fused":
@@ -28,7 +29,7 @@ def optimizer_for(name: str, dtype: str, implementation: str = "fused",
                          f"fused (apex FusedLAMB / NVIDIA FusedLAMBAMP multi-tensor kernels)")
     master = FP32 if DTYPE_BYTES[dtype] < FP32 else 0
     return Optimizer(name, OPTIMIZER_STATE_TENSORS[name] * FP32, master,
-                     implementation, clip_grad_norm, fp32_gradients)
+                     implementation, clip_grad_norm, fp32_gradients, sparse_dedup)
 
 
 def _lookups(p: dict, seq: int) -> int:
@@ -255,7 +256,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     return Model(
         name=spec.name, layers=tuple(layers), tables=emb_tables, batch=batch, seq=seq,
         dtype_bytes=d, optimizer=optimizer_for(spec.optimizer, dtype, spec.optimizer_implementation,
-                                               spec.clip_grad_norm, spec.fp32_gradients), params=params,
+                                               spec.clip_grad_norm, spec.fp32_gradients,
+                                               spec.sparse_dedup), params=params,
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
         dtype=dtype, published=dict(spec.published), description=spec.description,
         table_bytes=sh.table_bytes, dense_param_bytes=sh.param_bytes,

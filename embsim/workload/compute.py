@@ -16,6 +16,7 @@ from .kernels import Kernel, stream
 from .lamb import lamb_kernels, tensor_chunks
 from .model import Layer, Model
 from .precision import precision
+from .tf_dedup import tf_dedup_kernels
 
 
 @dataclass(frozen=True)
@@ -236,13 +237,23 @@ def optimizer_step_time(elements: float, model: Model, gpu: GpuCompute, kernels:
 def sparse_optimizer_step_time(rows: float, dim: int, model: Model, gpu: GpuCompute,
                                lookups: float | None = None) -> float:
     """Update only the `rows` touched rows of a `dim`-wide table (8-byte indices): a
-    coalesce kernel and the row update. Plain SGD on an FP32 table never coalesces: given
+    coalesce kernel and the row update (with the optimizer's sparse_dedup tf-unique,
+    TensorFlow's Unique and UnsortedSegmentSum over the `lookups` gradient rows first). Plain SGD on an FP32 table never coalesces: given
     the `lookups` whose gradient rows the step holds, it is an index_add over them
     (uncoalesced_sgd_kernels)."""
     if lookups is not None and model.optimizer.name == "sgd" and model.table_bytes >= FP32:
         return kernels_time(uncoalesced_sgd_kernels(lookups, dim, model), gpu,
                             precision(model.dtype), model.dtype_bytes)
     r = int(round(rows))
+    if model.optimizer.sparse_dedup == "tf-unique":
+        # TensorFlow's Unique + UnsortedSegmentSum, its host sync splitting them in two
+        # (embsim.workload.tf_dedup), then the sparse apply over the distinct rows
+        before, after = tf_dedup_kernels("optimizer", r if lookups is None else lookups, r, dim,
+                                         model.table_bytes)
+        apply = optimizer_kernels(r * dim, model, kernels=1, index_bytes=8 * r, table=True)
+        prec = precision(model.dtype)
+        return (kernels_time(before, gpu, prec, model.dtype_bytes)
+                + kernels_time(after + apply, gpu, prec, model.dtype_bytes))
     return optimizer_step_time(r * dim, model, gpu, kernels=2, index_bytes=8 * r, table=True)
 
 

@@ -38,6 +38,11 @@ class Optimizer:
     precision whatever the parameters' dtype. Redundant under autocast (torch.cuda.amp keeps
     FP32 parameters, so .grad is FP32: Model.param_bytes already says so); under apex O2 it
     sends FP32 where a script all-reduces FP32 copies of 16-bit gradients.
+    sparse_dedup: how a sparse embedding gradient's repeated rows are merged before the
+    row update: coalesce (PyTorch's sparse coalesce: one kernel's bytes and the update) or
+    tf-unique (TensorFlow optimizers' _deduplicate_indexed_slices: a GPU Unique with two
+    radix sorts and a host sync, then UnsortedSegmentSum; embsim.workload.tf_dedup).
+    Plain SGD merges nothing either way (Keras SGD without momentum scatter-adds).
     """
 
     name: str
@@ -46,6 +51,7 @@ class Optimizer:
     implementation: str = "fused"
     clip_grad_norm: bool = False
     fp32_gradients: bool = False
+    sparse_dedup: str = "coalesce"
 
 
 # name -> fp32 state tensors per parameter (LAMB: Adam's m and v; its update is written
@@ -56,6 +62,7 @@ OPTIMIZER_STATE_TENSORS = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1, "
 # / NVIDIA's FusedLAMBAMP fused, DLE Transformer-XL's JITLamb per tensor, compute.py)
 FUSED_ONLY: tuple[str, ...] = ()
 OPTIMIZER_IMPLEMENTATIONS = ("fused", "per-tensor")
+SPARSE_DEDUPS = ("coalesce", "tf-unique")
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,13 @@ from dataclasses import replace
 from typing import Mapping
 
 from ..errors import InputError
-from .model import OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
+from .model import OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS, SPARSE_DEDUPS
 from .spec import (LAYER_SCHEMA, LIMITS, ModelSpec, layer_shape_problem, layer_value_problem,
                    reference_problem)
 
 TABLE_KEYS = {"vocab": int, "dim": int}
-OPTIMIZER_KEYS = {"name": str, "implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
+OPTIMIZER_KEYS = {"name": str, "implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool,
+                  "sparse_dedup": str}
 
 
 def _check(value, kind, where: str):
@@ -110,6 +111,9 @@ def _optimizer(spec: ModelSpec, keys: Mapping | None, where: str) -> ModelSpec:
     if impl not in OPTIMIZER_IMPLEMENTATIONS:
         raise InputError(f"{where}.implementation: must be one of "
                          f"{', '.join(OPTIMIZER_IMPLEMENTATIONS)}, got {impl!r}")
+    dedup = keys.get("sparse_dedup", spec.sparse_dedup)
+    if dedup not in SPARSE_DEDUPS:
+        raise InputError(f"{where}.sparse_dedup: must be one of {', '.join(SPARSE_DEDUPS)}, got {dedup!r}")
     return replace(spec, optimizer=name, optimizer_implementation=impl,
                    clip_grad_norm=keys.get("clip_grad_norm", spec.clip_grad_norm),
-                   fp32_gradients=keys.get("fp32_gradients", spec.fp32_gradients))
+                   fp32_gradients=keys.get("fp32_gradients", spec.fp32_gradients), sparse_dedup=dedup)

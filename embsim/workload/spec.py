@@ -28,7 +28,7 @@ from typing import Any
 
 from ..yamlio import YamlDoc, check_mapping, check_name, check_type, get, load_yaml
 from ..errors import InputError
-from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS
+from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS, SPARSE_DEDUPS
 from .attention_rate import IMPLEMENTATIONS as ATTENTION_IMPLEMENTATIONS
 from .fp8_quant import RECIPES
 from .padding import parse_padding
@@ -146,6 +146,7 @@ class ModelSpec:
     optimizer_implementation: str = "fused"
     clip_grad_norm: bool = False
     fp32_gradients: bool = False
+    sparse_dedup: str = "coalesce"
     # how the model's reference trainer runs it, used where a run does not say (defaults:
     # amp, jitter, lengths, padding, global_batch, accumulate_sync; checked by the engine,
     # which owns their forms)
@@ -369,7 +370,8 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
 
 ACCUMULATE_SYNCS = ("last", "every")   # embsim.engine.accumulate.SYNCS (the engine imports workload, not back)
 THROUGHPUT_AVERAGES = ("time", "iterations")   # embsim.engine.iteration_rate.AVERAGES
-OPTIMIZER_OPTIONS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool}
+OPTIMIZER_OPTIONS = {"implementation": str, "clip_grad_norm": bool, "fp32_gradients": bool,
+                     "sparse_dedup": str}
 
 
 def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
@@ -412,6 +414,8 @@ def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
             out["optimizer_implementation"] = _enum(doc, path + ("implementation",),
                                                     out["optimizer_implementation"],
                                                     OPTIMIZER_IMPLEMENTATIONS)
+        if "sparse_dedup" in out:
+            out["sparse_dedup"] = _enum(doc, path + ("sparse_dedup",), out["sparse_dedup"], SPARSE_DEDUPS)
     return out
 
 
