@@ -3,6 +3,8 @@ model), optimizer times and the token statistics of every embedding table."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..errors import InputError
 from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import (attention_source, elementwise_style, fp8_source, model_times,
@@ -144,9 +146,14 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
         table = model.table(model.layer(layer_name).table)
         if per_elem is not None and per_elem.get("sparse-rows"):
             return columns * per_elem["sparse-rows"] * rows * table.dim
+        return sparse_time(table.dim, rows, lookups, columns)
+
+    @lru_cache(maxsize=None)
+    def sparse_time(dim: int, rows: float, lookups: float | None, columns: float) -> float:
+        # many-table models repeat (dim, rows, lookups): one kernel model per distinct one
         if columns < 1.0 and model.optimizer.sparse_dedup == "tf-unique":
-            return sparse_optimizer_step_time(rows, max(1, round(table.dim * columns)), model, kgpu, lookups)
-        return columns * sparse_optimizer_step_time(rows, table.dim, model, kgpu, lookups)
+            return sparse_optimizer_step_time(rows, max(1, round(dim * columns)), model, kgpu, lookups)
+        return columns * sparse_optimizer_step_time(rows, dim, model, kgpu, lookups)
 
     if cfg.corpus:
         def stats_for(table):
