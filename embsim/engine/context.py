@@ -133,6 +133,10 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                                                 table=l.kind == "embedding")
                     for l in model.layers if l.params > 0}
     per_elem = measured.optimizer_rates() if measured is not None else None
+    if (model.optimizer.sparse_dedup == "tf-unique" and model.tables and not dense_table_gradient
+            and model.optimizer.name != "sgd" and not (per_elem is not None and per_elem.get("sparse-rows"))):
+        source += ("; sparse updates after TensorFlow's dedup (tf.unique: two CUB radix sorts "
+                   "and a host sync per table, then unsorted_segment_sum)")
     if per_elem is not None and per_elem.get("dense"):
         dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
 

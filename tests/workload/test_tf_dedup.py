@@ -60,3 +60,12 @@ def test_keras_sgd_without_momentum_merges_nothing_either_way():
 def test_an_unknown_dedup_is_refused_with_its_key():
     with pytest.raises(InputError, match="sparse_dedup: must be one of coalesce, tf-unique"):
         model(dedup="hash")
+
+
+def test_the_run_says_its_sparse_updates_follow_tensorflows_dedup():
+    from embsim.engine.run import SimulationConfig, simulate
+    kw = dict(topology="dgx-a100:1x8", model="merlin-synthetic-tiny", iterations=2, efficiency_baseline=False)
+    sparse = simulate(SimulationConfig(strategy="embrace", strategy_options={"shard": "tables"}, **kw))
+    dense = simulate(SimulationConfig(strategy="allreduce", **kw))     # dense table gradients
+    assert "TensorFlow's dedup" in sparse.compute_source
+    assert "TensorFlow's dedup" not in dense.compute_source
