@@ -18,9 +18,9 @@ AsyncOpKernel) runs over the n gradient indices (int64 ids, int32 out_idx):
      launched by a host callback once the GPU has reached the copy, so nothing after it
      is launched while the GPU runs what came before (the two parts add, they do not
      overlap);
-  4. ExtractFirstOccurrenceIndices, a second radix sort of the u first-occurrence
-     positions over Log2Ceiling(n) bits, GatherOutputsAndInvertPermutation and
-     LookupAndScatterUniqueIds.
+  4. ExtractFirstOccurrenceIndices, a second RangeInit and radix sort of the u
+     first-occurrence positions over Log2Ceiling(n) bits, GatherOutputsAndInvertPermutation
+     and LookupAndScatterUniqueIds.
 `UnsortedSegmentSum` (segment_reduction_ops_gpu.cu.cc): a zero fill of the u output rows,
 then one atomic add per gradient row. The Shape/StridedSlice that size it are host ops
 with no kernel (not charged). The sparse apply that follows is the optimizer's own row
@@ -54,7 +54,8 @@ def tf_dedup_kernels(name: str, gradient_rows: float, unique_rows: float, dim: i
                  stream(f"{name}.unique.count_to_host", p, ops=0)])
     bits = max(1, math.ceil(math.log2(n))) if n > 1 else 0
     row = dim * value_bytes
-    after = ([stream(f"{name}.unique.first_occurrence", n * 2 * p + u * p, ops=0)]
+    after = ([stream(f"{name}.unique.first_occurrence", n * 2 * p + u * p, ops=0),
+              stream(f"{name}.unique.range_init_2", u * p, ops=0)]
              + radix_sort_kernels(f"{name}.unique.sort_positions", u, p, p, key_bits=bits)
              + [stream(f"{name}.unique.gather_invert", u * (2 * p + 2 * k + p), ops=0),
                 stream(f"{name}.unique.scatter_ids", n * 4 * p, ops=0),
