@@ -133,29 +133,35 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                                                 table=l.kind == "embedding")
                     for l in model.layers if l.params > 0}
     per_elem = measured.optimizer_rates() if measured is not None else None
-    if (model.optimizer.sparse_dedup == "tf-unique" and model.tables and not dense_table_gradient
-            and model.optimizer.name != "sgd" and not (per_elem is not None and per_elem.get("sparse-rows"))):
+    measured_sparse = per_elem.get("sparse-rows") if per_elem is not None else None
+    tf_dedup = model.optimizer.sparse_dedup == "tf-unique"
+    if (tf_dedup and model.tables and not dense_table_gradient and model.optimizer.name != "sgd"
+            and not measured_sparse):
         source += ("; sparse updates after TensorFlow's dedup (tf.unique: two CUB radix sorts "
                    "and a host sync per table, then unsorted_segment_sum)")
     if per_elem is not None and per_elem.get("dense"):
         dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
 
     def sparse_update(layer_name: str, rows: float, lookups: float | None = None,
-                      columns: float = 1.0) -> float:
+                      columns: float = 1.0, received: float | None = None) -> float:
         """`rows` distinct rows touched; `lookups`: the gradient rows the step receives
         (one per lookup) where the caller knows them (plain SGD updates per lookup);
         `columns`: the share of each row's columns updated (a column slice's owner). Only
         TensorFlow's dedup (sparse_dedup tf-unique) runs over every id whatever the share;
-        the rest of the step scales with it."""
+        the rest of the step scales with it. `received`: gradient rows a caller that
+        merges them before the update (a coalesced all-gather) knows the owner got; under
+        TensorFlow they are its IndexedSlices rows, so they stand in for `lookups`."""
         table = model.table(model.layer(layer_name).table)
-        if per_elem is not None and per_elem.get("sparse-rows"):
-            return columns * per_elem["sparse-rows"] * rows * table.dim
+        if measured_sparse:
+            return columns * measured_sparse * rows * table.dim
+        if tf_dedup and received is not None:
+            lookups = received
         return sparse_time(table.dim, rows, lookups, columns)
 
     @lru_cache(maxsize=None)
     def sparse_time(dim: int, rows: float, lookups: float | None, columns: float) -> float:
         # many-table models repeat (dim, rows, lookups): one kernel model per distinct one
-        if columns < 1.0 and model.optimizer.sparse_dedup == "tf-unique":
+        if columns < 1.0 and tf_dedup:
             return sparse_optimizer_step_time(rows, max(1, round(dim * columns)), model, kgpu, lookups)
         return columns * sparse_optimizer_step_time(rows, dim, model, kgpu, lookups)
 

@@ -77,10 +77,9 @@ class AllGatherStrategy(Strategy):
             sync.append(SyncTensor(name=f"allgather:{t.layer}", layer=t.layer, op="all_gather",
                                    nbytes=n * per_gpu, category="embedding",
                                    ready_after=bwd_name(t.layer)))
-            # every GPU applies the union of all GPUs' rows to its replica (TensorFlow's dedup
-            # first runs over every gathered row)
-            received = n * rows if model.optimizer.sparse_dedup == "tf-unique" else None
-            update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, received)
+            # every GPU applies the union of all GPUs' rows to its replica, having received
+            # every GPU's rows (what TensorFlow's dedup sorts)
+            update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, received=n * rows)
             buffers[f"allgather receive buffer ({t.table})"] = n * per_gpu
         notes = dense_table_notes(ctx, "allgather")
         return StrategyPlan(sync=tuple(sync), update_time=update,

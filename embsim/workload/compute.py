@@ -238,9 +238,9 @@ def sparse_optimizer_step_time(rows: float, dim: int, model: Model, gpu: GpuComp
                                lookups: float | None = None) -> float:
     """Update only the `rows` touched rows of a `dim`-wide table (8-byte indices): a
     coalesce kernel and the row update (with the optimizer's sparse_dedup tf-unique,
-    TensorFlow's Unique and UnsortedSegmentSum over the `lookups` gradient rows first). Plain SGD on an FP32 table never coalesces: given
-    the `lookups` whose gradient rows the step holds, it is an index_add over them
-    (uncoalesced_sgd_kernels)."""
+    TensorFlow's Unique and UnsortedSegmentSum over the `lookups` gradient rows first).
+    Plain SGD on an FP32 table never coalesces: given the `lookups` whose gradient rows
+    the step holds, it is an index_add over them (uncoalesced_sgd_kernels)."""
     if lookups is not None and model.optimizer.name == "sgd" and model.table_bytes >= FP32:
         return kernels_time(uncoalesced_sgd_kernels(lookups, dim, model), gpu,
                             precision(model.dtype), model.dtype_bytes)
