@@ -100,9 +100,10 @@ def model_yaml(size: str) -> str:
            "  seq: 1",
            "  dtype: fp32",
            "  optimizer: adagrad  # main.py --optimizer adagrad (the README's run config)",
-           "  # tf.keras.optimizers.Adagrad merges each table's repeated ids with tf.unique and",
-           "  # unsorted_segment_sum before its sparse apply (embsim.workload.tf_dedup)",
-           "  optimizer_options: {sparse_dedup: tf-unique}",
+           "  # TensorFlow 2's kernels: tf.keras.optimizers.Adagrad merges each table's repeated",
+           "  # ids with tf.unique and unsorted_segment_sum before its sparse apply",
+           "  # (embsim.workload.tf_dedup: the framework's sparse_dedup, tf-unique)",
+           "  framework: tensorflow",
            "tables:"]
     out += [f"  - {{name: {n}, vocab: {r}, dim: {w}, input: {n}}}" for n, r, w in tables]
     out.append("layers:")

@@ -146,6 +146,7 @@ TRAINER_DEFAULTS = {
     "optimizer_options": [{"implementation": "fused"}, {"implementation": "bogus"},
                           {"clip_grad_norm": True}, {"clip_grad_norm": "yes"},
                           {"fp32_gradients": 1}, {"bogus": 1}, [], "fused", None],
+    "framework": ["pytorch", "tensorflow", "jax", "", 1, None, ["tensorflow"]],
 }
 
 
@@ -222,6 +223,7 @@ EMBSIM_VALUES = {
     "sequence_parallel": [True, False, 1, "yes"],
     "pipeline_parallel": [1, 2, 5, 0],
     "context_parallel": [1, 2, 3, 0],
+    "framework": ["tensorflow", "pytorch", "jax", 1, None],
 }
 
 

@@ -48,6 +48,7 @@ def model_summary(spec: ModelSpec, model: Model) -> dict:
             "amp": spec.amp, "lengths": spec.lengths,
             "padding": {("other" if seq is None else str(seq)): p for seq, p in spec.padding} or None,
             "global_batch": spec.global_batch,
+            "framework": spec.framework,
         },
         "parameters": {"total": model.params, "dense": model.dense_params,
                        "embedding": model.embedding_params,
@@ -78,6 +79,8 @@ def print_model_summary(s: dict) -> None:
         echo(s["description"])
     echo(f"Source      {first_sentence(s['source'])}")
     trainer = [f"{k} {d[k]}" for k in ("amp", "lengths", "global_batch") if d[k] is not None]
+    if d["framework"] != "pytorch":
+        trainer.append(f"framework {d['framework']}")
     if d["padding"]:
         trainer.append("padding " + ", ".join(f"{k}: {v}" for k, v in d["padding"].items()))
     echo(f"Defaults    batch {d['batch']} per GPU, seq {d['seq']}, {d['dtype']}, "

@@ -8,7 +8,7 @@ from functools import lru_cache
 from ..errors import InputError
 from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import (attention_source, elementwise_style, fp8_source, model_times,
-                                optimizer_step_time,
+                                optimizer_step_time, sparse_merge_time,
                                 sparse_optimizer_step_time)
 from ..workload.gpu_compute import for_gpu, from_measurement
 from ..workload.grad_compress import GradCompress
@@ -139,31 +139,41 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
             and not measured_sparse):
         source += ("; sparse updates after TensorFlow's dedup (tf.unique: two CUB radix sorts "
                    "and a host sync per table, then unsorted_segment_sum)")
+    if model.framework == "tensorflow" and model.tables and dense_table_gradient:
+        source += "; dense table gradients as TensorFlow makes them (unsorted_segment_sum, no sort)"
     if per_elem is not None and per_elem.get("dense"):
         dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
 
     def sparse_update(layer_name: str, rows: float, lookups: float | None = None,
                       columns: float = 1.0, received: float | None = None) -> float:
         """`rows` distinct rows touched; `lookups`: the gradient rows the step receives
-        (one per lookup) where the caller knows them (plain SGD updates per lookup);
-        `columns`: the share of each row's columns updated (a column slice's owner). Only
-        TensorFlow's dedup (sparse_dedup tf-unique) runs over every id whatever the share;
-        the rest of the step scales with it. `received`: gradient rows a caller that
-        merges them before the update (a coalesced all-gather) knows the owner got; under
-        TensorFlow they are its IndexedSlices rows, so they stand in for `lookups`."""
+        (one per lookup) where the caller knows them (the merge before the update sorts
+        them; plain SGD updates per lookup); `columns`: the share of each row's columns
+        updated (a column slice's owner): the merge runs over every id whatever the share,
+        the row update scales with it. `received`: gradient rows a caller that merges them
+        before the update (a coalesced all-gather) knows the owner got: the rows the
+        owner's sparse gradient holds, so they stand in for `lookups`."""
         table = model.table(model.layer(layer_name).table)
         if measured_sparse:
             return columns * measured_sparse * rows * table.dim
-        if tf_dedup and received is not None:
+        if received is not None:
             lookups = received
         return sparse_time(table.dim, rows, lookups, columns)
 
     @lru_cache(maxsize=None)
     def sparse_time(dim: int, rows: float, lookups: float | None, columns: float) -> float:
         # many-table models repeat (dim, rows, lookups): one kernel model per distinct one
-        if columns < 1.0 and tf_dedup:
+        if columns < 1.0:
             return sparse_optimizer_step_time(rows, max(1, round(dim * columns)), model, kgpu, lookups)
-        return columns * sparse_optimizer_step_time(rows, dim, model, kgpu, lookups)
+        return sparse_optimizer_step_time(rows, dim, model, kgpu, lookups)
+
+    def sparse_merge(layer_name: str, gradient_rows: float, unique_rows: float) -> float:
+        table = model.table(model.layer(layer_name).table)
+        return merge_time(table.dim, gradient_rows, unique_rows)
+
+    @lru_cache(maxsize=None)
+    def merge_time(dim: int, gradient_rows: float, unique_rows: float) -> float:
+        return sparse_merge_time(gradient_rows, unique_rows, dim, model, kgpu)
 
     if cfg.corpus:
         def stats_for(table):
@@ -182,7 +192,7 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     dp = stage // k
     ctx = StepContext(model=model, n_gpus=dp, gpus_per_node=max(1, min(topo.gpus_per_node, stage) // k),
                       layer_fwd=fwd, layer_bwd=bwd, layer_update=dense_update,
-                      sparse_update=sparse_update,
+                      sparse_update=sparse_update, sparse_merge=sparse_merge,
                       tables=table_traffic(model, dp, stats_for),
                       hbm_bytes=float(topo.node.gpu.hbm_gb) * GiB,
                       kernel_seconds=lambda kernels: kernels_time(kernels, kgpu, precision(model.dtype),

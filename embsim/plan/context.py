@@ -50,6 +50,9 @@ class StepContext:
     kernel_seconds: Any = None
     # 16-bit compression of the DDP gradient buckets' all-reduce (workload.grad_compress)
     grad_compress: GradCompress = GradCompress()
+    # (table owner layer, gradient rows, distinct rows) -> seconds of the framework's merge
+    # of a sparse gradient's repeated rows, with no update (a GPU coalescing before it sends)
+    sparse_merge: Callable[..., float] | None = None
 
     def layer(self, name: str):
         return next(l for l in self.model.layers if l.name == name)

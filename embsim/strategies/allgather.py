@@ -3,7 +3,8 @@ sparse path, AGsparse). Every GPU receives every other GPU's rows, so the volume
 grows with the GPU count: (N-1) x U x (D x dtype + 8) B.
 
 `gather_rows=unique` (default): each GPU coalesces its duplicate lookups before sending
-(U = distinct rows its batch touched). `gather_rows=lookups`: stock Horovod, which sends one
+(U = distinct rows its batch touched), a merge on its compute stream before the gather (the
+model's framework's: PyTorch's coalesce or TensorFlow's Unique + UnsortedSegmentSum). `gather_rows=lookups`: stock Horovod, which sends one
 pair per lookup: TensorFlow's gather gradient is an IndexedSlices with one row per looked-up
 id, duplicates included, and Horovod's allreduce of an IndexedSlices is two allgathers, of its
 values and of its indices, with no coalescing (horovod/tensorflow/__init__.py, `allreduce`:
@@ -25,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..plan.names import bwd_name
-from ..plan.ops import SyncTensor
+from ..plan.names import bwd_name, extra_name
+from ..plan.ops import ComputeOp, SyncTensor
 from ..workload.memory import memory_per_gpu
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
@@ -70,13 +71,19 @@ class AllGatherStrategy(Strategy):
         model, n = ctx.model, ctx.n_gpus
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
-        buffers = {}
+        buffers, extra = {}, []
         for t in sparse_tables(ctx):
             rows = t.lookups_per_gpu if self.options.gather_rows == "lookups" else t.unique_per_gpu
             per_gpu = rows * model.row_bytes(t.table)
             sync.append(SyncTensor(name=f"allgather:{t.layer}", layer=t.layer, op="all_gather",
                                    nbytes=n * per_gpu, category="embedding",
                                    ready_after=bwd_name(t.layer)))
+            if self.options.gather_rows == "unique" and n > 1:
+                # the GPU merges its own repeated rows before it sends them (PyTorch's
+                # coalesce or TensorFlow's dedup, as the model's framework does), charged
+                # on its compute stream ahead of the gather
+                merge_s = ctx.sparse_merge(t.layer, t.lookups_per_gpu, t.unique_per_gpu)
+                extra.append((bwd_name(t.layer), ComputeOp(extra_name("allgather-merge", t.layer), merge_s)))
             # every GPU applies the union of all GPUs' rows to its replica, having received
             # every GPU's rows (what TensorFlow's dedup sorts)
             update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, received=n * rows)
@@ -84,7 +91,7 @@ class AllGatherStrategy(Strategy):
         notes = dense_table_notes(ctx, "allgather")
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, sparse_embedding_grads=True, buffers=buffers),
-                            notes=tuple(notes))
+                            extra=tuple(extra), notes=tuple(notes))
 
     def _host_plan(self, ctx):
         """Every sparse table in host memory (host_tables.py): its lookup, copies, host

@@ -247,9 +247,10 @@ class EmbRaceStrategy(Strategy):
             # shard also scatters more gradients than an even share
             # (a shard receives every GPU's gradient for its D/N columns: total x hot
             # lookup-rows of work, what an uncoalesced plain-SGD step updates)
-            if model.optimizer.sparse_dedup == "tf-unique" and self.options.shard == "cols":
-                # TensorFlow's dedup runs over every id the owner receives (all N batches'),
-                # whatever its share of the columns
+            if self.options.shard == "cols":
+                # the merge before the update (PyTorch's coalesce, TensorFlow's dedup) runs
+                # over every id the owner receives (all N batches'), whatever its share of
+                # the columns
                 own = ctx.sparse_update(t.layer, t.unique_union, n * total, columns=1.0 / n)
             else:
                 own = ctx.sparse_update(t.layer, shard_rows, total * hot)

@@ -6,7 +6,9 @@ as tables/layers/options key by key, so a run's override keeps the defaults' oth
 to simulate it: topology, model, batch, seq, dtype, amp, accumulate (accumulate_sync:
 last | every), jitter (lengths: a length distribution for its corpus forms), padding (how
 batches are padded over `lengths`: max, longest[:ALIGN], bins:WIDTH[:ALIGN], packed), tables/layers
-overrides, options (strategy/scheduler parameters, as --option), nccl_version (a quoted
+overrides, framework (pytorch | tensorflow: whose embedding-gradient kernels and sparse
+dedup, embsim.workload.model.FRAMEWORKS), options (strategy/scheduler parameters, as
+--option), nccl_version (a quoted
 release, "2.18" to "2.30"), throughput (time | iterations: how the trainer averages its
 rate, engine.iteration_rate), recompute (activation checkpointing: none | full | every:K,
 embsim.workload.recompute), grad_compress (none | fp16 | bf16: the gradient
@@ -53,7 +55,7 @@ EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype":
                "options": dict, "gpu_variation": (int, float), "nccl_version": str, "recompute": (str, bool),
                "grad_compress": str, "tensor_parallel": int, "sequence_parallel": bool,
                "pipeline_parallel": int, "context_parallel": int, "virtual_pipeline": int, "p2p_send_wait": str,
-               "p2p_overlap": bool}
+               "p2p_overlap": bool, "framework": str}
 METRICS = ("samples_per_s", "tokens_per_s")
 # the units' other spellings (samples/s, sequences/s, tokens/s); a sequence is a sample
 _METRIC_SPELLINGS = {**{m: m for m in METRICS}, "samples/s": "samples_per_s",
@@ -132,7 +134,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
     metric = _METRIC_SPELLINGS.get(str(metric).strip().lower().replace(" ", ""), metric)
     if metric not in METRICS:
         raise doc.error(path + ("metric",), f"must be one of {', '.join(METRICS)}, got {metric!r}")
-    overrides = {k: merged[k] for k in ("tables", "layers", "optimizer") if k in merged}
+    overrides = {k: merged[k] for k in ("tables", "layers", "optimizer", "framework") if k in merged}
     try:      # a bad jitter/lengths/padding form: named with the file and run
         cfg = SimulationConfig(topology=merged["topology"], model=merged["model"],
                                batch=merged.get("batch"), seq=merged.get("seq"),

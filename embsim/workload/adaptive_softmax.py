@@ -33,7 +33,8 @@ from functools import lru_cache
 import numpy as np
 
 from .costs import SOFTMAX_FLOPS_PER_ELEMENT, LayerCost, Shape
-from .kernels import INDEX_BYTES, MASK_BYTES, RNG, embedding_kernels, gemm, stream
+from .embedding_kernels import embedding_kernels
+from .kernels import INDEX_BYTES, MASK_BYTES, RNG, gemm, stream
 from .kernel_costs import cost_from_kernels
 from .kernels_layers import LayerKernels
 from .tokens import DEFAULT_ZIPF_S

@@ -188,7 +188,7 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     seq = cp.local_seq(seq)
     sh = Shape(batch, seq, d, op_bytes(d, amp), fp16=dtype == "fp16",
                table_dtype_bytes=table_bytes(d, amp), param_dtype_bytes=param_bytes(d, amp),
-               fp8=dtype == "fp8")
+               fp8=dtype == "fp8", framework=spec.framework)
     cast = weight_cast_bytes(d, amp)
     tp = tensor_parallel or TensorParallel()
     tp.check_model(spec.name, [(ls.kind, ls.params) for ls in spec.layers])
@@ -261,4 +261,4 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
         dense_params=params - embedding, embedding_params=embedding, source=spec.source,
         dtype=dtype, published=dict(spec.published), description=spec.description,
         table_bytes=sh.table_bytes, dense_param_bytes=sh.param_bytes,
-        recompute=rc, tensor_parallel=tp, context_parallel=cp)
+        recompute=rc, tensor_parallel=tp, context_parallel=cp, framework=spec.framework)

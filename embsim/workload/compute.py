@@ -17,6 +17,7 @@ from .lamb import lamb_kernels, tensor_chunks
 from .model import Layer, Model
 from .precision import precision
 from .tf_dedup import tf_dedup_kernels
+from .torch_coalesce import coalesce_kernels
 
 
 @dataclass(frozen=True)
@@ -236,25 +237,43 @@ def optimizer_step_time(elements: float, model: Model, gpu: GpuCompute, kernels:
 
 def sparse_optimizer_step_time(rows: float, dim: int, model: Model, gpu: GpuCompute,
                                lookups: float | None = None) -> float:
-    """Update only the `rows` touched rows of a `dim`-wide table (8-byte indices): a
-    coalesce kernel and the row update (with the optimizer's sparse_dedup tf-unique,
-    TensorFlow's Unique and UnsortedSegmentSum over the `lookups` gradient rows first).
-    Plain SGD on an FP32 table never coalesces: given the `lookups` whose gradient rows
-    the step holds, it is an index_add over them (uncoalesced_sgd_kernels)."""
+    """Update only the `rows` touched rows of a `dim`-wide table (8-byte indices), the
+    sparse gradient holding `lookups` rows (one per lookup; default `rows`, none repeated)
+    merged first: PyTorch's coalesce (sparse_dedup coalesce: embsim.workload.
+    torch_coalesce) or TensorFlow's Unique and UnsortedSegmentSum (tf-unique:
+    embsim.workload.tf_dedup), each as the parts its host syncs separate, then the row
+    update. Plain SGD on an FP32 table never merges: given the `lookups`, it is an
+    index_add over them (uncoalesced_sgd_kernels)."""
     if lookups is not None and model.optimizer.name == "sgd" and model.table_bytes >= FP32:
         return kernels_time(uncoalesced_sgd_kernels(lookups, dim, model), gpu,
                             precision(model.dtype), model.dtype_bytes)
     r = int(round(rows))
+    parts = sparse_merge_kernels("optimizer", r if lookups is None else lookups, r, dim, model)
+    apply = optimizer_kernels(r * dim, model, kernels=1, index_bytes=8 * r, table=True)
+    parts = parts[:-1] + [parts[-1] + apply] if parts else [apply]
+    return synced_kernels_time(parts, gpu, precision(model.dtype), model.dtype_bytes)
+
+
+def sparse_merge_kernels(name: str, gradient_rows: float, unique_rows: float, dim: int,
+                         model: Model) -> list[list[Kernel]]:
+    """The model's framework merge of a sparse gradient's repeated rows (its optimizer's
+    sparse_dedup), as the kernel lists its host syncs separate."""
     if model.optimizer.sparse_dedup == "tf-unique":
-        # TensorFlow's Unique + UnsortedSegmentSum, its host sync splitting them in two
-        # (embsim.workload.tf_dedup), then the sparse apply over the distinct rows
-        before, after = tf_dedup_kernels("optimizer", r if lookups is None else lookups, r, dim,
-                                         model.table_bytes)
-        apply = optimizer_kernels(r * dim, model, kernels=1, index_bytes=8 * r, table=True)
-        prec = precision(model.dtype)
-        return (kernels_time(before, gpu, prec, model.dtype_bytes)
-                + kernels_time(after + apply, gpu, prec, model.dtype_bytes))
-    return optimizer_step_time(r * dim, model, gpu, kernels=2, index_bytes=8 * r, table=True)
+        return list(tf_dedup_kernels(name, gradient_rows, unique_rows, dim, model.table_bytes))
+    return coalesce_kernels(name, gradient_rows, unique_rows, dim, model.table_bytes)
+
+
+def sparse_merge_time(gradient_rows: float, unique_rows: float, dim: int, model: Model,
+                      gpu: GpuCompute) -> float:
+    """Seconds of sparse_merge_kernels alone (a GPU merging its rows before it sends them)."""
+    return synced_kernels_time(sparse_merge_kernels("merge", gradient_rows, unique_rows, dim, model),
+                               gpu, precision(model.dtype), model.dtype_bytes)
+
+
+def synced_kernels_time(parts: list, gpu: GpuCompute, prec, elem_bytes: int) -> float:
+    """Kernel lists the host runs one after another with a synchronisation between them
+    (it waits for the GPU to drain before it launches the next list): their times add."""
+    return sum(kernels_time(p, gpu, prec, elem_bytes) for p in parts)
 
 
 def uncoalesced_sgd_kernels(lookups: float, dim: int, model: Model) -> list:

@@ -39,6 +39,8 @@ class Shape:
     # FP8 training (Transformer Engine): transformer blocks quantize their GEMM inputs
     # (embsim.workload.fp8_quant)
     fp8: bool = False
+    # whose embedding-gradient kernels (embsim.workload.model.FRAMEWORKS)
+    framework: str = "pytorch"
 
     @property
     def tokens(self) -> int:

@@ -40,9 +40,6 @@ LAYER = "layer"
 # model (apex O2, model.half()) they compute in FP32 inside but read and write 16-bit
 # (f = e); only the loss's log-softmax is upcast (frameworks do .float() on the logits).
 FP32 = 4
-# embedding_dense_backward_cuda sums at most this many equal sorted indices per partial
-# (NROWS_PER_THREAD in aten/src/ATen/native/cuda/EmbeddingBackwardKernel.cu)
-SEGMENT_ROWS = 10
 
 
 def fp32_cast(name: str, elems: float, e: int, f: int = FP32) -> list:
@@ -160,45 +157,3 @@ def dropout_residual(name: str, n: int, dim: int, e: int, dropout: bool) -> tupl
                              mechanism=RNG))
         bwd.append(stream(f"{name}.dropout_bwd", n * dim * (2 * e + MASK_BYTES), pointwise=True))
     return fwd, bwd
-
-
-def embedding_kernels(name: str, rows: int, dim: int, vocab: int, e: int) -> tuple[list, list, list]:
-    """(forward, dense-gradient backward, sparse-gradient backward), as ATen runs them.
-    Forward (embedding -> index_select): one kernel reads the indices and each looked-up
-    row and writes it once to the output. The dense gradient (embedding_dense_backward_cuda,
-    aten/src/ATen/native/cuda/EmbeddingBackwardKernel.cu) zero-fills a vocab x dim buffer,
-    sorts the indices, then (compute_grad_weight) reads each lookup's gradient row once and
-    writes one FP32 partial sum per run of at most NROWS_PER_THREAD = 10 equal indices, and
-    (sum_and_scatter) reads the partials and writes one row per distinct index: no
-    read-modify-write per lookup. Distinct rows are bounded by min(vocab, lookups) here (the
-    layer's kernels do not see the token statistics). The sparse gradient (sparse=True)
-    keeps the output gradient as the values and copies the indices."""
-    fwd = [Kernel("gather", rows=rows, row_bytes=dim * e, name=f"{name}.gather"),
-           stream(f"{name}.indices", rows * INDEX_BYTES, ops=0)]
-    distinct = min(vocab, rows)
-    partials = min(rows, -(-rows // SEGMENT_ROWS) + distinct)
-    partial_bytes = partials * dim * FP32       # acc_type: FP32 partials for 16-bit grads too
-    dense = [stream(f"{name}.zero_grad", vocab * dim * e, pointwise=True),
-             stream(f"{name}.sort_indices", 4 * 2 * rows * INDEX_BYTES),   # radix passes over (key, value)
-             Kernel("gather", rows=rows, row_bytes=dim * e, passes=1, name=f"{name}.segment_sum"),
-             stream(f"{name}.partials", 2 * partial_bytes, ops=0),        # written, read back
-             Kernel("scatter", rows=distinct, row_bytes=dim * e, passes=1, name=f"{name}.row_write")]
-    sparse = [stream(f"{name}.sparse_grad", 2 * rows * INDEX_BYTES)]
-    return fwd, dense, sparse
-
-
-def bag_kernels(name: str, rows: int, bags: int, dim: int, vocab: int,
-                e: int) -> tuple[list, list, list]:
-    """embedding_kernels for a pooled (bag) lookup of `rows` rows into `bags` vectors, as
-    ATen runs nn.EmbeddingBag(mode='sum'|'mean') (EmbeddingBag.cu; FBGEMM's TBE and TF's
-    embedding_lookup_sparse pool the same way). Forward: one kernel reads each looked-up
-    row once and writes one sum per bag (the mean's scale is fused in). The dense gradient
-    runs embedding's backward on the rows, each reading its bag's gradient row
-    (offset2bag): the same kernels. The sparse gradient first expands the pooled gradient
-    to one row per lookup (index_select by offset2bag: reads the bags' rows, writes every
-    lookup's), then keeps it as the values as embedding's sparse backward does."""
-    fwd, dense, sparse = embedding_kernels(name, rows, dim, vocab, e)
-    fwd = [Kernel("gather", rows=rows, row_bytes=dim * e, passes=1, name=f"{name}.bag_gather"),
-           stream(f"{name}.bag_write", bags * dim * e, ops=0)] + fwd[1:]
-    sparse = [stream(f"{name}.bag_grad_expand", (bags + rows) * dim * e, copy=True)] + sparse
-    return fwd, dense, sparse

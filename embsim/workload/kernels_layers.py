@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 
 from .costs import Shape, tokens_for
 from .fp8_quant import DEFAULT_RECIPE, block_quantize
-from .kernels import (COLUMN, FP32, LAYER, MASK_BYTES, Kernel, attention, bag_kernels,
-                      dropout_residual, embedding_kernels, fp32_cast, gemm, linear_fwd_bwd,
-                      norm_fwd_bwd, stream)
+from .embedding_kernels import bag_kernels, embedding_kernels
+from .kernels import (COLUMN, FP32, LAYER, MASK_BYTES, Kernel, attention, dropout_residual,
+                      fp32_cast, gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
 
 
 FLASH_TILE = 128      # FlashAttention-2's key/query tile (Dao 2023: block sizes 64-128)
@@ -315,9 +315,9 @@ def _embedding(p: dict, sh: Shape, vocab: int, dim: int) -> LayerKernels:
     pooled = "pooling" in p
     out = sh.batch if pooled else rows          # output vectors
     if pooled:
-        f, dense, sparse = bag_kernels("embedding", rows, out, dim, vocab, t)
+        f, dense, sparse = bag_kernels("embedding", rows, out, dim, vocab, t, sh.framework)
     else:
-        f, dense, sparse = embedding_kernels("embedding", rows, dim, vocab, t)
+        f, dense, sparse = embedding_kernels("embedding", rows, dim, vocab, t, sh.framework)
     if p.get("cast_output") and t > e:
         # the output cast to the model's dtype after the lookup, its gradient cast back
         # up before the table's backward

@@ -39,7 +39,8 @@ class Optimizer:
     FP32 parameters, so .grad is FP32: Model.param_bytes already says so); under apex O2 it
     sends FP32 where a script all-reduces FP32 copies of 16-bit gradients.
     sparse_dedup: how a sparse embedding gradient's repeated rows are merged before the
-    row update: coalesce (PyTorch's sparse coalesce: one kernel's bytes and the update) or
+    row update: coalesce (PyTorch's sparse coalesce: Thrust's merge sort and unique_by_key
+    with two host syncs, then a segment sum; embsim.workload.torch_coalesce) or
     tf-unique (TensorFlow optimizers' _deduplicate_indexed_slices: a GPU Unique with two
     radix sorts and a host sync, then UnsortedSegmentSum; embsim.workload.tf_dedup).
     Plain SGD merges nothing either way (Keras SGD without momentum scatter-adds).
@@ -63,6 +64,10 @@ OPTIMIZER_STATE_TENSORS = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1, "
 FUSED_ONLY: tuple[str, ...] = ()
 OPTIMIZER_IMPLEMENTATIONS = ("fused", "per-tensor")
 SPARSE_DEDUPS = ("coalesce", "tf-unique")
+# whose kernels a model's embedding gradients run (embsim.workload.embedding_kernels) and,
+# unless its optimizer options say otherwise, which sparse_dedup its optimizer uses
+FRAMEWORKS = ("pytorch", "tensorflow")
+FRAMEWORK_SPARSE_DEDUP = {"pytorch": "coalesce", "tensorflow": "tf-unique"}
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,8 @@ class Model:
     tensor_parallel: TensorParallel = field(default=TensorParallel(), kw_only=True)
     # context parallelism (embsim.workload.context_parallel): seq is one CP rank's s / C
     context_parallel: ContextParallel = field(default=ContextParallel(), kw_only=True)
+    # the training framework (FRAMEWORKS): ATen's or TensorFlow's embedding-gradient kernels
+    framework: str = field(default="pytorch", kw_only=True)
 
     @property
     def sample_seq(self) -> int:

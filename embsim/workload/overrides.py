@@ -4,8 +4,10 @@ multiple of 8).
 
     overrides = {"tables": {"word": {"vocab": 30528}},
                  "layers": {"encoder": {"flash_attention": True}},
-                 "optimizer": {"implementation": "per-tensor", "clip_grad_norm": True}}
-    (optimizer `name` swaps the algorithm: adam, lamb, ...)
+                 "optimizer": {"implementation": "per-tensor", "clip_grad_norm": True},
+                 "framework": "tensorflow"}
+    (optimizer `name` swaps the algorithm: adam, lamb, ...; `framework` also resets the
+    optimizer's sparse_dedup to the framework's, unless `optimizer` sets it)
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from dataclasses import replace
 from typing import Mapping
 
 from ..errors import InputError
-from .model import OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS, SPARSE_DEDUPS
+from .model import (FRAMEWORK_SPARSE_DEDUP, FRAMEWORKS, OPTIMIZER_IMPLEMENTATIONS,
+                    OPTIMIZER_STATE_TENSORS, SPARSE_DEDUPS)
 from .spec import (LAYER_SCHEMA, LIMITS, ModelSpec, layer_shape_problem, layer_value_problem,
                    reference_problem)
 
@@ -42,9 +45,15 @@ def apply_overrides(spec: ModelSpec, overrides: Mapping | None, where: str = "ov
     bounds, enums, tied widths), so that a run cannot reach what a file could not say."""
     if not overrides:
         return spec
-    unknown = set(overrides) - {"tables", "layers", "optimizer"}
+    unknown = set(overrides) - {"tables", "layers", "optimizer", "framework"}
     if unknown:
-        raise InputError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: tables, layers, optimizer)")
+        raise InputError(f"{where}: unknown key {sorted(unknown)[0]!r} "
+                         f"(known: tables, layers, optimizer, framework)")
+    if "framework" in overrides:
+        framework = overrides["framework"]
+        if framework not in FRAMEWORKS:
+            raise InputError(f"{where}.framework: must be one of {', '.join(FRAMEWORKS)}, got {framework!r}")
+        spec = replace(spec, framework=framework, sparse_dedup=FRAMEWORK_SPARSE_DEDUP[framework])
     spec = _optimizer(spec, overrides.get("optimizer"), f"{where}.optimizer")
     tables = {t.name: t for t in spec.tables}
     for name, keys in _mapping(overrides.get("tables") or {}, f"{where}.tables").items():

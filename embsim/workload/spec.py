@@ -28,7 +28,8 @@ from typing import Any
 
 from ..yamlio import YamlDoc, check_mapping, check_name, check_type, get, load_yaml
 from ..errors import InputError
-from .model import DTYPE_BYTES, OPTIMIZER_IMPLEMENTATIONS, OPTIMIZER_STATE_TENSORS, SPARSE_DEDUPS
+from .model import (DTYPE_BYTES, FRAMEWORK_SPARSE_DEDUP, FRAMEWORKS, OPTIMIZER_IMPLEMENTATIONS,
+                    OPTIMIZER_STATE_TENSORS, SPARSE_DEDUPS)
 from .attention_rate import IMPLEMENTATIONS as ATTENTION_IMPLEMENTATIONS
 from .fp8_quant import RECIPES
 from .padding import parse_padding
@@ -147,6 +148,7 @@ class ModelSpec:
     clip_grad_norm: bool = False
     fp32_gradients: bool = False
     sparse_dedup: str = "coalesce"
+    framework: str = "pytorch"            # whose kernels (embsim.workload.model.FRAMEWORKS)
     # how the model's reference trainer runs it, used where a run does not say (defaults:
     # amp, jitter, lengths, padding, global_batch, accumulate_sync; checked by the engine,
     # which owns their forms)
@@ -336,7 +338,7 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
     d = check_mapping(doc, ("defaults",), top["defaults"],
                       ["batch", "seq", "dtype", "optimizer"],
                       ["amp", "optimizer_options", "jitter", "lengths", "padding", "global_batch",
-                       "accumulate_sync", "throughput", "options"])
+                       "accumulate_sync", "throughput", "options", "framework"])
     dtype = _enum(doc, ("defaults", "dtype"), get(doc, ("defaults",), d, "dtype", str),
                   tuple(DTYPE_BYTES))
     optimizer = _enum(doc, ("defaults", "optimizer"),
@@ -381,6 +383,10 @@ def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
     synchronise, and options (strategy/scheduler parameters; their values are checked by
     the component that takes them, when a run uses it)."""
     out: dict[str, Any] = {}
+    if "framework" in d:
+        out["framework"] = _enum(doc, ("defaults", "framework"),
+                                 get(doc, ("defaults",), d, "framework", str), FRAMEWORKS)
+        out["sparse_dedup"] = FRAMEWORK_SPARSE_DEDUP[out["framework"]]
     if "padding" in d:
         out["padding"] = _padding_default(doc, ("defaults", "padding"), d["padding"])
     if "amp" in d:

@@ -41,7 +41,7 @@ def test_bert_large_parameters_from_its_config(capsys):
     assert s["defaults"] | {"padding": None} == {
         "batch": 16, "seq": 128, "dtype": "fp32", "optimizer": "lamb",
         "optimizer_implementation": "fused", "amp": "o2", "lengths": "wikipedia",
-        "padding": None, "global_batch": s["defaults"]["global_batch"]}
+        "padding": None, "global_batch": s["defaults"]["global_batch"], "framework": "pytorch"}
     assert s["defaults"]["padding"] == {"512": "bins:64:8", "other": "longest:8"}
 
 
@@ -70,7 +70,7 @@ def test_sampled_softmax_table_and_json_schema(capsys):
                       "tables", "layers_by_kind", "layers", "flops_per_sample"}
     assert s["schema"] == 1 and s["file"] == str(ZOO_DIR / "lstm-lm1b.yaml")
     assert set(s["defaults"]) == {"batch", "seq", "dtype", "optimizer", "optimizer_implementation",
-                                  "amp", "lengths", "padding", "global_batch"}
+                                  "amp", "lengths", "padding", "global_batch", "framework"}
     assert set(s["parameters"]) == {"total", "dense", "embedding", "published"}
     assert set(s["flops_per_sample"]) == {"forward", "backward", "total", "batch", "seq"}
     (word,) = s["tables"]

@@ -35,3 +35,14 @@ def test_lookups_gather_one_row_per_lookup_and_unique_gathers_fewer():
 def test_a_bad_gather_rows_is_a_one_line_error(value):
     with pytest.raises(InputError, match=r"^--option gather_rows=.*: expected one of unique, lookups$"):
         run(gather_rows=value)
+
+
+def test_each_gpu_merges_its_repeated_rows_before_a_unique_gather():
+    def merges(r):
+        return {c.name for c in r.run.compute if c.name.startswith("extra:allgather-merge:")}
+    unique = merges(run())
+    assert len(unique) == len(load_model(MODEL, batch=BATCH).tables)    # one per table
+    assert not merges(run(gather_rows="lookups"))          # stock Horovod sends them as they are
+    one_gpu = simulate(SimulationConfig(topology="pcie-rtx3090:1x1", model=MODEL, batch=BATCH,
+                                        strategy="allgather", iterations=2, efficiency_baseline=False))
+    assert not merges(one_gpu)                             # nothing is sent

@@ -80,25 +80,36 @@ def test_per_tensor_loop_launches_once_per_parameter_tensor():
             > optimizer_step_time(block.params, model, gpu))   # default: 2 tensors per layer
 
 
-def test_sparse_row_update_moves_its_bytes_once_over_two_launches():
+def test_sparse_row_update_moves_its_bytes_once():
     # 100,000 touched rows of a 128-wide FP32 table under fused Adam: per element read
     # param + grad, write param (3 x 4 B), read+write m and v (2 x 8 B); 8-byte indices
     m = _model("fp32")
     assert m.table_bytes == 4
     rows, dim = 100_000, 128
     want_bytes = rows * dim * (3 * 4 + 2 * 8) + 8 * rows          # 359.2 MB
-    ks = optimizer_kernels(rows * dim, m, kernels=2, index_bytes=8 * rows, table=True)
+    ks = optimizer_kernels(rows * dim, m, kernels=1, index_bytes=8 * rows, table=True)
     assert sum(k.nbytes * k.count for k in ks) == pytest.approx(want_bytes)
-    assert sum(k.count for k in ks) == 2                          # coalesce + row update
+    assert sum(k.count for k in ks) == 1
+
+
+def test_sparse_step_is_the_coalesce_then_the_row_update_after_its_host_syncs():
+    from embsim.workload.compute import synced_kernels_time
+    from embsim.workload.kernel_time import kernels_time
+    from embsim.workload.precision import precision
+    from embsim.workload.torch_coalesce import coalesce_kernels
+    m = _model("fp32")
     gpu = for_gpu(load_topology("dgx-a100:1x1").node.gpu)
-    bw = gpu.hbm_bps * gpu.hbm_fraction
-    gpu_s = want_bytes / bw + 2 * gpu.kernel_gap_s
-    host_s = 2 * gpu.op_dispatch_s
-    want = gpu_s + host_s if gpu.synchronous else max(gpu_s, host_s)
-    assert sparse_optimizer_step_time(rows, dim, m, gpu) == pytest.approx(want, rel=1e-12)
-    # GPU-bound here (~0.21 ms on an A100); charging the bytes per launch took twice that
-    assert gpu_s > host_s
-    assert sparse_optimizer_step_time(rows, dim, m, gpu) < 0.55 * (2 * want_bytes / bw)
+    rows, lookups, dim = 100_000, 400_000, 128
+    parts = coalesce_kernels("optimizer", lookups, rows, dim, m.table_bytes)
+    apply = optimizer_kernels(rows * dim, m, kernels=1, index_bytes=8 * rows, table=True)
+    prec = precision(m.dtype)
+    want = sum(kernels_time(p, gpu, prec, m.dtype_bytes) for p in parts[:-1]) + \
+        kernels_time(parts[-1] + apply, gpu, prec, m.dtype_bytes)
+    assert sparse_optimizer_step_time(rows, dim, m, gpu, lookups) == pytest.approx(want, rel=1e-12)
+    assert synced_kernels_time(parts, gpu, prec, m.dtype_bytes) < want
+    # with no lookups given, the rows are the gradient: sorted all the same, none repeated
+    alone = sparse_optimizer_step_time(rows, dim, m, gpu)
+    assert kernels_time(apply, gpu, prec, m.dtype_bytes) < alone < want
 
 
 def test_plain_sgd_on_a_sparse_gradient_updates_per_lookup_not_per_row():
@@ -116,9 +127,10 @@ def test_plain_sgd_on_a_sparse_gradient_updates_per_lookup_not_per_row():
     per_lookup = sparse_optimizer_step_time(rows, dim, fp32, gpu, lookups)
     per_row = sparse_optimizer_step_time(rows, dim, fp32, gpu)
     assert per_lookup > 2 * per_row        # 1.7M atomic row updates against 0.4M rows
-    # a stateful optimizer coalesces first: the lookups do not change its step
+    # a stateful optimizer coalesces first: its sort runs over every lookup, its update
+    # over the distinct rows
     adam = load_model("dlrm-criteo-f15", dtype="fp32", overrides={"optimizer": {"name": "adam"}})
-    assert sparse_optimizer_step_time(rows, dim, adam, gpu, lookups) == \
+    assert sparse_optimizer_step_time(rows, dim, adam, gpu, lookups) > \
         sparse_optimizer_step_time(rows, dim, adam, gpu)
 
 

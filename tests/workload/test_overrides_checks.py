@@ -23,6 +23,8 @@ from embsim.workload import load_model
     ({"tables": {"word": {"dim": 32}}}, ["layers.decoder.dim", "tied table 'word' has dim 32"]),
     ({"layers": {"decoder": {"dim": 32}}}, ["layers.decoder.dim", "not 32"]),
     ({"layers": {"decoder": {"tied": "nope"}}}, ["layers.decoder.tied", "no table named 'nope'"]),
+    ({"framework": "jax"}, ["overrides.framework", "pytorch, tensorflow"]),
+    ({"frameworks": "tensorflow"}, ["overrides", "'frameworks'"]),
 ])
 def test_bad_override_names_its_key(overrides, words):
     with pytest.raises(InputError) as info:
@@ -43,3 +45,11 @@ def test_consistent_overrides_still_apply():
 def test_override_of_heads_is_held_to_the_width():
     with pytest.raises(InputError, match="overrides.layers.encoder.heads: 7 heads do not split dim 768"):
         load_model("bert-base", overrides={"layers": {"encoder": {"heads": 7}}})
+
+
+def test_a_framework_override_resets_the_dedup_unless_the_optimizer_sets_it():
+    tf = load_model("tiny-lm", overrides={"framework": "tensorflow"})
+    assert (tf.framework, tf.optimizer.sparse_dedup) == ("tensorflow", "tf-unique")
+    told = load_model("tiny-lm", overrides={"framework": "tensorflow",
+                                            "optimizer": {"sparse_dedup": "coalesce"}})
+    assert told.optimizer.sparse_dedup == "coalesce"

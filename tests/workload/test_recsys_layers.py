@@ -109,7 +109,7 @@ def test_dlrm_mlps_are_apex_fused_and_its_output_layer_is_not():
 
 
 def test_dense_embedding_backward_reads_each_lookup_once_and_writes_distinct_rows():
-    from embsim.workload.kernels import embedding_kernels
+    from embsim.workload.embedding_kernels import embedding_kernels
     fwd, dense, _ = embedding_kernels("e", rows=1_000_000, dim=128, vocab=26_744, e=4)
     assert [k.kind for k in fwd] == ["gather", "stream"] and fwd[0].passes == 0   # read + write
     seg = next(k for k in dense if k.name == "e.segment_sum")

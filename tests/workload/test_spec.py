@@ -55,6 +55,7 @@ def test_good_file_loads(tmp_path):
     ("  optimizer: adam\n", "  optimizer: adam\n  optimizer_options: {lr: 1}\n",
      "defaults.optimizer_options.lr", 8),
     ("  optimizer: adam\n", "  optimizer: adam\n  jitter: 3\n", "defaults.jitter", 8),
+    ("  optimizer: adam\n", "  optimizer: adam\n  framework: jax\n", "defaults.framework", 8),
     ("kind: linear, in: 16, out: 16}", "kind: transformer_encoder, dim: 16, heads: 2, ffn: 32, "
      "flash_attention: fa9}", "layers.1.flash_attention", 12),                  # no such kernel
     ("  optimizer: adam\n", "  optimizer: adam\n  options: 25\n", "defaults.options", 8),
@@ -106,6 +107,17 @@ def test_trainer_defaults_are_read(tmp_path):
     assert spec.optimizer_implementation == "per-tensor" and spec.clip_grad_norm
     plain = load_spec(write(tmp_path, GOOD))
     assert (plain.amp, plain.jitter, plain.lengths, plain.optimizer_implementation) == (None, None, None, "fused")
+
+
+def test_the_framework_sets_the_sparse_dedup_unless_the_optimizer_options_do(tmp_path):
+    tf = "  optimizer: adam\n  framework: tensorflow\n"
+    spec = load_spec(write(tmp_path, GOOD.replace("  optimizer: adam\n", tf)))
+    assert (spec.framework, spec.sparse_dedup) == ("tensorflow", "tf-unique")
+    told = tf + "  optimizer_options: {sparse_dedup: coalesce}\n"
+    spec = load_spec(write(tmp_path, GOOD.replace("  optimizer: adam\n", told)))
+    assert (spec.framework, spec.sparse_dedup) == ("tensorflow", "coalesce")
+    plain = load_spec(write(tmp_path, GOOD))
+    assert (plain.framework, plain.sparse_dedup) == ("pytorch", "coalesce")
 
 
 def test_trainer_options_are_read(tmp_path):
