@@ -3,8 +3,9 @@ sparse path, AGsparse). Every GPU receives every other GPU's rows, so the volume
 grows with the GPU count: (N-1) x U x (D x dtype + 8) B.
 
 `gather_rows=unique` (default): each GPU coalesces its duplicate lookups before sending
-(U = distinct rows its batch touched), a merge on its compute stream before the gather (the
-model's framework's: PyTorch's coalesce or TensorFlow's Unique + UnsortedSegmentSum). `gather_rows=lookups`: stock Horovod, which sends one
+(U = distinct rows its batch touched), PyTorch's coalesce on its compute stream before the
+gather (under framework tensorflow the distinct rows' bytes only: no TensorFlow system
+merges before Horovod's allgather). `gather_rows=lookups`: stock Horovod, which sends one
 pair per lookup: TensorFlow's gather gradient is an IndexedSlices with one row per looked-up
 id, duplicates included, and Horovod's allreduce of an IndexedSlices is two allgathers, of its
 values and of its indices, with no coalescing (horovod/tensorflow/__init__.py, `allreduce`:
@@ -78,10 +79,11 @@ class AllGatherStrategy(Strategy):
             sync.append(SyncTensor(name=f"allgather:{t.layer}", layer=t.layer, op="all_gather",
                                    nbytes=n * per_gpu, category="embedding",
                                    ready_after=bwd_name(t.layer)))
-            if self.options.gather_rows == "unique" and n > 1:
-                # the GPU merges its own repeated rows before it sends them (PyTorch's
-                # coalesce or TensorFlow's dedup, as the model's framework does), charged
-                # on its compute stream ahead of the gather
+            if self.options.gather_rows == "unique" and n > 1 and model.framework == "pytorch":
+                # the GPU coalesces its own repeated rows before it sends them (PyTorch's
+                # coalesce), charged on its compute stream ahead of the gather. TensorFlow's
+                # Horovod allgathers the IndexedSlices as they are (gather_rows=lookups): no
+                # TF system merges first, so under TensorFlow `unique` is bytes only
                 merge_s = ctx.sparse_merge(t.layer, t.lookups_per_gpu, t.unique_per_gpu)
                 extra.append((bwd_name(t.layer), ComputeOp(extra_name("allgather-merge", t.layer), merge_s)))
             # every GPU applies the union of all GPUs' rows to its replica, having received

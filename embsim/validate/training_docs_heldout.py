@@ -181,7 +181,11 @@ def heldout_section() -> list[str]:
         "V100 FP32 one-GPU row is close (+10.6 %). Horovod's FP16 gradient compression, which",
         "the code sets on every GPU run, is mapped as `grad_compress: fp16` since 2026-12-03 (the",
         "source's setting, not a choice on the numbers): the eight-GPU rows simulate faster still,",
-        "84.5 % / 183.3 % -> 87.8 % / 194.0 %.",
+        "84.5 % / 183.3 % -> 87.8 % / 194.0 %. Since 2026-12-04 the zoo model says `framework:",
+        "tensorflow`: each table's dense gradient is TensorFlow's unsorted_segment_sum (a zero fill",
+        "and one atomic scatter, no sort) where ATen's sorted backward had stood in: every row a",
+        "little faster, 87.8 % / 194.0 % -> 89.8 % / 203.6 % (ATen's backward with its 64-bit radix",
+        "sort alone had given 74.5 % / 153.6 %, for the wrong framework's reason).",
     ]) + doc_section(
         "Held-out: Llama 3 8B FP8 on GB200, B200 and H100 (validation_data/training/heldout)",
         heldout_files("megatron-bridge-llama3-8b-*.yaml"), [

@@ -37,12 +37,14 @@ def test_a_bad_gather_rows_is_a_one_line_error(value):
         run(gather_rows=value)
 
 
-def test_each_gpu_merges_its_repeated_rows_before_a_unique_gather():
-    def merges(r):
+def test_a_pytorch_gpu_coalesces_its_rows_before_a_unique_gather():
+    def merges(framework, gpus=2, **options):
+        r = simulate(SimulationConfig(topology=f"pcie-rtx3090:1x{gpus}", model=MODEL, batch=BATCH,
+                                      strategy="allgather", strategy_options=options, iterations=2,
+                                      efficiency_baseline=False, model_overrides={"framework": framework}))
         return {c.name for c in r.run.compute if c.name.startswith("extra:allgather-merge:")}
-    unique = merges(run())
-    assert len(unique) == len(load_model(MODEL, batch=BATCH).tables)    # one per table
-    assert not merges(run(gather_rows="lookups"))          # stock Horovod sends them as they are
-    one_gpu = simulate(SimulationConfig(topology="pcie-rtx3090:1x1", model=MODEL, batch=BATCH,
-                                        strategy="allgather", iterations=2, efficiency_baseline=False))
-    assert not merges(one_gpu)                             # nothing is sent
+    assert len(merges("pytorch")) == len(load_model(MODEL, batch=BATCH).tables)   # one per table
+    assert not merges("pytorch", gather_rows="lookups")     # sent as they are
+    assert not merges("pytorch", gpus=1)                    # nothing is sent
+    # TensorFlow's Horovod allgathers the IndexedSlices as they are: no merge before it
+    assert not merges("tensorflow")

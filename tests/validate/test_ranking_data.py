@@ -133,12 +133,15 @@ def test_parallax_lm1b_ranking_gate():
     GT/s = 38.4 GB/s per direction, Intel ARK E5-2698 v4, an [ASSUMPTION] as to the SKU;
     taken from the spec, not chosen on this check) instead of NCCL's BDW_QPI_BW 6, which
     now only drives NCCL's search (s4-socket): 4 -> 8 of 8 pairs, 32.4 / 43.4 % ->
-    18.6 / 33.8 % (bounds 4, 0.330, 0.440 -> 8, 0.190, 0.342).
+    18.6 / 33.8 % (bounds 4, 0.330, 0.440 -> 8, 0.190, 0.342). MOVED, better, when the
+    model file said framework tensorflow (2026-12-04, a fact of the system): the AllGather
+    baseline's Adagrad dedups the gathered IndexedSlices as TensorFlow does (tf.unique):
+    16.02 / 31.36 % (bounds 0.190, 0.342 -> 0.161, 0.316).
     Bounds leave only rounding room: a simulator change that makes the ranking worse fails
     here and must say so."""
     res = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert res["pairs"] == 8 and res["pairs_agree"] >= 8
-    assert res["ratio_error_mean"] <= 0.190 and res["ratio_error_max"] <= 0.342
+    assert res["ratio_error_mean"] <= 0.161 and res["ratio_error_max"] <= 0.316
     again = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert again == res, "same inputs, same simulated figures"
 
