@@ -44,6 +44,7 @@ from __future__ import annotations
 from .kernels import FP32, Kernel, stream
 from .model import INDEX_BYTES
 from .radix_sort import radix_sort_kernels
+from .tf_dedup import unsorted_segment_sum_kernels
 
 # embedding_dense_backward_cuda's unsorted path: `num_indices <= 3072 && !scale_grad_by_freq`
 FEATURE_KERNEL_MAX_INDICES = 3072
@@ -62,19 +63,18 @@ def dense_backward_kernels(name: str, rows: int, dim: int, vocab: int, e: int,
         return [zero, Kernel("scatter", rows=rows, row_bytes=dim * e, ops=0,
                              name=f"{name}.feature_kernel")]
     k = INDEX_BYTES
-    distinct = min(vocab, rows)
-    segments = distinct                          # max_segments = min(numel, num_weights)
+    distinct = min(vocab, rows)                  # also max_segments = min(numel, num_weights)
     partials = min(rows, -(-rows // SEGMENT_ROWS) + distinct)
     partial_bytes = partials * dim * FP32        # acc_type: FP32 partials for 16-bit grads too
     return ([zero, stream(f"{name}.positions", rows * k, ops=0)]
             + radix_sort_kernels(f"{name}.sort", rows, k, k)
             + [stream(f"{name}.segments_init", 0.0, ops=0),
                stream(f"{name}.segments", rows * k + distinct * k, ops=0),
-               stream(f"{name}.partials_per_segment", 3 * segments * k, ops=0),
+               stream(f"{name}.partials_per_segment", 3 * distinct * k, ops=0),
                stream(f"{name}.partials_offset_init", 0.0, ops=0),
-               stream(f"{name}.partials_offset", 2 * segments * k, ops=0),
+               stream(f"{name}.partials_offset", 2 * distinct * k, ops=0),
                stream(f"{name}.partials_total", 3 * k, ops=0),
-               stream(f"{name}.partial_segment_offset", 3 * segments * k + partials * k, ops=0),
+               stream(f"{name}.partial_segment_offset", 3 * distinct * k + partials * k, ops=0),
                Kernel("gather", rows=rows, row_bytes=dim * e, passes=1, ops=0,
                       name=f"{name}.segment_sum"),
                stream(f"{name}.partials", 2 * partial_bytes, ops=0),        # written, read back
@@ -84,9 +84,8 @@ def dense_backward_kernels(name: str, rows: int, dim: int, vocab: int, e: int,
 
 def tf_dense_backward_kernels(name: str, rows: int, dim: int, vocab: int, e: int) -> list[Kernel]:
     """TensorFlow's dense gradient of `rows` lookups: unsorted_segment_sum of the
-    IndexedSlices into a zero-filled vocab x dim tensor (the op's dispatch on the fill)."""
-    return [stream(f"{name}.zero_grad", vocab * dim * e, pointwise=True),
-            Kernel("scatter", rows=rows, row_bytes=dim * e, ops=0, name=f"{name}.segment_sum.atomic_add")]
+    IndexedSlices into a zero-filled vocab x dim tensor."""
+    return unsorted_segment_sum_kernels(name, rows, vocab, dim * e, zero_name=f"{name}.zero_grad")
 
 
 def embedding_kernels(name: str, rows: int, dim: int, vocab: int, e: int,
@@ -99,8 +98,12 @@ def embedding_kernels(name: str, rows: int, dim: int, vocab: int, e: int,
         dense = tf_dense_backward_kernels(name, rows, dim, vocab, e)
     else:
         dense = dense_backward_kernels(name, rows, dim, vocab, e)
-    sparse = [stream(f"{name}.sparse_grad", 2 * rows * INDEX_BYTES)]
-    return fwd, dense, sparse
+    return fwd, dense, [sparse_grad(name, rows)]
+
+
+def sparse_grad(name: str, rows: int) -> Kernel:
+    """The sparse gradient's index copy (its values are the output gradient itself)."""
+    return stream(f"{name}.sparse_grad", 2 * rows * INDEX_BYTES)
 
 
 def bag_kernels(name: str, rows: int, bags: int, dim: int, vocab: int,
@@ -114,7 +117,6 @@ def bag_kernels(name: str, rows: int, bags: int, dim: int, vocab: int,
     gradient first expands the pooled gradient to one row per lookup (index_select by
     offset2bag: reads the bags' rows, writes every lookup's), then keeps it as the values
     as embedding's sparse backward does (TensorFlow's dense gradient after it too)."""
-    _, _, sparse = embedding_kernels(name, rows, dim, vocab, e)
     fwd = [Kernel("gather", rows=rows, row_bytes=dim * e, passes=1, name=f"{name}.bag_gather"),
            stream(f"{name}.bag_write", bags * dim * e, ops=0),
            stream(f"{name}.indices", rows * INDEX_BYTES, ops=0)]
@@ -123,5 +125,5 @@ def bag_kernels(name: str, rows: int, bags: int, dim: int, vocab: int,
         dense = [expand] + tf_dense_backward_kernels(name, rows, dim, vocab, e)
     else:
         dense = dense_backward_kernels(name, rows, dim, vocab, e, feature_path=False)
-    sparse = [expand] + sparse
+    sparse = [expand, sparse_grad(name, rows)]
     return fwd, dense, sparse

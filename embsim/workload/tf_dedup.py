@@ -58,7 +58,14 @@ def tf_dedup_kernels(name: str, gradient_rows: float, unique_rows: float, dim: i
               stream(f"{name}.unique.range_init_2", u * p, ops=0)]
              + radix_sort_kernels(f"{name}.unique.sort_positions", u, p, p, key_bits=bits)
              + [stream(f"{name}.unique.gather_invert", u * (2 * p + 2 * k + p), ops=0),
-                stream(f"{name}.unique.scatter_ids", n * 4 * p, ops=0),
-                stream(f"{name}.segment_sum.zero", u * row, pointwise=True),
-                Kernel("scatter", rows=n, row_bytes=row, ops=0, name=f"{name}.segment_sum.atomic_add")])
+                stream(f"{name}.unique.scatter_ids", n * 4 * p, ops=0)]
+             + unsorted_segment_sum_kernels(name, n, u, row, zero_name=f"{name}.segment_sum.zero"))
     return before, after
+
+
+def unsorted_segment_sum_kernels(name: str, rows: float, out_rows: float, row_bytes: int,
+                                 zero_name: str) -> list[Kernel]:
+    """TensorFlow's UnsortedSegmentSum on a GPU (segment_reduction_ops_gpu.cu.cc): a zero
+    fill of the `out_rows` output rows (the op's dispatch) and one atomic add per input row."""
+    return [stream(zero_name, out_rows * row_bytes, pointwise=True),
+            Kernel("scatter", rows=rows, row_bytes=row_bytes, ops=0, name=f"{name}.segment_sum.atomic_add")]
