@@ -180,9 +180,11 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     if dp == 1:
         # One GPU synchronises nothing: every strategy is plain single-GPU training and
         # steps alike, its tables updated as its backward leaves their gradient; tables in
-        # host memory (StrategyPlan.host_sync) still copy in and out and update on the CPU
+        # host memory or on servers (StrategyPlan.host_sync) still copy in and out and update
+        # on the CPU, and a table a strategy keeps dense (one_gpu_updates) keeps its update
         update = single_gpu_update_time(ctx, strategy.dense_table_gradient)
         update.update({s.layer: splan.update_time[s.layer] for s in splan.host_sync})
+        update.update({layer: splan.update_time[layer] for layer in splan.one_gpu_updates})
         splan = replace(splan, sync=splan.host_sync, extra=(), update_time=update)
     plan = build_step_plan(ctx, splan, strategy, scheduler)
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)

@@ -159,3 +159,6 @@ class StrategyPlan:
     # Their layers' update_time stands on one GPU too.
     host_sync: tuple[SyncTensor, ...] = ()
     host_notes: tuple[str, ...] = ()     # the notes about them (also in `notes`)
+    # other layers whose update_time stands on one GPU too (a table the strategy keeps
+    # dense whatever the GPU count: OpenEmbedding's Cache Local tables)
+    one_gpu_updates: tuple[str, ...] = ()

@@ -46,6 +46,11 @@ carried as bytes on every node's PCIe / host links beside the step's other traff
 pins none). `local_aggregation=false`: every GPU pushes and pulls its own U rows (Parallax
 with the flag off): per worker ~ 2 x U x row bytes.
 
+One GPU keeps its servers: the tables live there whatever the worker count (OpenEmbedding
+starts a server inside each worker process, Parallax places sparse variables on its PS), so
+a single worker still pulls and pushes its rows and the server's CPU applies the update
+(StrategyPlan.host_sync); only the dense AllReduce has nothing to do.
+
 `dense_vocab_below=V` (default off): OpenEmbedding's "Cache Local" (4paradigm/OpenEmbedding
 @6651723, test/benchmark/criteo_deepctr.py with `--cache`: a PSEmbedding whose
 `input_dim < args.batch_size` is built with `sparse_as_dense=True`). A table of fewer than V
@@ -132,8 +137,8 @@ class ParameterServerStrategy(Strategy):
     host: NodeHost | None = None       # set by topology(): where a node's GPUs copy to
 
     def topology(self, topo):
-        if topo.n_gpus == 1:
-            return topo          # one GPU synchronises nothing
+        # one GPU still keeps its tables on the servers (host_sync): they are where the
+        # rows live, whatever the worker count
         o = self.options
         overrides = {k: v for k, v in (("nodes", o.server_nodes), ("nic_gbit", o.server_gbit),
                                        ("sum_gbps", o.server_sum_gbps)) if v is not None}
@@ -150,9 +155,12 @@ class ParameterServerStrategy(Strategy):
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
         held, cache, notes = {}, {}, dense_table_notes(ctx, "ps")
+        served_sync = []
         g = ctx.gpus_per_node
         aggregate = self.options.local_aggregation and g > 1 and n > 1
         served = self._dense_tables(ctx, sync, update, notes)
+        # Cache Local tables stay dense on one GPU too (sparse_as_dense is the table's build)
+        dense_layers = {t.layer for t in sparse_tables(ctx)} - {t.layer for t in served}
         for t in served:
             row_push = model.row_bytes(t.table)      # one pushed (index, row) pair
             own_push = t.unique_per_gpu * row_push   # one GPU's own rows, pushed
@@ -181,13 +189,13 @@ class ParameterServerStrategy(Strategy):
             pull_shares = (shares if pull_weights is weights
                            else shard_shares(pull_weights, count, self.options.server_sharding,
                                              block_rows=block, counts=t.row_counts))
-            sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
-                                   nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
-                                   matrix=server_matrix(n, push, shares), copy_before=gather))
-            sync.append(SyncTensor(name=f"ps-pull:{t.layer}", layer=t.layer, op="ps_pull",
-                                   nbytes=pull, category="embedding",
-                                   ready_after=update_name(t.layer), needed_by=fwd_name(t.layer),
-                                   matrix=server_matrix(n, pull, pull_shares), copy_after=back))
+            served_sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
+                                          nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
+                                          matrix=server_matrix(n, push, shares), copy_before=gather))
+            served_sync.append(SyncTensor(name=f"ps-pull:{t.layer}", layer=t.layer, op="ps_pull",
+                                          nbytes=pull, category="embedding",
+                                          ready_after=update_name(t.layer), needed_by=fwd_name(t.layer),
+                                          matrix=server_matrix(n, pull, pull_shares), copy_after=back))
             # the servers sum and apply on their CPUs (the push's ps-cpu links); the GPU
             # only waits for the push before pulling
             update[t.layer] = 0.0
@@ -196,10 +204,15 @@ class ParameterServerStrategy(Strategy):
             notes.append(f"ps {t.table}: {count} {self.options.servers} servers, rows {self.options.server_sharding}: "
                          f"server load max/mean {shares.max() * count:.2f} "
                          f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
-        return StrategyPlan(sync=tuple(sync), update_time=update,
+        # the served tables' pushes and pulls are host traffic: a single worker (no data
+        # parallelism to synchronise) still reads and updates its rows on the servers
+        server_notes = tuple(x for x in notes if x.startswith("ps ") and " servers, rows " in x
+                             or "Cache Local" in x)
+        return StrategyPlan(sync=tuple(sync + served_sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,
                                                   buffers=cache),
-                            notes=tuple(notes))
+                            notes=tuple(notes), host_sync=tuple(served_sync), host_notes=server_notes,
+                            one_gpu_updates=tuple(sorted(dense_layers)))
 
     def _dense_tables(self, ctx, sync: list, update: dict, notes: list) -> list:
         """The sparse tables the servers hold; those under `dense_vocab_below` rows join the
@@ -216,7 +229,7 @@ class ParameterServerStrategy(Strategy):
         if dense:
             rows = sum(t.vocab for t in dense)
             notes.append(f"ps: {len(dense)} of {len(tables)} sparse tables under {below:,} rows "
-                         f"({rows:,} rows in all) replicated and AllReduced densely "
+                         f"({rows:,} rows in all) {'replicated and AllReduced' if ctx.n_gpus > 1 else 'kept on the GPU and updated'} densely "
                          f"(OpenEmbedding's Cache Local); {len(tables) - len(dense)} on the servers")
         return [t for t in tables if t.layer not in owners]
 
