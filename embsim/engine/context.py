@@ -36,8 +36,19 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
             shared[key] = (stats, _touched_rows(stats, tokens, table.sampled, n_gpus))
         out[owner] = TableTraffic(
             table=table.name, layer=owner, vocab=table.vocab, dim=table.dim,
-            lookups_per_gpu=tokens, dense_grad=model.dense_gradient(table.name), **shared[key][1])
+            lookups_per_gpu=tokens + _softmax_rows(model, table),
+            dense_grad=model.dense_gradient(table.name), **shared[key][1])
     return out
+
+
+def _softmax_rows(model, table) -> float:
+    """Rows a sampled softmax tied to the table gathers per GPU and step, its gradient's
+    IndexedSlices rows: every position's true class and the shared candidates
+    (tf.nn.sampled_softmax_loss gathers the weights of [labels; sampled] in one
+    embedding_lookup; TensorFlow concatenates that gradient with the input lookup's)."""
+    if not table.sampled:
+        return 0.0
+    return float(model.batch * model.seq + table.sampled)
 
 
 def _touched_rows(stats, tokens: float, candidates: int, n_gpus: int) -> dict:
