@@ -106,7 +106,7 @@ def test_the_command_line_names_the_file_and_refuses_bad_arguments(tmp_path, cap
 
     def nowhere(d):
         for system in d["systems"].values():
-            if system.get("options"):
+            if system.get("embsim") == "ps":
                 system["options"]["servers"] = "nowhere"
     assert check.main([str(_broken(tmp_path, nowhere))]) == 2
     err = capsys.readouterr().err.strip()
@@ -136,12 +136,16 @@ def test_parallax_lm1b_ranking_gate():
     18.6 / 33.8 % (bounds 4, 0.330, 0.440 -> 8, 0.190, 0.342). MOVED, better, when the
     model file said framework tensorflow (2026-12-04, a fact of the system): the AllGather
     baseline's Adagrad dedups the gathered IndexedSlices as TensorFlow does (tf.unique):
-    16.02 / 31.36 % (bounds 0.190, 0.342 -> 0.161, 0.316).
+    16.02 / 31.36 % (bounds 0.190, 0.342 -> 0.161, 0.316). MOVED, better, when both
+    AllGather systems sent one row per lookup as their code does (mapping change read from
+    Parallax's mpi/graph_transform.py at the chart's commit; the data file's
+    after_first_contact) and the tied table counted its sampled softmax's rows: 13.04 / 19.68 %
+    (bounds 0.161, 0.316 -> 0.1311, 0.1978).
     Bounds leave only rounding room: a simulator change that makes the ranking worse fails
     here and must say so."""
     res = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert res["pairs"] == 8 and res["pairs_agree"] >= 8
-    assert res["ratio_error_mean"] <= 0.161 and res["ratio_error_max"] <= 0.316
+    assert res["ratio_error_mean"] <= 0.1311 and res["ratio_error_max"] <= 0.1978
     again = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert again == res, "same inputs, same simulated figures"
 
