@@ -51,7 +51,7 @@ from ..errors import InputError, ModelNotSupported
 from ..options import positive_number, switch
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
-from ..workload.kernels import stream
+from ..workload.compute import unique_ids_kernels
 from ..workload.row_groups import total as row_total
 from ..workload.sharding import shard_shares, shard_sums
 from ..workload.tokens import union_inclusion
@@ -206,8 +206,10 @@ class EmbRaceStrategy(Strategy):
             fwd_per_lookup = ctx.layer_fwd[t.layer] / lookups[t.layer]
             bwd_per_lookup = ctx.layer_bwd[t.layer] / lookups[t.layer]
             if self.options.dedup:
-                # torch.unique over the batch's ids: a sort, read and written a few times
-                dedup_s = ctx.kernel_seconds([stream("embrace-dedup", 8 * total * INDEX_BYTES / 3, count=3)])
+                # the framework's unique over the batch's ids (torch.unique with its inverse:
+                # a 64-bit radix sort, scans and a host sync), before the ids leave
+                parts = unique_ids_kernels(f"embrace-dedup.{t.layer}", total, t.unique_per_gpu, model)
+                dedup_s = sum(ctx.kernel_seconds(part) for part in parts)
                 extra.append((fwd_name(t.layer), ComputeOp(extra_name("embrace-dedup", t.layer), dedup_s)))
             if self.options.input == "data":
                 ids = extra_name("embrace-ids", t.layer)

@@ -16,8 +16,9 @@ from .kernels import Kernel, stream
 from .lamb import lamb_kernels, tensor_chunks
 from .model import Layer, Model
 from .precision import precision
-from .tf_dedup import tf_dedup_kernels
+from .tf_dedup import tf_dedup_kernels, tf_unique_kernels
 from .torch_coalesce import coalesce_kernels
+from .torch_unique import torch_unique_kernels
 
 
 @dataclass(frozen=True)
@@ -261,6 +262,16 @@ def sparse_merge_kernels(name: str, gradient_rows: float, unique_rows: float, di
     if model.optimizer.sparse_dedup == "tf-unique":
         return list(tf_dedup_kernels(name, gradient_rows, unique_rows, dim, model.table_bytes))
     return coalesce_kernels(name, gradient_rows, unique_rows, dim, model.table_bytes)
+
+
+def unique_ids_kernels(name: str, ids: float, unique: float, model: Model) -> list[list[Kernel]]:
+    """The model's framework finding the distinct values of `ids` int64 ids and each id's
+    position among them (torch.unique(return_inverse=True), TensorFlow's Unique), as the
+    kernel lists its host syncs separate."""
+    if model.framework == "tensorflow":
+        return [part for part in tf_unique_kernels(name, ids, unique) if part]
+    kernels = torch_unique_kernels(name, ids, unique)
+    return [kernels] if kernels else []
 
 
 def sparse_merge_time(gradient_rows: float, unique_rows: float, dim: int, model: Model,

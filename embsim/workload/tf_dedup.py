@@ -46,6 +46,17 @@ def tf_dedup_kernels(name: str, gradient_rows: float, unique_rows: float, dim: i
     n, u = float(gradient_rows), float(min(unique_rows, gradient_rows))
     if n <= 0:
         return [], []
+    before, after = tf_unique_kernels(name, n, u)
+    return before, after + unsorted_segment_sum_kernels(name, n, u, dim * value_bytes,
+                                                        zero_name=f"{name}.segment_sum.zero")
+
+
+def tf_unique_kernels(name: str, ids: float, unique: float) -> tuple[list[Kernel], list[Kernel]]:
+    """(kernels before the host sync, kernels after it) of TensorFlow's GPU Unique over
+    `ids` int64 ids holding `unique` distinct values (steps 1-4 above)."""
+    n, u = float(ids), float(min(unique, ids))
+    if n <= 0:
+        return [], []
     k, p = ID_BYTES, POSITION_BYTES
     before = ([stream(f"{name}.unique.range_init", n * p)]          # the Unique op's dispatch
               + radix_sort_kernels(f"{name}.unique.sort", n, k, p)
@@ -53,13 +64,11 @@ def tf_dedup_kernels(name: str, gradient_rows: float, unique_rows: float, dim: i
                  stream(f"{name}.unique.scan", n * (k + p), ops=0),
                  stream(f"{name}.unique.count_to_host", p, ops=0)])
     bits = max(1, math.ceil(math.log2(n))) if n > 1 else 0
-    row = dim * value_bytes
     after = ([stream(f"{name}.unique.first_occurrence", n * 2 * p + u * p, ops=0),
               stream(f"{name}.unique.range_init_2", u * p, ops=0)]
              + radix_sort_kernels(f"{name}.unique.sort_positions", u, p, p, key_bits=bits)
              + [stream(f"{name}.unique.gather_invert", u * (2 * p + 2 * k + p), ops=0),
-                stream(f"{name}.unique.scatter_ids", n * 4 * p, ops=0)]
-             + unsorted_segment_sum_kernels(name, n, u, row, zero_name=f"{name}.segment_sum.zero"))
+                stream(f"{name}.unique.scatter_ids", n * 4 * p, ops=0)])
     return before, after
 
 
