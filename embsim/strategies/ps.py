@@ -138,7 +138,12 @@ class ParameterServerStrategy(Strategy):
 
     def topology(self, topo):
         # one GPU still keeps its tables on the servers (host_sync): they are where the
-        # rows live, whatever the worker count
+        # rows live, whatever the worker count. Where one GPU cannot reach them (dedicated
+        # servers on a one-node topology have no network; colocated ones need a host
+        # vertex) it trains alone, as any strategy's one-GPU run (the scaling baseline)
+        if topo.n_gpus == 1 and not self._reachable(topo):
+            self.server_count = None
+            return topo
         o = self.options
         overrides = {k: v for k, v in (("nodes", o.server_nodes), ("nic_gbit", o.server_gbit),
                                        ("sum_gbps", o.server_sum_gbps)) if v is not None}
@@ -148,6 +153,11 @@ class ParameterServerStrategy(Strategy):
         root = host_vertex(topo._template)
         self.host = NodeHost(out._template, root, out.n_nodes, out._per_node) if root else None
         return out
+
+    def _reachable(self, topo) -> bool:
+        if self.options.servers == "dedicated":
+            return topo.n_nodes > 1
+        return host_vertex(topo._template) is not None
 
     def plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus
@@ -211,7 +221,8 @@ class ParameterServerStrategy(Strategy):
         return StrategyPlan(sync=tuple(sync + served_sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,
                                                   buffers=cache),
-                            notes=tuple(notes), host_sync=tuple(served_sync), host_notes=server_notes,
+                            notes=tuple(notes), host_sync=tuple(served_sync) if self.server_count else (),
+                            host_notes=server_notes if self.server_count else (),
                             one_gpu_updates=tuple(sorted(dense_layers)))
 
     def _dense_tables(self, ctx, sync: list, update: dict, notes: list) -> list:

@@ -55,3 +55,16 @@ def test_cache_local_tables_are_updated_densely_on_one_gpu():
     assert update_seconds(cached, "C1_linear_lookup") > 0
     assert update_seconds(cached, "C3_linear_lookup") == 0.0
     assert any("Cache Local" in n for n in cached.notes)
+
+
+def test_dedicated_servers_multi_node_keep_their_one_gpu_baseline():
+    """The scaling efficiency's one-GPU run is a one-node topology, where dedicated server
+    machines have no network to sit on: that GPU trains alone (as before servers stayed on
+    one GPU), and the multi-node run it divides is unaffected."""
+    res = simulate(SimulationConfig(topology="2x2", strategy="ps",
+                                    strategy_options={"servers": "dedicated"}, iterations=2))
+    assert res.scaling_efficiency is not None and 0 < res.scaling_efficiency <= 1.0
+    one = simulate(SimulationConfig(topology="1x1", strategy="ps",
+                                    strategy_options={"servers": "dedicated"}, iterations=2))
+    assert "ps_push" not in one.comm_bytes_per_gpu
+    assert "nothing to synchronise" in one.compute_source
