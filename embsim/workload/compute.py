@@ -18,6 +18,7 @@ from .model import Layer, Model
 from .precision import precision
 from .tf_dedup import tf_dedup_kernels, tf_unique_kernels
 from .torch_coalesce import coalesce_kernels
+from .torch_sparse_optim import SPARSE_OPTIMIZERS, torch_sparse_apply_kernels
 from .torch_unique import torch_unique_kernels
 
 
@@ -250,9 +251,27 @@ def sparse_optimizer_step_time(rows: float, dim: int, model: Model, gpu: GpuComp
                             precision(model.dtype), model.dtype_bytes)
     r = int(round(rows))
     parts = sparse_merge_kernels("optimizer", r if lookups is None else lookups, r, dim, model)
-    apply = optimizer_kernels(r * dim, model, kernels=1, index_bytes=8 * r, table=True)
+    apply = sparse_apply_kernels(r, dim, model)
     parts = parts[:-1] + [parts[-1] + apply] if parts else [apply]
     return synced_kernels_time(parts, gpu, precision(model.dtype), model.dtype_bytes)
+
+
+def sparse_apply_kernels(rows: int, dim: int, model: Model) -> list[Kernel]:
+    """The row update of a merged sparse gradient: torch.optim's single-tensor sparse branch
+    (Adagrad, SparseAdam: one ATen op per line, embsim.workload.torch_sparse_optim) after
+    PyTorch's coalesce; otherwise the optimizer's own kernels over the rows' elements
+    (TensorFlow's fused ResourceSparseApply* ops, SGD with momentum and the rest)."""
+    opt = model.optimizer
+    if opt.sparse_dedup == "coalesce" and opt.name in SPARSE_OPTIMIZERS:
+        out = torch_sparse_apply_kernels(rows, dim, opt.name, model.table_bytes)
+        if opt.master_bytes_per_param and model.table_bytes >= FP32:
+            # autocast: GradScaler unscales the FP32 values in place, in its multi-tensor
+            # kernel over every gradient (no launch of the table's own)
+            out.append(stream("amp.unscale", rows * dim * 2 * model.table_bytes, param_pass=True, ops=0))
+        if opt.clip_grad_norm:
+            out.append(stream("clip_grad_norm", rows * dim * model.table_bytes, param_pass=True))
+        return out
+    return optimizer_kernels(rows * dim, model, kernels=1, index_bytes=8 * rows, table=True)
 
 
 def sparse_merge_kernels(name: str, gradient_rows: float, unique_rows: float, dim: int,

@@ -93,7 +93,7 @@ def test_sparse_row_update_moves_its_bytes_once():
 
 
 def test_sparse_step_is_the_coalesce_then_the_row_update_after_its_host_syncs():
-    from embsim.workload.compute import synced_kernels_time
+    from embsim.workload.compute import sparse_apply_kernels, synced_kernels_time
     from embsim.workload.kernel_time import kernels_time
     from embsim.workload.precision import precision
     from embsim.workload.torch_coalesce import coalesce_kernels
@@ -101,7 +101,7 @@ def test_sparse_step_is_the_coalesce_then_the_row_update_after_its_host_syncs():
     gpu = for_gpu(load_topology("dgx-a100:1x1").node.gpu)
     rows, lookups, dim = 100_000, 400_000, 128
     parts = coalesce_kernels("optimizer", lookups, rows, dim, m.table_bytes)
-    apply = optimizer_kernels(rows * dim, m, kernels=1, index_bytes=8 * rows, table=True)
+    apply = sparse_apply_kernels(rows, dim, m)
     prec = precision(m.dtype)
     want = sum(kernels_time(p, gpu, prec, m.dtype_bytes) for p in parts[:-1]) + \
         kernels_time(parts[-1] + apply, gpu, prec, m.dtype_bytes)
