@@ -32,7 +32,12 @@ Costs, all from the topology and the existing `ps` figures (nothing fitted):
   gradient bytes costs B / sum_gbps exactly as on a `ps` server. Each host operation is
   charged its own passes: a gather reads a row and writes it out (2); the allgather's
   copies read a peer's buffer and write the receiver's (2, a single-copy shared-memory
-  transport: [ASSUMPTION], a two-copy one would double it); the de-duplication reads every
+  transport: [ASSUMPTION], a two-copy one would double it), and Horovod's fusion buffer
+  adds its own copies around them (horovod/common/ops/mpi_operations.cc MPIAllgather::
+  Execute: with more than one tensor in the response, MemcpyInFusionBuffer of the
+  process's own slices before MPI_Allgatherv in place, MemcpyOutFusionBuffer of the whole
+  gathered result after it, 2 passes each; a step's 2 x tables IndexedSlices tensors fuse);
+  at one process Horovod's _allreduce_cond skips the collective; the de-duplication reads every
   gathered row and writes the union's (1 + 1); the apply reads the summed gradient and
   read-modify-writes the row and each state tensor.
 
@@ -64,6 +69,7 @@ TABLE_DEVICES = ("gpu", "cpu")
 APPLY_PASSES = 5
 GATHER_PASSES = 2          # read the row, write it into the lookup's output
 COPY_PASSES = 2            # read a peer process's buffer, write one's own [ASSUMPTION] single copy
+FUSION_PASSES = 2          # Horovod's fusion buffer: a memcpy in of one's own, out of everything
 
 
 @dataclass(frozen=True)
@@ -114,7 +120,8 @@ def host_table_plan(ctx, t, host: HostMemory, gather_rows: str) -> tuple[list[Sy
     sent = sent_rows * model.row_bytes(t.table)      # what each process contributes to the allgather
     g = n                                            # one node: every process shares its host memory
     gather = g * GATHER_PASSES * lookups * value_row
-    copies = g * COPY_PASSES * (n - 1) * sent
+    # MPI moves the n - 1 peers' bytes; the fusion buffer takes one's own in, all n out
+    copies = g * (COPY_PASSES * (n - 1) * sent + FUSION_PASSES * (1 + n) * sent) if n > 1 else 0.0
     state = model.optimizer.state_bytes_per_param * t.dim
     dedup = g * (n * sent_rows * value_row + t.unique_union * value_row)
     apply = g * t.unique_union * (value_row + 2 * value_row + 2 * state)

@@ -11,7 +11,7 @@ from embsim.engine.run import SimulationConfig, simulate
 from embsim.errors import InputError
 from embsim.plan.names import bwd_name, fwd_name
 from embsim.strategies.allgather import AllGatherStrategy
-from embsim.strategies.host_tables import COPY_PASSES, GATHER_PASSES
+from embsim.strategies.host_tables import COPY_PASSES, FUSION_PASSES, GATHER_PASSES
 from embsim.topology import load_topology
 from embsim.topology.build import tree_offsets
 from embsim.workload import load_model
@@ -55,7 +55,9 @@ def expected_host_work(model, n: int) -> float:
         pair = model.row_bytes(t.table)
         gather = n * GATHER_PASSES * BATCH * row
         landed = n * BATCH * pair                           # the D2H rows written into host memory
-        copies = n * COPY_PASSES * (n - 1) * BATCH * pair
+        # MPI's copies of the peers' rows, Horovod's fusion buffer in (own) and out (all n);
+        # one process skips the collective
+        copies = n * (COPY_PASSES * (n - 1) + FUSION_PASSES * (1 + n)) * BATCH * pair if n > 1 else 0.0
         dedup = n * (n * BATCH * row + t.unique_union * row)
         apply = n * t.unique_union * (3 * row + 2 * state * t.dim)
         total += gather + landed + copies + dedup + apply

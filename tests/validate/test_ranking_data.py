@@ -214,10 +214,13 @@ def test_openembedding_ranking_gate_on_one_point():
     Bounds leave only rounding room: a change that makes it worse fails here and must say so.
     TIGHTENED 2026-12-03, 0.354 x 1.005 -> 0.2169 x 1.005: after first contact Horovod's tables
     moved to the CPU, as TF 2.5's Keras Embedding places them (the data file's
-    after_first_contact): simulated 4.57, +21.7 % (now over, not under, the published ratio)."""
+    after_first_contact): simulated 4.57, +21.7 % (now over, not under, the published ratio).
+    LOOSENED 2026-12-04, 0.2169 -> 0.7973 (x 1.005): Horovod's MPI allgather pays its fusion
+    buffer's copies (mpi_operations.cc MPIAllgather::Execute), which brings Horovod's own
+    scaling toward the chart and leaves OpenEmbedding's missing RPC costs exposed: 6.75, +79.7 %."""
     from dataclasses import replace
     table = check.load_table(OPENEMBEDDING)
     point = replace(table, runs=tuple(r for r in table.runs if r.model == "wdl-9" and r.gpus == 8))
     res = check.check_table(point)
     assert res["pairs"] == 1 and res["pairs_agree"] == 1
-    assert res["ratio_error_max"] <= 0.2169 * 1.005
+    assert res["ratio_error_max"] <= 0.7973 * 1.005
