@@ -222,6 +222,18 @@ def scaling(table: RankingTable, runs: list[dict]) -> list[dict]:
     return out
 
 
+def scaling_error(scales: list[dict]) -> dict:
+    """Per system, |simulated - published| of its scaling over the smallest run, at every
+    larger run of every model: how well each system's own growth is reproduced, apart
+    from the ratios (which mix two systems' errors)."""
+    out: dict[str, list[float]] = {}
+    for sc in scales:
+        diffs = [abs(a - b) for a, b in zip(sc["simulated"][1:], sc["published"][1:])]
+        out.setdefault(sc["system"], []).extend(diffs)
+    return {name: {"mean": sum(d) / len(d), "max": max(d), "points": len(d)}
+            for name, d in out.items() if d}
+
+
 def check_table(table: RankingTable) -> dict:
     runs = []
     for run in table.simulated_runs():
@@ -236,8 +248,10 @@ def check_table(table: RankingTable) -> dict:
     # a table inside the repository by its repository path, any other by the path given
     where = table.path.resolve()
     file = str(where.relative_to(ROOT)) if where.is_relative_to(ROOT) else str(table.path)
+    scales = scaling(table, runs)
     return {"name": table.name, "file": file, "baseline": table.baseline,
-            "source": table.source.get("url"), "runs": runs, "scaling": scaling(table, runs),
+            "source": table.source.get("url"), "runs": runs, "scaling": scales,
+            "scaling_error": scaling_error(scales),
             "not_expressible": {s.name: s.why for s in table.systems if not s.strategy},
             "models_not_simulated": dict(table.not_simulated or {}),
             "ratio_error_mean": sum(errors) / len(errors) if errors else None,
@@ -272,6 +286,9 @@ def format_table(res: dict) -> str:
         else:
             lines.append(f"  scaling over {sc['machines'][0]} machine(s), {sc['system']:<16} at "
                          f"{sc['machines']} machines: published {pub}; simulated {sim}")
+    for name, e in res.get("scaling_error", {}).items():
+        lines.append(f"  scaling of {name}: |simulated - published| mean {e['mean']:.2f}, max "
+                     f"{e['max']:.2f} over {e['points']} points")
     for name, why in res["not_expressible"].items():
         lines.append(f"  not simulated: {name}: {why}")
     for name, why in res["models_not_simulated"].items():

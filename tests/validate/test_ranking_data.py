@@ -224,3 +224,14 @@ def test_openembedding_ranking_gate_on_one_point():
     res = check.check_table(point)
     assert res["pairs"] == 1 and res["pairs_agree"] == 1
     assert res["ratio_error_max"] <= 0.7973 * 1.005
+
+
+def test_each_systems_scaling_error_is_over_its_larger_runs():
+    scales = [{"system": "a", "published": [1.0, 1.5, 2.0], "simulated": [1.0, 1.8, 1.9]},
+              {"system": "a", "published": [1.0, 3.0], "simulated": [1.0, 2.0]},
+              {"system": "b", "published": [1.0], "simulated": [1.0]}]
+    err = check.scaling_error(scales)
+    assert set(err) == {"a"}                      # one run: nothing to compare
+    assert err["a"]["points"] == 3
+    assert err["a"]["mean"] == pytest.approx((0.3 + 0.1 + 1.0) / 3)
+    assert err["a"]["max"] == pytest.approx(1.0)
