@@ -12,9 +12,19 @@ The sketch is lossy: the notes give the fraction of elements that decode exactly
 D-vector buckets, width = width_factor x the expected union, a V/8-byte bit bitmap):
 a sketch sized to decode most rows exactly, for comparison.
 
+Compute, as the authors' code runs it (sizing=published; s2_kernels.py): the table is
+nn.Embedding's, so its gradient is the dense vocab x dim tensor (the lookup's dense
+backward); the encode to_sparse()s it (a nonzero scan of every element), hashes every
+nonzero element through precomputed bucket and sign tables (12 bytes per table element,
+held on the GPU) and bincounts them into the sketch; the decode rebuilds the union's
+elements and writes them to_dense() into a zeroed vocab x dim tensor; and the optimizer
+steps the whole dense table. Each part ends where the host waits (nonzero, unique_consecutive,
+bincount's max, count_nonzero). sizing=union keeps embsim's own lighter variant on the same
+dense gradient: its touched rows hashed straight in, the union's rows decoded and updated.
+
 When sketch + bitmap would exceed the dense gradient, the dense gradient is AllReduced
-instead and the notes say so. Encode is counted before the embedding's backward (the
-per-lookup gradients are hashed straight in); decode with the update.
+instead and the notes say so. Encode is counted on the compute stream at the table's
+backward; decode with the update.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from ..workload.memory import memory_per_gpu
 from ..workload.kernels import stream
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
+from .s2_kernels import decode_parts, encode_parts, hash_table_bytes
 from .s2sketch import (GNMT_RANK, GNMT_SPARSITY, SKETCH_BYTES, collision_free_fraction,
                        colliders_per_element, median_exact_fraction, published_buckets,
                        published_bytes)
@@ -62,6 +73,9 @@ class S2ReducerOptions:
 class S2ReducerStrategy(Strategy):
     description = "one-row count sketch + fp32-per-row bitmap, two AllReduces (S2 Reducer)"
     embedding_payload = Payload.NONE   # a sketch has no rows to defer
+    # the authors' table is nn.Embedding's (sparse=False): the reducer receives the dense
+    # vocab x dim gradient (sizing=union, embsim's variant, then hashes its touched rows)
+    dense_table_gradient = True
     Options = S2ReducerOptions
 
     @property
@@ -109,22 +123,37 @@ class S2ReducerStrategy(Strategy):
             for name, nbytes in ((f"s2-sketch:{t.layer}", sketch), (f"s2-bitmap:{t.layer}", bitmap)):
                 sync.append(SyncTensor(name=name, layer=t.layer, op="all_reduce", nbytes=nbytes,
                                        category="embedding", ready_after=bwd_name(t.layer)))
-            # encode: zero sketch and bitmap, add each looked-up gradient element into
-            # `depth` buckets (read-modify-write of a scattered fp32); two memory-bound
-            # kernels (a few flops per byte), timed by the kernel model like every layer
-            grad_row = t.dim * model.table_bytes
-            enc_bytes = sketch + bitmap + touches * (grad_row + 2 * self.depth * t.dim * SKETCH_BYTES)
-            enc_s = ctx.kernel_seconds([stream("s2-encode", enc_bytes / 2, count=2)])
-            extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
-            # decode: scan the bitmap, read `depth` buckets per element of the union's rows
-            # (a median over them when depth > 1)
-            dec_bytes = bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.depth + 1)
-            dec_s = ctx.kernel_seconds([stream("s2-decode", dec_bytes / 2, count=2)])
-            update[t.layer] = dec_s + ctx.sparse_update(t.layer, t.unique_union)
+            if self.options.sizing == "published":
+                # the authors' code: the dense gradient to_sparse()'d and hashed per
+                # element, the union decoded to_dense(), and the optimizer then steps the
+                # whole dense table (s2_kernels; each part ends in a host sync)
+                gb = model.grad_elem_bytes(model.layer(t.layer))
+                _, _, c, _ = self.sizes(t)
+                enc_s = sum(ctx.kernel_seconds(p) for p in encode_parts(t.vocab, t.dim, t.unique_per_gpu, c, gb))
+                dec_s = sum(ctx.kernel_seconds(p) for p in decode_parts(t.vocab, t.dim, t.unique_union, gb))
+                update[t.layer] = dec_s + ctx.layer_update[t.layer]
+                buffers[f"s2 hash tables ({t.table})"] = hash_table_bytes(t.vocab, t.dim)
+                # the encode reads the finished dense gradient; on the compute stream just
+                # ahead of the table's backward (its last op) it delays the sketch's
+                # AllReduce exactly as much as right after it
+                extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
+            else:
+                # encode: zero sketch and bitmap, add each looked-up gradient element into
+                # `depth` buckets (read-modify-write of a scattered fp32); two memory-bound
+                # kernels (a few flops per byte), timed by the kernel model like every layer
+                grad_row = t.dim * model.table_bytes
+                enc_bytes = sketch + bitmap + touches * (grad_row + 2 * self.depth * t.dim * SKETCH_BYTES)
+                enc_s = ctx.kernel_seconds([stream("s2-encode", enc_bytes / 2, count=2)])
+                extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
+                # decode: scan the bitmap, read `depth` buckets per element of the union's rows
+                # (a median over them when depth > 1)
+                dec_bytes = bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.depth + 1)
+                dec_s = ctx.kernel_seconds([stream("s2-decode", dec_bytes / 2, count=2)])
+                update[t.layer] = dec_s + ctx.sparse_update(t.layer, t.unique_union)
             buffers[f"s2 sketch + bitmap ({t.table})"] = sketch + bitmap
             notes.append(f"s2reducer {t.table}: {note}; AllReduce sketch {sketch / 1e6:.2f} MB + bitmap "
                          f"{bitmap / 1e6:.2f} MB (dense gradient {dense / 1e6:.0f} MB); "
                          f"encode {enc_s * 1e6:.0f} us, decode {dec_s * 1e6:.0f} us")
         return StrategyPlan(sync=tuple(sync), update_time=update,
-                            memory=memory_per_gpu(model, sparse_embedding_grads=True, buffers=buffers),
+                            memory=memory_per_gpu(model, sparse_embedding_grads=False, buffers=buffers),
                             extra=tuple(extra), notes=tuple(notes))

@@ -30,8 +30,9 @@ def test_every_strategy_declares_its_traits():
         assert isinstance(cls.embedding_payload, Payload), name
         assert isinstance(cls.dense_table_gradient, bool), name
     # the data-parallel wrappers reduce every table's gradient densely (DDP, FSDP,
-    # Megatron's distributed optimizer)
-    dense = {"allreduce", "fsdp", "distopt"}
+    # Megatron's distributed optimizer); S2 Reducer's authors sketch nn.Embedding's dense
+    # gradient (Sketch_Embed_Reducer: matrix.to_sparse())
+    dense = {"allreduce", "fsdp", "distopt", "s2reducer"}
     assert all(STRATEGIES.get(n).dense_table_gradient for n in dense)
     assert not any(STRATEGIES.get(n).dense_table_gradient for n in STRATEGIES.names() if n not in dense)
 

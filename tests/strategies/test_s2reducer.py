@@ -51,3 +51,30 @@ def test_sparsity_and_rank_are_options():
         run(topology="2x8", model="tiny-lm", strategy="s2reducer", strategy_options={"sparsity": 0})
     with pytest.raises(InputError, match="sizing"):
         run(topology="2x8", model="tiny-lm", strategy="s2reducer", strategy_options={"sizing": "x"})
+
+
+def test_the_authors_encode_and_decode_pass_over_the_whole_dense_table():
+    """Sketch_Embed_Reducer.reduce: to_sparse() scans every element of nn.Embedding's dense
+    gradient; decompress(...).to_dense() writes a zeroed vocab x dim tensor; four host syncs
+    split the encode (nonzero, unique_consecutive, bincount's max) and three the decode."""
+    from embsim.strategies.s2_kernels import decode_parts, encode_parts, hash_table_bytes
+    rows, dim, touched, union, c = 32320, 1024, 3000, 14000, 165478
+    enc, dec = encode_parts(rows, dim, touched, c, 4), decode_parts(rows, dim, union, 4)
+    assert len(enc) == 4 and len(dec) == 3
+    assert enc[0][0].name == "s2.to_sparse.nonzero_count" and enc[0][0].nbytes == rows * dim * 4
+    zero = next(k for k in dec[2] if k.name == "s2.to_dense.zeros")
+    assert zero.nbytes == rows * dim * 4
+    assert next(k for k in enc[3] if k.name == "s2.bincount.atomic_add").rows == touched * dim
+    assert hash_table_bytes(rows, dim) == rows * dim * 12       # int64 bucket + fp32 sign
+
+
+def test_published_sizing_steps_the_dense_table_and_holds_the_hash_tables():
+    kw = dict(topology="2x8", model="lstm-lm1b", batch=16, strategy="s2reducer")
+    authors = run(**kw)
+    union = run(**kw, strategy_options={"sizing": "union"})
+    # the dense update of all 793k rows and the to_sparse / to_dense passes are the authors'
+    assert authors.metrics.compute > union.metrics.compute
+    from embsim.workload import load_model
+    word = load_model("lstm-lm1b").table("word")
+    assert authors.memory.by_component["s2 hash tables (word)"] == word.vocab * word.dim * 12
+    assert "s2 hash tables (word)" not in union.memory.by_component
