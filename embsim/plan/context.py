@@ -54,5 +54,10 @@ class StepContext:
     # of a sparse gradient's repeated rows, with no update (a GPU coalescing before it sends)
     sparse_merge: Callable[..., float] | None = None
 
+    def synced_seconds(self, parts) -> float:
+        """Seconds of kernel lists the host runs one after another, waiting for the GPU to
+        drain between them (a host sync ends each): their times add."""
+        return sum(self.kernel_seconds(part) for part in parts)
+
     def layer(self, name: str):
         return next(l for l in self.model.layers if l.name == name)

@@ -209,7 +209,7 @@ class EmbRaceStrategy(Strategy):
                 # the framework's unique over the batch's ids (torch.unique with its inverse:
                 # a 64-bit radix sort, scans and a host sync), before the ids leave
                 parts = unique_ids_kernels(f"embrace-dedup.{t.layer}", total, t.unique_per_gpu, model)
-                dedup_s = sum(ctx.kernel_seconds(part) for part in parts)
+                dedup_s = ctx.synced_seconds(parts)
                 extra.append((fwd_name(t.layer), ComputeOp(extra_name("embrace-dedup", t.layer), dedup_s)))
             if self.options.input == "data":
                 ids = extra_name("embrace-ids", t.layer)

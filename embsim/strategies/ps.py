@@ -165,12 +165,12 @@ class ParameterServerStrategy(Strategy):
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
         held, cache, notes = {}, {}, dense_table_notes(ctx, "ps")
-        served_sync = []
+        # what one GPU alone still runs: the served tables' pushes and pulls and the notes
+        # about them (a single worker reads and updates its rows on the servers)
+        served_sync, server_notes = [], []
         g = ctx.gpus_per_node
         aggregate = self.options.local_aggregation and g > 1 and n > 1
-        served = self._dense_tables(ctx, sync, update, notes)
-        # Cache Local tables stay dense on one GPU too (sparse_as_dense is the table's build)
-        dense_layers = {t.layer for t in sparse_tables(ctx)} - {t.layer for t in served}
+        served, dense_layers = self._dense_tables(ctx, sync, update, server_notes)
         for t in served:
             row_push = model.row_bytes(t.table)      # one pushed (index, row) pair
             own_push = t.unique_per_gpu * row_push   # one GPU's own rows, pushed
@@ -211,28 +211,27 @@ class ParameterServerStrategy(Strategy):
             update[t.layer] = 0.0
             held[t.table] = t.vocab          # the table lives in the servers' host memory
             cache[f"ps worker cache ({t.table})"] = own_pull
-            notes.append(f"ps {t.table}: {count} {self.options.servers} servers, rows {self.options.server_sharding}: "
-                         f"server load max/mean {shares.max() * count:.2f} "
-                         f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
-        # the served tables' pushes and pulls are host traffic: a single worker (no data
-        # parallelism to synchronise) still reads and updates its rows on the servers
-        server_notes = tuple(x for x in notes if x.startswith("ps ") and " servers, rows " in x
-                             or "Cache Local" in x)
+            server_notes.append(f"ps {t.table}: {count} {self.options.servers} servers, rows "
+                                f"{self.options.server_sharding}: server load max/mean {shares.max() * count:.2f} "
+                                f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
+        reachable = self.server_count is not None      # topology() attached the servers
         return StrategyPlan(sync=tuple(sync + served_sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,
                                                   buffers=cache),
-                            notes=tuple(notes), host_sync=tuple(served_sync) if self.server_count else (),
-                            host_notes=server_notes if self.server_count else (),
-                            one_gpu_updates=tuple(sorted(dense_layers)))
+                            notes=tuple(notes + server_notes),
+                            host_sync=tuple(served_sync) if reachable else (),
+                            host_notes=tuple(server_notes) if reachable else (),
+                            one_gpu_updates=dense_layers)
 
-    def _dense_tables(self, ctx, sync: list, update: dict, notes: list) -> list:
+    def _dense_tables(self, ctx, sync: list, update: dict, notes: list) -> tuple[list, tuple[str, ...]]:
         """The sparse tables the servers hold; those under `dense_vocab_below` rows join the
         dense AllReduce instead (their DDP gradient tensor and dense optimizer step, as
-        allreduce plans every table). Returns the served tables."""
+        allreduce plans every table; on one GPU they stay dense: sparse_as_dense is how the
+        table is built). Returns (the served tables, the dense tables' layers)."""
         below = self.options.dense_vocab_below
         tables = sparse_tables(ctx)
         if below is None:
-            return tables
+            return tables, ()
         dense = [t for t in tables if t.vocab < below]
         owners = {t.layer for t in dense}
         sync.extend(s for s in dense_sync(ctx) if s.layer in owners)
@@ -242,7 +241,7 @@ class ParameterServerStrategy(Strategy):
             notes.append(f"ps: {len(dense)} of {len(tables)} sparse tables under {below:,} rows "
                          f"({rows:,} rows in all) {'replicated and AllReduced' if ctx.n_gpus > 1 else 'kept on the GPU and updated'} densely "
                          f"(OpenEmbedding's Cache Local); {len(tables) - len(dense)} on the servers")
-        return [t for t in tables if t.layer not in owners]
+        return [t for t in tables if t.layer not in owners], tuple(sorted(owners))
 
     def _host_copies(self, ctx, t, own_push: float, own_pull: float, notes: list) -> tuple:
         """The intra-node legs of a node's push and shared pull (plan.ops.NodeCopy, or None):

@@ -24,10 +24,11 @@ stacked, and to_dense(): a zeroed vocab x dim tensor with the union's elements a
 
 from __future__ import annotations
 
-from ..workload.kernels import Kernel, stream
+from ..workload.kernels import FP32, Kernel, stream
+from ..workload.model import INDEX_BYTES
 
-INDEX = 8        # int64 indices and bucket table entries
-VALUE = 4        # fp32 values, signs, sketch and bitmap entries
+INDEX = INDEX_BYTES   # int64 indices and bucket table entries
+VALUE = FP32          # fp32 values, signs, sketch and bitmap entries
 
 
 def _op(name: str, nbytes: float) -> Kernel:

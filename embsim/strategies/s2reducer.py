@@ -107,8 +107,9 @@ class S2ReducerStrategy(Strategy):
         update = replicated_update_time(ctx)
         extra, buffers, notes = [], {}, dense_table_notes(ctx, "s2reducer")
         for t in sparse_tables(ctx):
-            sketch, bitmap, _, note = self.sizes(t)
-            dense = t.vocab * t.dim * model.grad_elem_bytes(model.layer(t.layer))
+            sketch, bitmap, buckets, note = self.sizes(t)
+            grad_bytes = model.grad_elem_bytes(model.layer(t.layer))
+            dense = t.vocab * t.dim * grad_bytes
             if sketch + bitmap >= dense:
                 # Densified: the sketch would outweigh the dense gradient; send that instead.
                 sync.append(SyncTensor(name=f"grad:{t.layer}", layer=t.layer, op="all_reduce",
@@ -119,7 +120,6 @@ class S2ReducerStrategy(Strategy):
                              f"dense gradient ({dense / 1e6:.1f} MB; union {t.unique_union / t.vocab * 100:.0f} % "
                              f"of rows): the dense gradient is AllReduced instead")
                 continue
-            touches = model.row_touches(t.table)
             for name, nbytes in ((f"s2-sketch:{t.layer}", sketch), (f"s2-bitmap:{t.layer}", bitmap)):
                 sync.append(SyncTensor(name=name, layer=t.layer, op="all_reduce", nbytes=nbytes,
                                        category="embedding", ready_after=bwd_name(t.layer)))
@@ -127,29 +127,26 @@ class S2ReducerStrategy(Strategy):
                 # the authors' code: the dense gradient to_sparse()'d and hashed per
                 # element, the union decoded to_dense(), and the optimizer then steps the
                 # whole dense table (s2_kernels; each part ends in a host sync)
-                gb = model.grad_elem_bytes(model.layer(t.layer))
-                _, _, c, _ = self.sizes(t)
-                enc_s = sum(ctx.kernel_seconds(p) for p in encode_parts(t.vocab, t.dim, t.unique_per_gpu, c, gb))
-                dec_s = sum(ctx.kernel_seconds(p) for p in decode_parts(t.vocab, t.dim, t.unique_union, gb))
+                enc_s = ctx.synced_seconds(encode_parts(t.vocab, t.dim, t.unique_per_gpu, buckets, grad_bytes))
+                dec_s = ctx.synced_seconds(decode_parts(t.vocab, t.dim, t.unique_union, grad_bytes))
                 update[t.layer] = dec_s + ctx.layer_update[t.layer]
                 buffers[f"s2 hash tables ({t.table})"] = hash_table_bytes(t.vocab, t.dim)
-                # the encode reads the finished dense gradient; on the compute stream just
-                # ahead of the table's backward (its last op) it delays the sketch's
-                # AllReduce exactly as much as right after it
-                extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
             else:
                 # encode: zero sketch and bitmap, add each looked-up gradient element into
                 # `depth` buckets (read-modify-write of a scattered fp32); two memory-bound
                 # kernels (a few flops per byte), timed by the kernel model like every layer
                 grad_row = t.dim * model.table_bytes
+                touches = model.row_touches(t.table)
                 enc_bytes = sketch + bitmap + touches * (grad_row + 2 * self.depth * t.dim * SKETCH_BYTES)
                 enc_s = ctx.kernel_seconds([stream("s2-encode", enc_bytes / 2, count=2)])
-                extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
                 # decode: scan the bitmap, read `depth` buckets per element of the union's rows
                 # (a median over them when depth > 1)
                 dec_bytes = bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.depth + 1)
                 dec_s = ctx.kernel_seconds([stream("s2-decode", dec_bytes / 2, count=2)])
                 update[t.layer] = dec_s + ctx.sparse_update(t.layer, t.unique_union)
+            # on the compute stream just ahead of the table's backward (its last op) the
+            # encode delays the sketch's AllReduce exactly as much as right after it
+            extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
             buffers[f"s2 sketch + bitmap ({t.table})"] = sketch + bitmap
             notes.append(f"s2reducer {t.table}: {note}; AllReduce sketch {sketch / 1e6:.2f} MB + bitmap "
                          f"{bitmap / 1e6:.2f} MB (dense gradient {dense / 1e6:.0f} MB); "

@@ -24,9 +24,8 @@ runs them table by table.
 
 from __future__ import annotations
 
-from .kernels import Kernel, stream
+from .kernels import FP32, Kernel, stream
 
-FP32 = 4
 SPARSE_OPTIMIZERS = ("adagrad", "adam")
 
 
