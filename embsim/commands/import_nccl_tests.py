@@ -9,7 +9,7 @@ import sys
 import click
 
 from ..errors import InputError
-from ..imports import load_nccl_tests_log, trace_from_nccl_tests
+from ..imports import load_nccl_tests_log, trace_from_nccl_tests, with_rank_count
 from ..topology import load_topology
 from ..trace import write_trace
 from .checks import refuse_overwrite
@@ -29,16 +29,20 @@ def command(logs, out, topology, op, placement, force):
     """Turn nccl-tests stdout logs into the collective curves of an embsim trace."""
     refuse_overwrite(out, force)
     runs = [run for log in logs for run in load_nccl_tests_log(log, op=op)]
-    name = ""
+    name, nodes = "", None
     if topology:
         topo = load_topology(topology)
         name = topology if topology.endswith((".yaml", ".yml")) else topo.preset
+        nodes = topo.n_nodes
+        # a log without all its rank lines ran on the whole measured system
+        runs = [run if run.complete else with_rank_count(run, topo.n_gpus, f"--topology {topology}")
+                for run in runs]
         for run in runs:
             if run.ranks > topo.n_gpus:
                 raise InputError(f"{run.where}: {run.ranks} ranks but topology {topology} has "
                                  f"{topo.n_gpus} GPUs")
     cmd = "embsim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    trace = trace_from_nccl_tests(runs, topology=name, command=cmd, placement=placement)
+    trace = trace_from_nccl_tests(runs, topology=name, command=cmd, placement=placement, nodes=nodes)
     write_trace(out, trace)
     click.echo(f"wrote {out}: {len(trace.collectives)} collective curves")
     for c in trace.collectives:

@@ -12,13 +12,19 @@ Layouts differ between versions (no `root` or `redop` column, `error` instead of
 (`[1,0]<stdout>:`, `0: `) or pasted with their `#` stripped, and one file may hold
 several runs. Columns are therefore located by the header's names, not positions.
 A log is accepted only whole: a run whose table is not closed by the footer is rejected.
+
+Pasted logs often leave out the rank lines, or cut a 128-rank list to its first few ("...").
+Such a run still parses (`complete` is False): its rank count is what the table itself fixes
+(AllGather, ReduceScatter and AlltoAll print a per-rank count, so size / (count x element)
+is the rank count), else unknown (0) until the caller names the measured system
+(`with_rank_count`), which the run's own busbw/algbw then checks.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..collectives.busbw import DATATYPES, OPS, busbw_factor, canonical_op
@@ -40,6 +46,8 @@ PERF_BINARIES = {
     "alltoall": "alltoall", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "sendrecv",
     "scatter": "scatter", "gather": "gather", "hypercube": "hypercube",
 }
+# ops whose printed count is per rank (size = count x element x ranks)
+PER_RANK_COUNT_OPS = ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter")
 # Older nccl-tests type names (before 2.x's int8/int32 spelling).
 _TYPE_ALIASES = {"char": "int8", "int": "int32", "uint": "uint32", "bf16": "bfloat16",
                  "fp8_e4m3": "f8e4m3", "fp8_e5m2": "f8e5m2"}
@@ -54,6 +62,9 @@ _LIBRARY_CODE = re.compile(r"nccl-library=(\d{1,9})\b")   # NCCL_VERSION codes (
 _TESTS_VERSION = re.compile(r"nccl-tests version (\S+)")
 _OUT_OF_BOUNDS = re.compile(r"^Out of bounds values\s*:\s*(\d{1,18})\b\s*(\w+)?")
 _AVG_BUSBW = re.compile(r"^Avg bus bandwidth\s*:\s*([0-9.eE+-]+|nan|inf)")
+# ROCm's fork prints itself (rccl-tests: Version ..., RCCL version 2.x+hipY) and AMD devices
+_RCCL = re.compile(r"\brccl-tests\b|\bRCCL version\b", re.IGNORECASE)
+_AMD_DEVICE = re.compile(r"^AMD\b|\bInstinct\b|\bRadeon\b")
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,15 @@ class NcclTestsRun:
     dropped: tuple[str, ...] = ()  # rows left out, with the reason
     env_lines: tuple[str, ...] = ()  # NCCL's "NCCL_X set by environment to V" INFO lines
     gpus_per_process: int = 1      # the header's nGpus (nccl-tests -g)
+    # the ranks whose '# Rank' line the log shows; `devices` and `hosts` are theirs
+    listed_ranks: tuple[int, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Every rank 0..ranks-1 has its line: the log itself says how many GPUs on which
+        hosts. Otherwise `ranks` is the table's own count (0: unknown), and the node count
+        is not known."""
+        return self.ranks > 0 and self.listed_ranks == tuple(range(self.ranks))
 
     @property
     def n_nodes(self) -> int:
@@ -133,6 +153,7 @@ class _Partial:
     avg_busbw: float | None = None
     closed: bool = False
     env_lines: list = field(default_factory=list)
+    rccl: bool = False                                  # printed by rccl-tests / RCCL
 
 
 def _clean(raw: str) -> str:
@@ -247,9 +268,9 @@ def _infer_op(p: _Partial, source: str) -> tuple[str, str]:
     if match:
         return PERF_BINARIES[match.group(1)], f"the file name {Path(source).name!r}"
     # Size/count relation (src/common.cu setupArgs): AG/RS/A2A print per-rank counts.
-    row, n = p.rows[0], len(p.ranks)
-    elt = DATATYPES[row.dtype]
-    per_rank = n > 1 and row.count * elt * n == row.size
+    row = p.rows[0]
+    # a per-rank count is size / (element x ranks): below size / element
+    per_rank = row.count * DATATYPES[row.dtype] < row.size
     reducing = row.redop not in ("none", "")
     if reducing:
         op = "reduce" if row.root >= 0 else ("reduce_scatter" if per_rank else "all_reduce")
@@ -264,6 +285,22 @@ def _infer_op(p: _Partial, source: str) -> tuple[str, str]:
     return op, "the columns (redop/root/count)"
 
 
+def _per_rank_multiple(rows) -> int | None:
+    """AllGather, ReduceScatter and AlltoAll (and gather/scatter) print each rank's count
+    (nccl-tests src/*.cu GetCollByteCount: paramcount = count / nranks): size = count x
+    element x ranks. The multiple when every row gives the same one above 1."""
+    multiples = set()
+    for row in rows:
+        unit = row.count * DATATYPES[row.dtype]
+        if row.size % unit:
+            return None
+        multiples.add(row.size // unit)
+    if len(multiples) != 1:
+        return None
+    k = multiples.pop()
+    return k if k > 1 else None
+
+
 def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
     where = f"{source} (run at line {p.line})"
     if p.columns is None:
@@ -273,12 +310,12 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
                                 f"'# Avg bus bandwidth' (the run did not finish)")
     if not p.rows:
         raise NcclTestsLogError(f"{where}: the result table has no rows")
-    if not p.ranks:
-        raise NcclTestsLogError(f"{where}: no '#  Rank N ... device ...' header lines, so the "
-                                f"rank count is unknown")
-    n = len(p.ranks)
-    if sorted(p.ranks) != list(range(n)):
-        raise NcclTestsLogError(f"{where}: rank lines list ranks {sorted(p.ranks)}, not 0..{n - 1}")
+    amd = sorted({d for _, d in p.ranks.values() if _AMD_DEVICE.search(d)})
+    if p.rccl or amd:
+        what = f"AMD device {amd[0]!r}" if amd else "rccl-tests / RCCL banner"
+        raise NcclTestsLogError(f"{where}: an RCCL run ({what}): embsim models NVIDIA's NCCL on "
+                                f"NVIDIA GPUs, not RCCL's algorithms or AMD's Infinity Fabric links")
+    listed = tuple(sorted(p.ranks))
     if op_override:
         op, op_from = op_override, "--op"
     else:
@@ -294,22 +331,50 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
         rows.append(row)
     if not rows:
         raise NcclTestsLogError(f"{where}: every row reports wrong values (#wrong > 0)")
-    _check_rank_count(rows, op, n, where)
+    multiple = _per_rank_multiple(rows)
+    n = len(listed) if listed == tuple(range(len(listed))) else 0
+    if n and ((multiple or 1) != n and op in PER_RANK_COUNT_OPS
+              or _rank_count_mismatch(rows, op, n) is not None):
+        n = 0       # rank lines cut short (a pasted log's first ranks): the table says more
+    if not n:
+        # rank lines left out or cut: the table's own count, else unknown (0)
+        n = multiple or 0
+        if listed and n and listed[-1] >= n:
+            raise NcclTestsLogError(f"{where}: a rank line names rank {listed[-1]} but the table's "
+                                    f"counts give {n} ranks")
+        if n:
+            _check_rank_count(rows, op, n, where, "its per-rank counts")
     gpus = str(p.params.get("nGpus") or "1")
     if not re.fullmatch(r"\d{1,3}", gpus) or not 1 <= int(gpus) <= MAX_GPUS_PER_PROCESS:
         raise NcclTestsLogError(f"{where}: nGpus {gpus[:20]!r}: GPUs driven by one process must be "
                                 f"an integer 1..{MAX_GPUS_PER_PROCESS}")
-    hosts = tuple(dict.fromkeys(p.ranks[r][0] for r in range(n)))
+    hosts = tuple(dict.fromkeys(p.ranks[r][0] for r in listed))
     return NcclTestsRun(source=source, line=p.line, op=op, op_from=op_from, ranks=n, hosts=hosts,
-                        devices=tuple(p.ranks[r][1] for r in range(n)), nccl_version=p.nccl_version,
+                        devices=tuple(p.ranks[r][1] for r in listed), nccl_version=p.nccl_version,
                         tests_version=p.tests_version, params=p.params, rows=tuple(rows),
                         out_of_bounds=p.out_of_bounds, avg_busbw=p.avg_busbw, dropped=tuple(dropped),
-                        env_lines=tuple(p.env_lines), gpus_per_process=int(gpus))
+                        env_lines=tuple(p.env_lines), gpus_per_process=int(gpus), listed_ranks=listed)
 
 
-def _check_rank_count(rows, op: str, n: int, where: str) -> None:
-    """busbw/algbw printed by nccl-tests is the op's factor for its rank count: a log whose
-    rank lines disagree with its own numbers was cut or merged wrongly."""
+def with_rank_count(run: NcclTestsRun, n: int, system: str) -> NcclTestsRun:
+    """An incomplete run given its rank count by the caller (`system`: the measured system
+    it names, with n GPUs), checked against what the log shows: the listed ranks, the
+    table's own count, and busbw/algbw, which is the op's factor for n ranks."""
+    if run.complete:
+        return run
+    if run.ranks and run.ranks != n:
+        raise NcclTestsLogError(f"{run.where}: the table's counts give {run.ranks} ranks but "
+                                f"{system} has {n} GPUs")
+    if run.listed_ranks and run.listed_ranks[-1] >= n:
+        raise NcclTestsLogError(f"{run.where}: a rank line names rank {run.listed_ranks[-1]} but "
+                                f"{system} has {n} GPUs")
+    _check_rank_count(run.rows, run.op, n, run.where, f"{system}'s {n} GPUs")
+    return replace(run, ranks=n)
+
+
+def _rank_count_mismatch(rows, op: str, n: int) -> str | None:
+    """busbw/algbw printed by nccl-tests is the op's factor for its rank count; the first row
+    that says otherwise, described, or None."""
     factor = busbw_factor(op, n)
     for row in rows:
         m = row.measurement("in-place")
@@ -317,9 +382,17 @@ def _check_rank_count(rows, op: str, n: int, where: str) -> None:
             continue
         ratio = m.busbw / m.algbw
         if abs(ratio - factor) > 0.02 * factor + 0.01e9 / m.algbw:
-            raise NcclTestsLogError(
-                f"{where}: line {row.line}: busbw/algbw = {ratio:.3f} but {op} on {n} ranks "
-                f"gives {factor:.3f}; the rank lines and the table disagree")
+            return f"line {row.line}: busbw/algbw = {ratio:.3f} but {op} on {n} ranks gives {factor:.3f}"
+    return None
+
+
+def _check_rank_count(rows, op: str, n: int, where: str, counted: str) -> None:
+    """A rank count (from the log's counts, or the system named for it) that the table's
+    own busbw/algbw contradicts: the log was cut or merged wrongly, or the system is not
+    the one measured."""
+    mismatch = _rank_count_mismatch(rows, op, n)
+    if mismatch:
+        raise NcclTestsLogError(f"{where}: {mismatch}; {counted} and the table disagree")
 
 
 def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[NcclTestsRun]:
@@ -347,7 +420,8 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
                 runs.append(_finish(current, source, op))      # raises: truncated
             current = _Partial(line=number, params=_params(text_line),
                                op_mentions=pending.op_mentions, nccl_version=pending.nccl_version,
-                               tests_version=pending.tests_version, env_lines=pending.env_lines)
+                               tests_version=pending.tests_version, env_lines=pending.env_lines,
+                               rccl=pending.rccl)
             pending = _Partial(line=0, params={})
             continue
         target = pending if current is None or current.closed else current
@@ -395,6 +469,8 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
 
 
 def _remember_versions(text_line: str, run: _Partial) -> None:
+    if _RCCL.search(text_line):
+        run.rccl = True
     if " set by environment to " in text_line and len(run.env_lines) < 256:
         run.env_lines.append(text_line)
     m = _NCCL_VERSION.search(text_line)

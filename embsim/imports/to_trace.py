@@ -65,6 +65,10 @@ def collective_curve(run: NcclTestsRun, placement: str = "in-place") -> Collecti
     if run.op not in COLLECTIVE_OPS:
         raise InputError(f"{run.where}: {run.op} curves cannot go into a trace "
                          f"(traces hold {', '.join(COLLECTIVE_OPS)})")
+    if not run.ranks:
+        raise InputError(f"{run.where}: the log shows {len(run.listed_ranks)} '# Rank' line(s) and "
+                         f"{run.op}'s table does not fix the rank count; pass --topology (the "
+                         f"measured system)")
     series = sorted({(r.dtype, r.redop) for r in run.rows})
     if len(series) > 1:
         raise InputError(f"{run.where}: several data types/reductions in one run "
@@ -83,7 +87,8 @@ def collective_curve(run: NcclTestsRun, placement: str = "in-place") -> Collecti
 
 
 def trace_from_nccl_tests(runs: list[NcclTestsRun], topology: str, command: str,
-                          placement: str = "in-place") -> Trace:
+                          placement: str = "in-place", nodes: int | None = None) -> Trace:
+    """`nodes`: the measured system's node count, for runs whose logs leave out rank lines."""
     if not runs:
         raise InputError("no nccl-tests runs given")
     curves = {}
@@ -102,7 +107,7 @@ def trace_from_nccl_tests(runs: list[NcclTestsRun], topology: str, command: str,
         world=max(r.ranks for r in runs), backend="nccl",
         backend_version=",".join(versions) or "unknown", torch="none (nccl-tests)",
         python=platform.python_version(), devices=devices, label="nccl-tests logs",
-        nodes=max(r.n_nodes for r in runs))
+        nodes=max([r.n_nodes for r in runs if r.complete] + [nodes or 1]))
     # A trace of network curves only: no layers, so no model; seq is required to be positive.
     return Trace(schema_version=SCHEMA_VERSION, device=devices[0], model="none", seq=1,
                  topology=topology, provenance=prov, layers={}, optimizer=(),

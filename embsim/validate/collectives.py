@@ -20,22 +20,26 @@ from ..collectives.releases import proto_filter, release_view
 from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_errors, run_filters,
                                       single_point_errors, validate_all)
 from ..errors import InputError
-from ..imports import NcclTestsRun, load_nccl_tests_log
+from ..imports import NcclTestsRun, load_nccl_tests_log, with_rank_count
 from ..topology import TopologySpec, load_topology
 from ..topology.device_names import infer_system
 from ..yamlio import load_yaml
 
 
 def topology_for_run(spec: str, run: NcclTestsRun):
-    """The topology named by --topology, shaped like the log when the spec has no shape."""
+    """The topology named by --topology and the run on it: shaped like the log when the spec
+    has no shape. A log without all its rank lines cannot say how many GPUs on how many
+    nodes ran, so the topology as named says it (checked against the log's numbers)."""
     parsed = TopologySpec.parse(spec)
     topo = load_topology(parsed)
+    if not run.complete:
+        return topo, with_rank_count(run, topo.n_gpus, f"--topology {spec}")
     if topo.n_gpus == run.ranks:
-        return topo
+        return topo, run
     if parsed.shape is None:
         shaped = load_topology(parsed.with_shape(run.n_nodes, run.gpus_per_node))
         if shaped.n_gpus == run.ranks:
-            return shaped
+            return shaped, run
     raise InputError(f"{run.where}: {run.ranks} ranks on {run.n_nodes} host(s) but --topology "
                      f"{spec} has {topo.n_gpus} GPUs; pass --topology PRESET:"
                      f"{run.n_nodes}x{run.gpus_per_node}")
@@ -51,7 +55,7 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
                inferred: str = "") -> CurveError:
     """One log run against `spec`; `inferred` is the note of a system taken from the log's
     device names (no --topology), which the output carries."""
-    topo = topology_for_run(spec, run)
+    topo, run = topology_for_run(spec, run)
     release = release_view(run.nccl_version)
     table = release.table
     nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
@@ -83,7 +87,10 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
     if not points:
         raise InputError(f"{run.where}: no rows to compare")
     name = Path(run.source).name + (f"@{run.line}" if run.line > 1 else "")
-    return CurveError(name, f"{run.ranks} x {run.devices[0]} on {run.n_nodes} node(s){note}",
+    device = run.devices[0] if run.devices else "GPU (device not in the log)"
+    nodes = run.n_nodes if run.complete else topo.n_nodes
+    listed = "" if run.complete else f"; rank lines: {len(run.listed_ranks)} of {run.ranks} in the log"
+    return CurveError(name, f"{run.ranks} x {device} on {nodes} node(s){listed}{note}",
                       run.op, nccl, tuple(points))
 
 
@@ -124,6 +131,12 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
             if topology:
                 out.append(run_errors(run, topology, placement))
                 continue
+            if not run.complete:
+                shown = (f"'# Rank' lines for {len(run.listed_ranks)} rank(s), not every rank of "
+                         f"the run" if run.listed_ranks else "no '# Rank' lines")
+                raise InputError(f"{run.where}: the log shows {shown}, so which GPUs on how many "
+                                 f"nodes ran is not known; pass --topology PRESET:NxG (the "
+                                 f"measured system)")
             system = infer_system(run.devices, run.n_nodes)
             if system is None:
                 names = ", ".join(sorted(set(run.devices)))

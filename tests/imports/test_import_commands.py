@@ -64,3 +64,15 @@ def test_import_nccl_tests_force_overwrites(tmp_path):
     assert main(["import-nccl-tests", str(FIXTURES / "h100-2x8-all_reduce.log"), "--out", str(out),
                  "--force"]) == 0
     assert load_trace(out).collective("all_reduce", 16) is not None
+
+
+def test_import_nccl_tests_without_rank_lines_needs_the_system(tmp_path, capsys):
+    text = (FIXTURES / "h100-2x8-all_reduce.log").read_text()
+    log = tmp_path / "all_reduce_perf.log"
+    log.write_text("\n".join(l for l in text.splitlines() if " Rank " not in l) + "\n")
+    out = tmp_path / "net.yaml"
+    assert main(["import-nccl-tests", str(log), "--out", str(out)]) == 2
+    assert "--topology" in capsys.readouterr().err and not out.exists()
+    assert main(["import-nccl-tests", str(log), "--out", str(out), "--topology", "dgx-h100:2x8"]) == 0
+    trace = load_trace(out)
+    assert trace.collective("all_reduce", 16) is not None and trace.provenance.nodes == 2

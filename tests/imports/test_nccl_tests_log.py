@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from embsim.collectives.busbw import busbw_factor
-from embsim.imports import NcclTestsLogError, load_nccl_tests_log, parse_nccl_tests_log
+from embsim.imports import (NcclTestsLogError, load_nccl_tests_log, parse_nccl_tests_log,
+                            with_rank_count)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -72,11 +73,21 @@ def test_not_a_log_and_unknown_op():
     assert run.op == "alltoall"
 
 
-def test_rank_lines_that_disagree_with_the_table_are_rejected():
+def test_rank_lines_the_table_contradicts_are_read_as_cut_short():
+    """Ranks 0-7 of a 16-rank AllReduce (busbw/algbw 1.875): a list cut short, not 8 ranks."""
     text = (FIXTURES / "h100-2x8-all_reduce.log").read_text()
     kept = [l for l in text.splitlines() if not any(f"Rank {r:2d} " in l for r in range(8, 16))]
-    with pytest.raises(NcclTestsLogError, match="disagree"):
-        parse_nccl_tests_log("\n".join(kept), "x.log")
+    (run,) = parse_nccl_tests_log("\n".join(kept), "x.log")
+    assert not run.complete and run.ranks == 0 and run.listed_ranks == tuple(range(8))
+    assert with_rank_count(run, 16, "s").ranks == 16
+
+
+def test_rank_lines_past_the_tables_own_count_are_rejected():
+    """An AlltoAll whose counts fix 8 ranks but whose rank lines name rank 9: merged wrongly."""
+    text = (FIXTURES / "tagged-output.log").read_text()
+    text = text.replace("Rank  7 Group  0 Pid    907", "Rank  9 Group  0 Pid    907")
+    with pytest.raises(NcclTestsLogError, match="names rank 9 but the table's counts give 8 ranks"):
+        parse_nccl_tests_log(text, "x.log")
 
 
 def test_several_runs_in_one_file():
@@ -133,3 +144,51 @@ def test_unknown_op_override_names_the_flag():
         load_nccl_tests_log(FIXTURES / "h100-2x8-all_reduce.log", op="junk")
     (run,) = load_nccl_tests_log(FIXTURES / "h100-2x8-all_reduce.log", op="allreduce")
     assert run.op == "all_reduce"
+
+
+def _without_rank_lines(name: str, keep=()) -> str:
+    """A fixture as people paste it: rank lines left out, or cut to the first few."""
+    lines = (FIXTURES / name).read_text().splitlines()
+    kept = [l for l in lines if " Rank " not in l or any(f"Rank {r:2d} " in l or f"Rank  {r} " in l
+                                                         for r in keep)]
+    return "\n".join(kept) + "\n"
+
+
+def test_a_log_without_rank_lines_waits_for_its_system():
+    (run,) = parse_nccl_tests_log(_without_rank_lines("h100-2x8-all_reduce.log"), "x.log")
+    assert not run.complete and run.ranks == 0 and run.devices == () and run.hosts == ()
+    named = with_rank_count(run, 16, "--topology dgx-h100:2x8")
+    assert named.ranks == 16 and named.rows == run.rows
+    # busbw/algbw = 1.875 is AllReduce on 16 ranks, not 8
+    with pytest.raises(NcclTestsLogError, match="dgx-h100:1x8's 8 GPUs and the table disagree"):
+        with_rank_count(run, 8, "--topology dgx-h100:1x8")
+
+
+def test_an_elided_rank_list_keeps_what_it_shows():
+    (run,) = parse_nccl_tests_log(_without_rank_lines("h100-2x8-all_reduce.log", keep=range(4)),
+                                  "x.log")
+    assert run.listed_ranks == (0, 1, 2, 3) and not run.complete
+    assert run.devices == ("NVIDIA H100 80GB HBM3",) * 4
+    assert with_rank_count(run, 16, "s").ranks == 16
+    with pytest.raises(NcclTestsLogError, match="names rank 3 but s has 2 GPUs"):
+        with_rank_count(run, 2, "s")
+
+
+def test_per_rank_counts_give_the_rank_count_without_rank_lines():
+    # AlltoAll prints each rank's count: size = count x 4 B x 8
+    (run,) = parse_nccl_tests_log(_without_rank_lines("tagged-output.log"), "x.log")
+    assert run.op == "alltoall" and run.ranks == 8 and not run.complete
+    with pytest.raises(NcclTestsLogError, match="counts give 8 ranks but s has 16 GPUs"):
+        with_rank_count(run, 16, "s")
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ("NVIDIA H100 80GB HBM3", "AMD Instinct MI300X", "AMD device 'AMD Instinct MI300X'"),
+    ("NCCL version 2.26.2+cuda12.8", "RCCL version 2.20.5+hip6.2", "rccl-tests / RCCL banner"),
+])
+def test_rccl_logs_are_refused(old, new, words):
+    text = (FIXTURES / "h100-2x8-all_reduce.log").read_text()
+    assert old in text
+    with pytest.raises(NcclTestsLogError, match="an RCCL run") as info:
+        parse_nccl_tests_log(text.replace(old, new), "x.log")
+    assert words in str(info.value) and "NVIDIA's NCCL" in str(info.value)

@@ -118,3 +118,21 @@ def test_trace_steps(tmp_path, capsys):
     assert out["max_abs_error"] == pytest.approx(0.2, abs=1e-6)
     assert main(["validate", "--trace", str(path), "--max-error", "0.25"]) == 0
     assert main(["validate", "--trace", str(path), "--max-error", "0.1"]) == 1
+
+
+def test_a_log_without_rank_lines_runs_on_the_named_system(capsys, tmp_path):
+    """Rank lines left out of a pasted log: refused without --topology (the GPUs and nodes
+    are unknown), compared on it with --topology, whose GPU count the table checks."""
+    log = tmp_path / "all_reduce_perf.log"
+    log.write_text("\n".join(l for l in Path(H100_LOG).read_text().splitlines()
+                             if " Rank " not in l) + "\n")
+    assert main(["validate", "--nccl-tests", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert "no '# Rank' lines" in err and "--topology PRESET:NxG" in err and err.count("\n") == 1
+    assert main(["validate", "--nccl-tests", str(log), "--topology", "dgx-h100:2x8", "--json"]) == 0
+    bare = json.loads(capsys.readouterr().out)
+    assert main(["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100:2x8", "--json"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert [r["simulated_busbw"] for r in bare["rows"]] == [r["simulated_busbw"] for r in whole["rows"]]
+    assert main(["validate", "--nccl-tests", str(log), "--topology", "dgx-h100:1x8"]) == 2
+    assert "8 GPUs and the table disagree" in capsys.readouterr().err
