@@ -25,13 +25,36 @@ from ..validate import (collective_errors, collective_json, collective_summary, 
 from .checks import MAX_ITERATIONS, FiniteFloat, count, force_option, plot_option, refuse_overwrite
 
 
+YAML_SUFFIXES = (".yaml", ".yml")
+# what nccl-tests stdout is saved as (besides the project's YAML validation files)
+NCCL_TESTS_SUFFIXES = YAML_SUFFIXES + (".log", ".txt", ".out")
+
+
+def _expand_folders(inputs: tuple[str, ...], suffixes: tuple[str, ...]) -> tuple[str, ...]:
+    """A folder stands for its own files of these kinds, in name order (not its
+    subfolders: a held-out set kept beside a folder stays out unless named)."""
+    out: list[str] = []
+    for item in inputs:
+        if not os.path.isdir(item):
+            out.append(item)
+            continue
+        found = sorted(str(p) for p in Path(item).iterdir()
+                       if p.is_file() and p.suffix.lower() in suffixes)
+        if not found:
+            raise InputError(f"validate: {item}: a folder with no {'/'.join(suffixes)} files")
+        out += found
+    return tuple(out)
+
+
 @click.command("validate")
-@click.argument("inputs", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("inputs", nargs=-1, type=click.Path())
 @click.option("--nccl-tests", "nccl_tests", is_flag=True,
-              help="INPUTS are nccl-tests logs or YAML validation files (none: the packaged ones)")
+              help="INPUTS are nccl-tests logs or YAML validation files, or folders of them "
+                   "(none: the packaged ones)")
 @click.option("--trace", type=click.Path(dir_okay=False), help="validate the trace's training steps")
 @click.option("--training", is_flag=True,
-              help="INPUTS are published training-throughput YAML files (none: the packaged ones)")
+              help="INPUTS are published training-throughput YAML files, or folders of them "
+                   "(none: the packaged ones)")
 @click.option("--topology", help="the system the nccl-tests logs were measured on (default: the HGX/DGX preset the log's SXM device name fixes)")
 @click.option("--op", help="collective of the logs, when neither the log nor its name says")
 @click.option("--placement", type=click.Choice(["in-place", "out-of-place", "best"]),
@@ -56,6 +79,7 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
     if inputs and not (nccl_tests or training):
         raise InputError(f"validate: {inputs[0]}: positional files are nccl-tests or training inputs; "
                          "add --nccl-tests or --training")
+    inputs = _expand_folders(inputs, NCCL_TESTS_SUFFIXES if nccl_tests else YAML_SUFFIXES)
     seen: dict[Path, str] = {}
     for path in inputs:          # a file twice (overlapping globs) would count its runs twice
         key = Path(os.path.realpath(path))     # Path.resolve raises on a symlink loop

@@ -36,3 +36,24 @@ def test_a_file_given_twice_is_refused(mode, capsys, monkeypatch):
     assert main(["validate", mode, name, f"./{name}"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{name} given twice (as {name} and ./{name})" in err, err
+
+
+def test_a_folder_stands_for_its_files(tmp_path, capsys):
+    """`validate --nccl-tests DIR` reads DIR's YAML files and logs in name order (not its
+    README or subfolders), the same as naming them; a folder with none is refused."""
+    names = ["azure-nd-h100-v5-allreduce.yaml", "dgx1-v100-allreduce.yaml"]
+    for name in names:
+        (tmp_path / name).write_text((DATA / name).read_text())
+    (tmp_path / "README.md").write_text("not a curve\n")
+    (tmp_path / "held").mkdir()
+    (tmp_path / "held" / "x.yaml").write_text("not: read\n")
+    assert main(["validate", "--nccl-tests", str(tmp_path), "--json"]) == 0
+    folder = capsys.readouterr().out
+    assert main(["validate", "--nccl-tests", *(str(tmp_path / n) for n in names), "--json"]) == 0
+    assert folder == capsys.readouterr().out
+    empty = tmp_path / "held" / "empty"
+    empty.mkdir()
+    for mode in ("--nccl-tests", "--training"):
+        assert main(["validate", mode, str(empty)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and str(empty) in err and "no .yaml" in err
