@@ -333,10 +333,15 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
         raise NcclTestsLogError(f"{where}: every row reports wrong values (#wrong > 0)")
     multiple = _per_rank_multiple(rows)
     n = len(listed) if listed == tuple(range(len(listed))) else 0
-    if n and ((multiple or 1) != n and op in PER_RANK_COUNT_OPS
-              or _rank_count_mismatch(rows, op, n) is not None):
+    if n and (multiple > n if op in PER_RANK_COUNT_OPS and multiple else _more_ranks(rows, op, n)):
         n = 0       # rank lines cut short (a pasted log's first ranks): the table says more
-    if not n:
+    if n:
+        # the table says fewer ranks than are listed: cut or merged wrongly
+        if op in PER_RANK_COUNT_OPS and multiple and multiple != n:
+            raise NcclTestsLogError(f"{where}: {n} rank lines but the table's counts give "
+                                    f"{multiple} ranks")
+        _check_rank_count(rows, op, n, where)
+    else:
         # rank lines left out or cut: the table's own count, else unknown (0)
         n = multiple or 0
         if listed and n and listed[-1] >= n:
@@ -372,9 +377,9 @@ def with_rank_count(run: NcclTestsRun, n: int, system: str) -> NcclTestsRun:
     return replace(run, ranks=n)
 
 
-def _rank_count_mismatch(rows, op: str, n: int) -> str | None:
-    """busbw/algbw printed by nccl-tests is the op's factor for its rank count; the first row
-    that says otherwise, described, or None."""
+def _ratio_off(rows, op: str, n: int):
+    """busbw/algbw printed by nccl-tests is the op's factor for its rank count: the first row
+    whose ratio is off n's factor, as (row, ratio, factor), or None."""
     factor = busbw_factor(op, n)
     for row in rows:
         m = row.measurement("in-place")
@@ -382,17 +387,25 @@ def _rank_count_mismatch(rows, op: str, n: int) -> str | None:
             continue
         ratio = m.busbw / m.algbw
         if abs(ratio - factor) > 0.02 * factor + 0.01e9 / m.algbw:
-            return f"line {row.line}: busbw/algbw = {ratio:.3f} but {op} on {n} ranks gives {factor:.3f}"
+            return row, ratio, factor
     return None
 
 
-def _check_rank_count(rows, op: str, n: int, where: str, counted: str) -> None:
+def _more_ranks(rows, op: str, n: int) -> bool:
+    """The table's busbw/algbw is the factor of more ranks than n (a cut rank list)."""
+    off = _ratio_off(rows, op, n)
+    return off is not None and off[1] > off[2]
+
+
+def _check_rank_count(rows, op: str, n: int, where: str, counted: str = "the rank lines") -> None:
     """A rank count (from the log's counts, or the system named for it) that the table's
     own busbw/algbw contradicts: the log was cut or merged wrongly, or the system is not
     the one measured."""
-    mismatch = _rank_count_mismatch(rows, op, n)
-    if mismatch:
-        raise NcclTestsLogError(f"{where}: {mismatch}; {counted} and the table disagree")
+    off = _ratio_off(rows, op, n)
+    if off:
+        row, ratio, factor = off
+        raise NcclTestsLogError(f"{where}: line {row.line}: busbw/algbw = {ratio:.3f} but {op} on "
+                                f"{n} ranks gives {factor:.3f}; {counted} and the table disagree")
 
 
 def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[NcclTestsRun]:

@@ -192,3 +192,22 @@ def test_rccl_logs_are_refused(old, new, words):
     with pytest.raises(NcclTestsLogError, match="an RCCL run") as info:
         parse_nccl_tests_log(text.replace(old, new), "x.log")
     assert words in str(info.value) and "NVIDIA's NCCL" in str(info.value)
+
+
+def test_a_table_that_says_fewer_ranks_than_listed_is_rejected():
+    """16 rank lines on an AllReduce whose busbw/algbw is 8 ranks' (1.75): merged wrongly,
+    not cut short; the same for an AlltoAll whose counts give 8 ranks under 16 lines."""
+    text = (FIXTURES / "h100-2x8-all_reduce.log").read_text()
+    rows = [l for l in text.splitlines() if l.strip()[:1].isdigit()]
+    for row in rows:
+        f = row.split()
+        f[7], f[11] = f"{float(f[6]) * 1.75:.2f}", f"{float(f[10]) * 1.75:.2f}"
+        text = text.replace(row, "  ".join(f))
+    with pytest.raises(NcclTestsLogError, match="the rank lines and the table disagree"):
+        parse_nccl_tests_log(text, "x.log")
+    a2a = (FIXTURES / "tagged-output.log").read_text()
+    extra = "\n".join(f"[1,0]<stdout>: Rank {r:2d} Group  0 Pid    9{r:02d} on   hgx-08 device  {r - 8} "
+                      f"[0x07] NVIDIA H100 80GB HBM3" for r in range(8, 16))
+    a2a = a2a.replace("[1,0]<stdout>:host:900:950", extra + "\n[1,0]<stdout>:host:900:950")
+    with pytest.raises(NcclTestsLogError, match="16 rank lines but the table's counts give 8 ranks"):
+        parse_nccl_tests_log(a2a, "x.log")
