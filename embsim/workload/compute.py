@@ -205,16 +205,29 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
                for op, pw, sw in PER_TENSOR_KERNELS[opt.name]]
         if index_bytes:
             out.append(stream("optimizer.indices", index_bytes, param_pass=True))
-        if not master and opt.master_bytes_per_param:
-            # autocast: GradScaler.unscale_ rescales the FP32 gradients in place
-            out.append(stream("amp.unscale", elements * 2 * d, param_pass=True))
+        if not master:
+            out += grad_scaler_unscale(elements, model, d)
         if master:
             out += [stream("unscale_to_master", elements * (d + FP32), param_pass=True),
                     stream("master_to_model", elements * (FP32 + d), param_pass=True)]
-    if opt.clip_grad_norm:
-        n = n_tensors
-        out.append(stream("clip_grad_norm", elements * grad_w / n, count=n, param_pass=True))
-    return out
+    return out + clip_grad_norm_kernels(elements, model, grad_w, n_tensors)
+
+
+def grad_scaler_unscale(elements: float, model: Model, param_bytes: int, ops: float = 1) -> list:
+    """autocast's GradScaler.unscale_: the FP32 gradients rescaled in place (none without
+    a loss scaler). `ops` 0: inside its multi-tensor kernel over every gradient, no launch
+    of the tensor's own."""
+    if not model.optimizer.master_bytes_per_param:
+        return []
+    return [stream("amp.unscale", elements * 2 * param_bytes, param_pass=True, ops=ops)]
+
+
+def clip_grad_norm_kernels(elements: float, model: Model, grad_bytes: int, tensors: int = 1) -> list:
+    """clip_grad_norm_'s norm: one kernel per gradient tensor over the bytes the optimizer
+    reads (none without clipping)."""
+    if not model.optimizer.clip_grad_norm:
+        return []
+    return [stream("clip_grad_norm", elements * grad_bytes / tensors, count=tensors, param_pass=True)]
 
 
 def model_chunks(model: Model) -> tuple[int, ...]:
@@ -263,14 +276,11 @@ def sparse_apply_kernels(rows: int, dim: int, model: Model) -> list[Kernel]:
     (TensorFlow's fused ResourceSparseApply* ops, SGD with momentum and the rest)."""
     opt = model.optimizer
     if opt.sparse_dedup == "coalesce" and opt.name in SPARSE_OPTIMIZERS:
-        out = torch_sparse_apply_kernels(rows, dim, opt.name, model.table_bytes)
-        if opt.master_bytes_per_param and model.table_bytes >= FP32:
-            # autocast: GradScaler unscales the FP32 values in place, in its multi-tensor
-            # kernel over every gradient (no launch of the table's own)
-            out.append(stream("amp.unscale", rows * dim * 2 * model.table_bytes, param_pass=True, ops=0))
-        if opt.clip_grad_norm:
-            out.append(stream("clip_grad_norm", rows * dim * model.table_bytes, param_pass=True))
-        return out
+        e, d = rows * dim, model.table_bytes
+        # an FP32 table's values unscaled in place (a 16-bit one has a master copy instead)
+        unscale = grad_scaler_unscale(e, model, d, ops=0) if d >= FP32 else []
+        return (torch_sparse_apply_kernels(rows, dim, opt.name, d) + unscale
+                + clip_grad_norm_kernels(e, model, d))
     return optimizer_kernels(rows * dim, model, kernels=1, index_bytes=8 * rows, table=True)
 
 
