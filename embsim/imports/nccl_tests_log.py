@@ -127,6 +127,14 @@ class NcclTestsRun:
         return self.ranks > 0 and self.listed_ranks == tuple(range(self.ranks))
 
     @property
+    def rank_lines_shown(self) -> str:
+        """What an incomplete run's log shows of its ranks, for the message asking for the
+        measured system."""
+        if not self.listed_ranks:
+            return "no '# Rank' lines"
+        return f"'# Rank' lines for {len(self.listed_ranks)} rank(s), not every rank of the run"
+
+    @property
     def n_nodes(self) -> int:
         return len(self.hosts)
 
@@ -331,24 +339,7 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
         rows.append(row)
     if not rows:
         raise NcclTestsLogError(f"{where}: every row reports wrong values (#wrong > 0)")
-    multiple = _per_rank_multiple(rows)
-    n = len(listed) if listed == tuple(range(len(listed))) else 0
-    if n and (multiple > n if op in PER_RANK_COUNT_OPS and multiple else _more_ranks(rows, op, n)):
-        n = 0       # rank lines cut short (a pasted log's first ranks): the table says more
-    if n:
-        # the table says fewer ranks than are listed: cut or merged wrongly
-        if op in PER_RANK_COUNT_OPS and multiple and multiple != n:
-            raise NcclTestsLogError(f"{where}: {n} rank lines but the table's counts give "
-                                    f"{multiple} ranks")
-        _check_rank_count(rows, op, n, where)
-    else:
-        # rank lines left out or cut: the table's own count, else unknown (0)
-        n = multiple or 0
-        if listed and n and listed[-1] >= n:
-            raise NcclTestsLogError(f"{where}: a rank line names rank {listed[-1]} but the table's "
-                                    f"counts give {n} ranks")
-        if n:
-            _check_rank_count(rows, op, n, where, "its per-rank counts")
+    n = _rank_count(listed, rows, op, where)
     gpus = str(p.params.get("nGpus") or "1")
     if not re.fullmatch(r"\d{1,3}", gpus) or not 1 <= int(gpus) <= MAX_GPUS_PER_PROCESS:
         raise NcclTestsLogError(f"{where}: nGpus {gpus[:20]!r}: GPUs driven by one process must be "
@@ -361,6 +352,30 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
                         env_lines=tuple(p.env_lines), gpus_per_process=int(gpus), listed_ranks=listed)
 
 
+def _rank_count(listed: tuple[int, ...], rows, op: str, where: str) -> int:
+    """How many ranks ran: the rank lines' count when they are 0..k-1 and the table does not
+    say more (a table that says fewer was cut or merged wrongly); else, rank lines left out
+    or cut short, the table's own per-rank count, else 0 (unknown)."""
+    multiple = _per_rank_multiple(rows) if op in PER_RANK_COUNT_OPS else None
+    n = len(listed) if listed == tuple(range(len(listed))) else 0
+    says_more = n and (multiple > n if multiple else _more_ranks(rows, op, n))
+    if n and not says_more:
+        if multiple and multiple != n:
+            raise NcclTestsLogError(f"{where}: {n} rank lines but the table's counts give "
+                                    f"{multiple} ranks")
+        _check_rank_count(rows, op, n, where)
+        return n
+    if multiple:
+        _check_listed(listed, multiple, where, f"the table's counts give {multiple} ranks")
+        _check_rank_count(rows, op, multiple, where, "its per-rank counts")
+    return multiple or 0
+
+
+def _check_listed(listed: tuple[int, ...], n: int, where: str, says: str) -> None:
+    if listed and listed[-1] >= n:
+        raise NcclTestsLogError(f"{where}: a rank line names rank {listed[-1]} but {says}")
+
+
 def with_rank_count(run: NcclTestsRun, n: int, system: str) -> NcclTestsRun:
     """An incomplete run given its rank count by the caller (`system`: the measured system
     it names, with n GPUs), checked against what the log shows: the listed ranks, the
@@ -370,9 +385,7 @@ def with_rank_count(run: NcclTestsRun, n: int, system: str) -> NcclTestsRun:
     if run.ranks and run.ranks != n:
         raise NcclTestsLogError(f"{run.where}: the table's counts give {run.ranks} ranks but "
                                 f"{system} has {n} GPUs")
-    if run.listed_ranks and run.listed_ranks[-1] >= n:
-        raise NcclTestsLogError(f"{run.where}: a rank line names rank {run.listed_ranks[-1]} but "
-                                f"{system} has {n} GPUs")
+    _check_listed(run.listed_ranks, n, run.where, f"{system} has {n} GPUs")
     _check_rank_count(run.rows, run.op, n, run.where, f"{system}'s {n} GPUs")
     return replace(run, ranks=n)
 

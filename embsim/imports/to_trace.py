@@ -66,9 +66,8 @@ def collective_curve(run: NcclTestsRun, placement: str = "in-place") -> Collecti
         raise InputError(f"{run.where}: {run.op} curves cannot go into a trace "
                          f"(traces hold {', '.join(COLLECTIVE_OPS)})")
     if not run.ranks:
-        raise InputError(f"{run.where}: the log shows {len(run.listed_ranks)} '# Rank' line(s) and "
-                         f"{run.op}'s table does not fix the rank count; pass --topology (the "
-                         f"measured system)")
+        raise InputError(f"{run.where}: the log shows {run.rank_lines_shown} and {run.op}'s table "
+                         f"does not fix the rank count; pass --topology (the measured system)")
     series = sorted({(r.dtype, r.redop) for r in run.rows})
     if len(series) > 1:
         raise InputError(f"{run.where}: several data types/reductions in one run "

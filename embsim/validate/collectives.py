@@ -132,9 +132,7 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
                 out.append(run_errors(run, topology, placement))
                 continue
             if not run.complete:
-                shown = (f"'# Rank' lines for {len(run.listed_ranks)} rank(s), not every rank of "
-                         f"the run" if run.listed_ranks else "no '# Rank' lines")
-                raise InputError(f"{run.where}: the log shows {shown}, so which GPUs on how many "
+                raise InputError(f"{run.where}: the log shows {run.rank_lines_shown}, so which GPUs on how many "
                                  f"nodes ran is not known; pass --topology PRESET:NxG (the "
                                  f"measured system)")
             system = infer_system(run.devices, run.n_nodes)
