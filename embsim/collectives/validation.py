@@ -101,11 +101,12 @@ def _nodes(value) -> int:
     return MANY_NODES if value == "many" else int(value)
 
 
-def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None):
-    """The file's preset shaped like the measurement, or the user's --topology SPEC."""
+def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None, key: str = "preset"):
+    """The file's preset shaped like the measurement, or the user's --topology SPEC. `key`
+    names the file's key in errors about the preset."""
     from embsim.topology import load_topology
     if spec is None:
-        return load_topology(f"{preset}:{nodes}x{gpus}")
+        return load_topology(f"{preset}:{nodes}x{gpus}", origin=key)
     topo = load_topology(spec)
     if topo.n_gpus != nodes * gpus and not re.search(r"(^\d+x\d+$)|(:\d+x\d+$)", spec.strip()):
         topo = load_topology(f"{spec}:{nodes}x{gpus}")
@@ -116,11 +117,11 @@ def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None):
 
 
 def _simulate(preset, nodes, gpus, op, sizes, release: ReleaseView, how, proto=None, algo=None,
-              spec=None, where="how:"):
+              spec=None, where="how:", key="preset"):
     """(rows, note): the simulated nccl-tests rows, and what the output must say about the
     release that stood in for the measurement's and about the topology's view, if anything.
     The buffer/chunk sizes the measurement set (NCCL_BUFFSIZE=... in `how`) drive it."""
-    topo = _topology(preset, nodes, gpus, spec)
+    topo = _topology(preset, nodes, gpus, spec, key)
     model = CollectiveModel(topo, algo=algo, proto=proto_filter(release, proto),
                             nccl_version=release.version, nccl_env=env_from_text(how, where),
                             threshold_choice=release.threshold_choice)
@@ -169,7 +170,8 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
             algo = "^NVLS,NVLSTree"
         release = file_release(p)
         rows, note = _simulate(p["preset"], nodes, int(p["gpus_per_node"]), p["op"], [size],
-                               release, how, proto, algo, topology, f"{path}: points[{i}].how:")
+                               release, how, proto, algo, topology, f"{path}: points[{i}].how:",
+                               f"points[{i}].preset")
         r = rows[0]
         if "busbw_per_nic" in p:
             lo, _, hi = str(p["busbw_per_nic"]).partition("-")

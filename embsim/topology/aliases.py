@@ -78,5 +78,10 @@ def suggestions(name: str, presets: list[str], limit: int = 3) -> list[str]:
     key = normalise(name)
     known = {p: p for p in presets}
     known.update({a: p for a, (p, _) in ALIASES.items() if p in presets})
+    # Words in another order (h100-pcie for pcie-h100) or a bare GPU (h100) are not typos
+    # difflib sees: a preset holding every word of the name comes first.
+    words = set(key.split("-"))
+    holding = sorted((p for p in presets if words <= set(p.split("-"))),
+                     key=lambda p: (len(set(p.split("-")) - words), p))   # fewest extra words
     close = difflib.get_close_matches(key, list(known), n=limit * 2, cutoff=0.6)
-    return list(dict.fromkeys(known[c] for c in close))[:limit]
+    return list(dict.fromkeys(holding + [known[c] for c in close]))[:limit]

@@ -135,8 +135,20 @@ class TopologySpec:
         return self.where if self.shape is None else f"{self.where}:{self.shape[0]}x{self.shape[1]}"
 
 
-def load_topology(spec: "str | TopologySpec") -> Topology:
-    """Build the Topology a --topology value names (see module docstring for the forms)."""
+def load_topology(spec: "str | TopologySpec", origin: str = "--topology") -> Topology:
+    """Build the Topology a --topology value names (see module docstring for the forms).
+    `origin` is what its errors name as the value's source: the flag, or a file's key
+    (`preset`, `embsim.topology`) when the value came from a YAML file."""
+    try:
+        return _build_topology(spec)
+    except TopologyError as exc:
+        text = str(exc)
+        if origin == "--topology" or not text.startswith("--topology "):
+            raise
+        raise TopologyError(origin + text[len("--topology"):]) from None
+
+
+def _build_topology(spec: "str | TopologySpec") -> Topology:
     parsed = TopologySpec.parse(spec)
     spec, where, shape = parsed.text or str(parsed), parsed.where, parsed.shape
     if _looks_like_path(where):

@@ -36,6 +36,7 @@ from ..engine.config import with_options
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
 from ..report.units import compute_source_text
+from ..topology import load_topology
 from ..yamlio import (YamlDoc, check_mapping, check_name, check_regular_file, check_type, get,
                       load_yaml)
 
@@ -202,6 +203,7 @@ def file_runs(path: str, iterations: int = 4,
         key = repr(cfg)        # SimulationConfig holds dicts: its repr is the hashable form
         if key not in done:
             try:
+                load_topology(cfg.topology, origin="embsim.topology")   # errors name the key
                 done[key] = simulate(cfg)
             except InputError as exc:
                 raise InputError(f"{path}: run {rid}: {exc}") from None

@@ -146,6 +146,7 @@ CURVE_CASES = [
     ({"nccl": "abc"}, "nccl"),
     ({"bogus": 1}, "bogus"),
     ({"preset": KeyError}, "missing required key 'preset'"),
+    ({"preset": "h100-pcie"}, "preset 'h100-pcie:1x8': unknown preset 'h100-pcie' (did you mean pcie-h100"),
 ]
 
 
@@ -161,6 +162,8 @@ def test_bad_validation_file_is_one_line_exit_2(change, words, tmp_path, capsys)
     ("points: x\n", "points"),
     ("points:\n- {preset: dgx-h100, nodes: 1, gpus_per_node: 8, op: all_reduce, size: large}\n",
      "exactly one of busbw"),
+    ("points:\n- {preset: a100, nodes: 1, gpus_per_node: 8, op: all_reduce, size: large, busbw: 1}\n",
+     "points[0].preset 'a100:1x8': unknown preset 'a100' (did you mean dgx-a100"),
 ])
 def test_bad_points_file_is_one_line_exit_2(text, words, tmp_path, capsys):
     path = tmp_path / "points.yaml"

@@ -54,3 +54,17 @@ def test_nccl_tests_header_names_the_preset_and_the_alias(capsys):
     out = capsys.readouterr().out
     assert "all_reduce on dgx-h100:1x8" in out
     assert "read as dgx-h100: the same 8-GPU HGX baseboard" in out
+
+
+@pytest.mark.parametrize("name, first", [("h100-pcie", "pcie-h100"), ("a100-pcie", "pcie-a100-40gb"),
+                                         ("a100", "dgx-a100"), ("h100", "dgx-h100")])
+def test_words_in_another_order_or_a_bare_gpu_suggest_the_preset_holding_them(name, first):
+    # difflib alone offered nothing for h100-pcie; the preset with fewest extra words leads
+    assert suggestions(name, list_presets())[0] == first
+
+
+def test_a_file_key_is_named_instead_of_the_flag():
+    with pytest.raises(TopologyError, match=r"^preset 'a100:1x8': unknown preset 'a100'"):
+        load_topology("a100:1x8", origin="preset")
+    with pytest.raises(TopologyError, match=r"^--topology 'a100:1x8'"):
+        load_topology("a100:1x8")
