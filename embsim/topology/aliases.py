@@ -10,7 +10,7 @@ refused, with the nearest preset names offered.
 
 from __future__ import annotations
 
-import difflib
+from .. import suggest
 
 _HGX = ("the same 8-GPU HGX baseboard (GPUs, NVLink, NVSwitch); across nodes the preset's "
         "NICs and host stand in for the server's")
@@ -57,7 +57,7 @@ ALIASES: dict[str, tuple[str, str]] = {
 
 def normalise(name: str) -> str:
     """Case and underscores do not make a different system: DGX_H100 is dgx-h100."""
-    return name.strip().lower().replace("_", "-")
+    return suggest.normalise(name)
 
 
 def resolve(name: str, presets: list[str]) -> tuple[str, str] | None:
@@ -75,13 +75,4 @@ def resolve(name: str, presets: list[str]) -> tuple[str, str] | None:
 
 def suggestions(name: str, presets: list[str], limit: int = 3) -> list[str]:
     """The presets nearest to a mistyped name (an alias counts as its preset)."""
-    key = normalise(name)
-    known = {p: p for p in presets}
-    known.update({a: p for a, (p, _) in ALIASES.items() if p in presets})
-    # Words in another order (h100-pcie for pcie-h100) or a bare GPU (h100) are not typos
-    # difflib sees: a preset holding every word of the name comes first.
-    words = set(key.split("-"))
-    holding = sorted((p for p in presets if words <= set(p.split("-"))),
-                     key=lambda p: (len(set(p.split("-")) - words), p))   # fewest extra words
-    close = difflib.get_close_matches(key, list(known), n=limit * 2, cutoff=0.6)
-    return list(dict.fromkeys(holding + [known[c] for c in close]))[:limit]
+    return suggest.nearest(name, presets, {a: p for a, (p, _) in ALIASES.items()}, limit)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from .. import suggest
 from ..errors import InputError
 from .build import build_model
 from .overrides import apply_overrides
@@ -59,16 +60,17 @@ def load_spec(name_or_path: str, flag: str | None = None) -> ModelSpec:
 def _load_spec(text: str) -> ModelSpec:
     if is_model_file(text):
         return load_model_spec(text)         # user files are re-read: they may change
-    path = ZOO_DIR / f"{text}.yaml"
-    try:
-        known = path.is_file()
-    except OSError:            # a name too long to look up is no zoo model
-        known = False
-    if not known:
-        raise InputError(f"unknown model {text!r} (known: {', '.join(list_models())}; "
+    models = list_models()
+    # a spelling variant (case, underscores) names the same zoo model: BERT_Large is bert-large
+    name = text if text in models else suggest.normalise(text)
+    if name not in models:
+        near = suggest.nearest(text, models)
+        hint = f"did you mean {' or '.join(near)}? " if near else ""
+        raise InputError(f"unknown model {text!r} ({hint}known: {', '.join(models)}; "
                          "or give a path to a model .yaml)")
+    path = ZOO_DIR / f"{name}.yaml"
     spec = _spec_from_path(str(path))
-    if spec.name != text:
+    if spec.name != name:
         raise InputError(f"{path}: name: is {spec.name!r} but the file is {path.name}")
     return spec
 

@@ -101,6 +101,18 @@ def test_unknown_model_names_it_and_lists_known():
     assert "resnet-50" in msg and "bert-base" in msg and "llama3-8b" in msg
 
 
+@pytest.mark.parametrize("name, first", [("ncf", "ncf-ml20m"), ("transformer", "transformer-wmt"),
+                                         ("wide-deep", "wide-deep-outbrain"), ("gpt-2", "gpt2"),
+                                         ("llama-3-8b", "llama3-8b")])
+def test_an_unknown_name_suggests_the_nearest_zoo_models(name, first):
+    with pytest.raises(InputError, match=rf"unknown model '{name}' \(did you mean {first}\b"):
+        load_model(name)
+
+
+def test_a_spelling_variant_is_the_same_zoo_model():
+    assert load_model("BERT_Large").name == "bert-large"
+
+
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True])
 def test_bad_batch_rejected(bad):
     with pytest.raises(InputError, match="batch"):
