@@ -24,20 +24,16 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..collectives.busbw import DATATYPES, OPS, busbw_factor, canonical_op
-from ..errors import InputError
+from ..collectives.busbw import DATATYPES, OPS, canonical_op
+from .nccl_tests_ranks import NcclTestsLogError, rank_count
 from ..yamlio import MAX_NUMBER, check_regular_file
 
 MAX_LOG_BYTES = 256 * 1024 * 1024
 MAX_GPUS_PER_PROCESS = 64     # nccl-tests -g, as `embsim nccl-tests -g` bounds it
 MAX_RANK_DIGITS = 9           # no world has a billion ranks
-
-
-class NcclTestsLogError(InputError):
-    """A log that is not (a whole) nccl-tests output."""
 
 
 # nccl-tests binary names -> the op names embsim uses.
@@ -46,8 +42,6 @@ PERF_BINARIES = {
     "alltoall": "alltoall", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "sendrecv",
     "scatter": "scatter", "gather": "gather", "hypercube": "hypercube",
 }
-# ops whose printed count is per rank (size = count x element x ranks)
-PER_RANK_COUNT_OPS = ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter")
 # Older nccl-tests type names (before 2.x's int8/int32 spelling).
 _TYPE_ALIASES = {"char": "int8", "int": "int32", "uint": "uint32", "bf16": "bfloat16",
                  "fp8_e4m3": "f8e4m3", "fp8_e5m2": "f8e5m2"}
@@ -293,22 +287,6 @@ def _infer_op(p: _Partial, source: str) -> tuple[str, str]:
     return op, "the columns (redop/root/count)"
 
 
-def _per_rank_multiple(rows) -> int | None:
-    """AllGather, ReduceScatter and AlltoAll (and gather/scatter) print each rank's count
-    (nccl-tests src/*.cu GetCollByteCount: paramcount = count / nranks): size = count x
-    element x ranks. The multiple when every row gives the same one above 1."""
-    multiples = set()
-    for row in rows:
-        unit = row.count * DATATYPES[row.dtype]
-        if row.size % unit:
-            return None
-        multiples.add(row.size // unit)
-    if len(multiples) != 1:
-        return None
-    k = multiples.pop()
-    return k if k > 1 else None
-
-
 def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
     where = f"{source} (run at line {p.line})"
     if p.columns is None:
@@ -339,7 +317,7 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
         rows.append(row)
     if not rows:
         raise NcclTestsLogError(f"{where}: every row reports wrong values (#wrong > 0)")
-    n = _rank_count(listed, rows, op, where)
+    n = rank_count(listed, rows, op, where)
     gpus = str(p.params.get("nGpus") or "1")
     if not re.fullmatch(r"\d{1,3}", gpus) or not 1 <= int(gpus) <= MAX_GPUS_PER_PROCESS:
         raise NcclTestsLogError(f"{where}: nGpus {gpus[:20]!r}: GPUs driven by one process must be "
@@ -350,75 +328,6 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
                         tests_version=p.tests_version, params=p.params, rows=tuple(rows),
                         out_of_bounds=p.out_of_bounds, avg_busbw=p.avg_busbw, dropped=tuple(dropped),
                         env_lines=tuple(p.env_lines), gpus_per_process=int(gpus), listed_ranks=listed)
-
-
-def _rank_count(listed: tuple[int, ...], rows, op: str, where: str) -> int:
-    """How many ranks ran: the rank lines' count when they are 0..k-1 and the table does not
-    say more (a table that says fewer was cut or merged wrongly); else, rank lines left out
-    or cut short, the table's own per-rank count, else 0 (unknown)."""
-    multiple = _per_rank_multiple(rows) if op in PER_RANK_COUNT_OPS else None
-    n = len(listed) if listed == tuple(range(len(listed))) else 0
-    says_more = n and (multiple > n if multiple else _more_ranks(rows, op, n))
-    if n and not says_more:
-        if multiple and multiple != n:
-            raise NcclTestsLogError(f"{where}: {n} rank lines but the table's counts give "
-                                    f"{multiple} ranks")
-        _check_rank_count(rows, op, n, where)
-        return n
-    if multiple:
-        _check_listed(listed, multiple, where, f"the table's counts give {multiple} ranks")
-        _check_rank_count(rows, op, multiple, where, "its per-rank counts")
-    return multiple or 0
-
-
-def _check_listed(listed: tuple[int, ...], n: int, where: str, says: str) -> None:
-    if listed and listed[-1] >= n:
-        raise NcclTestsLogError(f"{where}: a rank line names rank {listed[-1]} but {says}")
-
-
-def with_rank_count(run: NcclTestsRun, n: int, system: str) -> NcclTestsRun:
-    """An incomplete run given its rank count by the caller (`system`: the measured system
-    it names, with n GPUs), checked against what the log shows: the listed ranks, the
-    table's own count, and busbw/algbw, which is the op's factor for n ranks."""
-    if run.complete:
-        return run
-    if run.ranks and run.ranks != n:
-        raise NcclTestsLogError(f"{run.where}: the table's counts give {run.ranks} ranks but "
-                                f"{system} has {n} GPUs")
-    _check_listed(run.listed_ranks, n, run.where, f"{system} has {n} GPUs")
-    _check_rank_count(run.rows, run.op, n, run.where, f"{system}'s {n} GPUs")
-    return replace(run, ranks=n)
-
-
-def _ratio_off(rows, op: str, n: int):
-    """busbw/algbw printed by nccl-tests is the op's factor for its rank count: the first row
-    whose ratio is off n's factor, as (row, ratio, factor), or None."""
-    factor = busbw_factor(op, n)
-    for row in rows:
-        m = row.measurement("in-place")
-        if m is None or m.algbw < 1e9:      # below 1 GB/s two printed decimals are too coarse
-            continue
-        ratio = m.busbw / m.algbw
-        if abs(ratio - factor) > 0.02 * factor + 0.01e9 / m.algbw:
-            return row, ratio, factor
-    return None
-
-
-def _more_ranks(rows, op: str, n: int) -> bool:
-    """The table's busbw/algbw is the factor of more ranks than n (a cut rank list)."""
-    off = _ratio_off(rows, op, n)
-    return off is not None and off[1] > off[2]
-
-
-def _check_rank_count(rows, op: str, n: int, where: str, counted: str = "the rank lines") -> None:
-    """A rank count (from the log's counts, or the system named for it) that the table's
-    own busbw/algbw contradicts: the log was cut or merged wrongly, or the system is not
-    the one measured."""
-    off = _ratio_off(rows, op, n)
-    if off:
-        row, ratio, factor = off
-        raise NcclTestsLogError(f"{where}: line {row.line}: busbw/algbw = {ratio:.3f} but {op} on "
-                                f"{n} ranks gives {factor:.3f}; {counted} and the table disagree")
 
 
 def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[NcclTestsRun]:
