@@ -19,7 +19,7 @@ from ..sweep.check import check_points
 def command(sweep_file, scheduler, workers, out, threads, no_progress):
     """Run every point of SWEEP_FILE; re-running skips the points already in --out."""
     spec = load_sweep(sweep_file)
-    check_points(list(spec.points), f"{sweep_file}:")
+    check_points(list(spec.points), f"{sweep_file}:", topology_origin="topology")
     out = out or f"sweeps/{spec.name}"
     summary = run_sweep(list(spec.points), out, scheduler=scheduler, workers=workers,
                         processes=not threads, progress=not no_progress)

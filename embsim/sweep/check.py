@@ -13,9 +13,10 @@ MAX_ITERATIONS = 1000          # as the --iterations flag (embsim.commands.check
 MAX_ACCUMULATE = 1024          # as the --accumulate flag (embsim.commands.checks)
 
 
-def check_config(cfg, seen: set) -> None:
+def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
     """What simulate() would refuse before it starts simulating. `seen` caches the
-    (kind, value) pairs already checked."""
+    (kind, value) pairs already checked; `topology_origin` is what a topology error names
+    (the flag, or a sweep file's key)."""
     from ..schedulers import SCHEDULERS
     from ..strategies import STRATEGIES
     from ..topology import load_topology
@@ -41,7 +42,7 @@ def check_config(cfg, seen: set) -> None:
         if value is not None and (not math.isfinite(value) or value < 0):
             raise InputError(f"{key} {value!r}: must be a finite number >= 0")
     def topology():
-        topo = load_topology(cfg.topology)
+        topo = load_topology(cfg.topology, origin=topology_origin)
         return topo.with_overrides(**cfg.hardware) if cfg.hardware else topo
 
     def model():
@@ -124,12 +125,13 @@ def _parallel(cfg) -> None:
     prepare(cfg)
 
 
-def check_points(points: list[SweepPoint], what: str = "sweep") -> None:
+def check_points(points: list[SweepPoint], what: str = "sweep",
+                 topology_origin: str = "--topology") -> None:
     """Raise InputError naming the first point whose configuration cannot run."""
     from ..engine.config import SimulationConfig
     seen: set = set()
     for p in points:
         try:
-            check_config(SimulationConfig(**p.config), seen)
+            check_config(SimulationConfig(**p.config), seen, topology_origin)
         except (InputError, TypeError) as exc:
             raise InputError(f"{what} point {p.index}: {exc}") from None

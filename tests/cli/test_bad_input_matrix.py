@@ -302,3 +302,11 @@ def test_a_plot_that_is_not_a_png_name_is_refused(argv, tmp_path, capsys):
     rc, err = run_cli([a.format(file=target) for a in argv], capsys)
     assert_one_line_error(rc, err, "--plot", ".png")
     assert not target.exists()
+
+
+def test_a_sweep_topology_is_named_by_its_key_with_the_nearest_preset(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\nbase: {model: tiny-lm, iterations: 2}\ngrid: {topology: ['h100-pcie:1x2']}\n")
+    rc, err = run_cli(["sweep", path, "--out", tmp_path / "out", "--threads", "--no-progress"], capsys)
+    assert_one_line_error(rc, err, "point 0: topology 'h100-pcie:1x2': unknown preset 'h100-pcie' "
+                                   "(did you mean pcie-h100")
