@@ -15,6 +15,7 @@ from embsim.topology.spec import LIMITS
 from embsim.yamlio import YamlDoc, check_mapping, check_type, get
 
 from .busbw import OPS, canonical_op
+from .constants import release_text
 from .nccl_tests import MAX_BYTES
 from .release_dates import parse_date
 
@@ -24,8 +25,9 @@ CURVE_REQUIRED = ("preset", "nodes", "gpus_per_node", "op", "busbw")
 POINT_REQUIRED = ("preset", "nodes", "gpus_per_node", "op", "size")
 MAX_GPUS_PER_NODE = LIMITS["count"]     # the topology loader's own bounds
 MAX_NODES = LIMITS["nodes"]
-# a logged NCCL release: 2.4, 2.19.3, 2.21.5-1 (the package suffix), or unknown
-_RELEASE = re.compile(r"^(unknown|\d+\.\d+(\.\d+)?(-\d+)?)$")
+# a logged NCCL release: 2.4, 2.19.3, or unknown, once release_text has taken off the forms a
+# log or package carries (the banner's 2.21.5+cuda12.4, the tag v2.21.5-1)
+_RELEASE = re.compile(r"^(unknown|\d+\.\d+(\.\d+)?)$")
 _BAND = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:-\s*(\d+(?:\.\d+)?))?\s*$")
 
 
@@ -78,8 +80,9 @@ def _system_keys(doc: YamlDoc, where: tuple, d: dict) -> None:
     if "nccl" in d:
         # a number would lose digits: YAML reads 2.10 as 2.1
         nccl = get(doc, where, d, "nccl", str)
-        if not _RELEASE.match(nccl.strip()):
-            raise doc.error(where + ("nccl",), f"must be a release like '2.19' or '2.21.5' (quoted), "
+        if not _RELEASE.match(release_text(nccl)):
+            raise doc.error(where + ("nccl",), f"must be a release like '2.19' or '2.21.5' (quoted; "
+                                               f"2.21.5+cuda12.4 and v2.21.5-1 read as 2.21.5), "
                                                f"or 'unknown', got {nccl!r}")
     if "published" in d and parse_date(d["published"]) is None:
         raise doc.error(where + ("published",), f"must be a date like '2023-10-19', "

@@ -310,3 +310,12 @@ def test_a_sweep_topology_is_named_by_its_key_with_the_nearest_preset(tmp_path, 
     rc, err = run_cli(["sweep", path, "--out", tmp_path / "out", "--threads", "--no-progress"], capsys)
     assert_one_line_error(rc, err, "point 0: topology 'h100-pcie:1x2': unknown preset 'h100-pcie' "
                                    "(did you mean pcie-h100")
+
+
+@pytest.mark.parametrize("form", ["v2.21.5-1", "2.21.5+cuda12.4", "2.21.5-1"])
+def test_a_curve_files_nccl_release_takes_the_banner_and_tag_forms(form, tmp_path, capsys):
+    # --nccl-version took them; the file key refused what a log's banner or a tag says
+    def last_line(nccl):
+        assert main(["validate", "--nccl-tests", str(_curve(tmp_path, nccl=nccl))]) == 0
+        return capsys.readouterr().out.strip().splitlines()[-1]
+    assert last_line(form) == last_line("2.21.5")
