@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 
 from embsim.topology.spec import LIMITS
+from embsim.errors import InputError
 from embsim.yamlio import YamlDoc, check_mapping, check_type, get
 
 from .busbw import OPS, canonical_op
 from .constants import release_text
-from .nccl_tests import MAX_BYTES
+from .nccl_tests import MAX_BYTES, parse_size
 from .release_dates import parse_date
 
 MIN_SIZE = 64 << 10             # sizes below it are not compared (latency-bound, 2-decimal busbw)
@@ -35,11 +36,11 @@ def check_curve_file(doc: YamlDoc) -> None:
     d = check_mapping(doc, (), doc.data, CURVE_REQUIRED, _COMMON)
     _system_keys(doc, (), d)
     # nccl-tests prints two decimals: small sizes' busbw reads 0.00
-    _by_size(doc, ("busbw",), d["busbw"], zero_ok=True)
+    d["busbw"] = _by_size(doc, ("busbw",), d["busbw"], zero_ok=True)
     if not any(size >= MIN_SIZE for size in d["busbw"]):
         raise doc.error(("busbw",), f"no size of at least {MIN_SIZE} bytes: the comparison starts there")
     if "time_us" in d:
-        _by_size(doc, ("time_us",), d["time_us"], zero_ok=False)
+        d["time_us"] = _by_size(doc, ("time_us",), d["time_us"], zero_ok=False)
 
 
 def check_points_file(doc: YamlDoc) -> None:
@@ -52,6 +53,7 @@ def check_points_file(doc: YamlDoc) -> None:
         check_mapping(doc, where, p, POINT_REQUIRED, _COMMON + ("busbw", "busbw_per_nic"))
         _system_keys(doc, where, p)
         if p["size"] != "large":
+            p["size"] = _size(doc, where + ("size",), p["size"])
             get(doc, where, p, "size", int, lo=MIN_SIZE, hi=MAX_BYTES)
         if ("busbw" in p) == ("busbw_per_nic" in p):
             raise doc.error(where, "needs exactly one of busbw (GB/s) or busbw_per_nic (GB/s, or a range like 45-48)")
@@ -89,16 +91,37 @@ def _system_keys(doc: YamlDoc, where: tuple, d: dict) -> None:
                                                 f"got {d['published']!r}")
 
 
-def _by_size(doc: YamlDoc, where: tuple, table, zero_ok: bool) -> None:
-    """size in bytes -> a finite number > 0 (>= 0 if zero_ok), at least one row."""
+def _size(doc: YamlDoc, where: tuple, size):
+    """A message size as bytes: an integer, or text as nccl-tests writes its -b/-e sizes
+    ('1048576', '128K', '1M', '8G'; a JSON-converted file's keys are strings). Anything else
+    is returned as it is, for the caller's own check to refuse by name."""
+    if isinstance(size, str) and size.strip():
+        if re.fullmatch(r"\s*\d+\.\d*\s*", size):       # bytes are whole
+            raise doc.error(where, f"a message size must be a whole number of bytes, got {size!r}")
+        try:
+            return parse_size(size)
+        except InputError:
+            raise doc.error(where, f"a message size must be bytes or nccl-tests' K/M/G form "
+                                   f"(128K, 1M), got {size!r}") from None
+    return size
+
+
+def _by_size(doc: YamlDoc, where: tuple, table, zero_ok: bool) -> dict:
+    """size in bytes -> a finite number > 0 (>= 0 if zero_ok), at least one row; the table
+    with its sizes as integers."""
     check_type(doc, where, table, dict)
     if not table:
         raise doc.error(where, "must map at least one message size (bytes) to a value")
-    for size, value in table.items():
+    out = {}
+    for key, value in table.items():
+        size = _size(doc, where + (key,), key)
         if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_BYTES:
-            raise doc.error(where + (size,), f"a message size must be a whole number of bytes "
-                                             f"1..{MAX_BYTES}, got {size!r}")
+            raise doc.error(where + (key,), f"a message size must be a whole number of bytes "
+                                            f"1..{MAX_BYTES}, got {key!r}")
+        if size in out:
+            raise doc.error(where + (key,), f"size {size} is given twice")
         if zero_ok:
-            get(doc, where, table, size, float, lo=0)
+            out[size] = get(doc, where, table, key, float, lo=0)
         else:
-            get(doc, where, table, size, float, positive=True)
+            out[size] = get(doc, where, table, key, float, positive=True)
+    return out

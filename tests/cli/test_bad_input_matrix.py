@@ -319,3 +319,32 @@ def test_a_curve_files_nccl_release_takes_the_banner_and_tag_forms(form, tmp_pat
         assert main(["validate", "--nccl-tests", str(_curve(tmp_path, nccl=nccl))]) == 0
         return capsys.readouterr().out.strip().splitlines()[-1]
     assert last_line(form) == last_line("2.21.5")
+
+
+def test_curve_sizes_may_be_written_as_nccl_tests_writes_them(tmp_path, capsys):
+    # a JSON-converted file's keys are strings; nccl-tests' -b/-e notation is 128K, 1M, 8G
+    curve = yaml.safe_load(CURVE.read_text())
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump(curve))
+    for size in list(curve["busbw"]):
+        text = f"{size >> 20}M" if size % (1 << 20) == 0 else str(size)
+        curve["busbw"][text] = curve["busbw"].pop(size)
+    texts = tmp_path / "texts.yaml"
+    texts.write_text(yaml.safe_dump(curve))
+
+    def last_line(path):
+        assert main(["validate", "--nccl-tests", str(path)]) == 0
+        return capsys.readouterr().out.strip().splitlines()[-1]
+    assert last_line(texts) == last_line(plain)
+
+
+@pytest.mark.parametrize("key, words", [("1.5", "whole number of bytes"), ("1K", "given twice"),
+                                        ("12Q", "K/M/G form")])
+def test_a_bad_or_repeated_text_size_is_refused(key, words, tmp_path, capsys):
+    curve = yaml.safe_load(CURVE.read_text())
+    curve["busbw"][key] = 1.0
+    curve["busbw"][1024] = 1.0
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(curve))
+    rc, err = run_cli(["validate", "--nccl-tests", path], capsys)
+    assert_one_line_error(rc, err, words)
