@@ -113,7 +113,7 @@ def _by_size(doc: YamlDoc, where: tuple, table, zero_ok: bool) -> dict:
     if not table:
         raise doc.error(where, "must map at least one message size (bytes) to a value")
     out = {}
-    for key, value in table.items():
+    for key in table:
         size = _size(doc, where + (key,), key)
         if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_BYTES:
             raise doc.error(where + (key,), f"a message size must be a whole number of bytes "
