@@ -182,6 +182,22 @@ _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "tru
                list: "a list", dict: "a mapping"}
 
 
+def beside(path_text: str, source: str | Path) -> str:
+    """A relative file path written in the YAML file `source`: as given when it names a file
+    from where embsim runs (the packaged files' paths are relative to the checkout), else the
+    file next to `source` when there is one there (a user's curve or training file naming its
+    own topology or model beside it). Anything else is returned unchanged, for the loader's
+    own error."""
+    given = Path(path_text)
+    try:
+        if given.is_absolute() or given.exists():
+            return path_text
+        near = Path(source).parent / given
+        return str(near) if near.is_file() else path_text
+    except OSError:            # a name too long to look up
+        return path_text
+
+
 def check_mapping(doc: YamlDoc, path: tuple, value: Any, required: Iterable[str],
                   optional: Iterable[str] = ()) -> Mapping:
     """Reject a non-mapping, a missing required key or an unknown key."""

@@ -87,3 +87,15 @@ def test_quoted_input_is_escaped_in_the_error_line(tmp_path, capsys):
                "--out", str(tmp_path / "t.yaml")])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "dec\\noder" in err, err
+
+
+def test_beside_finds_a_relative_file_next_to_the_yaml_file_only_when_not_here(tmp_path, monkeypatch):
+    from embsim.yamlio import beside
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "box.yaml").write_text("x: 1\n")
+    source = tmp_path / "sub" / "curve.yaml"
+    monkeypatch.chdir(tmp_path)
+    assert beside("box.yaml", source) == str(tmp_path / "sub" / "box.yaml")
+    (tmp_path / "box.yaml").write_text("x: 2\n")          # a file where embsim runs wins
+    assert beside("box.yaml", source) == "box.yaml"
+    assert beside("nowhere.yaml", source) == "nowhere.yaml"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from embsim.curves import ErrorSummary, error_summary
 from embsim.errors import InputError
-from embsim.yamlio import get, load_yaml
+from embsim.yamlio import beside, get, load_yaml
 
 from . import nccl_tests as nt
 from .model import CollectiveModel
@@ -116,6 +116,14 @@ def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None, key: 
     return topo
 
 
+def _preset(d: dict, path) -> str:
+    """A curve's or point's preset, or its topology file found next to the validation file
+    when it is not where embsim runs (yamlio.beside)."""
+    from embsim.topology import TopologySpec
+    preset = d["preset"]
+    return beside(preset, path) if TopologySpec(preset).is_path else preset
+
+
 def _simulate(preset, nodes, gpus, op, sizes, release: ReleaseView, how, proto=None, algo=None,
               spec=None, where="how:", key="preset"):
     """(rows, note): the simulated nccl-tests rows, and what the output must say about the
@@ -148,7 +156,7 @@ def curve_errors(path: str | Path, topology: str | None = None) -> CurveError:
     release = file_release(d)
     sizes = sorted(int(s) for s in d["busbw"])
     how = get(doc, (), d, "how", str, "")     # the command line, NCCL_* settings included
-    rows, note = _simulate(d["preset"], _nodes(d["nodes"]), int(d["gpus_per_node"]), d["op"], sizes,
+    rows, note = _simulate(_preset(d, path), _nodes(d["nodes"]), int(d["gpus_per_node"]), d["op"], sizes,
                            release, how, _env(how, "NCCL_PROTO"), _algo(how), spec=topology,
                            where=f"{path}: how:")
     pts = tuple(PointError(r.size, float(d["busbw"][r.size]), r.busbw, r.algo, r.proto) for r in rows)
@@ -169,7 +177,7 @@ def single_point_errors(path: str | Path, topology: str | None = None) -> list[C
         if algo is None and "NVLS off" in str(p.get("system", "")):
             algo = "^NVLS,NVLSTree"
         release = file_release(p)
-        rows, note = _simulate(p["preset"], nodes, int(p["gpus_per_node"]), p["op"], [size],
+        rows, note = _simulate(_preset(p, path), nodes, int(p["gpus_per_node"]), p["op"], [size],
                                release, how, proto, algo, topology, f"{path}: points[{i}].how:",
                                f"points[{i}].preset")
         r = rows[0]

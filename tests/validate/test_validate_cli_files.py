@@ -57,3 +57,20 @@ def test_a_folder_stands_for_its_files(tmp_path, capsys):
         assert main(["validate", mode, str(empty)]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and str(empty) in err and "no .yaml" in err
+
+
+def test_a_curve_or_training_file_may_name_files_beside_it(tmp_path, capsys, monkeypatch):
+    # a user's own topology and model files next to the validation file, run from elsewhere
+    root = Path(embsim.__file__).resolve().parent.parent
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "box.yaml").write_text((root / "topologies" / "dgx-a100.yaml").read_text())
+    (sub / "lm.yaml").write_text((root / "embsim" / "workload" / "zoo" / "tiny-lm.yaml").read_text()
+                                 .replace("name: tiny-lm", "name: lm", 1))
+    curve = (root / "embsim" / "validation_data" / "azure-nd-a100-v4-allreduce.yaml").read_text()
+    (sub / "curve.yaml").write_text(curve.replace("preset: dgx-a100", "preset: box.yaml", 1))
+    (sub / "runs.yaml").write_text("runs: [{id: a, gpus: 2, value: 100, "
+                                   "embsim: {topology: 'box.yaml:1x2', model: lm.yaml, seq: 8}}]\n")
+    monkeypatch.chdir(tmp_path)
+    for mode, name in (("--nccl-tests", "curve.yaml"), ("--training", "runs.yaml")):
+        assert main(["validate", mode, str(sub / name)]) == 0, capsys.readouterr().err
