@@ -10,7 +10,7 @@ refused, with the nearest preset names offered.
 
 from __future__ import annotations
 
-from .. import suggest
+from ..suggest import nearest, normalise
 
 _HGX = ("the same 8-GPU HGX baseboard (GPUs, NVLink, NVSwitch); across nodes the preset's "
         "NICs and host stand in for the server's")
@@ -55,11 +55,6 @@ ALIASES: dict[str, tuple[str, str]] = {
 }
 
 
-def normalise(name: str) -> str:
-    """Case and underscores do not make a different system: DGX_H100 is dgx-h100."""
-    return suggest.normalise(name)
-
-
 def resolve(name: str, presets: list[str]) -> tuple[str, str] | None:
     """(preset, note) for a name that is not itself a preset file, or None. A spelling
     variant of a preset (case, underscores) resolves to it with a note of its own."""
@@ -75,4 +70,4 @@ def resolve(name: str, presets: list[str]) -> tuple[str, str] | None:
 
 def suggestions(name: str, presets: list[str], limit: int = 3) -> list[str]:
     """The presets nearest to a mistyped name (an alias counts as its preset)."""
-    return suggest.nearest(name, presets, {a: p for a, (p, _) in ALIASES.items()}, limit)
+    return nearest(name, presets, {a: p for a, (p, _) in ALIASES.items()}, limit)

@@ -77,15 +77,15 @@ def _looks_like_path(text: str) -> bool:
     return text.endswith((".yaml", ".yml")) or "/" in text or os.sep in text
 
 
-def _shape(spec: str, text: str) -> tuple[int, int]:
+def _shape(spec: str, text: str, origin: str = "--topology") -> tuple[int, int]:
     m = _SHAPE.match(text)
     if not m or len(text) > 16:
-        raise TopologyError(f"--topology {spec!r}: {text!r} is not NxG (nodes x GPUs per node, e.g. 16x8)")
+        raise TopologyError(f"{origin} {spec!r}: {text!r} is not NxG (nodes x GPUs per node, e.g. 16x8)")
     n, g = int(m.group(1)), int(m.group(2))
     if n < 1 or g < 1:
-        raise TopologyError(f"--topology {spec!r}: nodes and GPUs per node must be >= 1, got {n}x{g}")
+        raise TopologyError(f"{origin} {spec!r}: nodes and GPUs per node must be >= 1, got {n}x{g}")
     if n > LIMITS["nodes"] or n * g > LIMITS["gpus"]:
-        raise TopologyError(f"--topology {spec!r}: at most {LIMITS['nodes']} nodes and "
+        raise TopologyError(f"{origin} {spec!r}: at most {LIMITS['nodes']} nodes and "
                             f"{LIMITS['gpus']} GPUs, got {n}x{g}")
     return n, g
 
@@ -100,18 +100,18 @@ class TopologySpec:
     text: str = ""                           # as the user wrote it (for messages)
 
     @classmethod
-    def parse(cls, spec: "str | TopologySpec") -> "TopologySpec":
+    def parse(cls, spec: "str | TopologySpec", origin: str = "--topology") -> "TopologySpec":
         if isinstance(spec, TopologySpec):
             return spec
         if not isinstance(spec, str) or not spec.strip():
-            raise TopologyError(f"--topology {spec!r}: empty (use NxG, PRESET, PRESET:NxG or a .yaml path)")
+            raise TopologyError(f"{origin} {spec!r}: empty (use NxG, PRESET, PRESET:NxG or a .yaml path)")
         spec = spec.strip()
         if _SHAPE.match(spec) or re.match(r"^-?\d+x-?\d+$", spec):
-            return cls(DEFAULT_PRESET, _shape(spec, spec), spec)
+            return cls(DEFAULT_PRESET, _shape(spec, spec, origin), spec)
         if ":" in spec:
             head, tail = spec.rsplit(":", 1)
             if _SHAPE.match(tail) or re.match(r"^[\d-]*x[\d-]*$", tail):
-                return cls(head, _shape(spec, tail), spec)
+                return cls(head, _shape(spec, tail, origin), spec)
         return cls(spec, None, spec)
 
     @property
@@ -139,17 +139,7 @@ def load_topology(spec: "str | TopologySpec", origin: str = "--topology") -> Top
     """Build the Topology a --topology value names (see module docstring for the forms).
     `origin` is what its errors name as the value's source: the flag, or a file's key
     (`preset`, `embsim.topology`) when the value came from a YAML file."""
-    try:
-        return _build_topology(spec)
-    except TopologyError as exc:
-        text = str(exc)
-        if origin == "--topology" or not text.startswith("--topology "):
-            raise
-        raise TopologyError(origin + text[len("--topology"):]) from None
-
-
-def _build_topology(spec: "str | TopologySpec") -> Topology:
-    parsed = TopologySpec.parse(spec)
+    parsed = TopologySpec.parse(spec, origin)
     spec, where, shape = parsed.text or str(parsed), parsed.where, parsed.shape
     if _looks_like_path(where):
         path = Path(where)
@@ -159,7 +149,7 @@ def _build_topology(spec: "str | TopologySpec") -> Topology:
         except OSError as exc:     # a name too long to look up
             why = exc.strerror or str(exc)
         if why:
-            raise TopologyError(f"--topology {spec!r}: {where}: {why}")
+            raise TopologyError(f"{origin} {spec!r}: {where}: {why}")
         node = load_node(path)
         preset, alias_note = node.name, ""
     else:
@@ -170,16 +160,16 @@ def _build_topology(spec: "str | TopologySpec") -> Topology:
             if resolved is None:
                 near = aliases.suggestions(where, presets)
                 hint = f"did you mean {' or '.join(near)}? " if near else ""
-                raise TopologyError(f"--topology {spec!r}: unknown preset {where!r} ({hint}"
+                raise TopologyError(f"{origin} {spec!r}: unknown preset {where!r} ({hint}"
                                     f"available: {', '.join(presets) or 'none'})")
             preset, alias_note = resolved
             path = find_preset(preset)
         node = load_node(path)
     n_nodes, gpus = shape if shape else (1, node.gpu.count)
     if gpus > node.gpu.count:
-        raise TopologyError(f"--topology {spec!r}: {preset} has {node.gpu.count} GPUs per node, "
+        raise TopologyError(f"{origin} {spec!r}: {preset} has {node.gpu.count} GPUs per node, "
                             f"cannot use {gpus}")
     if n_nodes > 1 and node.nics.count == 0:
-        raise TopologyError(f"--topology {spec!r}: {preset} has no NICs (nics.count 0), "
+        raise TopologyError(f"{origin} {spec!r}: {preset} has no NICs (nics.count 0), "
                             f"so it can only be one node, not {n_nodes}")
     return Topology(node, n_nodes, gpus, preset=preset, alias_note=alias_note)

@@ -57,17 +57,27 @@ def load_spec(name_or_path: str, flag: str | None = None) -> ModelSpec:
                          f"{flag} {text}: {exc}") from None
 
 
+def _in_zoo(name: str) -> bool:
+    """A zoo file of that name (one stat: this runs on every model load)."""
+    try:
+        return (ZOO_DIR / f"{name}.yaml").is_file()
+    except OSError:            # a name too long to look up is no zoo model
+        return False
+
+
 def _load_spec(text: str) -> ModelSpec:
     if is_model_file(text):
         return load_model_spec(text)         # user files are re-read: they may change
-    models = list_models()
-    # a spelling variant (case, underscores) names the same zoo model: BERT_Large is bert-large
-    name = text if text in models else suggest.normalise(text)
-    if name not in models:
-        near = suggest.nearest(text, models)
-        hint = f"did you mean {' or '.join(near)}? " if near else ""
-        raise InputError(f"unknown model {text!r} ({hint}known: {', '.join(models)}; "
-                         "or give a path to a model .yaml)")
+    name = text
+    if not _in_zoo(name):
+        # a spelling variant (case, underscores) names the same zoo model: BERT_Large is bert-large
+        name = suggest.normalise(text)
+        if not _in_zoo(name):
+            models = list_models()
+            near = suggest.nearest(text, models)
+            hint = f"did you mean {' or '.join(near)}? " if near else ""
+            raise InputError(f"unknown model {text!r} ({hint}known: {', '.join(models)}; "
+                             "or give a path to a model .yaml)")
     path = ZOO_DIR / f"{name}.yaml"
     spec = _spec_from_path(str(path))
     if spec.name != name:
