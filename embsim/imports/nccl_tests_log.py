@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..collectives.busbw import DATATYPES, OPS, canonical_op
-from .nccl_tests_ranks import NcclTestsLogError, rank_count
 from ..yamlio import MAX_NUMBER, check_regular_file
+from .nccl_tests_ranks import NcclTestsLogError, rank_count
 
 MAX_LOG_BYTES = 256 * 1024 * 1024
 MAX_GPUS_PER_PROCESS = 64     # nccl-tests -g, as `embsim nccl-tests -g` bounds it

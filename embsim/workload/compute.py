@@ -207,7 +207,7 @@ def optimizer_kernels(elements: float, model: Model, kernels: int = 1,
             out.append(stream("optimizer.indices", index_bytes, param_pass=True))
         if not master:
             out += grad_scaler_unscale(elements, model, d)
-        if master:
+        else:
             out += [stream("unscale_to_master", elements * (d + FP32), param_pass=True),
                     stream("master_to_model", elements * (FP32 + d), param_pass=True)]
     return out + clip_grad_norm_kernels(elements, model, grad_w, n_tensors)
