@@ -9,6 +9,7 @@ from ..plan.names import bwd_name
 from ..plan.ops import SyncTensor
 from ..plan.context import TableTraffic
 from ..workload.compute import optimizer_kernels
+from ..workload.embedding_kernels import embedding_kernels
 
 ID_STAGING_S = 5e-6  # one small kernel/copy to stage the batch's ids (one launch)
 
@@ -61,3 +62,17 @@ def sharded_update_time(ctx, n: int) -> dict:
                 shard, ctx.model, tensors=getattr(l.kernels, "param_tensors", None),
                 table=l.kind == "embedding")) if ctx.kernel_seconds else ctx.layer_update[l.name] / n
     return update
+
+
+def dedup_expansion_seconds(ctx, name: str, lookups: float, distinct: float, dim: int,
+                            elem_bytes: int) -> tuple[float, float]:
+    """(forward, backward) seconds on a GPU that sent each distinct row it reads once: the
+    received distinct rows expanded back to one per lookup (a gather through the inverse
+    index: torch.unique's inverse, tf.unique's idx, then tf.gather), and in backward the
+    lookups' gradients summed into the distinct rows before they leave (the gather's
+    gradient: PyTorch's embedding backward, TensorFlow's unsorted_segment_sum)."""
+    if lookups <= 0 or distinct <= 0:
+        return 0.0, 0.0
+    fwd, dense_bwd, _ = embedding_kernels(f"{name}.expand", round(lookups), dim, max(1, round(distinct)),
+                                          elem_bytes, framework=ctx.model.framework)
+    return ctx.kernel_seconds(fwd), ctx.kernel_seconds(dense_bwd)

@@ -26,15 +26,17 @@ Sharding (`--option shard=cols|rows`):
   alltoallv per direction for all tables, as hybrid-parallel DLRM trainers run it
   (embrace_tables.py).
 
-The exchange (`--option exchange=per_table|fused`, cols only): per_table (default) runs one
-AlltoAll per table and direction, as EmbRace's prototype on Horovod does: Horovod fuses
-allreduce, adasum, reducescatter and allgather responses into its fusion buffer, never
+The exchange (`--option exchange=per_table|fused`, cols, rows and hashed): per_table (default)
+runs one AlltoAll per table and direction, as EmbRace's prototype on Horovod does: Horovod
+fuses allreduce, adasum, reducescatter and allgather responses into its fusion buffer, never
 alltoall (horovod/common/controller.cc Controller::FuseResponses @2fa9fc12). fused runs the
-cols split through the table-wise plan (every table cut into N column shares, one per GPU):
-one alltoallv of ids and one of vectors per direction for all tables, as TorchRec's
-column-wise sharding and other fused model-parallel trainers exchange them. For a model of
-many small tables the per-table exchange is latency-bound (one collective's fixed cost per
-table), so this option can change a strategy ranking.
+split through the table-wise plan (every table cut into N pieces, one per GPU: column shares,
+or row blocks / hashed rows serving their rows' share of the lookups): one alltoallv of ids
+(each GPU sends each owner the ids it owns) and one of vectors per direction for all tables,
+as TorchRec's column-wise sharding and HugeCTR's Sparse Operation Kit (one fused table, rows
+hashed by key % GPUs) exchange them. For a model of many small tables the per-table exchange
+is latency-bound (one collective's fixed cost per table), so this option can change a
+strategy ranking.
 Tables with a dense gradient (a full softmax tied to them) stay replicated and AllReduce.
 """
 
@@ -57,7 +59,8 @@ from ..workload.sharding import shard_shares, shard_sums
 from ..workload.tokens import union_inclusion
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
-from .common import ID_STAGING_S, dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
+from .common import (ID_STAGING_S, dedup_expansion_seconds, dense_table_notes, replicated_sync,
+                     replicated_update_time, sparse_tables)
 from .embrace_tables import plan_table_wise
 
 
@@ -123,8 +126,8 @@ class EmbRaceOptions:
     # column_slice_threshold elements cut along their width first, then dealt in a snake)
     placement: str = "greedy"
     column_slice_threshold: float | None = None
-    # shard=cols only: one AlltoAll per table and direction (per_table: EmbRace on Horovod,
-    # which never fuses alltoalls) or one for all tables (fused)
+    # cols, rows, hashed: one AlltoAll per table and direction (per_table: EmbRace on Horovod,
+    # which never fuses alltoalls) or one for all tables (fused: TorchRec, HugeCTR's SOK)
     exchange: str = "per_table"
 
     def wire_bytes(self, model) -> int:
@@ -146,10 +149,8 @@ class EmbRaceOptions:
             positive_number(self.column_slice_threshold, "column_slice_threshold", 1)
         if self.exchange not in ("per_table", "fused"):
             raise InputError(f"--option exchange={self.exchange!r}: expected per_table or fused")
-        if self.exchange == "fused" and self.shard != "cols":
-            raise InputError(f"--option exchange=fused: only with shard=cols (shard={self.shard} "
-                             + ("always fuses its exchange)" if self.shard == "tables" else
-                                "runs one alltoallv per table; a fused row-sharded exchange is not modelled)"))
+        if self.exchange == "fused" and self.shard == "tables":
+            raise InputError("--option exchange=fused: shard=tables always fuses its exchange")
         if self.input not in ("data", "model"):
             raise InputError(f"--option input={self.input!r}: expected data or model")
         if self.bottom_mlp not in ("data", "model"):
@@ -234,6 +235,16 @@ class EmbRaceStrategy(Strategy):
                                        fwd_per_lookup * lookups[user.name] * (hot - 1.0))
                     extra.append((fwd_name(after), excess))
                     produced = excess.id
+                if self.options.dedup and user.kind == "embedding":
+                    # the distinct rows back to one per lookup, and the lookups' gradients
+                    # summed into them before they leave
+                    fwd_s, bwd_s = dedup_expansion_seconds(ctx, user.name, lookups[user.name],
+                                                           t.unique_per_gpu * lookups[user.name] / total,
+                                                           t.dim, self.options.wire_bytes(model))
+                    expand = ComputeOp(extra_name("embrace-expand", user.name), fwd_s)
+                    merge = ComputeOp(extra_name("embrace-merge", user.name), bwd_s)
+                    extra += [(consumer, expand), (grad_consumer, merge)]
+                    consumer, grad_ready = expand.id, merge.id
                 fwd_matrix = bwd_matrix = None
                 if shares is not None:
                     # shard j sends rank i the vectors of rank i's lookups that j owns

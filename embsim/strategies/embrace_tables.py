@@ -1,7 +1,10 @@
 """embrace --option shard=tables: whole tables on GPUs, one fused alltoallv per direction,
 as hybrid-parallel DLRM trainers run it (DeepLearningExamples' PyTorch DLRM, Merlin
-Distributed Embeddings in its TensorFlow2 DLRM). `shard=cols exchange=fused` takes the
-same plan with every table cut into N equal column shares, one per GPU.
+Distributed Embeddings in its TensorFlow2 DLRM). `exchange=fused` takes the same plan with
+every table cut into N pieces, one per GPU: `shard=cols` N equal column shares; `shard=hashed`
+(rows) every row on GPU hash(row) (contiguous row blocks), each piece serving the share of
+the lookups that its rows draw, as HugeCTR's Sparse Operation Kit exchanges one fused table
+(All2AllDenseEmbedding: key % GPUs, one all2all of keys and one of vectors a direction).
 
 Per step, for all sparse tables at once:
   1. ids: every GPU sends each table's ids of its batch to the table's owner (an
@@ -22,11 +25,16 @@ on GPU 0 alone over the whole global batch, their output travels in the alltoall
 more vector per sample (of the tables' width: DLRM's dot interaction needs it), their
 gradient is not all-reduced, and on more than 4 GPUs GPU 0 holds no table (the tables go
 to the other n - 1). `bottom_mlp=data` (default) keeps them data parallel.
+A piece is (table, GPU, the share of the table's lookups it serves, the share of each row's
+columns it holds, the share of the table's parameters it holds): a whole table (1, 1, 1), a
+column share (1, 1/N, 1/N), a row piece (its rows' share of the lookups, 1, 1/N).
 Not modelled: a trainer's own kernel fusion across tables (DLE's joint embedding kernel)
 beyond what the kernel model charges per lookup layer.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,11 +42,15 @@ from ..collectives.traffic import Traffic
 from ..errors import InputError
 from ..plan.names import bwd_name, extra_name, fwd_name
 from ..plan.ops import ComputeOp, SyncTensor
-from ..workload.kernels import stream
+from ..workload.compute import unique_ids_kernels
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
+from ..workload.row_groups import total as row_total
+from ..workload.sharding import shard_shares, shard_sums
+from ..workload.tokens import union_inclusion
 from .base import StrategyPlan
-from .common import ID_STAGING_S, dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
+from .common import (ID_STAGING_S, dedup_expansion_seconds, dense_table_notes, replicated_sync,
+                     replicated_update_time, sparse_tables)
 from .table_placement import column_slices, memory_balanced, owners
 
 
@@ -47,8 +59,8 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     bottom_mlp, the exchanged rows' bytes)."""
     model, n = ctx.model, ctx.n_gpus
     dedup, bottom_mlp, wire = options.dedup, options.bottom_mlp, options.wire_bytes(model)
-    fused_cols = options.shard == "cols"
-    flag = "shard=cols exchange=fused" if fused_cols else "shard=tables"
+    fused = options.shard != "tables"        # cols, rows or hashed with exchange=fused
+    flag = f"shard={options.shard} exchange=fused" if fused else "shard=tables"
     layers = [l.name for l in model.layers]
     sync, update = replicated_sync(ctx), replicated_update_time(ctx)
     notes = dense_table_notes(ctx, "embrace")
@@ -63,7 +75,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
             if u.kind != "embedding":
                 raise InputError(f"--option {flag}: table {t.table} is also read by layer "
                                  f"{u.name} ({u.kind}), which one fused exchange after the lookups "
-                                 f"cannot serve; use " + ("exchange=per_table" if fused_cols
+                                 f"cannot serve; use " + ("exchange=per_table" if fused
                                                           else "shard=cols, rows or hashed"))
         lookup_layers += [u.name for u in users]
         total = float(sum(model.rows_read(u) for u in users))
@@ -96,9 +108,11 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         vectors_from[0] += model.batch * width * model.dtype_bytes
         # GPU 0 holds no table on more than 4 GPUs (DLE: "leave one device out for the bottom MLP")
         owner = [g + 1 for g in owners(sizes, n - 1)] if n > 4 else owners(sizes, n)
-        pieces = [(i, 1.0, g) for i, g in enumerate(owner)]
-    elif fused_cols:
-        pieces = [(i, 1.0 / n, g) for i in range(len(per_table)) for g in range(n)]
+        pieces = [Piece(i, g) for i, g in enumerate(owner)]
+    elif options.shard == "cols":
+        pieces = [Piece(i, g, columns=1.0 / n, params=1.0 / n) for i in range(len(per_table)) for g in range(n)]
+    elif fused:
+        pieces = row_pieces(per_table, options.shard, dedup, n)
     else:
         pieces = placed_pieces(per_table, sizes, options, n)
     # each table's own lookup times (one batch) and full update, once; pieces take shares
@@ -106,20 +120,27 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     table_bwd = [sum(ctx.layer_bwd[u.name] for u in users) for _, users, _, _ in per_table]
     base_fwd, base_bwd = base_fwd + sum(table_fwd), base_bwd + sum(table_bwd)
     piece_update = {}
-    for i, frac, g in pieces:
-        # a column slice serves every lookup of its table on its share of the columns
-        t, _, total, sent = per_table[i]
-        if (i, frac) not in piece_update:
-            piece_update[i, frac] = ctx.sparse_update(t.layer, t.unique_union, n * total, columns=frac)
-        fwd_load[g] += n * frac * table_fwd[i]
-        bwd_load[g] += n * frac * table_bwd[i]
-        upd_load[g] += piece_update[i, frac]
-        ids_to[g] += total * sent * INDEX_BYTES
-        vectors_from[g] += vectors[i] * sent * frac * t.dim * wire
+    for p in pieces:
+        # a column slice serves every lookup of its table on its share of the columns; a row
+        # piece serves its rows' share of the lookups on whole rows
+        t, _, total, sent = per_table[p.table]
+        key = (p.table, p.lookups, p.columns, p.rows)
+        if key not in piece_update:
+            rows = t.unique_union if p.rows is None else p.rows
+            piece_update[key] = ctx.sparse_update(t.layer, rows, n * total * p.lookups, columns=p.columns)
+        work = n * p.lookups * p.columns
+        fwd_load[p.gpu] += work * table_fwd[p.table]
+        bwd_load[p.gpu] += work * table_bwd[p.table]
+        upd_load[p.gpu] += piece_update[key]
+        ids_to[p.gpu] += total * sent * p.lookups * INDEX_BYTES
+        vectors_from[p.gpu] += vectors[p.table] * sent * p.lookups * p.columns * t.dim * wire
 
     if dedup:
+        # one unique over every id of the batch (all tables' ids, offset into one key space
+        # as SOK's compress does), before the ids leave
         lookups = sum(total for _, _, total, _ in per_table)
-        dedup_s = ctx.kernel_seconds([stream("embrace-dedup", 8 * lookups * INDEX_BYTES / 3, count=3)])
+        distinct = sum(t.unique_per_gpu for t, *_ in per_table)
+        dedup_s = ctx.synced_seconds(unique_ids_kernels("embrace-dedup", lookups, distinct, model))
         extra.append((fwd_name(first), ComputeOp(extra_name("embrace-dedup", first), dedup_s)))
     if options.input == "data":
         ids = extra_name("embrace-ids", first)
@@ -134,6 +155,16 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         excess = ComputeOp(extra_name("embrace-busiest-owner", last), float(fwd_load.max() - base_fwd))
         extra.append((fwd_name(consumer), excess))
         produced = excess.id
+    needed_by, grad_ready = fwd_name(consumer), bwd_name(consumer)
+    if dedup:
+        # the distinct rows back to one per lookup, and the lookups' gradients summed into
+        # them before they leave (every table's as one, as SOK's tf.gather over its one key space)
+        fwd_s, bwd_s = dedup_expansion_seconds(ctx, "tables", lookups, distinct,
+                                               max(t.dim for t, *_ in per_table), wire)
+        expand = ComputeOp(extra_name("embrace-expand", last), fwd_s)
+        merge = ComputeOp(extra_name("embrace-merge", last), bwd_s)
+        extra += [(fwd_name(consumer), expand), (bwd_name(last), merge)]
+        needed_by, grad_ready = expand.id, merge.id
     grad_consumer = bwd_name(last)
     if bwd_load.max() > base_bwd:
         # and for the busiest owner's scatter of n batches' gradients, after the alltoallv
@@ -143,27 +174,27 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     forward = Traffic.from_senders(vectors_from)
     nbytes = float(vectors_from.sum())
     sync.append(SyncTensor(name="embrace-fwd:tables", layer=last, op="alltoall", nbytes=nbytes,
-                           category="embedding", ready_after=produced, needed_by=fwd_name(consumer),
+                           category="embedding", ready_after=produced, needed_by=needed_by,
                            matrix=forward))
     sync.append(SyncTensor(name="embrace-bwd:tables", layer=last, op="alltoall", nbytes=nbytes,
-                           category="embedding", ready_after=bwd_name(consumer),
+                           category="embedding", ready_after=grad_ready,
                            needed_by=grad_consumer, matrix=forward.T))
 
     # the step waits for the owner with the most update work: its pieces' share of the updates
     busiest = int(np.argmax(upd_load))
     for t, *_ in per_table:
         update[t.layer] = 0.0
-    for i, frac, g in pieces:
-        if g == busiest:
-            update[per_table[i][0].layer] += piece_update[i, frac]
+    for p in pieces:
+        if p.gpu == busiest:
+            update[per_table[p.table][0].layer] += piece_update[p.table, p.lookups, p.columns, p.rows]
 
     # memory: the GPU holding the most table parameters holds its pieces, no others
-    owner = [g for _, _, g in pieces]
-    table_params = np.bincount(owner, weights=[sizes[i] * frac for i, frac, _ in pieces], minlength=n)
+    owner = [p.gpu for p in pieces]
+    table_params = np.bincount(owner, weights=[sizes[p.table] * p.params for p in pieces], minlength=n)
     heaviest = int(np.argmax(table_params))
     held = np.zeros(len(per_table))
-    for i, frac, g in pieces:
-        held[i] += frac if g == heaviest else 0.0
+    for p in pieces:
+        held[p.table] += p.params if p.gpu == heaviest else 0.0
     # a share of a table's columns as the shard count memory_per_gpu divides it by
     shards = {t.table: (max(1, round(1 / h)) if h > 0 else 0) for (t, *_), h in zip(per_table, held)}
     buffers = {"embrace alltoall buffers (tables)": 2 * nbytes}
@@ -171,10 +202,13 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     even = lambda load, base: load.max() / base if base > 0 else 1.0
     where = (f"{len(set(owner))} GPUs" + (", the dense layers before them on GPU 0 over the global batch"
                                          if bottom_mlp == "model" else ""))
-    if fused_cols:
+    if options.shard == "cols":
         how = f"{len(per_table)} tables' columns split evenly over {n} GPUs"
+    elif fused:
+        how = (f"{len(per_table)} tables' rows " + ("hashed" if options.shard == "hashed"
+                                                    else "in contiguous blocks") + f" over {n} GPUs")
     elif options.placement == "memory_balanced":
-        sliced = [i for i, frac, _ in pieces if frac < 1]
+        sliced = [p.table for p in pieces if p.columns < 1]
         how = (f"{len(per_table)} tables ({len(set(sliced))} cut into {len(sliced)} column slices) on "
                f"{where} by Merlin distributed-embeddings' memory_balanced deal")
     else:
@@ -191,15 +225,51 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
                         extra=tuple(extra), notes=tuple(notes))
 
 
-def placed_pieces(per_table, sizes, options, n: int) -> list[tuple[int, float, int]]:
-    """(table index, share of its columns, GPU) of every piece a placement puts on a GPU:
-    whole tables (`sizes`: their parameters) by DeepLearningExamples' greedy, or Merlin
-    distributed-embeddings' column slices and memory_balanced deal."""
+@dataclass(frozen=True)
+class Piece:
+    """What GPU `gpu` holds of table `table` (an index into the plan's tables): the share of
+    the table's lookups it serves, of each row's columns, of the table's parameters, and the
+    distinct rows its update touches (None: the table's, as a whole table or column share)."""
+    table: int
+    gpu: int
+    lookups: float = 1.0
+    columns: float = 1.0
+    params: float = 1.0
+    rows: float | None = None
+
+
+def placed_pieces(per_table, sizes, options, n: int) -> list[Piece]:
+    """Every piece a placement puts on a GPU: whole tables (`sizes`: their parameters) by
+    DeepLearningExamples' greedy, or Merlin distributed-embeddings' column slices and
+    memory_balanced deal."""
     if options.placement != "memory_balanced":
-        return [(i, 1.0, g) for i, g in enumerate(owners(sizes, n))]
-    pieces = []
+        return [Piece(i, g) for i, g in enumerate(owners(sizes, n))]
+    cut = []
     for i, (t, *_) in enumerate(per_table):
         widths = column_slices(t.vocab * t.dim, t.dim, options.column_slice_threshold, n)
-        pieces += [(i, w / t.dim) for w in widths]
-    gpu = memory_balanced([sizes[i] * frac for i, frac in pieces], n)
-    return [(i, frac, g) for (i, frac), g in zip(pieces, gpu)]
+        cut += [(i, w / t.dim) for w in widths]
+    gpu = memory_balanced([sizes[i] * frac for i, frac in cut], n)
+    return [Piece(i, g, columns=frac, params=frac) for (i, frac), g in zip(cut, gpu)]
+
+
+def row_pieces(per_table, shard: str, dedup: bool, n: int) -> list[Piece]:
+    """Each table's rows over the n GPUs (`shard` rows: contiguous blocks in frequency order;
+    hashed: row hash), piece g serving the share of the lookups its rows draw (of the distinct
+    rows a GPU sends, with dedup) and updating the distinct rows of its block that the n
+    batches touch. A table without token statistics splits evenly."""
+    pieces = []
+    for i, (t, _, _, _) in enumerate(per_table):
+        if t.row_probs is None or t.row_inclusion is None:
+            shares, rows = np.full(n, 1.0 / n), np.full(n, t.unique_union / n)
+        else:
+            weights = t.row_inclusion if dedup else t.row_probs
+            union = union_inclusion(t.row_inclusion, n)
+            if shard == "hashed":
+                shares = shard_shares(weights, n, "hashed", counts=t.row_counts)
+                rows = shard_shares(union, n, "hashed", counts=t.row_counts) * row_total(union, t.row_counts)
+            else:
+                shares = shard_sums(weights, n, "contiguous", counts=t.row_counts)
+                shares = shares / shares.sum()
+                rows = shard_sums(union, n, "contiguous", counts=t.row_counts)
+        pieces += [Piece(i, g, lookups=float(shares[g]), params=1.0 / n, rows=float(rows[g])) for g in range(n)]
+    return pieces

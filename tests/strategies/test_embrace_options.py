@@ -173,9 +173,54 @@ def test_fused_cols_exchange_pays_one_fixed_cost_instead_of_one_per_table():
     assert fused.step_time < 0.5 * per_table.step_time
 
 
+@pytest.mark.parametrize("shard", ["hashed", "rows"])
+def test_fused_row_exchange_moves_the_per_table_vectors_in_one_alltoallv_per_direction(shard):
+    per_table, fused = dlrm(shard=shard), dlrm(shard=shard, exchange="fused")
+    a2a = lambda r: {c.name: c.nbytes for c in r.run.comm if c.iteration == 1 and c.op == "alltoall"}
+    assert sorted(a2a(fused)) == ["embrace-bwd:tables", "embrace-fwd:tables", "embrace-ids:tables"]
+    vectors = sum(b for name, b in a2a(per_table).items() if name.startswith("embrace-fwd:"))
+    assert len([n for n in a2a(per_table) if n.startswith("embrace-fwd:")]) == 26
+    assert a2a(fused)["embrace-fwd:tables"] == pytest.approx(vectors, rel=1e-9)
+    assert a2a(fused)["embrace-bwd:tables"] == pytest.approx(vectors, rel=1e-9)
+    # each GPU sends each owner only the ids it owns: one batch's ids in all, not n batches'
+    ids = 26 * 8192 * 8
+    assert a2a(fused)["embrace-ids:tables"] == pytest.approx(ids, rel=1e-9)
+    gathered = sum(c.nbytes for c in per_table.run.comm if c.iteration == 1 and c.op == "all_gather"
+                   and c.name.startswith("embrace-ids"))
+    assert gathered == pytest.approx(8 * ids, rel=1e-9)
+    # every GPU holds 1/8 of every table's rows
+    assert fused.memory.params == pytest.approx(per_table.memory.params, rel=0.01)
+    note = next(n for n in fused.notes if "exchange=fused" in n)
+    assert "26 tables' rows " + ("hashed" if shard == "hashed" else "in contiguous blocks") in note
+
+
+def test_row_blocks_load_the_busiest_owner_more_than_hashed_rows():
+    look = lambda r: float(next(n for n in r.notes if "busiest owner looks up" in n)
+                           .split("looks up ")[1].split("x")[0])
+    hashed, blocks = dlrm(shard="hashed", exchange="fused"), dlrm(shard="rows", exchange="fused")
+    assert 1.0 < look(hashed) < look(blocks)
+
+
+@pytest.mark.parametrize("options", [{"shard": "hashed"}, {"shard": "hashed", "exchange": "fused"},
+                                     {"shard": "tables"}, {}])
+def test_dedup_expands_the_distinct_rows_back_and_merges_their_gradients(options):
+    # a GPU that sent each distinct row once gathers them back to one per lookup before the
+    # next layer, and sums the lookups' gradients into them before the backward alltoall
+    r = dlrm(dedup="on", **options)
+    ops = {c.name: c for c in r.run.compute if c.iteration == 1}
+    expand = [c for n, c in ops.items() if n.startswith("extra:embrace-expand:")]
+    merge = [c for n, c in ops.items() if n.startswith("extra:embrace-merge:")]
+    assert expand and merge and len(expand) == len(merge)
+    assert all(c.end > c.start for c in expand + merge)
+    fwd = [c for c in r.run.comm if c.iteration == 1 and c.name.startswith("embrace-fwd:")]
+    # the expansion waits for the vectors: it starts no earlier than the first of them lands
+    assert min(c.start for c in expand) >= min(c.end for c in fwd) - 1e-12
+    assert not any(n.startswith("extra:embrace-expand:") for n in
+                   (c.name for c in dlrm(**options).run.compute))
+
+
 @pytest.mark.parametrize("options, message", [
     ({"exchange": "sometimes"}, "exchange='sometimes': expected per_table or fused"),
-    ({"exchange": "fused", "shard": "rows"}, "a fused row-sharded exchange is not modelled"),
     ({"exchange": "fused", "shard": "tables"}, "always fuses"),
 ])
 def test_fused_exchange_refusals(options, message):
