@@ -35,6 +35,7 @@ echo "== training, held-out DLE PyTorch Transformer-XL (DGX A100 40GB, DGX-1 V10
 echo "== training, held-out TensorFlow2 DLRM (DLE doc/DLRM.md, A100/V100, 1 and 8 GPUs, T15/T3/T0 tables)";  $E validate --training $D/training/heldout/dle-tf2-dlrm.yaml | grep '^mean'
 echo "== training, held-out TorchRec DLRM (README 'Preliminary Training Results', AWS p4d, 8/16/80 A100 40GB)";  $E validate --training $D/training/heldout/torchrec-dlrm-p4d.yaml | grep '^mean'
 echo "== training, held-out Merlin distributed-embeddings synthetic models (README 'Preliminary Benchmark Results', DGX A100, 1-128 GPUs, 55-1022 tables)";  $E validate --training $D/training/heldout/merlin-de-synthetic.yaml | grep '^mean'
+echo "== training, held-out HugeCTR Sparse Operation Kit DLRM (SOK DLRM_Benchmark README, 8 A100 / 8 V100, TF2 + Horovod, one fused key % 8 table)";  $E validate --training $D/training/heldout/sok-dlrm-criteo.yaml | grep '^mean'
 echo "== training, held-out TensorFlow2 BERT-large pre-training (DLE TF2 README, DGX A100 80GB, 1 GPU - 32 nodes)";  $E validate --training $D/training/heldout/dle-tensorflow2-bert.yaml | grep '^mean'
 echo "== training, held-out TensorFlow2 BERT-large SQuAD v1.1 (DLE TF2 README, DGX-1 V100 16/32GB, DGX A100 80GB)";  $E validate --training $D/training/heldout/dle-tensorflow2-bert-squad.yaml | grep '^mean'
 echo "== training, held-out PaddlePaddle BERT-large pre-training (DLE Paddle README, DGX A100 80GB, 1 GPU - 32 nodes)";  $E validate --training $D/training/heldout/dle-paddle-bert.yaml | grep '^mean'

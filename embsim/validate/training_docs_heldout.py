@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .training import heldout_files
 from .training_docs import doc_section
-from .training_docs_merlin import merlin_section
+from .training_docs_merlin import merlin_section, sok_section
 
 
 def heldout_section() -> list[str]:
@@ -162,7 +162,7 @@ def heldout_section() -> list[str]:
         "  is the UVM-cached table (host-memory reads on the 4 GPUs the others wait for), NCCL",
         "  2.10's alltoall over 10 nodes (no PXN, 79 peers with 419 KB messages) and the planner",
         "  putting every sharded table on ranks 0-29. Which of these dominates the rows cannot say.",
-    ]) + merlin_section() + doc_section(
+    ]) + merlin_section() + sok_section() + doc_section(
         "Held-out: TensorFlow2 Wide & Deep on DGX A100 and DGX-1, 1 and 8 GPUs (validation_data/training/heldout)",
         heldout_files("dle-wide-deep-*.yaml"), [
         "`embsim validate --training embsim/validation_data/training/heldout/dle-wide-deep-tf2.yaml`:",
