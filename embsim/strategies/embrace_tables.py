@@ -5,6 +5,10 @@ every table cut into N pieces, one per GPU: `shard=cols` N equal column shares; 
 (rows) every row on GPU hash(row) (contiguous row blocks), each piece serving the share of
 the lookups that its rows draw, as HugeCTR's Sparse Operation Kit exchanges one fused table
 (All2AllDenseEmbedding: key % GPUs, one all2all of keys and one of vectors a direction).
+A row-split exchange moves a different number of ids to each owner every step, so it also
+pays what SOK's dispatchers do for that: an alltoall of the per-owner counts and the host's
+read-back of them before the ids leave, and a reorder of the exchanged rows (into batch
+order after the forward exchange, into owner order before the backward one).
 
 Per step, for all sparse tables at once:
   1. ids: every GPU sends each table's ids of its batch to the table's owner (an
@@ -43,6 +47,7 @@ from ..errors import InputError
 from ..plan.names import bwd_name, extra_name, fwd_name
 from ..plan.ops import ComputeOp, SyncTensor
 from ..workload.compute import unique_ids_kernels
+from ..workload.kernels import Kernel
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from ..workload.row_groups import total as row_total
@@ -52,6 +57,8 @@ from .base import StrategyPlan
 from .common import (ID_STAGING_S, dedup_expansion_seconds, dense_table_notes, replicated_sync,
                      replicated_update_time, sparse_tables)
 from .table_placement import column_slices, memory_balanced, owners
+
+COUNT_BYTES = 4      # one uint32 id count per peer (SOK's All2AllInput count exchange)
 
 
 def plan_table_wise(ctx, options) -> StrategyPlan:
@@ -142,11 +149,23 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         distinct = sum(t.unique_per_gpu for t, *_ in per_table)
         dedup_s = ctx.synced_seconds(unique_ids_kernels("embrace-dedup", lookups, distinct, model))
         extra.append((fwd_name(first), ComputeOp(extra_name("embrace-dedup", first), dedup_s)))
+    rows_split = options.shard in ("rows", "hashed")
     if options.input == "data":
         ids = extra_name("embrace-ids", first)
         extra.append((fwd_name(first), ComputeOp(ids, ID_STAGING_S)))
+        ids_ready = ids
+        if rows_split and n > 1:
+            # how many ids go to each owner changes every step: the GPUs swap their counts
+            # first and the host reads them back to size the alltoallv (SOK's All2AllInput:
+            # ncclSend/Recv of one count per peer, cudaMemcpy to the host, stream sync)
+            counts = extra_name("embrace-id-counts", first)
+            extra.append((fwd_name(first), ComputeOp(counts, ID_STAGING_S)))
+            sync.append(SyncTensor(name="embrace-id-counts:tables", layer=first, op="alltoall",
+                                   nbytes=float(n * COUNT_BYTES), category="embedding", ready_after=ids,
+                                   needed_by=counts, matrix=Traffic.even(n, n * COUNT_BYTES)))
+            ids_ready = counts
         sync.append(SyncTensor(name="embrace-ids:tables", layer=first, op="alltoall",
-                               nbytes=float(ids_to.sum()), category="embedding", ready_after=ids,
+                               nbytes=float(ids_to.sum()), category="embedding", ready_after=ids_ready,
                                needed_by=fwd_name(first), matrix=Traffic(np.ones(n), ids_to)))
 
     produced = fwd_name(last)
@@ -155,16 +174,26 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         excess = ComputeOp(extra_name("embrace-busiest-owner", last), float(fwd_load.max() - base_fwd))
         extra.append((fwd_name(consumer), excess))
         produced = excess.id
-    needed_by, grad_ready = fwd_name(consumer), bwd_name(consumer)
+    width = max(t.dim for t, *_ in per_table)
+    before_fwd, before_bwd = [], []          # in stream order, after / before the alltoallv
+    if rows_split and n > 1:
+        # rows come back grouped by owner: put them in the batch's order, and in backward
+        # gather the gradients into the owners' order before they leave (SOK's All2AllOutput
+        # reorderKernel / gatherExKernel over every row it exchanges)
+        sent_rows = float(sum(total * sent for _, _, total, sent in per_table))
+        move = ctx.kernel_seconds([Kernel("gather", rows=sent_rows, row_bytes=width * wire, ops=0,
+                                          name="embrace-reorder")])
+        before_fwd.append(ComputeOp(extra_name("embrace-reorder", last), move))
+        before_bwd.append(ComputeOp(extra_name("embrace-reorder-bwd", last), move))
     if dedup:
         # the distinct rows back to one per lookup, and the lookups' gradients summed into
         # them before they leave (every table's as one, as SOK's tf.gather over its one key space)
-        fwd_s, bwd_s = dedup_expansion_seconds(ctx, "tables", lookups, distinct,
-                                               max(t.dim for t, *_ in per_table), wire)
-        expand = ComputeOp(extra_name("embrace-expand", last), fwd_s)
-        merge = ComputeOp(extra_name("embrace-merge", last), bwd_s)
-        extra += [(fwd_name(consumer), expand), (bwd_name(last), merge)]
-        needed_by, grad_ready = expand.id, merge.id
+        fwd_s, bwd_s = dedup_expansion_seconds(ctx, "tables", lookups, distinct, width, wire)
+        before_fwd.append(ComputeOp(extra_name("embrace-expand", last), fwd_s))
+        before_bwd.insert(0, ComputeOp(extra_name("embrace-merge", last), bwd_s))
+    extra += [(fwd_name(consumer), op) for op in before_fwd] + [(bwd_name(last), op) for op in before_bwd]
+    needed_by = before_fwd[0].id if before_fwd else fwd_name(consumer)
+    grad_ready = before_bwd[-1].id if before_bwd else bwd_name(consumer)
     grad_consumer = bwd_name(last)
     if bwd_load.max() > base_bwd:
         # and for the busiest owner's scatter of n batches' gradients, after the alltoallv

@@ -177,7 +177,9 @@ def test_fused_cols_exchange_pays_one_fixed_cost_instead_of_one_per_table():
 def test_fused_row_exchange_moves_the_per_table_vectors_in_one_alltoallv_per_direction(shard):
     per_table, fused = dlrm(shard=shard), dlrm(shard=shard, exchange="fused")
     a2a = lambda r: {c.name: c.nbytes for c in r.run.comm if c.iteration == 1 and c.op == "alltoall"}
-    assert sorted(a2a(fused)) == ["embrace-bwd:tables", "embrace-fwd:tables", "embrace-ids:tables"]
+    assert sorted(a2a(fused)) == ["embrace-bwd:tables", "embrace-fwd:tables", "embrace-id-counts:tables",
+                                  "embrace-ids:tables"]
+    assert a2a(fused)["embrace-id-counts:tables"] == 8 * 4         # one uint32 per peer
     vectors = sum(b for name, b in a2a(per_table).items() if name.startswith("embrace-fwd:"))
     assert len([n for n in a2a(per_table) if n.startswith("embrace-fwd:")]) == 26
     assert a2a(fused)["embrace-fwd:tables"] == pytest.approx(vectors, rel=1e-9)
@@ -192,6 +194,25 @@ def test_fused_row_exchange_moves_the_per_table_vectors_in_one_alltoallv_per_dir
     assert fused.memory.params == pytest.approx(per_table.memory.params, rel=0.01)
     note = next(n for n in fused.notes if "exchange=fused" in n)
     assert "26 tables' rows " + ("hashed" if shard == "hashed" else "in contiguous blocks") in note
+
+
+def test_a_fused_row_exchange_swaps_counts_first_and_reorders_what_it_receives():
+    # SOK's All2AllInput: the id counts go first and the host reads them back before the
+    # ids leave; All2AllOutput puts the received rows in batch order (and the gradients in
+    # owner order before they leave). A fixed-size exchange (cols, tables) needs neither.
+    r = dlrm(shard="hashed", exchange="fused")
+    comm = {c.name: c for c in r.run.comm if c.iteration == 1}
+    ops = {c.name: c for c in r.run.compute if c.iteration == 1}
+    counts, ids = comm["embrace-id-counts:tables"], comm["embrace-ids:tables"]
+    copy = next(c for n, c in ops.items() if n.startswith("extra:embrace-id-counts:"))
+    assert counts.end <= copy.start + 1e-12 and copy.end <= ids.ready + 1e-12
+    fwd, bwd = comm["embrace-fwd:tables"], comm["embrace-bwd:tables"]
+    reorder = next(c for n, c in ops.items() if n.startswith("extra:embrace-reorder:"))
+    gather = next(c for n, c in ops.items() if n.startswith("extra:embrace-reorder-bwd:"))
+    assert fwd.end <= reorder.start + 1e-12 and gather.end <= bwd.ready + 1e-12
+    for fixed in (dlrm(exchange="fused"), dlrm(shard="tables")):
+        names = {c.name for c in fixed.run.comm} | {c.name for c in fixed.run.compute}
+        assert not any("id-counts" in n or "reorder" in n for n in names)
 
 
 def test_row_blocks_load_the_busiest_owner_more_than_hashed_rows():
