@@ -38,8 +38,9 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
         raise ValueError(f"update targets {unknown} name no layer")
     ops = {op_id: ComputeOp(op_id, update_time[op_id], lagged=per_layer, param_sized=True) for op_id in update_time}
     for n in layers:
-        ops[fwd_name(n)] = ComputeOp(fwd_name(n), ctx.layer_fwd[n])
-        ops[bwd_name(n)] = ComputeOp(bwd_name(n), ctx.layer_bwd[n])
+        f, b = strategy_plan.layer_time_scale.get(n, (1.0, 1.0))
+        ops[fwd_name(n)] = ComputeOp(fwd_name(n), ctx.layer_fwd[n] * f)
+        ops[bwd_name(n)] = ComputeOp(bwd_name(n), ctx.layer_bwd[n] * b)
     stream = [ops[op_id] for op_id in stream_order(layers, per_layer) if op_id in ops]
     # a scheduler may reorder computation (EmbRace: input gradients before weight gradients)
     stream = list(scheduler.rewrite_stream(stream, ctx))

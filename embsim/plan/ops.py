@@ -162,3 +162,7 @@ class StrategyPlan:
     # other layers whose update_time stands on one GPU too (a table the strategy keeps
     # dense whatever the GPU count: OpenEmbedding's Cache Local tables)
     one_gpu_updates: tuple[str, ...] = ()
+    # layer -> (forward, backward) factor on its own compute time, where the strategy changes
+    # how much of the layer's work a GPU does (an owner that receives each sender's distinct
+    # rows only looks up and scatters those, not one row per lookup)
+    layer_time_scale: Mapping[str, tuple[float, float]] = field(default_factory=dict)

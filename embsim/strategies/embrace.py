@@ -180,7 +180,7 @@ class EmbRaceStrategy(Strategy):
         layers = [l.name for l in model.layers]
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
-        extra, sharded, buffers = [], {}, {}
+        extra, sharded, buffers, scale = [], {}, {}, {}
         notes = dense_table_notes(ctx, "embrace")
         for t in sparse_tables(ctx):
             users = model.sparse_users(t.table)
@@ -203,9 +203,14 @@ class EmbRaceStrategy(Strategy):
             else:
                 shares, hot, shard_rows = None, 1.0, t.unique_union / n
 
-            # the owner's lookup kernel, per row read: what a shard pays per lookup served
-            fwd_per_lookup = ctx.layer_fwd[t.layer] / lookups[t.layer]
-            bwd_per_lookup = ctx.layer_bwd[t.layer] / lookups[t.layer]
+            # the owner's lookup kernel, per row read: what a shard pays per lookup served;
+            # with dedup an owner serves each sender's distinct rows only (`rows_sent` of the
+            # rows), unless it pools them into bags, which needs every lookup's row
+            rows_sent = 1.0 if any(u.pooled for u in users) else sent
+            fwd_per_lookup = rows_sent * ctx.layer_fwd[t.layer] / lookups[t.layer]
+            bwd_per_lookup = rows_sent * ctx.layer_bwd[t.layer] / lookups[t.layer]
+            if rows_sent < 1.0:
+                scale.update({u.name: (rows_sent, rows_sent) for u in users if u.kind == "embedding"})
             if self.options.dedup:
                 # the framework's unique over the batch's ids (torch.unique with its inverse:
                 # a 64-bit radix sort, scans and a host sync), before the ids leave
@@ -220,7 +225,7 @@ class EmbRaceStrategy(Strategy):
                                        ready_after=ids, needed_by=fwd_name(t.layer)))
             for user in users:
                 # the looked-up vectors: one per lookup, or one per sample from a bag
-                nbytes = model.vectors_out(user) * vec * sent
+                nbytes = model.vectors_out(user) * vec * rows_sent
                 i = layers.index(user.name)
                 if user.kind == "embedding":
                     produced, consumer = fwd_name(user.name), fwd_name(layers[i + 1])
@@ -235,7 +240,7 @@ class EmbRaceStrategy(Strategy):
                                        fwd_per_lookup * lookups[user.name] * (hot - 1.0))
                     extra.append((fwd_name(after), excess))
                     produced = excess.id
-                if self.options.dedup and user.kind == "embedding":
+                if rows_sent < 1.0 and user.kind == "embedding":
                     # the distinct rows back to one per lookup, and the lookups' gradients
                     # summed into them before they leave
                     fwd_s, bwd_s = dedup_expansion_seconds(ctx, user.name, lookups[user.name],
@@ -264,9 +269,9 @@ class EmbRaceStrategy(Strategy):
                 # the merge before the update (PyTorch's coalesce, TensorFlow's dedup) runs
                 # over every id the owner receives (all N batches'), whatever its share of
                 # the columns
-                own = ctx.sparse_update(t.layer, t.unique_union, n * total, columns=1.0 / n)
+                own = ctx.sparse_update(t.layer, t.unique_union, n * total * rows_sent, columns=1.0 / n)
             else:
-                own = ctx.sparse_update(t.layer, shard_rows, total * hot)
+                own = ctx.sparse_update(t.layer, shard_rows, total * rows_sent * hot)
             update[t.layer] = own + bwd_per_lookup * total * (hot - 1.0)
             sharded[t.table] = n
             buffers[f"embrace alltoall buffers ({t.table})"] = 2 * sum(map(model.vectors_out, users)) * vec
@@ -283,4 +288,4 @@ class EmbRaceStrategy(Strategy):
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=sharded, sparse_embedding_grads=True,
                                                   buffers=buffers),
-                            extra=tuple(extra), notes=tuple(notes))
+                            extra=tuple(extra), notes=tuple(notes), layer_time_scale=scale)

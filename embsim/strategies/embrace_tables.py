@@ -86,7 +86,9 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
                                                           else "shard=cols, rows or hashed"))
         lookup_layers += [u.name for u in users]
         total = float(sum(model.rows_read(u) for u in users))
-        sent = t.unique_per_gpu / total if dedup else 1.0
+        # with dedup each GPU sends each distinct row once, unless the owner pools the rows
+        # into bags (which needs every lookup's row): then only the ids shrink
+        sent = t.unique_per_gpu / total if dedup and not any(u.pooled for u in users) else 1.0
         per_table.append((t, users, total, sent))
         vectors.append(float(sum(model.vectors_out(u) for u in users)))   # one per sample if pooled
     first = min(lookup_layers, key=layers.index)
@@ -122,9 +124,11 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         pieces = row_pieces(per_table, options.shard, dedup, n)
     else:
         pieces = placed_pieces(per_table, sizes, options, n)
-    # each table's own lookup times (one batch) and full update, once; pieces take shares
-    table_fwd = [sum(ctx.layer_fwd[u.name] for u in users) for _, users, _, _ in per_table]
-    table_bwd = [sum(ctx.layer_bwd[u.name] for u in users) for _, users, _, _ in per_table]
+    # each table's own lookup times (one batch) and full update, once; pieces take shares.
+    # With dedup an owner looks up and scatters each sender's distinct rows only (`sent`)
+    table_fwd = [sent * sum(ctx.layer_fwd[u.name] for u in users) for _, users, _, sent in per_table]
+    table_bwd = [sent * sum(ctx.layer_bwd[u.name] for u in users) for _, users, _, sent in per_table]
+    scale = {u.name: (sent, sent) for _, users, _, sent in per_table for u in users if sent < 1.0}
     base_fwd, base_bwd = base_fwd + sum(table_fwd), base_bwd + sum(table_bwd)
     piece_update = {}
     for p in pieces:
@@ -134,7 +138,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         key = (p.table, p.lookups, p.columns, p.rows)
         if key not in piece_update:
             rows = t.unique_union if p.rows is None else p.rows
-            piece_update[key] = ctx.sparse_update(t.layer, rows, n * total * p.lookups, columns=p.columns)
+            piece_update[key] = ctx.sparse_update(t.layer, rows, n * total * sent * p.lookups, columns=p.columns)
         work = n * p.lookups * p.columns
         fwd_load[p.gpu] += work * table_fwd[p.table]
         bwd_load[p.gpu] += work * table_bwd[p.table]
@@ -147,6 +151,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         # as SOK's compress does), before the ids leave
         lookups = sum(total for _, _, total, _ in per_table)
         distinct = sum(t.unique_per_gpu for t, *_ in per_table)
+        expanded = [(total, total * sent) for _, _, total, sent in per_table if sent < 1.0]
         dedup_s = ctx.synced_seconds(unique_ids_kernels("embrace-dedup", lookups, distinct, model))
         extra.append((fwd_name(first), ComputeOp(extra_name("embrace-dedup", first), dedup_s)))
     rows_split = options.shard in ("rows", "hashed")
@@ -185,10 +190,11 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
                                           name="embrace-reorder")])
         before_fwd.append(ComputeOp(extra_name("embrace-reorder", last), move))
         before_bwd.append(ComputeOp(extra_name("embrace-reorder-bwd", last), move))
-    if dedup:
+    if dedup and expanded:
         # the distinct rows back to one per lookup, and the lookups' gradients summed into
         # them before they leave (every table's as one, as SOK's tf.gather over its one key space)
-        fwd_s, bwd_s = dedup_expansion_seconds(ctx, "tables", lookups, distinct, width, wire)
+        fwd_s, bwd_s = dedup_expansion_seconds(ctx, "tables", sum(a for a, _ in expanded),
+                                               sum(b for _, b in expanded), width, wire)
         before_fwd.append(ComputeOp(extra_name("embrace-expand", last), fwd_s))
         before_bwd.insert(0, ComputeOp(extra_name("embrace-merge", last), bwd_s))
     extra += [(fwd_name(consumer), op) for op in before_fwd] + [(bwd_name(last), op) for op in before_bwd]
@@ -251,7 +257,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     return StrategyPlan(sync=tuple(sync), update_time=update,
                         memory=memory_per_gpu(model, embedding_shards=shards, sparse_embedding_grads=True,
                                               buffers=buffers),
-                        extra=tuple(extra), notes=tuple(notes))
+                        extra=tuple(extra), notes=tuple(notes), layer_time_scale=scale)
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,24 @@ def test_dedup_expands_the_distinct_rows_back_and_merges_their_gradients(options
                    (c.name for c in dlrm(**options).run.compute))
 
 
+@pytest.mark.parametrize("options", [{"shard": "hashed"}, {"shard": "hashed", "exchange": "fused"}, {}])
+def test_with_dedup_an_owner_looks_up_and_scatters_only_the_distinct_rows_it_receives(options):
+    plain, dedup = dlrm(**options), dlrm(dedup="on", **options)
+    seconds = lambda r, kind: {c.name: c.end - c.start for c in r.run.compute
+                               if c.iteration == 1 and c.kind == kind and c.cls == r.run.classes[0].name}
+    note = next(n for n in dedup.notes if "distinct of" in n) if not options.get("exchange") else None
+    share = {}
+    for name, t in seconds(dedup, "fwd").items():
+        if "_lookup" in name:
+            share[name] = t / seconds(plain, "fwd")[name]
+    # every lookup layer's own time shrinks to its table's distinct share (< 1)
+    assert len(share) == 26 and all(0.0 < v < 1.0 for v in share.values())
+    if note:      # the per-table note's distinct share is cat_0's
+        distinct, read = (float(x.replace(",", "")) for x in (note.split(": ")[1].split(" distinct of ")[0],
+                                                              note.split(" distinct of ")[1].split(" rows")[0]))
+        assert share["fwd:cat_0_lookup"] == pytest.approx(distinct / read, rel=1e-3)   # the note rounds
+
+
 @pytest.mark.parametrize("options, message", [
     ({"exchange": "sometimes"}, "exchange='sometimes': expected per_table or fused"),
     ({"exchange": "fused", "shard": "tables"}, "always fuses"),
