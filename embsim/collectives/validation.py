@@ -16,7 +16,7 @@ from pathlib import Path
 
 from embsim.curves import ErrorSummary, error_summary
 from embsim.errors import InputError
-from embsim.yamlio import beside, get, load_yaml
+from embsim.yamlio import get, load_yaml
 
 from . import nccl_tests as nt
 from .model import CollectiveModel
@@ -117,11 +117,10 @@ def _topology(preset: str, nodes: int, gpus: int, spec: str | None = None, key: 
 
 
 def _preset(d: dict, path) -> str:
-    """A curve's or point's preset, or its topology file found next to the validation file
-    when it is not where embsim runs (yamlio.beside)."""
-    from embsim.topology import TopologySpec
-    preset = d["preset"]
-    return beside(preset, path) if TopologySpec(preset).is_path else preset
+    """A curve's or point's preset, its topology file found next to the validation file when
+    it is not where embsim runs (topology.spec_beside)."""
+    from embsim.topology import spec_beside
+    return spec_beside(d["preset"], path)
 
 
 def _simulate(preset, nodes, gpus, op, sizes, release: ReleaseView, how, proto=None, algo=None,

@@ -17,6 +17,7 @@ from pathlib import Path
 import embsim
 
 from . import aliases
+from ..yamlio import beside
 from .parse import load_node_type
 from .spec import LIMITS, NodeType, TopologyError
 from .topology import Topology
@@ -133,6 +134,19 @@ class TopologySpec:
 
     def __str__(self) -> str:
         return self.where if self.shape is None else f"{self.where}:{self.shape[0]}x{self.shape[1]}"
+
+
+def spec_beside(text: str, source: "str | Path") -> str:
+    """A topology value written in the YAML file `source` (a curve's `preset`, a training run's
+    `topology`): its topology file found next to `source` when it is not where embsim runs
+    (yamlio.beside), the shape kept; a preset, or a value the loader will refuse, as it is."""
+    try:
+        spec = TopologySpec.parse(text)
+    except TopologyError:
+        return text
+    if not spec.is_path:
+        return text
+    return str(replace(spec, where=beside(spec.where, source), text=""))
 
 
 def load_topology(spec: "str | TopologySpec", origin: str = "--topology") -> Topology:

@@ -29,14 +29,14 @@ run scales from; runs with `not_simulated:` are listed, not simulated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.config import with_options
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
 from ..report.units import compute_source_text
-from ..topology import TopologyError, TopologySpec, load_topology
+from ..topology import load_topology, spec_beside
 from ..workload import is_model_file
 from ..yamlio import (YamlDoc, beside, check_mapping, check_name, check_regular_file, check_type,
                       get, load_yaml)
@@ -137,7 +137,8 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
     if metric not in METRICS:
         raise doc.error(path + ("metric",), f"must be one of {', '.join(METRICS)}, got {metric!r}")
     overrides = {k: merged[k] for k in ("tables", "layers", "optimizer", "framework") if k in merged}
-    topology, model = _beside_file(doc, merged["topology"], merged["model"])
+    topology = spec_beside(merged["topology"], doc.source)
+    model = beside(merged["model"], doc.source) if is_model_file(merged["model"]) else merged["model"]
     try:      # a bad jitter/lengths/padding form: named with the file and run
         cfg = SimulationConfig(topology=topology, model=model,
                                batch=merged.get("batch"), seq=merged.get("seq"),
@@ -169,18 +170,6 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
         except InputError as exc:
             raise doc.error(path + ("options",), str(exc)) from None
     return cfg, metric, float(merged.get("scale", 1))
-
-
-def _beside_file(doc: YamlDoc, topology: str, model: str) -> tuple[str, str]:
-    """A run's topology and model files, found next to the training file when they are not
-    where embsim runs (yamlio.beside); presets and zoo names as they are."""
-    try:
-        spec = TopologySpec.parse(topology)
-    except TopologyError:      # refused by name when the run loads it
-        spec = None
-    if spec is not None and spec.is_path:
-        topology = str(replace(spec, where=beside(spec.where, doc.source), text=""))
-    return topology, beside(model, doc.source) if is_model_file(model) else model
 
 
 def file_runs(path: str, iterations: int = 4,
