@@ -76,3 +76,12 @@ def dedup_expansion_seconds(ctx, name: str, lookups: float, distinct: float, dim
     fwd, dense_bwd, _ = embedding_kernels(f"{name}.expand", round(lookups), dim, max(1, round(distinct)),
                                           elem_bytes, framework=ctx.model.framework)
     return ctx.kernel_seconds(fwd), ctx.kernel_seconds(dense_bwd)
+
+
+def sent_shares(t, users, lookups: float, dedup: bool) -> tuple[float, float]:
+    """(ids, rows): the share of a GPU's looked-up ids, and of its rows, that leave it for
+    table `t` read by `users` (`lookups` rows a batch). With dedup each distinct row goes once;
+    a table a layer pools into bags keeps every row (its owner needs each lookup's row for
+    the bag) and only its ids shrink."""
+    ids = t.unique_per_gpu / lookups if dedup else 1.0
+    return ids, (1.0 if any(u.pooled for u in users) else ids)

@@ -44,8 +44,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..collectives.traffic import Traffic
 from ..plan.names import bwd_name, extra_name, fwd_name
 from ..plan.ops import ComputeOp, SyncTensor
@@ -54,28 +52,13 @@ from ..options import positive_number, switch
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from ..workload.compute import unique_ids_kernels
-from ..workload.row_groups import total as row_total
-from ..workload.sharding import shard_shares, shard_sums
-from ..workload.tokens import union_inclusion
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import (ID_STAGING_S, dedup_expansion_seconds, dense_table_notes, replicated_sync,
-                     replicated_update_time, sparse_tables)
+                     replicated_update_time, sent_shares, sparse_tables)
 from .embrace_tables import plan_table_wise
+from .row_split import row_split
 
-
-
-def row_block_shares(probs: np.ndarray, shards: int, counts: np.ndarray | None = None) -> np.ndarray:
-    """Fraction of lookups each contiguous row block serves (blocks as torch.chunk).
-    With `counts`, probs are per row of runs of that many rows (row_groups)."""
-    return shard_sums(probs, shards, "contiguous", counts=counts)
-
-
-def row_block_unique(probs: np.ndarray, shards: int, draws: float,
-                     counts: np.ndarray | None = None) -> np.ndarray:
-    """Expected distinct rows of each block touched by `draws` i.i.d. lookups."""
-    touched = -np.expm1(draws * np.log1p(-np.asarray(probs, dtype=float)))
-    return shard_sums(touched, shards, "contiguous", counts=counts)
 
 
 SHARDS = ("cols", "rows", "hashed", "tables")
@@ -181,32 +164,26 @@ class EmbRaceStrategy(Strategy):
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
         extra, sharded, buffers, scale = [], {}, {}, {}
+        wire = self.options.wire_bytes(model)
         notes = dense_table_notes(ctx, "embrace")
         for t in sparse_tables(ctx):
             users = model.sparse_users(t.table)
             lookups = {l.name: model.rows_read(l) for l in users}
             total = sum(lookups.values())
-            vec = t.dim * self.options.wire_bytes(model)
-            # with dedup a GPU sends each distinct row once: bytes scale by distinct / read
-            sent = t.unique_per_gpu / total if self.options.dedup else 1.0
-            if self.options.shard == "rows" and t.row_probs is not None and n > 1:
-                shares = row_block_shares(t.row_probs if sent == 1.0 else t.row_inclusion, n, t.row_counts)
+            vec = t.dim * wire
+            # with dedup a GPU sends each distinct id and row once (a pooled table every row)
+            sent, rows_sent = sent_shares(t, users, total, self.options.dedup)
+            split = (row_split(t, self.options.shard, self.options.dedup, n, total)
+                     if self.options.shard in ("rows", "hashed") and n > 1 else None)
+            if split is not None:
+                shares, rows = split
                 hot = float(shares.max() * n)          # hottest shard's work / an even share
-                shard_rows = float(row_block_unique(t.row_probs, n, n * total, t.row_counts).max())
-            elif self.options.shard == "hashed" and t.row_inclusion is not None and n > 1:
-                shares = shard_shares(t.row_probs if sent == 1.0 else t.row_inclusion, n, "hashed",
-                                      counts=t.row_counts)
-                hot = float(shares.max() * n)
-                union = union_inclusion(t.row_inclusion, n)
-                shard_rows = float(shard_shares(union, n, "hashed", counts=t.row_counts).max()
-                                   * row_total(union, t.row_counts))
+                shard_rows = float(rows.max())
             else:
                 shares, hot, shard_rows = None, 1.0, t.unique_union / n
 
             # the owner's lookup kernel, per row read: what a shard pays per lookup served;
-            # with dedup an owner serves each sender's distinct rows only (`rows_sent` of the
-            # rows), unless it pools them into bags, which needs every lookup's row
-            rows_sent = 1.0 if any(u.pooled for u in users) else sent
+            # with dedup an owner serves each sender's distinct rows only
             fwd_per_lookup = rows_sent * ctx.layer_fwd[t.layer] / lookups[t.layer]
             bwd_per_lookup = rows_sent * ctx.layer_bwd[t.layer] / lookups[t.layer]
             if rows_sent < 1.0:
@@ -244,8 +221,7 @@ class EmbRaceStrategy(Strategy):
                     # the distinct rows back to one per lookup, and the lookups' gradients
                     # summed into them before they leave
                     fwd_s, bwd_s = dedup_expansion_seconds(ctx, user.name, lookups[user.name],
-                                                           t.unique_per_gpu * lookups[user.name] / total,
-                                                           t.dim, self.options.wire_bytes(model))
+                                                           rows_sent * lookups[user.name], t.dim, wire)
                     expand = ComputeOp(extra_name("embrace-expand", user.name), fwd_s)
                     merge = ComputeOp(extra_name("embrace-merge", user.name), bwd_s)
                     extra += [(consumer, expand), (grad_consumer, merge)]

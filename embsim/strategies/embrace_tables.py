@@ -50,12 +50,10 @@ from ..workload.compute import unique_ids_kernels
 from ..workload.kernels import Kernel
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
-from ..workload.row_groups import total as row_total
-from ..workload.sharding import shard_shares, shard_sums
-from ..workload.tokens import union_inclusion
 from .base import StrategyPlan
 from .common import (ID_STAGING_S, dedup_expansion_seconds, dense_table_notes, replicated_sync,
-                     replicated_update_time, sparse_tables)
+                     replicated_update_time, sent_shares, sparse_tables)
+from .row_split import row_split
 from .table_placement import column_slices, memory_balanced, owners
 
 COUNT_BYTES = 4      # one uint32 id count per peer (SOK's All2AllInput count exchange)
@@ -75,7 +73,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     if not tables:
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model), notes=tuple(notes))
-    lookup_layers, per_table, vectors = [], [], []
+    lookup_layers, per_table, vectors, id_share = [], [], [], []
     for t in tables:
         users = model.sparse_users(t.table)
         for u in users:
@@ -86,10 +84,10 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
                                                           else "shard=cols, rows or hashed"))
         lookup_layers += [u.name for u in users]
         total = float(sum(model.rows_read(u) for u in users))
-        # with dedup each GPU sends each distinct row once, unless the owner pools the rows
-        # into bags (which needs every lookup's row): then only the ids shrink
-        sent = t.unique_per_gpu / total if dedup and not any(u.pooled for u in users) else 1.0
+        # with dedup each GPU sends each distinct id and row once (a pooled table every row)
+        ids_sent, sent = sent_shares(t, users, total, dedup)
         per_table.append((t, users, total, sent))
+        id_share.append(ids_sent)
         vectors.append(float(sum(model.vectors_out(u) for u in users)))   # one per sample if pooled
     first = min(lookup_layers, key=layers.index)
     last = max(lookup_layers, key=layers.index)
@@ -143,7 +141,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         fwd_load[p.gpu] += work * table_fwd[p.table]
         bwd_load[p.gpu] += work * table_bwd[p.table]
         upd_load[p.gpu] += piece_update[key]
-        ids_to[p.gpu] += total * sent * p.lookups * INDEX_BYTES
+        ids_to[p.gpu] += total * id_share[p.table] * p.lookups * INDEX_BYTES
         vectors_from[p.gpu] += vectors[p.table] * sent * p.lookups * p.columns * t.dim * wire
 
     if dedup:
@@ -151,7 +149,6 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         # as SOK's compress does), before the ids leave
         lookups = sum(total for _, _, total, _ in per_table)
         distinct = sum(t.unique_per_gpu for t, *_ in per_table)
-        expanded = [(total, total * sent) for _, _, total, sent in per_table if sent < 1.0]
         dedup_s = ctx.synced_seconds(unique_ids_kernels("embrace-dedup", lookups, distinct, model))
         extra.append((fwd_name(first), ComputeOp(extra_name("embrace-dedup", first), dedup_s)))
     rows_split = options.shard in ("rows", "hashed")
@@ -190,7 +187,8 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
                                           name="embrace-reorder")])
         before_fwd.append(ComputeOp(extra_name("embrace-reorder", last), move))
         before_bwd.append(ComputeOp(extra_name("embrace-reorder-bwd", last), move))
-    if dedup and expanded:
+    expanded = [(total, total * sent) for _, _, total, sent in per_table if sent < 1.0]
+    if expanded:
         # the distinct rows back to one per lookup, and the lookups' gradients summed into
         # them before they leave (every table's as one, as SOK's tf.gather over its one key space)
         fwd_s, bwd_s = dedup_expansion_seconds(ctx, "tables", sum(a for a, _ in expanded),
@@ -288,23 +286,12 @@ def placed_pieces(per_table, sizes, options, n: int) -> list[Piece]:
 
 
 def row_pieces(per_table, shard: str, dedup: bool, n: int) -> list[Piece]:
-    """Each table's rows over the n GPUs (`shard` rows: contiguous blocks in frequency order;
-    hashed: row hash), piece g serving the share of the lookups its rows draw (of the distinct
-    rows a GPU sends, with dedup) and updating the distinct rows of its block that the n
-    batches touch. A table without token statistics splits evenly."""
+    """Each table's rows over the n GPUs (row_split), piece g serving its rows' share of what
+    a GPU sends and updating the distinct rows of its part that the n batches touch. A table
+    without token statistics splits evenly."""
     pieces = []
-    for i, (t, _, _, _) in enumerate(per_table):
-        if t.row_probs is None or t.row_inclusion is None:
-            shares, rows = np.full(n, 1.0 / n), np.full(n, t.unique_union / n)
-        else:
-            weights = t.row_inclusion if dedup else t.row_probs
-            union = union_inclusion(t.row_inclusion, n)
-            if shard == "hashed":
-                shares = shard_shares(weights, n, "hashed", counts=t.row_counts)
-                rows = shard_shares(union, n, "hashed", counts=t.row_counts) * row_total(union, t.row_counts)
-            else:
-                shares = shard_sums(weights, n, "contiguous", counts=t.row_counts)
-                shares = shares / shares.sum()
-                rows = shard_sums(union, n, "contiguous", counts=t.row_counts)
+    for i, (t, _, total, _) in enumerate(per_table):
+        split = row_split(t, shard, dedup, n, total)
+        shares, rows = split if split is not None else (np.full(n, 1.0 / n), np.full(n, t.unique_union / n))
         pieces += [Piece(i, g, lookups=float(shares[g]), params=1.0 / n, rows=float(rows[g])) for g in range(n)]
     return pieces

@@ -35,7 +35,7 @@ def test_row_blocks_of_a_table_in_runs_match_its_rows():
     # a large table's cold rows come in runs (workload.row_groups): block shares and
     # distinct rows per block must be what the expanded per-row arrays give
     import numpy as np
-    from embsim.strategies.embrace import row_block_shares, row_block_unique
+    from embsim.strategies.row_split import row_block_shares, row_block_unique
 
     counts = np.array([1] * 40 + [7, 13, 50, 90, 200], dtype=np.int64)
     w = np.random.default_rng(1).random(counts.size)
