@@ -8,6 +8,7 @@ file, the key path and the line number.
 from __future__ import annotations
 
 import math
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,6 +179,24 @@ def load_yaml(path: str | Path) -> YamlDoc:
     return parse_yaml(read_text(path), str(path))
 
 
+# PyYAML reads YAML 1.1, where a float needs a dot: `1e9` and `4e-6` stay text. YAML 1.2
+# and the other readers a file's author uses take them as numbers, so where a number is
+# wanted embsim does too.
+_EXPONENT_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+
+
+def _as_yaml12_number(value: Any, kinds: tuple) -> Any:
+    """`1e9` (text to PyYAML) as the number YAML 1.2 reads, where a number is wanted."""
+    if not isinstance(value, str) or not _EXPONENT_NUMBER.fullmatch(value.strip()):
+        return value
+    if float not in kinds and int not in kinds:
+        return value
+    number = float(value)
+    if float not in kinds and math.isfinite(number) and number.is_integer():
+        return int(number)
+    return number
+
+
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false",
                list: "a list", dict: "a mapping"}
 
@@ -244,6 +263,7 @@ def check_type(doc: YamlDoc, path: tuple, value: Any, kind: type | tuple) -> Any
     """Type check with YAML's usual leniency: an int is a valid float; bool is not an int.
     Numbers must also be finite and of a sane size (check_number)."""
     kinds = kind if isinstance(kind, tuple) else (kind,)
+    value = _as_yaml12_number(value, kinds)
     ok = False
     for k in kinds:
         if k is float and isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from embsim.errors import InputError
-from embsim.yamlio import check_regular_file, parse_yaml, read_text
+from embsim.yamlio import check_regular_file, get, parse_yaml, read_text
 
 BOMB = ("a: &a [x, x, x, x, x, x, x, x, x, x]\n"
         + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
@@ -99,3 +99,34 @@ def test_beside_finds_a_relative_file_next_to_the_yaml_file_only_when_not_here(t
     (tmp_path / "box.yaml").write_text("x: 2\n")          # a file where embsim runs wins
     assert beside("box.yaml", source) == "box.yaml"
     assert beside("nowhere.yaml", source) == "nowhere.yaml"
+
+
+@pytest.mark.parametrize("text, kind, expect", [
+    ("x: 1e9\n", float, 1e9),          # PyYAML (YAML 1.1) reads these as text
+    ("x: 4e-6\n", float, 4e-6),
+    ("x: -2.5E+3\n", float, -2500.0),
+    ("x: 2e3\n", int, 2000),
+    ("x: 1.5\n", float, 1.5),
+])
+def test_exponent_numbers_read_as_yaml_1_2_does(text, kind, expect):
+    doc = parse_yaml(text, "f.yaml")
+    value = get(doc, (), doc.data, "x", kind)
+    assert value == expect and type(value) is kind
+
+
+@pytest.mark.parametrize("text, kind, expect", [
+    ("x: 2.5e3x\n", float, "must be a number, got str '2.5e3x'"),
+    ("x: 1.5e0\n", int, "must be an integer, got float 1.5"),
+    ("x: 1e400\n", float, "finite"),
+    ("x: 1e20\n", float, "1e+15"),
+])
+def test_exponent_numbers_still_checked(text, kind, expect):
+    doc = parse_yaml(text, "f.yaml")
+    with pytest.raises(InputError) as info:
+        get(doc, (), doc.data, "x", kind)
+    assert expect in str(info.value)
+
+
+def test_exponent_text_stays_text_where_text_is_wanted():
+    doc = parse_yaml("x: 1e9\n", "f.yaml")
+    assert get(doc, (), doc.data, "x", str) == "1e9"
