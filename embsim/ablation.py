@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .compare import CompareRow, bottleneck, combination, run_one
+from .compare import CompareRow, combination, run_one
+from .report.compare_why import bottleneck
 from .engine.run import SimulationConfig
 from .schedulers.embrace2d import SWITCHES
 

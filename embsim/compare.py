@@ -46,6 +46,16 @@ class CompareRow:
     compute_source: str = ""                 # measured (trace) or "compute: kernel model ..."
     n_gpus: int = 0
     busiest_link: tuple | None = None        # (link kind, mean, peak utilisation)
+    collectives: float | None = None         # collectives per step, all ops
+    comm_wall: float | None = None           # s per step with at least one collective running
+
+    @property
+    def comm_rate(self) -> float | None:
+        """Bytes a GPU sends per second of the step during which any collective runs:
+        small or latency-bound collectives run far below the links' rate, big ones near it."""
+        if not self.comm_wall or self.comm_bytes_per_gpu is None:
+            return None
+        return self.comm_bytes_per_gpu / self.comm_wall
 
     @property
     def label(self) -> str:
@@ -99,7 +109,8 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
                       memory_per_gpu=float(r.memory.total), fits_in_memory=r.fits_in_memory,
                       notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus,
-                      busiest_link=r.busiest_link)
+                      busiest_link=r.busiest_link, collectives=float(sum(r.comm_count.values())),
+                      comm_wall=r.comm_wall)
 
 
 def split_scoped(options: Mapping[str, Any]) -> tuple[dict, dict]:
@@ -189,29 +200,3 @@ def rank_key(row: CompareRow):
     if row.refused is not None:
         return (2, 0.0, row.label)
     return (0 if row.fits_in_memory else 1, row.step_time, row.label)
-
-
-def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
-    """Why `row` is slower than the same strategy under fifo: the compute stream (more
-    computation or updates serialised on it) or the network (more exposed
-    communication), with the busiest link class."""
-    d_step = row.step_time - fifo.step_time
-    d_compute = row.compute - fifo.compute
-    d_exposed = row.exposed_comm - fifo.exposed_comm
-    if d_compute >= d_exposed:
-        return (f"{row.label} loses to {fifo.label} by {d_step * 1e3:.2f} ms: bottleneck the compute "
-                f"stream (+{d_compute * 1e3:.2f} ms of computation)")
-    link = ""
-    if row.busiest_link is not None:
-        kind, mean, peak = row.busiest_link
-        link = f", busiest link class {kind} at {mean * 100:.0f} % mean / {peak * 100:.0f} % peak utilisation"
-    return (f"{row.label} loses to {fifo.label} by {d_step * 1e3:.2f} ms: bottleneck the network "
-            f"(+{d_exposed * 1e3:.2f} ms of exposed communication{link})")
-
-
-def losses_to_fifo(rows) -> list[str]:
-    """One line per row whose scheduler is slower than fifo for the same strategy."""
-    fifo = {r.strategy: r for r in rows if r.scheduler == "fifo" and r.refused is None}
-    return [bottleneck(r, fifo[r.strategy]) for r in rows
-            if r.refused is None and r.scheduler != "fifo" and r.strategy in fifo
-            and r.step_time > fifo[r.strategy].step_time * (1 + 1e-9)]

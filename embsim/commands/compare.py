@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ..ablation import ablation as run_ablation
-from ..compare import compare, losses_to_fifo, parse_names
+from ..compare import compare, parse_names
+from ..report.compare_why import losses_to_fifo, why_best
 from ..errors import InputError
 from ..report.units import compute_source_text, human_time
 from ..report.compare_table import print_matrix
@@ -63,12 +64,15 @@ def command(strategies, schedulers, workers, plot, as_json, ablation, force, not
         if plot:
             click.echo(f"wrote {plot} (bar chart)", err=True)   # stdout stays one JSON document
         # a scheduler slower than fifo names its bottleneck in the JSON as on the terminal
-        click.echo(json.dumps({**compare_json(result), "slower_than_fifo": losses_to_fifo(result.rows)},
-                              indent=2))
+        click.echo(json.dumps({**compare_json(result), "why": why_best(result.rows),
+                               "slower_than_fifo": losses_to_fifo(result.rows)}, indent=2))
     else:
         print_matrix(result, all_notes=notes == "all")
         if plot:
             click.echo(f"wrote {plot} (bar chart)")
+        why = why_best(result.rows)
+        if why:
+            click.echo(f"why: {why}")
         for line in losses_to_fifo(result.rows):
             click.echo(f"slower: {line}")
 

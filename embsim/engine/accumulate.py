@@ -89,4 +89,6 @@ def combine_micro_batches(plain: StepMetrics, last: StepMetrics, k: int) -> Step
     return StepMetrics(step_time=step, compute=compute, exposed_comm=max(0.0, step - compute),
                        comm_bytes_per_gpu=add(plain.comm_bytes_per_gpu, last.comm_bytes_per_gpu),
                        comm_time=add(plain.comm_time, last.comm_time),
-                       link_utilisation=util, iterations_measured=last.iterations_measured)
+                       link_utilisation=util, iterations_measured=last.iterations_measured,
+                       comm_count=add(plain.comm_count, last.comm_count),
+                       comm_wall=(k - 1) * plain.comm_wall + last.comm_wall)

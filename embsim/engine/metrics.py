@@ -3,7 +3,7 @@ compute vs exposed communication, bytes per GPU by collective, link utilisation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,12 +20,27 @@ class StepMetrics:
     comm_time: dict                  # op -> s of collective time per step (wall, summed)
     link_utilisation: dict           # link kind -> (mean, max) utilisation over the steady state
     iterations_measured: int
+    # op -> collectives per step (a collective of some ranks only counts for its share)
+    comm_count: dict = field(default_factory=dict)
+    # s per step during which at least one collective runs (overlapping ones counted once)
+    comm_wall: float = 0.0
 
 
 def steady_window(run: EngineRun) -> tuple[int, int]:
     """Iterations [first, last] whose ends bound the measured steady state: the first
     iteration is warm-up (no overlap with a previous step)."""
     return 0, run.iterations - 1
+
+
+def busy_wall(intervals) -> float:
+    """Length of the union of (start, end) intervals: the time during which any runs."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end <= reach:
+            continue
+        total += end - max(start, reach)
+        reach = end
+    return total
 
 
 def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.ndarray) -> StepMetrics:
@@ -43,6 +58,7 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
 
     comm_bytes: dict[str, float] = {}
     comm_time: dict[str, float] = {}
+    comm_count: dict[str, float] = {}
     # per GPU over the whole cluster: a collective of some ranks only (a pipeline stage's
     # gradient sync) counts for its share of the GPUs
     world = sum(len(c.ranks) for c in run.classes)
@@ -57,8 +73,11 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
             comm_bytes[key] = comm_bytes.get(key, 0.0) + bytes_per_gpu(r) * share
             # per GPU as the bytes are: a stage's collective occupies its own GPUs only
             comm_time[key] = comm_time.get(key, 0.0) + (r.end - r.start) * share
+            comm_count[key] = comm_count.get(key, 0.0) + share
     comm_bytes = {k: v / n for k, v in comm_bytes.items()}
     comm_time = {k: v / n for k, v in comm_time.items()}
+    comm_count = {k: v / n for k, v in comm_count.items()}
+    wall = busy_wall([(r.start, r.end) for r in run.comm if first < r.iteration <= last]) / n
 
     util: dict[str, tuple[float, float]] = {}
     if first in run.link_bytes_at and last in run.link_bytes_at:
@@ -72,4 +91,5 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
                     util[kind] = (float(u.mean()), float(u.max()))
     return StepMetrics(step_time=step, compute=compute, exposed_comm=max(0.0, step - compute),
                        comm_bytes_per_gpu=comm_bytes, comm_time=comm_time,
-                       link_utilisation=util, iterations_measured=n)
+                       link_utilisation=util, iterations_measured=n, comm_count=comm_count,
+                       comm_wall=wall)

@@ -84,6 +84,14 @@ class SimulationResult:
         return self.metrics.comm_time
 
     @property
+    def comm_count(self) -> dict:
+        return self.metrics.comm_count
+
+    @property
+    def comm_wall(self) -> float:
+        return self.metrics.comm_wall
+
+    @property
     def link_utilisation(self) -> dict:
         return self.metrics.link_utilisation
 

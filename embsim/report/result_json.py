@@ -26,6 +26,10 @@ def simulation_json(result) -> dict:
         "comm_bytes_per_gpu": result.comm_bytes_per_gpu,
         # each op's collective time per step (the table's "... per GPU X in Y ms")
         "comm_ms": {op: t * 1e3 for op, t in result.comm_time.items()},
+        # each op's collectives per step (a collective of some ranks counts for its share)
+        "collectives_per_step": dict(result.comm_count),
+        # ms per step during which at least one collective runs
+        "comm_wall_ms": result.comm_wall * 1e3,
         "memory_per_gpu_bytes": memory["total"],
         "memory_breakdown_bytes": memory,
         "hbm_bytes": result.hbm_bytes,
@@ -46,6 +50,8 @@ def compare_row_json(row) -> dict:
            "speedup": row.speedup,
            "exposed_comm_ms": None if row.exposed_comm is None else row.exposed_comm * 1e3,
            "comm_bytes_per_gpu": row.comm_bytes_per_gpu,
+           "collectives_per_step": row.collectives,
+           "comm_wall_ms": None if row.comm_wall is None else row.comm_wall * 1e3,
            "memory_per_gpu_bytes": row.memory_per_gpu,
            "fits_in_memory": row.fits_in_memory}
     if row.refused is not None:

@@ -69,6 +69,9 @@ def test_cli_json_and_plot(tmp_path):
     ranked = [f"{r['strategy']}/{r['scheduler']}" for r in doc["rows"] if r.get("step_time_ms")]
     assert res["training_mean_error"] > 0 and set(res["not_resolved_against_best"]) <= set(ranked[1:])
     assert res["best"] == ranked[0]
+    other = next(r for r in ranked if not r.startswith(ranked[0].split("/")[0] + "/"))
+    assert doc["why"].startswith(f"{ranked[0]} beats {other}, the best row of another strategy")
+    assert all(r["collectives_per_step"] > 0 and r["comm_wall_ms"] > 0 for r in doc["rows"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -78,6 +81,7 @@ def test_cli_table_and_bad_names():
     assert out.exit_code == 0, out.output
     assert "refused: s2reducer/embrace-2d" in out.output
     assert "resolution: " in out.output and "docs/validation.md" in out.output
+    assert "\nwhy: " in out.output and "exposed communication" in out.output
     bad = CliRunner().invoke(command, ["--topology", "1x4", "--strategies", "nope"])
     assert bad.exit_code != 0
     assert isinstance(bad.exception, InputError) and "--strategies" in str(bad.exception)
@@ -124,20 +128,6 @@ def test_ablation_runs_every_part_off_and_names_the_bottleneck():
     assert [r["run"] for r in doc["rows"]] == labels
     bad = CliRunner().invoke(command, ["--ablation", "--strategies", "embrace,ps"])
     assert bad.exit_code != 0
-
-
-def test_bottleneck_names_the_compute_stream_or_the_network():
-    from embsim.compare import CompareRow, bottleneck, losses_to_fifo
-    fifo = CompareRow("embrace", "fifo", step_time=10e-3, exposed_comm=2e-3, compute=8e-3)
-    net = CompareRow("embrace", "priority", step_time=11e-3, exposed_comm=3e-3, compute=8e-3,
-                     busiest_link=("nic", 0.5, 0.75))
-    cpu = CompareRow("embrace", "embrace-2d", step_time=10.5e-3, exposed_comm=2e-3, compute=8.5e-3)
-    assert "bottleneck the network (+1.00 ms of exposed communication, busiest link class nic at " \
-           "50 % mean / 75 % peak" in bottleneck(net, fifo)
-    assert "bottleneck the compute stream (+0.50 ms of computation)" in bottleneck(cpu, fifo)
-    faster = CompareRow("ps", "priority", step_time=9e-3, exposed_comm=1e-3, compute=8e-3)
-    ps_fifo = CompareRow("ps", "fifo", step_time=10e-3, exposed_comm=2e-3, compute=8e-3)
-    assert len(losses_to_fifo([fifo, net, cpu, faster, ps_fifo])) == 2
 
 
 @pytest.mark.parametrize("flag", [["--plot", "x.png"], ["--schedulers", "fifo"]])
