@@ -20,6 +20,9 @@ def test_json_has_the_documented_keys(capsys):
     assert out["topology"] == {"preset": "dgx-h100", "nodes": 2, "gpus_per_node": 8, "gpus": 16}
     assert out["compute_source"].startswith("compute: kernel model")
     assert out["step_time_ms"] > 0 and out["memory_per_gpu_bytes"] > 0
+    # what the collectives are: how many a step, and how long any of them runs (overlaps once)
+    assert set(out["collectives_per_step"]) == set(out["comm_bytes_per_gpu"])
+    assert 0 < out["comm_wall_ms"] <= sum(out["comm_ms"].values()) + 1e-9
 
 
 def test_human_table_and_chrome_trace(tmp_path, capsys):
@@ -27,7 +30,8 @@ def test_human_table_and_chrome_trace(tmp_path, capsys):
     assert cli.main(["simulate", "--topology", "2x8", "--model", "tiny-lm", "--iterations", "3",
                      "--chrome-trace", str(path)]) == 0
     out = capsys.readouterr().out
-    for words in ("step time", "exposed communication", "memory per GPU", "kernel model"):
+    for words in ("step time", "exposed communication", "memory per GPU", "kernel model",
+                  "collectives running", "of the step", "collectives, ", " summed"):
         assert words in out
     trace = json.loads(path.read_text())
     assert any(e["ph"] == "X" for e in trace["traceEvents"])
