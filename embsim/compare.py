@@ -48,6 +48,7 @@ class CompareRow:
     busiest_link: tuple | None = None        # (link kind, mean, peak utilisation)
     collectives: float | None = None         # collectives per step, all ops
     comm_wall: float | None = None           # s per step with at least one collective running
+    exposed_by_op: tuple = ()                # ((op, s per step waited on it), ...), most first
 
     @property
     def comm_rate(self) -> float | None:
@@ -110,7 +111,8 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       memory_per_gpu=float(r.memory.total), fits_in_memory=r.fits_in_memory,
                       notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus,
                       busiest_link=r.busiest_link, collectives=float(sum(r.comm_count.values())),
-                      comm_wall=r.comm_wall)
+                      comm_wall=r.comm_wall,
+                      exposed_by_op=tuple(sorted(r.exposed_by_op.items(), key=lambda kv: -kv[1])))
 
 
 def split_scoped(options: Mapping[str, Any]) -> tuple[dict, dict]:

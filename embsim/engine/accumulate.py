@@ -91,4 +91,5 @@ def combine_micro_batches(plain: StepMetrics, last: StepMetrics, k: int) -> Step
                        comm_time=add(plain.comm_time, last.comm_time),
                        link_utilisation=util, iterations_measured=last.iterations_measured,
                        comm_count=add(plain.comm_count, last.comm_count),
-                       comm_wall=(k - 1) * plain.comm_wall + last.comm_wall)
+                       comm_wall=(k - 1) * plain.comm_wall + last.comm_wall,
+                       exposed_by_op=add(plain.exposed_by_op, last.exposed_by_op))

@@ -24,6 +24,9 @@ class StepMetrics:
     comm_count: dict = field(default_factory=dict)
     # s per step during which at least one collective runs (overlapping ones counted once)
     comm_wall: float = 0.0
+    # op -> s per step the slowest GPUs' compute stream sat waiting for it: the exposed
+    # communication, by the collective it waited on
+    exposed_by_op: dict = field(default_factory=dict)
 
 
 def steady_window(run: EngineRun) -> tuple[int, int]:
@@ -62,13 +65,14 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     # per GPU over the whole cluster: a collective of some ranks only (a pipeline stage's
     # gradient sync) counts for its share of the GPUs
     world = sum(len(c.ranks) for c in run.classes)
+    op_of: dict[str, str] = {}        # collective name -> the key its figures go under
     for r in run.comm:
+        # tensor parallelism's activation collectives apart from the gradients' (engine.tp_plan)
+        # and pipeline parallelism's stage-to-stage sends and step-end collectives (engine.pp_plan)
+        # a stage pair's "pp:<s>" is "pp", a pipeline stage's own "tp@s<s>" is "tp"
+        family = channel_family(r.channel).split(":")[0]
+        key = op_of[r.name] = f"{family} {r.op}" if family in ("tp", "pp") else r.op
         if first < r.iteration <= last:
-            # tensor parallelism's activation collectives apart from the gradients' (engine.tp_plan)
-            # and pipeline parallelism's stage-to-stage sends and step-end collectives (engine.pp_plan)
-            # a stage pair's "pp:<s>" is "pp", a pipeline stage's own "tp@s<s>" is "tp"
-            family = channel_family(r.channel).split(":")[0]
-            key = f"{family} {r.op}" if family in ("tp", "pp") else r.op
             share = min(1.0, r.ranks / world) if r.ranks and world else 1.0
             comm_bytes[key] = comm_bytes.get(key, 0.0) + bytes_per_gpu(r) * share
             # per GPU as the bytes are: a stage's collective occupies its own GPUs only
@@ -77,6 +81,13 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     comm_bytes = {k: v / n for k, v in comm_bytes.items()}
     comm_time = {k: v / n for k, v in comm_time.items()}
     comm_count = {k: v / n for k, v in comm_count.items()}
+    # the GPUs with the most compute: the others' extra waits are for them, not for the network
+    slowest = max(ends, key=lambda c: (busy.get(c, 0.0), ends[c][1] - ends[c][0]))
+    exposed_by_op: dict[str, float] = {}
+    for w in run.waits:
+        if w.cls == slowest and first < w.iteration <= last:
+            key = op_of.get(w.comm, w.comm)
+            exposed_by_op[key] = exposed_by_op.get(key, 0.0) + (w.end - w.start) / n
     wall = busy_wall([(r.start, r.end) for r in run.comm if first < r.iteration <= last]) / n
 
     util: dict[str, tuple[float, float]] = {}
@@ -92,4 +103,4 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     return StepMetrics(step_time=step, compute=compute, exposed_comm=max(0.0, step - compute),
                        comm_bytes_per_gpu=comm_bytes, comm_time=comm_time,
                        link_utilisation=util, iterations_measured=n, comm_count=comm_count,
-                       comm_wall=wall)
+                       comm_wall=wall, exposed_by_op=exposed_by_op)

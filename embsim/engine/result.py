@@ -92,6 +92,10 @@ class SimulationResult:
         return self.metrics.comm_wall
 
     @property
+    def exposed_by_op(self) -> dict:
+        return self.metrics.exposed_by_op
+
+    @property
     def link_utilisation(self) -> dict:
         return self.metrics.link_utilisation
 

@@ -18,7 +18,7 @@ from ..collectives.runtime import CollectiveRecord, CollectiveRuntime
 from ..collectives.servers import SERVER_OPS
 from ..plan.names import OpId
 from ..plan.ops import CommOp, ComputeOp, StepPlan
-from ..plan.timeline import CommRecord, ComputeRecord, EngineRun, RankClass
+from ..plan.timeline import CommRecord, ComputeRecord, EngineRun, RankClass, WaitRecord
 
 
 class Engine:
@@ -108,7 +108,10 @@ class Engine:
                     continue
                 for dep, offset in self.plan.comm_waits.get(op.id, ()):
                     if k + offset >= 0:
+                        idle = env.now
                         yield self._comm_event(k + offset, dep)
+                        if env.now > idle:
+                            rec.waits.append(WaitRecord(cls.name, k, dep, idle, env.now))
                 start = env.now
                 self._set_computing(+1)
                 yield from self._busy(op.duration * _slowdown(cls, op), cls.ranks[0])

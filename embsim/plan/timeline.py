@@ -46,6 +46,18 @@ class CommRecord:
     ranks: int = 0          # the ranks taking part; 0: every rank of the run
 
 
+@dataclass(frozen=True)
+class WaitRecord:
+    """A compute stream idle until a collective it depends on finished: exposed
+    communication, attributed to that collective."""
+
+    cls: str
+    iteration: int             # the stream's iteration that waited
+    comm: str                  # the collective's name (CommRecord.name)
+    start: float
+    end: float
+
+
 @dataclass
 class EngineRun:
     """Raw timeline of a run; engine.metrics turns it into figures."""
@@ -54,6 +66,7 @@ class EngineRun:
     classes: tuple[RankClass, ...]
     compute: list[ComputeRecord] = field(default_factory=list)
     comm: list[CommRecord] = field(default_factory=list)
+    waits: list[WaitRecord] = field(default_factory=list)
     iteration_end: dict[tuple[str, int], float] = field(default_factory=dict)
     link_bytes_at: dict[int, Any] = field(default_factory=dict)  # iteration -> bytes carried per link
     sim_events: int = 0

@@ -30,6 +30,8 @@ def simulation_json(result) -> dict:
         "collectives_per_step": dict(result.comm_count),
         # ms per step during which at least one collective runs
         "comm_wall_ms": result.comm_wall * 1e3,
+        # the exposed communication by the collective the slowest GPUs' stream waited on
+        "exposed_by_op_ms": {op: t * 1e3 for op, t in result.exposed_by_op.items()},
         "memory_per_gpu_bytes": memory["total"],
         "memory_breakdown_bytes": memory,
         "hbm_bytes": result.hbm_bytes,
@@ -52,6 +54,7 @@ def compare_row_json(row) -> dict:
            "comm_bytes_per_gpu": row.comm_bytes_per_gpu,
            "collectives_per_step": row.collectives,
            "comm_wall_ms": None if row.comm_wall is None else row.comm_wall * 1e3,
+           "exposed_by_op_ms": {op: s * 1e3 for op, s in row.exposed_by_op},
            "memory_per_gpu_bytes": row.memory_per_gpu,
            "fits_in_memory": row.fits_in_memory}
     if row.refused is not None:

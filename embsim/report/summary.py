@@ -39,13 +39,17 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
     share = result.exposed_comm / result.step_time if result.step_time else 0.0
     t.add_row("compute", human_time(result.compute))
     t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")
+    waited = sorted(((t, op) for op, t in result.exposed_by_op.items() if t > 0), reverse=True)
+    if waited:
+        # what the slowest GPUs' compute stream sat waiting for: the exposed time, by collective
+        t.add_row("  waiting on", ", ".join(f"{op} {human_time(s)}" for s, op in waited))
     if result.comm_wall:
         # the rest of that wall ran under compute: what overlap hid
         t.add_row("  collectives running", f"{human_time(result.comm_wall)} of the step "
                   f"({min(1.0, result.comm_wall / result.step_time) * 100:.1f} %), any of them")
     for op, nbytes in sorted(result.comm_bytes_per_gpu.items()):
         count = result.comm_count.get(op)
-        what = f"{count:,.0f} collectives, " if count else ""
+        what = f"{count:,.0f} collective{'' if round(count) == 1 else 's'}, " if count else ""
         t.add_row(f"  {op} per GPU", f"{human_bytes(nbytes)} in {what}{human_time(result.comm_time.get(op, 0.0))} "
                   f"summed")
     busiest = result.busiest_link

@@ -23,6 +23,7 @@ def test_json_has_the_documented_keys(capsys):
     # what the collectives are: how many a step, and how long any of them runs (overlaps once)
     assert set(out["collectives_per_step"]) == set(out["comm_bytes_per_gpu"])
     assert 0 < out["comm_wall_ms"] <= sum(out["comm_ms"].values()) + 1e-9
+    assert sum(out["exposed_by_op_ms"].values()) == pytest.approx(out["exposed_comm_ms"])
 
 
 def test_human_table_and_chrome_trace(tmp_path, capsys):
@@ -31,7 +32,7 @@ def test_human_table_and_chrome_trace(tmp_path, capsys):
                      "--chrome-trace", str(path)]) == 0
     out = capsys.readouterr().out
     for words in ("step time", "exposed communication", "memory per GPU", "kernel model",
-                  "collectives running", "of the step", "collectives, ", " summed"):
+                  "collectives running", "of the step", "1 collective, ", " summed", "waiting on"):
         assert words in out
     trace = json.loads(path.read_text())
     assert any(e["ph"] == "X" for e in trace["traceEvents"])

@@ -40,16 +40,17 @@ def test_more_and_slower_collectives_are_called_latency():
 
 def test_why_best_splits_the_step_against_the_best_other_strategy():
     rows = [row("embrace", "embrace-2d", 10e-3, 4e-3, 6e-3, comm_bytes_per_gpu=450e6, collectives=100,
-                comm_wall=9e-3),
+                comm_wall=9e-3, exposed_by_op=(("alltoall", 4e-3),)),
             row("embrace", "fifo", 40e-3, 35e-3, 5e-3),                     # same strategy: skipped
             row("ps", "fifo", 45e-3, 40e-3, 5e-3, comm_bytes_per_gpu=50e6, collectives=90,
-                comm_wall=44e-3),
+                comm_wall=44e-3, exposed_by_op=(("ps_push", 35e-3), ("ps_pull", 4e-3), ("all_reduce", 1e-3))),
             CompareRow("allreduce", "fifo", step_time=5e-3, exposed_comm=1e-3, compute=4e-3,
                        fits_in_memory=False)]                             # faster, does not fit
     text = why_best(rows)
     assert text.startswith("embrace/embrace-2d beats ps/fifo, the best row of another strategy, "
                            "by 35.00 ms a step (78% of its step): exposed communication 4.00 ms "
                            "against 40.00 ms (-36.00 ms), computation 6.00 ms against 5.00 ms (+1.00 ms)")
+    assert "its compute waits on alltoall 4.00 ms, ps/fifo's on ps_push 35.00 ms, ps_pull 4.00 ms;" in text
     assert "it sends 450.0 MB per GPU in 100 collectives a step at 50.0 GB/s" in text
     assert "against 50.0 MB in 90 collectives a step at 1.1 GB/s" in text
     assert why_best(rows[:2]) is None                     # no other strategy
