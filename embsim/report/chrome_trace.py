@@ -33,6 +33,10 @@ def chrome_trace(run: EngineRun, n_gpus: int, gpus_per_node: int,
     by_class: dict[str, list] = {}
     for r in run.compute:
         by_class.setdefault(r.cls, []).append(r)
+    waits: dict[str, list] = {}
+    for w in run.waits:
+        waits.setdefault(w.cls, []).append(w)
+    op_of = {r.name: r.op for r in run.comm}
     for pid, label, rank in procs:
         events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": label}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
@@ -40,10 +44,16 @@ def chrome_trace(run: EngineRun, n_gpus: int, gpus_per_node: int,
         for ch, tid in tid_of.items():
             events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                            "args": {"name": f"comm: {ch}"}})
-        for r in by_class.get(class_of.get(rank, run.classes[0].name), ()):
+        cls = class_of.get(rank, run.classes[0].name)
+        for r in by_class.get(cls, ()):
             events.append({"ph": "X", "name": r.name, "cat": r.kind, "pid": pid, "tid": 0,
                            "ts": r.start * 1e6, "dur": (r.end - r.start) * 1e6,
                            "args": {"iteration": r.iteration}})
+        # the compute stream idle on a collective: exposed communication, named by what it waits for
+        for w in waits.get(cls, ()):
+            events.append({"ph": "X", "name": f"wait: {op_of.get(w.comm, w.comm)}", "cat": "exposed",
+                           "pid": pid, "tid": 0, "ts": w.start * 1e6, "dur": (w.end - w.start) * 1e6,
+                           "args": {"iteration": w.iteration, "tensor": w.comm}})
         for r in run.comm:
             events.append({"ph": "X", "name": f"{r.op} {human_bytes(r.nbytes)}", "cat": r.category,
                            "pid": pid, "tid": tid_of[r.channel], "ts": r.start * 1e6,

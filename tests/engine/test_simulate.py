@@ -73,6 +73,9 @@ def test_chrome_trace_respects_dependencies(lstm_2x8):
         assert max(e["ts"] for e in fwd) < min(e["ts"] for e in bwd)
     comm = [e for e in events if e["tid"] != 0]
     assert comm and all(e["name"].startswith("all_reduce ") for e in comm)
+    # the stream's idle waits sit between its ops, named by the collective they wait for
+    waits = [e for e in compute if e["cat"] == "exposed"]
+    assert waits and all(e["name"] == "wait: all_reduce" for e in waits)
 
 
 def test_straggler_slows_everyone():
