@@ -83,4 +83,6 @@ def scale_json(model: str, strategy: str, scheduler: str, curve) -> dict:
                         "samples_per_s": c.samples_per_s, "efficiency": c.efficiency,
                         "error": c.error, "compute_source": c.compute_source,
                         "memory_per_gpu_bytes": c.memory_per_gpu_bytes,
-                        "fits_in_memory": c.fits_in_memory} for c in curve]}
+                        "fits_in_memory": c.fits_in_memory, "compute_ms": c.compute_ms,
+                        "exposed_comm_ms": c.exposed_comm_ms,
+                        "exposed_by_op_ms": c.exposed_by_op_ms} for c in curve]}

@@ -5,10 +5,15 @@ from __future__ import annotations
 from .units import compute_source_text, human_bytes
 
 
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def scaling_table(curve, title: str) -> str:
     # per-GPU throughput against the smallest run: not simulate's "vs N x one GPU"
     smallest = f"vs {curve[0].gpus} GPUs" if curve else "vs smallest"
-    lines = [title, f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} {smallest:>12}"]
+    lines = [title, f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} {smallest:>12} "
+                    f"{'compute ms':>11} {'exposed ms':>11}  waiting most on"]
     for c in curve:
         if c.error:
             lines.append(f"{c.gpus:6d} {c.topology:>20} failed: {c.error}")
@@ -16,8 +21,11 @@ def scaling_table(curve, title: str) -> str:
             # a point that needs more than the GPU's HBM is flagged on its own row
             over = (f"  does not fit: {human_bytes(c.memory_per_gpu_bytes)} per GPU"
                     if c.fits_in_memory is False else "")
+            waited = c.most_waited
+            why = (f"{_ms(c.compute_ms):>11} {_ms(c.exposed_comm_ms):>11}  "
+                   + (f"{waited[0]} {waited[1]:.3f} ms" if waited else "-"))
             lines.append(f"{c.gpus:6d} {c.topology:>20} {c.step_time_ms:10.3f} "
-                         f"{c.samples_per_s:12.1f} {c.efficiency:12.3f}{over}")
+                         f"{c.samples_per_s:12.1f} {c.efficiency:12.3f} {why}{over}")
     for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
         lines.append(f"compute times: {compute_source_text(source)}")
     return "\n".join(lines)

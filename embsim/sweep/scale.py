@@ -21,6 +21,17 @@ class ScalePoint:
     # the run's memory per GPU and whether it fits the GPU's HBM (None: the point failed)
     memory_per_gpu_bytes: float | None = None
     fits_in_memory: bool | None = None
+    # why the curve bends: the step's compute and exposed communication, and the exposed
+    # time by the collective the slowest GPUs waited on (simulate's exposed_by_op_ms)
+    compute_ms: float | None = None
+    exposed_comm_ms: float | None = None
+    exposed_by_op_ms: dict | None = None
+
+    @property
+    def most_waited(self) -> tuple[str, float] | None:
+        """(op, ms) the step's exposed time waited on most, or None."""
+        waits = {k: v for k, v in (self.exposed_by_op_ms or {}).items() if v > 0}
+        return max(waits.items(), key=lambda kv: (kv[1], kv[0])) if waits else None
 
 
 def parse_gpus(text: str) -> list[int]:
@@ -68,7 +79,8 @@ def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[Scale
         out.append(ScalePoint(gpus, p.config["topology"], res["step_time_ms"],
                               res["samples_per_s"], per_gpu / first, None,
                               res.get("compute_source", ""), res.get("memory_per_gpu_bytes"),
-                              res.get("fits_in_memory")))
+                              res.get("fits_in_memory"), res.get("compute_ms"),
+                              res.get("exposed_comm_ms"), res.get("exposed_by_op_ms")))
     return out
 
 

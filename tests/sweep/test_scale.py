@@ -7,7 +7,9 @@ from embsim.sweep.scale import scale_points, scaling_curve
 def _rows(points, fits):
     return {p.hash: {"status": "ok", "result": {
         "step_time_ms": 100.0, "samples_per_s": 10.0 * (i + 1), "compute_source": "compute: x",
-        "memory_per_gpu_bytes": 200e9 if not f else 10e9, "fits_in_memory": f}}
+        "memory_per_gpu_bytes": 200e9 if not f else 10e9, "fits_in_memory": f,
+        "compute_ms": 60.0, "exposed_comm_ms": 40.0,
+        "exposed_by_op_ms": {"all_reduce": 10.0, "alltoall": 30.0 * i}}}
         for i, (p, f) in enumerate(zip(points, fits))}
 
 
@@ -18,6 +20,9 @@ def test_a_point_that_does_not_fit_says_so_in_the_table_and_the_curve():
     table = scaling_table(curve, "t").splitlines()
     row8, row16 = (next(line for line in table if line.lstrip().startswith(n)) for n in ("8 ", "16 "))
     assert row8.endswith("does not fit: 200.0 GB per GPU") and "does not fit" not in row16
+    # why the curve bends: compute, exposed communication and what the step waited on most
+    assert "60.000      40.000  all_reduce 10.000 ms" in row8
+    assert row16.endswith("60.000      40.000  alltoall 30.000 ms")
 
 
 def test_scale_json_uses_simulates_keys_and_units():
@@ -31,6 +36,6 @@ def test_scale_json_uses_simulates_keys_and_units():
         simulated = rows[p.hash]["result"]
         shared = set(point) & set(simulated)
         assert shared == {"step_time_ms", "samples_per_s", "compute_source", "memory_per_gpu_bytes",
-                          "fits_in_memory"}
+                          "fits_in_memory", "compute_ms", "exposed_comm_ms", "exposed_by_op_ms"}
         assert all(point[k] == simulated[k] for k in shared)
         assert not any(k.endswith("_s") and not k.endswith("_per_s") for k in point)
