@@ -9,6 +9,7 @@ scaling_plot: step time against GPU count for a few strategy/scheduler series.
 from __future__ import annotations
 
 import io
+import textwrap
 
 import matplotlib
 
@@ -44,6 +45,8 @@ def compare_bar_chart(result, path: str, title: str | None = None) -> None:
     top = max((c + e for c, e in zip(compute, exposed)), default=1.0)
     for yi, r, c, e in zip(y, rows, compute, exposed):
         text = f"{r.step_time * 1e3:.1f} ms  ×{r.speedup:.2f}"
+        if r.exposed_by_op and r.exposed_by_op[0][1] > 0:
+            text += f"  waits on {r.exposed_by_op[0][0]}"       # what its exposed time is, most
         if not r.fits_in_memory:
             text += "  (does not fit in HBM)"
         ax.text(c + e + top * 0.01, yi, text, va="center", fontsize=8)
@@ -53,8 +56,9 @@ def compare_bar_chart(result, path: str, title: str | None = None) -> None:
                 color="grey", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     ax.set_yticks(y, labels, fontsize=9)
     ax.set_xlim(0, top * 1.45)
-    ax.set_xlabel(f"simulated step time (ms) — {result.compute_source}" if result.compute_source
-                  else "simulated step time (ms)")
+    # the compute source is long: wrapped, so it does not widen the figure past reading
+    ax.set_xlabel("\n".join(textwrap.wrap(f"simulated step time (ms) — {result.compute_source}", 110))
+                  if result.compute_source else "simulated step time (ms)", fontsize=8)
     cfg = result.config
     ax.set_title(title or f"{cfg.model} on {cfg.topology} ({result.n_gpus} GPUs): "
                  f"speedup over {result.baseline}", fontsize=10)

@@ -85,11 +85,13 @@ def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[Scale
 
 
 def plot_scaling(curve: list[ScalePoint], path, title: str) -> None:
+    import textwrap
+
     import matplotlib.pyplot as plt
 
-    from ..report.plots import save_figure  # sets the Agg backend
+    from ..report.plots import COMM_COLOUR, COMPUTE_COLOUR, save_figure  # sets the Agg backend
     ok = [c for c in curve if c.error is None]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (a, b, w) = plt.subplots(1, 3, figsize=(14, 4.4))
     a.plot([c.gpus for c in ok], [c.samples_per_s for c in ok], "o-", label="simulated")
     a.plot([c.gpus for c in ok], [ok[0].samples_per_s * c.gpus / ok[0].gpus for c in ok], "--",
            color="grey", label="linear")
@@ -98,6 +100,21 @@ def plot_scaling(curve: list[ScalePoint], path, title: str) -> None:
     b.plot([c.gpus for c in ok], [c.efficiency for c in ok], "o-")
     b.set_xscale("log", base=2); b.set_ylim(0, 1.05)
     b.set_xlabel("GPUs"); b.set_ylabel("efficiency vs smallest"); b.grid(alpha=0.3)
-    fig.suptitle(title)
+    # why it bends: each step split into compute and exposed communication
+    split = [c for c in ok if c.compute_ms is not None and c.exposed_comm_ms is not None]
+    x = range(len(split))
+    w.bar(x, [c.compute_ms for c in split], color=COMPUTE_COLOUR, label="compute")
+    w.bar(x, [c.exposed_comm_ms for c in split], bottom=[c.compute_ms for c in split],
+          color=COMM_COLOUR, label="exposed communication")
+    for i, c in enumerate(split):
+        if c.most_waited:
+            w.text(i, c.compute_ms + c.exposed_comm_ms, f" {c.most_waited[0]}", rotation=90,
+                   ha="center", va="bottom", fontsize=7)
+    w.set_xticks(list(x), [str(c.gpus) for c in split])
+    w.set_xlabel("GPUs"); w.set_ylabel("step (ms)"); w.legend(fontsize=8); w.grid(axis="y", alpha=0.3)
+    w.margins(y=0.25)
+    # the title's compute source is long: wrapped, so it does not widen the figure past reading
+    fig.suptitle("\n".join(line for part in title.split("\n") for line in textwrap.wrap(part, 150)),
+                 fontsize=9)
     fig.tight_layout()
     save_figure(fig, path, dpi=120)
