@@ -37,6 +37,8 @@ def table(model: str, cluster: str, data: dict) -> str:
     lines += ["", f"Compute times: `{data['compute_source']}`."]
     for reason, combos in refused.items():
         lines += ["", f"Refused: {', '.join(combos)}: {reason}."]
+    if data.get("why"):
+        lines += ["", f"Why: {data['why']}."]
     slower = data.get("slower_than_fifo", [])
     if slower:
         lines += [""] + [f"- slower than fifo: {line}" for line in slower]

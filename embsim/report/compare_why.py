@@ -5,7 +5,7 @@ computation and exposed communication, and what the communication is)."""
 
 from __future__ import annotations
 
-from ..compare import CompareRow, best_fitting, rank_key
+from ..compare import TRAINING_MEAN_ERROR, CompareRow, best_fitting, rank_key
 from .units import human_bytes, human_time
 
 
@@ -79,8 +79,16 @@ def why_best(rows) -> str | None:
     terms.sort(key=lambda t: -(t[2] - t[1]))          # what it gains most on first
     parts = [f"{name} {human_time(mine)} against {human_time(theirs)} ({(mine - theirs) * 1e3:+.2f} ms)"
              for name, mine, theirs in terms]
-    text = (f"{best.label} beats {other.label}, the best row of another strategy, by "
-            f"{d_step * 1e3:.2f} ms a step ({d_step / other.step_time:.0%} of its step): " + ", ".join(parts))
+    gap = d_step / other.step_time
+    if gap < 1e-9:
+        lead = f"{best.label} ties with {other.label}, the best row of another strategy"
+    else:
+        share = f"{gap:.1%}" if gap >= 1e-3 else f"{gap:.2%}"      # a 0.04 ms lead is not "0.0%"
+        lead = (f"{best.label} {'beats' if gap >= TRAINING_MEAN_ERROR else 'leads'} {other.label}, the best "
+                f"row of another strategy, by {d_step * 1e3:.2f} ms a step ({share} of its step"
+                + ("" if gap >= TRAINING_MEAN_ERROR else
+                   f", within the model's {TRAINING_MEAN_ERROR:.1%} mean error: not resolved") + ")")
+    text = f"{lead}: " + ", ".join(parts)
     if waited_on(best) or waited_on(other):
         text += (f"; its compute waits on {waited_on(best) or 'nothing'}, "
                  f"{other.label}'s on {waited_on(other) or 'nothing'}")

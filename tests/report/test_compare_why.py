@@ -48,7 +48,7 @@ def test_why_best_splits_the_step_against_the_best_other_strategy():
                        fits_in_memory=False)]                             # faster, does not fit
     text = why_best(rows)
     assert text.startswith("embrace/embrace-2d beats ps/fifo, the best row of another strategy, "
-                           "by 35.00 ms a step (78% of its step): exposed communication 4.00 ms "
+                           "by 35.00 ms a step (77.8% of its step): exposed communication 4.00 ms "
                            "against 40.00 ms (-36.00 ms), computation 6.00 ms against 5.00 ms (+1.00 ms)")
     assert "its compute waits on alltoall 4.00 ms, ps/fifo's on ps_push 35.00 ms, ps_pull 4.00 ms;" in text
     assert "it sends 450.0 MB per GPU in 100 collectives a step at 50.0 GB/s" in text
@@ -61,3 +61,11 @@ def test_busy_wall_counts_overlapping_collectives_once():
     assert busy_wall([]) == 0.0
     assert busy_wall([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == 4.0
     assert busy_wall([(4, 5), (0, 1)]) == 2.0
+
+
+def test_why_best_says_when_the_lead_is_within_the_models_error():
+    close = [row("embrace", "fifo", 10.0e-3, 2e-3, 8e-3), row("ps", "fifo", 10.3e-3, 2.3e-3, 8e-3)]
+    assert ("embrace/fifo leads ps/fifo, the best row of another strategy, by 0.30 ms a step "
+            "(2.9% of its step, within the model's 6.3% mean error: not resolved)") in why_best(close)
+    tie = [row("allgather", "fifo", 10e-3, 2e-3, 8e-3), row("embrace", "fifo", 10e-3, 2e-3, 8e-3)]
+    assert why_best(tie).startswith("allgather/fifo ties with embrace/fifo, the best row of another strategy: ")
