@@ -37,9 +37,9 @@ def _latency_bound(row: CompareRow, other: CompareRow) -> bool:
 def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
     """Why `row` is slower than the same strategy under fifo: the compute stream (more
     computation or updates serialised on it) or the network (more exposed
-    communication), with the busiest link class, and whether the collectives got more
-    and slower (latency: the same bytes cut into many small collectives) or stayed the
-    same and were placed worse (less of them under compute)."""
+    communication), with the busiest link class, and, where its collectives got many more
+    and slower per byte, latency (the bytes cut into many small collectives). Otherwise the
+    same collectives sat less under compute, which the exposed figure already says."""
     d_step = row.step_time - fifo.step_time
     d_compute = row.compute - fifo.compute
     d_exposed = row.exposed_comm - fifo.exposed_comm
