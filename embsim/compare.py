@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from .engine.config import with_options
+from .engine.result import most_first
 from .engine.run import SimulationConfig, simulate
 from .errors import InputError, ModelNotSupported
 from .lifetime import die_with_parent
@@ -112,7 +113,7 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus,
                       busiest_link=r.busiest_link, collectives=float(sum(r.comm_count.values())),
                       comm_wall=r.comm_wall,
-                      exposed_by_op=tuple(sorted(r.exposed_by_op.items(), key=lambda kv: -kv[1])))
+                      exposed_by_op=tuple(most_first(r.exposed_by_op)))
 
 
 def split_scoped(options: Mapping[str, Any]) -> tuple[dict, dict]:

@@ -11,6 +11,12 @@ from .config import SimulationConfig
 from .metrics import StepMetrics
 
 
+def most_first(by_op: dict) -> list[tuple[str, float]]:
+    """(op, time) pairs of `by_op` with a positive time, the largest first (ties by name):
+    the order every output lists what the exposed time waited on."""
+    return sorted(((op, t) for op, t in by_op.items() if t > 0), key=lambda kv: (-kv[1], kv[0]))
+
+
 @dataclass(frozen=True)
 class ClusterShape:
     """The cluster simulated: the node type's preset and how many of its GPUs."""

@@ -10,8 +10,9 @@ from .units import human_bytes, human_time
 
 
 def waited_on(row: CompareRow, most: int = 2) -> str:
-    """'alltoall 4.97 ms, all_gather 1.20 ms': what the row's exposed time waited for, most first."""
-    return ", ".join(f"{op} {human_time(s)}" for op, s in row.exposed_by_op[:most] if s > 0)
+    """'alltoall 4.97 ms, all_gather 1.20 ms': what the row's exposed time waited for, most
+    first (CompareRow.exposed_by_op is already engine.result.most_first's order)."""
+    return ", ".join(f"{op} {human_time(s)}" for op, s in row.exposed_by_op[:most])
 
 
 def comm_shape(row: CompareRow) -> str:

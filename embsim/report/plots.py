@@ -31,6 +31,12 @@ def save_figure(fig, path, dpi: int = 150) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def wrapped(text: str, width: int) -> str:
+    """`text` (lines of it) wrapped at `width` characters: a compute-source label is one long
+    line that would otherwise widen the figure past reading."""
+    return "\n".join(line for part in text.split("\n") for line in textwrap.wrap(part, width))
+
+
 def compare_bar_chart(result, path: str, title: str | None = None) -> None:
     """Horizontal bars, fastest at the top (result.rows is already ranked)."""
     rows = [r for r in result.rows if r.refused is None]
@@ -45,7 +51,7 @@ def compare_bar_chart(result, path: str, title: str | None = None) -> None:
     top = max((c + e for c, e in zip(compute, exposed)), default=1.0)
     for yi, r, c, e in zip(y, rows, compute, exposed):
         text = f"{r.step_time * 1e3:.1f} ms  ×{r.speedup:.2f}"
-        if r.exposed_by_op and r.exposed_by_op[0][1] > 0:
+        if r.exposed_by_op:
             text += f"  waits on {r.exposed_by_op[0][0]}"       # what its exposed time is, most
         if not r.fits_in_memory:
             text += "  (does not fit in HBM)"
@@ -56,8 +62,7 @@ def compare_bar_chart(result, path: str, title: str | None = None) -> None:
                 color="grey", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     ax.set_yticks(y, labels, fontsize=9)
     ax.set_xlim(0, top * 1.45)
-    # the compute source is long: wrapped, so it does not widen the figure past reading
-    ax.set_xlabel("\n".join(textwrap.wrap(f"simulated step time (ms) — {result.compute_source}", 110))
+    ax.set_xlabel(wrapped(f"simulated step time (ms) — {result.compute_source}", 110)
                   if result.compute_source else "simulated step time (ms)", fontsize=8)
     cfg = result.config
     ax.set_title(title or f"{cfg.model} on {cfg.topology} ({result.n_gpus} GPUs): "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ..engine.result import most_first
 from .notes import condense
 from .units import compute_source_text, human_bytes, human_time
 
@@ -39,10 +40,10 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
     share = result.exposed_comm / result.step_time if result.step_time else 0.0
     t.add_row("compute", human_time(result.compute))
     t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")
-    waited = sorted(((t, op) for op, t in result.exposed_by_op.items() if t > 0), reverse=True)
+    waited = most_first(result.exposed_by_op)
     if waited:
         # what the slowest GPUs' compute stream sat waiting for: the exposed time, by collective
-        t.add_row("  waiting on", ", ".join(f"{op} {human_time(s)}" for s, op in waited))
+        t.add_row("  waiting on", ", ".join(f"{op} {human_time(s)}" for op, s in waited))
     if result.comm_wall:
         # the rest of that wall ran under compute: what overlap hid
         t.add_row("  collectives running", f"{human_time(result.comm_wall)} of the step "

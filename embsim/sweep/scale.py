@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..engine.result import most_first
 from ..errors import InputError
 from ..topology import TopologySpec, load_topology
 from .spec import SweepPoint, config_hash
@@ -30,8 +31,8 @@ class ScalePoint:
     @property
     def most_waited(self) -> tuple[str, float] | None:
         """(op, ms) the step's exposed time waited on most, or None."""
-        waits = {k: v for k, v in (self.exposed_by_op_ms or {}).items() if v > 0}
-        return max(waits.items(), key=lambda kv: (kv[1], kv[0])) if waits else None
+        waits = most_first(self.exposed_by_op_ms or {})
+        return waits[0] if waits else None
 
 
 def parse_gpus(text: str) -> list[int]:
@@ -85,11 +86,9 @@ def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[Scale
 
 
 def plot_scaling(curve: list[ScalePoint], path, title: str) -> None:
-    import textwrap
-
     import matplotlib.pyplot as plt
 
-    from ..report.plots import COMM_COLOUR, COMPUTE_COLOUR, save_figure  # sets the Agg backend
+    from ..report.plots import COMM_COLOUR, COMPUTE_COLOUR, save_figure, wrapped  # sets the Agg backend
     ok = [c for c in curve if c.error is None]
     fig, (a, b, w) = plt.subplots(1, 3, figsize=(14, 4.4))
     a.plot([c.gpus for c in ok], [c.samples_per_s for c in ok], "o-", label="simulated")
@@ -113,8 +112,6 @@ def plot_scaling(curve: list[ScalePoint], path, title: str) -> None:
     w.set_xticks(list(x), [str(c.gpus) for c in split])
     w.set_xlabel("GPUs"); w.set_ylabel("step (ms)"); w.legend(fontsize=8); w.grid(axis="y", alpha=0.3)
     w.margins(y=0.25)
-    # the title's compute source is long: wrapped, so it does not widen the figure past reading
-    fig.suptitle("\n".join(line for part in title.split("\n") for line in textwrap.wrap(part, 150)),
-                 fontsize=9)
+    fig.suptitle(wrapped(title, 150), fontsize=9)
     fig.tight_layout()
     save_figure(fig, path, dpi=120)
