@@ -172,7 +172,7 @@ class EmbRaceStrategy(Strategy):
             total = sum(lookups.values())
             vec = t.dim * wire
             # with dedup a GPU sends each distinct id and row once (a pooled table every row)
-            sent, rows_sent = sent_shares(t, users, total, self.options.dedup)
+            ids_sent, rows_sent = sent_shares(t, users, total, self.options.dedup)
             split = (row_split(t, self.options.shard, self.options.dedup, n, total)
                      if self.options.shard in ("rows", "hashed") and n > 1 else None)
             if split is not None:
@@ -198,7 +198,7 @@ class EmbRaceStrategy(Strategy):
                 ids = extra_name("embrace-ids", t.layer)
                 extra.append((fwd_name(t.layer), ComputeOp(ids, ID_STAGING_S)))
                 sync.append(SyncTensor(name=f"embrace-ids:{t.table}", layer=t.layer, op="all_gather",
-                                       nbytes=n * total * sent * INDEX_BYTES, category="embedding",
+                                       nbytes=n * total * ids_sent * INDEX_BYTES, category="embedding",
                                        ready_after=ids, needed_by=fwd_name(t.layer)))
             for user in users:
                 # the looked-up vectors: one per lookup, or one per sample from a bag
@@ -256,7 +256,7 @@ class EmbRaceStrategy(Strategy):
                              f"{shares.max() * 100:.1f} % of lookups ({hot:.1f}x an even share)")
             if self.options.dedup:
                 notes.append(f"embrace dedup {t.table}: {t.unique_per_gpu:,.0f} distinct of {total:,.0f} rows "
-                             f"read per GPU sent ({sent * 100:.0f} % of the bytes)")
+                             f"read per GPU sent ({rows_sent * 100:.0f} % of the bytes)")
         if len(sharded) > 1 and self.options.shard == "cols" and n > 1:
             notes.append(f"embrace exchange=per_table: {len(sharded)} tables, one AlltoAll each per direction "
                          f"(EmbRace on Horovod, which never fuses alltoalls); --option exchange=fused runs "

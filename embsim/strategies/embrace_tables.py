@@ -85,8 +85,8 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         lookup_layers += [u.name for u in users]
         total = float(sum(model.rows_read(u) for u in users))
         # with dedup each GPU sends each distinct id and row once (a pooled table every row)
-        ids_sent, sent = sent_shares(t, users, total, dedup)
-        per_table.append((t, users, total, sent))
+        ids_sent, rows_sent = sent_shares(t, users, total, dedup)
+        per_table.append((t, users, total, rows_sent))
         id_share.append(ids_sent)
         vectors.append(float(sum(model.vectors_out(u) for u in users)))   # one per sample if pooled
     first = min(lookup_layers, key=layers.index)
@@ -123,26 +123,27 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
     else:
         pieces = placed_pieces(per_table, sizes, options, n)
     # each table's own lookup times (one batch) and full update, once; pieces take shares.
-    # With dedup an owner looks up and scatters each sender's distinct rows only (`sent`)
-    table_fwd = [sent * sum(ctx.layer_fwd[u.name] for u in users) for _, users, _, sent in per_table]
-    table_bwd = [sent * sum(ctx.layer_bwd[u.name] for u in users) for _, users, _, sent in per_table]
-    scale = {u.name: (sent, sent) for _, users, _, sent in per_table for u in users if sent < 1.0}
+    # With dedup an owner looks up and scatters each sender's distinct rows only (`rows_sent`)
+    table_fwd = [rows_sent * sum(ctx.layer_fwd[u.name] for u in users) for _, users, _, rows_sent in per_table]
+    table_bwd = [rows_sent * sum(ctx.layer_bwd[u.name] for u in users) for _, users, _, rows_sent in per_table]
+    scale = {u.name: (rows_sent, rows_sent) for _, users, _, rows_sent in per_table for u in users
+             if rows_sent < 1.0}
     base_fwd, base_bwd = base_fwd + sum(table_fwd), base_bwd + sum(table_bwd)
     piece_update = {}
     for p in pieces:
         # a column slice serves every lookup of its table on its share of the columns; a row
         # piece serves its rows' share of the lookups on whole rows
-        t, _, total, sent = per_table[p.table]
+        t, _, total, rows_sent = per_table[p.table]
         key = (p.table, p.lookups, p.columns, p.rows)
         if key not in piece_update:
             rows = t.unique_union if p.rows is None else p.rows
-            piece_update[key] = ctx.sparse_update(t.layer, rows, n * total * sent * p.lookups, columns=p.columns)
+            piece_update[key] = ctx.sparse_update(t.layer, rows, n * total * rows_sent * p.lookups, columns=p.columns)
         work = n * p.lookups * p.columns
         fwd_load[p.gpu] += work * table_fwd[p.table]
         bwd_load[p.gpu] += work * table_bwd[p.table]
         upd_load[p.gpu] += piece_update[key]
         ids_to[p.gpu] += total * id_share[p.table] * p.lookups * INDEX_BYTES
-        vectors_from[p.gpu] += vectors[p.table] * sent * p.lookups * p.columns * t.dim * wire
+        vectors_from[p.gpu] += vectors[p.table] * rows_sent * p.lookups * p.columns * t.dim * wire
 
     if dedup:
         # one unique over every id of the batch (all tables' ids, offset into one key space
@@ -182,12 +183,12 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         # rows come back grouped by owner: put them in the batch's order, and in backward
         # gather the gradients into the owners' order before they leave (SOK's All2AllOutput
         # reorderKernel / gatherExKernel over every row it exchanges)
-        sent_rows = float(sum(total * sent for _, _, total, sent in per_table))
+        sent_rows = float(sum(total * rows_sent for _, _, total, rows_sent in per_table))
         move = ctx.kernel_seconds([Kernel("gather", rows=sent_rows, row_bytes=width * wire, ops=0,
                                           name="embrace-reorder")])
         before_fwd.append(ComputeOp(extra_name("embrace-reorder", last), move))
         before_bwd.append(ComputeOp(extra_name("embrace-reorder-bwd", last), move))
-    expanded = [(total, total * sent) for _, _, total, sent in per_table if sent < 1.0]
+    expanded = [(total, total * rows_sent) for _, _, total, rows_sent in per_table if rows_sent < 1.0]
     if expanded:
         # the distinct rows back to one per lookup, and the lookups' gradients summed into
         # them before they leave (every table's as one, as SOK's tf.gather over its one key space)
