@@ -41,10 +41,10 @@ def colocated_transfer(topo, op: str, traffic: Traffic) -> tuple[float, Demand]:
     for la in range(g):
         k = nic[la]
         same = tree_offsets(t, f"gpu{la}", root) if push else tree_offsets(t, root, f"gpu{la}")
-        near = (topo._local(("gpu", la, "nic", k)) if push else topo._local(("nic", k, "gpu", la)))
         for o in same:
             node_vals[:, o] += R2[:, la] * C
-        if N > 1:
+        if N > 1:       # one node's servers are all local: no NIC on the way (there may be none)
+            near = (topo._local(("gpu", la, "nic", k)) if push else topo._local(("nic", k, "gpu", la)))
             for o in near:
                 node_vals[:, o] += R2[:, la] * others_C
     if N > 1:

@@ -68,3 +68,11 @@ def test_dedicated_servers_multi_node_keep_their_one_gpu_baseline():
                                     strategy_options={"servers": "dedicated"}, iterations=2))
     assert "ps_push" not in one.comm_bytes_per_gpu
     assert "nothing to synchronise" in one.compute_source
+
+
+def test_colocated_servers_on_a_node_without_nics():
+    """A single node with no NICs (the local-cpu preset, a workstation) has its servers
+    on its own CPU: every push and pull stays on the node, no NIC is looked up."""
+    r = simulate(SimulationConfig(topology="local-cpu", model="lstm-lm1b", strategy="ps",
+                                  iterations=2, efficiency_baseline=False))
+    assert r.comm_bytes_per_gpu["ps_push"] > 0 and r.step_time > 0
