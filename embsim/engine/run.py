@@ -134,6 +134,22 @@ def with_model_defaults(cfg: SimulationConfig) -> SimulationConfig:
                    throughput=cfg.throughput or spec.throughput or "time")
 
 
+def one_gpu_label(cfg: SimulationConfig, tensor_parallel: bool, strategy, ctx) -> str:
+    """What --strategy and --scheduler still change where nothing is synchronised: a table
+    whose gradient can be sparse is stepped as dense (vocab x dim) under a dense strategy
+    and as its looked-up rows under a sparse one, on one GPU too."""
+    where = "tensor-parallel group" if tensor_parallel else "GPU"
+    if not any(not t.dense_grad for t in ctx.tables.values()):
+        return (f"one {where}: nothing to synchronise, so --strategy {cfg.strategy} and "
+                f"--scheduler {cfg.scheduler} change nothing")
+    alike = [n for n in STRATEGIES.names()
+             if STRATEGIES.get(n).dense_table_gradient == strategy.dense_table_gradient]
+    kind = "dense (vocab x dim)" if strategy.dense_table_gradient else "sparse (the rows looked up)"
+    return (f"one {where}: nothing to synchronise, so --scheduler {cfg.scheduler} changes "
+            f"nothing and --strategy {cfg.strategy} only the tables' gradient: {kind}, "
+            f"as under {', '.join(alike)}")
+
+
 def with_global_batch(cfg: SimulationConfig, batch: int, n_gpus: int) -> SimulationConfig:
     """A run that does not say --accumulate accumulates to the zoo file's `global_batch`
     (the global batch its reference benchmark fixes whatever the GPU count): global //
@@ -161,23 +177,17 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     # apex-DDP-style accumulation synchronises every micro-batch: simulated one at a time
     pp = pipeline_parallel_of(cfg)
     each = cfg.accumulate > 1 and cfg.accumulate_sync == "every" and topo.n_gpus // model.tensor_parallel.size > 1
-    # with tensor parallelism every micro-batch runs its TP collectives (with context
-    # parallelism its KV ring), and FSDP gathers its parameters in every micro-batch (no_sync
-    # skips only the reduce-scatters): the K-1 earlier ones are simulated apart too (their
-    # gradients not synchronised), not folded into compute
-    gathers_each = strategy.gathers_updated_parameters and strategy.gathers_every_micro_batch
-    apart = ((model.tensor_parallel.on or model.context_parallel.on or gathers_each)
-             and cfg.accumulate > 1 and not each and not pp.on)
-    # a pipeline runs every micro-batch on its stages' streams (engine.pp_plan)
-    ctx = accumulate(ctx, 1 if each or apart or pp.on else cfg.accumulate, cfg.amp)
-    splan = strategy.plan(ctx)
     tp = model.tensor_parallel
     cp = model.context_parallel
     # the data-parallel group's size (with context parallelism Megatron's
     # data_parallel_group_with_cp: C ranks per replica), and the model replicas
     dp = topo.n_gpus // (tp.size * pp.size)
     replicas = dp // cp.size
-    if dp == 1:
+
+    def strategy_plan(ctx):
+        splan = strategy.plan(ctx)
+        if dp > 1:
+            return splan
         # One GPU synchronises nothing: every strategy is plain single-GPU training and
         # steps alike, its tables updated as its backward leaves their gradient; tables in
         # host memory or on servers (StrategyPlan.host_sync) still copy in and out and update
@@ -185,7 +195,23 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         update = single_gpu_update_time(ctx, strategy.dense_table_gradient)
         update.update({s.layer: splan.update_time[s.layer] for s in splan.host_sync})
         update.update({layer: splan.update_time[layer] for layer in splan.one_gpu_updates})
-        splan = replace(splan, sync=splan.host_sync, extra=(), update_time=update)
+        return replace(splan, sync=splan.host_sync, extra=(), update_time=update)
+
+    splan = strategy_plan(ctx)
+    # with tensor parallelism every micro-batch runs its TP collectives (with context
+    # parallelism its KV ring); and every micro-batch runs the strategy's transfers that a
+    # forward or backward waits for (EmbRace's AlltoAlls of looked-up vectors and their
+    # gradients, a parameter server's pulled rows, FSDP's parameter gathers: no_sync skips
+    # only the gradient synchronisation): the K-1 earlier ones are simulated apart too,
+    # not folded into compute
+    exchanges_each = strategy.gathers_every_micro_batch and any(t.needed_by is not None
+                                                                for t in splan.sync)
+    apart = ((tp.on or cp.on or exchanges_each) and cfg.accumulate > 1 and not each and not pp.on)
+    # a pipeline runs every micro-batch on its stages' streams (engine.pp_plan)
+    k_folded = 1 if each or apart or pp.on else cfg.accumulate
+    if k_folded > 1:
+        ctx = accumulate(ctx, k_folded, cfg.amp)
+        splan = strategy_plan(ctx)
     plan = build_step_plan(ctx, splan, strategy, scheduler)
     variation = gpu_speed.resolved_variation(cfg.gpu_variation, topo.node.gpu.arch > 0)
     speed = gpu_speed.speed_factors(topo.n_gpus, cfg.seed, variation)
@@ -215,9 +241,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     if ctx.grad_compress.on:
         compute_source += f"; {ctx.grad_compress.label(model, topo.n_gpus)}"
     if dp == 1 and topo.n_gpus == tp.size and not splan.host_sync:
-        compute_source += (f"; one {'tensor-parallel group' if tp.on else 'GPU'}: nothing to "
-                           f"synchronise, so --strategy {cfg.strategy} and --scheduler "
-                           f"{cfg.scheduler} change nothing")
+        compute_source += f"; {one_gpu_label(cfg, tp.on, strategy, ctx)}"
     if cfg.untie_outputs and not any(ls.kind == "output_projection" and "tied" in ls.params
                                      for ls in load_spec(cfg.model).layers):
         compute_source += f"; --untie-outputs has no effect: {model.name} ties no output projection"
