@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..options import switch
 from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
 from ..workload.memory import memory_per_gpu
@@ -49,8 +50,8 @@ class DistOptOptions:
 
     def __post_init__(self):
         for key in ("overlap_grad_reduce", "overlap_param_gather"):
-            if not isinstance(getattr(self, key), bool):
-                raise InputError(f"--option {key}={getattr(self, key)!r}: must be true or false")
+            # as typed on the command line (true/false, on/off, 1/0) or as YAML gives it
+            object.__setattr__(self, key, switch(getattr(self, key), key))
         b = self.bucket_elements
         if isinstance(b, bool) or not isinstance(b, int) or b < 0:
             raise InputError(f"--option bucket_elements={b!r}: must be a whole number of "

@@ -70,6 +70,16 @@ def test_without_overlap_one_bucket_and_every_gather_blocks_the_forward():
     assert p.sync[0].ready_after == bwd_name(next(l.name for l in ctx.model.layers if l.params > 0))
 
 
+@pytest.mark.parametrize("typed, on", [("false", False), ("off", False), ("0", False),
+                                       ("true", True), ("on", True)])
+def test_overlap_switches_take_the_words_the_command_line_gives(typed, on):
+    """--option values arrive as text: true/false, on/off and 1/0 all switch overlap."""
+    p, _ = plan(options={"overlap_grad_reduce": typed, "overlap_param_gather": typed})
+    assert (len(p.sync) == 2) is (not on)
+    with pytest.raises(InputError, match="overlap_grad_reduce='maybe'"):
+        plan(options={"overlap_grad_reduce": "maybe"})
+
+
 def test_optimizer_state_and_master_weights_alone_are_sharded():
     d, ctx = plan()
     a, _ = plan(strategy="allreduce")
@@ -86,7 +96,7 @@ def test_options_are_checked():
     with pytest.raises(InputError, match="bucket_elements"):
         STRATEGIES.get("distopt").from_options({"bucket_elements": -1})
     with pytest.raises(InputError, match="overlap_param_gather"):
-        STRATEGIES.get("distopt").from_options({"overlap_param_gather": "yes"})
+        STRATEGIES.get("distopt").from_options({"overlap_param_gather": "sometimes"})
 
 
 def run(**kw):
