@@ -253,3 +253,14 @@ def test_one_gpu_says_the_strategy_changes_nothing_and_keeps_no_sync_remarks():
     assert fsdp.notes == ()            # no "FULL_SHARD, 12 blocks" for a run that shards nothing
     two = run(topology="dgx-h100:1x2", model="gpt2", strategy="fsdp", iterations=2, efficiency_baseline=False)
     assert "nothing to synchronise" not in two.compute_source and two.notes
+
+
+def test_one_gpu_says_what_the_strategy_still_changes():
+    """On one GPU a dense strategy steps each sparse-capable table as vocab x dim and a sparse
+    one as its looked-up rows: the steps differ, and the label says so instead of "nothing"."""
+    dense = run(topology="dgx-h100:1x1", model="deepfm-criteo", strategy="allreduce", iterations=2)
+    sparse = run(topology="dgx-h100:1x1", model="deepfm-criteo", strategy="allgather", iterations=2)
+    assert dense.step_time != sparse.step_time
+    for r, kind in ((dense, "dense (vocab x dim)"), (sparse, "sparse (the rows looked up)")):
+        assert "change nothing" not in r.compute_source
+        assert f"only the tables' gradient: {kind}" in r.compute_source
