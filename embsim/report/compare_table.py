@@ -44,6 +44,15 @@ def print_matrix(result, console: Console | None = None, all_notes: bool = False
     for r in result.rows:
         if r.refused is not None:
             console.print(f"refused: {r.label}: {r.refused}")
-    notes = list(dict.fromkeys(n for r in result.rows for n in r.notes))
+    notes = list(dict.fromkeys(attributed(r, n) for r in result.rows for n in r.notes))
     for n in (notes if all_notes else condense(notes)):
         console.print(f"note: {n}")
+
+
+def attributed(row, note: str) -> str:
+    """A note that does not begin with its row's strategy (a scheduler's, such as
+    embrace-2d's share deferred, which differs between the strategies it runs under) is
+    prefixed with the row it belongs to."""
+    if note.split(" ", 1)[0].rstrip(":") == row.strategy:
+        return note
+    return f"({row.label}) {note}"

@@ -29,9 +29,14 @@ def alike_key(note: str) -> str:
 def subject(note: str) -> str:
     """What a per-table note is about (its first identifier with a digit after the
     leading word), else ''."""
-    head, _, rest = note.partition(" ")
+    head, _, rest = _unattributed(note).partition(" ")
     m = IDENT.search(rest)
     return m.group(0).removesuffix("'s").rstrip(":.,;") if m else ""
+
+
+def _unattributed(note: str) -> str:
+    """The note without compare's "(strategy/scheduler) " attribution."""
+    return note.partition(") ")[2] if note.startswith("(") else note
 
 
 def condense(notes, keep: int = KEEP, threshold: int = THRESHOLD) -> list[str]:
@@ -54,7 +59,8 @@ def condense(notes, keep: int = KEEP, threshold: int = THRESHOLD) -> list[str]:
         elif seen[key] == keep + 1:
             rest = [subject(n) for n in group[keep:]]
             span = f" ({rest[0]} ... {rest[-1]})" if rest[0] and rest[-1] else ""
-            lead = note.split(" ", 1)[0].rstrip(":")
+            row = note[:len(note) - len(_unattributed(note))]
+            lead = row + _unattributed(note).split(" ", 1)[0].rstrip(":")
             out.append(f"{lead}: {len(rest)} more alike{span}; "
                        f"--notes all prints each, --json carries every note")
     # one strategy's several per-table notes condense to the same line: print it once

@@ -56,7 +56,8 @@ def compare_row_json(row) -> dict:
            "comm_wall_ms": None if row.comm_wall is None else row.comm_wall * 1e3,
            "exposed_by_op_ms": {op: s * 1e3 for op, s in row.exposed_by_op},
            "memory_per_gpu_bytes": row.memory_per_gpu,
-           "fits_in_memory": row.fits_in_memory}
+           "fits_in_memory": row.fits_in_memory,
+           "notes": list(row.notes)}
     if row.refused is not None:
         out["refused"] = row.refused
     return out

@@ -13,7 +13,7 @@ from embsim.engine.run import SimulationConfig
 from embsim.errors import InputError
 
 FIELDS = {"strategy", "scheduler", "step_time_ms", "speedup", "exposed_comm_ms",
-          "comm_bytes_per_gpu", "memory_per_gpu_bytes", "fits_in_memory"}
+          "comm_bytes_per_gpu", "memory_per_gpu_bytes", "fits_in_memory", "notes"}
 
 
 def test_matrix_ranked_with_baseline_and_refusals():
@@ -73,6 +73,8 @@ def test_cli_json_and_plot(tmp_path):
     assert any(doc["why"].startswith(f"{ranked[0]} {verb} {other}, the best row of another strategy")
                for verb in ("beats", "leads", "ties with"))
     assert all(r["collectives_per_step"] > 0 and r["comm_wall_ms"] > 0 for r in doc["rows"])
+    # every row's own notes, uncondensed (the README: --json carries every note)
+    assert any(r["notes"] for r in doc["rows"]) and all(isinstance(r["notes"], list) for r in doc["rows"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

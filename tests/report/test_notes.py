@@ -54,3 +54,17 @@ def test_cli_condenses_by_default_and_prints_every_note_with_notes_all(capsys):
     assert count(short) == 6          # two tables' three notes each
     assert count(full) == 78          # 26 tables x 3
     assert "more alike (cat_2 ... cat_25)" in " ".join(short.split())
+
+
+def test_compare_attributes_a_schedulers_notes_to_their_row():
+    """embrace-2d's share deferred differs between the strategies it runs under: compare
+    prints which row each belongs to, and the count line keeps that attribution."""
+    from embsim.compare import CompareRow
+    from embsim.report.compare_table import attributed
+    ps = CompareRow(strategy="ps", scheduler="embrace-2d")
+    assert attributed(ps, "ps cat_0: local aggregation") == "ps cat_0: local aggregation"
+    note = "embrace-2d: 82 % of cat_0_lookup's embedding traffic deferred"
+    assert attributed(ps, note) == f"(ps/embrace-2d) {note}"
+    assert subject(attributed(ps, note)) == "cat_0_lookup"
+    notes = [attributed(ps, f"embrace-2d: {i} % of cat_{i}_lookup's traffic deferred") for i in range(8)]
+    assert condense(notes)[2].startswith("(ps/embrace-2d) embrace-2d: 6 more alike (cat_2_lookup ... cat_7_lookup)")
