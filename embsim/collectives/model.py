@@ -66,6 +66,19 @@ class CollectivePlan:
     source: str = "model"  # "model" | "measured"
 
 
+def _socket_capacity(topology, capacity: np.ndarray) -> np.ndarray | None:
+    """The file's socket-link capacities (inf on every other link) of a PCIe node with
+    several sockets, where GPU-to-GPU traffic between sockets has no other way than the
+    socket link (no NVLink, through which NCCL may route, PATH_NVB); None elsewhere."""
+    fab = topology.node.fabric
+    if fab.kind != "pcie" or int(fab.cpu_sockets or 1) < 2 or not fab.cpu_link_gbps:
+        return None
+    socket = np.asarray(topology.link_kinds) == "cpu"
+    if not socket.any():
+        return None
+    return np.where(socket, capacity, np.inf)
+
+
 def _said(flag: str, value) -> str:
     """A filter as it was set: "--nccl-algo Tree", "NCCL_ALGO=Tree"."""
     return f"{flag} {value}" if flag.startswith("-") or "." in flag else f"{flag}={value}"
@@ -109,6 +122,12 @@ class CollectiveModel:
         # the collective slower than the model, as it would in reality.
         self._fabric = topology.link_kinds == "net"
         self._modelled_capacity = np.where(self._fabric, np.inf, self.capacity)
+        # The socket links of a PCIe node at the file's cpu_link_gbps: NCCL's search charges
+        # its own per-CPU constant (pci_rings.nccl_cpu_bw) and its kernels' rate is the
+        # per-GPU link, so neither sees the physical link; every byte the collective's
+        # pattern sends across it still has to cross it (see _socket_time).
+        self._socket_capacity = _socket_capacity(topology, self.capacity)
+        self._socket_units: dict = {}
         self._plans: dict = {}
         self._shapes: dict = {}
         self._units: dict = {}
@@ -148,10 +167,11 @@ class CollectiveModel:
             # what the kernel's NVLink and NIC stages move on the file's links (collnet.py)
             return collnet.kernel_bw(algo, shape, graphs)
         if algo == "NVLSTree" and op == "all_reduce":
-            return nvlstree_kernel_bw(shape, KERNEL_CONSTS) * shape.kernel_scale
+            # its node stage already on the file's NVLink (multinode.nvlstree_stage_bw)
+            return nvlstree_kernel_bw(shape, KERNEL_CONSTS)
         if algo == "NVLS" and op == "all_reduce" and shape.n_nodes == 1:
             return nvls_node_bw(shape, KERNEL_CONSTS) * shape.kernel_scale
-        table = nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS) * shape.kernel_scale
+        table = nm.bandwidth(op, algo, proto, shape, graphs, KERNEL_CONSTS) * shape.kernel_scale_for(algo)
         if algo == "Tree" and proto == "Simple" and op == "all_reduce":
             # the file's links, not NCCL's constants: no kernel_scale on top
             return tree_kernel_bw(shape, table)
@@ -254,6 +274,13 @@ class CollectiveModel:
             self._units[key] = hit
         return hit
 
+    def _socket_time(self, unit: Demand, scale: float) -> float:
+        """Seconds the node's socket links need for `scale` x `unit`'s bytes at the file's
+        cpu_link_gbps (0: no socket link on a PCIe tree, or none crossed)."""
+        if self._socket_capacity is None or unit.is_empty or scale <= 0:
+            return 0.0
+        return scale * unit.bottleneck_time(self._socket_capacity)
+
     def _scaled(self, unit: Demand, transfer_s: float) -> Demand:
         if transfer_s <= 0 or unit.is_empty:
             return Demand.empty()
@@ -302,7 +329,14 @@ class CollectiveModel:
             lat_us = min(lat_us, time_us)
             source = "measured"
         latency, time = lat_us * 1e-6, time_us * 1e-6
-        dem = self._scaled(self._unit_demand(op, algo, ranks), time - latency)
+        unit = self._unit_demand(op, algo, ranks)
+        if source == "model" and self._socket_capacity is not None:
+            # the file's socket link: what the pattern sends across it, at its rate
+            per_byte = self._socket_units.get((op, algo, ranks))
+            if per_byte is None:
+                per_byte = self._socket_units[(op, algo, ranks)] = self._socket_time(unit, 1.0)
+            time = max(time, latency + per_byte * nbytes)
+        dem = self._scaled(unit, time - latency)
         if dem.is_empty:
             latency = time
         else:
@@ -409,9 +443,10 @@ class CollectiveModel:
                 if routes.g * routes.n_nodes != n:
                     raise InputError("alltoallv: every node of the communicator needs the same GPU count")
                 unit = routes.demand(ms)
-            dem = self._scaled(unit, (t.time - t.latency) * 1e-6)
-            lat = t.latency * 1e-6 if not dem.is_empty else t.time * 1e-6
-            time = t.time * 1e-6 if dem.is_empty else max(t.time * 1e-6, lat + dem.bottleneck_time(self.capacity))
+            t_us = max(t.time, t.latency + self._socket_time(unit, 1.0) * 1e6)
+            dem = self._scaled(unit, (t_us - t.latency) * 1e-6)
+            lat = t.latency * 1e-6 if not dem.is_empty else t_us * 1e-6
+            time = t_us * 1e-6 if dem.is_empty else max(t_us * 1e-6, lat + dem.bottleneck_time(self.capacity))
             plan = CollectivePlan("alltoallv", total, n, "P2P", t.proto, time, lat, dem, t.time * 1e-6)
         self._plans[key] = plan
         return plan

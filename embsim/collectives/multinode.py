@@ -146,9 +146,11 @@ def nvlstree_stage_bw(shape: CommShape, consts: NcclConstants | None = None) -> 
     """(one node's NVLS AllReduce algBw, the heads' NIC tree algBw), GB/s, with the newest
     table's NVLS efficiency (what the hardware delivers; the version's table only steers).
     In NVLSTree the heads' reduce warps send the switch's sum to the network and their
-    broadcast warps multicast what comes back: the same NVLink bytes as one node's NVLS."""
+    broadcast warps multicast what comes back: the same NVLink bytes as one node's NVLS.
+    The node's stage moves at the file's NVLink (shape.fabric_ratio: 1 where the file is
+    the hardware NCCL's constants stand for), the NIC tree at the NICs'."""
     consts = constants_for(None) if consts is None else consts
-    return nvls_node_bw(shape, consts), nic_tree_bw(shape)
+    return nvls_node_bw(shape, consts) * shape.fabric_ratio, nic_tree_bw(shape)
 
 
 def nvlstree_channel_cap(shape: CommShape, consts: NcclConstants) -> float:
@@ -182,8 +184,8 @@ def tree_kernel_bw(shape: CommShape, table_bw: float) -> float:
 
 
 def nvlstree_kernel_bw(shape: CommShape, consts: NcclConstants) -> float:
-    """NVLSTree AllReduce algBw (GB/s) the kernel moves: the slowest of one node's NVLS, the
-    NIC tree and NCCL's per-channel NVLSTree throughput."""
+    """NVLSTree AllReduce algBw (GB/s) the kernel moves: the slowest of one node's NVLS (on
+    the file's NVLink), the NIC tree and NCCL's per-channel NVLSTree throughput."""
     intra, net = nvlstree_stage_bw(shape, consts)
     if intra <= 0:
         return 0.0

@@ -20,7 +20,9 @@ uses and subtracting the channel's speed from each link on it (followPath, searc
 - Link bandwidths as NCCL's topology holds them: a PCI link width x speed / 80 (topo.cc
   459-460; shape.pcie_gbps_nccl, passed in: Gen3 x16 12 GB/s = PCI_BW, topo.h 19), the
   socket link its CPU-model constant (nccl_cpu_bw below, ncclTopoGetInterCpuBw), NOT the
-  topology file's cpu_link_gbps: that is the physical link the simulated flows share.
+  topology file's cpu_link_gbps: that is the physical link the simulated flows share, and
+  what the collective's bytes across it take at its rate is a floor on the collective's
+  time (model.CollectiveModel._socket_time), as NCCL's kernels cannot beat the link.
 
 A channel fits at speed s when every link keeps the speed it is charged; `channels_at`
 returns how many identical channels do (the search adds them one by one until one fails,

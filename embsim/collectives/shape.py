@@ -106,19 +106,39 @@ class CommShape:
 
     @property
     def kernel_scale(self) -> float:
-        """Factor on NCCL's bandwidth for the time the file's links give.
+        """Factor on NCCL's Ring (and chain) bandwidth for the time the file's links give."""
+        return self.kernel_scale_for("Ring")
 
-        One node: the fabric ratio. Several nodes: only the fabric side of the slower of
-        the fabric and the GPU's share of the NICs moves with the file.
+    def kernel_scale_for(self, algo: str = "Ring") -> float:
+        """Factor on NCCL's bandwidth of `algo` for the time the file's links give.
+
+        One node: the fabric ratio. Several nodes: the slower of the fabric and the NICs
+        bounds the algorithm, and only the fabric side moves with the file. The two are
+        compared as the algorithm loads them (channels.py _fit_ring, multinode.py): every
+        ring channel crosses each GPU's fabric link once and each node's NICs once, so a
+        ring's bus bandwidth is held to min(the GPU's fabric link, the node's NICs together)
+        -- not to one GPU's share of the NICs, which would leave a slow fabric hidden behind
+        NICs it never saturates (dgx-h100 2x8 at 45 GB/s NVLink came out faster than 1x8).
+        A tree (non-Simple protocols; Tree/Simple has its own bound, tree_kernel_bw) sends
+        each byte up and down its chain and reaches the network through the heads' NICs
+        (nic_tree_bw). One GPU per node on NVLink/NVSwitch: no fabric hop, factor 1; on PCIe
+        the GPU's own PCIe link still carries every byte to the NIC.
         """
         r = self.fabric_ratio
         if r == 1.0:
             return 1.0
         if self.n_nodes == 1 or self.nic_bw <= 0:
             return r
-        inter = self.nic_path_bw * max(1, self.nics_per_node) / max(1, self.ppn)
-        base = min(self.intra_bw, inter)
-        return min(self.intra_bw * r, inter) / base if base > 0 else r
+        if self.ppn <= 1 and self.intra != "pcie":
+            return 1.0
+        fabric = self.intra_bw
+        nics = self.nic_path_bw * max(1, self.nics_per_node)
+        if algo == "Tree":
+            fabric /= 2.0
+            nics = self.nic_path_bw * min(max(1, self.nics_per_node), self.nvls_heads)
+            nics = nics if self.n_nodes <= 2 else nics / 2.0
+        base = min(fabric, nics)
+        return min(fabric * r, nics) / base if base > 0 else r
 
     @property
     def nic_path_bw(self) -> float:

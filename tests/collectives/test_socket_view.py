@@ -78,7 +78,9 @@ def test_the_physical_link_drives_the_flows_and_not_nccls_choice(tmp_path, capsy
     assert a.pci.cpu_bw == b.pci.cpu_bw == 22.0           # NCCL's SRP_QPI_BW either way
     pa, pb = (CollectiveModel(t, nccl_version="2.27").plan("all_reduce", 64 << 20, ranks)
               for t in (fast, slow))
-    assert (pa.algo, pa.proto, pa.time) == (pb.algo, pb.proto, pb.time)
+    assert (pa.algo, pa.proto) == (pb.algo, pb.proto)        # NCCL chooses on its own view
+    # ... but the ring's bytes cross the file's link: 2 x 7/8 of 64 MiB at 12.8 GB/s
+    assert pa.time < pb.time and pb.time >= 1.75 * (64 << 20) / 12.8e9
     steps = []
     for t in ("128", "12.8"):
         assert main(["simulate", "--topology", _l40s(tmp_path, t) + ":2x8", "--model", "lstm-lm1b",
@@ -105,3 +107,48 @@ def test_every_multi_socket_intel_preset_names_its_generation():
         if (fab.cpu_sockets or 1) > 1 and fab.cpu_vendor == "intel":
             assert fab.cpu_model, path.name
             assert not nccl_cpu_bw(fab, "2.27")[1].startswith("taken"), path.name
+
+
+RTX3090 = ROOT / "topologies" / "pcie-rtx3090.yaml"
+
+
+def _rtx3090(tmp_path, gbps: str) -> str:
+    text = RTX3090.read_text()
+    assert "cpu_link_gbps: 41.6 " in text
+    path = tmp_path / f"rtx3090-cpu{gbps}.yaml"
+    path.write_text(text.replace("cpu_link_gbps: 41.6 ", f"cpu_link_gbps: {gbps} ")
+                    .replace("name: pcie-rtx3090", f"name: rtx3090-cpu{gbps}"))
+    return str(path)
+
+
+def test_a_slow_socket_link_slows_an_alltoall_that_crosses_it(tmp_path, capsys):
+    """GPUs 0-3 sit on socket 0, 4-7 on socket 1: each of the 16 cross-socket pairs sends
+    S/8 each way, 2 S per direction over the socket link."""
+    size = 64 << 20
+    stock = CollectiveModel(load_topology("pcie-rtx3090")).plan("alltoall", size, range(8))
+    slow = CollectiveModel(load_topology(_rtx3090(tmp_path, "0.5"))).plan("alltoall", size, range(8))
+    assert slow.time >= 2 * size / 0.5e9 > 50 * stock.time
+    # a communicator on one socket never crosses it
+    one = [CollectiveModel(load_topology(p)).plan("alltoall", size, range(4)).time
+           for p in ("pcie-rtx3090", _rtx3090(tmp_path, "0.5"))]
+    assert one[0] == one[1]
+    # the CLI the user ran
+    assert main(["nccl-tests", "--topology", _rtx3090(tmp_path, "0.5"), "--op", "alltoall",
+                 "-b", "64M", "-e", "64M"]) == 0
+    row = capsys.readouterr().out.strip().splitlines()[-2].split()
+    assert float(row[5]) >= 2 * size / 0.5e9 * 1e6
+
+
+def test_the_socket_link_bounds_rings_and_alltoallv(tmp_path):
+    import numpy as np
+    slow = CollectiveModel(load_topology(_rtx3090(tmp_path, "0.5")))
+    size = 64 << 20
+    ring = slow.plan("all_gather", size, range(8))
+    assert ring.time >= 7 / 8 * size / 0.5e9           # the ring's 3 -> 4 hop
+    m = np.zeros((8, 8))
+    m[0, 4] = size                                       # one cross-socket transfer
+    assert slow.plan_alltoallv(m, range(8)).time >= size / 0.5e9
+    m = np.zeros((8, 8))
+    m[0, 1] = size                                       # one on socket 0
+    fast = CollectiveModel(load_topology("pcie-rtx3090"))
+    assert slow.plan_alltoallv(m, range(8)).time == fast.plan_alltoallv(m, range(8)).time
