@@ -9,6 +9,7 @@ import numpy as np
 
 from ..plan.ops import channel_family
 from ..plan.timeline import EngineRun
+from .wait_blame import ChannelIndex, blame
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,12 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     # the GPUs with the most compute: the others' extra waits are for them, not for the network
     slowest = max(ends, key=lambda c: (busy.get(c, 0.0), ends[c][1] - ends[c][0]))
     exposed_by_op: dict[str, float] = {}
-    for w in run.waits:
-        if w.cls == slowest and first < w.iteration <= last:
-            key = op_of.get(w.comm, w.comm)
-            exposed_by_op[key] = exposed_by_op.get(key, 0.0) + (w.end - w.start) / n
+    waits = [w for w in run.waits if w.cls == slowest and first < w.iteration <= last]
+    index = ChannelIndex(run.comm) if waits else None
+    for w in waits:
+        for r, seconds in blame(w, index):
+            key = op_of.get(w.comm, w.comm) if r is None else op_of[r.name]
+            exposed_by_op[key] = exposed_by_op.get(key, 0.0) + seconds / n
     wall = busy_wall([(r.start, r.end) for r in run.comm if first < r.iteration <= last]) / n
 
     util: dict[str, tuple[float, float]] = {}

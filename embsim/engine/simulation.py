@@ -111,7 +111,7 @@ class Engine:
                         idle = env.now
                         yield self._comm_event(k + offset, dep)
                         if env.now > idle:
-                            rec.waits.append(WaitRecord(cls.name, k, dep, idle, env.now))
+                            rec.waits.append(WaitRecord(cls.name, k, dep, idle, env.now, k + offset))
                 start = env.now
                 self._set_computing(+1)
                 yield from self._busy(op.duration * _slowdown(cls, op), cls.ranks[0])

@@ -56,6 +56,7 @@ class WaitRecord:
     comm: str                  # the collective's name (CommRecord.name)
     start: float
     end: float
+    comm_iteration: int | None = None   # the collective's iteration (None: `iteration`)
 
 
 @dataclass
