@@ -56,7 +56,8 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
     rows = nt.run(model, op, sizes, datatype, gpus_per_process=gpus)
     label = f"{topo.preset}:{topo.n_nodes}x{topo.gpus_per_node}"
     if as_json:
-        click.echo(json.dumps({"topology": label, "op": op, "ranks": topo.n_gpus,
+        click.echo(json.dumps({"topology": label, "topology_file": topo.node.source or None,
+                               "op": op, "ranks": topo.n_gpus,
                                "nccl_version": model.release, "nccl_env": model.consts.env,
                                "view_note": model.view_note, "tuner_note": model.tuner_note,
                                "launch_note": nt.launch_note(gpus), "fidelity_note": model.fidelity_note,
@@ -65,6 +66,8 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
         header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "
                   f"NCCL {model.release} model, -g {gpus}"
                   + (f", {model.consts.env}" if model.consts.env else ""))
+        # the preset name is the file's own name: a modified copy reads like the stock one
+        header += f"\n# topology file: {topo.node.source}" if topo.node.source else ""
         for note in model.notes + (nt.launch_note(gpus),):
             header += f"\n# {note}" if note else ""
         click.echo(nt.format_table(rows, header))

@@ -67,6 +67,7 @@ def test_the_users_probe(tmp_path, capsys):
                      "-b", "256M", "-e", "256M"]) == 0
         out = capsys.readouterr().out
         assert "disagrees with NCCL's view" in out
+        assert f"# topology file: {path}" in out      # not only the preset's own name
         times[shape] = float(out.strip().splitlines()[-2].split()[5])
     assert times["2x8"] > 0.9 * times["1x8"]
 
