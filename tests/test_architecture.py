@@ -23,9 +23,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "embsim"
 FLOORS = [
     # base: errors, atomic writes, YAML, registries, typed component options, curve
     # interpolation, child-process lifetime, the python -m tools' arguments, NCCL's names,
-    # "did you mean" suggestions
+    # "did you mean" suggestions, counted nouns
     {"embsim", "embsim.errors", "embsim.atomic", "embsim.registry", "embsim.options", "embsim.yamlio",
-     "embsim.curves", "embsim.lifetime", "embsim.toolargs", "embsim.nccl_names", "embsim.suggest"},
+     "embsim.curves", "embsim.lifetime", "embsim.toolargs", "embsim.nccl_names", "embsim.suggest",
+     "embsim.words"},
     # inputs: what is simulated, and the measured traces
     {"embsim.topology", "embsim.workload", "embsim.trace", "embsim.network"},
     # collective cost model, trace importers, real-kernel calibration (torch)

@@ -15,6 +15,7 @@ import click
 
 from ..workload import Model, ModelSpec
 from .listing import first_sentence
+from ..words import counted
 
 # version of the --json layout; tests/commands/test_model_command.py checks the keys
 SCHEMA = 1
@@ -91,7 +92,7 @@ def print_model_summary(s: dict) -> None:
     echo(f"Parameters  {p['total']:,} ({_si(p['total'])}): dense {p['dense']:,}, "
          f"embedding {p['embedding']:,}" + (f"  [published {published}]" if published else ""))
     for t in s["tables"]:
-        extra = [f"input {t['input']}", f"{t['lookups_per_sample']:,} lookups/sample"]
+        extra = [f"input {t['input']}", f"{counted(t['lookups_per_sample'], 'lookup')}/sample"]
         if t["tied_to"]:
             extra.append(f"tied to {t['tied_to']}")
         if t["sampled"]:

@@ -8,6 +8,7 @@ from rich.table import Table
 from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
 from .notes import condense
 from .units import compute_source_text, human_bytes, human_time
+from ..words import counted
 
 
 def resolution_text(result) -> str:
@@ -29,7 +30,7 @@ def resolution_text(result) -> str:
 def print_matrix(result, console: Console | None = None, all_notes: bool = False) -> None:
     console = console or Console(width=160)
     cfg = result.config
-    t = Table(title=f"{cfg.model} on {cfg.topology} ({result.n_gpus} GPUs), ranked by step time; "
+    t = Table(title=f"{cfg.model} on {cfg.topology} ({counted(result.n_gpus, 'GPU')}), ranked by step time; "
                     f"speedup over {result.baseline}", title_justify="left")
     for col in ("rank", "strategy/scheduler", "step", "speedup", "exposed comm", "sent per GPU",
                 "memory per GPU", "fits"):

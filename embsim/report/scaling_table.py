@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .units import compute_source_text, human_bytes
+from ..words import counted
 
 
 def _ms(value: float | None) -> str:
@@ -11,7 +12,7 @@ def _ms(value: float | None) -> str:
 
 def scaling_table(curve, title: str) -> str:
     # per-GPU throughput against the smallest run: not simulate's "vs N x one GPU"
-    smallest = f"vs {curve[0].gpus} GPUs" if curve else "vs smallest"
+    smallest = f"vs {counted(curve[0].gpus, 'GPU')}" if curve else "vs smallest"
     lines = [title, f"{'GPUs':>6} {'topology':>20} {'step ms':>10} {'samples/s':>12} {smallest:>12} "
                     f"{'compute ms':>11} {'exposed ms':>11}  waiting most on"]
     for c in curve:

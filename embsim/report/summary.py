@@ -8,13 +8,14 @@ from rich.table import Table
 from ..engine.result import most_first
 from .notes import condense
 from .units import compute_source_text, human_bytes, human_time
+from ..words import counted
 
 
 def print_summary(result, console: Console | None = None, all_notes: bool = False) -> None:
     console = console or Console()
     topo = result.cluster
     title = (f"{result.model} on {topo.preset} {topo.nodes}x{topo.gpus_per_node} "
-             f"({topo.gpus} GPUs) — {result.strategy}/{result.scheduler}")
+             f"({counted(topo.gpus, 'GPU')}) — {result.strategy}/{result.scheduler}")
     t = Table(title=title, show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value")
@@ -24,8 +25,8 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
         t.add_row("workload", workload_text(result.workload))
     t.add_row("step time", human_time(result.step_time))
     fill = result.workload.get("token_fill") if result.workload else None
-    counted = f" (real target tokens, {fill:.3f} of the token budget)" if fill else ""
-    t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s{counted}")
+    real = f" (real target tokens, {fill:.3f} of the token budget)" if fill else ""
+    t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s{real}")
     if result.scaling_efficiency is not None:
         k = (result.workload or {}).get("tensor_parallel")
         p = (result.workload or {}).get("pipeline_parallel")

@@ -80,6 +80,7 @@ from ..topology.spec import ServerSpec
 from ..workload.memory import memory_per_gpu
 from ..workload.row_groups import total as row_total
 from ..workload.tokens import SHARDINGS, shard_shares, union_inclusion
+from ..words import counted
 from .ps_local import PULLS, NodeHost
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_sync, dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
@@ -211,7 +212,7 @@ class ParameterServerStrategy(Strategy):
             update[t.layer] = 0.0
             held[t.table] = t.vocab          # the table lives in the servers' host memory
             cache[f"ps worker cache ({t.table})"] = own_pull
-            server_notes.append(f"ps {t.table}: {count} {self.options.servers} servers, rows "
+            server_notes.append(f"ps {t.table}: {counted(count, self.options.servers + ' server')}, rows "
                                 f"{self.options.server_sharding}: server load max/mean {shares.max() * count:.2f} "
                                 f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
         reachable = self.server_count is not None      # topology() attached the servers

@@ -27,7 +27,7 @@ def test_one_worker_still_pushes_and_pulls_its_rows():
         assert one.comm_bytes_per_gpu[op] > 0
     assert "all_reduce" not in one.comm_bytes_per_gpu     # nothing dense to synchronise
     assert not any("nothing to synchronise" in part for part in one.compute_source.split("; "))
-    assert any("colocated servers" in n for n in one.notes)
+    assert any("1 colocated server," in n for n in one.notes)
 
 
 def test_one_gpu_differs_from_plain_training_by_the_servers():
