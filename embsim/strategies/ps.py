@@ -215,6 +215,15 @@ class ParameterServerStrategy(Strategy):
             server_notes.append(f"ps {t.table}: {counted(count, self.options.servers + ' server')}, rows "
                                 f"{self.options.server_sharding}: server load max/mean {shares.max() * count:.2f} "
                                 f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
+        if served:
+            # what the servers keep in host memory: a topology gives no host memory, so
+            # this is said, not checked against anything
+            held_bytes = sum(t.vocab * t.dim for t in served) * (
+                model.table_bytes + model.optimizer.state_bytes_per_param)
+            server_notes.append(f"ps: the servers hold {held_bytes / 1e9:,.1f} GB of table rows and "
+                                f"optimizer state in host memory, {held_bytes / count / 1e9:,.1f} GB "
+                                f"each over {counted(count, 'server')} (not checked: topologies "
+                                f"give no host memory size)")
         reachable = self.server_count is not None      # topology() attached the servers
         return StrategyPlan(sync=tuple(sync + served_sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,

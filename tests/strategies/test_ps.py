@@ -88,3 +88,16 @@ def test_byteps_partitions_are_the_default_and_load_the_first_server():
     assert "rows partitions" in note and "4 colocated servers" in note
     with pytest.raises(InputError, match="server_partition_params"):
         run(topology="2x8", model="tiny-lm", strategy="ps", strategy_options={"server_partition_params": 0})
+
+
+def test_the_servers_host_memory_is_said():
+    """The tables live in the servers' host memory: the notes say how much (rows and the
+    optimizer's state), since no topology gives a host memory size to check it against."""
+    from embsim.workload import load_model
+    r = simulate(SimulationConfig(topology="2x8", model="dlrm-criteo-t3", strategy="ps", iterations=2,
+                                  efficiency_baseline=False))
+    m = load_model("dlrm-criteo-t3")
+    held = sum(t.vocab * t.dim for t in m.tables) * (m.table_bytes + m.optimizer.state_bytes_per_param)
+    note = next(n for n in r.notes if n.startswith("ps: the servers hold"))
+    assert f"{held / 1e9:,.1f} GB" in note and f"{held / 2 / 1e9:,.1f} GB each over 2 servers" in note
+    assert "not checked" in note
