@@ -32,7 +32,7 @@ def table(model: str, cluster: str, data: dict) -> str:
             continue
         rank += 1
         lines.append(f"| {rank} | {r['strategy']}/{r['scheduler']} | {r['step_time_ms']:.2f} | "
-                     f"{r['speedup']:.2f}× | {r['exposed_comm_ms']:.2f} | {r['comm_bytes_per_gpu'] / 1e6:.1f} | "
+                     f"{r['speedup']:.2f}× | {r['exposed_comm_ms']:.2f} | {r['comm_bytes_per_gpu_total'] / 1e6:.1f} | "
                      f"{r['memory_per_gpu_bytes'] / 1e9:.2f} | {'yes' if r['fits_in_memory'] else '**no**'} |")
     lines += ["", f"Compute times: `{data['compute_source']}`."]
     for reason, combos in refused.items():

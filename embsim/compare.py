@@ -50,6 +50,8 @@ class CompareRow:
     collectives: float | None = None         # collectives per step, all ops
     comm_wall: float | None = None           # s per step with at least one collective running
     exposed_by_op: tuple = ()                # ((op, s per step waited on it), ...), most first
+    comm_bytes_by_op: tuple = ()             # ((op, bytes sent per GPU per step), ...) by op name
+    collectives_by_op: tuple = ()            # ((op, collectives per step), ...) by op name
 
     @property
     def comm_rate(self) -> float | None:
@@ -113,7 +115,9 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus,
                       busiest_link=r.busiest_link, collectives=float(sum(r.comm_count.values())),
                       comm_wall=r.comm_wall,
-                      exposed_by_op=tuple(most_first(r.exposed_by_op)))
+                      exposed_by_op=tuple(most_first(r.exposed_by_op)),
+                      comm_bytes_by_op=tuple(sorted(r.comm_bytes_per_gpu.items())),
+                      collectives_by_op=tuple(sorted(r.comm_count.items())))
 
 
 def split_scoped(options: Mapping[str, Any]) -> tuple[dict, dict]:

@@ -51,11 +51,14 @@ def compare_row_json(row) -> dict:
            "step_time_ms": None if row.step_time is None else row.step_time * 1e3,
            "speedup": row.speedup,
            "exposed_comm_ms": None if row.exposed_comm is None else row.exposed_comm * 1e3,
-           "comm_bytes_per_gpu": row.comm_bytes_per_gpu,
-           "collectives_per_step": row.collectives,
+           # by op, as simulate gives them, and their totals
+           "comm_bytes_per_gpu": dict(row.comm_bytes_by_op),
+           "comm_bytes_per_gpu_total": row.comm_bytes_per_gpu,
+           "collectives_per_step": dict(row.collectives_by_op),
+           "collectives_per_step_total": row.collectives,
            "comm_wall_ms": None if row.comm_wall is None else row.comm_wall * 1e3,
            "exposed_by_op_ms": {op: s * 1e3 for op, s in row.exposed_by_op},
-           "memory_per_gpu_bytes": row.memory_per_gpu,
+           "memory_per_gpu_bytes": None if row.memory_per_gpu is None else int(row.memory_per_gpu),
            "fits_in_memory": row.fits_in_memory,
            "notes": list(row.notes)}
     if row.refused is not None:

@@ -39,7 +39,9 @@ def test_compare_runs_the_ddp_rows_compressed_and_lists_the_others_refused(capsy
     plain, half = _json(capsys, argv), _json(capsys, argv + ["--grad-compress", "fp16"])
     rows = {r["strategy"]: r for r in half["rows"]}
     before = {r["strategy"]: r for r in plain["rows"]}
-    assert rows["allreduce"]["comm_bytes_per_gpu"] == pytest.approx(before["allreduce"]["comm_bytes_per_gpu"] / 2)
+    assert rows["allreduce"]["comm_bytes_per_gpu_total"] == pytest.approx(before["allreduce"]["comm_bytes_per_gpu_total"] / 2)
+    assert rows["allreduce"]["comm_bytes_per_gpu"]["all_reduce"] == pytest.approx(
+        before["allreduce"]["comm_bytes_per_gpu"]["all_reduce"] / 2)
     assert "--grad-compress fp16" in rows["fsdp"]["refused"]
 
 

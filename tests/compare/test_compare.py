@@ -72,7 +72,13 @@ def test_cli_json_and_plot(tmp_path):
     other = next(r for r in ranked if not r.startswith(ranked[0].split("/")[0] + "/"))
     assert any(doc["why"].startswith(f"{ranked[0]} {verb} {other}, the best row of another strategy")
                for verb in ("beats", "leads", "ties with"))
-    assert all(r["collectives_per_step"] > 0 and r["comm_wall_ms"] > 0 for r in doc["rows"])
+    assert all(r["collectives_per_step_total"] > 0 and r["comm_wall_ms"] > 0 for r in doc["rows"])
+    # the same shapes as simulate's: by op, with the totals beside them
+    for r in doc["rows"]:
+        assert set(r["comm_bytes_per_gpu"]) == set(r["collectives_per_step"]) and r["comm_bytes_per_gpu"]
+        assert sum(r["comm_bytes_per_gpu"].values()) == pytest.approx(r["comm_bytes_per_gpu_total"])
+        assert sum(r["collectives_per_step"].values()) == pytest.approx(r["collectives_per_step_total"])
+        assert isinstance(r["memory_per_gpu_bytes"], int)
     # every row's own notes, uncondensed (the README: --json carries every note)
     assert any(r["notes"] for r in doc["rows"]) and all(isinstance(r["notes"], list) for r in doc["rows"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
