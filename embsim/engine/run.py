@@ -40,7 +40,7 @@ from .measured import MeasuredInputs
 from .metrics import step_metrics
 from .result import ClusterShape, SimulationResult
 from .parallel_checks import check_context_parallel, check_parallelism, check_pipeline_run
-from .run_notes import seq_as_mean_label, superlinear_note
+from .run_notes import accumulated_rows_note, seq_as_mean_label, superlinear_note
 from .simulation import Engine
 from .tp_plan import CHANNEL as TP_CHANNEL, tp_groups
 from .pp_plan import is_pp_channel
@@ -310,7 +310,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s, dp)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
-    notes = plan.notes
+    notes = plan.notes + accumulated_rows_note(cfg, splan.sync, each)
     if cfg.efficiency_baseline and replicas > 1:
         # the same node type with one GPU (no communication); with tensor parallelism one
         # TP group on one node (its own collectives, no data-parallel ones); with pipeline
@@ -323,7 +323,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                                Topology(topo.node, replica // per_node, per_node, topo.preset),
                                model, trace, tied)
             efficiency = samples_per_s / (replicas * single.samples_per_s)
-            notes = plan.notes + superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
+            notes += superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
     # one replica: the strategy's and scheduler's remarks are about synchronisation that
     # does not run (an "AllReduced densely" table, FSDP's units), so none is kept but those
     # of tables in host memory, whose copies and CPU update still run

@@ -36,3 +36,19 @@ def superlinear_note(efficiency: float, compute: float, single_compute: float, d
     return (f"scaling efficiency {efficiency * 100:.1f} % (above 100 %): {what} (compute "
             f"{compute * 1e3:.2f} ms per step on each GPU, {single_compute * 1e3:.2f} ms on one "
             f"GPU alone)",)
+
+
+def accumulated_rows_note(cfg: SimulationConfig, sync, each: bool) -> tuple:
+    """With gradient accumulation synchronised once per step, a sparse gradient (index,
+    row) exchange carries the rows of all K micro-batches; embsim sizes it from one
+    micro-batch's distinct rows, and says so rather than leave it unsaid."""
+    if cfg.accumulate <= 1 or each:
+        return ()
+    ops = sorted({t.op for t in sync if t.category == "embedding" and t.needed_by is None
+                  and t.op in ("all_gather", "ps_push")})
+    if not ops:
+        return ()
+    k = cfg.accumulate
+    return (f"--accumulate {k}: the sparse gradients synchronised once per step ({', '.join(ops)}) "
+            f"are sized by one micro-batch's distinct rows; the union of the {k} micro-batches' rows "
+            f"(up to {k}x as many where ids rarely repeat) is not modelled, so those bytes read low",)

@@ -32,3 +32,11 @@ def test_embrace_throughput_does_not_grow_by_skipping_exchanges():
     one, four = run("embrace", 1), run("embrace", 4)
     assert four.step_time > 3.5 * one.step_time
     assert four.samples_per_s < 1.15 * one.samples_per_s
+
+
+@pytest.mark.parametrize("strategy, op", [("allgather", "all_gather"), ("ps", "ps_push")])
+def test_a_sparse_gradient_sized_by_one_micro_batch_is_said(strategy, op):
+    four = run(strategy, 4)
+    assert any(n.startswith("--accumulate 4:") and f"({op})" in n for n in four.notes)
+    assert not any(n.startswith("--accumulate") for n in run(strategy, 1).notes)
+    assert not any(n.startswith("--accumulate") for n in run("allreduce", 4).notes)
