@@ -44,6 +44,19 @@ def _nccl_version(ctx, param, value):
     return value
 
 
+ZIPF_MAX = 10
+
+
+def _zipf_positive(ctx, param, value):
+    """--zipf within 0 < s <= ZIPF_MAX, as its help says: an exponent of 0 is no Zipf
+    distribution (TokenStats.zipf refuses it), so it is refused here, naming the flag."""
+    if value is not None and not 0 < value <= ZIPF_MAX:
+        why = " (a Zipf exponent must be positive)" if not value > 0 else ""
+        raise click.BadParameter(f"{value:g} is not in the range 0 < s <= {ZIPF_MAX:g}{why}",
+                                 ctx=ctx, param=param)
+    return value
+
+
 # The trainer and NCCL flags, shared by simulate/compare (_options) and scale.
 OPTIMIZER = click.option("--optimizer", type=click.Choice(sorted(OPTIMIZER_STATE_TENSORS)),
                          help="optimizer algorithm (lamb: NVIDIA FusedLAMBAMP's passes) (default: the model's)")
@@ -200,8 +213,9 @@ def _options(f):
                           "topology's measured fabric.comm_interference, else 0"),
         click.option("--untie-outputs", is_flag=True, default=False,
                      help="give tied output projections their own weight (as calibrate's real steps)"),
-        click.option("--zipf", "zipf_s", type=FiniteFloat(0, 10), default=1.05, show_default=True,
-                     help="Zipf exponent of the token distribution"),
+        click.option("--zipf", "zipf_s", type=FiniteFloat(), default=1.05, show_default=True,
+                     callback=_zipf_positive,
+                     help=f"Zipf exponent s of the token distribution, 0 < s <= {ZIPF_MAX:g}"),
         CORPUS,
         LENGTHS,
         PADDING,

@@ -78,7 +78,7 @@ class TokenStats:
         if not isinstance(vocab, int) or vocab <= 0:
             raise InputError(f"vocab: must be a positive integer, got {vocab!r}")
         if not s > 0:
-            raise InputError(f"zipf s: must be positive, got {s!r}")
+            raise InputError(f"Zipf exponent (--zipf, a sweep's zipf_s) {s!r}: must be positive")
         return _zipf(vocab, float(s))
 
     @classmethod
