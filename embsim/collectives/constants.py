@@ -368,6 +368,40 @@ def constants_for(version: str | None) -> NcclConstants:
     return VERSIONS[key]
 
 
+def _patch_key(release: str) -> tuple[int, int, int]:
+    return tuple(int(p) for p in release.split("."))
+
+
+def known_patches(minor: str) -> list[str]:
+    """The tagged MAJOR.MINOR.PATCH releases of `minor` ("2.21" -> ["2.21.5"]), oldest first
+    (release_dates.RELEASE_DATES: every tag of github.com/NVIDIA/nccl)."""
+    from .release_dates import RELEASE_DATES
+    return sorted((v for v, _ in RELEASE_DATES if v.rsplit(".", 1)[0] == minor), key=_patch_key)
+
+
+def release_label(version: str | None) -> str:
+    """The release an output names for a modelled --nccl-version (or a run's nccl_version):
+    MAJOR.MINOR as given ("2.21": the minor's table), a tagged MAJOR.MINOR.PATCH as given,
+    and a patch no tag carries ("2.21.99", or 2.27.1, which B200 systems shipped untagged)
+    said to be modelled as the newest tagged release of its minor not after it (the
+    minor's oldest when none is): the one whose tables constants_for gives it, as every
+    patch-level change (PATCH_TABLES) starts at a tagged release."""
+    if version in (None, "", "unknown"):
+        return DEFAULT_VERSION
+    text = release_text(str(version))
+    parts = text.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return constants_for(version).version
+    text = ".".join(str(int(p)) for p in parts)     # "2.21.05" is 2.21.5
+    minor = f"{parts[0]}.{int(parts[1])}"
+    tagged = known_patches(minor)
+    if not tagged or text in tagged:
+        return text
+    older = [v for v in tagged if _patch_key(v) <= _patch_key(text)]
+    stand_in = older[-1] if older else tagged[0]
+    return f"{text} (not a tagged release: modelled as {stand_in})"
+
+
 def nvlink_per_link(consts: NcclConstants, arch: int) -> float:
     """NCCL's per-NVLink bandwidth for a GPU arch (topo.h: exact arch first, then family)."""
     if arch in consts.nvlink_per_link:

@@ -33,7 +33,7 @@ from .busbw import busbw_factor
 from .collnet_demand import collnet_demand
 from .multinode import kernel_view, nvls_node_bw, nvlstree_kernel_bw, tree_kernel_bw
 from .channels import Graphs, search_graphs
-from .constants import NcclConstants, constants_for, release_text
+from .constants import NcclConstants, constants_for, release_label, release_text
 from .nccl_env import NcclEnv, apply_env
 from .alltoall_demand import AlltoallPattern, NotRegular
 from .p2p import alltoall_time, alltoallv_time, node_nic_share, p2p_time, sendrecv_time
@@ -97,8 +97,9 @@ class CollectiveModel:
         self.consts: NcclConstants = apply_env(constants_for(nccl_version), nccl_env)
         # the release as the run named it: "2.28.3" where a patch has its own tables (the
         # constants carry only the minor, "2.28"), for the outputs to say which was modelled
+        # (a patch no tag carries named with the tagged release whose tables model it)
         given = release_text(str(nccl_version)) if nccl_version not in (None, "", "unknown") else ""
-        self.release = given if given.count(".") == 2 else self.consts.version
+        self.release = release_label(given) if given.count(".") == 2 else self.consts.version
         self.algos = parse_filter(algo, "algo")
         # a net plugin's NCCL_PROTO (topology nics.nccl_proto) holds unless the run sets its own,
         # as the plugin sets the variable only when it is unset (aws-ofi-nccl on p4d: simple)
