@@ -127,10 +127,37 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
             if s.n == 0 or math.isnan(s.mean):
                 problem = f"{name}: no points to compare"
             elif mean_error is not None and s.mean > mean_error:
-                problem = f"{name}: mean |error| {s.mean:.1%} exceeds --mean-error {mean_error:.1%}"
+                problem = f"{name}: {_exceeds('mean', s.mean, mean_error)}"
             elif max_error is not None and s.max > max_error:
-                problem = f"{name}: max |error| {s.max:.1%} exceeds --max-error {max_error:.1%}"
+                problem = f"{name}: {_exceeds('max', s.max, max_error)}"
     return _verdict(problem)
+
+
+def _bound_digits(bound: float) -> int:
+    """Decimals (at least one) for a percentage to read as the bound given: --max-error
+    0.0001 is 0.01 %, not 0.0 %."""
+    for digits in range(1, 13):
+        if math.isclose(float(f"{bound:.{digits}%}"[:-1]) / 100, bound, rel_tol=1e-9, abs_tol=1e-15):
+            return digits
+    return 12
+
+
+def _percents(value: float, bound: float) -> tuple[str, str]:
+    """`value` and `bound` as percentages with as many decimals as the bound needs to read
+    as given, or more until the two differ (an error over its bound never reads as equal
+    to it: "0.0% exceeds --max-error 0.0%")."""
+    digits = _bound_digits(bound)
+    while digits < 12 and f"{value:.{digits}%}" == f"{bound:.{digits}%}":
+        digits += 1
+    return f"{value:.{digits}%}", f"{bound:.{digits}%}"
+
+
+def _exceeds(which: str, value: float | None, bound: float) -> str:
+    """'max |error| 0.013% exceeds --max-error 0.010%' (None: no error to compare)."""
+    if value is None:
+        return f"{which} |error| None exceeds --{which}-error {bound:.{_bound_digits(bound)}%}"
+    a, b = _percents(value, bound)
+    return f"{which} |error| {a} exceeds --{which}-error {b}"
 
 
 def _verdict(problem: str | None) -> int:
@@ -151,9 +178,7 @@ def _training(paths, iterations, as_json, mean_error, max_error, plot) -> int:
     s = summary(runs, pairs)
     mean, worst = s["mean_abs_error"], s["max_abs_error"]
     if mean_error is not None and (mean is None or mean > mean_error):
-        return _verdict(f"mean |error| {mean if mean is None else f'{mean:.1%}'} exceeds "
-                        f"--mean-error {mean_error:.1%}")
+        return _verdict(_exceeds("mean", mean, mean_error))
     if max_error is not None and (worst is None or worst > max_error):
-        return _verdict(f"max |error| {worst if worst is None else f'{worst:.1%}'} exceeds "
-                        f"--max-error {max_error:.1%}")
+        return _verdict(_exceeds("max", worst, max_error))
     return 0
