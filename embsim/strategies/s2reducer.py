@@ -60,6 +60,15 @@ class S2ReducerOptions:
     def __post_init__(self):
         if self.sizing not in SIZINGS:
             raise InputError(f"--option sizing={self.sizing!r}: expected one of {', '.join(SIZINGS)}")
+        # sparsity is the authors' embedding_sparsity: the fraction of the gradient's
+        # elements expected nonzero (a density, so at most 1), which c = V x D x sparsity x rank
+        # scales; above 1 it would size the sketch for more elements than the table has
+        sparsity = self.sparsity
+        if (isinstance(sparsity, bool) or not isinstance(sparsity, (int, float))
+                or not 0 < sparsity <= 1):
+            raise InputError(f"--option sparsity={sparsity!r}: must be a fraction in (0, 1], the share "
+                             f"of the embedding gradient's elements expected nonzero (the authors' "
+                             f"embedding_sparsity; GNMT {GNMT_SPARSITY:g})")
         for key in ("sparsity", "rank", "width_factor"):
             object.__setattr__(self, key, positive_number(getattr(self, key), key))
         # the sketch's row count sums over binomial terms; 64 rows is far beyond any use

@@ -78,3 +78,19 @@ def test_published_sizing_steps_the_dense_table_and_holds_the_hash_tables():
     word = load_model("lstm-lm1b").table("word")
     assert authors.memory.by_component["s2 hash tables (word)"] == word.vocab * word.dim * 12
     assert "s2 hash tables (word)" not in union.memory.by_component
+
+
+@pytest.mark.parametrize("value", [2, 1.0000001, 1e15, 0, -0.5])
+def test_sparsity_is_a_fraction(value):
+    """sparsity is the authors' embedding_sparsity, the share of the gradient's elements
+    expected nonzero: above 1 (sparsity=1e15 printed a 2e17 MB sketch) it is refused."""
+    from embsim.strategies.s2reducer import S2ReducerOptions
+    with pytest.raises(InputError, match=r"^--option sparsity=.*must be a fraction in \(0, 1\]"):
+        S2ReducerOptions(sparsity=value)
+
+
+def test_sparsity_one_is_the_whole_gradient():
+    from embsim.strategies.s2reducer import S2ReducerOptions
+    assert S2ReducerOptions(sparsity=1).sparsity == 1.0
+    r = run(topology="2x8", model="lstm-lm1b", batch=16, strategy="s2reducer", strategy_options={"sparsity": 1})
+    assert any("(V x D x 1 x 0.25)" in n for n in r.notes), r.notes
