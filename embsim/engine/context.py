@@ -98,7 +98,8 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     def at_shape(batch: int, seq: int):    # the same model at another shape
         return load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
                           dtype=cfg.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
-                          recompute=cfg.recompute, tensor_parallel=model.tensor_parallel)
+                          recompute=cfg.recompute, tensor_parallel=model.tensor_parallel,
+                          positions=False)
 
     def layer_times(m, times) -> tuple[dict, dict, str]:
         # a trace times whole layers, not one tensor-parallel rank's share of them

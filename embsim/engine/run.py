@@ -399,7 +399,8 @@ class _ShapeTimes:
             cfg = self._cfg
             m = load_model(cfg.model, batch=batch, seq=seq, untie_outputs=cfg.untie_outputs,
                            dtype=self._model.dtype, overrides=cfg.model_overrides, amp=cfg.amp,
-                           recompute=cfg.recompute, tensor_parallel=self._model.tensor_parallel)
+                           recompute=cfg.recompute, tensor_parallel=self._model.tensor_parallel,
+                           positions=False)
             self._times[(batch, seq)] = (m, model_times(m, self._gpu))
         return self._times[(batch, seq)]
 

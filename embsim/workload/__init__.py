@@ -16,7 +16,7 @@ from ..errors import InputError
 from .build import build_model
 from .overrides import apply_overrides
 from .model import DTYPE_BYTES, EmbeddingTable, Layer, Model, Optimizer
-from .spec import LIMITS as SPEC_LIMITS, ModelSpec, load_model_spec
+from .spec import LIMITS as SPEC_LIMITS, ModelSpec, load_model_spec, position_limit
 from .tokens import TokenStats, expected_overlap, expected_unique, sample_batches
 
 ZOO_DIR = Path(__file__).resolve().parent / "zoo"
@@ -89,7 +89,7 @@ def load_model(name_or_path: str, batch: int | None = None, seq: int | None = No
                untie_outputs: bool = False, dtype: str | None = None,
                overrides: dict | None = None, amp: str | None = None,
                recompute: str | None = None, tensor_parallel=None,
-               context_parallel=None) -> Model:
+               context_parallel=None, positions: bool = True) -> Model:
     """Build a model at per-GPU `batch` and sequence length `seq` (zoo defaults if None).
     `untie_outputs`: a tied output projection gets its own vocab x dim weight (dense
     gradient) and no longer shares the table, whose gradient becomes sparse.
@@ -101,16 +101,18 @@ def load_model(name_or_path: str, batch: int | None = None, seq: int | None = No
     `context_parallel`: one CP rank's share of each `seq`-long sequence
     (embsim.workload.context_parallel.ContextParallel)."""
     return model_from_spec(load_spec(name_or_path), batch, seq, untie_outputs, dtype,
-                           overrides, amp, recompute, tensor_parallel, context_parallel)
+                           overrides, amp, recompute, tensor_parallel, context_parallel, positions)
 
 
 def model_from_spec(spec: ModelSpec, batch: int | None = None, seq: int | None = None,
                     untie_outputs: bool = False, dtype: str | None = None,
                     overrides: dict | None = None, amp: str | None = None,
                     recompute: str | None = None, tensor_parallel=None,
-                    context_parallel=None) -> Model:
+                    context_parallel=None, positions: bool = True) -> Model:
     """load_model for a spec already loaded (a user file is then read once). The limits
-    are on one GPU's share: under context parallelism seq / C."""
+    are on one GPU's share: under context parallelism seq / C. `positions`: refuse a seq
+    beyond the model's learned positions (False for the padded shapes a length jitter
+    derives from a seq read as a mean: their note says what --seq was read as)."""
     spec = apply_overrides(spec, overrides)
     c = context_parallel.size if context_parallel is not None else 1
     for flag, value in (("batch", batch), ("seq", seq)):
@@ -120,6 +122,10 @@ def model_from_spec(spec: ModelSpec, batch: int | None = None, seq: int | None =
         if value is not None and value > SPEC_LIMITS[flag] * (c if flag == "seq" else 1):
             raise InputError(f"{flag}: at most {SPEC_LIMITS[flag]:,}"
                              + (" per context-parallel rank" if c > 1 else "") + f", got {value:,}")
+    limit = position_limit(spec) if seq is not None and positions else None
+    if limit is not None and seq > limit[1]:
+        raise InputError(f"seq (--seq) {seq:,}: {spec.name} has {limit[1]:,} learned positions "
+                         f"(its position table {limit[0]!r}, rows: {limit[1]}), so at most {limit[1]:,}")
     tokens = (batch or spec.batch) * (seq or spec.seq) // c
     if tokens > SPEC_LIMITS["tokens"]:
         raise InputError(f"batch x seq: {tokens:,} tokens per GPU, more than the "

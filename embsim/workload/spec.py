@@ -208,7 +208,11 @@ def _parse_table(doc: YamlDoc, path: tuple, raw: Any) -> TableSpec:
         if vocab > LIMITS["vocab"]:
             raise doc.error(path + ("fields",), f"{vocab:,} rows in all, more than the "
                             f"{LIMITS['vocab']:,} embsim can sample token statistics for")
-    return TableSpec(name, vocab, dim, get(doc, path, raw, "input", str))
+    # `input` names the data stream or feature column that feeds the table ("tokens",
+    # "source+target tokens", "fields", Criteo's "C1", Outbrain's "ad_id", ...): a label that
+    # `model show` prints and nothing else reads (how many rows a sample looks up is the
+    # embedding layer's `lookups`), so any one-line text is accepted, but not a blank one
+    return TableSpec(name, vocab, dim, check_name(doc, path + ("input",), get(doc, path, raw, "input", str)))
 
 
 def _parse_layer(doc: YamlDoc, path: tuple, raw: Any) -> LayerSpec:
@@ -326,8 +330,76 @@ def reference_problem(spec_tables: dict, layers) -> tuple[tuple, str] | None:
     return None
 
 
+# Widths a layer states outright. A linear layer's `in`, an LSTM's `in` and a layernorm's
+# `dim` are what the layer reads; what a linear, an LSTM (its projection, both directions of
+# a bidirectional one) or a layernorm writes follows from its keys. Other kinds join or
+# reshape vectors (embeddings: one vector per lookup, concatenated by what reads them;
+# combine/interaction/attention: concatenations, products, contexts; transformer blocks:
+# residual streams), so a chain is checked only from one of these three into the next.
+CHAIN_KINDS = ("linear", "lstm", "layernorm")
+
+
+def _out_width(layer: LayerSpec) -> int:
+    p = layer.params
+    if layer.kind == "linear":
+        return p["out"]
+    if layer.kind == "lstm":
+        return (p.get("proj") or p["hidden"]) * (2 if p.get("bidirectional") else 1)
+    return p["dim"]
+
+
+def _out_words(layer: LayerSpec) -> str:
+    p = layer.params
+    if layer.kind == "linear":
+        return f"out {p['out']}"
+    if layer.kind == "lstm":
+        width = f"proj {p['proj']}" if p.get("proj") else f"hidden {p['hidden']}"
+        return f"{width} x 2 directions" if p.get("bidirectional") else width
+    return f"dim {p['dim']}"
+
+
+def chain_problem(layers) -> tuple[tuple, str] | None:
+    """The first (key path, why) at which a layer reads another width than the layer just
+    before it writes, where both say it: a linear, LSTM or layernorm straight after a
+    linear, LSTM or layernorm on the same rows (the same `per` and `token_fraction`; a
+    repeated layer's own repeats are not checked, as GNMT's decoder layers read
+    [h, attention context] each). None when the chain fits or cannot be told."""
+    for i in range(1, len(layers)):
+        before, layer = layers[i - 1], layers[i]
+        if before.kind not in CHAIN_KINDS or layer.kind not in CHAIN_KINDS:
+            continue
+        rows = [(x.params.get("per", "token"), x.params.get("token_fraction", 1)) for x in (before, layer)]
+        if rows[0] != rows[1]:
+            continue
+        key = "dim" if layer.kind == "layernorm" else "in"
+        width = layer.params[key]
+        if width != _out_width(before):
+            return ("layers", i, key), (f"layer {layer.name!r} reads {key} {width}, but the layer "
+                                        f"before it, {before.name!r} ({before.kind}, "
+                                        f"{_out_words(before)}), writes {_out_width(before)} "
+                                        f"features")
+    return None
+
+
+def position_limit(spec: ModelSpec) -> tuple[str, int] | None:
+    """(layer name, rows) of the learned position table that bounds the sequence length,
+    or None. A learned `positional_embedding` is read one row per position, so a sequence
+    longer than its rows has positions with no row (BERT's 512, GPT-2's 1024: the trainers
+    refuse it). The kind also carries tables read by something else per token (BERT's
+    2-row segment table), so only a table that holds the model's own default `seq` counts
+    as a position table; with several, the shortest bounds. Sinusoidal ones (learned:
+    false) are computed for any position."""
+    tables = [(layer.params["rows"], layer.name) for layer in spec.layers
+              if layer.kind == "positional_embedding" and layer.params.get("learned", True)
+              and layer.params["rows"] >= spec.seq]
+    if not tables:
+        return None
+    rows, name = min(tables)
+    return name, rows
+
+
 def _check_references(doc: YamlDoc, spec_tables: dict, layers: list[LayerSpec]) -> None:
-    problem = reference_problem(spec_tables, layers)
+    problem = reference_problem(spec_tables, layers) or chain_problem(layers)
     if problem:
         raise doc.error(*problem)
 
