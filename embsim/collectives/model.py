@@ -67,16 +67,18 @@ class CollectivePlan:
 
 
 def _socket_capacity(topology, capacity: np.ndarray) -> np.ndarray | None:
-    """The file's socket-link capacities (inf on every other link) of a PCIe node with
-    several sockets, where GPU-to-GPU traffic between sockets has no other way than the
-    socket link (no NVLink, through which NCCL may route, PATH_NVB); None elsewhere."""
-    fab = topology.node.fabric
-    if fab.kind != "pcie" or int(fab.cpu_sockets or 1) < 2 or not fab.cpu_link_gbps:
+    """The file's PCIe-tree capacities (inf on every other link) of a PCIe node: its GPU
+    links, PCIe switch uplinks and socket links. With no NVLink (through which NCCL may
+    route, PATH_NVB) GPU-to-GPU traffic has one path up and down that tree, and every byte
+    a pattern sends over a link has to cross it at the link's rate, which neither NCCL's
+    search (its own per-CPU constant) nor its kernels' per-GPU rate sees for a shared
+    uplink or the socket link; None elsewhere."""
+    if topology.node.fabric.kind != "pcie":
         return None
-    socket = np.asarray(topology.link_kinds) == "cpu"
-    if not socket.any():
+    tree = np.isin(np.asarray(topology.link_kinds), ("cpu", "pcie"))
+    if not tree.any():
         return None
-    return np.where(socket, capacity, np.inf)
+    return np.where(tree, capacity, np.inf)
 
 
 def _said(flag: str, value) -> str:

@@ -152,3 +152,17 @@ def test_the_socket_link_bounds_rings_and_alltoallv(tmp_path):
     m[0, 1] = size                                       # one on socket 0
     fast = CollectiveModel(load_topology("pcie-rtx3090"))
     assert slow.plan_alltoallv(m, range(8)).time == fast.plan_alltoallv(m, range(8)).time
+
+
+def test_a_shared_pcie_switch_uplink_bounds_an_alltoall():
+    """pcie-rtx3090: two switches of four GPUs, each on one x16 uplink (31 GB/s). An
+    8-GPU alltoall sends half of every GPU's bytes off its switch: 4 x S/2 = 2S across each
+    uplink, which no per-GPU rate sees; the collective takes at least that long."""
+    topo = load_topology("pcie-rtx3090:1x8")
+    size = 64 << 20
+    plan = CollectiveModel(topo).plan("alltoall", size, range(8))
+    uplink = 31e9
+    assert plan.time >= plan.latency + 2 * size / uplink * (1 - 1e-9)
+    # a node of four GPUs on one switch crosses no uplink: not bounded by it
+    four = CollectiveModel(load_topology("pcie-rtx3090:1x4")).plan("alltoall", size, range(4))
+    assert four.time < four.latency + 2 * size / uplink
