@@ -358,14 +358,26 @@ def _out_words(layer: LayerSpec) -> str:
     return f"dim {p['dim']}"
 
 
+def _written(layer: LayerSpec) -> set:
+    """Widths a layer of any kind states it writes (a branch may read any of them)."""
+    p = layer.params
+    if layer.kind in CHAIN_KINDS:
+        return {_out_width(layer)}
+    return {p[k] for k in ("out", "dim") if isinstance(p.get(k), int)}
+
+
 def chain_problem(layers) -> tuple[tuple, str] | None:
     """The first (key path, why) at which a layer reads another width than the layer just
     before it writes, where both say it: a linear, LSTM or layernorm straight after a
     linear, LSTM or layernorm on the same rows (the same `per` and `token_fraction`; a
     repeated layer's own repeats are not checked, as GNMT's decoder layers read
-    [h, attention context] each). None when the chain fits or cannot be told."""
+    [h, attention context] each). A width some earlier layer writes is taken as a branch
+    that reads it (a second task head after the first, a tower listed after another), not
+    a mismatch. None when the chain fits or cannot be told."""
+    written: set = set(_written(layers[0])) if layers else set()
     for i in range(1, len(layers)):
         before, layer = layers[i - 1], layers[i]
+        seen, written = written, written | _written(layer)
         if before.kind not in CHAIN_KINDS or layer.kind not in CHAIN_KINDS:
             continue
         rows = [(x.params.get("per", "token"), x.params.get("token_fraction", 1)) for x in (before, layer)]
@@ -373,7 +385,7 @@ def chain_problem(layers) -> tuple[tuple, str] | None:
             continue
         key = "dim" if layer.kind == "layernorm" else "in"
         width = layer.params[key]
-        if width != _out_width(before):
+        if width != _out_width(before) and width not in seen:
             return ("layers", i, key), (f"layer {layer.name!r} reads {key} {width}, but the layer "
                                         f"before it, {before.name!r} ({before.kind}, "
                                         f"{_out_words(before)}), writes {_out_width(before)} "

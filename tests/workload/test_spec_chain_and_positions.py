@@ -65,6 +65,10 @@ def test_a_width_mismatch_names_the_file_and_layer(tmp_path, capsys, layers, wor
     # other rows: a per-sample head after per-token layers
     "  - {name: a, kind: linear, in: 8, out: 16}\n"
     "  - {name: pool, kind: linear, in: 8, out: 4, per: sample}\n",
+    # a second head after the first reads a width an earlier layer writes: a branch
+    "  - {name: trunk, kind: linear, in: 8, out: 16}\n"
+    "  - {name: head_a, kind: linear, in: 16, out: 2}\n"
+    "  - {name: head_b, kind: linear, in: 16, out: 3}\n",
     # a concatenation in between is not checked
     "  - {name: a, kind: linear, in: 8, out: 16}\n"
     "  - {name: cat, kind: combine, op: concat, inputs: 2, dim: 16}\n"
