@@ -37,10 +37,13 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
         raise InputError(f"accumulate {accumulate!r}: need an integer 1..{MAX_ACCUMULATE}")
     if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool) or not 0 <= cfg.seed < 2 ** 63:
         raise InputError(f"seed {cfg.seed!r}: need an integer 0..{2 ** 63 - 1}")
-    for key in ("interference", "comm_interference", "zipf_s"):
+    for key in ("interference", "comm_interference"):
         value = getattr(cfg, key)
         if value is not None and (not math.isfinite(value) or value < 0):
             raise InputError(f"{key} {value!r}: must be a finite number >= 0")
+    if cfg.zipf_s is not None and not (math.isfinite(cfg.zipf_s) and 0 < cfg.zipf_s <= 10):
+        # as --zipf takes it: a Zipf exponent is positive
+        raise InputError(f"zipf_s {cfg.zipf_s!r}: must be a Zipf exponent, 0 < s <= 10")
     def topology():
         topo = load_topology(cfg.topology, origin=topology_origin)
         return topo.with_overrides(**cfg.hardware) if cfg.hardware else topo
