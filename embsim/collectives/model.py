@@ -66,7 +66,7 @@ class CollectivePlan:
     source: str = "model"  # "model" | "measured"
 
 
-def _socket_capacity(topology, capacity: np.ndarray) -> np.ndarray | None:
+def _pcie_tree_capacity(topology, capacity: np.ndarray) -> np.ndarray | None:
     """The file's PCIe-tree capacities (inf on every other link) of a PCIe node: its GPU
     links, PCIe switch uplinks and socket links. With no NVLink (through which NCCL may
     route, PATH_NVB) GPU-to-GPU traffic has one path up and down that tree, and every byte
@@ -125,12 +125,12 @@ class CollectiveModel:
         # the collective slower than the model, as it would in reality.
         self._fabric = topology.link_kinds == "net"
         self._modelled_capacity = np.where(self._fabric, np.inf, self.capacity)
-        # The socket links of a PCIe node at the file's cpu_link_gbps: NCCL's search charges
-        # its own per-CPU constant (pci_rings.nccl_cpu_bw) and its kernels' rate is the
-        # per-GPU link, so neither sees the physical link; every byte the collective's
-        # pattern sends across it still has to cross it (see _socket_time).
-        self._socket_capacity = _socket_capacity(topology, self.capacity)
-        self._socket_units: dict = {}
+        # The PCIe tree of a PCIe node at the file's rates (GPU links, switch uplinks, the
+        # socket link): NCCL's search charges its own per-CPU constant (pci_rings.nccl_cpu_bw)
+        # and its kernels' rate is the per-GPU link, so neither sees a shared uplink or the
+        # socket link; every byte the pattern sends across one still has to cross it.
+        self._tree_capacity = _pcie_tree_capacity(topology, self.capacity)
+        self._tree_per_byte: dict = {}     # (op, algo, ranks) -> s per byte on the tree
         self._plans: dict = {}
         self._shapes: dict = {}
         self._units: dict = {}
@@ -277,12 +277,12 @@ class CollectiveModel:
             self._units[key] = hit
         return hit
 
-    def _socket_time(self, unit: Demand, scale: float) -> float:
-        """Seconds the node's socket links need for `scale` x `unit`'s bytes at the file's
-        cpu_link_gbps (0: no socket link on a PCIe tree, or none crossed)."""
-        if self._socket_capacity is None or unit.is_empty or scale <= 0:
+    def _tree_time(self, unit: Demand, scale: float) -> float:
+        """Seconds the busiest link of the node's PCIe tree needs for `scale` x `unit`'s bytes
+        at the file's rates (0: not a PCIe node)."""
+        if self._tree_capacity is None or unit.is_empty or scale <= 0:
             return 0.0
-        return scale * unit.bottleneck_time(self._socket_capacity)
+        return scale * unit.bottleneck_time(self._tree_capacity)
 
     def _scaled(self, unit: Demand, transfer_s: float) -> Demand:
         if transfer_s <= 0 or unit.is_empty:
@@ -333,11 +333,11 @@ class CollectiveModel:
             source = "measured"
         latency, time = lat_us * 1e-6, time_us * 1e-6
         unit = self._unit_demand(op, algo, ranks)
-        if source == "model" and self._socket_capacity is not None:
-            # the file's socket link: what the pattern sends across it, at its rate
-            per_byte = self._socket_units.get((op, algo, ranks))
+        if source == "model" and self._tree_capacity is not None:
+            # the PCIe tree's links: what the pattern sends across each, at its rate
+            per_byte = self._tree_per_byte.get((op, algo, ranks))
             if per_byte is None:
-                per_byte = self._socket_units[(op, algo, ranks)] = self._socket_time(unit, 1.0)
+                per_byte = self._tree_per_byte[(op, algo, ranks)] = self._tree_time(unit, 1.0)
             time = max(time, latency + per_byte * nbytes)
         dem = self._scaled(unit, time - latency)
         if dem.is_empty:
@@ -446,7 +446,7 @@ class CollectiveModel:
                 if routes.g * routes.n_nodes != n:
                     raise InputError("alltoallv: every node of the communicator needs the same GPU count")
                 unit = routes.demand(ms)
-            t_us = max(t.time, t.latency + self._socket_time(unit, 1.0) * 1e6)
+            t_us = max(t.time, t.latency + self._tree_time(unit, 1.0) * 1e6)
             dem = self._scaled(unit, (t_us - t.latency) * 1e-6)
             lat = t.latency * 1e-6 if not dem.is_empty else t_us * 1e-6
             time = t_us * 1e-6 if dem.is_empty else max(t_us * 1e-6, lat + dem.bottleneck_time(self.capacity))

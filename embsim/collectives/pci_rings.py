@@ -22,7 +22,7 @@ uses and subtracting the channel's speed from each link on it (followPath, searc
   socket link its CPU-model constant (nccl_cpu_bw below, ncclTopoGetInterCpuBw), NOT the
   topology file's cpu_link_gbps: that is the physical link the simulated flows share, and
   what the collective's bytes across it take at its rate is a floor on the collective's
-  time (model.CollectiveModel._socket_time), as NCCL's kernels cannot beat the link.
+  time (model.CollectiveModel._tree_time, with the PCIe links and switch uplinks), as NCCL's kernels cannot beat the link.
 
 A channel fits at speed s when every link keeps the speed it is charged; `channels_at`
 returns how many identical channels do (the search adds them one by one until one fails,
