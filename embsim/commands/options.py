@@ -14,6 +14,7 @@ from ..workload.model import OPTIMIZER_STATE_TENSORS
 from ..workload.padding import parse_padding
 from ..workload.pipeline_interleaved import SEND_WAITS
 from ..workload.precision import AMP_STYLES, check_amp_flags
+from ..workload.tokens import MAX_ZIPF_S
 from ..yamlio import check_regular_file
 from .checks import (MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat,
                      count, model_option)
@@ -44,15 +45,12 @@ def _nccl_version(ctx, param, value):
     return value
 
 
-ZIPF_MAX = 10
-
-
 def _zipf_positive(ctx, param, value):
-    """--zipf within 0 < s <= ZIPF_MAX, as its help says: an exponent of 0 is no Zipf
+    """--zipf within 0 < s <= MAX_ZIPF_S, as its help says: an exponent of 0 is no Zipf
     distribution (TokenStats.zipf refuses it), so it is refused here, naming the flag."""
-    if value is not None and not 0 < value <= ZIPF_MAX:
+    if value is not None and not 0 < value <= MAX_ZIPF_S:
         why = " (a Zipf exponent must be positive)" if not value > 0 else ""
-        raise click.BadParameter(f"{value:g} is not in the range 0 < s <= {ZIPF_MAX:g}{why}",
+        raise click.BadParameter(f"{value:g} is not in the range 0 < s <= {MAX_ZIPF_S:g}{why}",
                                  ctx=ctx, param=param)
     return value
 
@@ -215,7 +213,7 @@ def _options(f):
                      help="give tied output projections their own weight (as calibrate's real steps)"),
         click.option("--zipf", "zipf_s", type=FiniteFloat(), default=1.05, show_default=True,
                      callback=_zipf_positive,
-                     help=f"Zipf exponent s of the token distribution, 0 < s <= {ZIPF_MAX:g}"),
+                     help=f"Zipf exponent s of the token distribution, 0 < s <= {MAX_ZIPF_S:g}"),
         CORPUS,
         LENGTHS,
         PADDING,

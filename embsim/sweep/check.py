@@ -25,7 +25,7 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
     from ..engine.measured import MeasuredInputs
     from ..engine.run import with_model_defaults
     from ..workload import load_model
-    from ..workload.tokens import MAX_CORPUS_BYTES
+    from ..workload.tokens import MAX_CORPUS_BYTES, MAX_ZIPF_S
     from ..yamlio import check_regular_file
 
     if not isinstance(cfg.iterations, int) or not 2 <= cfg.iterations <= MAX_ITERATIONS:
@@ -41,9 +41,9 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
         value = getattr(cfg, key)
         if value is not None and (not math.isfinite(value) or value < 0):
             raise InputError(f"{key} {value!r}: must be a finite number >= 0")
-    if cfg.zipf_s is not None and not (math.isfinite(cfg.zipf_s) and 0 < cfg.zipf_s <= 10):
+    if cfg.zipf_s is not None and not (math.isfinite(cfg.zipf_s) and 0 < cfg.zipf_s <= MAX_ZIPF_S):
         # as --zipf takes it: a Zipf exponent is positive
-        raise InputError(f"zipf_s {cfg.zipf_s!r}: must be a Zipf exponent, 0 < s <= 10")
+        raise InputError(f"zipf_s {cfg.zipf_s!r}: must be a Zipf exponent, 0 < s <= {MAX_ZIPF_S:g}")
     def topology():
         topo = load_topology(cfg.topology, origin=topology_origin)
         return topo.with_overrides(**cfg.hardware) if cfg.hardware else topo

@@ -44,6 +44,9 @@ from .sharding import SHARDINGS, shard_of_rows, shard_shares   # noqa: F401  (re
 MAX_CORPUS_BYTES = 1 << 30      # read whole into memory: a larger file is refused, not swapped
 
 DEFAULT_ZIPF_S = 1.05
+# The largest Zipf exponent a run may give (--zipf, a sweep's zipf_s): beyond it nearly
+# every lookup hits one row
+MAX_ZIPF_S = 10
 WORD = re.compile(r"[^\W\d_]+")     # runs of letters (any script); everything else splits
 
 
