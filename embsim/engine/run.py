@@ -22,6 +22,7 @@ from ..network import Network
 from ..plan.ops import channel_family
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
+from ..strategies.common import sparse_tables
 from ..topology import Topology, load_topology
 from ..trace import load_trace
 from ..workload import load_model, load_spec
@@ -139,7 +140,7 @@ def one_gpu_label(cfg: SimulationConfig, tensor_parallel: bool, strategy, ctx) -
     whose gradient can be sparse is stepped as dense (vocab x dim) under a dense strategy
     and as its looked-up rows under a sparse one, on one GPU too."""
     where = "tensor-parallel group" if tensor_parallel else "GPU"
-    if not any(not t.dense_grad for t in ctx.tables.values()):
+    if not sparse_tables(ctx):
         return (f"one {where}: nothing to synchronise, so --strategy {cfg.strategy} and "
                 f"--scheduler {cfg.scheduler} change nothing")
     alike = [n for n in STRATEGIES.names()

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
-from .notes import condense
+from .notes import attributed, condense
 from .units import compute_source_text, human_bytes, human_time
 from ..words import counted
 
@@ -49,11 +49,3 @@ def print_matrix(result, console: Console | None = None, all_notes: bool = False
     for n in (notes if all_notes else condense(notes)):
         console.print(f"note: {n}")
 
-
-def attributed(row, note: str) -> str:
-    """A note that does not begin with its row's strategy (a scheduler's, such as
-    embrace-2d's share deferred, which differs between the strategies it runs under) is
-    prefixed with the row it belongs to."""
-    if note.split(" ", 1)[0].rstrip(":") == row.strategy:
-        return note
-    return f"({row.label}) {note}"

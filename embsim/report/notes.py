@@ -34,8 +34,17 @@ def subject(note: str) -> str:
     return m.group(0).removesuffix("'s").rstrip(":.,;") if m else ""
 
 
+def attributed(row, note: str) -> str:
+    """A compare row's note as the table prints it: one that does not begin with its row's
+    strategy (a scheduler's, such as embrace-2d's share deferred, which differs between the
+    strategies it runs under) prefixed with the row it belongs to."""
+    if note.split(" ", 1)[0].rstrip(":") == row.strategy:
+        return note
+    return f"({row.label}) {note}"
+
+
 def _unattributed(note: str) -> str:
-    """The note without compare's "(strategy/scheduler) " attribution."""
+    """The note without attributed()'s "(strategy/scheduler) " prefix."""
     return note.partition(") ")[2] if note.startswith("(") else note
 
 

@@ -60,7 +60,7 @@ def test_compare_attributes_a_schedulers_notes_to_their_row():
     """embrace-2d's share deferred differs between the strategies it runs under: compare
     prints which row each belongs to, and the count line keeps that attribution."""
     from embsim.compare import CompareRow
-    from embsim.report.compare_table import attributed
+    from embsim.report.notes import attributed
     ps = CompareRow(strategy="ps", scheduler="embrace-2d")
     assert attributed(ps, "ps cat_0: local aggregation") == "ps cat_0: local aggregation"
     note = "embrace-2d: 82 % of cat_0_lookup's embedding traffic deferred"
