@@ -30,9 +30,11 @@ YAML_SUFFIXES = (".yaml", ".yml")
 NCCL_TESTS_SUFFIXES = YAML_SUFFIXES + (".log", ".txt", ".out")
 
 
-def _expand_folders(inputs: tuple[str, ...], suffixes: tuple[str, ...]) -> tuple[str, ...]:
+def _expand_folders(inputs: tuple[str, ...], suffixes: tuple[str, ...],
+                    found_in_folders: set[str] | None = None) -> tuple[str, ...]:
     """A folder stands for its own files of these kinds, in name order (not its
-    subfolders: a held-out set kept beside a folder stays out unless named)."""
+    subfolders: a held-out set kept beside a folder stays out unless named); the files
+    found in folders are added to `found_in_folders`."""
     out: list[str] = []
     for item in inputs:
         if not os.path.isdir(item):
@@ -43,6 +45,8 @@ def _expand_folders(inputs: tuple[str, ...], suffixes: tuple[str, ...]) -> tuple
         if not found:
             raise InputError(f"validate: {item}: a folder with no {'/'.join(suffixes)} files")
         out += found
+        if found_in_folders is not None:
+            found_in_folders.update(found)
     return tuple(out)
 
 
@@ -79,7 +83,8 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
     if inputs and not (nccl_tests or training):
         raise InputError(f"validate: {inputs[0]}: positional files are nccl-tests or training inputs; "
                          "add --nccl-tests or --training")
-    inputs = _expand_folders(inputs, NCCL_TESTS_SUFFIXES if nccl_tests else YAML_SUFFIXES)
+    in_folders: set[str] = set()
+    inputs = _expand_folders(inputs, NCCL_TESTS_SUFFIXES if nccl_tests else YAML_SUFFIXES, in_folders)
     seen: dict[Path, str] = {}
     for path in inputs:          # a file twice (overlapping globs) would count its runs twice
         key = Path(os.path.realpath(path))     # Path.resolve raises on a symlink loop
@@ -101,7 +106,13 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
         return _training(list(inputs), iterations, as_json, mean_error, max_error, plot)
     unsimulated = 0
     if nccl_tests:
-        curves = collective_errors(list(inputs), topology, placement, op)
+        skipped: list[str] = []
+        curves = collective_errors(list(inputs), topology, placement, op,
+                                   frozenset(in_folders), skipped)
+        for path in skipped:
+            click.echo(f"embsim: note: {path}: not nccl-tests output; left out", err=True)
+        if not curves:
+            raise InputError(f"validate: no nccl-tests run in {', '.join(skipped)}")
         # every curve on its own, so one good curve cannot average a bad one away
         summaries = [(c.name, c.summary) for c in curves] + [("all curves", collective_summary(curves))]
         if plot:

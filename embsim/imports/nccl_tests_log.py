@@ -13,7 +13,9 @@ Layouts differ between versions (no `root` or `redop` column, `error` instead of
 several runs. Columns are therefore located by the header's names, not positions.
 A log is accepted only whole: a run whose table is not closed by the footer is rejected.
 
-Pasted logs often leave out the rank lines, or cut a 128-rank list to its first few ("...").
+Pasted logs often leave out the rank lines, or cut a 128-rank list to its first few ("..."),
+or start at the column header (no `# nThread` line) and stop before the footer: a table
+without its `nThread` line is taken as pasted, whole as far as it goes.
 Such a run still parses (`complete` is False): its rank count is what the table itself fixes
 (AllGather, ReduceScatter and AlltoAll print a per-rank count, so size / (count x element)
 is the rank count), else unknown (0) until the caller names the measured system
@@ -29,7 +31,7 @@ from pathlib import Path
 
 from ..collectives.busbw import DATATYPES, OPS, canonical_op
 from ..yamlio import MAX_NUMBER, check_regular_file
-from .nccl_tests_ranks import NcclTestsLogError, rank_count
+from .nccl_tests_ranks import NcclTestsLogError, NotNcclTestsLog, rank_count
 
 MAX_LOG_BYTES = 256 * 1024 * 1024
 MAX_GPUS_PER_PROCESS = 64     # nccl-tests -g, as `embsim nccl-tests -g` bounds it
@@ -46,11 +48,18 @@ PERF_BINARIES = {
 _TYPE_ALIASES = {"char": "int8", "int": "int32", "uint": "uint32", "bf16": "bfloat16",
                  "fp8_e4m3": "f8e4m3", "fp8_e5m2": "f8e5m2"}
 
-_LAUNCHER_PREFIX = re.compile(r"^\s*(\[\d+,\d+\]<std(?:out|err)>:|\d+:\s)")
-_PERF_MENTION = re.compile(r"\b(" + "|".join(sorted(PERF_BINARIES, key=len, reverse=True))
-                           + r")_perf(?:_mpi)?\b")
-_RANK_LINE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+"
-                        r"\s+\[[^\]]*\]\s*(.*)$")
+# mpirun --tag-output "[1,0]<stdout>:", srun -l "0: ", pdsh "node01: " (before a '#' or a row)
+_LAUNCHER_PREFIX = re.compile(r"^\s*(\[\d+,\d+\]<std(?:out|err)>:|\d+:\s|[A-Za-z][\w.-]{0,63}:\s+(?=[#\d]))")
+# Not \b: "run1_alltoall_perf.log" has no word boundary between "_" and "alltoall".
+_PERF_MENTION = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(PERF_BINARIES, key=len, reverse=True))
+                           + r")_perf(?:_mpi)?(?![A-Za-z0-9])")
+_RANK_LINE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)"
+                        r"\s+\[([^\]]*)\]\s*(.*)$")
+# A file named after the op alone ("v100_alltoall.log", "all_reduce.txt"); "_" separates words
+_OP_IN_NAME = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(PERF_BINARIES, key=len, reverse=True))
+                         + r")(?![A-Za-z0-9])")
+# nccl-tests' own abort (src/common.h CUDACHECK / NCCLCHECK): "HOST: Test CUDA failure common.cu:389 '...'"
+_TEST_FAILURE = re.compile(r"\bTest (?:CUDA|NCCL|NCCL \w+) failure\b.*")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 _LIBRARY_CODE = re.compile(r"nccl-library=(\d{1,9})\b")   # NCCL_VERSION codes (22602)
 _TESTS_VERSION = re.compile(r"nccl-tests version (\S+)")
@@ -156,6 +165,9 @@ class _Partial:
     closed: bool = False
     env_lines: list = field(default_factory=list)
     rccl: bool = False                                  # printed by rccl-tests / RCCL
+    pasted: bool = False                                # a table without its nThread line
+    zero_rows: list = field(default_factory=list)       # lines of 0-byte rows
+    bus_ids: dict = field(default_factory=dict)         # rank -> "device D [BUS]" as printed
 
 
 def _clean(raw: str) -> str:
@@ -232,7 +244,8 @@ def _header_columns(tokens: list[str], where: str) -> list[str]:
     return common + [p + name for p in prefixes for name in group]
 
 
-def _row(tokens: list[str], columns: list[str], where: str, line: int) -> NcclTestsRow:
+def _row(tokens: list[str], columns: list[str], where: str, line: int) -> NcclTestsRow | None:
+    """One size's row; None for a 0-byte row (nothing to time)."""
     if len(tokens) != len(columns):
         raise NcclTestsLogError(f"{where}: row has {len(tokens)} fields but the table has "
                                 f"{len(columns)} columns (truncated or corrupted log?)")
@@ -241,8 +254,11 @@ def _row(tokens: list[str], columns: list[str], where: str, line: int) -> NcclTe
         size, count = int(values["size"]), int(values["count"])
     except ValueError:
         raise NcclTestsLogError(f"{where}: size/count must be integers") from None
+    if size == 0 and count == 0:
+        # AllGather, ReduceScatter, AlltoAll print "0 0 float none -1 ..." for -b below ranks x
+        # element (a per-rank count of 0): a launch with no data, left out by the caller
+        return None
     if not (0 < size <= MAX_NUMBER and 0 < count <= MAX_NUMBER):
-        # nccl-tests never prints a zero-byte row; one would divide by zero downstream
         raise NcclTestsLogError(f"{where}: size {size} and count {count} must be positive "
                                 f"(at most {MAX_NUMBER:g})")
     dtype = values.get("type", "float")
@@ -266,9 +282,14 @@ def _infer_op(p: _Partial, source: str) -> tuple[str, str]:
     """The op from the log's own words, else from the file name, else from the columns."""
     if p.op_mentions:
         return PERF_BINARIES[p.op_mentions[-1]], f"'{p.op_mentions[-1]}_perf' in the log"
-    match = _PERF_MENTION.search(Path(source).name)
+    name = Path(source).name
+    match = _PERF_MENTION.search(name)
     if match:
-        return PERF_BINARIES[match.group(1)], f"the file name {Path(source).name!r}"
+        return PERF_BINARIES[match.group(1)], f"the file name {name!r}"
+    named = set(_OP_IN_NAME.findall(name))
+    if len(named) == 1:                  # two ops in one name say neither
+        named_op = named.pop()
+        return PERF_BINARIES[named_op], f"the file name {name!r}"
     # Size/count relation (src/common.cu setupArgs): AG/RS/A2A print per-rank counts.
     row = p.rows[0]
     # a per-rank count is size / (element x ranks): below size / element
@@ -291,16 +312,14 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
     where = f"{source} (run at line {p.line})"
     if p.columns is None:
         raise NcclTestsLogError(f"{where}: no result table (the 'size count type ...' header)")
-    if not p.closed:
+    if not p.closed and not p.pasted:
         raise NcclTestsLogError(f"{where}: truncated log: the table is not followed by "
                                 f"'# Avg bus bandwidth' (the run did not finish)")
+    _refuse_rccl(p, where)
     if not p.rows:
-        raise NcclTestsLogError(f"{where}: the result table has no rows")
-    amd = sorted({d for _, d in p.ranks.values() if _AMD_DEVICE.search(d)})
-    if p.rccl or amd:
-        what = f"AMD device {amd[0]!r}" if amd else "rccl-tests / RCCL banner"
-        raise NcclTestsLogError(f"{where}: an RCCL run ({what}): embsim models NVIDIA's NCCL on "
-                                f"NVIDIA GPUs, not RCCL's algorithms or AMD's Infinity Fabric links")
+        zero = " but 0-byte ones (nothing to time)" if p.zero_rows else ""
+        raise NcclTestsLogError(f"{where}: the result table has no rows{zero}")
+    _refuse_shared_gpus(p, where)
     listed = tuple(sorted(p.ranks))
     if op_override:
         op, op_from = op_override, "--op"
@@ -308,7 +327,8 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
         op, op_from = _infer_op(p, source)
     if op in ("scatter", "gather", "hypercube"):
         raise NcclTestsLogError(f"{where}: {op}_perf results are not modelled by embsim")
-    rows, dropped = [], []
+    rows = []
+    dropped = [f"line {line}: size 0: a launch with no data" for line in p.zero_rows]
     for row in p.rows:
         bad = [m.wrong for m in (row.out_of_place, row.in_place) if m and m.wrong]
         if bad:
@@ -318,6 +338,9 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
     if not rows:
         raise NcclTestsLogError(f"{where}: every row reports wrong values (#wrong > 0)")
     n = rank_count(listed, rows, op, where)
+    if n == 1:
+        raise NcclTestsLogError(f"{where}: one rank: nothing crosses a link between GPUs (busbw "
+                                f"is 0 by definition); embsim models collectives of 2 or more GPUs")
     gpus = str(p.params.get("nGpus") or "1")
     if not re.fullmatch(r"\d{1,3}", gpus) or not 1 <= int(gpus) <= MAX_GPUS_PER_PROCESS:
         raise NcclTestsLogError(f"{where}: nGpus {gpus[:20]!r}: GPUs driven by one process must be "
@@ -328,6 +351,27 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
                         tests_version=p.tests_version, params=p.params, rows=tuple(rows),
                         out_of_bounds=p.out_of_bounds, avg_busbw=p.avg_busbw, dropped=tuple(dropped),
                         env_lines=tuple(p.env_lines), gpus_per_process=int(gpus), listed_ranks=listed)
+
+
+def _refuse_rccl(p: _Partial, where: str) -> None:
+    amd = sorted({d for _, d in p.ranks.values() if _AMD_DEVICE.search(d)})
+    if p.rccl or amd:
+        what = f"AMD device {amd[0]!r}" if amd else "rccl-tests / RCCL banner"
+        raise NcclTestsLogError(f"{where}: an RCCL run ({what}): embsim models NVIDIA's NCCL on "
+                                f"NVIDIA GPUs, not RCCL's algorithms or AMD's Infinity Fabric links")
+
+
+def _refuse_shared_gpus(p: _Partial, where: str) -> None:
+    """Two ranks on one GPU (the same device ordinal and bus id on the same host): a
+    time-shared device, which no topology describes."""
+    seen: dict = {}
+    for rank in sorted(p.bus_ids):
+        key = (p.ranks[rank][0], p.bus_ids[rank])
+        if key in seen:
+            raise NcclTestsLogError(f"{where}: ranks {seen[key]} and {rank} run on one GPU "
+                                    f"({key[1]} on host {key[0]}): a shared GPU is not a system "
+                                    f"embsim can model")
+        seen[key] = rank
 
 
 def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[NcclTestsRun]:
@@ -345,6 +389,9 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
         if not text_line:
             continue
         where = f"{source} line {number}"
+        failure = _TEST_FAILURE.search(text_line)
+        if failure:
+            raise NcclTestsLogError(f"{where}: the run failed: {failure.group(0)[:200]}")
         if text_line.startswith("nThread "):
             if current is not None and not current.closed:
                 if current.columns is None:
@@ -359,6 +406,12 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
                                rccl=pending.rccl)
             pending = _Partial(line=0, params={})
             continue
+        if (current is None or current.closed) and _is_column_header(text_line):
+            # a pasted table: from its column header on, without the nThread line
+            current = _Partial(line=number, params={}, op_mentions=pending.op_mentions,
+                               nccl_version=pending.nccl_version, tests_version=pending.tests_version,
+                               env_lines=pending.env_lines, rccl=pending.rccl, pasted=True)
+            pending = _Partial(line=0, params={})
         target = pending if current is None or current.closed else current
         mention = _PERF_MENTION.search(text_line)
         if mention and target.columns is None:
@@ -375,12 +428,14 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
             if r in current.ranks:
                 raise NcclTestsLogError(f"{where}: rank {r} listed twice: several independent "
                                         f"runs are interleaved (nccl-tests built without MPI=1?)")
-            current.ranks[r] = (rank.group(2), rank.group(3).strip())
+            current.ranks[r] = (rank.group(2), rank.group(5).strip())
+            current.bus_ids[r] = f"device {rank.group(3)} [{rank.group(4).strip().lower()}]"
             continue
         tokens = text_line.split()
         if tokens[0] == "size" and "count" in tokens:
             if current.columns is not None:
                 raise NcclTestsLogError(f"{where}: a second column header inside one run")
+            _refuse_rccl(current, where)        # before its rows: RCCL prints rows of its own
             current.columns = _header_columns(tokens, where)
             continue
         oob = _OUT_OF_BOUNDS.match(text_line)
@@ -394,13 +449,22 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
             runs.append(_finish(current, source, op))
             continue
         if current.columns is not None and re.fullmatch(r"\d+", tokens[0]) and len(tokens) > 1:
-            current.rows.append(_row(tokens, current.columns, where, number))
+            row = _row(tokens, current.columns, where, number)
+            if row is None:
+                current.zero_rows.append(number)
+            else:
+                current.rows.append(row)
     if current is not None and not current.closed:
         runs.append(_finish(current, source, op))              # raises with the reason
     if not runs:
-        raise NcclTestsLogError(f"{source}: not an nccl-tests log (no '# nThread ... nGpus ...' "
-                                f"header line)")
+        raise NotNcclTestsLog(f"{source}: not an nccl-tests log (no '# nThread ... nGpus ...' "
+                              f"header line nor 'size count type ... time algbw busbw' table)")
     return runs
+
+
+def _is_column_header(text_line: str) -> bool:
+    tokens = text_line.split()
+    return bool(tokens) and tokens[0] == "size" and "count" in tokens and "time" in tokens
 
 
 def _remember_versions(text_line: str, run: _Partial) -> None:
@@ -423,6 +487,9 @@ def load_nccl_tests_log(path: str | Path, op: str | None = None) -> list[NcclTes
     path = Path(path)
     check_regular_file(path, "nccl-tests log", NcclTestsLogError, max_bytes=MAX_LOG_BYTES)
     try:
+        with path.open("rb") as head:
+            if head.read(2) == b"\x1f\x8b":
+                raise NcclTestsLogError(f"{path}: gzip-compressed; decompress it first (gunzip)")
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise NcclTestsLogError(f"{path}: cannot read: {exc.strerror or exc}") from None

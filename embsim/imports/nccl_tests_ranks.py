@@ -23,6 +23,10 @@ class NcclTestsLogError(InputError):
     """A log that is not (a whole) nccl-tests output."""
 
 
+class NotNcclTestsLog(NcclTestsLogError):
+    """A file with no nccl-tests run at all (a README beside the logs in a folder)."""
+
+
 def _per_rank_multiple(rows) -> int | None:
     """AllGather, ReduceScatter and AlltoAll (and gather/scatter) print each rank's count
     (nccl-tests src/*.cu GetCollByteCount: paramcount = count / nranks): size = count x
@@ -70,6 +74,9 @@ def with_rank_count(run, n: int, system: str):
     count, and busbw/algbw, which is the op's factor for n ranks."""
     if run.complete:
         return run
+    if n < 2:
+        raise NcclTestsLogError(f"{run.where}: {system} has one GPU: nothing crosses a link "
+                                f"(busbw is 0 by definition); embsim models collectives of 2 or more GPUs")
     if run.ranks and run.ranks != n:
         raise NcclTestsLogError(f"{run.where}: the table's counts give {run.ranks} ranks but "
                                 f"{system} has {n} GPUs")

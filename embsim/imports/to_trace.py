@@ -85,6 +85,17 @@ def collective_curve(run: NcclTestsRun, placement: str = "in-place") -> Collecti
                            spread_s=tuple(_iqr(by_size[s]) for s in sizes))
 
 
+def _one_system(runs: list[NcclTestsRun]) -> None:
+    """A trace is one machine's: logs that name different GPUs or NCCL releases are not."""
+    for what, key in (("GPU", lambda r: ", ".join(sorted(set(r.devices)))),
+                      ("NCCL version", lambda r: r.nccl_version or "")):
+        named = [r for r in runs if key(r)]
+        for other in named[1:]:
+            if key(other) != key(named[0]):
+                raise InputError(f"{other.where}: {what} {key(other)}, but {named[0].where} ran "
+                                 f"{key(named[0])}: a trace is one system's; import them separately")
+
+
 def trace_from_nccl_tests(runs: list[NcclTestsRun], topology: str, command: str,
                           placement: str = "in-place", nodes: int | None = None) -> Trace:
     """`nodes`: the measured system's node count, for runs whose logs leave out rank lines."""
@@ -98,6 +109,7 @@ def trace_from_nccl_tests(runs: list[NcclTestsRun], topology: str, command: str,
             raise InputError(f"{run.where}: a second {curve.op} curve on {curve.ranks} ranks "
                              f"(also in {curves[key][1].where}); import one of them")
         curves[key] = (curve, run)
+    _one_system(runs)
     first = runs[0]
     devices = tuple(dict.fromkeys(d for r in runs for d in r.devices)) or ("unknown",)
     versions = sorted({r.nccl_version for r in runs if r.nccl_version})

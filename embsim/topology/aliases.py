@@ -25,6 +25,7 @@ ALIASES: dict[str, tuple[str, str]] = {
     "hgx-h200": ("dgx-h200", _HGX),
     "hgx-b200": ("dgx-b200", _HGX),
     "dgx-h800": ("hgx-h800", _HGX),
+    "dgx-a800": ("hgx-a800", _HGX),
     "dgx-h20": ("hgx-h20", _HGX),
     "dgx1": ("dgx1-v100", "DGX-1 with V100: the hybrid cube-mesh board"),
     "dgx-1": ("dgx1-v100", "DGX-1 with V100: the hybrid cube-mesh board"),

@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+
+from ..errors import InputError
 
 # (device-name pattern, preset, the board the name implies). First match wins; the PCIe
 # and NVL variants of each part are excluded by the patterns, not by order.
 _BOARDS: tuple[tuple[str, str, str], ...] = (
     (r"\bA100-SXM4-80GB\b", "dgx-a100", "8x A100 SXM4 80GB HGX board, NVSwitch"),
     (r"\bA100-SXM4-40GB\b", "dgx-a100-40gb", "8x A100 SXM4 40GB HGX board, NVSwitch"),
+    # A800: the A100 die with NVLink cut to 400 GB/s duplex (the export part; topologies/hgx-a800.yaml)
+    (r"\bA800-SXM4-80GB\b", "hgx-a800", "8x A800 SXM4 80GB HGX board, NVSwitch (8 NVLinks per GPU)"),
     (r"\bH100 80GB HBM3\b", "dgx-h100", "8x H100 SXM5 HGX board, NVSwitch (HBM3: the SXM part)"),
     (r"\bH200\b(?!\s*NVL)", "dgx-h200", "8x H200 SXM HGX board, NVSwitch"),
     # "NVIDIA H800 NVL" (PCI id 233A, the driver table below): [INFERENCE] the export H100 NVL, a
@@ -76,3 +81,51 @@ def infer_system(devices: tuple[str, ...] | list[str], n_nodes: int) -> Inferred
     if hit is None:
         return None
     return InferredSystem(hit[0], device, hit[1], n_nodes)
+
+
+# GPU families as CUDA device names and preset `gpu.model`s spell them: "NVIDIA H800" and
+# "H800-SXM5-80GB" are one family, "NVIDIA L40S" and "L40S-48GB" another. Longer names first.
+_FAMILY = re.compile(r"(GH200|GB200|B200|H200|H100|H800|H20|A100|A800|A10G|A10|A16|A30|A40|L40S|L40|L4|"
+                     r"T4|V100|P100|RTX[ -]?A\d{4}|RTX[ -]?\d{4}[ -]?ADA|RTX[ -]?\d{4}(?:[ -]?TI)?|"
+                     r"QUADRO[ -]RTX[ -]?\d{4})(?![A-Z0-9])")
+
+
+def gpu_family(name: str) -> str | None:
+    """"H800" for "NVIDIA H800" and "H800-SXM5-80GB"; None when no known family is named."""
+    m = _FAMILY.search(name.upper().replace("_", "-"))
+    return re.sub(r"[ -]", "", m.group(1)) if m else None
+
+
+@lru_cache(maxsize=1)
+def _preset_families() -> tuple[tuple[str, str], ...]:
+    from .clusterspec import find_preset, list_presets, load_node
+    out = []
+    for name in list_presets():
+        path = find_preset(name)
+        try:
+            family = gpu_family(load_node(path).gpu.model) if path else None
+        except InputError:        # a broken file in a user's preset folder suggests nothing
+            family = None
+        if family:
+            out.append((name, family))
+    return tuple(out)
+
+
+def presets_for_device(device: str) -> list[str]:
+    """The presets whose GPU is the device's family (for a message naming what to pass), a
+    PCIe card's PCIe presets first."""
+    family = gpu_family(device)
+    same = [name for name, fam in _preset_families() if family and fam == family]
+    pcie = "PCIE" in device.upper()
+    return sorted(same, key=lambda name: (name.startswith("pcie-") != pcie, name))
+
+
+def device_mismatch(devices, gpu_model: str) -> str | None:
+    """A note when a log's device names another GPU family than the topology's GPU."""
+    want = gpu_family(gpu_model)
+    for device in sorted(set(devices)):
+        family = gpu_family(device)
+        if want and family and family != want:
+            return (f"the log's device {device!r} is not this topology's GPU ({gpu_model}): "
+                    f"the simulation is of the topology, not of the measured system")
+    return None

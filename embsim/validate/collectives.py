@@ -20,9 +20,9 @@ from ..collectives.releases import proto_filter, release_view
 from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_errors, run_filters,
                                       single_point_errors, validate_all)
 from ..errors import InputError
-from ..imports import NcclTestsRun, load_nccl_tests_log, with_rank_count
+from ..imports import NcclTestsRun, NotNcclTestsLog, load_nccl_tests_log, with_rank_count
 from ..topology import TopologySpec, load_topology
-from ..topology.device_names import infer_system
+from ..topology.device_names import device_mismatch, infer_system, presets_for_device
 from ..yamlio import load_yaml
 
 
@@ -66,7 +66,9 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
                             nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
                             threshold_choice=release.threshold_choice)
     per_process = run.gpus_per_process
-    notes = "; ".join(n for n in (inferred, release.note, *model.notes, nt.launch_note(per_process)) if n)
+    mismatch = device_mismatch(run.devices, topo.node.gpu.model)
+    notes = "; ".join(n for n in (inferred, mismatch, release.note, *model.notes,
+                                  nt.launch_note(per_process)) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
     points = []
@@ -111,8 +113,11 @@ def validation_file_errors(path: str | Path, topology: str | None = None) -> lis
 
 
 def collective_errors(inputs: list[str], topology: str | None, placement: str = "in-place",
-                      op: str | None = None) -> list[CurveError]:
-    """Every curve of the given logs / YAML files; the packaged data when none are given."""
+                      op: str | None = None, skippable: frozenset[str] = frozenset(),
+                      skipped: list[str] | None = None) -> list[CurveError]:
+    """Every curve of the given logs / YAML files; the packaged data when none are given.
+    A file in `skippable` (found in a folder, not named) that holds no nccl-tests run at all
+    (a README beside the logs) is left out and appended to `skipped`."""
     if op is not None:
         op = canonical_op(op)
         if op not in nt.OPS:
@@ -127,7 +132,15 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
         if item.endswith((".yaml", ".yml")):
             out += validation_file_errors(item, topology)
             continue
-        for run in load_nccl_tests_log(item, op=op):
+        try:
+            runs = load_nccl_tests_log(item, op=op)
+        except NotNcclTestsLog:
+            if item not in skippable:
+                raise
+            if skipped is not None:
+                skipped.append(item)
+            continue
+        for run in runs:
             if topology:
                 out.append(run_errors(run, topology, placement))
                 continue
@@ -137,9 +150,20 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
                                  f"measured system)")
             system = infer_system(run.devices, run.n_nodes)
             if system is None:
-                names = ", ".join(sorted(set(run.devices)))
-                raise InputError(f"{run.where}: no preset can be inferred from the device name(s) "
-                                 f"{names} (only the SXM parts of NVIDIA's 8-GPU boards fix a node's "
-                                 f"layout); pass --topology (the measured system, e.g. dgx-h100:2x8)")
+                raise InputError(_no_inferred_system(run))
             out.append(run_errors(run, system.preset, placement, system.note))
     return out
+
+
+def _no_inferred_system(run: NcclTestsRun) -> str:
+    names = sorted(set(run.devices))
+    shape = f"{run.n_nodes}x{run.gpus_per_node}"
+    if len(names) > 1:
+        why = "the ranks name different devices"
+    else:
+        why = "only the SXM parts of NVIDIA's 8-GPU boards fix a node's layout; a PCIe card's depends on the server"
+    same = list(dict.fromkeys(p for d in names for p in presets_for_device(d)))
+    hint = (f"e.g. {same[0]}:{shape} (presets with this GPU: {', '.join(same)})" if same
+            else f"a topology file of it, e.g. my-system.yaml:{shape}")
+    return (f"{run.where}: no preset can be inferred from the device name(s) {', '.join(names)} "
+            f"({why}); pass --topology (the measured system), {hint}")

@@ -13,7 +13,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def test_import_nccl_tests_writes_measured_curves(tmp_path, capsys):
     out = tmp_path / "net.yaml"
     rc = main(["import-nccl-tests", str(FIXTURES / "h100-2x8-all_reduce.log"),
-               str(FIXTURES / "tagged-output.log"), "--out", str(out), "--topology", "dgx-h100:2x8"])
+               "--out", str(out), "--topology", "dgx-h100:2x8"])
     assert rc == 0
     trace = load_trace(out)
     assert trace.topology == "dgx-h100" and trace.provenance.backend == "nccl"
@@ -23,6 +23,16 @@ def test_import_nccl_tests_writes_measured_curves(tmp_path, capsys):
     last = [l for l in (FIXTURES / "h100-2x8-all_reduce.log").read_text().splitlines()
             if l.strip().startswith("67108864")][0].split()
     assert curve.median_s[-1] == pytest.approx(float(last[9]) * 1e-6)
+
+
+def test_logs_of_two_nccl_releases_are_not_one_trace(tmp_path, capsys):
+    """A trace is one machine's: its provenance has one NCCL version and one device list."""
+    out = tmp_path / "net.yaml"
+    rc = main(["import-nccl-tests", str(FIXTURES / "h100-2x8-all_reduce.log"),
+               str(FIXTURES / "tagged-output.log"), "--out", str(out), "--topology", "dgx-h100:2x8"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "NCCL version 2.21.5" in err and "import them separately" in err
+    assert err.count("\n") == 1 and not out.exists()
 
 
 def test_import_nccl_tests_bad_log_exits_2(tmp_path, capsys):

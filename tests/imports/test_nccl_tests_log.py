@@ -211,3 +211,93 @@ def test_a_table_that_says_fewer_ranks_than_listed_is_rejected():
     a2a = a2a.replace("[1,0]<stdout>:host:900:950", extra + "\n[1,0]<stdout>:host:900:950")
     with pytest.raises(NcclTestsLogError, match="16 rank lines but the table's counts give 8 ranks"):
         parse_nccl_tests_log(a2a, "x.log")
+
+
+# Real logs from systems the project had not seen (probe of 2026-12-05): what they print.
+_A2A_HEAD = """# nThread 1 nGpus 1 minBytes 1 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#  Rank  0 Group  0 Pid   4000 on     node-a device  0 [0x07] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid   4001 on     node-a device  1 [0x17] NVIDIA H100 80GB HBM3
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+"""
+_A2A_ROWS = """           0             0     float    none      -1     0.16    0.00    0.00      0     0.15    0.00    0.00    N/A
+     1048576        131072     float    none      -1    20.00   52.43   26.21      0    20.00   52.43   26.21      0
+"""
+_FOOTER = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 26.2\n"
+
+
+def test_zero_byte_rows_are_left_out_not_refused():
+    """alltoall/all_gather/reduce_scatter print '0 0 float none -1' rows whenever -b is below
+    ranks x element: the most common command line."""
+    (run,) = parse_nccl_tests_log(_A2A_HEAD + _A2A_ROWS + _FOOTER, "alltoall_perf.log")
+    assert [r.size for r in run.rows] == [1048576] and run.ranks == 2
+    assert run.dropped == ("line 6: size 0: a launch with no data",)
+
+
+@pytest.mark.parametrize("name, op", [
+    ("run1_alltoall_perf.log", "alltoall"),      # no \b between "_" and "alltoall"
+    ("v100_all_gather_perf.out", "all_gather"),
+    ("v100-2x2_alltoall.log", "alltoall"),        # the op alone names it too
+    ("reduce_scatter.txt", "reduce_scatter"),
+])
+def test_the_op_is_read_from_ordinary_file_names(name, op):
+    (run,) = parse_nccl_tests_log(_A2A_HEAD + _A2A_ROWS + _FOOTER, name)
+    assert run.op == op and run.op_from == f"the file name {name!r}"
+
+
+def test_two_ops_in_a_file_name_name_neither():
+    with pytest.raises(NcclTestsLogError, match="cannot tell which collective"):
+        parse_nccl_tests_log(_A2A_HEAD + _A2A_ROWS + _FOOTER, "alltoall_vs_all_gather.log")
+
+
+def test_an_rccl_log_is_refused_as_rccl_before_its_rows_are_read():
+    log = "# rccl-tests version 2.17.9\n" + _A2A_HEAD.replace("NVIDIA H100 80GB HBM3", "AMD Radeon Graphics")
+    with pytest.raises(NcclTestsLogError, match="an RCCL run"):
+        parse_nccl_tests_log(log + "  7 0 float none -1 x\n" + _FOOTER, "alltoall_perf.log")
+
+
+def test_a_pasted_table_without_its_header_line_or_footer_parses():
+    """Pasted from the column header down (and often not to the footer): the rows as far as
+    they go; no rank lines, so the caller names the system."""
+    table = _A2A_HEAD.split("\n", 3)[3]
+    (run,) = parse_nccl_tests_log("some words\n" + table + _A2A_ROWS, "alltoall_perf.log")
+    assert not run.complete and [r.size for r in run.rows] == [1048576]
+    assert with_rank_count(run, 2, "--topology dgx-h100:1x2").ranks == 2
+
+
+def test_one_rank_is_refused_not_divided_by():
+    """busbw is 0 for one rank: it crashed with ZeroDivisionError in validate."""
+    head = _A2A_HEAD.replace("#  Rank  1 Group  0 Pid   4001 on     node-a device  1 [0x17] NVIDIA H100 80GB HBM3\n", "")
+    rows = "     1048576        262144     float    none      -1    20.00   52.43    0.00      0    20.00   52.43    0.00      0\n"
+    with pytest.raises(NcclTestsLogError, match="one rank: nothing crosses a link"):
+        parse_nccl_tests_log(head + rows + _FOOTER, "alltoall_perf.log")
+    table = head.split("\n", 2)[2]
+    (run,) = parse_nccl_tests_log(table + rows + _FOOTER, "alltoall_perf.log")
+    with pytest.raises(NcclTestsLogError, match="has one GPU"):
+        with_rank_count(run, 1, "--topology dgx-h100:1x1")
+
+
+def test_two_ranks_on_one_gpu_are_refused():
+    log = _A2A_HEAD.replace("device  1 [0x17]", "device  0 [0x07]")
+    with pytest.raises(NcclTestsLogError, match="ranks 0 and 1 run on one GPU"):
+        parse_nccl_tests_log(log + _A2A_ROWS + _FOOTER, "alltoall_perf.log")
+
+
+def test_a_failed_run_says_so():
+    crash = "node-a: Test CUDA failure common.cu:389 'an illegal memory access was encountered'\n"
+    with pytest.raises(NcclTestsLogError, match="the run failed: Test CUDA failure common.cu:389"):
+        parse_nccl_tests_log(_A2A_HEAD + _A2A_ROWS + crash, "alltoall_perf.log")
+
+
+def test_pdsh_prefixes_are_stripped():
+    text = "".join(f"node01: {line}\n" for line in (_A2A_HEAD + _A2A_ROWS + _FOOTER).splitlines())
+    (run,) = parse_nccl_tests_log(text, "alltoall_perf.log")
+    assert run.ranks == 2 and [r.size for r in run.rows] == [1048576]
+
+
+def test_a_gzipped_log_is_named_as_such(tmp_path):
+    import gzip
+    path = tmp_path / "all_reduce_perf.log.gz"
+    path.write_bytes(gzip.compress(b"# nThread 1\n"))
+    with pytest.raises(NcclTestsLogError, match="gzip-compressed"):
+        load_nccl_tests_log(path)

@@ -9,6 +9,7 @@ from embsim.topology.device_names import infer_system, preset_for_device
 @pytest.mark.parametrize("device, preset", [
     ("NVIDIA A100-SXM4-80GB", "dgx-a100"),
     ("NVIDIA A100-SXM4-40GB", "dgx-a100-40gb"),
+    ("NVIDIA A800-SXM4-80GB", "hgx-a800"),
     ("NVIDIA H100 80GB HBM3", "dgx-h100"),
     ("NVIDIA H200", "dgx-h200"),
     ("NVIDIA H800", "hgx-h800"),
@@ -41,3 +42,25 @@ def test_mixed_or_unknown_devices_infer_nothing_and_the_note_names_the_network()
     assert one.preset == "dgx-b200" and "network" not in one.note
     two = infer_system(["NVIDIA B200"] * 16, 2)
     assert "across its 2 nodes the preset's network stands in" in two.note
+
+
+@pytest.mark.parametrize("name, family", [
+    ("NVIDIA H800", "H800"), ("H800-SXM5-80GB", "H800"), ("NVIDIA H100 80GB HBM3", "H100"),
+    ("NVIDIA L40S", "L40S"), ("L40S-48GB", "L40S"), ("NVIDIA GeForce RTX 4090", "RTX4090"),
+    ("RTX-4090", "RTX4090"), ("NVIDIA RTX 6000 Ada Generation", "RTX6000ADA"),
+    ("RTX-6000-Ada", "RTX6000ADA"), ("NVIDIA A10G", "A10G"), ("A10-24GB", "A10"),
+    ("NVIDIA GeForce RTX 2080 Ti", "RTX2080TI"), ("some card", None),
+])
+def test_gpu_family_reads_device_and_preset_spellings_alike(name, family):
+    from embsim.topology.device_names import gpu_family
+    assert gpu_family(name) == family
+
+
+def test_presets_for_a_pcie_card_come_first_and_a_mismatch_is_named():
+    from embsim.topology.device_names import device_mismatch, presets_for_device
+    found = presets_for_device("NVIDIA H100 PCIe")
+    assert found[0] == "pcie-h100" and "dgx-h100" in found
+    assert presets_for_device("NVIDIA L40S") == ["l40s-roce"]
+    note = device_mismatch(["NVIDIA H800"], "L40S-48GB")
+    assert "'NVIDIA H800' is not this topology's GPU (L40S-48GB)" in note
+    assert device_mismatch(["NVIDIA A100-SXM4-80GB"], "A100-SXM4-40GB") is None

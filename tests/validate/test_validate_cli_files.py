@@ -59,6 +59,22 @@ def test_a_folder_stands_for_its_files(tmp_path, capsys):
         assert len(err.splitlines()) == 1 and str(empty) in err and "no .yaml" in err
 
 
+def test_a_folders_notes_beside_its_logs_are_left_out_not_fatal(tmp_path, capsys):
+    """A SOURCES.txt beside the logs: left out with a note, where it used to stop the run;
+    named on its own it is still refused."""
+    log = Path(__file__).parents[1] / "imports" / "fixtures" / "h100-2x8-all_reduce.log"
+    (tmp_path / "h100-2x8-all_reduce.log").write_text(log.read_text())
+    (tmp_path / "SOURCES.txt").write_text("where the logs came from\n")
+    assert main(["validate", "--nccl-tests", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "h100-2x8-all_reduce.log" in captured.out
+    assert "SOURCES.txt: not nccl-tests output; left out" in captured.err
+    assert main(["validate", "--nccl-tests", str(tmp_path / "SOURCES.txt")]) == 2
+    (tmp_path / "h100-2x8-all_reduce.log").unlink()
+    assert main(["validate", "--nccl-tests", str(tmp_path)]) == 2
+    assert "no nccl-tests run in" in capsys.readouterr().err
+
+
 def test_a_curve_or_training_file_may_name_files_beside_it(tmp_path, capsys, monkeypatch):
     # a user's own topology and model files next to the validation file, run from elsewhere
     root = Path(embsim.__file__).resolve().parent.parent
