@@ -22,7 +22,7 @@ import click
 from ..errors import InputError
 from ..validate import (collective_errors, collective_json, collective_summary, collective_table,
                         plot_collectives, step_errors, step_json, step_summary, step_table)
-from .checks import MAX_ITERATIONS, FiniteFloat, count, force_option, plot_option, refuse_overwrite
+from .checks import MAX_ITERATIONS, ErrorBound, count, force_option, plot_option, refuse_overwrite
 
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -66,10 +66,10 @@ def _expand_folders(inputs: tuple[str, ...], suffixes: tuple[str, ...],
 @click.option("--iterations", type=count(2, MAX_ITERATIONS), default=4, show_default=True,
               help="simulated steps (--trace)")
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--mean-error", type=FiniteFloat(0, None),
-              help="exit 1 when a curve's mean |error| exceeds this (0.05 = 5 %)")
-@click.option("--max-error", type=FiniteFloat(0, None),
-              help="exit 1 when any point's |error| exceeds this (0.15 = 15 %)")
+@click.option("--mean-error", type=ErrorBound(),
+              help="exit 1 when a curve's mean |error| exceeds this (0.05 = 5 %, or 5%)")
+@click.option("--max-error", type=ErrorBound(),
+              help="exit 1 when any point's |error| exceeds this (0.15 = 15 %, or 15%)")
 @plot_option("PNG of measured vs simulated curves")
 @force_option("--plot file")
 def command(inputs, nccl_tests, trace, training, topology, op, placement, iterations, as_json,
@@ -102,6 +102,10 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
     for flag, bound in (("--mean-error", mean_error), ("--max-error", max_error)):
         if bound is not None and not bound > 0:
             raise InputError(f"{flag} {bound}: must be positive")
+        if bound is not None and bound > 1:
+            # "--mean-error 15" meant as 15 % would be a gate that never fails
+            click.echo(f"embsim: note: {flag} {bound:g} is {bound:.0%}; for {bound:g} % write "
+                       f"{bound / 100:g} or {bound:g}%", err=True)
     if training:
         return _training(list(inputs), iterations, as_json, mean_error, max_error, plot)
     unsimulated = 0

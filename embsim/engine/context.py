@@ -10,7 +10,7 @@ from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import (attention_source, elementwise_style, fp8_source, model_times,
                                 optimizer_step_time, sparse_merge_time,
                                 sparse_optimizer_step_time)
-from ..workload.gpu_compute import for_gpu, from_measurement
+from ..workload.gpu_compute import GEMM_DTYPE_GAP, for_gpu, from_measurement
 from ..workload.grad_compress import GradCompress
 from ..workload.kernel_time import kernels_time
 from ..workload.precision import precision
@@ -63,12 +63,22 @@ def _touched_rows(stats, tokens: float, candidates: int, n_gpus: int) -> dict:
 
 
 def _label_for(model, kgpu) -> str:
-    """The kernel model's label, less the LSTM-step gap when the model has no LSTM: the
-    output names only the data this run lacked."""
-    if any(l.kind == "lstm" for l in model.layers):
-        return kgpu.label
+    """The kernel model's label naming only the data this run lacked: no LSTM-step gap
+    without an LSTM, and the per-dtype GEMM gap only for the dtype its GEMMs run in (a bf16
+    run on a GPU with a measured bf16 figure lacks nothing there)."""
     from dataclasses import replace
-    return replace(kgpu, gaps=tuple(g for g in kgpu.gaps if not g.startswith("LSTM step"))).label
+    gemm = precision(model.dtype).gemm_rate
+    gaps = []
+    for gap in kgpu.gaps:
+        if gap.startswith("LSTM step") and not any(l.kind == "lstm" for l in model.layers):
+            continue
+        if gap.startswith(GEMM_DTYPE_GAP):
+            missing, used = gap[len(GEMM_DTYPE_GAP):].split(" (", 1)
+            if gemm not in missing.split(", "):
+                continue
+            gap = f"{GEMM_DTYPE_GAP}{gemm} ({used}"
+        gaps.append(gap)
+    return replace(kgpu, gaps=tuple(gaps)).label
 
 
 def _tensors(layer) -> int | None:

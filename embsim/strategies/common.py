@@ -85,3 +85,27 @@ def sent_shares(t, users, lookups: float, dedup: bool) -> tuple[float, float]:
     the bag) and only its ids shrink."""
     ids = t.unique_per_gpu / lookups if dedup else 1.0
     return ids, (1.0 if any(u.pooled for u in users) else ids)
+
+
+def column_split_note(tables, n: int) -> str | None:
+    """shard=cols gives every GPU D/N of each row: whole columns only when N divides D. The
+    model takes even shares; say when the real split cannot be one (D < N: some GPUs would
+    hold no column of a table) or is uneven (the GPUs with one column more set the pace)."""
+    if n < 2:
+        return None
+    thin = sorted({t.dim for t in tables if t.dim < n})
+    uneven = sorted({t.dim for t in tables if t.dim >= n and t.dim % n})
+    if not thin and not uneven:
+        return None
+    parts = []
+    if thin:
+        count = sum(t.dim < n for t in tables)
+        parts.append(f"{count} table(s) of dim {', '.join(map(str, thin))} have fewer columns than the "
+                     f"{n} GPUs (modelled as {min(thin) / n:.2g} of a column each, which no real "
+                     f"column split gives)")
+    if uneven:
+        parts.append(f"dim {', '.join(map(str, uneven))} does not divide by {n} (modelled as even "
+                     f"shares; the GPUs holding one column more are up to "
+                     f"{max(math.ceil(d / n) / (d / n) for d in uneven) - 1:.0%} slower)")
+    return (f"embrace shard=cols: {'; '.join(parts)}; --option shard=rows, hashed or tables places "
+            f"rows or whole tables instead")

@@ -54,7 +54,7 @@ from ..workload.model import INDEX_BYTES
 from ..workload.compute import unique_ids_kernels
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
-from .common import (ID_STAGING_S, dedup_expansion_seconds, dense_table_notes, replicated_sync,
+from .common import (ID_STAGING_S, column_split_note, dedup_expansion_seconds, dense_table_notes, replicated_sync,
                      replicated_update_time, sent_shares, sparse_tables)
 from .embrace_tables import plan_table_wise
 from .row_split import row_split
@@ -257,6 +257,8 @@ class EmbRaceStrategy(Strategy):
             if self.options.dedup:
                 notes.append(f"embrace dedup {t.table}: {t.unique_per_gpu:,.0f} distinct of {total:,.0f} rows "
                              f"read per GPU sent ({rows_sent * 100:.0f} % of the bytes)")
+        if self.options.shard == "cols":
+            notes += filter(None, [column_split_note(sparse_tables(ctx), n)])
         if len(sharded) > 1 and self.options.shard == "cols" and n > 1:
             notes.append(f"embrace exchange=per_table: {len(sharded)} tables, one AlltoAll each per direction "
                          f"(EmbRace on Horovod, which never fuses alltoalls); --option exchange=fused runs "

@@ -51,7 +51,7 @@ from ..workload.kernels import Kernel
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from .base import StrategyPlan
-from .common import (ID_STAGING_S, dedup_expansion_seconds, dense_table_notes, replicated_sync,
+from .common import (ID_STAGING_S, column_split_note, dedup_expansion_seconds, dense_table_notes, replicated_sync,
                      replicated_update_time, sent_shares, sparse_tables)
 from .row_split import row_split
 from .table_placement import column_slices, memory_balanced, owners
@@ -118,6 +118,7 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         pieces = [Piece(i, g) for i, g in enumerate(owner)]
     elif options.shard == "cols":
         pieces = [Piece(i, g, columns=1.0 / n, params=1.0 / n) for i in range(len(per_table)) for g in range(n)]
+        notes += filter(None, [column_split_note(tables, n)])
     elif fused:
         pieces = row_pieces(per_table, options.shard, dedup, n)
     else:

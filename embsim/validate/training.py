@@ -29,6 +29,8 @@ run scales from; runs with `not_simulated:` are listed, not simulated.
 
 from __future__ import annotations
 
+import difflib
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,6 +174,45 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
     return cfg, metric, float(merged.get("scale", 1))
 
 
+# A run's keys embsim reads; the rest describe the published row (system, precision, batch...)
+# and are free, but one a letter or two off these is a typo that would drop what it names.
+RUN_KEYS = ("id", "gpus", "nodes", "value", "scaling_base", "not_simulated", "embsim")
+
+
+def _check_run_keys(doc, i: int, raw: dict) -> None:
+    for key in raw:
+        if not isinstance(key, str):
+            raise doc.error(("runs", i), f"key {key!r} is not a name: a number written with a "
+                            f"thousands separator (value: 100,000 reads as 100 and a key 0)? "
+                            f"write 100000")
+        near = difflib.get_close_matches(key, RUN_KEYS, n=1, cutoff=0.8)
+        if near and key not in RUN_KEYS:
+            raise doc.error(("runs", i, key), f"unknown key; did you mean {near[0]}?")
+
+
+def _check_run_ids(doc, raws: list) -> None:
+    """Ids unique and every scaling_base an other run's id, before anything is simulated."""
+    ids: dict[str, int] = {}
+    for i, raw in enumerate(raws):
+        check_type(doc, ("runs", i), raw, dict)
+        _check_run_keys(doc, i, raw)
+        rid = raw.get("id")
+        if isinstance(rid, str):
+            if rid in ids:
+                # scaling_base names a run by its id: two runs of one id would make it ambiguous
+                raise doc.error(("runs", i, "id"), f"{rid!r} is the id of an earlier run too")
+            ids[rid] = i
+    for i, raw in enumerate(raws):
+        base = raw.get("scaling_base")
+        if not isinstance(base, str):
+            continue
+        if base == raw.get("id"):
+            raise doc.error(("runs", i, "scaling_base"), f"{base!r} is this run itself; name the "
+                            f"run of fewer GPUs its scaling is measured against")
+        if base not in ids:
+            raise doc.error(("runs", i, "scaling_base"), f"{base!r} is no run id of this file")
+
+
 def file_runs(path: str, iterations: int = 4,
               done: dict | None = None) -> tuple[list[TrainingRun], list[ScalingPair]]:
     """A file's runs and scaling pairs. `done` holds results by configuration: runs that
@@ -184,13 +225,10 @@ def file_runs(path: str, iterations: int = 4,
     if not check_type(doc, ("runs",), top["runs"], list):
         raise doc.error(("runs",), "needs at least one run")
     name = Path(path).stem
+    _check_run_ids(doc, top["runs"])
     runs: list[TrainingRun] = []
     for i, raw in enumerate(top["runs"]):
-        check_type(doc, ("runs", i), raw, dict)
         rid = check_name(doc, ("runs", i, "id"), get(doc, ("runs", i), raw, "id", str))
-        if any(r.id == rid for r in runs):
-            # scaling_base names a run by its id: two runs of one id would make it ambiguous
-            raise doc.error(("runs", i, "id"), f"{rid!r} is the id of an earlier run too")
         gpus = get(doc, ("runs", i), raw, "gpus", int, positive=True)
         value = get(doc, ("runs", i), raw, "value", (int, float), positive=True)
         common = dict(file=name, id=rid, system=str(raw.get("system", "")), gpus=gpus,
@@ -220,9 +258,7 @@ def file_runs(path: str, iterations: int = 4,
     for r in runs:
         if r.scaling_base is None or r.simulated is None:
             continue
-        base = by_id.get(r.scaling_base)
-        if base is None:
-            raise InputError(f"{path}: run {r.id}: scaling_base {r.scaling_base!r} is no run id")
+        base = by_id[r.scaling_base]            # checked by _check_run_ids
         if base.simulated is None:
             continue
         k = r.gpus / base.gpus

@@ -74,6 +74,10 @@ def for_gpu(gpu: Any) -> GpuCompute:
                gemm_fractions=fractions, arch=getattr(gpu, "arch", None))
 
 
+# the gap naming the dtypes without their own GEMM fraction; a run's label keeps its own dtype
+GEMM_DTYPE_GAP = "measured GEMM efficiency per dtype for "
+
+
 def _gemm_fractions(gpu: Any, rates: dict, is_cpu: bool, gaps: list) -> tuple[float, dict]:
     """(the single large-GEMM fraction, {dtype: its own measured fraction}); a dtype the
     GPU runs without its own figure is named in `gaps` with the figure it uses instead."""
@@ -89,7 +93,7 @@ def _gemm_fractions(gpu: Any, rates: dict, is_cpu: bool, gaps: list) -> tuple[fl
     elif not fractions:
         gaps.append(f"measured GEMM efficiency per dtype (one {fallback:g} for every dtype)")
     else:
-        gaps.append(f"measured GEMM efficiency per dtype for {', '.join(missing)} ({fallback:g} used)")
+        gaps.append(f"{GEMM_DTYPE_GAP}{', '.join(missing)} ({fallback:g} used)")
     return fallback, fractions
 
 
