@@ -16,7 +16,7 @@ from .jitter import parse_jitter
 from .gpu_speed import check_variation
 from ..workload.padding import parse_padding
 from ..nccl_names import parse_filter
-from ..workload.precision import canonical_dtype, check_amp_style, precision
+from ..workload.precision import canonical_amp, canonical_dtype, check_amp_style, precision
 from ..workload.grad_compress import GradCompress
 from ..workload.recompute import Recompute
 from ..workload.pipeline_parallel import PipelineParallel
@@ -114,6 +114,7 @@ class SimulationConfig:
             object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
             precision(self.dtype)                 # an unknown precision: InputError naming --dtype
         if self.amp is not None:
+            object.__setattr__(self, "amp", canonical_amp(self.amp))
             check_amp_style(self.amp)
         # NCCL_ALGO / NCCL_PROTO syntax, checked as the flags check it (a sweep's point too)
         parse_filter(self.nccl_algo, "algo", "--nccl-algo")

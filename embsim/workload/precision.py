@@ -98,6 +98,13 @@ def canonical_dtype(name: str) -> str:
 AMP_STYLES = ("autocast", "o2", "megatron")
 
 
+def canonical_amp(name):
+    """`O2` (apex's spelling), `Autocast` as --amp names them; anything else unchanged, for
+    check_amp_style to refuse."""
+    key = str(name).strip().lower()
+    return key if key in AMP_STYLES else name
+
+
 def check_amp_style(amp) -> str:
     if amp not in AMP_STYLES:
         raise InputError(f"--amp {amp!r}: must be one of {', '.join(AMP_STYLES)}")

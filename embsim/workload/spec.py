@@ -171,7 +171,10 @@ class ModelSpec:
         return table.get(seq, table.get(None))
 
 
-def _enum(doc: YamlDoc, path: tuple, value: str, allowed: tuple) -> str:
+def _enum(doc: YamlDoc, path: tuple, value: str, allowed: tuple, fold: bool = False) -> str:
+    # fold: a name published tables write in capitals (FP32, TF32, O2) read as embsim's
+    if fold and str(value).strip().lower() in allowed:
+        return str(value).strip().lower()
     if value not in allowed:
         raise doc.error(path, f"must be one of {', '.join(allowed)}, got {value!r}")
     return value
@@ -332,10 +335,13 @@ def reference_problem(spec_tables: dict, layers) -> tuple[tuple, str] | None:
 
 # Widths a layer states outright. A linear layer's `in`, an LSTM's `in` and a layernorm's
 # `dim` are what the layer reads; what a linear, an LSTM (its projection, both directions of
-# a bidirectional one) or a layernorm writes follows from its keys. Other kinds join or
-# reshape vectors (embeddings: one vector per lookup, concatenated by what reads them;
-# combine/interaction/attention: concatenations, products, contexts; transformer blocks:
-# residual streams), so a chain is checked only from one of these three into the next.
+# a bidirectional one) or a layernorm writes follows from its keys. A combine writes one
+# vector per sample: `dim` for a product or sum, `inputs` x `dim` for a concat, whose `dim`
+# may be its inputs' mean width rounded either way (the zoo writes Merlin's 58 embeddings
+# 672 wide plus 10 numerics as 59 x 12), so a concat's width is known to within `inputs`.
+# Other kinds join or reshape vectors (embeddings: one vector per lookup, concatenated by
+# what reads them; interaction/attention: products, contexts; transformer blocks: residual
+# streams), so a chain is checked only from one of these four into one of the first three.
 CHAIN_KINDS = ("linear", "lstm", "layernorm")
 
 
@@ -345,6 +351,8 @@ def _out_width(layer: LayerSpec) -> int:
         return p["out"]
     if layer.kind == "lstm":
         return (p.get("proj") or p["hidden"]) * (2 if p.get("bidirectional") else 1)
+    if layer.kind == "combine" and p["op"] == "concat":
+        return p["inputs"] * p["dim"]
     return p["dim"]
 
 
@@ -355,42 +363,116 @@ def _out_words(layer: LayerSpec) -> str:
     if layer.kind == "lstm":
         width = f"proj {p['proj']}" if p.get("proj") else f"hidden {p['hidden']}"
         return f"{width} x 2 directions" if p.get("bidirectional") else width
+    if layer.kind == "combine":
+        return (f"concat of {p['inputs']} inputs x dim {p['dim']}" if p["op"] == "concat"
+                else f"{p['op']}, dim {p['dim']}")
     return f"dim {p['dim']}"
+
+
+def _reads_written(before: LayerSpec, width: int) -> bool:
+    """Whether `width` is what `before` writes: a concat's to within its rounded mean."""
+    if before.kind == "combine" and before.params["op"] == "concat":
+        return abs(width - _out_width(before)) < before.params["inputs"]
+    return width == _out_width(before)
 
 
 def _written(layer: LayerSpec) -> set:
     """Widths a layer of any kind states it writes (a branch may read any of them)."""
     p = layer.params
-    if layer.kind in CHAIN_KINDS:
-        return {_out_width(layer)}
+    if layer.kind in CHAIN_KINDS or layer.kind == "combine":
+        return {_out_width(layer)} | ({p["dim"]} if layer.kind == "combine" else set())
     return {p[k] for k in ("out", "dim") if isinstance(p.get(k), int)}
 
 
-def chain_problem(layers) -> tuple[tuple, str] | None:
+def _fed_widths(layers, i: int, tables: dict) -> list[tuple[int, str]] | None:
+    """(width, layer name) of the vectors the combine layers[i] is known to join, nearest
+    first, or None when the file does not tell: the embedding layers right before it (a
+    bag lookup writes one vector of its table's dim, another one per lookup; `lookups:
+    seq` depends on the run) and the linear, LSTM or layernorm that ends their run (DLRM's
+    bottom MLP; the layers before it feed it). More vectors than it joins: which, unknown."""
+    need, found = layers[i].params["inputs"], []
+    for layer in reversed(layers[:i]):
+        p = layer.params
+        if layer.kind == "embedding":
+            count = 1 if "pooling" in p else p.get("lookups")
+            if not isinstance(count, int) or p["table"] not in tables or len(found) + count > need:
+                return None
+            found += [(tables[p["table"]].dim, layer.name)] * count
+            continue
+        if layer.kind in CHAIN_KINDS and len(found) < need:
+            found.append((_out_width(layer), layer.name))
+        break
+    return found
+
+
+def combine_problem(layers, i: int, tables: dict) -> tuple[tuple, str] | None:
+    """(key path, why) when the combine layers[i] states a `dim` the vectors fed to it
+    (_fed_widths) cannot have, or None: a product or sum reads vectors `dim` wide; a
+    concat's `dim` is their mean width, rounded, and each vector not known is at least 1
+    wide, so a mean of the known ones a whole feature off `dim` (above it, or below it
+    when every vector is known) is a wrong `dim`."""
+    layer, fed = layers[i], _fed_widths(layers, i, tables)
+    if not fed:
+        return None
+    p, path = layer.params, ("layers", i, "dim")
+    if p["op"] != "concat":
+        width, name = next(((w, n) for w, n in fed if w != p["dim"]), (None, None))
+        if width is None:
+            return None
+        return path, (f"layer {layer.name!r} ({p['op']}) reads vectors of width {p['dim']}, "
+                      f"but {name!r} before it writes {width}")
+    least = sum(w for w, _ in fed) + p["inputs"] - len(fed)
+    mean = least / p["inputs"]
+    if mean - p["dim"] < 1 and (len(fed) < p["inputs"] or p["dim"] - mean < 1):
+        return None
+    names = f"{fed[-1][1]!r} to {fed[0][1]!r}" if len(fed) > 1 else repr(fed[0][1])
+    if len(fed) == p["inputs"]:
+        given = f"the {len(fed)} vectors of the layers before it ({names}), {least:,} features"
+    else:
+        given = (f"{len(fed)} vectors of the layers before it ({names}) and {p['inputs'] - len(fed)} "
+                 f"more, at least {least:,} features")
+    return path, (f"layer {layer.name!r} (concat of {p['inputs']} inputs) joins {given}: "
+                  f"a mean width of {mean:,.4g}, not dim {p['dim']}")
+
+
+def chain_problem(layers, tables: dict | None = None) -> tuple[tuple, str] | None:
     """The first (key path, why) at which a layer reads another width than the layer just
     before it writes, where both say it: a linear, LSTM or layernorm straight after a
-    linear, LSTM or layernorm on the same rows (the same `per` and `token_fraction`; a
-    repeated layer's own repeats are not checked, as GNMT's decoder layers read
-    [h, attention context] each). A width some earlier layer writes is taken as a branch
-    that reads it (a second task head after the first, a tower listed after another), not
-    a mismatch. None when the chain fits or cannot be told."""
+    linear, LSTM, layernorm or combine on the same rows (the same `per` and
+    `token_fraction`; a repeated layer's own repeats are not checked, as GNMT's decoder
+    layers read [h, attention context] each), or a combine whose `dim` the vectors fed to
+    it cannot have (combine_problem; `tables` by name, for the embeddings' widths). A
+    width some earlier layer writes is taken as a branch that reads it (a second task
+    head after the first, a tower listed after another), not a mismatch. None when the
+    chain fits or cannot be told."""
     written: set = set(_written(layers[0])) if layers else set()
     for i in range(1, len(layers)):
         before, layer = layers[i - 1], layers[i]
         seen, written = written, written | _written(layer)
-        if before.kind not in CHAIN_KINDS or layer.kind not in CHAIN_KINDS:
+        if layer.kind == "combine" and tables is not None:
+            problem = combine_problem(layers, i, tables)
+            if problem:
+                return problem
+        if (before.kind not in CHAIN_KINDS and before.kind != "combine") \
+                or layer.kind not in CHAIN_KINDS:
             continue
         rows = [(x.params.get("per", "token"), x.params.get("token_fraction", 1)) for x in (before, layer)]
         if rows[0] != rows[1]:
             continue
         key = "dim" if layer.kind == "layernorm" else "in"
         width = layer.params[key]
-        if width != _out_width(before) and width not in seen:
+        if not _reads_written(before, width) and width not in seen:
             return ("layers", i, key), (f"layer {layer.name!r} reads {key} {width}, but the layer "
                                         f"before it, {before.name!r} ({before.kind}, "
-                                        f"{_out_words(before)}), writes {_out_width(before)} "
+                                        f"{_out_words(before)}), writes {_out_width(before):,} "
                                         f"features")
     return None
+
+
+# Rows of a per-token table read by something other than the position (BERT's 2 segments):
+# a handful, so a learned table of more rows is a position table even when the default
+# seq outruns it
+TYPE_ROWS = 16
 
 
 def position_limit(spec: ModelSpec) -> tuple[str, int] | None:
@@ -399,19 +481,32 @@ def position_limit(spec: ModelSpec) -> tuple[str, int] | None:
     longer than its rows has positions with no row (BERT's 512, GPT-2's 1024: the trainers
     refuse it). The kind also carries tables read by something else per token (BERT's
     2-row segment table), so only a table that holds the model's own default `seq` counts
-    as a position table; with several, the shortest bounds. Sinusoidal ones (learned:
+    as a position table; with several, the shortest bounds. A default `seq` past every
+    table (a file's mistake, refused by parse_model_doc) is bounded by the longest, unless
+    that holds no more rows than a token-type table (TYPE_ROWS). Sinusoidal ones (learned:
     false) are computed for any position."""
-    tables = [(layer.params["rows"], layer.name) for layer in spec.layers
-              if layer.kind == "positional_embedding" and layer.params.get("learned", True)
-              and layer.params["rows"] >= spec.seq]
-    if not tables:
+    learned = [(layer.params["rows"], layer.name) for layer in spec.layers
+               if layer.kind == "positional_embedding" and layer.params.get("learned", True)]
+    holding = [t for t in learned if t[0] >= spec.seq]
+    if holding:
+        rows, name = min(holding)
+        return name, rows
+    longest = max(learned, default=None)
+    return (longest[1], longest[0]) if longest and longest[0] > TYPE_ROWS else None
+
+
+def positions_problem(spec: ModelSpec, seq: int) -> str | None:
+    """Why `seq` is past the model's learned positions (position_limit), or None: the
+    words of load_model's --seq refusal."""
+    limit = position_limit(spec)
+    if limit is None or seq <= limit[1]:
         return None
-    rows, name = min(tables)
-    return name, rows
+    return (f"{seq:,}: {spec.name} has {limit[1]:,} learned positions (its position table "
+            f"{limit[0]!r}, rows: {limit[1]}), so at most {limit[1]:,}")
 
 
 def _check_references(doc: YamlDoc, spec_tables: dict, layers: list[LayerSpec]) -> None:
-    problem = reference_problem(spec_tables, layers) or chain_problem(layers)
+    problem = reference_problem(spec_tables, layers) or chain_problem(layers, spec_tables)
     if problem:
         raise doc.error(*problem)
 
@@ -424,7 +519,7 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
                       ["amp", "optimizer_options", "jitter", "lengths", "padding", "global_batch",
                        "accumulate_sync", "throughput", "options", "framework"])
     dtype = _enum(doc, ("defaults", "dtype"), get(doc, ("defaults",), d, "dtype", str),
-                  tuple(DTYPE_BYTES))
+                  tuple(DTYPE_BYTES), fold=True)
     optimizer = _enum(doc, ("defaults", "optimizer"),
                       get(doc, ("defaults",), d, "optimizer", str), tuple(OPTIMIZER_STATE_TENSORS))
     trainer = _trainer_defaults(doc, d)
@@ -445,13 +540,17 @@ def parse_model_doc(doc: YamlDoc) -> ModelSpec:
         raise doc.error(("layers",), "must list at least one layer")
     layers = [_parse_layer(doc, ("layers", i), raw) for i, raw in enumerate(layers_raw)]
     _check_references(doc, by_name, layers)
-    return ModelSpec(
+    spec = ModelSpec(
         name=_name(doc, (), top), description=get(doc, (), top, "description", str, ""),
         source=get(doc, (), top, "source", str), published=published,
         batch=get(doc, ("defaults",), d, "batch", int, positive=True, hi=LIMITS["batch"]),
         seq=get(doc, ("defaults",), d, "seq", int, positive=True, hi=LIMITS["seq"]),
         dtype=dtype, optimizer=optimizer, tables=tuple(tables), layers=tuple(layers),
         path=doc.source, **trainer)
+    problem = positions_problem(spec, spec.seq)
+    if problem:
+        raise doc.error(("defaults", "seq"), problem)
+    return spec
 
 
 ACCUMULATE_SYNCS = ("last", "every")   # embsim.engine.accumulate.SYNCS (the engine imports workload, not back)
@@ -474,7 +573,8 @@ def _trainer_defaults(doc: YamlDoc, d: dict) -> dict:
     if "padding" in d:
         out["padding"] = _padding_default(doc, ("defaults", "padding"), d["padding"])
     if "amp" in d:
-        out["amp"] = _enum(doc, ("defaults", "amp"), get(doc, ("defaults",), d, "amp", str), AMP_STYLES)
+        out["amp"] = _enum(doc, ("defaults", "amp"), get(doc, ("defaults",), d, "amp", str), AMP_STYLES,
+                           fold=True)
     for key in ("jitter", "lengths", "accumulate_sync"):
         if key in d:
             out[key] = get(doc, ("defaults",), d, key, str)

@@ -69,10 +69,10 @@ def test_a_width_mismatch_names_the_file_and_layer(tmp_path, capsys, layers, wor
     "  - {name: trunk, kind: linear, in: 8, out: 16}\n"
     "  - {name: head_a, kind: linear, in: 16, out: 2}\n"
     "  - {name: head_b, kind: linear, in: 16, out: 3}\n",
-    # a concatenation in between is not checked
+    # a concatenation with an input the file does not name: inputs x dim is what it writes
     "  - {name: a, kind: linear, in: 8, out: 16}\n"
     "  - {name: cat, kind: combine, op: concat, inputs: 2, dim: 16}\n"
-    "  - {name: b, kind: linear, in: 40, out: 4}\n",
+    "  - {name: b, kind: linear, in: 32, out: 4}\n",
 ])
 def test_what_the_format_cannot_tell_is_left_alone(tmp_path, layers):
     load_model_spec(write(tmp_path, layers))
