@@ -11,7 +11,8 @@ import pytest
 from embsim.cli import main
 from embsim.errors import InputError
 from embsim.workload import load_model, load_spec
-from embsim.workload.spec import chain_problem, load_model_spec, position_limit
+from embsim.workload.spec import load_model_spec, position_limit
+from embsim.workload.width_chain import chain_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 
