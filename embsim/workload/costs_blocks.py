@@ -54,6 +54,7 @@ def transformer_block_cost(p: dict, sh: Shape, cross_attention: bool) -> LayerCo
     ffn_kind = p.get("ffn_kind", "gelu")
     flash = p.get("flash_attention", False)
     dropout = p.get("dropout", True)
+    attn_dropout = p.get("attn_dropout", dropout)
     norm = p.get("norm", "layernorm")
     n_attn = 2 if cross_attention else 1
     n_norms = n_attn + 1
@@ -82,7 +83,7 @@ def transformer_block_cost(p: dict, sh: Shape, cross_attention: bool) -> LayerCo
 
     # Saved activations (Korthikanti et al. 2022, sec. 4.1), dtype d, 1-byte dropout masks
     mask = 1 if dropout else 0
-    s_scores = 0 if flash else (d * scores + mask * scores + (d * scores if dropout else 0))
+    s_scores = 0 if flash else (d * scores + (scores + d * scores if attn_dropout else 0))
     s_attn = (d * n * h                           # QKV input
               + d * n * (h + kv)                  # Q, K for the scores
               + d * n * kv                        # V

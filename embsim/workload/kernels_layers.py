@@ -147,6 +147,9 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     h, a, f = p["dim"], p["heads"], p["ffn"] // tp
     kv = p.get("kv_heads", a) * (h // a)
     flash, dropout = p.get("flash_attention", False), p.get("dropout", True)
+    # the attention probabilities' own dropout: PyTorch's F.dropout at p = 0 returns its
+    # input without a kernel (ATen _dropout_impl), as BART's attention_dropout 0.0 runs it
+    attn_dropout = p.get("attn_dropout", dropout)
     impl = flash if isinstance(flash, str) else ""      # "": the GPU's default library kernel
     fused = p.get("fused_elementwise", False)
     swiglu = p.get("ffn_kind", "gelu") == "swiglu"
@@ -155,7 +158,7 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     fwd, bwd, core = [], [], []
     for i in range(2 if cross else 1):
         tag = "cross" if i else "self"
-        fa, ba, ca = _attention(f"{tag}_attn", b, s, h, a, kv, e, bool(flash), dropout, sh.op_bytes, fused,
+        fa, ba, ca = _attention(f"{tag}_attn", b, s, h, a, kv, e, bool(flash), attn_dropout, sh.op_bytes, fused,
                                 bias, causal=causal and not i, impl=impl, tp=tp, cp=p.get("cp", 1))
         fn, bn = add_norm(f"{tag}_attn", nn, h, e, dropout, sh.op_bytes)
         fwd += fa + fn

@@ -46,7 +46,7 @@ LIMITS = {"vocab": 1_000_000_000_000, "dim": 1_000_000, "layer_int": 1_000_000_0
           "batch": 1 << 24, "seq": 1_000_000, "tokens": 1 << 24}
 
 COMMON_LAYER_KEYS = ("name", "kind", "repeat", "note")
-BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropout",
+BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropout", "attn_dropout",
               "fused_elementwise", "fp8_recipe")
 
 # kind -> {key: (type, required)}; "seq" is accepted where an int may be per sequence.
