@@ -152,4 +152,7 @@ def precision(name: str, flag: str = "--dtype") -> Precision:
     try:
         return PRECISIONS[name]
     except KeyError:
-        raise InputError(f"{flag} {name!r}: must be one of {', '.join(DTYPES)}") from None
+        # published tables write "AMP": mixed precision, whose 16-bit type they leave unsaid
+        amp = ("; AMP is mixed precision: fp16 (apex / torch.cuda.amp's default) or bf16, with "
+               "--amp for the style" if str(name).strip().lower() in ("amp", "mixed") else "")
+        raise InputError(f"{flag} {name!r}: must be one of {', '.join(DTYPES)}{amp}") from None
