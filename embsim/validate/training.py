@@ -247,7 +247,8 @@ def file_runs(path: str, iterations: int = 4,
                 load_topology(cfg.topology, origin="embsim.topology")   # errors name the key
                 done[key] = simulate(cfg)
             except InputError as exc:
-                raise InputError(f"{path}: run {rid}: {exc}") from None
+                line = doc.line(("runs", i, "embsim"))
+                raise InputError(f"{path}: run {rid}{f' (line {line})' if line else ''}: {exc}") from None
         result = done[key]
         if result.n_gpus != gpus:
             raise doc.error(("runs", i, "gpus"), f"is {gpus} but topology {cfg.topology} has {result.n_gpus}")

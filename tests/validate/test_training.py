@@ -90,7 +90,7 @@ def test_padding_key_and_its_errors(tmp_path):
     with pytest.raises(InputError, match=r"pad.yaml: runs.1.embsim \(line \d+\): --padding 'bins:sixty'"):
         file_runs(str(path))
     path.write_text(text.replace("lengths: wikipedia, ", ""))
-    with pytest.raises(InputError, match=r"pad.yaml: run binned: --padding bins:64:8: needs sample lengths"):
+    with pytest.raises(InputError, match=r"pad.yaml: run binned \(line \d+\): --padding bins:64:8: needs sample lengths"):
         file_runs(str(path))
 
 

@@ -27,9 +27,9 @@ RUN = "{id: a, gpus: 2, value: 100, embsim: {topology: 1x2, model: tiny-lm}}"
      ["runs.0.embsim.options", "nope"]),
     # a topology from the file is named by its key, not by a --topology flag the user never gave
     ("runs: [{id: a, gpus: 2, value: 1, embsim: {topology: 'h100-pcie:1x2', model: tiny-lm}}]\n",
-     ["run a: embsim.topology 'h100-pcie:1x2'", "did you mean pcie-h100"]),
+     ["run a (line 1): embsim.topology 'h100-pcie:1x2'", "did you mean pcie-h100"]),
     ("runs: [{id: a, gpus: 16, value: 1, embsim: {topology: 'dgx-a100:1x16', model: tiny-lm}}]\n",
-     ["run a: embsim.topology", "8 GPUs per node"]),
+     ["run a (line 1): embsim.topology", "8 GPUs per node"]),
 ])
 def test_malformed_training_file_is_one_line(tmp_path, capsys, text, words):
     path = tmp_path / "t.yaml"
