@@ -221,6 +221,9 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     param = param_factors(cfg.jitter, jitter, speed)
     classes = with_jitter(rank_classes(topo.n_gpus, topo.gpus_per_node, cfg.straggler), jitter, param)
     compute_source += seq_as_mean_label(cfg, model.seq)
+    if measured is not None and cfg.straggler and cfg.straggler == measured.slowest_rank(topo.n_gpus):
+        compute_source += (f"; straggler {cfg.straggler}: the trace's measured rank skew (its steps end "
+                           f"with their slowest rank, its layer times are rank 0's)")
     if variation > 0:
         compute_source += f"; {gpu_speed.label(variation)}"
     factors, published = interference.resolved(cfg, measured, topo)

@@ -18,6 +18,7 @@ from ..errors import InputError
 from ..topology import find_preset, load_topology
 from ..trace import load_trace
 from ..workload import load_spec
+from .measured import MeasuredInputs
 
 
 def trace_topology(trace, trace_path: str | Path, world: int | None = None) -> str:
@@ -79,4 +80,15 @@ def apply_trace_defaults(cfg, explicit: set[str]):
         changes["batch"] = trace_batch(trace)
     if "seq" not in explicit:
         changes["seq"] = trace.seq
+    # the model the layers were timed in: calibrate unties a tied output projection
+    if "untie_outputs" not in explicit and any(s.untied_outputs for s in trace.steps.values()):
+        changes["untie_outputs"] = True
+    # a measured step ends with its slowest rank, the layer times are rank 0's: one rank
+    # slower by the measured skew, as `validate --trace` scores the steps (a --straggler or
+    # --jitter of the run's own replaces it; --jitter scales by the skew itself)
+    if not ({"straggler", "jitter"} & explicit) and cfg.straggler is None and not cfg.jitter:
+        world = load_topology(changes.get("topology", cfg.topology)).n_gpus
+        slowest = MeasuredInputs(trace, True).slowest_rank(world)
+        if slowest is not None:
+            changes["straggler"] = slowest
     return replace(cfg, **changes)

@@ -68,3 +68,20 @@ def test_flags_still_override_the_trace(capsys):
     assert main(["simulate", "--trace", str(trace), "--topology", "local-cpu:1x1",
                  "--iterations", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["topology"]["gpus"] == 1
+
+
+def test_simulate_trace_runs_what_validate_trace_scores(capsys):
+    """`simulate --trace T` alone unties the outputs the layers were timed with and slows one
+    rank by the measured skew, as `validate --trace` does: it printed 35.5 ms against
+    validate's 50.6 (measured 48.0) before (a stranger's probe, 2026-12-05)."""
+    trace = str(TRACES[0].parent / "cpu-gloo-tiny-lm.yaml")
+    assert main(["validate", "--trace", trace, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    scored = next(r for r in rows if r["strategy"] == "allreduce")
+    assert main(["simulate", "--trace", trace, "--strategy", "allreduce", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["step_time_ms"] == pytest.approx(scored["simulated_ms"], rel=1e-9)
+    assert "the trace's measured rank skew" in out["compute_source"]
+    # a straggler of the run's own replaces the measured one
+    assert main(["simulate", "--trace", trace, "--straggler", "gpu:0:1.0", "--json"]) == 0
+    assert "measured rank skew" not in json.loads(capsys.readouterr().out)["compute_source"]
