@@ -30,11 +30,19 @@ def device_chip(name: str) -> str:
 def check_trace_device(trace, topo) -> None:
     """Measured layer times transfer only to the chip they were measured on."""
     have, want = device_chip(trace.device), device_chip(topo.node.gpu.model)
-    if have != want:
-        raise InputError(f"--trace {trace.source}: measured on {trace.device!r}, but topology "
-                         f"{topo.preset} has {topo.node.gpu.model!r}: its layer times do not transfer "
-                         f"(use the trace's own topology {trace.topology or '?'}, or no --trace for a "
-                         "labelled kernel-model estimate)")
+    if have == want:
+        return
+    named = TopologySpec.parse(trace.topology).name if trace.topology else None
+    if trace.host_topology is None and named == topo.preset:
+        raise InputError(f"--trace {trace.source}: measured on {trace.device!r}, but its own topology "
+                         f"{trace.topology} has {topo.node.gpu.model!r}: the trace contradicts itself "
+                         f"(its device: and topology: keys disagree)")
+    # what --topology takes: the trace itself when it embeds its machine, else the name it gives
+    own = trace.source if trace.host_topology is not None else (trace.topology or "?")
+    raise InputError(f"--trace {trace.source}: measured on {trace.device!r}, but topology "
+                     f"{topo.preset} has {topo.node.gpu.model!r}: its layer times do not transfer "
+                     f"(drop --topology to run the trace's own machine ({own}), or drop --trace for "
+                     "a labelled kernel-model estimate)")
 
 
 @dataclass(frozen=True)

@@ -105,22 +105,28 @@ def _list(doc: YamlDoc, path: tuple, value: Any) -> list:
     return check_type(doc, path, value, list)
 
 
-def _time(doc: YamlDoc, path: tuple, m: dict, key: str) -> float:
+def _time(doc: YamlDoc, path: tuple, m: dict, key: str, positive: bool = False) -> float:
+    """`positive`: a time something is divided by (a step's, a collective's) is never 0."""
     value = get(doc, path, m, key, float)
-    if value < 0:
-        raise doc.error(path + (key,), f"a time cannot be negative, got {value}")
+    _check_time(doc, path + (key,), value, positive)
     return value / US_PER_S
 
 
-def _times(doc: YamlDoc, path: tuple, m: dict, key: str) -> tuple[float, ...]:
+def _times(doc: YamlDoc, path: tuple, m: dict, key: str, positive: bool = False) -> tuple[float, ...]:
     values = _list(doc, path + (key,), m.get(key))
     out = []
     for i, v in enumerate(values):
         v = check_type(doc, path + (key, i), v, float)
-        if v < 0:
-            raise doc.error(path + (key, i), f"a time cannot be negative, got {v}")
+        _check_time(doc, path + (key, i), v, positive)
         out.append(v / US_PER_S)
     return tuple(out)
+
+
+def _check_time(doc: YamlDoc, path: tuple, value: float, positive: bool) -> None:
+    if value < 0:
+        raise doc.error(path, f"a time cannot be negative, got {value}")
+    if positive and value == 0:
+        raise doc.error(path, "a measured time of 0 is no measurement (must be positive)")
 
 
 def _ints(doc: YamlDoc, path: tuple, values: Any) -> tuple[int, ...]:
@@ -201,7 +207,7 @@ def _collective(doc: YamlDoc, p: tuple, m: Any) -> CollectiveCurve:
     if scope not in SCOPES:
         raise doc.error(p + ("scope",), f"unknown scope {scope!r} (known: {', '.join(SCOPES)})")
     sizes = _ints(doc, p + ("sizes",), m["sizes"])
-    med, spread = _times(doc, p, m, "median_us"), _times(doc, p, m, "spread_us")
+    med, spread = _times(doc, p, m, "median_us", positive=True), _times(doc, p, m, "spread_us")
     if not sizes or len(med) != len(sizes) or len(spread) != len(sizes):
         raise doc.error(p, "sizes, median_us and spread_us must be non-empty and of equal length")
     if list(sizes) != sorted(set(sizes)) or sizes[0] <= 0:
@@ -219,14 +225,14 @@ def _steps(doc: YamlDoc, path: tuple, values: Any) -> dict[str, StepSamples]:
         strategy = get(doc, p, m, "strategy", str)
         if strategy in out:
             raise doc.error(p + ("strategy",), f"strategy {strategy!r} appears twice")
-        samples = _times(doc, p, m, "samples_us")
+        samples = _times(doc, p, m, "samples_us", positive=True)
         if not samples:
             raise doc.error(p + ("samples_us",), "needs at least one sample")
         out[strategy] = StepSamples(
             strategy=strategy, world=get(doc, p, m, "world", int, positive=True),
             batch=get(doc, p, m, "batch", int, positive=True),
             seq=get(doc, p, m, "seq", int, positive=True),
-            samples_s=samples, median_s=_time(doc, p, m, "median_us"),
+            samples_s=samples, median_s=_time(doc, p, m, "median_us", positive=True),
             untied_outputs=get(doc, p, m, "untied_outputs", bool, default=False))
     return out
 

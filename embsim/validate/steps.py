@@ -49,4 +49,9 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
             out.append(StepError(s.strategy, s.world, s.median_s, None, str(exc)))
             continue
         out.append(StepError(s.strategy, s.world, s.median_s, result.step_time))
+    reasons = {e.problem for e in out}
+    if out and all(e.simulated_s is None for e in out) and len(reasons) == 1:
+        # one cause for every step (an unknown model, a device the topology lacks): bad
+        # input, one line, not a table of the same refusal
+        raise InputError(f"{trace_path}: {reasons.pop()}")
     return out
