@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from ..engine.measured import device_chip
+from ..errors import InputError
 from ..imports import load_profile, trace_from_profile
 from ..trace import write_trace
 from ..workload import load_model
@@ -37,6 +39,16 @@ def command(profile, model, out, batch, seq, topology, rename, force):
     topo = load_topology(topology)           # a name that resolves, or one line now
     name = topology if topology.endswith((".yaml", ".yml")) else topo.preset
     layers = load_profile(profile, _renames(rename))
+    if device_chip(layers.device) != device_chip(topo.node.gpu.model):
+        # the trace would say "measured" on a GPU that never ran these layers
+        raise InputError(f"{profile}: profiled on {layers.device!r}, but --topology {topology} has "
+                         f"{topo.node.gpu.model!r}: give the profiled machine as --topology")
+    missing = [layer.name for layer in m.layers if layer.name not in layers.layers]
+    if missing:
+        # a trace-driven run needs every layer's time (engine.trace_times): refused here,
+        # not at the first simulate of the written trace
+        raise InputError(f"{profile}: no range for layer(s) {', '.join(missing)} of model {m.name}; "
+                         f"profile them too, or --rename RANGE=LAYER the ranges that time them")
     cmd = "embsim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     trace = trace_from_profile(layers, m, batch=m.batch, seq=m.seq, topology=name, command=cmd)
     write_trace(out, trace)

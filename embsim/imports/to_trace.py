@@ -42,6 +42,7 @@ def trace_from_profile(profile: ProfileLayers, model, batch: int, seq: int, topo
         raise InputError(f"{profile.source}: layers {', '.join(unknown)} are not layers of model "
                          f"{model.name} ({', '.join(kinds)}); name the ranges after them or "
                          f"use --rename RANGE=LAYER")
+
     layers = {}
     for name, s in profile.layers.items():
         point = LayerPoint(batch=batch, fwd_s=s.fwd_median, bwd_s=s.bwd_median,

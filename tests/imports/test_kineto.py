@@ -92,3 +92,19 @@ def test_bad_profiles(tmp_path):
     (tmp_path / "none.json").write_text('{"traceEvents": []}')
     with pytest.raises(ProfileError, match="no layer ranges"):
         load_profile(tmp_path / "none.json")
+
+
+def test_import_profile_refuses_another_gpu_and_missing_layers(tmp_path, capsys):
+    """A profile's layer times are its device's, and a trace-driven run needs every layer's:
+    both were written without a word and refused only at the first simulate (probe, 2026-12-05)."""
+    from embsim.cli import main
+    path = _record(tmp_path, annotate=True)          # a CPU profile of 3 of tiny-lm's layers
+    out = tmp_path / "t.yaml"
+    assert main(["import-profile", str(path), "--model", "tiny-lm", "--topology", "dgx-h100",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "profiled on 'cpu', but --topology dgx-h100 has 'H100-SXM5-80GB'" in err and not out.exists()
+    assert main(["import-profile", str(path), "--model", "tiny-lm", "--topology", "local-cpu",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no range for layer(s) lstm.0, lstm.1 of model tiny-lm" in err and not out.exists()
