@@ -15,8 +15,10 @@ import os
 import pickle
 import platform
 import re
+import signal
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +33,7 @@ from embsim.trace import SCHEMA_VERSION, Provenance, StepSamples, Trace, write_t
 
 from .config import CalibrateConfig
 from .memory import require_fit
+from .modules import require_buildable
 from .spec import model_spec
 from .host_topology import fit_links, host_topology_doc, measure_device, write_host_topology
 from .worker import progress, run_rank
@@ -43,10 +46,28 @@ def check_outputs(cfg: CalibrateConfig) -> None:
         if path is not None and not str(path).strip():
             raise InputError(f"{flag}: empty file name")    # a config built without the CLI
         refuse_overwrite(path, cfg.force, flag)
+        if path is not None:
+            require_writable_folder(Path(path), flag)
     # realpath, not Path.resolve: a symlink loop is an answer, not a RuntimeError
     if cfg.out and cfg.topology_out and os.path.realpath(cfg.out) == os.path.realpath(cfg.topology_out):
         # the host topology, written second, would replace the trace just measured
         raise InputError(f"--out and --topology-out are one file ({cfg.out}): give two names")
+
+
+def require_writable_folder(path: Path, flag: str) -> None:
+    """Create and remove a file where `path` will be written (its folder, or the nearest
+    existing one that write_trace would create it in): a read-only or foreign folder is
+    found now, not after the whole run it would lose. Creates no folder."""
+    folder = path.parent
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        # atomic_write's temporary name: one left by a killed run is cleaned by the next write
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot write in {folder}: {exc.strerror or exc}") from None
 
 
 def host_name(stamp: str) -> str:
@@ -79,6 +100,32 @@ def check_world(world: int, backend: str) -> None:
     if world > limit:
         raise InputError(f"--world {world}: more local ranks than this machine's {limit} "
                          f"{'GPUs' if gpus else 'CPU cores'} (torchrun spreads ranks over machines)")
+
+
+def check_ranks(world: int, backend: str, label: str = "--world") -> None:
+    """On CPU the host topology is fitted to the ranks' gloo collectives: one rank has no
+    link to measure (a ring of one has no steps), so its fit could only be 0/0."""
+    if backend == "gloo" and world < 2:
+        raise InputError(f"{label} {world}: a one-rank world has no collective to measure "
+                         "(the host's links are fitted to the ranks' gloo sweep); give 2 or more")
+
+
+def exit_message(rank: int, exit_code: int | None, signal_name: str | None) -> str:
+    """Why a spawned rank ended without an exception: SIGKILL is, on a calibration host, the
+    kernel's OOM killer (the memory check counts parameters, not activations)."""
+    if exit_code == -signal.SIGKILL or signal_name == "SIGKILL":
+        return (f"calibration failed: rank {rank} was killed (SIGKILL), most likely out of "
+                "memory; try a smaller --batch")
+    return f"calibration failed: rank {rank} exited ({exit_code if exit_code is not None else signal_name})"
+
+
+class NoHostTopology(Exception):
+    """The trace is written, without a host topology: the link fit was unusable (`reason`).
+    Not an InputError: the measurements are kept, and the caller says what is missing."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(reason)
+        self.path, self.reason = path, reason
 
 
 def _free_port() -> int:
@@ -120,15 +167,22 @@ def under_torchrun() -> bool:
 
 
 def run_calibration(cfg: CalibrateConfig) -> Path | None:
+    """The written trace (None on a torchrun rank other than 0); NoHostTopology when it is
+    written without the host topology."""
     check_outputs(cfg)
-    # an unknown --model fails here, once, not in every spawned rank after their start-up
+    # an unknown --model, or one calibrate cannot build, fails here, once, not in every
+    # spawned rank after their start-up
     spec = model_spec(cfg.model)
+    require_buildable(spec)
     backend = resolve_backend(cfg.backend)
     # a model that cannot fit is refused here, not killed by the OOM killer mid-run
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", 1))) \
         if under_torchrun() else cfg.world
     if not under_torchrun():
         check_world(cfg.world, backend)
+        check_ranks(cfg.world, backend)
+    else:
+        check_ranks(int(os.environ["WORLD_SIZE"]), backend, "WORLD_SIZE")
     require_fit(spec, local_ranks, backend)
     loadavg = os.getloadavg()
     if under_torchrun():
@@ -157,8 +211,7 @@ def run_calibration(cfg: CalibrateConfig) -> Path | None:
             last = str(exc).strip().splitlines()[-1]
             raise InputError(f"calibration failed on rank {exc.error_index}: {last}") from None
         except mp.ProcessExitedException as exc:
-            raise InputError(f"calibration failed: rank {exc.error_index} exited "
-                             f"({exc.exit_code if exc.exit_code is not None else exc.signal_name})") from None
+            raise InputError(exit_message(exc.error_index, exc.exit_code, exc.signal_name)) from None
         except KeyboardInterrupt:
             for p in ctx.processes:
                 if p.is_alive():
@@ -215,7 +268,7 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
     device: torch.device = result["device"]
     out = Path(cfg.out)
     now = datetime.datetime.now(datetime.timezone.utc)
-    host_doc = None
+    host_doc, unfitted = None, ""
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
         topology = select_gpu_topology(name)
@@ -229,10 +282,7 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
         except InputError as exc:
             # the layer times, steps and measured curves still stand; only the host's
             # link model could not be fitted, so no host topology is made up from noise
-            bandwidth = None
-            topology = ""
-            progress(0, f"{exc}; the trace is written without a host topology "
-                        f"(simulate it with --topology)")
+            bandwidth, topology, unfitted = None, "", str(exc)
         if bandwidth is not None:
             tflops, gbps = measure_device(device)
             mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
@@ -264,6 +314,8 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
     check_outputs(cfg)          # again: a file may have appeared while we measured
     path = write_trace(out, trace)
     progress(0, f"trace written: {path}")
+    if unfitted:
+        raise NoHostTopology(path, unfitted)
     if cfg.topology_out and host_doc is not None:
         # a copy of what the trace embeds, for `--topology FILE`; the trace does not need it
         progress(0, f"host topology written: {write_host_topology(cfg.topology_out, host_doc)}")

@@ -7,6 +7,8 @@ layer can be timed alone; `LanguageModel` chains the token-wise layers for whole
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -62,16 +64,37 @@ class AdditiveAttention(nn.Module):
         return torch.softmax(scores, dim=-1) @ keys
 
 
+def block_class(p: dict) -> type[nn.Module]:
+    return nn.TransformerDecoderLayer if p.get("cross_attention") else nn.TransformerEncoderLayer
+
+
+def unbuilt_block_options(p: dict) -> list[str]:
+    """The zoo block options PyTorch's layer classes do not have: built without them, the
+    block has other matrices (a 2-matrix FFN, full K/V) and its times are another model's."""
+    missing = []
+    if p.get("ffn_kind") == "swiglu":
+        missing.append("swiglu FFN")
+    if p.get("kv_heads", p["heads"]) != p["heads"]:
+        missing.append(f"grouped-query attention (kv_heads {p['kv_heads']})")
+    if p.get("norm", "layernorm") != "layernorm":
+        missing.append(p["norm"])
+    if p.get("bias") is False and "bias" not in inspect.signature(block_class(p)).parameters:
+        missing.append("bias: false (this torch is too old)")
+    return missing
+
+
 class TransformerBlock(nn.Module):
-    """Encoder block; causal self-attention for a decoder, plus cross-attention if asked."""
+    """Encoder block; causal self-attention for a decoder, plus cross-attention if asked.
+    build_layer refuses the options it lacks (unbuilt_block_options)."""
 
     def __init__(self, p: dict, causal: bool):
         super().__init__()
         act = "relu" if p.get("ffn_kind") == "relu" else "gelu"
         self.causal, self.cross = causal, bool(p.get("cross_attention", False))
-        cls = nn.TransformerDecoderLayer if self.cross else nn.TransformerEncoderLayer
-        self.block = cls(p["dim"], p["heads"], p["ffn"], dropout=0.0, activation=act,
-                         batch_first=True, norm_first=p.get("norm") == "rmsnorm")
+        # bias: false drops the norms' shift too (torch's flag covers both): dim per norm
+        extra = {"bias": False} if p.get("bias") is False else {}
+        self.block = block_class(p)(p["dim"], p["heads"], p["ffn"], dropout=0.0, activation=act,
+                                    batch_first=True, **extra)
 
     def forward(self, x, memory=None):
         mask = (nn.Transformer.generate_square_subsequent_mask(x.shape[1], device=x.device)
@@ -122,6 +145,13 @@ def build_layer(layer: LayerShape, model: ModelShape, sparse: bool = False) -> n
     if kind == "additive_attention":
         return AdditiveAttention(p)
     if kind in ("transformer_encoder", "transformer_decoder"):
+        missing = unbuilt_block_options(p)
+        if missing:
+            listed = ", ".join(missing[:-1]) + (" and " if len(missing) > 1 else "") + missing[-1]
+            raise InputError(f"--model {model.name}: calibrate builds PyTorch's "
+                             f"{block_class(p).__name__} for layer {layer.name!r}; its {listed} "
+                             f"{'are' if len(missing) > 1 else 'is'} not built, so its times "
+                             "would not be this model's")
         return TransformerBlock(p, causal=(kind == "transformer_decoder"))
     if kind == "output_projection":
         return nn.Linear(p["dim"], classes_of(layer, model), bias=p.get("bias", False))
@@ -131,6 +161,14 @@ def build_layer(layer: LayerShape, model: ModelShape, sparse: bool = False) -> n
         return FmInteraction()
     raise InputError(f"model {model.name}: layer {layer.name!r} has kind {kind!r}, "
                      "which calibrate cannot build")
+
+
+def require_buildable(model: ModelShape) -> None:
+    """Refuse, before any rank starts, a model with a layer calibrate cannot build as the zoo
+    describes it (build_layer's refusals); on the meta device, which allocates nothing."""
+    with torch.device("meta"):
+        for layer in model.layers:
+            build_layer(layer, model)
 
 
 def example_inputs(layer: LayerShape, model: ModelShape, batch: int, seq: int,

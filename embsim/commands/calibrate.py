@@ -11,14 +11,15 @@ import sys
 
 import click
 
-from ..errors import InputError
+from ..errors import InputError, one_line
 from .checks import model_option
 
 
 @click.command("calibrate")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True)
 @click.option("--world", type=click.IntRange(min=1), default=None,
-              help="Local ranks to spawn (default: all local GPUs, or 2 on CPU). Ignored under torchrun.")
+              help="Local ranks to spawn (default: all local GPUs, or 2 on CPU; at least 2 on CPU, "
+                   "whose links are fitted to the ranks' collectives). Ignored under torchrun.")
 @model_option("Model zoo name (embsim model list).", default="tiny-lm", show_default=True)
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Per-rank batch.")
 @click.option("--seq", type=click.IntRange(min=1), default=32, show_default=True)
@@ -39,7 +40,7 @@ def command(backend, world, model, batch, seq, quick, corpus, out, topology_out,
         raise InputError("calibrate runs real PyTorch kernels and needs torch: "
                          "pip install 'embsim[calibrate]'")
     from ..calibrate.config import CalibrateConfig
-    from ..calibrate.launch import default_world, resolve_backend, run_calibration
+    from ..calibrate.launch import NoHostTopology, default_world, resolve_backend, run_calibration
 
     chosen = resolve_backend(backend)
     if world is None:
@@ -55,6 +56,18 @@ def command(backend, world, model, batch, seq, quick, corpus, out, topology_out,
                           force=force,
                           command=" ".join(shlex.quote(a) for a in ["embsim"] + argv),
                           max_sweep_bytes=max_bytes)
-    path = run_calibration(cfg)
+    try:
+        path = run_calibration(cfg)
+    except NoHostTopology as exc:
+        # the measurements are kept; only the host's link model is missing
+        click.echo(str(exc.path))
+        if topology_out:
+            click.echo(one_line(f"embsim: error: --topology-out {topology_out}: not written: "
+                                f"{exc.reason} (the trace {exc.path} is written without a host "
+                                "topology)"), err=True)
+            return 1
+        click.echo(one_line(f"embsim: warning: {exc.path} has no host topology: {exc.reason} "
+                            "(simulate it with --topology)"), err=True)
+        return 0
     if path is not None:
         click.echo(str(path))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from embsim.calibrate.config import CalibrateConfig
-from embsim.calibrate.launch import run_calibration
+from embsim.calibrate.launch import NoHostTopology, run_calibration
 from embsim.errors import InputError
 from embsim.topology.parse import load_node_type
 from embsim.trace import load_trace
@@ -24,7 +24,10 @@ def quick_trace(tmp_path_factory):
     cfg = CalibrateConfig(model="tiny-lm", batch=4, seq=16, world=2, backend="gloo", quick=True,
                           out=str(d / "t.yaml"), topology_out=str(d / "local-cpu.yaml"),
                           command="test")
-    path = run_calibration(cfg)
+    try:
+        path = run_calibration(cfg)
+    except NoHostTopology as exc:        # a loaded machine: the tests below allow for it
+        path = exc.path
     return load_trace(path), d
 
 
