@@ -6,12 +6,13 @@ import tempfile
 
 import click
 
+from ..errors import InputError
 from ..report.result_json import scale_json
 from ..report.scaling_table import scaling_table
 from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..sweep.check import check_points
-from .checks import (MAX_ACCUMULATE, MAX_ITERATIONS, count, force_option, model_option, plot_option,
-                     refuse_overwrite)
+from .checks import (MAX_ACCUMULATE, MAX_ITERATIONS, MODEL_HELP, count, force_option, model_option,
+                     plot_option, refuse_overwrite)
 from .options import (CORPUS, GRAD_COMPRESS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, RECOMPUTE,
                       CONTEXT_PARALLEL, PIPELINE_PARALLEL, SEQUENCE_PARALLEL, TENSOR_PARALLEL,
                       VIRTUAL_PIPELINE, P2P_SEND_WAIT, P2P_OVERLAP, extra_option, parse_kv,
@@ -20,12 +21,12 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 
 
 @click.command("scale")
-@model_option(required=True)
+@model_option(MODEL_HELP + " (default with --trace: the trace's model)")
 @click.option("--strategy", required=True, help="embedding synchronisation strategy")
 @click.option("--scheduler", "comm_scheduler", default="fifo", show_default=True,
               help="communication scheduler")
 @click.option("--topology", default="dgx-h100", show_default=True,
-              help="preset (or file) whose nodes are replicated")
+              help="preset (or file) whose nodes are replicated (default with --trace: the trace's machine)")
 @click.option("--gpus", default="8,16,32,64,128", show_default=True, help="GPU counts, comma-separated")
 @click.option("--iterations", type=count(2, MAX_ITERATIONS), default=3, show_default=True)
 @click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace")
@@ -67,6 +68,7 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
     import json
     refuse_overwrite(plot, force, "--plot")
     check_amp_flags(dtype, amp)
+    model, topology = trace_run(model, topology, trace)
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
             "iterations": iterations, "trace": trace, "dtype": dtype, "amp": amp, "accumulate": accumulate,
             "jitter": jitter, **({"recompute": recompute} if recompute else {}),
@@ -93,7 +95,9 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
     check_points(points, "scale")
     with tempfile.TemporaryDirectory() as tmp:
         folder = out or tmp
-        run_sweep(points, folder, scheduler=dask_scheduler, workers=workers, progress=not as_json)
+        # another scale's (or sweep's) --out is refused, not mixed into (runner.refuse_other_sweep)
+        run_sweep(points, folder, scheduler=dask_scheduler, workers=workers, progress=not as_json,
+                  name=f"scale {model} {strategy} {comm_scheduler} {topology}")
         curve = scaling_curve(points, read_results(folder))
     if as_json:
         click.echo(json.dumps(scale_json(model, strategy, comm_scheduler, curve), indent=2))
@@ -107,6 +111,27 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
         plot_scaling(curve, plot, f"{model} / {strategy} / {comm_scheduler}" + (f"\n{sources}" if sources else ""))
         if not as_json:
             click.echo(f"wrote {plot}")
+
+
+def trace_run(model: str | None, topology: str, trace: str | None) -> tuple[str, str]:
+    """--model and --topology as `simulate --trace` takes them (engine.trace_defaults): the
+    trace's model and machine where no flag gave them. Without a trace, --model is required."""
+    from .options import explicit_flags
+    if not trace:
+        if model is None:
+            raise InputError("scale: --model is required (or give --trace: its model)")
+        return model, topology
+    from ..engine.config import SimulationConfig
+    from ..engine.trace_defaults import apply_trace_defaults
+    from ..topology import TopologySpec
+    given = {"model"} if model is not None else set()
+    if "topology" in explicit_flags():
+        given.add("topology")
+    cfg = apply_trace_defaults(SimulationConfig(model=model or SimulationConfig.model, topology=topology,
+                                                trace=trace), given | {"batch", "seq"})
+    # scale replicates the machine's nodes: the preset or file, not the trace's shape
+    where = topology if "topology" in given else TopologySpec.parse(cfg.topology).where
+    return cfg.model, where
 
 
 def routed_options(strategy: str, scheduler: str, extra: tuple) -> dict:

@@ -22,8 +22,11 @@ def command(sweep_file, scheduler, workers, out, threads, no_progress):
     check_points(list(spec.points), f"{sweep_file}:", topology_origin="topology")
     out = out or f"sweeps/{spec.name}"
     summary = run_sweep(list(spec.points), out, scheduler=scheduler, workers=workers,
-                        processes=not threads, progress=not no_progress)
-    click.echo(f"{spec.name}: {summary.total} points, {summary.skipped} already done, "
+                        processes=not threads, progress=not no_progress, name=spec.name)
+    # earlier results not reused: why their points ran again (or no longer appear)
+    stale = (f" ({summary.stale} earlier {'result' if summary.stale == 1 else 'results'} not reused: "
+             f"a file read, the embsim version or the grid changed)" if summary.stale else "")
+    click.echo(f"{spec.name}: {summary.total} points, {summary.skipped} already done{stale}, "
                f"{summary.ran} run, {summary.failed} failed -> {out}/results.csv, results.jsonl")
     if summary.ok == 0:
         click.echo(f"embsim: error: sweep {spec.name}: no point succeeded "

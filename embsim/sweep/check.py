@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-from .spec import SweepPoint
+from .spec import CONFIG_FIELDS, SweepPoint
 
 MAX_ITERATIONS = 1000          # as the --iterations flag (embsim.commands.checks)
 MAX_ACCUMULATE = 1024          # as the --accumulate flag (embsim.commands.checks)
@@ -24,6 +24,7 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
     from ..engine.classes import parse_straggler
     from ..engine.measured import MeasuredInputs
     from ..engine.run import with_model_defaults
+    from ..engine.trace_defaults import apply_trace_defaults
     from ..workload import load_model
     from ..workload.tokens import MAX_CORPUS_BYTES, MAX_ZIPF_S
     from ..yamlio import check_regular_file
@@ -67,6 +68,11 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
         # layer times measured on another device do not transfer; without a kernel table to
         # fall back on, every layer of the model needs its own (engine.trace_times)
         trace = load_trace(cfg.trace)
+        # simulate's refusal of a model the trace did not measure (spec.with_trace_defaults
+        # gives a point without a model the trace's), for points made by hand too; the
+        # trace's own value (a model file's path) is its model
+        if cfg.model != trace.model:
+            apply_trace_defaults(cfg, set(CONFIG_FIELDS))
         measured = MeasuredInputs.resolve(trace, topology())
         built = model()
         if measured is not None and measured.covers(built):

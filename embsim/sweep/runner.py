@@ -3,8 +3,9 @@
 Each finished point is appended at once to `results.jsonl` in the output folder (so a
 killed sweep loses at most the points in flight), and `results.csv` is rewritten from it
 in point order at the end. Re-running skips the points whose hash already has an "ok"
-row; points that failed are tried again. A failing point is recorded with its error and
-never stops the sweep.
+row written by this embsim version; points that failed, and results of another version,
+are run again. A failing point is recorded with its error and never stops the sweep. Each
+row names its sweep: a folder holding another sweep's results is refused, not mixed into.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class SweepSummary:
     ran: int
     failed: int
     out_dir: Path
+    # results in the folder no point reuses: a file they read, the embsim version or the
+    # grid changed since (their points, if still in the grid, ran again)
+    stale: int = 0
 
     @property
     def ok(self) -> int:
@@ -116,6 +120,24 @@ def refuse_foreign_results(out_dir: Path) -> None:
         # a row torn by a kill can be shorter than the prefix; an empty file is a sweep's too
         if not start.startswith(head):
             raise InputError(f"{path}: not written by an embsim sweep; not touched (choose another --out)")
+
+
+def refuse_other_sweep(out_dir: Path, rows: dict[str, dict], name: str | None) -> None:
+    """Rows of another sweep (a second sweep given the first one's --out) are neither
+    appended to nor dropped from its table. Rows of embsim versions that did not record the
+    sweep's name are not judged."""
+    if name is None:
+        return
+    others = sorted({r["sweep"] for r in rows.values() if isinstance(r.get("sweep"), str)} - {name})
+    if others:
+        raise InputError(f"{out_dir}: holds the results of sweep {others[0]!r}, not {name!r}; "
+                         f"not touched (choose another --out)")
+
+
+def reusable(row: dict | None) -> bool:
+    """A finished point's row that resume keeps: ok, and simulated by this embsim version."""
+    from .. import __version__
+    return row is not None and row.get("status") == "ok" and row.get("embsim") == __version__
 
 
 def repair_tail(path: Path) -> None:
@@ -222,7 +244,9 @@ class _Client:
 
 def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | None = None,
               workers: int | None = None, processes: bool = True, progress: bool = True,
-              point_fn: Callable[[dict], dict] = simulate_point) -> SweepSummary:
+              point_fn: Callable[[dict], dict] = simulate_point, name: str | None = None) -> SweepSummary:
+    """`name`: the sweep's, recorded in each row; a folder with rows of another name is
+    refused (None: not checked)."""
     out_dir = Path(out_dir)
     if not scheduler:
         check_local_workers(workers)      # before any folder is made
@@ -234,8 +258,11 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
         raise InputError(f"{out_dir}: cannot create the results folder: {exc.strerror or exc}") from None
     refuse_foreign_results(out_dir)
     done = read_results(out_dir)
+    refuse_other_sweep(out_dir, done, name)
     repair_tail(out_dir / JSONL)
-    todo = [p for p in points if done.get(p.hash, {}).get("status") != "ok"]
+    todo = [p for p in points if not reusable(done.get(p.hash))]
+    kept = {p.hash for p in points if reusable(done.get(p.hash))}
+    stale = sum(1 for h, row in done.items() if row["status"] == "ok" and h not in kept)
     failed = 0
     if todo:
         try:
@@ -244,14 +271,14 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
             _remove_empty(created)   # an unreachable scheduler leaves no empty folder behind
             raise
         try:
-            failed = _execute(dask_client.client, todo, out_dir, done, progress, point_fn)
+            failed = _execute(dask_client.client, todo, out_dir, done, progress, point_fn, name)
         finally:
             dask_client.close()
     rows = read_results(out_dir)
     atomic_write_text(out_dir / CSV, _csv_text(points, rows))
     failed = sum(1 for p in points if rows.get(p.hash, {}).get("status") != "ok")
     return SweepSummary(total=len(points), skipped=len(points) - len(todo), ran=len(todo),
-                        failed=failed, out_dir=out_dir)
+                        failed=failed, out_dir=out_dir, stale=stale)
 
 
 def _remove_empty(folders: list[Path]) -> None:
@@ -264,7 +291,8 @@ def _remove_empty(folders: list[Path]) -> None:
             return
 
 
-def _execute(client, todo, out_dir: Path, done: dict, progress: bool, point_fn) -> int:
+def _execute(client, todo, out_dir: Path, done: dict, progress: bool, point_fn, name) -> int:
+    from .. import __version__
     from dask.distributed import as_completed
     from rich.progress import Progress
     # pure=False: a point is a simulation to run, not a value Dask may deduplicate.
@@ -281,7 +309,8 @@ def _execute(client, todo, out_dir: Path, done: dict, progress: bool, point_fn) 
             except Exception as exc:  # noqa: BLE001 -- the worker itself died
                 row = {"status": "error", "error": f"worker lost: {type(exc).__name__}: {exc}",
                        "error_kind": "worker", "result": None}
-            row = {"index": p.index, "hash": p.hash, "config": p.config, **row}
+            row = {"index": p.index, "hash": p.hash, "config": p.config, "embsim": __version__,
+                   **({"sweep": name} if name is not None else {}), **row}
             failed += row["status"] != "ok"
             log.write(json.dumps(row, sort_keys=True, default=str) + "\n")
             log.flush()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..engine.result import most_first
 from ..errors import InputError
 from ..topology import TopologySpec, load_topology
-from .spec import SweepPoint, config_hash
+from .spec import SweepPoint, config_hash, with_trace_defaults
 
 
 @dataclass(frozen=True)
@@ -58,10 +58,13 @@ def topology_for(preset: str, gpus: int) -> str:
 
 
 def scale_points(preset: str, gpus: list[int], base: dict) -> list[SweepPoint]:
-    points = []
+    """One point per GPU count; with a trace, its batch and seq as `simulate --trace` takes
+    them, and a --model it did not measure refused (spec.with_trace_defaults)."""
+    points, resolved, digests = [], {}, {}
     for i, n in enumerate(gpus):
         config = dict(base, topology=topology_for(preset, n), efficiency_baseline=False)
-        points.append(SweepPoint(index=i, config=config, hash=config_hash(config)))
+        config = with_trace_defaults(config, resolved)
+        points.append(SweepPoint(index=i, config=config, hash=config_hash(config, digests)))
     return points
 
 

@@ -14,7 +14,10 @@
 
 Unknown keys are rejected with the file, key and line. The points come out in a fixed
 order (grid keys in file order, values in list order) and each has a hash of its whole
-configuration, which is what makes a sweep resumable.
+configuration, and of the bytes of every file it names, which is what makes a sweep resumable.
+
+A point with a `trace` runs as `simulate --trace` does: the trace's model, machine, batch
+and seq where the point names none, and another model is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,14 +76,102 @@ class SweepSpec:
     points: tuple[SweepPoint, ...]
 
 
-def config_hash(config: dict) -> str:
-    """Stable across runs and machines: canonical JSON of every field, defaults included."""
+def config_hash(config: dict, digests: dict | None = None) -> str:
+    """Stable across runs and machines: canonical JSON of every field, defaults included,
+    and the digest of every file the config names (a trace or model file edited under the
+    same path is another point, not a stored result). `digests`: a path -> digest cache
+    for one sweep's points (a trace read once, not once per point)."""
     full = dataclasses.asdict(SimulationConfig(**config))
     for key, default in _LATER_DEFAULTS.items():
         if full.get(key) == default:
             del full[key]
+    files = named_files(full)
+    if files:       # only then: a point that names no file keeps the hash it had
+        cache = {} if digests is None else digests
+        for path in files.values():
+            if str(path) not in cache:
+                cache[str(path)] = file_digest(path)
+        full["file_digests"] = {key: cache[str(path)] for key, path in files.items()}
     text = json.dumps(full, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def named_files(config: dict) -> dict[str, Path]:
+    """field -> the user's file a config reads: its trace, corpus, model file and topology
+    file (or a preset from $EMBSIM_TOPOLOGY_PATH). Zoo models and packaged presets are not
+    listed: they change only with embsim itself (runner checks the version)."""
+    from ..topology import TopologyError, TopologySpec
+    from ..workload import is_model_file
+    files = {key: Path(config[key]) for key in ("trace", "corpus") if config.get(key)}
+    model = config.get("model")
+    if isinstance(model, str) and is_model_file(model):
+        files["model"] = Path(model)
+    try:
+        spec = TopologySpec.parse(config.get("topology"))
+    except TopologyError:
+        return files            # refused by the point checks, with their message
+    if spec.is_path:
+        files["topology"] = Path(spec.where)
+    else:
+        for d in os.environ.get("EMBSIM_TOPOLOGY_PATH", "").split(os.pathsep):
+            if d and _is_file(Path(d) / f"{spec.where}.yaml"):
+                files["topology"] = Path(d) / f"{spec.where}.yaml"
+                break
+    return files
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:            # a name too long to look up
+        return False
+
+
+MAX_DIGEST_BYTES = 1 << 30     # as the largest corpus read (workload.tokens)
+
+
+def file_digest(path: Path) -> str | None:
+    """sha256 of the file's bytes; None where it is no regular file or cannot be read (the
+    point checks then refuse it, naming the file). Past MAX_DIGEST_BYTES, its size and
+    modification time: such a file is refused later, not read here for minutes."""
+    digest = hashlib.sha256()
+    try:
+        if not path.is_file():          # a pipe would block, a folder has no bytes
+            return None
+        stat = path.stat()
+        if stat.st_size > MAX_DIGEST_BYTES:
+            return f"size {stat.st_size}, mtime {stat.st_mtime_ns}"
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except (OSError, ValueError):       # missing, a folder, a NUL in the name
+        return None
+    return digest.hexdigest()
+
+
+# what a point sets that `simulate --trace`'s defaults do not read: points differing only
+# here share one trace lookup (a trace is read once per sweep, not once per point)
+_NOT_TRACE_INPUTS = ("strategy", "scheduler", "strategy_options", "scheduler_options", "iterations", "seed")
+
+
+def with_trace_defaults(config: dict, cache: dict | None = None) -> dict:
+    """A point with a trace, as `simulate --trace` runs it (engine.trace_defaults): the
+    trace's model, machine, batch, seq (and what else simulate takes from it) where the
+    point names none; a model the trace did not measure is refused with simulate's
+    message. `cache`: the defaults already found for one sweep's points."""
+    if not config.get("trace"):
+        return config
+    from ..engine.trace_defaults import apply_trace_defaults
+    explicit = {k for k, v in config.items() if v is not None}
+    key = json.dumps({k: v for k, v in config.items() if k not in _NOT_TRACE_INPUTS},
+                     sort_keys=True, default=str)
+    cache = {} if cache is None else cache
+    if key not in cache:
+        given = SimulationConfig(**config)
+        found = apply_trace_defaults(given, explicit)
+        cache[key] = {k: getattr(found, k) for k in CONFIG_FIELDS
+                      if k not in explicit and getattr(found, k) != getattr(given, k)}
+    return json.loads(json.dumps({**config, **cache[key]}))     # JSON-able, as every point
 
 
 def safe_name(name: str) -> str:
@@ -162,7 +254,7 @@ def parse_sweep(doc: YamlDoc) -> SweepSpec:
         total *= len(values)
     if total > MAX_POINTS:
         raise doc.error(("grid",), f"{total:,} points, more than {MAX_POINTS:,}; split the sweep")
-    points, seen = [], {}
+    points, seen, resolved, digests = [], {}, {}, {}
     for combo in itertools.product(*(values for _, values in axes)):
         config = json.loads(json.dumps(fixed))           # deep copy, JSON-able
         for (path, _), value in zip(axes, combo):
@@ -171,7 +263,8 @@ def parse_sweep(doc: YamlDoc) -> SweepSpec:
             else:
                 config[path[0]] = value
         try:
-            h = config_hash(config)
+            config = with_trace_defaults(config, resolved)
+            h = config_hash(config, digests)
         except InputError as exc:
             # the config's own checks (iterations, jitter ...) name the flag, not the file
             raise InputError(f"{doc.source}: point {len(points)}: {exc}") from None

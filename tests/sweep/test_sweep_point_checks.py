@@ -53,5 +53,6 @@ def test_trace_of_another_model_is_refused_up_front(tmp_path, capsys):
                     "grid: {seed: [0, 1]}\n")
     assert main(["sweep", str(path), "--out", str(tmp_path / "o"), "--threads", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "point 0" in err and "no timing for layer" in err and "trace is of tiny-lm" in err
-    assert not (tmp_path / "o").exists()
+    # simulate --trace's own refusal (engine.trace_defaults), not a missing layer further on
+    assert "point 0" in err and "--model bert-base: the trace" in err and "measured tiny-lm, not bert-base" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
