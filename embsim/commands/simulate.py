@@ -6,6 +6,7 @@ import json
 
 import click
 
+from .. import __version__
 from ..engine.config import with_options
 from ..engine.run import simulate
 from ..report.chrome_trace import write_chrome_trace
@@ -30,7 +31,11 @@ def command(strategy, scheduler, as_json, chrome_trace, force, notes, **options)
     cfg, option_bag = config_from_options(options, strategy=strategy, scheduler=scheduler)
     result = simulate(with_options(cfg, option_bag))
     if chrome_trace:
-        write_chrome_trace(chrome_trace, result.run, result.n_gpus, result.cluster.gpus_per_node)
+        summary = simulation_json(result)
+        about = {key: summary[key] for key in ("model", "topology", "strategy", "scheduler",
+                                               "workload", "step_time_ms", "compute_source")}
+        about["generator"] = f"embsim {__version__}"
+        write_chrome_trace(chrome_trace, result.run, result.n_gpus, result.cluster.gpus_per_node, about)
     if as_json:
         click.echo(json.dumps(simulation_json(result), indent=2))
     else:

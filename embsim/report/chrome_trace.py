@@ -64,5 +64,12 @@ def chrome_trace(run: EngineRun, n_gpus: int, gpus_per_node: int,
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
-def write_chrome_trace(path, run: EngineRun, n_gpus: int, gpus_per_node: int) -> None:
-    atomic_write_text(path, json.dumps(chrome_trace(run, n_gpus, gpus_per_node)))
+def write_chrome_trace(path, run: EngineRun, n_gpus: int, gpus_per_node: int,
+                       about: dict | None = None) -> None:
+    """`about`: what was simulated and where its compute times came from, kept in the
+    file's `otherData` (the Trace Event Format's free metadata, shown by Perfetto's info
+    page): a timeline without it cannot be told from another run's."""
+    doc = chrome_trace(run, n_gpus, gpus_per_node)
+    if about:
+        doc["otherData"] = about
+    atomic_write_text(path, json.dumps(doc))

@@ -36,6 +36,11 @@ def test_human_table_and_chrome_trace(tmp_path, capsys):
         assert words in out
     trace = json.loads(path.read_text())
     assert any(e["ph"] == "X" for e in trace["traceEvents"])
+    # the file says what it is a timeline of, and where its compute times came from
+    about = trace["otherData"]
+    assert about["model"] == "tiny-lm" and about["strategy"] == "allreduce"
+    assert about["topology"]["gpus"] == 16 and about["compute_source"].startswith("compute: kernel model")
+    assert about["generator"].startswith("embsim ")
 
 
 def test_bad_input_is_one_line_and_exit_2(capsys):
