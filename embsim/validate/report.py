@@ -71,7 +71,8 @@ def step_summary(rows: list[StepError]) -> ErrorSummary:
 def step_json(rows: list[StepError]) -> dict:
     return {"rows": [{"strategy": r.strategy, "world": r.world, "measured_ms": r.measured_s * 1e3,
                       "simulated_ms": None if r.simulated_s is None else r.simulated_s * 1e3,
-                      "error": r.error, "problem": r.problem} for r in rows],
+                      "error": r.error, "problem": r.problem, "topology": r.topology,
+                      "compute_source": r.compute_source} for r in rows],
             **_summary_json(step_summary(rows))}
 
 
@@ -92,6 +93,11 @@ def step_table(rows: list[StepError], markdown: bool = False) -> str:
                 lines.append(f"{r.strategy:<12} {r.world:>5} {r.measured_s * 1e3:>12.3f} "
                              f"{r.simulated_s * 1e3:>13.3f} {r.error:>+8.1%}")
     if not markdown:
+        # what was simulated, before the headline (which stays the last line)
+        for topo in dict.fromkeys(r.topology for r in rows if r.topology):
+            lines.append(f"simulated on {topo}")
+        for source in dict.fromkeys(r.compute_source for r in rows if r.compute_source):
+            lines.append(f"compute times: {source.removeprefix('compute: ')}")
         total = step_summary(rows)
         lines.append(f"|simulated/measured - 1|: mean {total.mean:.1%}, max {total.max:.1%}")
     return "\n".join(lines)

@@ -20,6 +20,8 @@ class StepError:
     measured_s: float
     simulated_s: float | None
     problem: str | None = None     # why it could not be simulated
+    topology: str = ""             # what it was simulated on
+    compute_source: str = ""       # where the simulation's compute times came from
 
     @property
     def error(self) -> float | None:
@@ -48,7 +50,8 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
         except InputError as exc:
             out.append(StepError(s.strategy, s.world, s.median_s, None, str(exc)))
             continue
-        out.append(StepError(s.strategy, s.world, s.median_s, result.step_time))
+        out.append(StepError(s.strategy, s.world, s.median_s, result.step_time,
+                             topology=cfg.topology, compute_source=result.compute_source))
     reasons = {e.problem for e in out}
     if out and all(e.simulated_s is None for e in out) and len(reasons) == 1:
         # one cause for every step (an unknown model, a device the topology lacks): bad
