@@ -48,5 +48,8 @@ def command(logs, out, topology, op, placement, force):
     for c in trace.collectives:
         click.echo(f"  {c.op:14s} {c.ranks:5d} ranks  {len(c.sizes):3d} sizes  "
                    f"{c.sizes[0]}..{c.sizes[-1]} B")
+    for run in runs:
+        for row in run.dropped:       # zero-byte rows, rows with wrong values
+            click.echo(f"note: {run.where}: left out {row}", err=True)
     if not name:
         click.echo("note: no --topology: the curves are not tied to a preset", err=True)

@@ -86,3 +86,11 @@ def test_import_nccl_tests_without_rank_lines_needs_the_system(tmp_path, capsys)
     assert main(["import-nccl-tests", str(log), "--out", str(out), "--topology", "dgx-h100:2x8"]) == 0
     trace = load_trace(out)
     assert trace.collective("all_reduce", 16) is not None and trace.provenance.nodes == 2
+
+
+def test_rows_left_out_of_an_import_are_named(tmp_path, capsys):
+    """A row with wrong values (or of 0 bytes) does not become a curve point, and says so."""
+    out = tmp_path / "net.yaml"
+    assert main(["import-nccl-tests", str(FIXTURES / "out-of-bounds.log"), "--out", str(out),
+                 "--topology", "dgx-h100:2x8"]) == 0
+    assert "left out line 29: size 65536: 3 wrong values" in capsys.readouterr().err
