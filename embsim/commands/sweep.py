@@ -23,11 +23,11 @@ def command(sweep_file, scheduler, workers, out, threads, no_progress):
     out = out or f"sweeps/{spec.name}"
     summary = run_sweep(list(spec.points), out, scheduler=scheduler, workers=workers,
                         processes=not threads, progress=not no_progress, name=spec.name)
-    # earlier results not reused: why their points ran again (or no longer appear)
-    stale = (f" ({summary.stale} earlier {'result' if summary.stale == 1 else 'results'} not reused: "
-             f"a file read, the embsim version or the grid changed)" if summary.stale else "")
-    click.echo(f"{spec.name}: {summary.total} points, {summary.skipped} already done{stale}, "
-               f"{summary.ran} run, {summary.failed} failed -> {out}/results.csv, results.jsonl")
+    # why a point that has a result ran again
+    stale = (f" ({summary.stale} again: a file read or the embsim version changed)"
+             if summary.stale else "")
+    click.echo(f"{spec.name}: {summary.total} points, {summary.skipped} already done, "
+               f"{summary.ran} run{stale}, {summary.failed} failed -> {out}/results.csv, results.jsonl")
     if summary.ok == 0:
         click.echo(f"embsim: error: sweep {spec.name}: no point succeeded "
                    f"(errors in {out}/results.jsonl)", err=True)

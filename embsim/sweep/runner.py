@@ -62,8 +62,8 @@ class SweepSummary:
     ran: int
     failed: int
     out_dir: Path
-    # results in the folder no point reuses: a file they read, the embsim version or the
-    # grid changed since (their points, if still in the grid, ran again)
+    # of the points run, those with an ok result of the same configuration that is not
+    # reused: a file they read or the embsim version changed since
     stale: int = 0
 
     @property
@@ -138,6 +138,15 @@ def reusable(row: dict | None) -> bool:
     """A finished point's row that resume keeps: ok, and simulated by this embsim version."""
     from .. import __version__
     return row is not None and row.get("status") == "ok" and row.get("embsim") == __version__
+
+
+def rerun_points(todo: list[SweepPoint], rows: dict[str, dict]) -> list[SweepPoint]:
+    """The points to run whose configuration already has an ok row: its hash (the bytes
+    of a file the point reads) or its embsim version differ, so it is run again."""
+    def key(config):
+        return json.dumps(config, sort_keys=True, default=str)
+    finished = {key(r.get("config")) for r in rows.values() if r["status"] == "ok"}
+    return [p for p in todo if key(p.config) in finished]
 
 
 def repair_tail(path: Path) -> None:
@@ -261,8 +270,7 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
     refuse_other_sweep(out_dir, done, name)
     repair_tail(out_dir / JSONL)
     todo = [p for p in points if not reusable(done.get(p.hash))]
-    kept = {p.hash for p in points if reusable(done.get(p.hash))}
-    stale = sum(1 for h, row in done.items() if row["status"] == "ok" and h not in kept)
+    stale = len(rerun_points(todo, done))
     failed = 0
     if todo:
         try:
