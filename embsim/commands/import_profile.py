@@ -43,14 +43,14 @@ def command(profile, model, out, batch, seq, topology, rename, force):
         # the trace would say "measured" on a GPU that never ran these layers
         raise InputError(f"{profile}: profiled on {layers.device!r}, but --topology {topology} has "
                          f"{topo.node.gpu.model!r}: give the profiled machine as --topology")
-    missing = [layer.name for layer in m.layers if layer.name not in layers.layers]
+    cmd = "embsim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    trace = trace_from_profile(layers, m, batch=m.batch, seq=m.seq, topology=name, command=cmd)
+    missing = [layer.name for layer in m.layers if layer.name not in trace.layers]
     if missing:
         # a trace-driven run needs every layer's time (engine.trace_times): refused here,
         # not at the first simulate of the written trace
         raise InputError(f"{profile}: no range for layer(s) {', '.join(missing)} of model {m.name}; "
                          f"profile them too, or --rename RANGE=LAYER the ranges that time them")
-    cmd = "embsim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    trace = trace_from_profile(layers, m, batch=m.batch, seq=m.seq, topology=name, command=cmd)
     write_trace(out, trace)
     click.echo(f"wrote {out}: {len(trace.layers)} layers of {m.name} at batch {m.batch} "
                f"({layers.timing} time, {layers.device})")
