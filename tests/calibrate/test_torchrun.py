@@ -22,9 +22,13 @@ def test_quick_calibrate_under_torchrun(tmp_path):
            f"--master_port={port}", "-m", "embsim", "calibrate", "--quick", "--backend", "gloo",
            "--model", "tiny-lm", "--out", str(out), "--topology-out", str(topo)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    trace = load_trace(out)
+    trace = load_trace(out)          # written either way: the measurements are kept
     assert trace.provenance.world == 2
     assert set(trace.steps) == {"allreduce", "allgather", "embrace"}
-    # the host copy exists exactly when the trace embeds a host (no usable link fit: neither)
+    # the host copy exists exactly when the trace embeds a host; a link fit unusable on a
+    # busy machine leaves neither, and the requested --topology-out not written is exit 1
     assert topo.is_file() == (trace.host_topology is not None)
+    if trace.host_topology is not None:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    else:
+        assert proc.returncode != 0 and "--topology-out" in proc.stderr, proc.stderr[-2000:]
