@@ -8,12 +8,16 @@ import click
 
 from .. import __version__
 from ..engine.config import with_options
+from ..errors import InputError
 from ..engine.run import simulate
 from ..report.chrome_trace import write_chrome_trace
 from ..report.result_json import simulation_json
 from ..report.summary import print_summary
 from .checks import force_option, notes_option, refuse_overwrite
 from .options import simulation_options, config_from_options
+
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg", ".pdf")
 
 
 @click.command("simulate")
@@ -27,6 +31,9 @@ from .options import simulation_options, config_from_options
 @notes_option()
 def command(strategy, scheduler, as_json, chrome_trace, force, notes, **options):
     """Simulate data-parallel training steps and say where the time goes."""
+    if chrome_trace is not None and (chrome_trace == "-" or chrome_trace.lower().endswith(IMAGE_SUFFIXES)):
+        # not stdout (--json owns it) and not an image: Perfetto reads the JSON file
+        raise InputError(f"--chrome-trace {chrome_trace}: name a .json file (a Chrome/Perfetto trace)")
     refuse_overwrite(chrome_trace, force, "--chrome-trace")
     cfg, option_bag = config_from_options(options, strategy=strategy, scheduler=scheduler)
     result = simulate(with_options(cfg, option_bag))

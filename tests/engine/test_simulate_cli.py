@@ -91,3 +91,11 @@ def test_output_says_what_workload_was_simulated(capsys):
     assert cli.main(argv + ["--accumulate-sync", "every"]) == 0
     assert "accumulate 2 (synchronised every micro-batch)" in " ".join(
         capsys.readouterr().out.replace("│", " ").split())
+
+
+@pytest.mark.parametrize("name", ["-", "timeline.png"])
+def test_a_chrome_trace_must_be_a_json_file_name(name, tmp_path, monkeypatch, capsys):
+    """'-' was written as a file named '-', an image name got JSON (a stranger's probe)."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["simulate", "--topology", "1x8", "--model", "tiny-lm", "--chrome-trace", name]) == 2
+    assert "name a .json file" in capsys.readouterr().err and not list(tmp_path.iterdir())
