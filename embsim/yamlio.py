@@ -170,7 +170,9 @@ def read_text(path: str | Path, what: str = "file", error: type = InputError,
     except FileNotFoundError:
         raise error(f"{path}: no such {what}") from None
     except UnicodeDecodeError as exc:
-        raise error(f"{path}: cannot read {what}: not UTF-8 text (byte {exc.start})") from None
+        gzipped = exc.start <= 1 and path.read_bytes()[:2] == b"\x1f\x8b"     # gzip's magic
+        why = "gzip-compressed; decompress it first (gunzip)" if gzipped else f"not UTF-8 text (byte {exc.start})"
+        raise error(f"{path}: cannot read {what}: {why}") from None
     except OSError as exc:
         raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
 

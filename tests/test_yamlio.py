@@ -130,3 +130,16 @@ def test_exponent_numbers_still_checked(text, kind, expect):
 def test_exponent_text_stays_text_where_text_is_wanted():
     doc = parse_yaml("x: 1e9\n", "f.yaml")
     assert get(doc, (), doc.data, "x", str) == "1e9"
+
+
+def test_a_gzipped_file_is_named_as_such(tmp_path):
+    """A gzipped profile or YAML file read as "not UTF-8 text (byte 1)" (a stranger's probe)."""
+    import gzip
+    path = tmp_path / "profile.json.gz"
+    path.write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    with pytest.raises(InputError, match="gzip-compressed; decompress it first"):
+        read_text(path, "profile")
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes("x: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"not UTF-8 text \(byte 6\)"):
+        read_text(bad)

@@ -33,6 +33,7 @@ from ..errors import InputError
 from ..options import switch
 from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
+from ..words import counted
 from ..workload.memory import memory_per_gpu
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import sharded_update_time
@@ -110,7 +111,7 @@ class DistributedOptimizerStrategy(Strategy):
                                       "dense", ready_after=after, needed_by=needed))
         update = sharded_update_time(ctx, n)
         memory = memory_per_gpu(model, optimizer_shards=n)
-        how = (f"{len(bs)} buckets of >= {size:,} elements" if size is not None
+        how = (f"{counted(len(bs), 'bucket')} of >= {size:,} elements" if size is not None
                else "one bucket (overlap_grad_reduce off)")
         notes = (f"distopt: {how}; parameter all-gathers "
                  f"{'in the next forward, one bucket ahead' if o.overlap_param_gather else 'after the optimizer step'}",)
