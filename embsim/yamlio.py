@@ -304,3 +304,9 @@ def get(doc: YamlDoc, path: tuple, mapping: Mapping, key: str, kind: type | tupl
         if problem:
             raise doc.error(path + (key,), problem)
     return value
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file's bytes (a model file a trace was calibrated from)."""
+    import hashlib
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -30,6 +30,8 @@ from embsim.atomic import refuse_overwrite
 from embsim.errors import InputError
 from embsim.lifetime import die_with_parent, temp_dir
 from embsim.trace import SCHEMA_VERSION, Provenance, StepSamples, Trace, write_trace
+from embsim.workload import is_model_file
+from embsim.yamlio import file_sha256
 
 from .config import CalibrateConfig
 from .memory import require_fit
@@ -304,13 +306,15 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
     steps = {s: StepSamples(s, world, cfg.batch, cfg.seq, tuple(v), float(np.median(v)),
                             untied_outputs=True)
              for s, v in result["steps"].items()}
+    # a model file may change after this: the trace keeps what it was
+    digest = file_sha256(cfg.model) if is_model_file(cfg.model) else ""
     trace = Trace(schema_version=SCHEMA_VERSION, device=name, model=cfg.model, seq=cfg.seq,
                   topology=topology, provenance=prov,
                   layers={l.name: l for l in result["layers"]}, optimizer=tuple(result["optimizer"]),
                   collectives=tuple(result["collectives"]), steps=steps,
                   token_stats=tuple(result["token_stats"]),
                   interference=result.get("interference"), rank_skew=result.get("rank_skew"),
-                  compute=result.get("compute"), host_topology=host_doc)
+                  compute=result.get("compute"), host_topology=host_doc, model_sha256=digest)
     check_outputs(cfg)          # again: a file may have appeared while we measured
     path = write_trace(out, trace)
     progress(0, f"trace written: {path}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..topology import TopologySpec
+from ..yamlio import file_sha256
 
 _CHIP = re.compile(r"\bcpu\b|\b([a-z]+) ?(\d{2,})")
 
@@ -45,6 +46,22 @@ def check_trace_device(trace, topo) -> None:
                      "a labelled kernel-model estimate)")
 
 
+def check_model_file(trace) -> None:
+    """The layers were timed from the model file as it was then (its sha256 in the trace):
+    an edited file would run another model under "measured" times."""
+    if not trace.model_sha256:
+        return
+    try:
+        now = file_sha256(trace.model)
+    except OSError as exc:
+        raise InputError(f"--trace {trace.source}: the model file it was calibrated from, "
+                         f"{trace.model}, cannot be read ({exc.strerror or exc})") from None
+    if now != trace.model_sha256:
+        raise InputError(f"--trace {trace.source}: the model file {trace.model} changed since the "
+                         f"calibration (sha256 {now[:12]}..., calibrated {trace.model_sha256[:12]}...): "
+                         f"its layer times are not this model's; restore the file or recalibrate")
+
+
 @dataclass(frozen=True)
 class MeasuredInputs:
     trace: object                   # embsim.trace.Trace
@@ -56,6 +73,7 @@ class MeasuredInputs:
             return None
         if trace.layers or trace.compute is not None:
             check_trace_device(trace, topo)
+        check_model_file(trace)
         own = not trace.topology or TopologySpec.parse(trace.topology).name == topo.preset
         return cls(trace, own)
 

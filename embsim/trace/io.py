@@ -7,6 +7,8 @@ the dataclasses hold seconds. A file is accepted only whole: the writer ends it 
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "bro
 SCOPES = ("all", "intra-node", "inter-node")
 TOP_KEYS = ("kind", "schema_version", "device", "model", "seq", "topology", "provenance",
             "layers", "optimizer", "collectives", "steps", "token_stats", "end_of_trace")
-OPTIONAL_TOP_KEYS = ("interference", "rank_skew", "compute", "host_topology")
+OPTIONAL_TOP_KEYS = ("interference", "rank_skew", "compute", "host_topology", "model_sha256")
 
 
 def load_trace(path: str | Path) -> Trace:
@@ -87,9 +89,17 @@ def _build(doc: YamlDoc) -> Trace:
         compute=(parse_compute(doc, ("compute",), data["compute"])
                  if data.get("compute") is not None else None),
         host_topology=_host_topology(doc),
+        model_sha256=_sha256(doc),
         source=doc.source,
     )
     return trace
+
+
+def _sha256(doc: YamlDoc) -> str:
+    value = get(doc, (), doc.data, "model_sha256", str, default="")
+    if value and not re.fullmatch(r"[0-9a-f]{64}", value):
+        raise doc.error(("model_sha256",), "must be 64 lowercase hex digits (a sha256)")
+    return value
 
 
 def _host_topology(doc: YamlDoc) -> dict | None:
@@ -331,6 +341,8 @@ def trace_to_dict(trace: Trace) -> dict:
             out["interference"]["comm_overlapped_us"] = _us(f.comm_overlapped_s)
     if trace.host_topology is not None:
         out["host_topology"] = trace.host_topology
+    if trace.model_sha256:
+        out["model_sha256"] = trace.model_sha256
     k = trace.rank_skew
     if k is not None:
         out["rank_skew"] = {"batch": k.batch, "rank0_us": _us(k.rank0_s),

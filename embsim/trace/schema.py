@@ -218,6 +218,9 @@ class Trace:
     # the measured machine as a topology document (topologies/*.yaml dialect), embedded so
     # that the trace never depends on a file a later calibration rewrites; None: named only
     host_topology: dict | None = field(default=None, compare=False)
+    # sha256 of the model file the layers were timed from (a --model path; "" for a zoo
+    # model): the trace names the file, which may change after the calibration
+    model_sha256: str = ""
     source: str = field(default="", compare=False)   # file it was loaded from
 
     @property
