@@ -30,6 +30,7 @@ from embsim.atomic import refuse_overwrite
 from embsim.errors import InputError
 from embsim.lifetime import die_with_parent, temp_dir
 from embsim.trace import SCHEMA_VERSION, Provenance, StepSamples, Trace, write_trace
+from embsim.trace.quality import quality_note
 from embsim.workload import is_model_file
 from embsim.yamlio import file_sha256
 
@@ -318,6 +319,10 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
     check_outputs(cfg)          # again: a file may have appeared while we measured
     path = write_trace(out, trace)
     progress(0, f"trace written: {path}")
+    note = quality_note(trace)
+    if note:
+        # the trace is kept; whoever reads it sees the same line in its compute source
+        progress(0, f"warning: {note}; a quieter host (or more repetitions) would measure them better")
     if unfitted:
         raise NoHostTopology(path, unfitted)
     if cfg.topology_out and host_doc is not None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..topology import TopologySpec
+from ..trace.quality import quality_note
 from ..yamlio import file_sha256
 
 _CHIP = re.compile(r"\bcpu\b|\b([a-z]+) ?(\d{2,})")
@@ -105,7 +106,9 @@ class MeasuredInputs:
     @property
     def compute_source(self) -> str:
         t = self.trace
-        return f"measured: {t.source or 'trace'} ({t.device}, {t.provenance.backend})"
+        note = quality_note(t)
+        return (f"measured: {t.source or 'trace'} ({t.device}, {t.provenance.backend})"
+                + (f" ({note})" if note else ""))
 
     def optimizer_rates(self) -> dict[str, float] | None:
         """Seconds per updated element ("dense", "sparse-rows"), None when not measured."""
