@@ -7,12 +7,12 @@ import sys
 
 import click
 
-from ..engine.measured import device_chip
 from ..errors import InputError
 from ..imports import load_profile, trace_from_profile
 from ..trace import write_trace
 from ..workload import load_model
 from ..topology import load_topology
+from ..topology.device_names import device_chip
 from .checks import MAX_BATCH, MAX_SEQ, count, model_option, refuse_overwrite
 from .options import split_pairs
 

@@ -8,26 +8,13 @@ collective curves and interference only to the topology the trace was captured o
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..errors import InputError
 from ..topology import TopologySpec
+from ..topology.device_names import device_chip
 from ..trace.quality import quality_note
 from ..yamlio import file_sha256
-
-_CHIP = re.compile(r"\bcpu\b|\b([a-z]+) ?(\d{2,})")
-
-
-def device_chip(name: str) -> str:
-    """The chip a device name denotes: "NVIDIA H100 80GB HBM3" and "H100-SXM5-80GB" -> "h100",
-    "NVIDIA GeForce RTX 3090" and "RTX-3090" -> "rtx3090", "cpu: Xeon" -> "cpu"."""
-    text = re.sub(r"[_-]", " ", name.lower().replace("nvidia", "").replace("geforce", ""))
-    m = _CHIP.search(text)
-    if m is None:
-        return name.lower()
-    return "cpu" if m.group(1) is None else m.group(1) + m.group(2)
-
 
 def check_trace_device(trace, topo) -> None:
     """Measured layer times transfer only to the chip they were measured on."""

@@ -96,6 +96,25 @@ def gpu_family(name: str) -> str | None:
     return re.sub(r"[ -]", "", m.group(1)) if m else None
 
 
+# any other part: letters then 2+ digits ("T4"-style names are in _FAMILY)
+_CHIP = re.compile(r"\bcpu\b|\b([a-z]+) ?(\d{2,})")
+
+
+def device_chip(name: str) -> str:
+    """The chip a device name denotes, lower case, for comparing a measurement's device with
+    a topology's GPU: "NVIDIA H100 80GB HBM3" and "H100-SXM5-80GB" -> "h100", "NVIDIA GeForce
+    RTX 3090" and "RTX-3090" -> "rtx3090", "NVIDIA L40S" -> "l40s" (not an L40), "cpu: Xeon"
+    -> "cpu"; a name of no known family by its first letters-and-digits word."""
+    family = gpu_family(name)
+    if family:
+        return family.lower()
+    text = re.sub(r"[_-]", " ", name.lower().replace("nvidia", "").replace("geforce", ""))
+    m = _CHIP.search(text)
+    if m is None:
+        return name.lower()
+    return "cpu" if m.group(1) is None else m.group(1) + m.group(2)
+
+
 @lru_cache(maxsize=1)
 def _preset_families() -> tuple[tuple[str, str], ...]:
     from .clusterspec import find_preset, list_presets, load_node
@@ -103,19 +122,19 @@ def _preset_families() -> tuple[tuple[str, str], ...]:
     for name in list_presets():
         path = find_preset(name)
         try:
-            family = gpu_family(load_node(path).gpu.model) if path else None
+            chip = device_chip(load_node(path).gpu.model) if path else None
         except InputError:        # a broken file in a user's preset folder suggests nothing
-            family = None
-        if family:
-            out.append((name, family))
+            chip = None
+        if chip and chip != "cpu":
+            out.append((name, chip))
     return tuple(out)
 
 
 def presets_for_device(device: str) -> list[str]:
-    """The presets whose GPU is the device's family (for a message naming what to pass), a
+    """The presets whose GPU is the device's chip (for a message naming what to pass), a
     PCIe card's PCIe presets first."""
-    family = gpu_family(device)
-    same = [name for name, fam in _preset_families() if family and fam == family]
+    chip = device_chip(device)
+    same = [name for name, fam in _preset_families() if fam == chip]
     pcie = "PCIE" in device.upper()
     return sorted(same, key=lambda name: (name.startswith("pcie-") != pcie, name))
 
@@ -125,6 +144,7 @@ def device_mismatch(devices, gpu_model: str) -> str | None:
     want = gpu_family(gpu_model)
     for device in sorted(set(devices)):
         family = gpu_family(device)
+        # only where both name a known family: an unknown name proves no mismatch
         if want and family and family != want:
             return (f"the log's device {device!r} is not this topology's GPU ({gpu_model}): "
                     f"the simulation is of the topology, not of the measured system")
