@@ -160,6 +160,15 @@ def check_regular_file(path: str | Path, what: str = "file", error: type = Input
     return path
 
 
+GZIPPED = "gzip-compressed; decompress it first (gunzip)"
+
+
+def is_gzipped(path: Path) -> bool:
+    """The file starts with gzip's magic bytes (a log or profile saved compressed)."""
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
 def read_text(path: str | Path, what: str = "file", error: type = InputError,
               max_bytes: int = MAX_FILE_BYTES) -> str:
     """A user's UTF-8 text file (regular files only), or one line naming it
@@ -170,8 +179,7 @@ def read_text(path: str | Path, what: str = "file", error: type = InputError,
     except FileNotFoundError:
         raise error(f"{path}: no such {what}") from None
     except UnicodeDecodeError as exc:
-        gzipped = exc.start <= 1 and path.read_bytes()[:2] == b"\x1f\x8b"     # gzip's magic
-        why = "gzip-compressed; decompress it first (gunzip)" if gzipped else f"not UTF-8 text (byte {exc.start})"
+        why = GZIPPED if is_gzipped(path) else f"not UTF-8 text (byte {exc.start})"
         raise error(f"{path}: cannot read {what}: {why}") from None
     except OSError as exc:
         raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
@@ -307,6 +315,11 @@ def get(doc: YamlDoc, path: tuple, mapping: Mapping, key: str, kind: type | tupl
 
 
 def file_sha256(path: str | Path) -> str:
-    """sha256 of a file's bytes (a model file a trace was calibrated from)."""
+    """sha256 of a file's bytes, read in 1 MiB blocks (a model file a trace was calibrated
+    from, a file a sweep point reads)."""
     import hashlib
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..collectives.busbw import DATATYPES, OPS, canonical_op
-from ..yamlio import MAX_NUMBER, check_regular_file
+from ..yamlio import GZIPPED, MAX_NUMBER, check_regular_file, is_gzipped
 from .nccl_tests_ranks import NcclTestsLogError, NotNcclTestsLog, rank_count
 
 MAX_LOG_BYTES = 256 * 1024 * 1024
@@ -487,9 +487,8 @@ def load_nccl_tests_log(path: str | Path, op: str | None = None) -> list[NcclTes
     path = Path(path)
     check_regular_file(path, "nccl-tests log", NcclTestsLogError, max_bytes=MAX_LOG_BYTES)
     try:
-        with path.open("rb") as head:
-            if head.read(2) == b"\x1f\x8b":
-                raise NcclTestsLogError(f"{path}: gzip-compressed; decompress it first (gunzip)")
+        if is_gzipped(path):
+            raise NcclTestsLogError(f"{path}: {GZIPPED}")
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise NcclTestsLogError(f"{path}: cannot read: {exc.strerror or exc}") from None

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..engine.run import SimulationConfig
 from ..errors import InputError
-from ..yamlio import YamlDoc, check_mapping, check_type, load_yaml, parse_yaml
+from ..yamlio import YamlDoc, check_mapping, check_type, file_sha256, load_yaml, parse_yaml
 
 MAX_POINTS = 100_000
 HARDWARE_KEYS = ("nic_gbit", "nvlink_gbps", "oversubscription")
@@ -134,19 +134,15 @@ def file_digest(path: Path) -> str | None:
     """sha256 of the file's bytes; None where it is no regular file or cannot be read (the
     point checks then refuse it, naming the file). Past MAX_DIGEST_BYTES, its size and
     modification time: such a file is refused later, not read here for minutes."""
-    digest = hashlib.sha256()
     try:
         if not path.is_file():          # a pipe would block, a folder has no bytes
             return None
         stat = path.stat()
         if stat.st_size > MAX_DIGEST_BYTES:
             return f"size {stat.st_size}, mtime {stat.st_mtime_ns}"
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
+        return file_sha256(path)
     except (OSError, ValueError):       # missing, a folder, a NUL in the name
         return None
-    return digest.hexdigest()
 
 
 # what a point sets that `simulate --trace`'s defaults do not read: points differing only
