@@ -24,9 +24,13 @@ GiB = 1 << 30
 
 
 def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
+    """Per owning layer, in the order those layers run (a strategy issues each table's
+    exchange as the framework reaches it, whatever order the model file lists tables in)."""
     out, shared = {}, {}
-    for table in model.tables:
-        owner = model.table_owner(table.name)
+    order = {layer.name: i for i, layer in enumerate(model.layers)}
+    owners = {table.name: model.table_owner(table.name) for table in model.tables}
+    for table in sorted(model.tables, key=lambda t: order[owners[t.name]]):
+        owner = owners[table.name]
         stats, tokens = stats_for(table), float(model.batch * table.lookups_per_sample)
         # tables with the same statistics and load touch rows alike (a synthetic recommender
         # repeats one table config hundreds of times): their row sums are computed once; the
@@ -73,10 +77,9 @@ def _label_for(model, kgpu) -> str:
         if gap.startswith("LSTM step") and not any(l.kind == "lstm" for l in model.layers):
             continue
         if gap.startswith(GEMM_DTYPE_GAP):
-            missing, used = gap[len(GEMM_DTYPE_GAP):].split(" (", 1)
-            if gemm not in missing.split(", "):
+            if gemm in kgpu.gemm_fractions:      # the GPU's gap, not this run's
                 continue
-            gap = f"{GEMM_DTYPE_GAP}{gemm} ({used}"
+            gap = f"{GEMM_DTYPE_GAP}{gemm} ({kgpu.gemm_fraction:g} used)"
         gaps.append(gap)
     return replace(kgpu, gaps=tuple(gaps)).label
 

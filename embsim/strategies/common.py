@@ -28,12 +28,9 @@ def dense_sync(ctx) -> list[SyncTensor]:
 
 
 def sparse_tables(ctx) -> list[TableTraffic]:
-    """Tables whose gradient really is sparse, in the order their owning layers run: a
-    strategy issues their exchanges as the framework reaches them, whatever order the
-    model file lists the tables in."""
-    order = {layer.name: i for i, layer in enumerate(ctx.model.layers)}
-    tables = [t for t in ctx.tables.values() if not t.dense_grad]
-    return sorted(tables, key=lambda t: order.get(t.layer, len(order)))
+    """Tables whose gradient really is sparse, in the order their owning layers run
+    (engine.context.table_traffic)."""
+    return [t for t in ctx.tables.values() if not t.dense_grad]
 
 
 def replicated_sync(ctx) -> list[SyncTensor]:
