@@ -44,7 +44,9 @@ def _fit_ring(shape: CommShape, s_intra: float, s_inter: float, chain: bool = Fa
     switch uplinks, the socket link, the Intel root-complex overhead); `chain`: a tree's
     chain on one node, which does not loop back."""
     if shape.ppn <= 1:
-        n = MAXCHANNELS // 2
+        # a lone GPU: each channel still leaves through its own link to the NICs
+        n = (int(math.floor(shape.gpu_link_bw / s_inter + 1e-9)) if shape.gpu_link_bw > 0
+             and shape.n_nodes > 1 else MAXCHANNELS // 2)
     elif shape.pci is not None:
         n = shape.pci.channels_at(s_intra, chain=chain and shape.n_nodes == 1)
     else:

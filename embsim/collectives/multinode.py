@@ -112,8 +112,7 @@ def tree_net_fill(first_wire_bytes: float, net_rate: float, n_nodes: int) -> flo
 
 def nic_tree_bw(shape: CommShape) -> float:
     """Algorithm bandwidth (GB/s) the heads' NICs give a tree across nodes."""
-    nics = min(max(1, shape.nics_per_node), shape.nvls_heads)
-    bw = nics * shape.nic_path_bw
+    bw = shape.node_nics_bw(min(max(1, shape.nics_per_node), shape.nvls_heads))
     return bw if shape.n_nodes <= 2 else bw / 2.0
 
 

@@ -404,7 +404,7 @@ def collective_time(op: str, algo: str, proto: str, nbytes: float, shape, graphs
                     step=step, stage_bw=stage_bw)
     slowdown = trimmed_slowdown(op, nbytes, algo, proto, shape, graphs, consts)
     if algo == "Tree":
-        net_rate = shape.nic_path_bw * max(1, shape.nics_per_node) / full if shape.n_nodes > 1 else 0.0
+        net_rate = shape.node_nics_bw() / full if shape.n_nodes > 1 else 0.0
         step = step_us(proto, shape, consts)
         if shape.n_nodes > 1:
             # a step through the network is launched by the proxy: NCCL charges its Ring steps

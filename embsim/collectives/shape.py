@@ -59,6 +59,10 @@ class CommShape:
     # The node's PCIe tree as NCCL's search charges it (pci_rings.PciLayout): set when the
     # communicator's channels cross PCIe (intra "pcie"); None: the per-GPU bound only.
     pci: PciLayout | None = None
+    # The GPU's own hop toward its NICs as NCCL reads it (its PCIe width x speed; 0 on a
+    # Grace Hopper node, whose NVLink-C2C is never the narrower): a lone GPU of a node
+    # feeds every NIC it uses through this one link.
+    gpu_link_bw: float = 0.0
 
     def host_flows(self, op: str | None = None) -> int:
         """Transfers that share the busiest switch uplink when P2P is off: every rank of a
@@ -132,10 +136,10 @@ class CommShape:
         if self.ppn <= 1 and self.intra != "pcie":
             return 1.0
         fabric = self.intra_bw
-        nics = self.nic_path_bw * max(1, self.nics_per_node)
+        nics = self.node_nics_bw()
         if algo == "Tree":
             fabric /= 2.0
-            nics = self.nic_path_bw * min(max(1, self.nics_per_node), self.nvls_heads)
+            nics = self.node_nics_bw(min(max(1, self.nics_per_node), self.nvls_heads))
             nics = nics if self.n_nodes <= 2 else nics / 2.0
         base = min(fabric, nics)
         return min(fabric * r, nics) / base if base > 0 else r
@@ -148,6 +152,17 @@ class CommShape:
         if self.nic_bw <= 0:
             return 0.0
         return min(self.nic_bw, self.pcie_bw) if self.pcie_bw > 0 else self.nic_bw
+
+    def node_nics_bw(self, nics: int | None = None) -> float:
+        """GB/s `nics` of a node's NICs (default: all it uses) give the communicator together.
+        With one GPU a node every byte to any of them crosses that GPU's own link first
+        (followPath charges the GPU->NIC path from the GPU's PCIe link on), so several NICs
+        never move more than that link: a lone H100 behind 8 NICs stays near its Gen5 x16."""
+        k = max(1, self.nics_per_node if nics is None else nics)
+        bw = self.nic_path_bw * k
+        if self.ppn <= 1 and self.gpu_link_bw > 0:
+            bw = min(bw, max(self.nic_path_bw, self.gpu_link_bw))
+        return bw
 
 
 # Spec per-direction rates NCCL's constants stand for. NVLink per link: NVLink 1 (P100) 20,
@@ -306,6 +321,7 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         sm_clock_mhz=float(node.gpu.clock_mhz or 0.0), host_share=host_share,
         nic_local_gpus=int(node.nics.nccl_local_gpus),
         nccl_tuner=node.nics.nccl_tuner if n_nodes > 1 else "",
+        gpu_link_bw=0.0 if fab.c2c_gbps else float(pcie_bw),
         pci=layout_of(fab, node.gpu.count, busiest, float(pcie_bw), consts.version)
         if intra == "pcie" and ppn > 1 else None,
         fabric_ratio=ratio / fab.nvlink_whatif_scale if intra != "pcie" else ratio)

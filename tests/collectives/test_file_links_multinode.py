@@ -97,3 +97,33 @@ def test_one_gpu_per_node_crosses_no_nvlink(tmp_path):
     a = CollectiveModel(load_topology("dgx-h100:2x8")).plan("all_gather", SIZE, ranks)
     b = CollectiveModel(slow).plan("all_gather", SIZE, ranks)
     assert a.time == b.time
+
+
+def _lone_gpu_with_nics(tmp_path, nics: int) -> str:
+    """dgx-h100 cut to one GPU a node, every one of `nics` 400G NICs serving it."""
+    text = (ROOT / "topologies" / "dgx-h100.yaml").read_text()
+    lines = []
+    for line in text.splitlines():
+        key = line.strip().split(":")[0]
+        if line.startswith("  count: 8") and "GPUs" in line:
+            line = "  count: 1"
+        elif line.startswith("  count: 8"):
+            line = f"  count: {nics}"
+        elif key == "gpus" and line.startswith("  gpus:"):
+            line = f"  gpus: {[[0]] * nics}"
+        lines.append(line)
+    path = tmp_path / f"lone-h100-{nics}nics.yaml"
+    path.write_text("\n".join(lines).replace("name: dgx-h100", f"name: lone-h100-{nics}nics") + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "sendrecv"])
+def test_a_lone_gpu_feeds_its_nics_through_its_own_link(tmp_path, op):
+    # More NICs behind one GPU add no bandwidth past that GPU's PCIe Gen5 x16 (NCCL's view 48
+    # GB/s): the ring of a 1-GPU-per-node communicator once grew with the NIC count (358 GB/s
+    # busbw through one x16 link with 8 NICs).
+    one = _plan(f"{_lone_gpu_with_nics(tmp_path, 1)}:4x1", op)[0]
+    eight, n = _plan(f"{_lone_gpu_with_nics(tmp_path, 8)}:4x1", op)
+    assert load_topology(f"{_lone_gpu_with_nics(tmp_path, 8)}:4x1").node.nics.count == 8
+    assert _busbw(op, SIZE, n, eight.time) <= 1.05 * 48e9
+    assert eight.time == pytest.approx(one.time, rel=0.05)
