@@ -18,6 +18,7 @@ from embsim.topology.build import pcie_place
 from embsim.topology.vroutes import NetIds
 
 from .constants import NCCL_MAX_NVLS_ARITY, NcclConstants, constants_for, nvlink_per_link
+from .nvlink_rings import ring_units
 from .pci_rings import PciLayout, layout_of
 
 INTRA_KINDS = ("nvswitch", "nvlink", "pcie")
@@ -292,6 +293,10 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
     else:
         intra = "pcie"
     links = fab.nvlink_links_per_gpu or 0
+    if intra == "nvlink" and fab.nvlink_pairs and ppn > 1:
+        # a mesh carries the rings its pairs' links close, not a GPU's link count
+        links = min(links, *(ring_units(tuple(sorted(gpus)), fab.nvlink_pairs)
+                             for gpus in local_by_node.values() if len(gpus) > 1))
     nvlink_bw = (links * nvlink_per_link(consts, node.gpu.arch) * fab.nvlink_whatif_scale
                  if intra != "pcie" else 0.0)   # scaled for an NVLink what-if
     pcie_bw = pcie_gbps_nccl(fab.pcie_gen, fab.pcie_lanes) if (fab.pcie_gen or fab.pcie_lanes) else (
