@@ -8,7 +8,8 @@ NCCL's full path graph: a ring/tree channel crosses every GPU's fabric link once
 several nodes, one NIC path each way; an NVLS channel has every GPU write to the switch.
 Across PCIe the channel is charged on every link of NCCL's paths as followPath does
 (pci_rings: switch uplinks, socket links, the Intel root-complex 6/5); that result steers
-NCCL's choice, while the kernels' rate keeps the per-GPU-link search (Graphs.for_kernel).
+NCCL's choice and sets the channels the kernels run, each at most at the speed of a
+channel on the GPU's own link (Graphs.for_kernel).
 
 Runtime: the kernel runs comm.nChannels = 2 x ring channels (connect.cc ~460) and NCCL
 trims channels/threads for small messages (enqueue.cc ~2068-2118) -- see `runtime_lanes`.
@@ -115,7 +116,10 @@ def _search_ring(shape: CommShape, pattern: str) -> Graph:
         i += 1
     best_n, best_s = _lower_speed(speeds, i, lambda s: _fit_ring(shape, s, s, chain), total_bw)
     if best_n == 0:
-        return Graph(pattern, 1, speeds[-1], speeds[-1], shape.intra_hw)
+        # slower than NCCL's slowest step (a NIC under ~1 Gb/s): one channel at what the
+        # path has, so the file's rate still reaches the time
+        slowest = min(speeds[-1], max_bw, total_bw)
+        return Graph(pattern, 1, slowest, slowest, shape.intra_hw)
     n, bw_intra, bw_inter = _dup_channels(best_n, best_s, best_s, shape.arch)
     # Pass 2: raise the speed with the channel count fixed (rings raise both speeds; trees
     # on 2 nodes raise the intra speed up to twice the inter speed).
@@ -252,10 +256,9 @@ class Graphs:
     nvls: Graph | None
     comm_channels: int      # runtime CTAs for Ring/Tree (connect.cc: 2 x ring channels)
     nvls_channels: int      # runtime NVLS channels (nvls.cc 155-213)
-    # Across PCIe: the ring and tree on each GPU's own link only (the search before the
-    # per-link accounting of pci_rings). NCCL's search result above steers its choice and
-    # its tuning table; the rate the kernels move data at is modelled separately and
-    # keeps these (None: the same graphs).
+    # Across PCIe: the ring and tree the kernels move data on (_kernel_graph: NCCL's
+    # channels at the speed of a channel on each GPU's own link). NCCL's search result
+    # above steers its choice and its tuning table (None: the same graphs).
     kernel_ring: Graph | None = None
     kernel_tree: Graph | None = None
     collnet_direct: Graph | None = None     # None: no CollNet (search_collnet)
@@ -266,6 +269,22 @@ class Graphs:
         if self.kernel_ring is None:
             return self
         return replace(self, ring=self.kernel_ring, tree=self.kernel_tree)
+
+
+def _kernel_graph(nccl: Graph, link: Graph, fabric_ratio: float = 1.0) -> Graph:
+    """The graph the kernels move data on across PCIe: the channels NCCL's search found
+    (the CTAs it launches, connect.cc), each at most as fast as a channel on its GPU's own
+    link and all of them at most that link's total. NCCL's per-link charges (a socket link,
+    an Intel root complex) only cost channels; its lower speed step is its own margin, not
+    the rate (a 2080 Ti pair's broadcast moves 11.1 GB/s on NCCL's one ring at 5). So a
+    dual-socket box whose search keeps 1 ring of 2 CTAs moves half what 2 rings would.
+
+    The caller scales the result by the file's link rate over NCCL's (`fabric_ratio`): a
+    slower link slows the link's total, not what one channel could move, so the channel
+    cap is taken back out of that scaling there."""
+    n = nccl.n_channels
+    bw = min(link.bw_intra / min(1.0, fabric_ratio), link.total_bw / n)
+    return Graph(link.pattern, n, bw, bw, link.intra_hw)
 
 
 def search_graphs(shape: CommShape, consts=None) -> Graphs:
@@ -286,7 +305,8 @@ def search_graphs(shape: CommShape, consts=None) -> Graphs:
     kernel_ring = kernel_tree = None
     if shape.pci is not None:
         link_only = replace(shape, pci=None)
-        kernel_ring, kernel_tree = _search_ring(link_only, "ring"), _search_ring(link_only, "tree")
+        kernel_ring = _kernel_graph(ring, _search_ring(link_only, "ring"), shape.fabric_ratio)
+        kernel_tree = _kernel_graph(tree, _search_ring(link_only, "tree"), shape.fabric_ratio)
     return Graphs(ring, tree, nvls, comm_channels, nvls_channels, kernel_ring, kernel_tree, direct, chain)
 
 

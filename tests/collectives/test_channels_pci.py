@@ -130,3 +130,22 @@ def test_a_bridged_pair_takes_no_pci_link():
     lay = _pair(gpus=((0, -1), (0, -1), (0, -1), (0, -1)), nvlink=frozenset({(0, 1), (2, 3)}))
     loads = lay.loads(chain=False)
     assert ("up", 0) not in loads and ("up", 1) in loads and ("down", 2) in loads
+
+
+def test_the_kernels_run_the_channels_nccls_search_keeps():
+    # Across PCIe the kernels launch NCCL's channels (connect.cc: 2 CTAs a ring), each at
+    # most as fast as a channel on the GPU's own link: where the socket link leaves NCCL one
+    # ring, the kernels move half what the two rings on each GPU's link would.
+    from embsim.collectives.channels import Graph, _kernel_graph
+    nccl = Graph("ring", 1, 18, 18, "PCI")
+    link = Graph("ring", 2, 24, 24, "PCI")
+    k = _kernel_graph(nccl, link)
+    assert (k.n_channels, k.bw_intra, k.total_bw) == (1, 24, 24)
+    # never more than the link in total, however many channels NCCL keeps
+    assert _kernel_graph(Graph("ring", 4, 6, 6, "PCI"), link).total_bw == 48
+    # a slower file link scales the link's total later, not one channel's cap
+    slow = _kernel_graph(nccl, link, fabric_ratio=0.5)
+    assert slow.total_bw * 0.5 == pytest.approx(24)
+    shape = comm_shape(load_topology("l40s-roce"), range(8))
+    graphs = search_graphs(shape)
+    assert graphs.for_kernel().ring.n_channels == graphs.ring.n_channels == 1

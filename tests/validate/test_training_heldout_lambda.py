@@ -134,8 +134,10 @@ def test_the_first_measured_shape(errors):
     assert all(e > 0.15 for k, e in txl.items() if k.startswith("h100-80gb-sxm5"))
     assert all(e < -0.15 for k, e in txl.items() if k.startswith("rtx-4090"))
     # the RTX 6000 Ada box's 4x / 8x BERT rows measure super-linear (1.02-1.05), embsim 0.97:
-    # the only pairs below -0.05 (added 2026-12-03 with the presets, -0.080 at first contact)
+    # the only pairs below -0.05 (added 2026-12-03 with the presets, -0.080 at first contact;
+    # -0.086 since 2026-12-05, when the kernels run the one ring NCCL's search leaves this
+    # dual-socket box, channels._kernel_graph)
     assert all(p.difference > -0.05 or "rtx-6000-ada" in p.run for p in pairs)
-    assert all(p.difference > -0.085 for p in pairs)
+    assert all(p.difference > -0.09 for p in pairs)
     worst = max(pairs, key=lambda p: p.difference)
     assert worst.run == "8x-a100-80gb-sxm4-gnmt-fp32" and worst.measured < 0.40
