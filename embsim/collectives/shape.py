@@ -137,32 +137,41 @@ class CommShape:
         if self.ppn <= 1 and self.intra != "pcie":
             return 1.0
         fabric = self.intra_bw
-        nics = self.node_nics_bw()
+        # On a PCIe node the file's PCIe rate is also the GPU's hop to its NIC
+        pcie = r if self.intra == "pcie" else 1.0
+        heads = None if algo != "Tree" else min(max(1, self.nics_per_node), self.nvls_heads)
+        nics, file_nics = self.node_nics_bw(heads), self.node_nics_bw(heads, pcie)
         if algo == "Tree":
             fabric /= 2.0
-            nics = self.node_nics_bw(min(max(1, self.nics_per_node), self.nvls_heads))
-            nics = nics if self.n_nodes <= 2 else nics / 2.0
+            if self.n_nodes > 2:
+                nics, file_nics = nics / 2.0, file_nics / 2.0
         base = min(fabric, nics)
-        return min(fabric * r, nics) / base if base > 0 else r
+        return min(fabric * r, file_nics) / base if base > 0 else r
 
     @property
     def nic_path_bw(self) -> float:
         """GPU -> NIC path bandwidth: the slower of the PCIe hop and the NIC itself. On a
         Grace Hopper node (fabric.c2c_gbps) the GPU's own hop is NVLink-C2C, which NCCL reads
         as links x NVML rate (~450 GB/s), never the narrower: the PCIe hop left is the NIC's."""
+        return self.nic_path_at()
+
+    def nic_path_at(self, pcie_scale: float = 1.0) -> float:
+        """nic_path_bw with the PCIe hop at `pcie_scale` x NCCL's view of it (the file's
+        rate over the spec's on a PCIe node, for the time the hardware takes)."""
         if self.nic_bw <= 0:
             return 0.0
-        return min(self.nic_bw, self.pcie_bw) if self.pcie_bw > 0 else self.nic_bw
+        return min(self.nic_bw, self.pcie_bw * pcie_scale) if self.pcie_bw > 0 else self.nic_bw
 
-    def node_nics_bw(self, nics: int | None = None) -> float:
+    def node_nics_bw(self, nics: int | None = None, pcie_scale: float = 1.0) -> float:
         """GB/s `nics` of a node's NICs (default: all it uses) give the communicator together.
         With one GPU a node every byte to any of them crosses that GPU's own link first
         (followPath charges the GPU->NIC path from the GPU's PCIe link on), so several NICs
         never move more than that link: a lone H100 behind 8 NICs stays near its Gen5 x16."""
         k = max(1, self.nics_per_node if nics is None else nics)
-        bw = self.nic_path_bw * k
+        path = self.nic_path_at(pcie_scale)
+        bw = path * k
         if self.ppn <= 1 and self.gpu_link_bw > 0:
-            bw = min(bw, max(self.nic_path_bw, self.gpu_link_bw))
+            bw = min(bw, max(path, self.gpu_link_bw * pcie_scale))
         return bw
 
 

@@ -127,3 +127,27 @@ def test_a_lone_gpu_feeds_its_nics_through_its_own_link(tmp_path, op):
     assert load_topology(f"{_lone_gpu_with_nics(tmp_path, 8)}:4x1").node.nics.count == 8
     assert _busbw(op, SIZE, n, eight.time) <= 1.05 * 48e9
     assert eight.time == pytest.approx(one.time, rel=0.05)
+
+
+@pytest.mark.parametrize("shape", ["4x1", "4x2"])
+def test_a_pcie_what_if_reaches_the_gpus_hop_to_its_nic(tmp_path, shape):
+    # l40s-roce's 400 GbE NICs (50 GB/s) behind Gen4 x16 (31.5): doubling the file's PCIe
+    # rate lifts the path to the NIC too; it used to keep NCCL's Gen4 view there while the
+    # output said the times use the file.
+    fast = _copy(tmp_path, "l40s-roce", "pcie_gbps: 31.5 ", "pcie_gbps: 63 ")
+    stock, n = _plan(f"l40s-roce:{shape}", "all_reduce", 1 << 30)
+    what_if, _ = _plan(f"{fast}:{shape}", "all_reduce", 1 << 30)
+    assert (what_if.algo, what_if.proto) == (stock.algo, stock.proto)
+    assert stock.time / what_if.time > 1.6
+    assert _busbw("all_reduce", 1 << 30, n, what_if.time) <= 50e9
+
+
+def test_a_nic_slower_than_nccls_slowest_speed_step_still_sets_the_time(tmp_path):
+    # NCCL's slowest inter-node speed step is 0.12 GB/s; a file's 0.1 Gb/s NIC once ran at
+    # that step, as fast as a 1 Gb/s one
+    times = []
+    for gbit in ("1", "0.1"):
+        path = _copy(tmp_path, "l40s-roce", "gbit: 400 ", f"gbit: {gbit} ")
+        times.append(_plan(f"{path}:2x1", "all_reduce", 1 << 30)[0].time)
+        (tmp_path / "l40s-roce-whatif.yaml").unlink()
+    assert times[1] == pytest.approx(10 * times[0], rel=0.05)   # 1 Gb/s runs at the 0.12 step
