@@ -31,9 +31,11 @@ class RouteSet:
     lengths: np.ndarray
 
     @classmethod
-    def of(cls, topology, pairs: Sequence[tuple[int, int]]) -> "RouteSet":
+    def of(cls, topology, pairs: Sequence[tuple[int, int]], same_nic: bool = False) -> "RouteSet":
+        """`same_nic`: the pairs are hops of ring/tree channels, which cross the network on
+        one rail (route_table)."""
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        links, lengths = route_table(topology, pairs[:, 0], pairs[:, 1])
+        links, lengths = route_table(topology, pairs[:, 0], pairs[:, 1], same_nic)
         return cls(links, lengths)
 
     def demand(self, weights: np.ndarray) -> Demand:
@@ -83,7 +85,7 @@ def ring_demand(topology, ranks: Sequence[int], per_edge_bytes: float) -> Demand
     if len(groups) > 1:
         rotations = max(1, min(len(topology.rails) or 1, min(len(g) for g in groups)))
     pairs = _ring_pairs(groups, rotations)
-    rs = RouteSet.of(topology, pairs)
+    rs = RouteSet.of(topology, pairs, same_nic=True)
     return rs.demand(np.full(len(pairs), per_edge_bytes / rotations))
 
 

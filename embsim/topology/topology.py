@@ -196,11 +196,17 @@ class Topology:
         return (tuple(base_a + o for o in head) + self._network(a, src_nic, b, rail_nic)
                 + tuple(base_b + o for o in tail))
 
-    def remote_template(self, la: int, lb: int) -> tuple[tuple[int, ...], int, int, tuple[int, ...]]:
+    def remote_template(self, la: int, lb: int, same_nic: bool = False
+                        ) -> tuple[tuple[int, ...], int, int, tuple[int, ...]]:
         """How local GPU la reaches local GPU lb of another node, the same for every pair of
         nodes: (link offsets on the source node, source NIC, destination NIC = the
-        destination's rail, link offsets on the destination node)."""
-        key = ("remote", la, lb)
+        destination's rail, link offsets on the destination node).
+
+        `same_nic`: the hop of a ring or tree channel, which NCCL's search sends out of the
+        NIC it came in by (graph->inter[2c] == inter[2c+1] unless it must cross NICs): the
+        destination's rail end to end, over the node's PCIe to that NIC where no NVLink
+        reaches its GPU. A point-to-point send leaves by the sender's own NIC (or PXN)."""
+        key = ("remote", la, lb, same_nic)
         hit = self._local_paths.get(key)
         if hit is not None:
             return hit
@@ -211,6 +217,9 @@ class Topology:
             # PXN: NVLink to the rail-aligned GPU, out of its NIC, same rail end to end.
             src_nic = rail_nic
             head = self._local(("gpu", la, "gpu", proxy)) + self._local(("gpu", proxy, "nic", src_nic))
+        elif same_nic:
+            src_nic = rail_nic
+            head = self._local(("gpu", la, "nic", src_nic))
         else:
             src_nic = self._nic_of_local[la]
             head = self._local(("gpu", la, "nic", src_nic))

@@ -91,22 +91,24 @@ def _padded(rows: list[tuple[int, ...]], shape: tuple[int, ...]) -> np.ndarray:
     return out.reshape(*shape, -1)
 
 
-def _templates(topo):
-    hit = getattr(topo, "_vroute_templates", None)
+def _templates(topo, same_nic: bool = False):
+    cache = getattr(topo, "_vroute_templates", None)
+    if cache is None:
+        cache = topo._vroute_templates = {}
+    hit = cache.get(same_nic)
     if hit is None:
         g = topo.gpus_per_node
         local = _padded([topo._local(("gpu", x, "gpu", y)) if x != y else ()
                          for x in range(g) for y in range(g)], (g, g))
         head = tail = src_rail = dst_rail = None
         if topo._layout is not None:
-            parts = [topo.remote_template(x, y) for x in range(g) for y in range(g)]
+            parts = [topo.remote_template(x, y, same_nic) for x in range(g) for y in range(g)]
             head = _padded([p[0] for p in parts], (g, g))
             tail = _padded([p[3] for p in parts], (g, g))
             rails = topo.rails
             src_rail = np.array([rails.index(p[1]) for p in parts], dtype=np.int64).reshape(g, g)
             dst_rail = np.array([rails.index(p[2]) for p in parts], dtype=np.int64).reshape(g, g)
-        hit = (local, head, tail, src_rail, dst_rail)
-        topo._vroute_templates = hit
+        hit = cache[same_nic] = (local, head, tail, src_rail, dst_rail)
     return hit
 
 
@@ -114,8 +116,9 @@ def _shifted(offsets: np.ndarray, base: np.ndarray, keep: np.ndarray) -> np.ndar
     return np.where((offsets >= 0) & keep[:, None], offsets + base[:, None], -1)
 
 
-def route_table(topo, src, dst) -> tuple[np.ndarray, np.ndarray]:
-    """(links, lengths): links is the concatenation of route(src[k], dst[k]) over k."""
+def route_table(topo, src, dst, same_nic: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(links, lengths): links is the concatenation of route(src[k], dst[k]) over k;
+    `same_nic`: routes of ring/tree channel hops (Topology.remote_template)."""
     src = np.asarray(src, dtype=np.int64).reshape(-1)
     dst = np.asarray(dst, dtype=np.int64).reshape(-1)
     if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_gpus):
@@ -123,7 +126,7 @@ def route_table(topo, src, dst) -> tuple[np.ndarray, np.ndarray]:
     g, per_node = topo.gpus_per_node, topo._per_node
     a, la = np.divmod(src, g)
     b, lb = np.divmod(dst, g)
-    local, head, tail, src_rail, dst_rail = _templates(topo)
+    local, head, tail, src_rail, dst_rail = _templates(topo, same_nic)
     same = a == b
     parts = [_shifted(local[la, lb], a * per_node, same)]
     remote = ~same

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from embsim.topology import load_topology, nccl_path_type, parse_node_type
+from embsim.topology.vroutes import route_table
 
 from topology_samples import SMALL_PCIE
 
@@ -174,3 +175,30 @@ def test_grace_hopper_gpus_reach_their_cpu_over_c2c():
     pcie = load_topology("dgx1-v100")
     assert "c2c" not in set(pcie.link_kinds.tolist())
     assert load_topology("aws-g5").summary()["nics"]["nccl_path"] == ["PHB"]
+
+
+def _oversubscribed_l40s(tmp_path, ratio: str) -> str:
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "topologies" / "l40s-roce.yaml").read_text()
+    assert "  oversubscription: 1.0 " in text
+    path = tmp_path / f"l40s-ov{ratio}.yaml"
+    path.write_text(text.replace("  oversubscription: 1.0 ", f"  oversubscription: {ratio} ")
+                    .replace("name: l40s-roce", f"name: l40s-ov{ratio}"))
+    return str(path)
+
+
+def test_a_ring_hop_stays_on_its_rail_where_two_gpus_share_a_nic(tmp_path):
+    # NCCL's ring channel leaves a node by the NIC it entered by, so on a rail-optimised
+    # fabric a 2-node ring never climbs to the spine: l40s-roce (2 GPUs a NIC, both nodes on
+    # one leaf per rail) once routed GPU 7 (rail 3) -> GPU 0 (rail 0) over the spine, and a
+    # spine oversubscribed 50:1 cut its AllReduce from 23 to 3 GB/s busbw
+    from embsim.collectives import CollectiveModel
+    times = [CollectiveModel(load_topology(_oversubscribed_l40s(tmp_path, r) + ":2x8"))
+             .plan("all_reduce", 1 << 30, range(16)).time for r in ("1.0", "50")]
+    assert times[1] == pytest.approx(times[0], rel=1e-9)
+    # a point-to-point send still leaves by the sender's own NIC: cross-rail, over the spine
+    topo = load_topology(_oversubscribed_l40s(tmp_path, "50") + ":2x8")
+    ring = route_table(topo, [7], [8], same_nic=True)[0]
+    p2p = route_table(topo, [7], [8])[0]
+    assert "net" not in set(topo.link_kinds[ring])      # leaf to leaf: no spine link
+    assert "net" in set(topo.link_kinds[p2p])
