@@ -14,7 +14,11 @@ caller's scheduling key (the training engine passes its scheduler's), position i
 order among collectives that become ready together. A channel starts the next instance
 while the bytes in flight plus its size fit in `credit(channel)` bytes; credit None
 means one at a time, and an idle channel always starts one. The default credit is
-unlimited: every instance starts when ready.
+unlimited: every instance starts when ready. On a `serial(channel)` channel the credit
+bounds what is posted, not what runs: the posted NCCL collectives run one after another
+in the order they were admitted (one communicator's stream), so a later one waits for
+the earlier's end and the queue order, fixed at admission, decides who gets the links;
+parameter-server pushes and pulls (not NCCL kernels) still run side by side.
 
 The training engine simulates one representative per class of identical GPUs, so a
 caller may arrive on behalf of several ranks at once (:meth:`CollectiveRuntime.arrive`).
@@ -36,6 +40,7 @@ import numpy as np
 import simpy
 
 from ..network import Network
+from .servers import SERVER_OPS
 
 
 def _unlimited(channel: str) -> float | None:
@@ -100,6 +105,12 @@ class _Instance:
     tail: float = 0.0
     copy_before: Any = None
     copy_after: Any = None
+    after: Any = None           # serial channel: the event of the instance posted before it
+    done: Any = None            # serial channel: fires when this one leaves the stream
+
+
+def _unserial(channel: str) -> bool:
+    return False
 
 
 class _Communicator:
@@ -141,11 +152,14 @@ class CollectiveRuntime:
     each over ``network``."""
 
     def __init__(self, env: simpy.Environment, network: Network, model: Any = None,
-                 credit: Callable[[str], float | None] = _unlimited):
+                 credit: Callable[[str], float | None] = _unlimited,
+                 serial: Callable[[str], bool] = _unserial):
         self.env = env
         self.network = network
         self.model = model
         self.credit = credit
+        self.serial = serial
+        self._stream_tail: dict[str, simpy.Event] = {}    # serial channel -> last posted
         self.records: list[CollectiveRecord] = []
         self._communicators: dict[Hashable, _Communicator] = {}
         self._ready: dict[str, list] = {}                 # channel -> heap of ready instances
@@ -290,6 +304,9 @@ class CollectiveRuntime:
                 return
             heapq.heappop(heap)
             in_flight.append(inst.nbytes)
+            if inst.op not in SERVER_OPS and self.serial(channel):   # not NCCL kernels
+                inst.after = self._stream_tail.get(channel)
+                inst.done = self._stream_tail[channel] = self.env.event()
             self._set_in_flight(+1, comm)
             self.env.process(self._run(comm, inst))
 
@@ -326,6 +343,8 @@ class CollectiveRuntime:
         if plan.latency < 0:
             raise ValueError(f"collective plan for {inst.op}: negative latency {plan.latency}")
         tag = inst.tag if inst.tag is not None else f"{inst.op} {inst.nbytes:g} B"
+        if inst.after is not None and not inst.after.processed:
+            yield inst.after        # the collective posted before it on the stream
         if inst.copy_before is not None:
             yield from self._carry(inst.copy_before, f"{tag} (copies before)")
         start = self.env.now
@@ -352,6 +371,8 @@ class CollectiveRuntime:
         if inst.tail > 0:
             yield self.env.timeout(inst.tail)
         self._in_flight_bytes[inst.channel].remove(inst.nbytes)
+        if inst.done is not None:
+            inst.done.succeed()
         self._set_in_flight(-1, comm)
         inst.event.succeed(record)
         if inst.on_done is not None:

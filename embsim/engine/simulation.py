@@ -47,7 +47,8 @@ class Engine:
         self.run_record = EngineRun(iterations=iterations, classes=classes)
 
         self.runtime = CollectiveRuntime(self.env, self.network,
-                                         credit=lambda channel: scheduler.channel_rule(channel).credit)
+                                         credit=lambda channel: scheduler.channel_rule(channel).credit,
+                                         serial=lambda channel: scheduler.channel_rule(channel).serial)
         self._comm_index = {c.name: i for i, c in enumerate(plan.comms)}
         # compute OpId or comm op name -> comm ops (same iteration) that wait for it
         self._dependents: dict[OpId | str, list[CommOp]] = {}

@@ -15,9 +15,12 @@ from ..registry import Registry
 @dataclass(frozen=True)
 class ChannelRule:
     """At most one op in flight (credit None), or as many as fit in `credit` bytes
-    (always at least one)."""
+    (always at least one). `serial`: the credit bounds the collectives posted to the
+    channel's one NCCL stream, which runs them one after another in posting order
+    (ByteScheduler's credit on an AllReduce backend); parameter-server transfers overlap."""
 
     credit: float | None = None
+    serial: bool = False
 
 
 class Scheduler(Configurable):

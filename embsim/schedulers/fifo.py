@@ -1,6 +1,10 @@
 """FIFO: PyTorch DDP. Gradients AllReduced in backward order as 25 MB buckets fill
 (the first bucket is 1 MB, as in DDP, so communication starts early); one NCCL stream,
-so one collective at a time; optimizer.step() after every gradient is reduced. On more
+so one collective at a time -- the strategy's own collectives (an embedding AlltoAll or
+AllGather) included, issued on the same process group's stream as the buckets (PyTorch's
+ProcessGroupNCCL runs a group's collectives on one stream per device); a parameter
+server's pushes and pulls are its own connections and run beside them; optimizer.step()
+after every gradient is reduced. On more
 than one GPU the wrapper's own passes over the gradient (bucket copies, the divide by the
 world size) run as the `ddp` style says (schedulers.ddp_passes).
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..collectives.servers import SERVER_OPS
 from ..errors import InputError
 from ..options import positive_number
 from .base import SCHEDULERS, Scheduler, single_op
@@ -24,6 +29,7 @@ from .ddp_passes import DDP_STYLES, gradient_passes
 from ..plan.ops import CommOp
 
 MiB = 1024 * 1024
+STREAM = "nccl"     # the process group's one NCCL stream: every collective, in issue order
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ class FifoScheduler(Scheduler):
                     ops.append(_bucket_op(bucket, ops, buckets))
                     bucket, size, cap, buckets = [], 0.0, self.options.bucket_bytes, buckets + 1
             else:
-                ops.append(single_op(t, priority=float(len(ops))))
+                ops.append(_single(t, ops))
         if bucket:
             ops.append(_bucket_op(bucket, ops, buckets))
         return tuple(ops)
@@ -104,7 +110,7 @@ class FifoScheduler(Scheduler):
                     buckets += 1
                     numel[elem] = 0.0
             else:
-                ops.append(single_op(t, priority=float(len(ops))))
+                ops.append(_single(t, ops))
         for elem in sorted(running):       # half (2), float (4), double (8)
             if running[elem]:
                 ops.append(_bucket_op(running[elem], ops, buckets))
@@ -120,9 +126,15 @@ def _bucketable(t) -> bool:
     return t.op == "all_reduce" and t.category == "dense" and t.needed_by is None
 
 
+def _single(t, ops: list) -> CommOp:
+    """A tensor DDP does not bucket, issued whole on the stream (a server's transfer on
+    its own connections)."""
+    return single_op(t, priority=float(len(ops)), channel=None if t.op in SERVER_OPS else STREAM)
+
+
 def _bucket_op(bucket: list, ops: list, index: int) -> CommOp:
     """Bucket `index`'s AllReduce, issued after everything already in `ops`."""
     return CommOp(name=f"bucket{index}", op="all_reduce", nbytes=sum(t.nbytes for t in bucket),
-                  category="dense", channel="dense",
+                  category="dense", channel=STREAM,
                   ready_after=tuple((t.ready_after, 0) for t in bucket),
                   priority=float(len(ops)), tensors=tuple(t.name for t in bucket))

@@ -87,4 +87,5 @@ class PriorityScheduler(Scheduler):
         return (op.priority,)
 
     def channel_rule(self, channel):
-        return ChannelRule(credit=self.options.credit_bytes)
+        # the credit bounds what is posted to NCCL; the stream runs it in order
+        return ChannelRule(credit=self.options.credit_bytes, serial=True)

@@ -226,6 +226,27 @@ def test_credit_admits_as_many_bytes_as_fit_and_channels_are_independent():
     assert by_key["x2"] > 0.0                                      # the third waits for one to end
 
 
+def test_a_serial_channel_posts_within_credit_and_runs_the_posted_in_order():
+    # ByteScheduler's credit on one NCCL stream: three 1e8 B collectives fit a 2.5e8 B
+    # credit two at a time, but the stream runs the posted ones back to back, each paying
+    # its own latency; a parameter server's push on the channel overlaps them
+    env = simpy.Environment()
+    runtime = CollectiveRuntime(env, Network(env, CAPACITY), FakeModel(latency=0.1),
+                                credit=lambda channel: 2.5e8, serial=lambda channel: True)
+    for i in range(3):
+        runtime.arrive("all_reduce", 1e8, (0, 1), (0, 1), key=f"x{i}", channel="x", queue_key=(i,))
+    runtime.arrive("ps_push", 1e8, (2, 3), (2, 3), key="push", channel="x", queue_key=(9,))
+    env.run()
+    by_key = {r.communicator: r for r in runtime.records}
+    # x0 and x1 are posted at 0; x1 starts when x0 ends (0.1 latency + 0.1 s on its links)
+    assert by_key["x0"].start == 0.0
+    assert by_key["x1"].start == pytest.approx(by_key["x0"].end)
+    assert by_key["x2"].start == pytest.approx(by_key["x1"].end)
+    # the push, queued last, was posted when credit freed (x1's end) and ran beside x2
+    assert by_key["push"].start == pytest.approx(by_key["x1"].end)
+    assert by_key["push"].start < by_key["x2"].end
+
+
 def _watch(env, runtime, starts):
     # in_flight counts running instances; `changed` fires when it leaves or reaches 0
     assert runtime.in_flight == 3

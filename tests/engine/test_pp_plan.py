@@ -49,7 +49,7 @@ class SendRecvComms(FreeComms):
 
 class Fifo:
     def channel_rule(self, channel):
-        return SimpleNamespace(credit=None)
+        return SimpleNamespace(credit=None, serial=False)
 
     def queue_key(self, c, k):
         return ()

@@ -152,19 +152,19 @@ def test_credit_bounds_bytes_in_flight_and_switches_are_checked():
 
 
 def test_every_part_contributes_on_lstm_lm1b():
-    full = run(topology="pcie-rtx3090:4x4", model="lstm-lm1b").step_time
+    # The stream runs posted blocks one after another, so the queue's order decides who
+    # gets the links only while blocks wait for credit: with one 32 MB block posted at a
+    # time (16 MB credit) every part pays, and the whole beats FIFO's ready order.
+    tight = {"credit_bytes": 16e6}
+    full = run(topology="pcie-rtx3090:4x4", model="lstm-lm1b", scheduler_options=tight).step_time
     fifo = simulate(SimulationConfig(topology="pcie-rtx3090:4x4", model="lstm-lm1b", strategy="embrace",
                                      iterations=4, efficiency_baseline=False)).step_time
-    assert full < fifo
-    for part in ("reorder", "defer", "prefetch"):
+    assert full < 0.95 * fifo
+    for part in ("reorder", "defer", "prefetch", "cross_iteration"):
         assert run(topology="pcie-rtx3090:4x4", model="lstm-lm1b",
-                   scheduler_options={part: "off"}).step_time > full, part
-    # The cross-iteration queue only orders what waits for credit. At the default 64 MB
-    # credit nothing on this run waits long enough for the order to matter (it neither
-    # helps nor hurts); with one 32 MB block in flight (16 MB credit) it does.
-    assert run(topology="pcie-rtx3090:4x4", model="lstm-lm1b",
-               scheduler_options={"cross_iteration": "off"}).step_time >= full
-    tight = {"credit_bytes": 16e6}
-    assert (run(topology="pcie-rtx3090:4x4", model="lstm-lm1b",
-                scheduler_options={**tight, "cross_iteration": "off"}).step_time
-            > run(topology="pcie-rtx3090:4x4", model="lstm-lm1b", scheduler_options=tight).step_time)
+                   scheduler_options={**tight, part: "off"}).step_time > full, part
+    # ByteScheduler's default 64 MB credit posts every block of this run as it becomes
+    # ready: the stream then runs them in ready order and the schedule is FIFO's, give or take
+    # the split (a credit is a trade-off ByteScheduler tunes per job)
+    loose = run(topology="pcie-rtx3090:4x4", model="lstm-lm1b").step_time
+    assert loose > full and loose == pytest.approx(fifo, rel=0.02)
