@@ -95,22 +95,32 @@ class CollectiveModel:
         self.topology = topology
         # a 2.4 log: NCCL picked by a size threshold (legacy.py), not by its cost model
         self.threshold_choice = threshold_choice
-        # the release's constants with the run's NCCL_BUFFSIZE & co (buffer/chunk sizes)
-        self.consts: NcclConstants = apply_env(constants_for(nccl_version), nccl_env)
+        # the release's constants with the run's NCCL_BUFFSIZE & co (buffer/chunk sizes), over
+        # the platform profile's (topology nics.nccl_env), which a run's own setting replaces
+        nics = topology.node.nics
+        self.platform_env = tuple((k, v) for k, v in nics.nccl_env
+                                  if nccl_env is None or nccl_env.get(k) is None)
+        env = NcclEnv(tuple(sorted(self.platform_env + (nccl_env.values if nccl_env else ()))))
+        self.consts: NcclConstants = apply_env(constants_for(nccl_version), env)
         # the release as the run named it: "2.28.3" where a patch has its own tables (the
         # constants carry only the minor, "2.28"), for the outputs to say which was modelled
         # (a patch no tag carries named with the tagged release whose tables model it)
         given = release_text(str(nccl_version)) if nccl_version not in (None, "", "unknown") else ""
         self.release = release_label(given) if given.count(".") == 2 else self.consts.version
-        self.algos = parse_filter(algo, "algo")
-        # a net plugin's NCCL_PROTO (topology nics.nccl_proto) holds unless the run sets its own,
-        # as the plugin sets the variable only when it is unset (aws-ofi-nccl on p4d: simple)
+        # a net plugin's NCCL_PROTO (topology nics.nccl_proto) or a platform profile's
+        # NCCL_ALGO (nics.nccl_algo) holds unless the run sets its own, as the plugin or
+        # profile sets the variable only when it is unset (aws-ofi-nccl on p4d: simple)
+        run_sets_algo = algo is not None and str(algo).strip() != ""
+        self.plugin_algo = "" if run_sets_algo else nics.nccl_algo
+        self.algos = (parse_filter(self.plugin_algo, "algo", "nics.nccl_algo") if self.plugin_algo
+                      else parse_filter(algo, "algo"))
         run_sets_proto = proto is not None and str(proto).strip() != ""
-        self.plugin_proto = "" if run_sets_proto else topology.node.nics.nccl_proto
+        self.plugin_proto = "" if run_sets_proto else nics.nccl_proto
         self.protos = (parse_filter(self.plugin_proto, "proto", "nics.nccl_proto") if self.plugin_proto
                        else parse_filter(proto, "proto"))
         # the filters as the run set them, for a refusal to name ("--nccl-algo Tree")
-        said = [_said(flags[0], algo) if self.algos is not None else "",
+        said = [(_said("nics.nccl_algo", self.plugin_algo) if self.plugin_algo
+                 else _said(flags[0], algo)) if self.algos is not None else "",
                 (_said("nics.nccl_proto", self.plugin_proto) if self.plugin_proto
                  else _said(flags[1], proto)) if self.protos is not None else ""]
         self.filter_said = " with ".join(x for x in said if x)
@@ -200,10 +210,16 @@ class CollectiveModel:
 
     @property
     def plugin_proto_note(self) -> str:
-        """A line for the output when the net plugin, not the run, set NCCL_PROTO."""
-        if not self.plugin_proto:
+        """A line for the output when the net plugin or the platform's NCCL profile, not the
+        run, set NCCL_PROTO / NCCL_ALGO / buffer sizes."""
+        said = ([f"NCCL_ALGO={self.plugin_algo}"] if self.plugin_algo else []) + \
+               ([f"NCCL_PROTO={self.plugin_proto}"] if self.plugin_proto else []) + \
+               [f"{k}={v}" for k, v in self.platform_env]
+        if not said:
             return ""
-        return f"NCCL_PROTO={self.plugin_proto}: the net plugin's setting (nics.nccl_proto)"
+        keys = [k for k, on in (("nccl_algo", self.plugin_algo), ("nccl_proto", self.plugin_proto),
+                                ("nccl_env", self.platform_env)) if on]
+        return f"{' '.join(said)}: the platform's setting ({', '.join('nics.' + k for k in keys)})"
 
     @property
     def fidelity_note(self) -> str:

@@ -24,18 +24,13 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-from embsim.errors import InputError
+
+from embsim.nccl_names import BUFF_VARS as _BUFF_VARS
+from embsim.nccl_names import ENV_NAMES as KNOWN
+from embsim.nccl_names import P2P_VARS as _P2P_VARS
+from embsim.nccl_names import parse_env_values
 
 from .constants import NCCL_STEPS, NcclConstants
-
-_BUFF_VARS = {"NCCL_BUFFSIZE": "Simple", "NCCL_LL_BUFFSIZE": "LL", "NCCL_LL128_BUFFSIZE": "LL128"}
-_P2P_VARS = {"NCCL_P2P_NET_CHUNKSIZE": "net", "NCCL_P2P_NVL_CHUNKSIZE": "nvl",
-             "NCCL_P2P_PCI_CHUNKSIZE": "pci"}
-KNOWN = tuple(_BUFF_VARS) + tuple(_P2P_VARS)
-# A buffer of fewer bytes than a step's smallest unit (a 16 B LL line x NCCL_STEPS) or more
-# than a 32-bit stepSize cannot be what a run used.
-_MIN_BYTES, _MAX_BYTES = 16 * NCCL_STEPS, 1 << 31
-
 
 @dataclass(frozen=True)
 class NcclEnv:
@@ -53,40 +48,9 @@ class NcclEnv:
         return bool(self.values)
 
 
-# What NCCL's strtoll(value, NULL, 0) reads whole (param.cc ncclLoadParam): decimal, 0x hex,
-# or 0-led octal. Python's int(text, 0) would take 1_000_000 (NCCL reads 1) and refuse 0777.
-_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*")
-
-
-def _bytes(name: str, text: str, where: str) -> int:
-    digits = str(text).strip()
-    if not _NUMBER.fullmatch(digits):
-        raise InputError(f"{where} {name}={text!r}: not a whole number of bytes")
-    base = 16 if digits[:2].lower() == "0x" else 8 if digits.startswith("0") else 10
-    try:
-        value = int(digits, base)
-    except ValueError:     # more decimal digits than Python converts (4300): far past the bound
-        raise InputError(f"{where} {name}: {len(digits):,} digits, outside {_MIN_BYTES}..{_MAX_BYTES} "
-                         f"bytes") from None
-    if not _MIN_BYTES <= value <= _MAX_BYTES:
-        raise InputError(f"{where} {name}={value}: outside {_MIN_BYTES}..{_MAX_BYTES} bytes")
-    return value
-
-
 def parse_env(pairs: Mapping[str, object] | Iterable[tuple[str, object]], where: str = "--nccl-env") -> NcclEnv:
-    """{NAME: VALUE} or (NAME, VALUE) pairs -> NcclEnv; unknown names, bad values and a
-    name given twice with two values are refused with a one-line error naming `where`."""
-    items = pairs.items() if isinstance(pairs, Mapping) else pairs
-    out: dict[str, int] = {}
-    for name, value in items:
-        key = str(name).strip().upper()
-        if key not in KNOWN:
-            raise InputError(f"{where} {str(name)!r}: not a modelled NCCL variable (known: {', '.join(KNOWN)})")
-        size = _bytes(key, str(value), where)
-        if out.get(key, size) != size:
-            raise InputError(f"{where} {key}: given twice, {out[key]} and {size} bytes")
-        out[key] = size
-    return NcclEnv(tuple(sorted(out.items())))
+    """{NAME: VALUE} or (NAME, VALUE) pairs -> NcclEnv (nccl_names.parse_env_values)."""
+    return NcclEnv(parse_env_values(pairs, where))
 
 
 _ASSIGN = re.compile(r"\b(NCCL_[A-Z0-9_]+)=(0x[0-9a-fA-F]+|\d+)\b")

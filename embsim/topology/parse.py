@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from embsim.errors import InputError
-from embsim.nccl_names import parse_filter
+from embsim.nccl_names import parse_env_values, parse_filter
 from embsim.yamlio import YamlDoc, check_mapping, check_name, get, load_yaml, parse_yaml
 
 from .build import disconnected_pair, node_template
@@ -273,7 +273,8 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     if count == 0:
         check_mapping(doc, p, m, required=["count"], optional=["gbit", "latency_us", "gpus"])
         return NicSpec(count=0)
-    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus", "nccl_latency_us", "nccl_group", "nccl_local_gpus", "nccl_tuner", "nccl_proto"])
+    check_mapping(doc, p, m, required=["count", "gbit", "latency_us"], optional=["gpus", "nccl_latency_us", "nccl_group", "nccl_local_gpus", "nccl_tuner", "nccl_proto",
+                      "nccl_algo", "nccl_env"])
     if not fabric.has_pcie and fabric.kind != "host":
         raise doc.error(p + ("count",), "NICs attach to the PCIe tree: the fabric needs its pcie_* keys")
     latency = get(doc, p, m, "latency_us", float, hi=LIMITS["latency_us"])
@@ -295,21 +296,37 @@ def _nics(doc: YamlDoc, m, gpu: GpuSpec, fabric: FabricSpec) -> NicSpec:
     tuner = str(m.get("nccl_tuner") or "")
     if tuner and tuner not in NCCL_TUNERS:
         raise doc.error(p + ("nccl_tuner",), f"unknown tuner {tuner!r} (known: {', '.join(NCCL_TUNERS)})")
-    proto = _nccl_proto(doc, m.get("nccl_proto"))
+    proto = _nccl_filter(doc, m.get("nccl_proto"), "proto")
+    algo = _nccl_filter(doc, m.get("nccl_algo"), "algo")
     return NicSpec(count=count, gbit=get(doc, p, m, "gbit", float, positive=True, hi=LIMITS["gbit"]),
                    latency_us=latency, gpus=gpus, nccl_latency_us=reported, nccl_group=group,
-                   nccl_local_gpus=local, nccl_tuner=tuner, nccl_proto=proto)
+                   nccl_local_gpus=local, nccl_tuner=tuner, nccl_proto=proto, nccl_algo=algo,
+                   nccl_env=_nccl_env(doc, m.get("nccl_env")))
 
 
-def _nccl_proto(doc: YamlDoc, value) -> str:
-    """nics.nccl_proto: NCCL_PROTO syntax ("Simple", "LL,Simple", "^LL128"), kept as written."""
+def _nccl_filter(doc: YamlDoc, value, kind: str) -> str:
+    """nics.nccl_proto / nics.nccl_algo: NCCL_PROTO / NCCL_ALGO syntax ("Simple",
+    "Ring,Tree", "^LL128"), kept as written."""
     if value is None:
         return ""
+    key = f"nccl_{kind}"
     try:
-        parse_filter(str(value), "proto", "nics.nccl_proto")
+        parse_filter(str(value), kind, f"nics.{key}")
     except InputError as e:
-        raise doc.error(("nics", "nccl_proto"), str(e).removeprefix("nics.nccl_proto ")) from None
+        raise doc.error(("nics", key), str(e).removeprefix(f"nics.{key} ")) from None
     return str(value).strip()
+
+
+def _nccl_env(doc: YamlDoc, value) -> tuple[tuple[str, int], ...]:
+    """nics.nccl_env: {NCCL_BUFFSIZE: 8388608, ...}, the names collectives.nccl_env models."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not value:
+        raise doc.error(("nics", "nccl_env"), "must be a mapping of NCCL_* names to byte counts")
+    try:
+        return parse_env_values(value, where="nics.nccl_env")
+    except InputError as e:
+        raise doc.error(("nics", "nccl_env"), str(e).removeprefix("nics.nccl_env ")) from None
 
 
 def _nic_gpus(doc: YamlDoc, value, count: int, n_gpus: int):

@@ -160,6 +160,12 @@ class NicSpec:
     # EFA device has no 128-byte in-order delivery, p4d's EFA v1), NCCL_PROTO syntax; "": none.
     # It holds on every shape: the plugin sets it at NCCL's init, one node or many.
     nccl_proto: str = ""
+    # NCCL_ALGO the platform's NCCL profile sets on every run unless the run sets its own
+    # (Google's TCPXO nccl-env-profile.sh on A3 Mega: Ring,Tree), NCCL_ALGO syntax; "": none.
+    nccl_algo: str = ""
+    # The profile's buffer and chunk sizes (NCCL_BUFFSIZE, NCCL_P2P_*_CHUNKSIZE: the names
+    # collectives.nccl_env models), bytes; a run's own setting of a name replaces it.
+    nccl_env: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,10 @@ CURVE_BOUNDS = {
     # NCCL_BUFFSIZE 8 MiB reached the model (4 MiB ring chunks: half the slices' handshakes
     # at the sizes this run is already slow at; run -b is within 5 % there)
     "gcp-a3-mega-2node-allgather": (0.111, 0.401),    # 0.22/0.55 -> ring step floor (multinode.ring_step_floor): 64-128 MiB 29-40 % fast
-    "gcp-a3-mega-2node-allgather-b": (0.055, 0.202),  # second run (LL128 env profile): 16-32 MiB 19-20 % fast (ring step floor: 42 -> 20 %)
+    # second run (LL128 env profile): 16-32 MiB 19-20 % fast (ring step floor: 42 -> 20 %).
+    # LOOSENED 0.055 -> 0.058 (2026-12-05): the preset now carries the TCPXO profile's 8 MiB
+    # NCCL_BUFFSIZE, which the LL128 profile also sets and its how: line did not spell out
+    "gcp-a3-mega-2node-allgather-b": (0.058, 0.202),
     # 2-node B200: NVLSTree 8-64 MiB up to 11 % fast. LOOSENED 0.113 -> 0.195 (s8-tune): 2.28.3's own
     # tuning table (hwLat[NET][NVLSTree] 14, not 2.28.9's 20.9; constants.NCCL_2_28_3), which the
     # kernel's fill follows as every release's does: same picks, 8 MiB 11 -> 19 % fast

@@ -62,7 +62,7 @@ def test_aws_p4d_is_nccls_own_choice_over_4_efa_devices_with_simple_only():
         assert (shape.nics_per_node, shape.nic_bw, shape.nic_latency_us, shape.nccl_tuner) == (4, 12.5, 75.0, "")
         assert shape.nic_path_bw == 12.0          # the plugin's topology file: 8 GT/s x16 links
         assert model.protos == frozenset({"Simple"})
-        assert any("net plugin's setting" in n for n in model.notes)
+        assert any("platform's setting (nics.nccl_proto)" in n for n in model.notes)
         for op, size in (("all_reduce", 1024), ("all_reduce", 1 << 30), ("all_gather", 1 << 20)):
             assert model.plan(op, size, range(16)).proto == "Simple"
         # one node: the plugin still sets it at NCCL's init
