@@ -117,6 +117,9 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
     for c in buckets:
         members = [by_name[n] for n in c.tensors]
         last = members[-1].ready_after      # the bucket fills when its last gradient is ready
+        # the bucket's own passes are named by its last gradient's layer: buckets may fill at
+        # one op (S2 Reducer's trainer packs every gradient after the backward)
+        owner = members[-1].layer
         wide = _wide_numel(ctx, members, compress)   # elements cast to 16 bits (0: none)
         hooked = bool(wide) and style in ("torch", "torch-view")   # DDP's compress hook
         if style == "torch" or (style == "torch-view" and not hook_divides and not hooked):
@@ -139,12 +142,12 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
                 before_update.append((back, c.name))
         elif style == "torch-view" and not hooked:
             # the hook's divides of the whole bucket buffer, when the bucket is full
-            op = extra_name("ddp-hook-divide", last.layer)
+            op = extra_name("ddp-hook-divide", owner)
             after.append((last, ComputeOp(op, _pass(ctx, "ddp-hook-divide", c.nbytes * hook_divides, hook_divides),
                                              param_sized=True)))
             c = replace(c, ready_after=((op, 0),))
         elif style == "apex":
-            op = extra_name("ddp-flatten", last.layer)
+            op = extra_name("ddp-flatten", owner)
             after.append((last, ComputeOp(op, _pass(ctx, "ddp-flatten", c.nbytes, copy=True), param_sized=True)))
             tail = _pass(ctx, "ddp-average", c.nbytes) + _pass(ctx, "ddp-unflatten", c.nbytes, copy=True)
             c = replace(c, ready_after=((op, 0),), tail=c.tail + tail)
@@ -154,7 +157,7 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
             # the compress hook when the bucket is full (after the style's pass there, on
             # the same stream): cast, and under DDP its divides on the 16-bit copy
             divides = max(1, hook_divides) if hooked else 0
-            op = extra_name(f"grad-compress-{compress}", last.layer)
+            op = extra_name(f"grad-compress-{compress}", owner)
             seconds = (_cast(ctx, f"grad-compress-{compress}", wide, FP32_BYTES, WIRE_BYTES)
                        + _divide16(ctx, "grad-compress-divide", wide, divides))
             after.append((last, ComputeOp(op, seconds, param_sized=True)))

@@ -23,16 +23,24 @@ bincount's max, count_nonzero). sizing=union keeps embsim's own lighter variant 
 dense gradient: its touched rows hashed straight in, the union's rows decoded and updated.
 
 When sketch + bitmap would exceed the dense gradient, the dense gradient is AllReduced
-instead and the notes say so. Encode is counted on the compute stream at the table's
-backward; decode with the update.
+instead and the notes say so.
+
+When it all runs (`--option sync`): `after_backward` (default) is the authors' trainer
+(GNMT/seq2seq/train/fp_optimizers.py: loss.backward() returns, then reducer.reduce;
+gradient_reducers.py Sketch_Embed_Reducer.reduce): after the whole backward every table is
+encoded, all tables' sketches go in one AllReduce and all bitmaps in a second (one p and
+one q buffer), and only then is everything else AllReduced, packed, beside the decode;
+the optimizer steps when both are done. `overlapped` is embsim's earlier variant: each
+table's sketch and bitmap AllReduced as its backward ends, the dense gradients in DDP's
+buckets during the backward, the decode with each table's update.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..plan.names import bwd_name, extra_name
+from ..plan.names import bwd_name, extra_name, update_name
 from ..plan.ops import ComputeOp, SyncTensor
 from ..errors import InputError
 from ..options import positive_number
@@ -47,6 +55,7 @@ from .s2sketch import (GNMT_RANK, GNMT_SPARSITY, SKETCH_BYTES, collision_free_fr
                        published_bytes)
 
 SIZINGS = ("published", "union")
+SYNCS = ("after_backward", "overlapped")
 
 
 @dataclass(frozen=True)
@@ -56,10 +65,13 @@ class S2ReducerOptions:
     sizing: str = "published"         # or "union": embsim's former sketch sized to decode
     depth: int = 3                    # sizing=union: sketch rows (hash functions)
     width_factor: float = 2.0         # sizing=union: sketch width over the expected union rows
+    sync: str = "after_backward"      # the authors' trainer; "overlapped": DDP-style overlap
 
     def __post_init__(self):
         if self.sizing not in SIZINGS:
             raise InputError(f"--option sizing={self.sizing!r}: expected one of {', '.join(SIZINGS)}")
+        if self.sync not in SYNCS:
+            raise InputError(f"--option sync={self.sync!r}: expected one of {', '.join(SYNCS)}")
         # sparsity is the authors' embedding_sparsity: the fraction of the gradient's
         # elements expected nonzero (a density, so at most 1), which c = V x D x sparsity x rank
         # scales; above 1 it would size the sketch for more elements than the table has
@@ -115,6 +127,7 @@ class S2ReducerStrategy(Strategy):
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
         extra, buffers, notes = [], {}, dense_table_notes(ctx, "s2reducer")
+        coded = []       # (table, sketch bytes, bitmap bytes, encode s, decode s)
         for t in sparse_tables(ctx):
             sketch, bitmap, buckets, note = self.sizes(t)
             grad_bytes = model.grad_elem_bytes(model.layer(t.layer))
@@ -129,9 +142,6 @@ class S2ReducerStrategy(Strategy):
                              f"dense gradient ({dense / 1e6:.1f} MB; union {t.unique_union / t.vocab * 100:.0f} % "
                              f"of rows): the dense gradient is AllReduced instead")
                 continue
-            for name, nbytes in ((f"s2-sketch:{t.layer}", sketch), (f"s2-bitmap:{t.layer}", bitmap)):
-                sync.append(SyncTensor(name=name, layer=t.layer, op="all_reduce", nbytes=nbytes,
-                                       category="embedding", ready_after=bwd_name(t.layer)))
             if self.options.sizing == "published":
                 # the authors' code: the dense gradient to_sparse()'d and hashed per
                 # element, the union decoded to_dense(), and the optimizer then steps the
@@ -153,13 +163,52 @@ class S2ReducerStrategy(Strategy):
                 dec_bytes = bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.depth + 1)
                 dec_s = ctx.kernel_seconds([stream("s2-decode", dec_bytes / 2, count=2)])
                 update[t.layer] = dec_s + ctx.sparse_update(t.layer, t.unique_union)
-            # on the compute stream just ahead of the table's backward (its last op) the
-            # encode delays the sketch's AllReduce exactly as much as right after it
-            extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
+            coded.append((t, sketch, bitmap, enc_s, dec_s))
             buffers[f"s2 sketch + bitmap ({t.table})"] = sketch + bitmap
             notes.append(f"s2reducer {t.table}: {note}; AllReduce sketch {sketch / 1e6:.2f} MB + bitmap "
                          f"{bitmap / 1e6:.2f} MB (dense gradient {dense / 1e6:.0f} MB); "
                          f"encode {enc_s * 1e6:.0f} us, decode {dec_s * 1e6:.0f} us")
+        if self.options.sync == "overlapped":
+            for t, sketch, bitmap, enc_s, _ in coded:
+                # on the compute stream just ahead of the table's backward (its last op) the
+                # encode delays the sketch's AllReduce exactly as much as right after it
+                extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
+                for name, nbytes in ((f"s2-sketch:{t.layer}", sketch), (f"s2-bitmap:{t.layer}", bitmap)):
+                    sync.append(SyncTensor(name=name, layer=t.layer, op="all_reduce", nbytes=nbytes,
+                                           category="embedding", ready_after=bwd_name(t.layer)))
+        elif coded:
+            sync, update, extra = self._after_backward(ctx, sync, update, coded)
+            notes.append(f"s2reducer: as the authors' trainer, after the backward: {len(coded)} "
+                         f"table(s) encoded, one AllReduce of every sketch and one of every bitmap, "
+                         f"then the other gradients beside the decode (--option sync=overlapped: "
+                         f"overlapped with the backward instead)")
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, sparse_embedding_grads=False, buffers=buffers),
                             extra=tuple(extra), notes=tuple(notes))
+
+    @staticmethod
+    def _after_backward(ctx, sync, update, coded):
+        """The authors' reduce() after loss.backward(): encodes, then one AllReduce of all
+        sketches (p_memory) and one of all bitmaps (q_memory), then the rest packed and
+        AllReduced while the sketches decode; the optimizer waits for both."""
+        layers = [l.name for l in ctx.model.layers]
+        owners = {t.layer for t in sync} | set(update) | {t.layer for t, *_ in coded}
+        # the optimizer's first op, which follows the whole backward (DDP-style streams)
+        anchor = update_name(next(n for n in layers if n in owners))
+        first = coded[0][0].layer
+        extra = [(anchor, ComputeOp(extra_name("s2-encode", t.layer), enc_s))
+                 for t, _, _, enc_s, _ in coded]
+        encoded = extra[-1][1].id
+        decode = ComputeOp(extra_name("s2-decode", first), sum(c[4] for c in coded))
+        extra.append((anchor, decode))
+        packed = [SyncTensor(name=f"s2-{kind}", layer=first, op="all_reduce",
+                             nbytes=float(sum(c[i] for c in coded)), category="embedding",
+                             ready_after=encoded, needed_by=decode.id)
+                  for kind, i in (("sketch", 1), ("bitmap", 2))]
+        # everything else once the sketches are on their way: issued after them on the stream
+        rest = [replace(t, ready_after=encoded) for t in sync]
+        # the decode runs as its own op; each table's update is the optimizer step left
+        update = dict(update)
+        for t, _, _, _, dec_s in coded:
+            update[t.layer] = max(0.0, update[t.layer] - dec_s)
+        return packed + rest, update, extra

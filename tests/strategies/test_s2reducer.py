@@ -37,9 +37,25 @@ def test_two_allreduces_of_the_published_size_plus_the_dense_part():
     saved = ar.comm_bytes_per_gpu["all_reduce"] - r.comm_bytes_per_gpu["all_reduce"]
     assert saved == pytest.approx(factor * (table - sketch - bitmap), rel=1e-9)
     sent = {c.name: c.nbytes for c in r.run.comm if c.iteration == 0}
-    assert sent["s2-sketch:source_embedding"] == sketch
-    assert sent["s2-bitmap:source_embedding"] == bitmap
+    assert sent["s2-sketch"] == sketch          # all tables' sketches in one AllReduce (one table)
+    assert sent["s2-bitmap"] == bitmap
     assert any("decode exactly" in n for n in r.notes)
+
+
+def test_the_authors_trainer_syncs_after_the_backward():
+    """fp_optimizers.py: loss.backward() returns, then reducer.reduce: every table encoded,
+    one AllReduce of all sketches, one of all bitmaps, then the rest packed beside the decode.
+    The DDP-style overlap is --option sync=overlapped."""
+    r = run(topology="2x8", model="gnmt", strategy="s2reducer")
+    late = run(topology="2x8", model="gnmt", strategy="s2reducer", strategy_options={"sync": "overlapped"})
+    comm = sorted((c for c in r.run.comm if c.iteration == 1), key=lambda c: c.start)
+    bwd_end = max(c.end for c in r.run.compute
+                  if c.iteration == 1 and c.name.startswith("bwd:") and c.cls == r.run.classes[0].name)
+    assert all(c.start >= bwd_end for c in comm)                # nothing during the backward
+    assert [c.name for c in comm[:2]] == ["s2-sketch", "s2-bitmap"]
+    assert late.step_time < r.step_time                         # the overlap hides the dense part
+    with pytest.raises(InputError, match="sync"):
+        run(topology="2x8", model="tiny-lm", strategy="s2reducer", strategy_options={"sync": "x"})
 
 
 def test_sparsity_and_rank_are_options():
