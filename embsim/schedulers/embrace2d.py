@@ -49,12 +49,12 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..errors import InputError, ModelNotSupported
-from ..options import positive_number, switch
+from ..options import switch
 from ..plan.names import DEFERRED, OpId, Role, bwd_input_name, bwd_name, stream_order, update_name
 from ..plan.ops import ComputeOp
 from ..plan.traits import Payload
 from .base import SCHEDULERS
-from .priority import FP32, PriorityScheduler
+from .priority import FP32, PriorityScheduler, check_partition_sizes
 
 EPS = 1e-9
 DGRAD_SHARE = 0.5      # dX and dW of a layer with weights: equal FLOPs
@@ -104,8 +104,7 @@ class EmbRace2DOptions:
     def __post_init__(self):
         for key in SWITCHES:
             object.__setattr__(self, key, switch(getattr(self, key), key))
-        for key in ("partition_bytes", "credit_bytes"):
-            object.__setattr__(self, key, positive_number(getattr(self, key), key))
+        check_partition_sizes(self)
 
 
 @SCHEDULERS.register("embrace-2d")
@@ -219,6 +218,12 @@ class EmbRace2DScheduler(PriorityScheduler):
             notes.append("embrace-2d: no sparse embedding traffic to defer (every table's gradient "
                          "is dense); vertical priority only")
         off = [s for s in SWITCHES if not getattr(self.options, s)]
+        if not self.options.prefetch and not _exchanges_ids(strategy_plan.sync):
+            # ps, allgather and embrace input=model read their ids locally: switching the
+            # prefetch off changes nothing, which "parts off" would hide
+            off.remove("prefetch")
+            notes.append(f"embrace-2d: prefetch=off changes nothing: --strategy {strategy.name} "
+                         f"exchanges no token ids to prefetch")
         if off:
             notes.append(f"embrace-2d: parts off: {', '.join(off)}")
         # where each extra op sits: just before its anchor (for next-use keys)
@@ -253,6 +258,11 @@ class EmbRace2DScheduler(PriorityScheduler):
             return float(pos - n if this_iteration else pos)
         pos = layout[t.update_of or update_name(t.layer)]
         return float(n + pos if self.options.cross_iteration else pos)
+
+
+def _exchanges_ids(sync) -> bool:
+    """Whether the plan exchanges token ids (EmbRace's id all_gather, after IDS_TAG extras)."""
+    return any(t.ready_after.role is Role.EXTRA and t.ready_after.tag == IDS_TAG for t in sync)
 
 
 def _refuse_pooled(layer) -> None:

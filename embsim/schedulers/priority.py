@@ -46,10 +46,16 @@ class PriorityOptions:
     credit_bytes: float = 16_000_000 * FP32      # bytes in flight on the channel
 
     def __post_init__(self):
-        for key in ("partition_bytes", "credit_bytes"):
-            # below 64 KiB a gradient would be cut into millions of collectives
-            object.__setattr__(self, key, positive_number(getattr(self, key), key,
-                                                          minimum=MIN_PARTITION_BYTES))
+        check_partition_sizes(self)
+
+
+def check_partition_sizes(options) -> None:
+    """Partition and credit sizes of a partitioning scheduler's options, checked in place
+    (priority, embrace-2d): below 64 KiB a gradient would be cut into millions of
+    collectives, a run of minutes and gigabytes, so such sizes are refused up front."""
+    for key in ("partition_bytes", "credit_bytes"):
+        object.__setattr__(options, key, positive_number(getattr(options, key), key,
+                                                         minimum=MIN_PARTITION_BYTES))
 
 
 @SCHEDULERS.register("priority")

@@ -42,7 +42,7 @@ Tables with a dense gradient (a full softmax tied to them) stay replicated and A
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..collectives.traffic import Traffic
 from ..plan.names import bwd_name, extra_name, fwd_name
@@ -81,6 +81,15 @@ def check_pooled(model, tables: list[str], options) -> None:
                 raise ModelNotSupported(f"--strategy embrace --option dedup=on: layer {user.name} pools its "
                                         f"lookups (pooling:), so the AlltoAll carries one summed vector per "
                                         f"sample, not rows to de-duplicate; drop dedup")
+
+
+def wire_notes(model, options) -> tuple[str, ...]:
+    """A cast that casts nothing is said: otherwise alltoall_dtype=compute under a compute
+    dtype as wide as the tables' would look like an option that took effect."""
+    if options.alltoall_dtype == "compute" and model.dtype_bytes == model.table_bytes:
+        return (f"embrace: alltoall_dtype=compute changes nothing: the compute dtype ({model.dtype}) "
+                f"has the tables' {model.table_bytes}-byte elements, so the rows go on the wire as they are",)
+    return ()
 
 
 @dataclass(frozen=True)
@@ -157,8 +166,10 @@ class EmbRaceStrategy(Strategy):
 
     def plan(self, ctx):
         check_pooled(ctx.model, [t.table for t in sparse_tables(ctx)], self.options)
-        if not self.per_table_embedding_traffic:
-            return plan_table_wise(ctx, self.options)
+        plan = self._per_table_plan(ctx) if self.per_table_embedding_traffic else plan_table_wise(ctx, self.options)
+        return replace(plan, notes=plan.notes + wire_notes(ctx.model, self.options))
+
+    def _per_table_plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus
         layers = [l.name for l in model.layers]
         sync = replicated_sync(ctx)

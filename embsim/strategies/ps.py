@@ -87,6 +87,7 @@ from .common import dense_sync, dense_table_notes, replicated_sync, replicated_u
 
 
 BYTEPS_PARTITION_PARAMS = 4_096_000 // 4   # BYTEPS_PARTITION_BYTES default, fp32
+DEDICATED_ONLY = ("server_nodes", "server_gbit")   # server_sum_gbps applies to either placement
 
 
 def server_matrix(n_workers: int, per_worker_bytes: float, shares: np.ndarray) -> Traffic:
@@ -126,6 +127,12 @@ class PsOptions:
         for key in ("server_gbit", "server_sum_gbps"):
             if getattr(self, key) is not None:
                 object.__setattr__(self, key, positive_number(getattr(self, key), key))
+        # colocated servers are the GPU nodes' own (one each, on their NICs): machine
+        # count and line rate would be ignored, so they are refused rather than dropped
+        for key in DEDICATED_ONLY:
+            if getattr(self, key) is not None and self.servers != "dedicated":
+                raise InputError(f"--option {key}: only with servers=dedicated (servers={self.servers} "
+                                 f"runs one server on every GPU node, on its own NICs)")
 
 
 @STRATEGIES.register("ps")
