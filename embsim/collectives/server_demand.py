@@ -24,6 +24,10 @@ from .alltoall_demand import _cross
 from .pairwise import seqsum_vec
 from .traffic import Traffic
 
+# worker -> host ops: parameter-server pushes, and allgather table_device=cpu's gradient
+# rows into host memory (strategies/host_tables.py); the others are host -> worker
+PUSH_OPS = ("ps_push", "host_allgather")
+
 
 def colocated_transfer(topo, op: str, traffic: Traffic) -> tuple[float, Demand]:
     """(latency s, demand) of a push (op 'ps_push') or pull over every GPU in rank order."""
@@ -33,7 +37,7 @@ def colocated_transfer(topo, op: str, traffic: Traffic) -> tuple[float, Demand]:
     R2 = traffic.row.reshape(N, g)                  # worker bytes factor, per (node, local GPU)
     C = traffic.col                                 # server factor, per server node
     nic = [topo._nic_of_local[la] for la in range(g)]
-    push = op == "ps_push"
+    push = op in PUSH_OPS
     node_vals = np.zeros((N, per_node))
     ids, vals = [], []
     C_tot = C.sum()

@@ -13,10 +13,10 @@ import numpy as np
 from embsim.errors import InputError
 from embsim.network import Demand
 
-from .server_demand import colocated_transfer
+from .server_demand import PUSH_OPS, colocated_transfer
 from .traffic import Traffic
 
-SERVER_OPS = ("ps_push", "ps_pull")
+SERVER_OPS = ("ps_push", "ps_pull", "host_allgather", "host_lookup")
 
 
 def server_transfer(topology, capacity, op: str, matrix, ranks):
@@ -40,7 +40,7 @@ def server_transfer(topology, capacity, op: str, matrix, ranks):
         for s in range(servers.count):
             if m[i, s] <= 0:
                 continue
-            route = servers.push_routes[(r, s)] if op == "ps_push" else servers.pull_routes[(s, r)]
+            route = servers.push_routes[(r, s)] if op in PUSH_OPS else servers.pull_routes[(s, r)]
             parts.append(Demand.along(route, m[i, s]))
             latency = max(latency, sum(topology.links[k].latency for k in route))
     demand = Demand.sum(parts) if parts else Demand.empty()

@@ -45,7 +45,7 @@ def accumulated_rows_note(cfg: SimulationConfig, sync, each: bool) -> tuple:
     if cfg.accumulate <= 1 or each:
         return ()
     ops = sorted({t.op for t in sync if t.category == "embedding" and t.needed_by is None
-                  and t.op in ("all_gather", "ps_push")})
+                  and t.op in ("all_gather", "ps_push", "host_allgather")})
     if not ops:
         return ()
     k = cfg.accumulate

@@ -63,6 +63,7 @@ from ..topology.servers import host_vertex, with_servers
 from ..topology.spec import ServerSpec
 
 GB = 1e9
+HOST_MEMORY = "host-mem"    # the link kind of a node's host memory (no parameter server here)
 TABLE_DEVICES = ("gpu", "cpu")
 # Memory passes per byte of applied gradient in ServerSpec.sum_gbps's derivation: read the
 # gradient, the row and its state, write the row and the state (topology/spec.py ServerSpec).
@@ -75,7 +76,7 @@ FUSION_PASSES = 2          # Horovod's fusion buffer: a memcpy in of one's own, 
 @dataclass(frozen=True)
 class HostMemory:
     """The node's host memory as one link per node (appended by with_servers, kind
-    `ps-cpu`, id cpu_base + node) of `rate` bytes/s of memory traffic."""
+    `host-mem`, id cpu_base + node) of `rate` bytes/s of memory traffic."""
     cpu_base: int
     n_nodes: int
     rate: float
@@ -97,7 +98,7 @@ def host_topology(topo):
                          "(fabric.pcie_* or kind: host) to reach host memory")
     spec = topo.node.servers or ServerSpec()
     rate = spec.sum_gbps * APPLY_PASSES
-    out = with_servers(topo, "colocated", replace(spec, sum_gbps=rate))
+    out = with_servers(topo, "colocated", replace(spec, sum_gbps=rate), cpu_kind=HOST_MEMORY)
     return out, HostMemory(out.servers.cpu_base, out.n_nodes, rate * GB, spec.sum_gbps)
 
 
@@ -125,10 +126,10 @@ def host_table_plan(ctx, t, host: HostMemory, gather_rows: str) -> tuple[list[Sy
     state = model.optimizer.state_bytes_per_param * t.dim
     dedup = g * (n * sent_rows * value_row + t.unique_union * value_row)
     apply = g * t.unique_union * (value_row + 2 * value_row + 2 * state)
-    lookup = SyncTensor(name=f"host-lookup:{t.layer}", layer=t.layer, op="ps_pull", nbytes=pull,
+    lookup = SyncTensor(name=f"host-lookup:{t.layer}", layer=t.layer, op="host_lookup", nbytes=pull,
                         category="embedding", ready_after=update_name(t.layer), needed_by=fwd_name(t.layer),
                         matrix=_one_server(n, pull), copy_before=host.work(gather))
-    grad = SyncTensor(name=f"host-grad:{t.layer}", layer=t.layer, op="ps_push", nbytes=push,
+    grad = SyncTensor(name=f"host-grad:{t.layer}", layer=t.layer, op="host_allgather", nbytes=push,
                       category="embedding", ready_after=bwd_name(t.layer),
                       matrix=_one_server(n, push), copy_after=host.work(copies + dedup + apply))
     rate = host.rate

@@ -47,7 +47,7 @@ class LazyRoutes(dict):
         return route
 
 
-def with_servers(topo, placement: str, spec: ServerSpec | None = None):
+def with_servers(topo, placement: str, spec: ServerSpec | None = None, cpu_kind: str = "ps-cpu"):
     """A copy of `topo` whose links include the servers' (appended: GPU link ids keep
     their meaning), with `.servers` describing them."""
     if placement not in PLACEMENTS:
@@ -55,7 +55,7 @@ def with_servers(topo, placement: str, spec: ServerSpec | None = None):
     spec = spec or topo.node.servers or ServerSpec()
     out = copy.copy(topo)
     out.links, out._routes = list(topo.links), dict(topo._routes)
-    extra = _colocated(out, spec) if placement == "colocated" else _dedicated(out, spec)
+    extra = _colocated(out, spec, cpu_kind) if placement == "colocated" else _dedicated(out, spec)
     out.append_links(extra.pop("links"))
     out.servers = ServerFabric(placement, spec=spec, **extra)
     return out
@@ -80,10 +80,10 @@ def _tree(topo, node: int, a: str, b: str) -> tuple[int, ...]:
     return tuple(base + o for o in tree_offsets(topo._template, a, b))
 
 
-def _colocated(topo, spec: ServerSpec) -> dict:
+def _colocated(topo, spec: ServerSpec, cpu_kind: str = "ps-cpu") -> dict:
     t, base = topo._template, len(topo.links)
     root = _root(t)
-    links = [(f"n{s}.{root}", f"n{s}.ps", "ps-cpu", spec.sum_gbps * GB, 0.0) for s in range(topo.n_nodes)]
+    links = [(f"n{s}.{root}", f"n{s}.ps", cpu_kind, spec.sum_gbps * GB, 0.0) for s in range(topo.n_nodes)]
 
     def push(r, s):
         a, la = divmod(r, topo.gpus_per_node)

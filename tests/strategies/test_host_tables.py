@@ -78,13 +78,13 @@ def test_each_link_carries_the_lookup_the_gradient_rows_and_the_host_work(one):
         assert carried[o] == pytest.approx(push, rel=1e-9)
     for o in down:
         assert carried[o] == pytest.approx(pull, rel=1e-9)
-    cpu = topo.link_ids_of_kind("ps-cpu")
+    cpu = topo.link_ids_of_kind("host-mem")
     assert len(cpu) == 1
     assert carried[cpu[0]] == pytest.approx(expected_host_work(model, 1), rel=1e-9)
     # nothing else moves: one GPU, no NCCL collective
     others = np.setdiff1d(np.arange(carried.size), np.concatenate([up, down, cpu]))
     assert carried[others].sum() == 0
-    assert set(one.comm_bytes_per_gpu) == {"ps_push", "ps_pull"}
+    assert set(one.comm_bytes_per_gpu) == {"host_allgather", "host_lookup"}
 
 
 def test_two_gpus_allgather_through_host_memory_not_nccl(two):
@@ -92,7 +92,7 @@ def test_two_gpus_allgather_through_host_memory_not_nccl(two):
     # the tables' allgather left the NCCL path: only the dense layers are AllReduced
     assert "all_gather" not in two.comm_bytes_per_gpu and "all_reduce" in two.comm_bytes_per_gpu
     topo = AllGatherStrategy.from_options({"table_device": "cpu"}).topology(load_topology(f"{TOPO}:1x2"))
-    cpu = topo.link_ids_of_kind("ps-cpu")
+    cpu = topo.link_ids_of_kind("host-mem")
     assert step_bytes(two)[cpu[0]] == pytest.approx(expected_host_work(model, 2), rel=1e-9)
 
 
