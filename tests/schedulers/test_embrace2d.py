@@ -168,3 +168,13 @@ def test_every_part_contributes_on_lstm_lm1b():
     # the split (a credit is a trade-off ByteScheduler tunes per job)
     loose = run(topology="pcie-rtx3090:4x4", model="lstm-lm1b").step_time
     assert loose > full and loose == pytest.approx(fifo, rel=0.02)
+
+def test_a_plan_with_no_sparse_table_left_is_refused_as_allreduces_is():
+    # transformer-wmt's one table has a dense gradient (a full softmax tied to it): allgather,
+    # embrace and ps fall back to allreduce's plan, which embrace-2d refuses by name; it
+    # used to run its reorder on them and rank them 1.1x ahead of allreduce
+    from embsim.errors import ModelNotSupported
+    for strategy in ("allgather", "embrace", "ps"):
+        with pytest.raises(ModelNotSupported, match="every table's gradient is dense"):
+            simulate(SimulationConfig(topology="1x8", model="transformer-wmt", strategy=strategy,
+                                      scheduler="embrace-2d", iterations=2, efficiency_baseline=False))
