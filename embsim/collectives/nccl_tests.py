@@ -90,16 +90,21 @@ def launch_note(gpus_per_process: int) -> str:
 
 
 def run(model: CollectiveModel, op: str, sizes: list[int], datatype: str = "float",
-        ranks=None, gpus_per_process: int = 1) -> list[Row]:
+        ranks=None, gpus_per_process: int = 1, source: str = "") -> list[Row]:
+    """`source`: where a measurement's `-g` came from (a log's `nGpus`), for its errors;
+    "" for the command's own --ngpus."""
     if op not in OPS:
         raise InputError(f"--op {op!r}: known ops are {', '.join(OPS)}")
+    said = f"{source} -g {gpus_per_process}" if source else f"--ngpus {gpus_per_process}"
     if gpus_per_process < 1:
-        raise InputError(f"--ngpus {gpus_per_process}: must be >= 1")
+        raise InputError(f"{said}: must be >= 1")
     per_node = model.topology.gpus_per_node
     if per_node % gpus_per_process:
         # nccl-tests runs whole processes on a node: -g 3 on 2 (or 8) GPUs per node is no run
-        raise InputError(f"--ngpus {gpus_per_process}: a process drives GPUs of one node, and "
-                         f"{model.topology.preset} has {per_node} per node (use a divisor of it)")
+        fix = ("use a topology whose nodes hold that many GPUs" if source
+               else "use a divisor of it")
+        raise InputError(f"{said}: a process drives GPUs of one node, and "
+                         f"{model.topology.preset} has {per_node} per node ({fix})")
     dtype, elt = datatype_size(datatype)
     ranks = tuple(range(model.topology.n_gpus)) if ranks is None else tuple(ranks)
     n = len(ranks)

@@ -133,7 +133,8 @@ def _simulate(preset, nodes, gpus, op, sizes, release: ReleaseView, how, proto=N
                             nccl_version=release.version, nccl_env=env_from_text(how, where),
                             threshold_choice=release.threshold_choice)
     per_process = _gpus_per_process(how)
-    rows = nt.run(model, op, sizes, "float", gpus_per_process=per_process)
+    rows = nt.run(model, op, sizes, "float", gpus_per_process=per_process,
+                  source=f"{where.rstrip(':')}: its process drove {per_process} GPUs,")
     notes = (release.note, *model.notes, nt.launch_note(per_process))
     return rows, "; ".join(n for n in notes if n)
 
