@@ -288,7 +288,7 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
             bandwidth, topology, unfitted = None, "", str(exc)
         if bandwidth is not None:
             tflops, gbps = measure_device(device)
-            mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+            mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30   # hbm_gb is GiB
             progress(0, f"host links fitted: {bandwidth / 1e9:.3f} GB/s, {latency * 1e6:.1f} us per step")
             f = result.get("interference")
             topology = host_name(now.strftime("%Y%m%dT%H%M%SZ"))

@@ -16,7 +16,7 @@ def print_topology_summary(s: dict) -> None:
     if s["description"]:
         console.print(s["description"])
     console.print(f"GPU     {gpu['model']}  sm{gpu['arch']}  {gpu['bf16_tflops']:g} TFLOPS bf16  "
-                  f"{gpu['hbm_gb']:g} GB @ {gpu['hbm_gbps']:g} GB/s")
+                  f"{gpu['hbm_gb']:g} GiB ({gpu['hbm_gb'] * 2**30 / 1e9:.1f} GB) @ {gpu['hbm_gbps']:g} GB/s")
     fabric = ", ".join(f"{k}={v}" for k, v in fab.items() if k != "kind")
     console.print(f"Fabric  {fab['kind']}  {fabric}")
     if nics["count"]:

@@ -60,7 +60,7 @@ class GpuSpec:
     arch: int                  # compute capability x10 (80, 86, 90, 100); 0 for a CPU device
     count: int                 # GPUs per node
     bf16_tflops: float         # dense peak
-    hbm_gb: float              # device memory (host RAM for a CPU device)
+    hbm_gb: float              # device memory in GiB, as vendors' "80GB" is (host RAM for a CPU device)
     hbm_gbps: float            # device memory bandwidth, GB/s
     fp32_tflops: float | None = None  # non-tensor FP32 peak (PyTorch fp32 matmuls, TF32 off); None: unknown
     # Compute-model properties (embsim.workload.gpu_compute); None/empty: not published
