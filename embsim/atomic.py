@@ -4,12 +4,18 @@ write leaves what was on disk before untouched.
 The temporary file is `.NAME.<pid>.<random>.tmp` beside the target. A writer killed
 with SIGKILL cannot remove it, so every write first removes the temporaries of the same
 target whose process is gone. A path that cannot be written is bad input (one line).
+
+Only regular files are ever replaced: renaming over a device, FIFO or socket (as root,
+`--chrome-trace /dev/null --force`) would delete it. A symlink is written through: its
+target is replaced, the link stays. No folder is created: a typo'd folder is refused,
+not planted.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 
@@ -41,20 +47,16 @@ def clean_stale_temporaries(path: Path) -> int:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    path = Path(path)
+    given = Path(path)
+    path = write_target(given)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir():
-            raise IsADirectoryError(21, "is a directory")
+        refuse_special(path, given)
+        require_folder(path, given)
         clean_stale_temporaries(path)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
                                    dir=path.parent)
     except OSError as exc:
-        blocker = file_in_the_way(path)
-        if blocker is not None:
-            # mkdir's own "File exists" names neither the file nor why it matters
-            raise InputError(f"{path}: cannot write: {blocker} is a file, not a folder") from None
-        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        raise InputError(f"{given}: cannot write: {exc.strerror or exc}") from None
     try:
         # mkstemp creates 0600; give the file the mode an ordinary open() would
         umask = os.umask(0)
@@ -71,9 +73,56 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
         except FileNotFoundError:
             pass
         if isinstance(exc, OSError):
-            raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+            raise InputError(f"{given}: cannot write: {exc.strerror or exc}") from None
         raise
-    return path
+    return given
+
+
+def write_target(path: Path) -> Path:
+    """The file a write to `path` replaces: a symlink's target (the link itself stays,
+    as `>` in a shell leaves it), else `path`."""
+    try:
+        return Path(os.path.realpath(path)) if path.is_symlink() else path
+    except OSError:            # too long to look up: the write says why
+        return path
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def special_kind(path: Path) -> str | None:
+    """What `path` is when it exists and is not a regular file ("a FIFO (named pipe)"),
+    else None. Follows symlinks."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):   # nothing there (or a file above it)
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)),
+                None if stat.S_ISREG(mode) else "not a regular file")
+
+
+def refuse_special(path: Path, given: Path, flag: str = "") -> None:
+    """One line for a write over something that is not a regular file: never replaced,
+    whatever --force says."""
+    kind = special_kind(path)
+    if kind is not None:
+        where = f"{flag} {given}" if flag else f"{given}"
+        link = f" (a link to {path})" if path != given else ""
+        raise InputError(f"{where}: cannot write: {kind}{link}, not a regular file; "
+                         f"never replaced, even with --force (give a file name)")
+
+
+def require_folder(path: Path, given: Path, flag: str = "") -> None:
+    """One line when the folder `path` goes in is missing or a file."""
+    where = f"{flag} {given}" if flag else f"{given}"
+    blocker = file_in_the_way(path)
+    if blocker is not None:
+        # mkdir's own "File exists" names neither the file nor why it matters
+        raise InputError(f"{where}: cannot write: {blocker} is a file, not a folder")
+    if not path.parent.is_dir():
+        raise InputError(f"{where}: cannot write: no folder {path.parent} (create it first)")
 
 
 def file_in_the_way(path: Path) -> Path | None:
@@ -90,17 +139,21 @@ def file_in_the_way(path: Path) -> Path | None:
 
 def refuse_overwrite(path, force: bool, flag: str = "--out") -> None:
     """An output is never written over an existing file (a user's trace or chart, a
-    shipped preset or trace) unless asked (`force`), nor under a file where a folder
-    belongs: checked before anything is read, simulated or measured, so a refusal costs
-    nothing. `flag` names the output in the one-line error."""
+    shipped preset or trace) unless asked (`force`), never over anything but a regular
+    file (a device, a FIFO, a folder) even when asked, nor into a missing folder or under
+    a file where a folder belongs: checked before anything is read, simulated or measured,
+    so a refusal costs nothing. `flag` names the output in the one-line error."""
+    if not path:
+        return
+    given = Path(path)
+    target = write_target(given)
     try:
-        present = bool(path) and (Path(path).exists() or Path(path).is_symlink())
+        refuse_special(target, given, flag)
+        present = given.exists() or given.is_symlink()
+        if present and not force:
+            raise InputError(f"{flag} {path}: exists; not overwritten (choose another name, "
+                             f"or add --force)")
+        # found now, not after the run it would have been written from
+        require_folder(target, given, flag)
     except OSError as exc:     # a name the OS cannot even look up (too long): nor write
         raise InputError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
-    if present and not force:
-        raise InputError(f"{flag} {path}: exists; not overwritten (choose another name, "
-                         f"or add --force)")
-    blocker = file_in_the_way(Path(path)) if path else None
-    if blocker is not None:
-        # found now, not after the run it would have been written from
-        raise InputError(f"{flag} {path}: cannot write: {blocker} is a file, not a folder")

@@ -83,3 +83,62 @@ def test_a_folder_name_too_long_is_one_input_error(tmp_path):
         refuse_overwrite(str(target), False, "--out")
     with pytest.raises(InputError, match="cannot write: File name too long"):
         atomic_write_text(target, "x")
+
+
+# ----- probe H F2 / M6: only regular files are replaced, no folder is planted
+
+def _fifo(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    return fifo
+
+
+def test_force_never_replaces_a_fifo(tmp_path):
+    """`--force` replaced a FIFO (and, as root, would replace /dev/null) with a file."""
+    from embsim.atomic import refuse_overwrite
+    import stat
+    fifo = _fifo(tmp_path)
+    for force in (False, True):
+        with pytest.raises(InputError) as info:
+            refuse_overwrite(fifo, force, "--chrome-trace")
+        assert str(info.value) == (f"--chrome-trace {fifo}: cannot write: a FIFO (named pipe), not a "
+                                   f"regular file; never replaced, even with --force (give a file name)")
+    with pytest.raises(InputError, match=r"a FIFO \(named pipe\), not a regular file"):
+        atomic_write_text(fifo, "x")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]     # no temporary left
+
+
+def test_a_link_to_a_fifo_is_refused_and_kept(tmp_path):
+    from embsim.atomic import refuse_overwrite
+    fifo = _fifo(tmp_path)
+    link = tmp_path / "link.json"
+    link.symlink_to(fifo)
+    with pytest.raises(InputError, match=rf"a FIFO \(named pipe\) \(a link to {fifo}\)"):
+        refuse_overwrite(link, True, "--chrome-trace")
+    with pytest.raises(InputError, match="not a regular file"):
+        atomic_write_text(link, "x")
+    assert link.is_symlink()
+
+
+def test_a_symlink_is_written_through(tmp_path):
+    """--force on a link replaced the link itself; now its target gets the new bytes."""
+    target = tmp_path / "user.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+
+
+@pytest.mark.parametrize("below", ["nope/x.json", "nope/deeper/x.json"])
+def test_a_missing_folder_is_refused_not_created(tmp_path, below):
+    from embsim.atomic import refuse_overwrite
+    path = tmp_path / below
+    with pytest.raises(InputError) as info:
+        refuse_overwrite(path, True, "--chrome-trace")
+    assert str(info.value) == (f"--chrome-trace {path}: cannot write: no folder {path.parent} "
+                               f"(create it first)")
+    with pytest.raises(InputError, match=r"cannot write: no folder .* \(create it first\)$"):
+        atomic_write_text(path, "x")
+    assert not (tmp_path / "nope").exists()

@@ -15,7 +15,6 @@ from ..workload.padding import parse_padding
 from ..workload.pipeline_interleaved import SEND_WAITS
 from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..workload.tokens import MAX_ZIPF_S
-from ..yamlio import check_regular_file
 from .checks import (MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat,
                      count, model_option)
 
@@ -143,6 +142,9 @@ NCCL_ENV = click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callb
                         help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608 (also "
                              "NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); repeatable")
 
+SEED = click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True,
+                    help="random seed of --jitter (which GPU draws which factor, corpus batches)")
+
 NCCL_VERSION = click.option("--nccl-version", callback=_nccl_version,
                             help="NCCL release whose algorithm choice and kernels the collectives "
                                  "follow, 2.18 to 2.30 (e.g. 2.21.5) (default: the newest, 2.30)")
@@ -198,8 +200,7 @@ def _options(f):
                           "SC22), 0 on CPU devices"),
         click.option("--iterations", type=int, default=4, show_default=True,
                      help="simulated iterations (the first is warm-up)"),
-        click.option("--seed", type=count(0, MAX_SEED), default=0, show_default=True,
-                     help="random seed of --jitter (which GPU draws which factor, corpus batches)"),
+        SEED,
         click.option("--trace", type=click.Path(dir_okay=False), help="calibration trace (traces/*.yaml)"),
         click.option("--straggler", help="gpu:RANK:FACTOR or node:NODE:FACTOR (compute slowdown)"),
         click.option("--interference", type=FiniteFloat(0, 100), default=None,
@@ -248,6 +249,7 @@ def parse_kv(items) -> dict:
     """--option KEY=VALUE pairs, numbers converted, dashes in keys as underscores."""
     out = {}
     for key, value in split_pairs(items, "--option"):
+        text = value
         for conv in (int, float):
             try:
                 value = conv(value)
@@ -255,7 +257,8 @@ def parse_kv(items) -> dict:
             except ValueError:
                 continue
         if isinstance(value, float) and not math.isfinite(value):
-            raise InputError(f"--option {key}={value}: not a finite number")
+            # the user's own spelling: 1e999 overflows to inf, which they did not type
+            raise InputError(f"--option {key}={text}: not a finite number")
         key = key.replace("-", "_")
         if key in out and out[key] != value:
             # click keeps both; the last would silently win
@@ -270,6 +273,7 @@ def config_from_options(options: dict, **fixed) -> tuple[SimulationConfig, dict]
     across a compare matrix."""
     options = dict(options)
     check_amp_flags(options.get("dtype"), options.get("amp"))
+    check_corpus(options.get("corpus"))
     extra = parse_kv(options.pop("extra", ()))
     options.update(optimizer_override(options.pop("optimizer", None)))
     if options.get("iterations") is not None and not 2 <= options["iterations"] <= MAX_ITERATIONS:
@@ -290,14 +294,21 @@ def trainer_fields(optimizer: str | None, corpus: str | None, lengths: str | Non
     for sweep points (scale), each checked here so a bad value names its flag, not a point."""
     parse_lengths(lengths)
     parse_padding(padding)
-    if corpus is not None:
-        try:      # missing, a folder, a pipe, a name too long to look up
-            check_regular_file(corpus, "file")
-        except InputError as exc:
-            raise InputError(f"--corpus {exc}") from None
+    check_corpus(corpus)
     return {"corpus": corpus, "lengths": lengths, "padding": padding,
             "nccl_env": [list(pair) for pair in nccl_env], "nccl_version": nccl_version,
             **optimizer_override(optimizer)}
+
+
+def check_corpus(corpus: str | None) -> None:
+    """--corpus checked at the flag: missing, a folder, a pipe, a name too long to look up,
+    or not UTF-8 text (sweep.check.check_corpus_text) is one line naming the flag."""
+    if corpus is not None:
+        from ..sweep.check import check_corpus_text
+        try:
+            check_corpus_text(corpus)
+        except InputError as exc:
+            raise InputError(f"--corpus {exc}") from None
 
 
 def explicit_flags() -> set[str]:

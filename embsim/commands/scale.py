@@ -13,7 +13,7 @@ from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..sweep.check import check_points
 from .checks import (MAX_ACCUMULATE, MAX_ITERATIONS, MODEL_HELP, count, force_option, model_option,
                      plot_option, refuse_overwrite)
-from .options import (CORPUS, GRAD_COMPRESS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, RECOMPUTE,
+from .options import (CORPUS, GRAD_COMPRESS, LENGTHS, NCCL_ENV, NCCL_VERSION, OPTIMIZER, PADDING, RECOMPUTE, SEED,
                       CONTEXT_PARALLEL, PIPELINE_PARALLEL, SEQUENCE_PARALLEL, TENSOR_PARALLEL,
                       VIRTUAL_PIPELINE, P2P_SEND_WAIT, P2P_OVERLAP, extra_option, parse_kv,
                       trainer_fields)
@@ -37,6 +37,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
               help="micro-batches per optimizer step (default: the model's global batch over the GPUs' batches, else 1)")
 @click.option("--jitter", help="per-GPU compute variation (see embsim simulate --help)")
+@SEED
 @OPTIMIZER
 @RECOMPUTE
 @GRAD_COMPRESS
@@ -60,7 +61,7 @@ from ..sweep import parse_gpus, plot_scaling, read_results, run_sweep, scale_poi
 @click.option("--json", "as_json", is_flag=True)
 @force_option("--plot file")
 def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, dtype, amp, accumulate,
-            jitter, optimizer, recompute, grad_compress, tensor_parallel, sequence_parallel, pipeline_parallel, virtual_pipeline,
+            jitter, seed, optimizer, recompute, grad_compress, tensor_parallel, sequence_parallel, pipeline_parallel, virtual_pipeline,
             p2p_send_wait, p2p_overlap, context_parallel, corpus, lengths,
             padding, nccl_env, nccl_version, extra, plot, dask_scheduler,
             workers, out, as_json, force):
@@ -71,7 +72,9 @@ def command(model, strategy, comm_scheduler, topology, gpus, iterations, trace, 
     model, topology = trace_run(model, topology, trace)
     base = {"model": model, "strategy": strategy, "scheduler": comm_scheduler,
             "iterations": iterations, "trace": trace, "dtype": dtype, "amp": amp, "accumulate": accumulate,
-            "jitter": jitter, **({"recompute": recompute} if recompute else {}),
+            # the seed only when given: an old --out's rows match the points as they were
+            "jitter": jitter, **({"seed": seed} if seed else {}),
+            **({"recompute": recompute} if recompute else {}),
             **({"grad_compress": grad_compress} if grad_compress else {}),
             **({"tensor_parallel": tensor_parallel} if tensor_parallel != 1 else {}),
             **({"sequence_parallel": sequence_parallel} if sequence_parallel is not None else {}),

@@ -50,13 +50,17 @@ def _unattributed(note: str) -> str:
 
 def condense(notes, keep: int = KEEP, threshold: int = THRESHOLD) -> list[str]:
     """`notes` without repeats and in order, each run of more than `threshold` alike
-    notes cut to its first `keep` and one line that counts and names the rest."""
+    notes cut to its first `keep` and one line that counts and names the rest. Several
+    kinds of per-table note of one strategy over the same tables share one count line,
+    which counts every note it stands for and sits after the last kind's kept notes."""
     notes = list(dict.fromkeys(notes))
     keys = [alike_key(n) for n in notes]
     members = defaultdict(list)
     for note, key in zip(notes, keys):
         members[key].append(note)
     out, seen = [], Counter()
+    counted = {}           # (lead, span) -> [notes hidden, kinds]
+    slot = {}              # (lead, span) -> its place in out
     for note, key in zip(notes, keys):
         group = members[key]
         if len(group) <= threshold:
@@ -69,8 +73,19 @@ def condense(notes, keep: int = KEEP, threshold: int = THRESHOLD) -> list[str]:
             rest = [subject(n) for n in group[keep:]]
             span = f" ({rest[0]} ... {rest[-1]})" if rest[0] and rest[-1] else ""
             row = note[:len(note) - len(_unattributed(note))]
-            lead = row + _unattributed(note).split(" ", 1)[0].rstrip(":")
-            out.append(f"{lead}: {len(rest)} more alike{span}; "
-                       f"--notes all prints each, --json carries every note")
-    # one strategy's several per-table notes condense to the same line: print it once
-    return list(dict.fromkeys(out))
+            line = (row + _unattributed(note).split(" ", 1)[0].rstrip(":"), span)
+            hidden, kinds = counted.get(line, (0, 0))
+            counted[line] = (hidden + len(rest), kinds + 1)
+            if line in slot:
+                out[slot[line]] = None      # moved below this kind's kept notes
+            slot[line] = len(out)
+            out.append(line)
+    return list(dict.fromkeys(x if isinstance(x, str) else _count_line(x, *counted[x])
+                              for x in out if x is not None))
+
+
+def _count_line(line: tuple[str, str], hidden: int, kinds: int) -> str:
+    lead, span = line
+    of = f", of {kinds} kinds" if kinds > 1 else ""
+    return (f"{lead}: {hidden} more alike{of}{span}; "
+            f"--notes all prints each, --json carries every note")

@@ -3,10 +3,14 @@ that turns typed results into dicts."""
 
 from __future__ import annotations
 
+from .provenance import topology_file_json, workload_record
+
 
 def cluster_json(cluster) -> dict:
+    """The cluster, and the topology file it was read from (report/provenance.py)."""
     return {"preset": cluster.preset, "nodes": cluster.nodes,
-            "gpus_per_node": cluster.gpus_per_node, "gpus": cluster.gpus}
+            "gpus_per_node": cluster.gpus_per_node, "gpus": cluster.gpus,
+            **topology_file_json(cluster.file)}
 
 
 def simulation_json(result) -> dict:
@@ -15,7 +19,7 @@ def simulation_json(result) -> dict:
     return {
         "topology": cluster_json(result.cluster),
         "model": result.model,
-        "workload": dict(result.workload),
+        "workload": workload_record(result),
         "strategy": result.strategy,
         "scheduler": result.scheduler,
         "step_time_ms": result.step_time * 1e3,
@@ -81,7 +85,8 @@ def scale_json(model: str, strategy: str, scheduler: str, curve) -> dict:
     """`embsim scale --json`: one row per GPU count, with simulate's key names and units
     (step_time_ms, samples_per_s, memory_per_gpu_bytes, fits_in_memory, compute_source);
     efficiency is per-GPU throughput against the curve's smallest run, not simulate's
-    scaling_efficiency (against N x one GPU), hence its own name; error is why a point failed."""
+    scaling_efficiency (against N x one GPU), hence its own name; error is why a point failed;
+    workload is simulate's (None where the point failed)."""
     return {"model": model, "strategy": strategy, "scheduler": scheduler,
             "points": [{"gpus": c.gpus, "topology": c.topology, "step_time_ms": c.step_time_ms,
                         "samples_per_s": c.samples_per_s, "efficiency": c.efficiency,
@@ -89,4 +94,5 @@ def scale_json(model: str, strategy: str, scheduler: str, curve) -> dict:
                         "memory_per_gpu_bytes": c.memory_per_gpu_bytes,
                         "fits_in_memory": c.fits_in_memory, "compute_ms": c.compute_ms,
                         "exposed_comm_ms": c.exposed_comm_ms,
-                        "exposed_by_op_ms": c.exposed_by_op_ms} for c in curve]}
+                        "exposed_by_op_ms": c.exposed_by_op_ms,
+                        "workload": c.workload} for c in curve]}

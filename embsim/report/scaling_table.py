@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .summary import workload_text
 from .units import compute_source_text, human_bytes
 from ..words import counted
 
@@ -27,6 +28,16 @@ def scaling_table(curve, title: str) -> str:
                    + (f"{waited[0]} {waited[1]:.3f} ms" if waited else "-"))
             lines.append(f"{c.gpus:6d} {c.topology:>20} {c.step_time_ms:10.3f} "
                          f"{c.samples_per_s:12.1f} {c.efficiency:12.3f} {why}{over}")
+    lines += _workload_lines(curve)
     for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
         lines.append(f"compute times: {compute_source_text(source)}")
     return "\n".join(lines)
+
+
+def _workload_lines(curve) -> list[str]:
+    """What was simulated (jitter and its seed, a --zipf, ...): one line when every point
+    ran the same, else one per GPU count (the model's global batch may set accumulate)."""
+    texts = {c.gpus: workload_text(c.workload) for c in curve if c.workload}
+    if len(set(texts.values())) == 1:
+        return [f"workload: {next(iter(texts.values()))}"]
+    return [f"workload at {counted(n, 'GPU')}: {text}" for n, text in texts.items()]

@@ -7,8 +7,10 @@ from rich.table import Table
 
 from ..engine.result import most_first
 from .notes import condense
+from .provenance import topology_file_text, workload_record
 from .units import compute_source_text, human_bytes, human_time
 from ..words import counted
+from ..workload.tokens import DEFAULT_ZIPF_S
 
 
 def print_summary(result, console: Console | None = None, all_notes: bool = False) -> None:
@@ -18,11 +20,11 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
              f"({counted(topo.gpus, 'GPU')}) — {result.strategy}/{result.scheduler}")
     t = Table(title=title, show_header=False, title_justify="left")
     t.add_column("what", style="bold")
-    t.add_column("value")
-    if topo.file:
-        t.add_row("topology file", topo.file)
-    if result.workload:
-        t.add_row("workload", workload_text(result.workload))
+    # folded, never cut with "…": a cell is the record of what ran
+    t.add_column("value", overflow="fold")
+    workload = workload_record(result) if result.workload else {}
+    if workload:
+        t.add_row("workload", workload_text(workload))
     t.add_row("step time", human_time(result.step_time))
     fill = result.workload.get("token_fill") if result.workload else None
     real = f" (real target tokens, {fill:.3f} of the token budget)" if fill else ""
@@ -67,6 +69,11 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
     # events, not wall time: the same inputs and seed print the same table
     t.add_row("simulated", f"{result.events:,} events")
     console.print(t)
+    # file paths on lines of their own, never wrapped or elided: copied whole from any output
+    for what, path in (("topology file", topology_file_text(topo.file) if topo.file else None),
+                       ("corpus", workload.get("corpus"))):
+        if path:
+            console.print(f"{what}: {path}", soft_wrap=True, markup=False, highlight=False)
     if not result.fits_in_memory:
         console.print(f"[bold red]WARNING: does not fit: {human_bytes(mem['total'])} needed per GPU, "
                       f"{human_bytes(result.hbm_bytes)} available.[/bold red]")
@@ -77,7 +84,7 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
 def workload_text(w: dict) -> str:
     """One line of what was simulated, so two outputs can be told apart: per-GPU batch,
     sequence, precision, and whichever of accumulation, jitter (with its seed), padding,
-    straggler were set."""
+    straggler, a --zipf other than the default or a --corpus were set."""
     wide = [name for key, name in (("params", "parameters"), ("tables", "tables")) if w.get(key)]
     kept = f"; {' and '.join(wide)} FP32" if wide else ""           # what autocast leaves FP32
     dtype = w["dtype"] + (f" ({w['amp']}{kept})" if w.get("amp") else "")
@@ -109,4 +116,8 @@ def workload_text(w: dict) -> str:
         parts.append(f"padding {w['padding']}{lengths}")     # the compute line says what it made
     if w.get("straggler"):
         parts.append(f"straggler {w['straggler']}")
+    if w.get("corpus"):
+        parts.append("tokens from the --corpus file (below)")
+    elif w.get("zipf") is not None and w["zipf"] != DEFAULT_ZIPF_S:
+        parts.append(f"tokens Zipf s={w['zipf']:g}")      # the default unsaid here; the JSON always has it
     return ", ".join(parts)

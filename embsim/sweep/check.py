@@ -26,8 +26,7 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
     from ..engine.run import with_model_defaults
     from ..engine.trace_defaults import apply_trace_defaults
     from ..workload import load_model
-    from ..workload.tokens import MAX_CORPUS_BYTES, MAX_ZIPF_S
-    from ..yamlio import check_regular_file
+    from ..workload.tokens import MAX_ZIPF_S
 
     if not isinstance(cfg.iterations, int) or not 2 <= cfg.iterations <= MAX_ITERATIONS:
         raise InputError(f"iterations {cfg.iterations!r}: need an integer 2..{MAX_ITERATIONS} "
@@ -92,8 +91,7 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
               ("trace", (cfg.trace, cfg.topology, tuple(sorted(cfg.hardware.items())), cfg.model,
                          cfg.batch, cfg.seq, cfg.untie_outputs, repr(cfg.model_overrides)),
                lambda: cfg.trace and trace_fits()),
-              ("corpus", cfg.corpus,
-               lambda: cfg.corpus and check_regular_file(cfg.corpus, "corpus", max_bytes=MAX_CORPUS_BYTES)),
+              ("corpus", cfg.corpus, lambda: cfg.corpus and check_corpus_text(cfg.corpus)),
               ("trainer", (cfg.model, cfg.seq, cfg.jitter, cfg.lengths, cfg.padding, cfg.corpus),
                lambda: _trainer_inputs(cfg)),
               # tensor / pipeline / context parallelism against the point's topology, model and
@@ -110,6 +108,34 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
         if key not in seen:
             load()
             seen.add(key)
+
+
+def check_corpus_text(path) -> None:
+    """A corpus is words: a regular file of UTF-8 text without NUL bytes. Random bytes
+    were read as noise words and moved the result without a word. Read in blocks (a corpus
+    may be 1 GiB); a multi-byte character cut at the very end (`head -c`) is accepted."""
+    import codecs
+    from ..workload.tokens import MAX_CORPUS_BYTES
+    from ..yamlio import GZIPPED, check_regular_file, is_gzipped
+    path = check_regular_file(path, "corpus", max_bytes=MAX_CORPUS_BYTES)
+    decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
+    try:
+        if is_gzipped(path):
+            raise InputError(f"{path}: cannot read corpus: {GZIPPED}")
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                nul = block.find(b"\0")
+                if nul >= 0:
+                    raise InputError(f"{path}: cannot read corpus: not a text file (a NUL byte at "
+                                     f"byte {offset + nul}); give UTF-8 text")
+                try:
+                    decoder.decode(block)
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"{path}: cannot read corpus: not UTF-8 text (byte "
+                                     f"{offset + exc.start}); give UTF-8 text") from None
+                offset += len(block)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read corpus: {exc.strerror or exc}") from None
 
 
 def _trainer_inputs(cfg) -> None:

@@ -24,6 +24,7 @@ from typing import Callable, Iterable
 from ..atomic import atomic_write_text
 from ..errors import InputError
 from ..yamlio import check_regular_file
+from .local import closed_on_exit, local_client
 from .spec import HARDWARE_KEYS, SweepPoint
 
 JSONL, CSV = "results.jsonl", "results.csv"
@@ -232,7 +233,7 @@ class _Client:
     """A dask.distributed Client on the given scheduler, or on a LocalCluster we own."""
 
     def __init__(self, scheduler: str | None, workers: int | None, processes: bool):
-        from dask.distributed import Client, LocalCluster
+        from dask.distributed import Client
         self.cluster = None
         if scheduler:
             try:
@@ -241,14 +242,14 @@ class _Client:
                 raise InputError(f"Dask scheduler {scheduler} (sweep --scheduler, scale --dask-scheduler): "
                                  f"cannot reach it: {exc}") from None
         else:
-            self.cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1,
-                                        processes=processes, dashboard_address=None)
-            self.client = Client(self.cluster)
+            self.cluster, self.client = local_client(workers or 2, processes)
 
     def close(self) -> None:
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        try:
+            self.client.close()
+        finally:          # the workers go even when the client's close fails (interrupted)
+            if self.cluster is not None:
+                self.cluster.close()
 
 
 def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | None = None,
@@ -278,10 +279,9 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
         except InputError:
             _remove_empty(created)   # an unreachable scheduler leaves no empty folder behind
             raise
-        try:
+        # Ctrl-C: the cluster closed quietly, the rows written so far kept for the resume
+        with closed_on_exit(dask_client):
             failed = _execute(dask_client.client, todo, out_dir, done, progress, point_fn, name)
-        finally:
-            dask_client.close()
     rows = read_results(out_dir)
     atomic_write_text(out_dir / CSV, _csv_text(points, rows))
     failed = sum(1 for p in points if rows.get(p.hash, {}).get("status") != "ok")

@@ -27,6 +27,8 @@ class ScalePoint:
     compute_ms: float | None = None
     exposed_comm_ms: float | None = None
     exposed_by_op_ms: dict | None = None
+    # what was simulated (simulate's workload block: batch, seq, dtype, jitter, seed, zipf ...)
+    workload: dict | None = None
 
     @property
     def most_waited(self) -> tuple[str, float] | None:
@@ -36,8 +38,12 @@ class ScalePoint:
 
 
 def parse_gpus(text: str) -> list[int]:
+    items = text.split(",")
+    if any(not x.strip() for x in items):
+        # "8,,16" ran 8 and 16 as if the gap were not there: a dropped count is a typo
+        raise InputError(f"--gpus {text!r}: an empty item; expected a comma-separated list of integers")
     try:
-        gpus = [int(x) for x in text.split(",") if x.strip()]
+        gpus = [int(x) for x in items]
     except ValueError:
         raise InputError(f"--gpus {text!r}: expected a comma-separated list of integers") from None
     if not gpus or any(g <= 0 for g in gpus) or gpus != sorted(set(gpus)):
@@ -84,7 +90,8 @@ def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[Scale
                               res["samples_per_s"], per_gpu / first, None,
                               res.get("compute_source", ""), res.get("memory_per_gpu_bytes"),
                               res.get("fits_in_memory"), res.get("compute_ms"),
-                              res.get("exposed_comm_ms"), res.get("exposed_by_op_ms")))
+                              res.get("exposed_comm_ms"), res.get("exposed_by_op_ms"),
+                              res.get("workload")))
     return out
 
 

@@ -117,10 +117,17 @@ def test_unwritable_destination_is_refused_before_measuring(tmp_path, no_spawn, 
     def read_only(*a, **k):
         raise OSError(errno.EROFS, "Read-only file system")
     monkeypatch.setattr(launch.tempfile, "mkstemp", read_only)
-    out = tmp_path / "new" / "t.yaml"
+    out = tmp_path / "t.yaml"
     assert main(["calibrate", "--quick", "--backend", "gloo", "--out", str(out)]) == 2
     assert one_error_line(capsys) == (f"embsim: error: --out {out}: cannot write in {tmp_path}: "
                                       "Read-only file system")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_folder_is_refused_and_not_made(tmp_path, no_spawn, capsys):
+    out = tmp_path / "new" / "t.yaml"
+    assert main(["calibrate", "--quick", "--backend", "gloo", "--out", str(out)]) == 2
+    assert "no folder" in one_error_line(capsys)
     assert not (tmp_path / "new").exists()
 
 
@@ -139,7 +146,7 @@ def test_read_only_folder_is_refused(tmp_path, no_spawn):
 
 
 def test_writability_probe_leaves_nothing(tmp_path):
-    cfg = CalibrateConfig(world=2, backend="gloo", out=str(tmp_path / "a" / "b" / "t.yaml"),
+    cfg = CalibrateConfig(world=2, backend="gloo", out=str(tmp_path / "t.yaml"),
                           topology_out=str(tmp_path / "topo.yaml"))
     launch.check_outputs(cfg)
     assert list(tmp_path.iterdir()) == []

@@ -35,12 +35,28 @@ def test_short_runs_and_distinct_notes_are_kept_whole():
 
 
 def test_several_notes_per_table_give_one_count_line():
+    """The one line counts every note it stands for: it said 8 for 16 hidden notes."""
     notes = []
     for i in range(10):
         notes += [f"ps cat_{i}: pushes {i * 100} rows", f"ps cat_{i}: load {i}.5"]
     out = condense(notes)
     assert out[:4] == notes[:4]
-    assert out[4:] == ["ps: 8 more alike (cat_2 ... cat_9); --notes all prints each, --json carries every note"]
+    assert out[4:] == ["ps: 16 more alike, of 2 kinds (cat_2 ... cat_9); --notes all prints each, "
+                       "--json carries every note"]
+
+
+def test_the_count_line_follows_every_kind_it_counts():
+    """probe H M3: the count line sat between the kinds' kept notes, so the third kind's
+    cat_0/cat_1 notes seemed to stand outside it."""
+    a = [f"ps cat_{i}: local aggregation {i}" for i in range(6)]
+    b = [f"ps cat_{i}: 2 colocated servers, load {i}.5" for i in range(6)]
+    out = condense(a + b)
+    assert out == a[:2] + b[:2] + ["ps: 8 more alike, of 2 kinds (cat_2 ... cat_5); --notes all "
+                                   "prints each, --json carries every note"]
+    # a kind over other tables keeps its own line
+    c = [f"ps emb_{i}: hot rows {i}" for i in range(6)]
+    assert condense(a + c)[2] == ("ps: 4 more alike (cat_2 ... cat_5); --notes all prints each, "
+                                  "--json carries every note")
 
 
 def test_cli_condenses_by_default_and_prints_every_note_with_notes_all(capsys):
@@ -53,7 +69,7 @@ def test_cli_condenses_by_default_and_prints_every_note_with_notes_all(capsys):
     count = lambda text: sum(line.startswith("note: ps cat_") for line in text.splitlines())
     assert count(short) == 6          # two tables' three notes each
     assert count(full) == 78          # 26 tables x 3
-    assert "more alike (cat_2 ... cat_25)" in " ".join(short.split())
+    assert "ps: 72 more alike, of 3 kinds (cat_2 ... cat_25)" in " ".join(short.split())
 
 
 def test_compare_attributes_a_schedulers_notes_to_their_row():

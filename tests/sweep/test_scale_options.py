@@ -96,7 +96,7 @@ def test_optimizer_changes_the_step(capsys):
     (["--padding", "zig"], "--padding 'zig'"),
     (["--lengths", "bogus"], "--lengths 'bogus'"),
     (["--lengths", "lognormal:-1:2"], "--lengths"),
-    (["--corpus", "/no/such/corpus.txt"], "--corpus /no/such/corpus.txt: no such file"),
+    (["--corpus", "/no/such/corpus.txt"], "--corpus /no/such/corpus.txt: no such corpus"),
     (["--optimizer", "nope"], "'--optimizer'"),
     (["--nccl-version", "2.17"], "--nccl-version '2.17': releases 2.18 to 2.30"),
     # needs the model's sample lengths, checked per point up front (sweep/check.py)
