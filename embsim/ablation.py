@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from .compare import CompareRow, combination, run_one
 from .report.compare_why import bottleneck
+from .report.options_used import OptionsUsed, options_used
 from .engine.run import SimulationConfig
 from .schedulers.embrace2d import SWITCHES
 
@@ -18,6 +19,7 @@ class AblationResult:
     config: SimulationConfig
     strategy: str
     rows: tuple[tuple[str, CompareRow], ...]     # (label, row) in the order run
+    options: tuple[OptionsUsed, ...] = ()         # each row's resolved options, in that order
 
     @property
     def full(self) -> CompareRow:
@@ -37,8 +39,10 @@ class AblationResult:
                 "rows": [{"run": label, "step_time_ms": r.step_time * 1e3,
                           "exposed_comm_ms": r.exposed_comm * 1e3, "compute_ms": r.compute * 1e3,
                           "vs_full_2d_ms": (r.step_time - full.step_time) * 1e3,
-                          "vs_fifo_ms": (r.step_time - self.fifo.step_time) * 1e3}
-                         for label, r in self.rows],
+                          "vs_fifo_ms": (r.step_time - self.fifo.step_time) * 1e3,
+                          # each run's options (its part switched off) and where each came from
+                          "options": None if used is None else used.as_json()}
+                         for (label, r), used in zip(self.rows, self.options or (None,) * len(self.rows))],
                 "bottlenecks": self.bottlenecks()}
 
 
@@ -54,5 +58,14 @@ def ablation_configs(cfg: SimulationConfig, strategy: str, options=None) -> list
 
 def ablation(cfg: SimulationConfig, strategy: str = "embrace", options=None) -> AblationResult:
     """`options`: one --option bag, routed as compare routes it (NAME.KEY for one component)."""
-    rows = tuple((label, run_one(c)) for label, c in ablation_configs(cfg, strategy, options))
-    return AblationResult(config=cfg, strategy=strategy, rows=rows)
+    configs = ablation_configs(cfg, strategy, options)
+    rows = tuple((label, run_one(c)) for label, c in configs)
+    return AblationResult(config=cfg, strategy=strategy, rows=rows,
+                          options=tuple(_switched(label, options_used(c)) for label, c in configs))
+
+
+def _switched(label: str, used: OptionsUsed) -> OptionsUsed:
+    """A part the ablation switched off was set by --ablation, not by the user's --option."""
+    part = label.removeprefix("embrace-2d, ").removesuffix(" off") if label.endswith(" off") else None
+    return replace(used, items=tuple(replace(u, source="--ablation") if u.key == part and
+                                     u.component == "scheduler" else u for u in used.items))

@@ -3,13 +3,17 @@ rank by step time, speedup over the allreduce/fifo baseline (PyTorch DDP).
 
 Combinations a scheduler refuses (Scheduler.check) are listed as refused with the
 reason, never silently dropped; ones that do not fit in HBM are flagged, ranked after
-the ones that fit. Runs in at most 2 worker processes (the simulations are independent).
+the ones that fit. Rows whose simulated timelines are identical ran one plan under several
+names (e.g. sparse strategies on a model whose only table is dense all run allreduce's) and
+are marked as that plan, not ranked as rivals. Runs in at most 2 worker processes (the
+simulations are independent).
 """
 
 from __future__ import annotations
 
+import hashlib
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, field, replace
 from typing import Any, Mapping
 
 from .engine.config import with_options
@@ -46,12 +50,20 @@ class CompareRow:
     notes: tuple = ()
     compute_source: str = ""                 # measured (trace) or "compute: kernel model ..."
     n_gpus: int = 0
-    busiest_link: tuple | None = None        # (link kind, mean, peak utilisation)
+    # (link kind, the kind's links' mean, its hottest link's) utilisation: each link's bytes
+    # over its capacity x the steady state, a step average, not a peak in time
+    busiest_link: tuple | None = None
     collectives: float | None = None         # collectives per step, all ops
     comm_wall: float | None = None           # s per step with at least one collective running
     exposed_by_op: tuple = ()                # ((op, s per step waited on it), ...), most first
     comm_bytes_by_op: tuple = ()             # ((op, bytes sent per GPU per step), ...) by op name
     collectives_by_op: tuple = ()            # ((op, collectives per step), ...) by op name
+    # digest of the simulated timeline (every collective's bytes and times, every compute op)
+    # and memory: rows with one digest ran the same plan, whatever their strategy's name
+    plan: str = ""
+    same_plan_as: str | None = None          # label of the first ranked row with this plan
+    cluster: Any = None                      # engine.result.ClusterShape of the run
+    workload: tuple = ()                     # the run's workload (batch, seq, dtype, seed...) as items
 
     @property
     def comm_rate(self) -> float | None:
@@ -72,11 +84,18 @@ class CompareResult:
     rows: tuple[CompareRow, ...]     # ranked: fitting by step time, then not fitting, then refused
     baseline: str = "/".join(BASELINE)
     n_gpus: int = 0
+    # the --option bag as given: combination(config, strategy, scheduler, options) is a row's config
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def compute_source(self) -> str:
         """Where the compute times came from (the same for every row of one matrix)."""
         return next((r.compute_source for r in self.rows if r.compute_source), "")
+
+    @property
+    def ran_baseline(self) -> CompareRow | None:
+        """The baseline's row if it ran: its cluster and workload are the matrix's."""
+        return next((r for r in self.rows if r.label == self.baseline and r.refused is None), None)
 
 
 def parse_names(text: str | None, registry, flag: str) -> list[str]:
@@ -101,6 +120,17 @@ def refusal(cfg: SimulationConfig) -> str | None:
     return None
 
 
+def plan_digest(run, memory_total: float) -> str:
+    """Same digest, same plan: every collective (op, bytes, channel, algorithm, times),
+    compute op and wait of the simulated timeline, and the memory per GPU."""
+    h = hashlib.sha256()
+    for records in (run.classes, run.comm, run.compute, run.waits):
+        for rec in records:
+            h.update(repr(astuple(rec)).encode())
+    h.update(repr((sorted(run.iteration_end.items()), memory_total)).encode())
+    return h.hexdigest()[:16]
+
+
 def run_one(cfg: SimulationConfig) -> CompareRow:
     """One cell of the matrix (top level, so worker processes can pickle it); a strategy
     that cannot run the model comes back refused, with its reason."""
@@ -117,7 +147,9 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       comm_wall=r.comm_wall,
                       exposed_by_op=tuple(most_first(r.exposed_by_op)),
                       comm_bytes_by_op=tuple(sorted(r.comm_bytes_per_gpu.items())),
-                      collectives_by_op=tuple(sorted(r.comm_count.items())))
+                      collectives_by_op=tuple(sorted(r.comm_count.items())),
+                      plan=plan_digest(r.run, float(r.memory.total)) if r.run is not None else "",
+                      cluster=r.cluster, workload=tuple(r.workload.items()))
 
 
 def split_scoped(options: Mapping[str, Any]) -> tuple[dict, dict]:
@@ -184,7 +216,23 @@ def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
             r = by_combo[combo]
             rows.append(replace(r, speedup=baseline.step_time / r.step_time))
     rows.sort(key=rank_key)
-    return CompareResult(config=base, rows=tuple(rows), n_gpus=baseline.n_gpus)
+    return CompareResult(config=base, rows=same_plans(rows), n_gpus=baseline.n_gpus,
+                         options=dict(options or {}))
+
+
+def same_plans(rows) -> tuple[CompareRow, ...]:
+    """Rows (ranked) with a row of the same plan ranked before them marked same_plan_as it:
+    one plan is one result, however many strategies' names it runs under (e.g. allgather,
+    embrace and ps on a model whose only table is dense all run allreduce's plan)."""
+    first: dict[str, str] = {}
+    out = []
+    for r in rows:
+        if r.refused is None and r.plan:
+            rep = first.setdefault(r.plan, r.label)
+            if rep != r.label:
+                r = replace(r, same_plan_as=rep)
+        out.append(r)
+    return tuple(out)
 
 
 def best_fitting(rows) -> CompareRow | None:
@@ -195,15 +243,18 @@ def best_fitting(rows) -> CompareRow | None:
 
 def unresolved_with_best(rows, error: float = TRAINING_MEAN_ERROR) -> list[str]:
     """Labels of the other fitting rows, in the order given, whose step is within `error` of
-    the best's (best_fitting): the model's validated error cannot tell them from the best."""
+    the best's (best_fitting): the model's validated error cannot tell them from the best.
+    A row of a plan already ranked (same_plan_as) is that row's result, not another one."""
     best = best_fitting(rows)
     if best is None:
         return []
     return [r.label for r in rows if r is not best and r.refused is None and r.fits_in_memory
-            and r.step_time < best.step_time * (1 + error)]
+            and r.same_plan_as is None and r.step_time < best.step_time * (1 + error)]
 
 
 def rank_key(row: CompareRow):
+    """Fitting first, by step time; among equal steps the baseline's strategy first, so that
+    a plan it shares with others (a dense fallback) is ranked under its name."""
     if row.refused is not None:
-        return (2, 0.0, row.label)
-    return (0 if row.fits_in_memory else 1, row.step_time, row.label)
+        return (2, 0.0, 0, row.label)
+    return (0 if row.fits_in_memory else 1, row.step_time, row.strategy != BASELINE[0], row.label)

@@ -10,11 +10,11 @@ from rich.table import Table
 
 from ..ablation import ablation as run_ablation
 from ..compare import compare, parse_names
+from ..report.compare_json import compare_document
 from ..report.compare_why import losses_to_fifo, why_best
 from ..errors import InputError
 from ..report.units import compute_source_text, human_time
 from ..report.compare_table import print_matrix
-from ..report.result_json import compare_json
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
 from .checks import force_option, notes_option, plot_option, refuse_overwrite
@@ -63,9 +63,8 @@ def command(strategies, schedulers, workers, plot, as_json, ablation, force, not
     if as_json:
         if plot:
             click.echo(f"wrote {plot} (bar chart)", err=True)   # stdout stays one JSON document
-        # a scheduler slower than fifo names its bottleneck in the JSON as on the terminal
-        click.echo(json.dumps({**compare_json(result), "why": why_best(result.rows),
-                               "slower_than_fifo": losses_to_fifo(result.rows)}, indent=2))
+        # what was compared and with which options, and the why/slower lines, as on the terminal
+        click.echo(json.dumps(compare_document(result), indent=2))
     else:
         print_matrix(result, all_notes=notes == "all")
         if plot:
@@ -90,5 +89,10 @@ def print_ablation(result, console: Console | None = None) -> None:
                   f"{(r.step_time - full.step_time) * 1e3:+.2f} ms", f"{(r.step_time - fifo.step_time) * 1e3:+.2f} ms")
     console.print(t)
     console.print(f"compute times: {compute_source_text(full.compute_source)}")
+    # the options of the whole runs (fifo, priority, embrace-2d); a part-off run differs
+    # from embrace-2d's by its part only, which its label says (--json lists every run's)
+    texts = [u.text(c) for u in result.options[:3] for c in ("strategy", "scheduler")]
+    for text in dict.fromkeys(texts):
+        console.print(f"options: {text}", soft_wrap=True, markup=False, highlight=False)
     for line in result.bottlenecks():
         console.print(f"slower than fifo: {line}")

@@ -19,7 +19,10 @@ class StepMetrics:
     exposed_comm: float              # s per step the slowest class's stream waits on communication
     comm_bytes_per_gpu: dict         # op -> bytes sent per GPU per step
     comm_time: dict                  # op -> s of collective time per step (wall, summed)
-    link_utilisation: dict           # link kind -> (mean, max) utilisation over the steady state
+    # link kind -> (mean over its links, its hottest link's) utilisation, each link's bytes
+    # over capacity x the steady state: step averages, not peaks in time (a link saturated
+    # for 5 % of the step reads 5 %)
+    link_utilisation: dict
     iterations_measured: int
     # op -> collectives per step (a collective of some ranks only counts for its share)
     comm_count: dict = field(default_factory=dict)
@@ -101,8 +104,8 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
         if t1 > t0:
             for kind, ids in link_kinds.items():
                 if len(ids):
-                    u = carried[ids] / (capacity[ids] * (t1 - t0))
-                    util[kind] = (float(u.mean()), float(u.max()))
+                    u = carried[ids] / (capacity[ids] * (t1 - t0))     # each link's step average
+                    util[kind] = (float(u.mean()), float(u.max()))     # (mean, hottest link)
     return StepMetrics(step_time=step, compute=compute, exposed_comm=max(0.0, step - compute),
                        comm_bytes_per_gpu=comm_bytes, comm_time=comm_time,
                        link_utilisation=util, iterations_measured=n, comm_count=comm_count,

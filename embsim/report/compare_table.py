@@ -5,8 +5,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
+from ..compare import TRAINING_MEAN_ERROR, best_fitting, combination, unresolved_with_best
+from .compare_plans import fallback_notes, label_text
 from .notes import attributed, condense
+from .options_used import OptionsUsed, options_used
+from .provenance import token_source, topology_file_text
+from .summary import workload_text
 from .units import compute_source_text, human_bytes, human_time
 from ..words import counted
 
@@ -35,13 +39,25 @@ def print_matrix(result, console: Console | None = None, all_notes: bool = False
     for col in ("rank", "strategy/scheduler", "step", "speedup", "exposed comm", "sent per GPU",
                 "memory per GPU", "fits"):
         t.add_column(col, justify="left" if col == "strategy/scheduler" else "right")
-    for i, r in enumerate(x for x in result.rows if x.refused is None):
-        t.add_row(str(i + 1), r.label, human_time(r.step_time), f"{r.speedup:.2f}x",
-                  human_time(r.exposed_comm), human_bytes(r.comm_bytes_per_gpu),
+    ranks: dict[str, int] = {}
+    for r in result.rows:
+        if r.refused is not None:
+            continue
+        # a plan already ranked keeps its rank: one result, however many names run it
+        if r.same_plan_as is None:
+            ranks[r.label] = len(ranks) + 1
+        rank = f"={ranks[r.same_plan_as]}" if r.same_plan_as else str(ranks[r.label])
+        t.add_row(rank, label_text(r), human_time(r.step_time),
+                  f"{r.speedup:.2f}x", human_time(r.exposed_comm), human_bytes(r.comm_bytes_per_gpu),
                   human_bytes(r.memory_per_gpu), "yes" if r.fits_in_memory else "[red]NO[/red]")
     console.print(t)
     console.print(resolution_text(result))
+    for line in fallback_notes(result.rows):
+        console.print(f"same plan: {line}")
     console.print(f"compute times: {compute_source_text(result.compute_source)}")
+    for line in provenance_lines(result):
+        # whole lines, never wrapped or read as markup: a path or option value is copied as is
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     for r in result.rows:
         if r.refused is not None:
             console.print(f"refused: {r.label}: {r.refused}")
@@ -49,3 +65,30 @@ def print_matrix(result, console: Console | None = None, all_notes: bool = False
     for n in (notes if all_notes else condense(notes)):
         console.print(f"note: {n}")
 
+
+def provenance_lines(result) -> list[str]:
+    """What the matrix ran on and with: the topology file, the workload, and each strategy's
+    and scheduler's options with where each came from (default, model file, --option)."""
+    base = getattr(result, "ran_baseline", None)
+    lines = []
+    if base is not None and base.cluster is not None and base.cluster.file:
+        lines.append(f"topology file: {topology_file_text(base.cluster.file)}")
+    if base is not None and base.workload:
+        lines.append(f"workload: {workload_text({**dict(base.workload), **token_source(result.config)})}")
+    seen = []
+    for r in result.rows:
+        used = row_options(result, r)
+        for component in ("strategy", "scheduler"):
+            text = "" if used is None else used.text(component)
+            if text and text not in seen:
+                seen.append(text)
+    lines += [f"options: {text}" for text in seen]
+    return lines
+
+
+def row_options(result, row) -> OptionsUsed | None:
+    """The options a row's strategy and scheduler ran with (None for a refused row): its
+    config is compare.combination's, resolved as the simulation resolves it."""
+    if row.refused is not None:
+        return None
+    return options_used(combination(result.config, row.strategy, row.scheduler, result.options))

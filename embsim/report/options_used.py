@@ -1,0 +1,83 @@
+"""The strategy and scheduler options a run used, each with where its value came from:
+the component's default, the model file's `defaults.options` (how its reference trainer
+runs it, e.g. bert-large's one flat DDP bucket), or the user's --option. Two results made
+with different options differ in their options, not only in their numbers.
+
+The same routing as the simulation's (engine.run.with_model_defaults): the model file's
+keys reach the strategy or scheduler that declares them, an --option of the same key wins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine.config import SimulationConfig
+from ..engine.run import with_model_defaults
+from ..schedulers import SCHEDULERS
+from ..strategies import STRATEGIES
+
+DEFAULT, MODEL_FILE, OPTION = "default", "model file", "--option"
+
+
+@dataclass(frozen=True)
+class OptionUsed:
+    component: str      # "strategy" | "scheduler"
+    key: str
+    value: Any          # as the component holds it (checked and converted)
+    source: str         # DEFAULT | MODEL_FILE | OPTION
+
+
+@dataclass(frozen=True)
+class OptionsUsed:
+    """The options of one run's strategy and scheduler (a component without options has none)."""
+
+    strategy: str
+    scheduler: str
+    items: tuple[OptionUsed, ...] = ()
+
+    def text(self, component: str) -> str:
+        """'fifo: bucket_bytes=1e+12, ddp=torch-view (model file); message_size=10000000
+        (default)': one component's options grouped by where they came from."""
+        mine = [u for u in self.items if u.component == component]
+        groups = []
+        for source in dict.fromkeys([OPTION, MODEL_FILE, DEFAULT, *(u.source for u in mine)]):
+            keys = [f"{u.key}={value_text(u.value)}" for u in mine if u.source == source]
+            if keys:
+                groups.append(f"{', '.join(keys)} ({source})")
+        return f"{getattr(self, component)}: {'; '.join(groups) if groups else 'no options'}"
+
+    def as_json(self) -> dict:
+        """{"strategy": {"name": N, "options": {KEY: {"value": V, "from": SOURCE}}}, "scheduler": ...}"""
+        return {component: {"name": getattr(self, component),
+                            "options": {u.key: {"value": u.value, "from": u.source}
+                                        for u in self.items if u.component == component}}
+                for component in ("strategy", "scheduler")}
+
+
+def options_used(given: SimulationConfig) -> OptionsUsed:
+    """Every option of `given`'s strategy and scheduler as the run resolves it. `given`: the
+    config as asked, its strategy_options/scheduler_options the --option values only (before
+    the model's defaults are merged in, which this does as the simulation does)."""
+    merged = with_model_defaults(given)
+    items = []
+    for component, registry, name, asked, resolved in (
+            ("strategy", STRATEGIES, given.strategy, given.strategy_options, merged.strategy_options),
+            ("scheduler", SCHEDULERS, given.scheduler, given.scheduler_options, merged.scheduler_options)):
+        options = registry.get(name).from_options(resolved).options
+        for field in dataclasses.fields(options):
+            source = OPTION if field.name in asked else MODEL_FILE if field.name in resolved else DEFAULT
+            items.append(OptionUsed(component, field.name, getattr(options, field.name), source))
+    return OptionsUsed(given.strategy, given.scheduler, tuple(items))
+
+
+def value_text(value: Any) -> str:
+    """As one would type it after --option KEY=: on/off, whole numbers without '.0'."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "unset"
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    return str(value)
