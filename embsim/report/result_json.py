@@ -45,7 +45,9 @@ def simulation_json(result) -> dict:
         # no wall-clock time: the same inputs and seed print the same bytes (result.wall_s has it)
         "scaling_efficiency": result.scaling_efficiency,
         "busiest_link": None if busiest is None else
-            {"kind": busiest[0], "mean_utilisation": busiest[1], "max_utilisation": busiest[2]},
+            {"kind": busiest[0], "mean_utilisation": busiest[1], "max_utilisation": busiest[2],
+             # the same figure by what it is: the hottest link's busy share of the step
+             "hottest_link_utilisation": busiest[2]},
         "notes": list(result.notes),
     }
 

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..engine.result import most_first
+from .efficiency_base import efficiency_base
 from .notes import condense
 from .provenance import topology_file_text, workload_record
 from .units import compute_source_text, human_bytes, human_time
@@ -38,7 +39,7 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
               else f"{topo.gpus // replica} x one replica of {replica} GPUs (context parallel {c}"
                    + (f" x tensor parallel {k}" if k else "") + ")" if c
               else f"{topo.gpus // k} x one tensor-parallel group of {k} GPUs" if k
-              else f"{topo.gpus} x one GPU")
+              else f"{topo.gpus} x one GPU" + efficiency_base(result.strategy, result.scheduler))
         t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {of}")
     share = result.exposed_comm / result.step_time if result.step_time else 0.0
     t.add_row("compute", human_time(result.compute))
@@ -59,7 +60,9 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
     busiest = result.busiest_link
     if busiest:
         kind, mean, peak = busiest
-        t.add_row("busiest link class", f"{kind}: {peak * 100:.1f} % peak, {mean * 100:.1f} % mean utilisation")
+        # "peak": the hottest link's busy share of the whole step, not an instant's peak
+        t.add_row("busiest link class", f"{kind}: hottest link busy {peak * 100:.1f} % of the step on "
+                  f"average, the class {mean * 100:.1f} %")
     mem = result.memory.as_dict()
     t.add_row("memory per GPU", f"{human_bytes(mem['total'])} of {human_bytes(result.hbm_bytes)} "
               f"(params {human_bytes(mem['params'])}, grads {human_bytes(mem['grads'])}, "

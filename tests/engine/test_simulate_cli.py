@@ -17,7 +17,9 @@ def test_json_has_the_documented_keys(capsys):
     assert cli.main(["simulate", "--topology", "2x8", "--model", "tiny-lm", "--iterations", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert KEYS <= set(out)
-    assert out["topology"] == {"preset": "dgx-h100", "nodes": 2, "gpus_per_node": 8, "gpus": 16}
+    assert out["topology"] == {"preset": "dgx-h100", "nodes": 2, "gpus_per_node": 8, "gpus": 16,
+                               "file": "topologies/dgx-h100.yaml", "file_from": "packaged preset",
+                               "file_sha256": out["topology"]["file_sha256"]}
     assert out["compute_source"].startswith("compute: kernel model")
     assert out["step_time_ms"] > 0 and out["memory_per_gpu_bytes"] > 0
     # what the collectives are: how many a step, and how long any of them runs (overlaps once)
@@ -81,7 +83,7 @@ def test_output_says_what_workload_was_simulated(capsys):
     assert w == {"batch": 4, "seq": w["seq"], "dtype": "bf16", "amp": "autocast", "params": "fp32", "tables": "fp32",
                  "accumulate": 2, "accumulate_sync": "last", "throughput": "time", "jitter": None, "lengths": None,
                  "token_fill": None, "padding": None, "straggler": "gpu:1:1.5", "seed": 0,
-                 "gpu_variation": 0.08, "optimizer": "sgd"}
+                 "gpu_variation": 0.08, "optimizer": "sgd", "zipf": 1.05, "corpus": None}
     assert cli.main(argv) == 0
     text = " ".join(capsys.readouterr().out.replace("│", " ").split())    # cells wrap
     assert "batch 4 x seq" in text and "bf16 (autocast; parameters and tables FP32)" in text
