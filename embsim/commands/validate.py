@@ -69,7 +69,7 @@ def _expand_folders(inputs: tuple[str, ...], suffixes: tuple[str, ...],
 @click.option("--mean-error", type=ErrorBound(),
               help="exit 1 when a curve's mean |error| exceeds this (0.05 = 5 %, or 5%)")
 @click.option("--max-error", type=ErrorBound(),
-              help="exit 1 when any point's |error| exceeds this (0.15 = 15 %, or 15%)")
+              help="exit 1 when any scored point's |error| exceeds this (nccl-tests: sizes >= 64 KiB; 0.15 = 15 %, or 15%)")
 @plot_option("PNG of measured vs simulated curves")
 @force_option("--plot file")
 def command(inputs, nccl_tests, trace, training, topology, op, placement, iterations, as_json,
