@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Iterable, Optional
 
 import numpy as np
@@ -65,6 +65,10 @@ class CollectiveRecord:
     plan_time: float  # s: the plan's idle-network time (latency + transfer alone)
     ready: float = 0.0  # s: last participant arrived
     channel: str = ""
+    # s of node copies, host work and tail kernels its stream runs around the transfer
+    # (a push's gather into host memory, a host table's allgather and apply): the event a
+    # consumer waits on fires after them, while start..end is the transfer alone
+    around: float = 0.0
 
     @property
     def queued(self) -> float:
@@ -345,6 +349,7 @@ class CollectiveRuntime:
         tag = inst.tag if inst.tag is not None else f"{inst.op} {inst.nbytes:g} B"
         if inst.after is not None and not inst.after.processed:
             yield inst.after        # the collective posted before it on the stream
+        began = self.env.now
         if inst.copy_before is not None:
             yield from self._carry(inst.copy_before, f"{tag} (copies before)")
         start = self.env.now
@@ -365,11 +370,12 @@ class CollectiveRuntime:
             ready=inst.ready,
             channel=inst.channel,
         )
-        self.records.append(record)
         if inst.copy_after is not None:
             yield from self._carry(inst.copy_after, f"{tag} (copies after)")
         if inst.tail > 0:
             yield self.env.timeout(inst.tail)
+        record = replace(record, around=(start - began) + (self.env.now - record.end))
+        self.records.append(record)
         self._in_flight_bytes[inst.channel].remove(inst.nbytes)
         if inst.done is not None:
             inst.done.succeed()

@@ -31,6 +31,9 @@ class StepMetrics:
     # op -> s per step the slowest GPUs' compute stream sat waiting for it: the exposed
     # communication, by the collective it waited on
     exposed_by_op: dict = field(default_factory=dict)
+    # op -> s per step of node copies, host work and tail kernels its collectives' streams
+    # ran around the transfers (comm_time is the transfers alone); what a consumer also waits for
+    comm_around: dict = field(default_factory=dict)
 
 
 def steady_window(run: EngineRun) -> tuple[int, int]:
@@ -65,6 +68,7 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
 
     comm_bytes: dict[str, float] = {}
     comm_time: dict[str, float] = {}
+    comm_around: dict[str, float] = {}
     comm_count: dict[str, float] = {}
     # per GPU over the whole cluster: a collective of some ranks only (a pipeline stage's
     # gradient sync) counts for its share of the GPUs
@@ -81,9 +85,12 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
             comm_bytes[key] = comm_bytes.get(key, 0.0) + bytes_per_gpu(r) * share
             # per GPU as the bytes are: a stage's collective occupies its own GPUs only
             comm_time[key] = comm_time.get(key, 0.0) + (r.end - r.start) * share
+            if r.around:
+                comm_around[key] = comm_around.get(key, 0.0) + r.around * share
             comm_count[key] = comm_count.get(key, 0.0) + share
     comm_bytes = {k: v / n for k, v in comm_bytes.items()}
     comm_time = {k: v / n for k, v in comm_time.items()}
+    comm_around = {k: v / n for k, v in comm_around.items()}
     comm_count = {k: v / n for k, v in comm_count.items()}
     # the GPUs with the most compute: the others' extra waits are for them, not for the network
     slowest = max(ends, key=lambda c: (busy.get(c, 0.0), ends[c][1] - ends[c][0]))
@@ -109,4 +116,4 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     return StepMetrics(step_time=step, compute=compute, exposed_comm=max(0.0, step - compute),
                        comm_bytes_per_gpu=comm_bytes, comm_time=comm_time,
                        link_utilisation=util, iterations_measured=n, comm_count=comm_count,
-                       comm_wall=wall, exposed_by_op=exposed_by_op)
+                       comm_wall=wall, exposed_by_op=exposed_by_op, comm_around=comm_around)

@@ -90,6 +90,10 @@ class SimulationResult:
         return self.metrics.comm_time
 
     @property
+    def comm_around(self) -> dict:
+        return self.metrics.comm_around
+
+    @property
     def comm_count(self) -> dict:
         return self.metrics.comm_count
 

@@ -183,7 +183,7 @@ class Engine:
     def _comm_finished(self, k: int, c: CommOp, r: CollectiveRecord) -> None:
         self.run_record.comm.append(CommRecord(k, c.name, c.op, c.nbytes, c.channel, c.category,
                                                r.algo, r.proto, r.ready, r.start, r.end,
-                                               len(c.ranks) if c.ranks else 0))
+                                               len(c.ranks) if c.ranks else 0, r.around))
         self._comm_event(k, c.name).succeed()
         # comm ops may depend on other comm ops (e.g. an index exchange before an AlltoAll)
         for d in self._dependents.get(c.name, ()):

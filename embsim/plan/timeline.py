@@ -44,6 +44,7 @@ class CommRecord:
     start: float
     end: float
     ranks: int = 0          # the ranks taking part; 0: every rank of the run
+    around: float = 0.0     # s of copies, host work and tail its stream ran around the transfer
 
 
 @dataclass(frozen=True)

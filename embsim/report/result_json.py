@@ -30,6 +30,8 @@ def simulation_json(result) -> dict:
         "comm_bytes_per_gpu": result.comm_bytes_per_gpu,
         # each op's collective time per step (the table's "... per GPU X in Y ms")
         "comm_ms": {op: t * 1e3 for op, t in result.comm_time.items()},
+        # copies, host work and tail kernels around the transfers, which comm_ms leaves out
+        "comm_around_ms": {op: t * 1e3 for op, t in result.comm_around.items()},
         # each op's collectives per step (a collective of some ranks counts for its share)
         "collectives_per_step": dict(result.comm_count),
         # ms per step during which at least one collective runs

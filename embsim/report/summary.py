@@ -55,8 +55,10 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
     for op, nbytes in sorted(result.comm_bytes_per_gpu.items()):
         count = result.comm_count.get(op)
         what = f"{count:,.0f} collective{'' if round(count) == 1 else 's'}, " if count else ""
+        around = result.comm_around.get(op, 0.0)
+        extra = (f", + {human_time(around)} of copies and host work around them" if around > 0 else "")
         t.add_row(f"  {op} per GPU", f"{human_bytes(nbytes)} in {what}{human_time(result.comm_time.get(op, 0.0))} "
-                  f"summed")
+                  f"summed{extra}")
     busiest = result.busiest_link
     if busiest:
         kind, mean, peak = busiest

@@ -164,14 +164,12 @@ class EmbRace2DScheduler(PriorityScheduler):
         extra = list(strategy_plan.extra)
         split_fraction: dict[str, float] = {}
         notes = list(strategy_plan.notes)
-        sparse = 0
         for t in strategy_plan.sync:
             table = ctx.layer(t.layer).table
             traffic = ctx.tables.get(owner_of.get(table)) if table is not None else None
             if t.category != "embedding" or traffic is None or traffic.dense_grad:
                 sync.append(t)
                 continue
-            sparse += 1
             owner = traffic.layer
             if t.ready_after.role is Role.BWD and t.ready_after.layer in split:
                 # (1) an embedding-side gradient needs only the input gradient above it
@@ -211,7 +209,7 @@ class EmbRace2DScheduler(PriorityScheduler):
             sync += _split(now, later, keep)
             if keep < 1.0 - EPS:
                 split_fraction[owner] = keep
-        if not sparse:
+        if not any(not traffic.dense_grad for traffic in ctx.tables.values()):
             # every table fell back to a dense AllReduce: the plan is allreduce's, which
             # embrace-2d refuses (check), so it is refused here too, not ranked as a gain
             raise ModelNotSupported(f"--scheduler embrace-2d with --strategy {strategy.name}: every "
@@ -224,8 +222,8 @@ class EmbRace2DScheduler(PriorityScheduler):
             notes.append(f"embrace-2d: {(1 - keep) * 100:.0f} % of {owner}'s embedding traffic "
                          f"deferred past the next forward")
         if self.options.defer and not split_fraction:
-            notes.append("embrace-2d: no sparse embedding traffic to defer (the next batch reads "
-                         "every row exchanged); vertical priority only")
+            notes.append("embrace-2d: nothing deferred (no per-row embedding traffic the next "
+                         "batch leaves unread); vertical priority only")
         off = [s for s in SWITCHES if not getattr(self.options, s)]
         if not self.options.prefetch and not _exchanges_ids(strategy_plan.sync):
             # ps, allgather and embrace input=model read their ids locally: switching the
