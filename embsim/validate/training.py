@@ -22,9 +22,12 @@ activation sends are waited for; p2p_overlap true | false, Megatron's overlap_p2
 false the blocking batched calls),
 context_parallel (Megatron / Transformer Engine CP size C, the p2p KV ring:
 embsim.workload.context_parallel), metric (samples_per_s |
-tokens_per_s), scale (a factor on the simulated
-metric, e.g. 2 for source + target tokens). `scaling_base:` names the run a multi-GPU
-run scales from; runs with `not_simulated:` are listed, not simulated.
+tokens_per_s, summed over all the run's GPUs), scale (a factor on the simulated
+metric, e.g. 2 for source + target tokens, 1/GPUs for a per-GPU figure). A run's `unit:`
+that says per GPU makes its figures per-GPU rates (training_checks: it needs a scale, and
+scaling efficiency multiplies it back to a total); `nodes:` is checked against the topology.
+`scaling_base:` names the run a multi-GPU run scales from; runs with `not_simulated:` are
+listed, not simulated. A run that does not fit in GPU memory is scored and marked.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import difflib
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ..engine.config import with_options
@@ -42,6 +46,8 @@ from ..topology import load_topology, spec_beside
 from ..workload import is_model_file
 from ..yamlio import (YamlDoc, beside, check_mapping, check_name, check_regular_file, check_type,
                       get, load_yaml)
+from .training_checks import (check_nodes, check_pair_unit, check_unit_scale, is_per_gpu,
+                              memory_needed, not_fitting_summary, not_fitting_text)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "validation_data" / "training"
 # The shared originals, unchanged: minimal `embsim:` blocks (model, topology, batch = the
@@ -79,10 +85,23 @@ class TrainingRun:
     compute_source: str = ""
     scaling_base: str | None = None
     skipped: str | None = None        # why it was not simulated
+    per_gpu: bool = False             # unit per GPU: measured and simulated are per-GPU rates
+    memory_per_gpu: float | None = None   # the simulated configuration's, bytes (worst rank)
+    memory_needed: float | None = None    # the least it can need (training_checks.memory_needed)
+    hbm_bytes: float | None = None
 
     @property
     def error(self) -> float | None:
         return None if self.simulated is None else self.simulated / self.measured - 1.0
+
+    @property
+    def fits_in_memory(self) -> bool | None:
+        return None if self.memory_needed is None else self.memory_needed <= self.hbm_bytes
+
+    def totals(self) -> tuple[float, float | None]:
+        """Measured and simulated over all the run's GPUs: what a scaling efficiency divides."""
+        k = self.gpus if self.per_gpu else 1
+        return self.measured * k, None if self.simulated is None else self.simulated * k
 
 
 @dataclass(frozen=True)
@@ -213,11 +232,70 @@ def _check_run_ids(doc, raws: list) -> None:
             raise doc.error(("runs", i, "scaling_base"), f"{base!r} is no run id of this file")
 
 
+@dataclass(frozen=True)
+class _Planned:
+    """A run read and checked, not yet simulated."""
+    i: int
+    common: dict
+    cfg: SimulationConfig | None      # None: not_simulated
+    metric: str = ""
+    scale: float = 1.0
+
+
+def _plan_run(path: str, doc: YamlDoc, defaults: dict, i: int, raw: dict, name: str,
+              iterations: int) -> _Planned:
+    rid = check_name(doc, ("runs", i, "id"), get(doc, ("runs", i), raw, "id", str))
+    gpus = get(doc, ("runs", i), raw, "gpus", int, positive=True)
+    nodes = get(doc, ("runs", i), raw, "nodes", int, default=None, positive=True)
+    value = get(doc, ("runs", i), raw, "value", (int, float), positive=True)
+    unit = str(raw.get("unit", ""))
+    common = dict(file=name, id=rid, system=str(raw.get("system", "")), gpus=gpus,
+                  measured=float(value), unit=unit, per_gpu=is_per_gpu(unit),
+                  scaling_base=get(doc, ("runs", i), raw, "scaling_base", str, default=None))
+    if "not_simulated" in raw:
+        return _Planned(i, {**common, "skipped": str(raw["not_simulated"])}, None)
+    if "embsim" not in raw:
+        raise doc.error(("runs", i), "needs an embsim: block (or not_simulated: WHY)")
+    merged = merged_over(defaults, check_type(doc, ("runs", i, "embsim"), raw["embsim"], dict))
+    cfg, metric, scale = _config(doc, i, merged, iterations)
+    check_unit_scale(doc, i, rid, unit, gpus, metric, merged)
+    if nodes is not None:
+        topo = _named(path, doc, i, rid, partial(load_topology, cfg.topology, origin="embsim.topology"))
+        check_nodes(doc, i, rid, nodes, gpus, cfg.topology, topo)
+    return _Planned(i, common, cfg, metric, scale)
+
+
+def _check_pair_units(doc: YamlDoc, plans: list[_Planned]) -> None:
+    by_id = {p.common["id"]: p for p in plans}
+    for p in plans:
+        base = by_id.get(p.common["scaling_base"])
+        if base is None or p.cfg is None or base.cfg is None:
+            continue
+        for q in (p, base):
+            c = q.common
+            check_pair_unit(doc, q.i, c["id"], c["unit"], c["gpus"], q.scale)
+
+
+def _simulate(cfg: SimulationConfig):
+    load_topology(cfg.topology, origin="embsim.topology")     # its errors name the file's key
+    return simulate(cfg)
+
+
+def _named(path: str, doc: YamlDoc, i: int, rid: str, fn):
+    """fn() with an InputError named by the file, run and line (errors name the key)."""
+    try:
+        return fn()
+    except InputError as exc:
+        line = doc.line(("runs", i, "embsim"))
+        raise InputError(f"{path}: run {rid}{f' (line {line})' if line else ''}: {exc}") from None
+
+
 def file_runs(path: str, iterations: int = 4,
               done: dict | None = None) -> tuple[list[TrainingRun], list[ScalingPair]]:
-    """A file's runs and scaling pairs. `done` holds results by configuration: runs that
-    simulate the same configuration (one row's several published values) are simulated once,
-    which the simulation's determinism makes exact."""
+    """A file's runs and scaling pairs. Every run is read and checked before any is
+    simulated. `done` holds results by configuration: runs that simulate the same
+    configuration (one row's several published values) are simulated once, which the
+    simulation's determinism makes exact."""
     done = {} if done is None else done
     doc = load_yaml(path)
     top = check_mapping(doc, (), doc.data, ["runs"], ["note", "source", "model_config", "embsim_defaults"])
@@ -226,34 +304,28 @@ def file_runs(path: str, iterations: int = 4,
         raise doc.error(("runs",), "needs at least one run")
     name = Path(path).stem
     _check_run_ids(doc, top["runs"])
+    plans = [_plan_run(path, doc, defaults, i, raw, name, iterations) for i, raw in enumerate(top["runs"])]
+    _check_pair_units(doc, plans)
     runs: list[TrainingRun] = []
-    for i, raw in enumerate(top["runs"]):
-        rid = check_name(doc, ("runs", i, "id"), get(doc, ("runs", i), raw, "id", str))
-        gpus = get(doc, ("runs", i), raw, "gpus", int, positive=True)
-        value = get(doc, ("runs", i), raw, "value", (int, float), positive=True)
-        common = dict(file=name, id=rid, system=str(raw.get("system", "")), gpus=gpus,
-                      measured=float(value), unit=str(raw.get("unit", "")),
-                      scaling_base=get(doc, ("runs", i), raw, "scaling_base", str, default=None))
-        if "not_simulated" in raw:
-            runs.append(TrainingRun(**common, simulated=None, skipped=str(raw["not_simulated"])))
+    for p in plans:
+        if p.cfg is None:
+            runs.append(TrainingRun(**p.common, simulated=None))
             continue
-        if "embsim" not in raw:
-            raise doc.error(("runs", i), "needs an embsim: block (or not_simulated: WHY)")
-        merged = merged_over(defaults, check_type(doc, ("runs", i, "embsim"), raw["embsim"], dict))
-        cfg, metric, scale = _config(doc, i, merged, iterations)
+        cfg, rid, gpus = p.cfg, p.common["id"], p.common["gpus"]
         key = repr(cfg)        # SimulationConfig holds dicts: its repr is the hashable form
         if key not in done:
-            try:
-                load_topology(cfg.topology, origin="embsim.topology")   # errors name the key
-                done[key] = simulate(cfg)
-            except InputError as exc:
-                line = doc.line(("runs", i, "embsim"))
-                raise InputError(f"{path}: run {rid}{f' (line {line})' if line else ''}: {exc}") from None
+            done[key] = _named(path, doc, p.i, rid, partial(_simulate, cfg))
         result = done[key]
         if result.n_gpus != gpus:
-            raise doc.error(("runs", i, "gpus"), f"is {gpus} but topology {cfg.topology} has {result.n_gpus}")
-        runs.append(TrainingRun(**common, simulated=getattr(result, metric) * scale,
-                                compute_source=result.compute_source))
+            raise doc.error(("runs", p.i, "gpus"), f"is {gpus} but topology {cfg.topology} has {result.n_gpus}")
+        needed = memory_needed(result.memory, result.workload.get("batch"), cfg.accumulate is not None)
+        runs.append(TrainingRun(**p.common, simulated=getattr(result, p.metric) * p.scale,
+                                compute_source=result.compute_source, memory_per_gpu=float(result.memory.total),
+                                memory_needed=needed, hbm_bytes=float(result.hbm_bytes)))
+    return runs, _pairs(name, runs)
+
+
+def _pairs(name: str, runs: list[TrainingRun]) -> list[ScalingPair]:
     by_id = {r.id: r for r in runs}
     pairs = []
     for r in runs:
@@ -262,10 +334,11 @@ def file_runs(path: str, iterations: int = 4,
         base = by_id[r.scaling_base]            # checked by _check_run_ids
         if base.simulated is None:
             continue
+        # on totals, so a per-GPU figure (unit .../GPU, scale 1/GPUs) is not divided by k again
+        (m, s), (mb, sb) = r.totals(), base.totals()
         k = r.gpus / base.gpus
-        pairs.append(ScalingPair(name, r.id, base.id, r.gpus, r.measured / (k * base.measured),
-                                 r.simulated / (k * base.simulated)))
-    return runs, pairs
+        pairs.append(ScalingPair(name, r.id, base.id, r.gpus, m / (k * mb), s / (k * sb)))
+    return pairs
 
 
 def training_errors(paths: list[str], iterations: int = 4) -> tuple[list[TrainingRun], list[ScalingPair]]:
@@ -284,7 +357,8 @@ def summary(runs: list[TrainingRun], pairs: list[ScalingPair]) -> dict:
     return {"simulated_runs": len(errs), "mean_abs_error": sum(errs) / len(errs) if errs else None,
             "max_abs_error": max(errs) if errs else None,
             "pairs": len(diffs), "max_scaling_difference": max(diffs) if diffs else None,
-            "skipped": sum(r.skipped is not None for r in runs)}
+            "skipped": sum(r.skipped is not None for r in runs),
+            "not_fitting": sum(r.fits_in_memory is False for r in runs)}
 
 
 def training_table(runs: list[TrainingRun], pairs: list[ScalingPair], markdown: bool = False) -> str:
@@ -293,8 +367,10 @@ def training_table(runs: list[TrainingRun], pairs: list[ScalingPair], markdown: 
     for r in runs:
         if r.skipped:
             continue
+        over = (f" ({not_fitting_text(r.memory_needed, r.memory_per_gpu, r.hbm_bytes)})"
+                if r.fits_in_memory is False else "")
         lines.append(f"| {r.file} | {r.id} | {r.gpus} | {r.measured:,.0f} {r.unit} | "
-                     f"{r.simulated:,.0f} | {r.error:+.1%} |")
+                     f"{r.simulated:,.0f}{over} | {r.error:+.1%} |")
     lines += ["", "| file | run | vs | measured scaling eff. | simulated | difference |",
               "|---|---|---|---:|---:|---:|"]
     for p in pairs:
@@ -306,7 +382,7 @@ def training_table(runs: list[TrainingRun], pairs: list[ScalingPair], markdown: 
                if s["pairs"] else "no scaling pairs")
     if s["simulated_runs"]:
         lines += ["", f"mean |error| **{s['mean_abs_error']:.1%}**, max |error| **{s['max_abs_error']:.1%}** "
-                  f"over {s['simulated_runs']} runs; {scaling}"]
+                  f"over {s['simulated_runs']} runs; {scaling}{not_fitting_summary(s['not_fitting'])}"]
     else:     # every run has not_simulated: listed below, no error to average
         lines += ["", "no simulated runs"]
     if skipped:
@@ -321,7 +397,10 @@ def training_table(runs: list[TrainingRun], pairs: list[ScalingPair], markdown: 
 def training_json(runs: list[TrainingRun], pairs: list[ScalingPair]) -> dict:
     return {"runs": [{"file": r.file, "id": r.id, "system": r.system, "gpus": r.gpus,
                       "measured": r.measured, "unit": r.unit, "simulated": r.simulated,
-                      "error": r.error, "compute_source": r.compute_source, "skipped": r.skipped}
+                      "error": r.error, "compute_source": r.compute_source, "skipped": r.skipped,
+                      "per_gpu": r.per_gpu, "memory_per_gpu": r.memory_per_gpu,
+                      "memory_needed": r.memory_needed,
+                      "hbm_bytes": r.hbm_bytes, "fits_in_memory": r.fits_in_memory}
                      for r in runs],
             "scaling": [{"file": p.file, "run": p.run, "base": p.base, "measured": p.measured,
                          "simulated": p.simulated, "difference": p.difference} for p in pairs],
