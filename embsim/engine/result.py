@@ -24,8 +24,9 @@ class ClusterShape:
     preset: str
     nodes: int
     gpus_per_node: int
-    # the file the preset name resolved to: shown in the text summary; machine-specific,
-    # so kept out of the JSON (report/result_json.py) to keep results comparable
+    # the file the preset name resolved to: shown in the text summary; the JSON records it
+    # as report/provenance.py does (a packaged preset as topologies/NAME.yaml, so results
+    # stay comparable across machines; any other file by its path and sha256)
     file: str = field(default="", compare=False)
 
     @property
