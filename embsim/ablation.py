@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from .compare import CompareRow, combination, run_one
 from .report.compare_why import bottleneck
-from .report.options_used import OptionsUsed, options_used
+from .engine.options_used import OptionsUsed
 from .engine.run import SimulationConfig
 from .schedulers.embrace2d import SWITCHES
 
@@ -58,14 +58,16 @@ def ablation_configs(cfg: SimulationConfig, strategy: str, options=None) -> list
 
 def ablation(cfg: SimulationConfig, strategy: str = "embrace", options=None) -> AblationResult:
     """`options`: one --option bag, routed as compare routes it (NAME.KEY for one component)."""
-    configs = ablation_configs(cfg, strategy, options)
-    rows = tuple((label, run_one(c)) for label, c in configs)
+    rows = tuple((label, run_one(c)) for label, c in ablation_configs(cfg, strategy, options))
     return AblationResult(config=cfg, strategy=strategy, rows=rows,
-                          options=tuple(_switched(label, options_used(c)) for label, c in configs))
+                          options=tuple(_switched(label, r.options) for label, r in rows))
 
 
-def _switched(label: str, used: OptionsUsed) -> OptionsUsed:
-    """A part the ablation switched off was set by --ablation, not by the user's --option."""
+def _switched(label: str, used: OptionsUsed | None) -> OptionsUsed | None:
+    """A part the ablation switched off was set by --ablation, not by the user's --option
+    (None: the run was refused)."""
+    if used is None:
+        return None
     part = label.removeprefix("embrace-2d, ").removesuffix(" off") if label.endswith(" off") else None
     return replace(used, items=tuple(replace(u, source="--ablation") if u.key == part and
                                      u.component == "scheduler" else u for u in used.items))

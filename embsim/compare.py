@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import astuple, dataclass, field, replace
+from dataclasses import astuple, dataclass, replace
 from typing import Any, Mapping
 
 from .engine.config import with_options
@@ -64,6 +64,7 @@ class CompareRow:
     same_plan_as: str | None = None          # label of the first ranked row with this plan
     cluster: Any = None                      # engine.result.ClusterShape of the run
     workload: tuple = ()                     # the run's workload (batch, seq, dtype, seed...) as items
+    options: Any = None                      # engine.options_used.OptionsUsed (None: refused)
 
     @property
     def comm_rate(self) -> float | None:
@@ -84,8 +85,6 @@ class CompareResult:
     rows: tuple[CompareRow, ...]     # ranked: fitting by step time, then not fitting, then refused
     baseline: str = "/".join(BASELINE)
     n_gpus: int = 0
-    # the --option bag as given: combination(config, strategy, scheduler, options) is a row's config
-    options: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def compute_source(self) -> str:
@@ -149,7 +148,7 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       comm_bytes_by_op=tuple(sorted(r.comm_bytes_per_gpu.items())),
                       collectives_by_op=tuple(sorted(r.comm_count.items())),
                       plan=plan_digest(r.run, float(r.memory.total)) if r.run is not None else "",
-                      cluster=r.cluster, workload=tuple(r.workload.items()))
+                      cluster=r.cluster, workload=tuple(r.workload.items()), options=r.options_used)
 
 
 def split_scoped(options: Mapping[str, Any]) -> tuple[dict, dict]:
@@ -216,8 +215,7 @@ def compare(cfg: SimulationConfig, strategies: list[str], schedulers: list[str],
             r = by_combo[combo]
             rows.append(replace(r, speedup=baseline.step_time / r.step_time))
     rows.sort(key=rank_key)
-    return CompareResult(config=base, rows=same_plans(rows), n_gpus=baseline.n_gpus,
-                         options=dict(options or {}))
+    return CompareResult(config=base, rows=same_plans(rows), n_gpus=baseline.n_gpus)
 
 
 def same_plans(rows) -> tuple[CompareRow, ...]:

@@ -91,7 +91,7 @@ def print_ablation(result, console: Console | None = None) -> None:
     console.print(f"compute times: {compute_source_text(full.compute_source)}")
     # the options of the whole runs (fifo, priority, embrace-2d); a part-off run differs
     # from embrace-2d's by its part only, which its label says (--json lists every run's)
-    texts = [u.text(c) for u in result.options[:3] for c in ("strategy", "scheduler")]
+    texts = [u.text(c) for u in result.options[:3] if u is not None for c in ("strategy", "scheduler")]
     for text in dict.fromkeys(texts):
         console.print(f"options: {text}", soft_wrap=True, markup=False, highlight=False)
     for line in result.bottlenecks():

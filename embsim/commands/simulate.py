@@ -11,7 +11,6 @@ from ..engine.config import with_options
 from ..errors import InputError
 from ..engine.run import simulate
 from ..report.chrome_trace import write_chrome_trace
-from ..report.options_used import options_used
 from ..report.result_json import simulation_json
 from ..report.summary import print_summary
 from .checks import force_option, notes_option, refuse_overwrite
@@ -37,9 +36,7 @@ def command(strategy, scheduler, as_json, chrome_trace, force, notes, **options)
         raise InputError(f"--chrome-trace {chrome_trace}: name a .json file (a Chrome/Perfetto trace)")
     refuse_overwrite(chrome_trace, force, "--chrome-trace")
     cfg, option_bag = config_from_options(options, strategy=strategy, scheduler=scheduler)
-    given = with_options(cfg, option_bag)
-    used = options_used(given)
-    result = simulate(given)
+    result = simulate(with_options(cfg, option_bag))
     if chrome_trace:
         summary = simulation_json(result)
         about = {key: summary[key] for key in ("model", "topology", "strategy", "scheduler",
@@ -47,11 +44,12 @@ def command(strategy, scheduler, as_json, chrome_trace, force, notes, **options)
         about["generator"] = f"embsim {__version__}"
         write_chrome_trace(chrome_trace, result.run, result.n_gpus, result.cluster.gpus_per_node, about)
     if as_json:
-        click.echo(json.dumps({**simulation_json(result), "options": used.as_json()}, indent=2))
+        click.echo(json.dumps({**simulation_json(result), "options": result.options_used.as_json()},
+                              indent=2))
     else:
         print_summary(result, all_notes=notes == "all")
         for component in ("strategy", "scheduler"):
-            click.echo(f"options: {used.text(component)}")
+            click.echo(f"options: {result.options_used.text(component)}")
     if chrome_trace:
         # stderr under --json, so that stdout stays one JSON document
         click.echo(f"wrote {chrome_trace} (Chrome/Perfetto trace: open in ui.perfetto.dev)",

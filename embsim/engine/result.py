@@ -4,6 +4,7 @@ report/'s business."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..plan.timeline import EngineRun
 from ..workload.memory import MemoryBreakdown
@@ -56,6 +57,8 @@ class SimulationResult:
     run: EngineRun | None = None
     # the workload as simulated (flags or the model's/trace's defaults): batch, seq, dtype...
     workload: dict = field(default_factory=dict)
+    # the strategy's and scheduler's options and where each came from (engine.options_used)
+    options_used: Any = None
 
     # what people ask first, read through from the config and the metrics
     @property

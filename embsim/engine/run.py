@@ -39,6 +39,7 @@ from .padded import check_padding
 from ..workload.padding import parse_padding
 from .measured import MeasuredInputs
 from .metrics import step_metrics
+from .options_used import options_used
 from .result import ClusterShape, SimulationResult
 from .parallel_checks import check_context_parallel, check_parallelism, check_pipeline_run
 from .run_notes import accumulated_rows_note, seq_as_mean_label, superlinear_note
@@ -56,10 +57,14 @@ __all__ = ["SimulationConfig", "SimulationResult", "simulate"]
 def simulate(cfg: SimulationConfig, trace=None) -> SimulationResult:
     """`trace`: the already loaded trace cfg.trace names (a caller that holds it, such as
     validate --trace, passes it instead of having it read again)."""
+    given = cfg
     cfg, topo, model, tied = prepare(cfg)
     if trace is None and cfg.trace:
         trace = load_trace(cfg.trace)
-    return _simulate(cfg, topo, model, trace, tied)
+    result = _simulate(cfg, topo, model, trace, tied)
+    # the options as resolved for this run (defaults, the model file's, --option), said by
+    # every output that prints the result
+    return replace(result, options_used=options_used(given, cfg))
 
 
 def prepare(cfg: SimulationConfig):

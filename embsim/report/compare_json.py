@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from .. import __version__
 from .compare_plans import fallback_notes
-from .compare_table import row_options
 from .compare_why import losses_to_fifo, why_best
 from .provenance import token_source
 from .result_json import cluster_json, compare_json
@@ -24,8 +23,8 @@ def link_json(busiest) -> dict | None:
 
 
 def row_extras(result, row) -> dict:
-    used = row_options(result, row)
-    return {"same_plan_as": row.same_plan_as, "options": None if used is None else used.as_json(),
+    return {"same_plan_as": row.same_plan_as,
+            "options": None if row.options is None else row.options.as_json(),
             "busiest_link": link_json(row.busiest_link)}
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..compare import TRAINING_MEAN_ERROR, best_fitting, combination, unresolved_with_best
+from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
 from .compare_plans import fallback_notes, label_text
 from .notes import attributed, condense
-from .options_used import OptionsUsed, options_used
 from .provenance import token_source, topology_file_text
 from .summary import workload_text
 from .units import compute_source_text, human_bytes, human_time
@@ -75,20 +74,6 @@ def provenance_lines(result) -> list[str]:
         lines.append(f"topology file: {topology_file_text(base.cluster.file)}")
     if base is not None and base.workload:
         lines.append(f"workload: {workload_text({**dict(base.workload), **token_source(result.config)})}")
-    seen = []
-    for r in result.rows:
-        used = row_options(result, r)
-        for component in ("strategy", "scheduler"):
-            text = "" if used is None else used.text(component)
-            if text and text not in seen:
-                seen.append(text)
-    lines += [f"options: {text}" for text in seen]
-    return lines
-
-
-def row_options(result, row) -> OptionsUsed | None:
-    """The options a row's strategy and scheduler ran with (None for a refused row): its
-    config is compare.combination's, resolved as the simulation resolves it."""
-    if row.refused is not None:
-        return None
-    return options_used(combination(result.config, row.strategy, row.scheduler, result.options))
+    texts = [r.options.text(component) for r in result.rows if r.options is not None
+             for component in ("strategy", "scheduler")]
+    return lines + [f"options: {text}" for text in dict.fromkeys(texts)]

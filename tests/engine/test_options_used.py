@@ -7,7 +7,12 @@ import pytest
 
 from embsim.engine.config import SimulationConfig, with_options
 from embsim.errors import InputError
-from embsim.report.options_used import options_used, value_text
+from embsim.engine.options_used import options_used as resolve, value_text
+from embsim.engine.run import with_model_defaults
+
+
+def options_used(given):
+    return resolve(given, with_model_defaults(given))
 
 
 def test_model_file_option_and_default_are_told_apart():

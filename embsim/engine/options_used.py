@@ -3,8 +3,9 @@ the component's default, the model file's `defaults.options` (how its reference 
 runs it, e.g. bert-large's one flat DDP bucket), or the user's --option. Two results made
 with different options differ in their options, not only in their numbers.
 
-The same routing as the simulation's (engine.run.with_model_defaults): the model file's
-keys reach the strategy or scheduler that declares them, an --option of the same key wins.
+Resolved once, where the simulation resolves them (engine.run.simulate carries the result
+on SimulationResult.options_used): the model file's keys reach the strategy or scheduler
+that declares them, an --option of the same key wins.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.config import SimulationConfig
-from ..engine.run import with_model_defaults
 from ..schedulers import SCHEDULERS
 from ..strategies import STRATEGIES
+from .config import SimulationConfig
 
 DEFAULT, MODEL_FILE, OPTION = "default", "model file", "--option"
 
@@ -56,11 +56,10 @@ class OptionsUsed:
                 for component in ("strategy", "scheduler")}
 
 
-def options_used(given: SimulationConfig) -> OptionsUsed:
-    """Every option of `given`'s strategy and scheduler as the run resolves it. `given`: the
-    config as asked, its strategy_options/scheduler_options the --option values only (before
-    the model's defaults are merged in, which this does as the simulation does)."""
-    merged = with_model_defaults(given)
+def options_used(given: SimulationConfig, merged: SimulationConfig) -> OptionsUsed:
+    """Every option of the run's strategy and scheduler as it resolved them. `given`: the
+    config as asked, its strategy_options/scheduler_options the --option values only;
+    `merged`: the same with the model's defaults merged in (engine.run.with_model_defaults)."""
     items = []
     for component, registry, name, asked, resolved in (
             ("strategy", STRATEGIES, given.strategy, given.strategy_options, merged.strategy_options),
