@@ -9,17 +9,8 @@ from __future__ import annotations
 from .. import __version__
 from .compare_plans import fallback_notes
 from .compare_why import losses_to_fifo, why_best
-from .provenance import token_source
-from .result_json import cluster_json, compare_json
-
-
-def link_json(busiest) -> dict | None:
-    """Utilisations are each link's bytes over capacity x the steady state: step averages,
-    the hottest link's the largest of them (not a peak in time)."""
-    if busiest is None:
-        return None
-    kind, mean, hottest = busiest
-    return {"kind": kind, "mean_utilisation": mean, "hottest_link_utilisation": hottest}
+from .provenance import with_token_source
+from .result_json import cluster_json, compare_json, link_json
 
 
 def row_extras(result, row) -> dict:
@@ -36,7 +27,7 @@ def compare_document(result) -> dict:
            "topology": None if cluster is None else cluster_json(cluster),   # with its file
            "gpus": result.n_gpus,
            # simulate's workload block (report.provenance.workload_record) of the baseline's run
-           "workload": {} if base is None else {**dict(base.workload), **token_source(result.config)}}
+           "workload": {} if base is None else with_token_source(base.workload, result.config)}
     doc.update(compare_json(result))
     doc["rows"] = [{**out, **row_extras(result, row)} for out, row in zip(doc["rows"], result.rows)]
     # the lines the terminal prints under the table, so the JSON says as much

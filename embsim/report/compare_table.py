@@ -8,7 +8,7 @@ from rich.table import Table
 from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
 from .compare_plans import fallback_notes, label_text
 from .notes import attributed, condense
-from .provenance import token_source, topology_file_text
+from .provenance import topology_file_text, with_token_source
 from .summary import workload_text
 from .units import compute_source_text, human_bytes, human_time
 from ..words import counted
@@ -73,7 +73,7 @@ def provenance_lines(result) -> list[str]:
     if base is not None and base.cluster is not None and base.cluster.file:
         lines.append(f"topology file: {topology_file_text(base.cluster.file)}")
     if base is not None and base.workload:
-        lines.append(f"workload: {workload_text({**dict(base.workload), **token_source(result.config)})}")
+        lines.append(f"workload: {workload_text(with_token_source(base.workload, result.config))}")
     texts = [r.options.text(component) for r in result.rows if r.options is not None
              for component in ("strategy", "scheduler")]
     return lines + [f"options: {text}" for text in dict.fromkeys(texts)]

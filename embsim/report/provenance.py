@@ -62,9 +62,15 @@ def token_source(config) -> dict:
     return {"zipf": getattr(config, "zipf_s", None), "corpus": None}
 
 
+def with_token_source(workload, config) -> dict:
+    """A run's workload (a dict or its items) as its outputs record it: the engine's, plus
+    the token source of `config`."""
+    return {**dict(workload), **token_source(config)}
+
+
 def workload_record(result) -> dict:
-    """The run's workload as its outputs record it: the engine's, plus the token source."""
-    return {**dict(result.workload), **token_source(result.config)}
+    """A simulation result's workload as its outputs record it."""
+    return with_token_source(result.workload, result.config)
 
 
 def _sha256(path) -> str | None:

@@ -6,6 +6,15 @@ from __future__ import annotations
 from .provenance import topology_file_json, workload_record
 
 
+def link_json(busiest) -> dict | None:
+    """The busiest link class: its links' mean utilisation and its hottest link's, each
+    link's bytes over capacity x the steady state (step averages, not peaks in time)."""
+    if busiest is None:
+        return None
+    kind, mean, hottest = busiest
+    return {"kind": kind, "mean_utilisation": mean, "hottest_link_utilisation": hottest}
+
+
 def cluster_json(cluster) -> dict:
     """The cluster, and the topology file it was read from (report/provenance.py)."""
     return {"preset": cluster.preset, "nodes": cluster.nodes,
@@ -46,10 +55,9 @@ def simulation_json(result) -> dict:
         "events": result.events,
         # no wall-clock time: the same inputs and seed print the same bytes (result.wall_s has it)
         "scaling_efficiency": result.scaling_efficiency,
+        # max_utilisation: the hottest link's, by the name simulate's JSON first gave it
         "busiest_link": None if busiest is None else
-            {"kind": busiest[0], "mean_utilisation": busiest[1], "max_utilisation": busiest[2],
-             # the same figure by what it is: the hottest link's busy share of the step
-             "hottest_link_utilisation": busiest[2]},
+            {**link_json(busiest), "max_utilisation": busiest[2]},
         "notes": list(result.notes),
     }
 
