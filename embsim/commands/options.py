@@ -14,7 +14,7 @@ from ..workload.model import OPTIMIZER_STATE_TENSORS
 from ..workload.padding import parse_padding
 from ..workload.pipeline_interleaved import SEND_WAITS
 from ..workload.precision import AMP_STYLES, check_amp_flags
-from ..workload.tokens import MAX_ZIPF_S
+from ..workload.tokens import MAX_ZIPF_S, check_corpus_text
 from .checks import (MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat,
                      count, model_option)
 
@@ -302,9 +302,8 @@ def trainer_fields(optimizer: str | None, corpus: str | None, lengths: str | Non
 
 def check_corpus(corpus: str | None) -> None:
     """--corpus checked at the flag: missing, a folder, a pipe, a name too long to look up,
-    or not UTF-8 text (sweep.check.check_corpus_text) is one line naming the flag."""
+    or not UTF-8 text (workload.tokens.check_corpus_text) is one line naming the flag."""
     if corpus is not None:
-        from ..sweep.check import check_corpus_text
         try:
             check_corpus_text(corpus)
         except InputError as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
+from ..workload.tokens import check_corpus_text
 from .spec import CONFIG_FIELDS, SweepPoint
 
 MAX_ITERATIONS = 1000          # as the --iterations flag (embsim.commands.checks)
@@ -108,34 +109,6 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
         if key not in seen:
             load()
             seen.add(key)
-
-
-def check_corpus_text(path) -> None:
-    """A corpus is words: a regular file of UTF-8 text without NUL bytes. Random bytes
-    were read as noise words and moved the result without a word. Read in blocks (a corpus
-    may be 1 GiB); a multi-byte character cut at the very end (`head -c`) is accepted."""
-    import codecs
-    from ..workload.tokens import MAX_CORPUS_BYTES
-    from ..yamlio import GZIPPED, check_regular_file, is_gzipped
-    path = check_regular_file(path, "corpus", max_bytes=MAX_CORPUS_BYTES)
-    decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
-    try:
-        if is_gzipped(path):
-            raise InputError(f"{path}: cannot read corpus: {GZIPPED}")
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                nul = block.find(b"\0")
-                if nul >= 0:
-                    raise InputError(f"{path}: cannot read corpus: not a text file (a NUL byte at "
-                                     f"byte {offset + nul}); give UTF-8 text")
-                try:
-                    decoder.decode(block)
-                except UnicodeDecodeError as exc:
-                    raise InputError(f"{path}: cannot read corpus: not UTF-8 text (byte "
-                                     f"{offset + exc.start}); give UTF-8 text") from None
-                offset += len(block)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read corpus: {exc.strerror or exc}") from None
 
 
 def _trainer_inputs(cfg) -> None:

@@ -28,6 +28,7 @@ over GPUs or servers: embsim.workload.sharding.
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..yamlio import check_regular_file
+from ..yamlio import GZIPPED, check_regular_file, is_gzipped
 from .row_groups import EXACT_ROWS, log_uniform_runs, starts_of, total, zipf_runs
 from .sharding import SHARDINGS, shard_of_rows, shard_shares   # noqa: F401  (re-exported)
 
@@ -49,6 +50,34 @@ DEFAULT_ZIPF_S = 1.05
 MAX_ZIPF_S = 10
 WORD = re.compile(r"[^\W\d_]+")     # runs of letters (any script); everything else splits
 
+
+
+def corpus_text(path) -> str:
+    """A corpus file's text: a regular file (no pipe) of UTF-8 text without NUL bytes. Random
+    bytes were read as noise words and moved the result without a word. A multi-byte
+    character cut at the very end (`head -c`) is dropped, not refused."""
+    path = check_regular_file(path, "corpus", max_bytes=MAX_CORPUS_BYTES)
+    try:
+        if is_gzipped(path):
+            raise InputError(f"{path}: cannot read corpus: {GZIPPED}")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read corpus: {exc.strerror or exc}") from None
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputError(f"{path}: cannot read corpus: not a text file (a NUL byte at byte {nul}); "
+                         f"give UTF-8 text")
+    try:
+        return codecs.getincrementaldecoder("utf-8")().decode(data)   # not final: a cut tail is dropped
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: cannot read corpus: not UTF-8 text (byte {exc.start}); "
+                         f"give UTF-8 text") from None
+
+
+def check_corpus_text(path) -> None:
+    """A corpus refused up front as reading it would refuse it (before a sweep's points or
+    a simulation run): corpus_text."""
+    corpus_text(path)
 
 @dataclass(frozen=True, eq=False)
 class TokenStats:
@@ -92,11 +121,7 @@ class TokenStats:
         touched (probability 0); with fewer rows than distinct words, the vocab-1 most
         frequent words keep their rows and the rest share an <unk> row, as a word-level
         vocabulary does."""
-        path = check_regular_file(path, "corpus", max_bytes=MAX_CORPUS_BYTES)   # no pipes
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read corpus: {exc}") from None
+        text = corpus_text(path)
         words = WORD.findall(text.lower())
         if not words:
             raise InputError(f"{path}: corpus has no words")
