@@ -91,11 +91,12 @@ def launch_note(gpus_per_process: int) -> str:
 
 def run(model: CollectiveModel, op: str, sizes: list[int], datatype: str = "float",
         ranks=None, gpus_per_process: int = 1, source: str = "") -> list[Row]:
-    """`source`: where a measurement's `-g` came from (a log's `nGpus`), for its errors;
-    "" for the command's own --ngpus."""
+    """`source`: the measurement (a log, a file's `how:`) whose `-g` this is, for its
+    errors; "" for the command's own --ngpus."""
     if op not in OPS:
         raise InputError(f"--op {op!r}: known ops are {', '.join(OPS)}")
-    said = f"{source} -g {gpus_per_process}" if source else f"--ngpus {gpus_per_process}"
+    said = (f"{source}: its process drove {gpus_per_process} GPUs, -g {gpus_per_process}" if source
+            else f"--ngpus {gpus_per_process}")
     if gpus_per_process < 1:
         raise InputError(f"{said}: must be >= 1")
     per_node = model.topology.gpus_per_node

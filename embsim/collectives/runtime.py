@@ -163,6 +163,7 @@ class CollectiveRuntime:
         self.model = model
         self.credit = credit
         self.serial = serial
+        self._rules: dict[str, tuple[float | None, bool]] = {}   # channel -> (credit, serial)
         self._stream_tail: dict[str, simpy.Event] = {}    # serial channel -> last posted
         self.records: list[CollectiveRecord] = []
         self._communicators: dict[Hashable, _Communicator] = {}
@@ -301,14 +302,17 @@ class CollectiveRuntime:
     def _dispatch(self, channel: str) -> None:
         heap = self._ready.get(channel)
         in_flight = self._in_flight_bytes.setdefault(channel, [])
-        credit = self.credit(channel)
+        rule = self._rules.get(channel)
+        if rule is None:         # a channel's rule is fixed: asked once, not at every dispatch
+            rule = self._rules[channel] = (self.credit(channel), self.serial(channel))
+        credit, serial = rule
         while heap:
             _, comm, inst = heap[0]
             if in_flight and (credit is None or sum(in_flight) + inst.nbytes > credit):
                 return
             heapq.heappop(heap)
             in_flight.append(inst.nbytes)
-            if inst.op not in SERVER_OPS and self.serial(channel):   # not NCCL kernels
+            if serial and inst.op not in SERVER_OPS:   # not NCCL kernels
                 inst.after = self._stream_tail.get(channel)
                 inst.done = self._stream_tail[channel] = self.env.event()
             self._set_in_flight(+1, comm)

@@ -60,10 +60,9 @@ class CommShape:
     # The node's PCIe tree as NCCL's search charges it (pci_rings.PciLayout): set when the
     # communicator's channels cross PCIe (intra "pcie"); None: the per-GPU bound only.
     pci: PciLayout | None = None
-    # The GPU's own hop toward its NICs as NCCL reads it (its PCIe width x speed; 0 on a
-    # Grace Hopper node, whose NVLink-C2C is never the narrower): a lone GPU of a node
-    # feeds every NIC it uses through this one link.
-    gpu_link_bw: float = 0.0
+    # A Grace Hopper node (fabric.c2c_gbps): the GPU reaches its CPU and NICs over
+    # NVLink-C2C, never the narrower hop (gpu_link_bw)
+    c2c: bool = False
 
     def host_flows(self, op: str | None = None) -> int:
         """Transfers that share the busiest switch uplink when P2P is off: every rank of a
@@ -149,6 +148,12 @@ class CommShape:
         return min(fabric * r, file_nics) / base if base > 0 else r
 
     @property
+    def gpu_link_bw(self) -> float:
+        """The GPU's own hop toward its NICs as NCCL reads it (its PCIe, pcie_bw), through
+        which a lone GPU of a node feeds every NIC it uses; 0 (no bound) over NVLink-C2C."""
+        return 0.0 if self.c2c else self.pcie_bw
+
+    @property
     def nic_path_bw(self) -> float:
         """GPU -> NIC path bandwidth: the slower of the PCIe hop and the NIC itself. On a
         Grace Hopper node (fabric.c2c_gbps) the GPU's own hop is NVLink-C2C, which NCCL reads
@@ -171,7 +176,7 @@ class CommShape:
         path = self.nic_path_at(pcie_scale)
         bw = path * k
         if self.ppn <= 1 and self.gpu_link_bw > 0:
-            bw = min(bw, max(path, self.gpu_link_bw * pcie_scale))
+            bw = min(bw, self.gpu_link_bw * pcie_scale)     # path is at most that link
         return bw
 
 
@@ -335,7 +340,7 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         sm_clock_mhz=float(node.gpu.clock_mhz or 0.0), host_share=host_share,
         nic_local_gpus=int(node.nics.nccl_local_gpus),
         nccl_tuner=node.nics.nccl_tuner if n_nodes > 1 else "",
-        gpu_link_bw=0.0 if fab.c2c_gbps else float(pcie_bw),
+        c2c=bool(fab.c2c_gbps),
         pci=layout_of(fab, node.gpu.count, busiest, float(pcie_bw), consts.version)
         if intra == "pcie" and ppn > 1 else None,
         fabric_ratio=ratio / fab.nvlink_whatif_scale if intra != "pcie" else ratio)

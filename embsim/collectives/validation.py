@@ -134,7 +134,7 @@ def _simulate(preset, nodes, gpus, op, sizes, release: ReleaseView, how, proto=N
                             threshold_choice=release.threshold_choice)
     per_process = _gpus_per_process(how)
     rows = nt.run(model, op, sizes, "float", gpus_per_process=per_process,
-                  source=f"{where.rstrip(':')}: its process drove {per_process} GPUs,")
+                  source=where.rstrip(":"))
     notes = (release.note, *model.notes, nt.launch_note(per_process))
     return rows, "; ".join(n for n in notes if n)
 

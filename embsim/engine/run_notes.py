@@ -3,6 +3,7 @@ read as a mean sentence length by --jitter's length forms, a scaling efficiency 
 
 from __future__ import annotations
 
+from ..collectives.server_demand import PUSH_OPS
 from .config import SimulationConfig
 from .jitter import NONE, parse_jitter, sentence_lengths
 
@@ -45,7 +46,7 @@ def accumulated_rows_note(cfg: SimulationConfig, sync, each: bool) -> tuple:
     if cfg.accumulate <= 1 or each:
         return ()
     ops = sorted({t.op for t in sync if t.category == "embedding" and t.needed_by is None
-                  and t.op in ("all_gather", "ps_push", "host_allgather")})
+                  and t.op in ("all_gather", *PUSH_OPS)})
     if not ops:
         return ()
     k = cfg.accumulate

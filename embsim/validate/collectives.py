@@ -75,7 +75,7 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
     for dtype in series:
         rows = [r for r in run.rows if r.dtype == dtype]
         sim = nt.run(model, run.op, [r.size for r in rows], dtype, gpus_per_process=per_process,
-                     source=f"{run.where}: its process drove {per_process} GPUs,")
+                     source=run.where)
         factor = busbw_factor(run.op, run.ranks)
         for row, s in zip(rows, sim):
             m = row.measurement(placement)
