@@ -155,6 +155,13 @@ class EmbRace2DScheduler(PriorityScheduler):
     # ---------------------------------------------------------- communication
     def transform(self, strategy_plan, ctx, strategy):
         self.check(strategy)
+        if all(traffic.dense_grad for traffic in ctx.tables.values()):
+            # every table falls back to a dense AllReduce: the plan is allreduce's, which
+            # check refuses by name, so it is refused here too, not ranked as a gain
+            raise ModelNotSupported(f"--scheduler embrace-2d with --strategy {strategy.name}: every "
+                                    f"table's gradient is dense (a full softmax tied to it), so the plan "
+                                    f"is allreduce's and there is no row-level split to defer; use fifo "
+                                    f"or priority")
         payload = strategy.embedding_payload
         owner_of = {t.table: t.layer for t in ctx.tables.values()}
         split = self._split(ctx)
@@ -209,13 +216,6 @@ class EmbRace2DScheduler(PriorityScheduler):
             sync += _split(now, later, keep)
             if keep < 1.0 - EPS:
                 split_fraction[owner] = keep
-        if not any(not traffic.dense_grad for traffic in ctx.tables.values()):
-            # every table fell back to a dense AllReduce: the plan is allreduce's, which
-            # embrace-2d refuses (check), so it is refused here too, not ranked as a gain
-            raise ModelNotSupported(f"--scheduler embrace-2d with --strategy {strategy.name}: every "
-                                    f"table's gradient is dense (a full softmax tied to it), so the plan "
-                                    f"is allreduce's and there is no row-level split to defer; use fifo "
-                                    f"or priority")
         for owner, keep in split_fraction.items():
             total = update.get(owner, 0.0)
             update[owner], deferred[owner] = total * keep, total * (1.0 - keep)

@@ -59,6 +59,16 @@ SYNCS = ("after_backward", "overlapped")
 
 
 @dataclass(frozen=True)
+class _Coded:
+    """One sketched table: what it sends and what its encode and decode take."""
+    table: object           # plan.context.TableTraffic
+    sketch: float           # bytes
+    bitmap: float           # bytes
+    encode_s: float
+    decode_s: float
+
+
+@dataclass(frozen=True)
 class S2ReducerOptions:
     sparsity: float = GNMT_SPARSITY   # the authors' GNMT embedding_sparsity
     rank: float = GNMT_RANK           # the authors' GNMT optimizer_reducer_rank
@@ -127,7 +137,7 @@ class S2ReducerStrategy(Strategy):
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
         extra, buffers, notes = [], {}, dense_table_notes(ctx, "s2reducer")
-        coded = []       # (table, sketch bytes, bitmap bytes, encode s, decode s)
+        coded: list[_Coded] = []
         for t in sparse_tables(ctx):
             sketch, bitmap, buckets, note = self.sizes(t)
             grad_bytes = model.grad_elem_bytes(model.layer(t.layer))
@@ -148,7 +158,7 @@ class S2ReducerStrategy(Strategy):
                 # whole dense table (s2_kernels; each part ends in a host sync)
                 enc_s = ctx.synced_seconds(encode_parts(t.vocab, t.dim, t.unique_per_gpu, buckets, grad_bytes))
                 dec_s = ctx.synced_seconds(decode_parts(t.vocab, t.dim, t.unique_union, grad_bytes))
-                update[t.layer] = dec_s + ctx.layer_update[t.layer]
+                update[t.layer] = ctx.layer_update[t.layer]
                 buffers[f"s2 hash tables ({t.table})"] = hash_table_bytes(t.vocab, t.dim)
             else:
                 # encode: zero sketch and bitmap, add each looked-up gradient element into
@@ -162,22 +172,24 @@ class S2ReducerStrategy(Strategy):
                 # (a median over them when depth > 1)
                 dec_bytes = bitmap + t.unique_union * t.dim * SKETCH_BYTES * (self.depth + 1)
                 dec_s = ctx.kernel_seconds([stream("s2-decode", dec_bytes / 2, count=2)])
-                update[t.layer] = dec_s + ctx.sparse_update(t.layer, t.unique_union)
-            coded.append((t, sketch, bitmap, enc_s, dec_s))
+                update[t.layer] = ctx.sparse_update(t.layer, t.unique_union)
+            coded.append(_Coded(t, sketch, bitmap, enc_s, dec_s))
             buffers[f"s2 sketch + bitmap ({t.table})"] = sketch + bitmap
             notes.append(f"s2reducer {t.table}: {note}; AllReduce sketch {sketch / 1e6:.2f} MB + bitmap "
                          f"{bitmap / 1e6:.2f} MB (dense gradient {dense / 1e6:.0f} MB); "
                          f"encode {enc_s * 1e6:.0f} us, decode {dec_s * 1e6:.0f} us")
         if self.options.sync == "overlapped":
-            for t, sketch, bitmap, enc_s, _ in coded:
+            for c in coded:
+                layer = c.table.layer
                 # on the compute stream just ahead of the table's backward (its last op) the
                 # encode delays the sketch's AllReduce exactly as much as right after it
-                extra.append((bwd_name(t.layer), ComputeOp(extra_name("s2-encode", t.layer), enc_s)))
-                for name, nbytes in ((f"s2-sketch:{t.layer}", sketch), (f"s2-bitmap:{t.layer}", bitmap)):
-                    sync.append(SyncTensor(name=name, layer=t.layer, op="all_reduce", nbytes=nbytes,
-                                           category="embedding", ready_after=bwd_name(t.layer)))
+                extra.append((bwd_name(layer), ComputeOp(extra_name("s2-encode", layer), c.encode_s)))
+                for name, nbytes in ((f"s2-sketch:{layer}", c.sketch), (f"s2-bitmap:{layer}", c.bitmap)):
+                    sync.append(SyncTensor(name=name, layer=layer, op="all_reduce", nbytes=nbytes,
+                                           category="embedding", ready_after=bwd_name(layer)))
+                update[layer] += c.decode_s           # the decode runs with the table's update
         elif coded:
-            sync, update, extra = self._after_backward(ctx, sync, update, coded)
+            sync, extra = self._after_backward(ctx, sync, update, coded)
             notes.append(f"s2reducer: as the authors' trainer, after the backward: {len(coded)} "
                          f"table(s) encoded, one AllReduce of every sketch and one of every bitmap, "
                          f"then the other gradients beside the decode (--option sync=overlapped: "
@@ -187,28 +199,24 @@ class S2ReducerStrategy(Strategy):
                             extra=tuple(extra), notes=tuple(notes))
 
     @staticmethod
-    def _after_backward(ctx, sync, update, coded):
+    def _after_backward(ctx, sync, update, coded: list[_Coded]):
         """The authors' reduce() after loss.backward(): encodes, then one AllReduce of all
         sketches (p_memory) and one of all bitmaps (q_memory), then the rest packed and
-        AllReduced while the sketches decode; the optimizer waits for both."""
+        AllReduced while the sketches decode (one op of its own); the optimizer waits for
+        both. (sync, extra ops)."""
         layers = [l.name for l in ctx.model.layers]
-        owners = {t.layer for t in sync} | set(update) | {t.layer for t, *_ in coded}
+        owners = {t.layer for t in sync} | set(update)
         # the optimizer's first op, which follows the whole backward (DDP-style streams)
         anchor = update_name(next(n for n in layers if n in owners))
-        first = coded[0][0].layer
-        extra = [(anchor, ComputeOp(extra_name("s2-encode", t.layer), enc_s))
-                 for t, _, _, enc_s, _ in coded]
+        first = coded[0].table.layer
+        extra = [(anchor, ComputeOp(extra_name("s2-encode", c.table.layer), c.encode_s)) for c in coded]
         encoded = extra[-1][1].id
-        decode = ComputeOp(extra_name("s2-decode", first), sum(c[4] for c in coded))
+        decode = ComputeOp(extra_name("s2-decode", first), sum(c.decode_s for c in coded))
         extra.append((anchor, decode))
         packed = [SyncTensor(name=f"s2-{kind}", layer=first, op="all_reduce",
-                             nbytes=float(sum(c[i] for c in coded)), category="embedding",
+                             nbytes=float(sum(getattr(c, kind) for c in coded)), category="embedding",
                              ready_after=encoded, needed_by=decode.id)
-                  for kind, i in (("sketch", 1), ("bitmap", 2))]
+                  for kind in ("sketch", "bitmap")]
         # everything else once the sketches are on their way: issued after them on the stream
         rest = [replace(t, ready_after=encoded) for t in sync]
-        # the decode runs as its own op; each table's update is the optimizer step left
-        update = dict(update)
-        for t, _, _, _, dec_s in coded:
-            update[t.layer] = max(0.0, update[t.layer] - dec_s)
-        return packed + rest, update, extra
+        return packed + rest, extra
