@@ -21,6 +21,7 @@ from embsim.yamlio import get, load_yaml
 from . import nccl_tests as nt
 from .model import CollectiveModel
 from .nccl_env import env_from_text
+from .nccl_transport import noted_settings, refuse_unmodelled
 from .releases import ReleaseView, proto_filter, release_view
 from .validation_file import MIN_SIZE, check_curve_file, check_points_file
 
@@ -129,13 +130,14 @@ def _simulate(preset, nodes, gpus, op, sizes, release: ReleaseView, how, proto=N
     release that stood in for the measurement's and about the topology's view, if anything.
     The buffer/chunk sizes the measurement set (NCCL_BUFFSIZE=... in `how`) drive it."""
     topo = _topology(preset, nodes, gpus, spec, key)
+    refuse_unmodelled(how, topo, where.rstrip(":"))
     model = CollectiveModel(topo, algo=algo, proto=proto_filter(release, proto),
                             nccl_version=release.version, nccl_env=env_from_text(how, where),
                             threshold_choice=release.threshold_choice)
     per_process = _gpus_per_process(how)
     rows = nt.run(model, op, sizes, "float", gpus_per_process=per_process,
                   source=where.rstrip(":"))
-    notes = (release.note, *model.notes, nt.launch_note(per_process))
+    notes = (release.note, *model.notes, noted_settings(how), nt.launch_note(per_process))
     return rows, "; ".join(n for n in notes if n)
 
 

@@ -113,10 +113,10 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
         skipped: list[str] = []
         curves = collective_errors(list(inputs), topology, placement, op,
                                    frozenset(in_folders), skipped)
-        for path in skipped:
-            click.echo(f"embsim: note: {path}: not nccl-tests output; left out", err=True)
+        for why in skipped:
+            click.echo(f"embsim: note: {why}; left out", err=True)
         if not curves:
-            raise InputError(f"validate: no nccl-tests run in {', '.join(skipped)}")
+            raise InputError(f"validate: no nccl-tests run to score in {', '.join(sorted(in_folders))}")
         # every curve on its own, so one good curve cannot average a bad one away
         summaries = [(c.name, c.summary) for c in curves] + [("all curves", collective_summary(curves))]
         if plot:

@@ -60,6 +60,7 @@ _OP_IN_NAME = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(PERF_BINARIES, k
                          + r")(?![A-Za-z0-9])")
 # nccl-tests' own abort (src/common.h CUDACHECK / NCCLCHECK): "HOST: Test CUDA failure common.cu:389 '...'"
 _TEST_FAILURE = re.compile(r"\bTest (?:CUDA|NCCL|NCCL \w+) failure\b.*")
+_NCCL_ASSIGNMENT = re.compile(r"\bNCCL_[A-Z0-9_]+=\S")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 _LIBRARY_CODE = re.compile(r"nccl-library=(\d{1,9})\b")   # NCCL_VERSION codes (22602)
 _TESTS_VERSION = re.compile(r"nccl-tests version (\S+)")
@@ -117,7 +118,7 @@ class NcclTestsRun:
     out_of_bounds: int | None
     avg_busbw: float | None        # bytes/s, as printed by the footer
     dropped: tuple[str, ...] = ()  # rows left out, with the reason
-    env_lines: tuple[str, ...] = ()  # NCCL's "NCCL_X set by environment to V" INFO lines
+    env_lines: tuple[str, ...] = ()  # NCCL_X=V settings: its command line, NCCL INFO "set by environment" lines
     gpus_per_process: int = 1      # the header's nGpus (nccl-tests -g)
     # the ranks whose '# Rank' line the log shows; `devices` and `hosts` are theirs
     listed_ranks: tuple[int, ...] = ()
@@ -470,7 +471,10 @@ def _is_column_header(text_line: str) -> bool:
 def _remember_versions(text_line: str, run: _Partial) -> None:
     if _RCCL.search(text_line):
         run.rccl = True
-    if " set by environment to " in text_line and len(run.env_lines) < 256:
+    # NCCL's own "NAME set by environment to V" INFO lines, and the NAME=V settings of a
+    # command line before the run (`NCCL_ALGO=Tree ./build/...`, mpirun's `-x NAME=V`)
+    if (" set by environment to " in text_line or _NCCL_ASSIGNMENT.search(text_line)) \
+            and len(run.env_lines) < 256:
         run.env_lines.append(text_line)
     m = _NCCL_VERSION.search(text_line)
     if m:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..collectives import CollectiveModel
 from ..collectives.nccl_env import env_from_text
+from ..collectives.nccl_transport import UnmodelledTransport, noted_settings, refuse_unmodelled
 from ..collectives import nccl_tests as nt
 from ..collectives.busbw import busbw_factor, canonical_op
 from ..collectives.constants import nearest_table
@@ -59,16 +60,19 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
     release = release_view(run.nccl_version)
     table = release.table
     nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
-    # the buffer/chunk sizes the run's NCCL reports it took from the environment
-    # the run's NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE and buffer sizes, as its NCCL logged them
-    algo, proto = run_filters("\n".join(run.env_lines))
+    # the run's NCCL_* settings, from its command line or as its NCCL logged them: a
+    # transport the model lacks is refused; NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE and
+    # the buffer/chunk sizes drive the model
+    env_text = "\n".join(run.env_lines)
+    refuse_unmodelled(env_text, topo, run.where)
+    algo, proto = run_filters(env_text)
     model = CollectiveModel(topo, nccl_version=release.version, algo=algo, proto=proto_filter(release, proto),
-                            nccl_env=env_from_text("\n".join(run.env_lines), f"{run.where}:"),
+                            nccl_env=env_from_text(env_text, f"{run.where}:"),
                             threshold_choice=release.threshold_choice)
     per_process = run.gpus_per_process
     mismatch = device_mismatch(run.devices, topo.node.gpu.model)
     notes = "; ".join(n for n in (inferred, mismatch, release.note, *model.notes,
-                                  nt.launch_note(per_process)) if n)
+                                  noted_settings(env_text), nt.launch_note(per_process)) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
     points = []
@@ -118,7 +122,8 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
                       skipped: list[str] | None = None) -> list[CurveError]:
     """Every curve of the given logs / YAML files; the packaged data when none are given.
     A file in `skippable` (found in a folder, not named) that holds no nccl-tests run at all
-    (a README beside the logs) is left out and appended to `skipped`."""
+    (a README beside the logs), or a run of it on a transport embsim does not model, is left
+    out and appended to `skipped` as "path: why"."""
     if op is not None:
         op = canonical_op(op)
         if op not in nt.OPS:
@@ -139,21 +144,31 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
             if item not in skippable:
                 raise
             if skipped is not None:
-                skipped.append(item)
+                skipped.append(f"{item}: not nccl-tests output")
             continue
         for run in runs:
-            if topology:
-                out.append(run_errors(run, topology, placement))
-                continue
-            if not run.complete:
-                raise InputError(f"{run.where}: the log shows {run.rank_lines_shown}, so which GPUs on how many "
-                                 f"nodes ran is not known; pass --topology PRESET:NxG (the "
-                                 f"measured system)")
-            system = infer_system(run.devices, run.n_nodes)
-            if system is None:
-                raise InputError(_no_inferred_system(run))
-            out.append(run_errors(run, system.preset, placement, system.note))
+            try:
+                out.append(_run_curve(run, topology, placement))
+            except UnmodelledTransport as exc:
+                if item not in skippable:
+                    raise
+                if skipped is not None:
+                    skipped.append(str(exc))
     return out
+
+
+def _run_curve(run: NcclTestsRun, topology: str | None, placement: str) -> CurveError:
+    """One log run on --topology, else on the system its device names fix."""
+    if topology:
+        return run_errors(run, topology, placement)
+    if not run.complete:
+        raise InputError(f"{run.where}: the log shows {run.rank_lines_shown}, so which GPUs on how many "
+                         f"nodes ran is not known; pass --topology PRESET:NxG (the "
+                         f"measured system)")
+    system = infer_system(run.devices, run.n_nodes)
+    if system is None:
+        raise InputError(_no_inferred_system(run))
+    return run_errors(run, system.preset, placement, system.note)
 
 
 def _no_inferred_system(run: NcclTestsRun) -> str:

@@ -72,7 +72,7 @@ def test_a_folders_notes_beside_its_logs_are_left_out_not_fatal(tmp_path, capsys
     assert main(["validate", "--nccl-tests", str(tmp_path / "SOURCES.txt")]) == 2
     (tmp_path / "h100-2x8-all_reduce.log").unlink()
     assert main(["validate", "--nccl-tests", str(tmp_path)]) == 2
-    assert "no nccl-tests run in" in capsys.readouterr().err
+    assert "no nccl-tests run to score in" in capsys.readouterr().err
 
 
 def test_a_curve_or_training_file_may_name_files_beside_it(tmp_path, capsys, monkeypatch):

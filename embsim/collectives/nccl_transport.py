@@ -1,0 +1,102 @@
+"""NCCL settings that change how a measured run moved its data in ways the model has no
+counterpart for: a different transport (TCP sockets between nodes, host memory instead of
+GPU peer-to-peer inside one) or a hand-set channel count.
+
+A measurement taken with a transport switch is not of the system the topology describes:
+scoring it would blame (or credit) the model for a path it never simulated. Red Hat's L40S
+log (`-x NCCL_IB_DISABLE=1`, TCP over a 1500-MTU netdev, 8 GB/s) read as RDMA over the file's
+400 GbE NICs came out 65 % off, and nothing said why. So such a run is refused, naming the
+setting. A hand-set channel count or topology file is kept, with a note: NCCL's default
+stands in (its effect is usually small, and published recipes set them).
+
+Each switch matters only where the path it replaces exists: NCCL_IB_DISABLE between nodes,
+NCCL_P2P_DISABLE where the GPUs of a node talk peer-to-peer (NVLink, or PCIe with P2P on),
+NCCL_SHM_DISABLE where they stage through host memory.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from embsim.errors import InputError
+
+
+@dataclass(frozen=True)
+class _Switch:
+    name: str
+    values: tuple[str, ...]        # the settings (case-insensitive) that switch the path
+    what: str                      # what the run then used
+    where: str                     # "nodes" | "p2p" | "shm": when the replaced path is in use
+
+
+_SWITCHES = (
+    _Switch("NCCL_IB_DISABLE", ("1",), "NCCL's TCP socket transport between nodes, not RDMA", "nodes"),
+    _Switch("NCCL_NET", ("socket",), "NCCL's TCP socket transport between nodes, not RDMA", "nodes"),
+    _Switch("NCCL_P2P_DISABLE", ("1",),
+            "host memory (SHM) between a node's GPUs, not GPU peer-to-peer", "p2p"),
+    # P2P_LEVEL LOC (0): peer-to-peer never used (paths.cc ncclTopoCheckP2p)
+    _Switch("NCCL_P2P_LEVEL", ("loc", "0"),
+            "host memory (SHM) between a node's GPUs, not GPU peer-to-peer", "p2p"),
+    _Switch("NCCL_SHM_DISABLE", ("1",),
+            "the network between a node's GPUs, not host memory (SHM)", "shm"),
+)
+
+# Kept with a note: NCCL's default stands in for what the run set
+_NOTED = ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS",
+          "NCCL_NTHREADS", "NCCL_GRAPH_FILE")
+
+_ASSIGN = re.compile(r"\b(NCCL_[A-Z0-9_]+)(?:=| set by environment to )([^\s,;'\")]*)")
+
+
+def settings(text: str | None) -> dict[str, str]:
+    """NCCL_* settings a measurement's text records (`NAME=VALUE` on a command line, or
+    NCCL's `NAME set by environment to VALUE`), the first of each name."""
+    found: dict[str, str] = {}
+    for m in _ASSIGN.finditer(text or ""):
+        found.setdefault(m.group(1), m.group(2).rstrip("."))
+    return found
+
+
+def _in_use(where: str, topology) -> bool:
+    fabric = topology.node.fabric
+    p2p = fabric.kind != "pcie" or bool(fabric.pcie_p2p)
+    if where == "nodes":
+        return topology.n_nodes > 1
+    if topology.gpus_per_node < 2:
+        return False
+    return p2p if where == "p2p" else not p2p
+
+
+def unmodelled_transport(text: str | None, topology) -> list[str]:
+    """The transport switches the run set that take it off the modelled path on
+    `topology`, each as "NAME=VALUE (what the run used)"."""
+    found = settings(text)
+    out = []
+    for s in _SWITCHES:
+        value = found.get(s.name)
+        if value is not None and value.lower() in s.values and _in_use(s.where, topology):
+            out.append(f"{s.name}={value} ({s.what})")
+    return out
+
+
+class UnmodelledTransport(InputError):
+    """A measured run that moved its data on a path embsim does not model."""
+
+
+def refuse_unmodelled(text: str | None, topology, where: str) -> None:
+    """UnmodelledTransport naming the setting when the run moved its data on a path embsim
+    does not model (unmodelled_transport)."""
+    found = unmodelled_transport(text, topology)
+    if found:
+        raise UnmodelledTransport(f"{where}: the run set {'; '.join(found)}: a transport embsim does not "
+                         f"model, so its times are not the described system's; score a run "
+                         f"without it")
+
+
+def noted_settings(text: str | None) -> str:
+    """A line for the output naming the channel-count settings a run made that the model
+    leaves at NCCL's defaults; "" when none."""
+    found = settings(text)
+    said = [f"{name}={found[name]}" for name in _NOTED if name in found]
+    return f"{' '.join(said)} set by the run: NCCL's default stands in" if said else ""
