@@ -115,14 +115,33 @@ def local_nics(shape: CommShape) -> int:
     return max(1, shape.nics_per_node // max(1, shape.ppn))
 
 
+def _local_net_bw(shape: CommShape) -> tuple[int, float]:
+    """(NICs, GB/s) of a GPU's local NICs as topo.cc getLocalNetCountByBw adds them: each at
+    its GPU -> NIC path bandwidth (the slower of the NIC and the PCIe hop: a 800 Gb/s NIC
+    behind a Gen5 x16 hop counts 48, not 100: sized from the raw NIC, an AlltoAll across
+    nodes got slower on a faster NIC), stopping once they reach the GPU's own link to its CPU."""
+    gpu = shape.gpu_link_bw or math.inf          # NVLink-C2C: wider than any NICs
+    count, total = 0, 0.0
+    for _ in range(local_nics(shape)):
+        total += shape.nic_path_bw
+        count += 1
+        if total >= gpu:
+            break
+    return count, total
+
+
 def net_channels_per_peer(shape: CommShape, consts: NcclConstants, total: int) -> int:
     """Channels per network peer (paths.cc ncclTopoGetNchannels, remote rank).
 
-    2.29+: max(local NICs, ceil(NIC bw / P2P_PER_CHANNEL_NET_BW)). Before: max(local NICs,
-    2 halved while 2 x nRanks > 4 x p2pnChannels) ("reduce with scale").
+    2.29+: max(NICs counted, ceil(their bandwidth / P2P_PER_CHANNEL_NET_BW)), the NICs and
+    bandwidth as topo.cc getLocalNetCountByBw counts them (_local_net_bw). Before: max(local
+    NICs, 2 halved while 2 x nRanks > 4 x p2pnChannels) ("reduce with scale").
     """
     if _version(consts) >= (2, 29):
-        return max(local_nics(shape), math.ceil(shape.nic_bw / P2P_PER_CHANNEL_NET_BW)) if shape.nic_bw > 0 else 2
+        if shape.nic_bw <= 0:
+            return 2
+        count, bw = _local_net_bw(shape)
+        return max(count, math.ceil(int(bw) / int(P2P_PER_CHANNEL_NET_BW)))
     ch_max = 2
     while ch_max * shape.n_ranks > 4 * total and ch_max > 1:
         ch_max //= 2

@@ -1,6 +1,7 @@
 """p2p warps per work (enqueue.cc finishWorkP2p <= 2.21, sendrecv.h >= 2.22), a warp's rate by
 Little's law (bytes in flight / the fitted batch time in SM cycles) and the FIFO fill step."""
 
+from pathlib import Path
 import dataclasses
 
 import pytest
@@ -151,3 +152,22 @@ def test_network_bound_p2p_hides_the_gpu_side_step_syncs():
     s1, g1 = one.shape(tuple(range(8)))
     t1 = p2p.sendrecv_time(s1, one.consts, size, g1.comm_channels)
     assert t1.latency > t1.steps * p2p.step_us("Simple", s1, one.consts)   # in series
+
+
+def test_a_faster_nic_never_slows_an_alltoall_across_nodes(tmp_path):
+    # NCCL 2.29+ sizes channels per network peer from what getLocalNetCountByBw counts: the
+    # GPU -> NIC path, which a Gen5 x16 hop caps at 48 GB/s. Sized from the raw NIC, an
+    # 800 Gb/s NIC took 8 channels a peer (4 at 400), fewer peers ran at once, and a 16 MiB
+    # AlltoAll on 2x8 H100 took 372 µs against 285 at 400 Gb/s.
+    from embsim.collectives import CollectiveModel
+    from embsim.topology import load_topology
+    text = (Path(__file__).parents[2] / "topologies" / "dgx-h100.yaml").read_text()
+    times = []
+    for gbit in (400, 800, 1600):
+        path = tmp_path / f"h100-nic{gbit}.yaml"
+        path.write_text(text.replace("name: dgx-h100", f"name: h100-nic{gbit}")
+                        .replace("  gbit: 400 ", f"  gbit: {gbit} "))
+        model = CollectiveModel(load_topology(f"{path}:2x8"))
+        times.append([model.plan("alltoall", size, range(16)).time for size in (16 << 20, 256 << 20)])
+    assert times[1][0] <= times[0][0] and times[2][0] <= times[1][0]
+    assert times[1][1] <= times[0][1] and times[2][1] <= times[1][1]
