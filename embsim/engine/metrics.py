@@ -34,6 +34,9 @@ class StepMetrics:
     # op -> s per step of node copies, host work and tail kernels its collectives' streams
     # ran around the transfers (comm_time is the transfers alone); what a consumer also waits for
     comm_around: dict = field(default_factory=dict)
+    # s per step of `compute` that the slowest class's compute ran slowed while its own
+    # collectives were in flight (interference): communication's cost, paid on the compute stream
+    compute_stretch: float = 0.0
 
 
 def steady_window(run: EngineRun) -> tuple[int, int]:
@@ -61,10 +64,14 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     step = max((b - a) / n for a, b in ends.values())
 
     busy: dict[str, float] = {}
+    stretch: dict[str, float] = {}
     for r in run.compute:
         if first < r.iteration <= last:
             busy[r.cls] = busy.get(r.cls, 0.0) + (r.end - r.start)
+            if r.work is not None:
+                stretch[r.cls] = stretch.get(r.cls, 0.0) + max(0.0, r.end - r.start - r.work)
     compute = max(busy.values(), default=0.0) / n
+    busiest = max(busy, key=busy.get) if busy else None
 
     comm_bytes: dict[str, float] = {}
     comm_time: dict[str, float] = {}
@@ -116,4 +123,5 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     return StepMetrics(step_time=step, compute=compute, exposed_comm=max(0.0, step - compute),
                        comm_bytes_per_gpu=comm_bytes, comm_time=comm_time,
                        link_utilisation=util, iterations_measured=n, comm_count=comm_count,
-                       comm_wall=wall, exposed_by_op=exposed_by_op, comm_around=comm_around)
+                       comm_wall=wall, exposed_by_op=exposed_by_op, comm_around=comm_around,
+                       compute_stretch=stretch.get(busiest, 0.0) / n)

@@ -86,6 +86,10 @@ class SimulationResult:
         return self.metrics.exposed_comm
 
     @property
+    def compute_stretch(self) -> float:
+        return self.metrics.compute_stretch
+
+    @property
     def comm_bytes_per_gpu(self) -> dict:
         return self.metrics.comm_bytes_per_gpu
 

@@ -114,10 +114,11 @@ class Engine:
                         if env.now > idle:
                             rec.waits.append(WaitRecord(cls.name, k, dep, idle, env.now, k + offset))
                 start = env.now
+                work = op.duration * _slowdown(cls, op)
                 self._set_computing(+1)
-                yield from self._busy(op.duration * _slowdown(cls, op), cls.ranks[0])
+                yield from self._busy(work, cls.ranks[0])
                 self._set_computing(-1)
-                rec.compute.append(ComputeRecord(cls.name, k, op.name, op.kind, start, env.now))
+                rec.compute.append(ComputeRecord(cls.name, k, op.name, op.kind, start, env.now, work))
                 self._compute_done(cls, k, op)
             rec.iteration_end[(cls.name, k)] = env.now
             if cls is self.classes[0]:

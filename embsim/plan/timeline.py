@@ -28,6 +28,9 @@ class ComputeRecord:
     kind: str                  # its role: fwd | bwd | update | extra
     start: float
     end: float
+    # s of work at full speed; end - start is longer by what collectives of its GPUs in
+    # flight slowed it (interference). None: not recorded (taken as end - start)
+    work: float | None = None
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,25 @@
 """Why one row of a compare matrix beats another, in words: a scheduler that loses to fifo
-(its bottleneck: the compute stream, the network, collective latency or ordering, and
-whether the gap is within the model's error), and the best row against the best row of
-another strategy and plan (the step split into computation and exposed communication, and
-what the communication is)."""
+(its bottleneck: the compute stream, its collectives slowing the compute, the network,
+collective latency or ordering, and whether the gap is within the model's error), and the
+best row against the best row of another strategy and plan (the step split into
+computation, compute slowed by collectives in flight, and exposed communication, and what
+the communication is). Every gap is a share of the faster row's step (compare.trails_by),
+as the resolution line judges it.
+
+"Computation" is the compute stream's work at full speed. What it ran longer because its
+GPUs' collectives were in flight (interference) is communication's cost, named apart: a
+row that keeps more communication in flight otherwise seemed to "compute more"."""
+
 
 from __future__ import annotations
 
-from ..compare import TRAINING_MEAN_ERROR, CompareRow, best_fitting, rank_key
+from ..compare import TRAINING_MEAN_ERROR, CompareRow, best_fitting, rank_key, trails_by
 from .units import human_bytes, human_time
+
+
+def _work(row: CompareRow) -> float:
+    """The compute stream's work at full speed: its time less the interference stretch."""
+    return row.compute - row.compute_stretch
 
 
 def waited_on(row: CompareRow, most: int = 2) -> str:
@@ -64,25 +76,36 @@ def loss_lead(row: CompareRow, other: CompareRow) -> str:
     """'X loses to Y by 0.11 ms (0.7% of its step, within the model's 6.3% mean error: not
     resolved)': a gap the model's validated error covers is said to be one (as why_best)."""
     d_step = row.step_time - other.step_time
-    gap = d_step / row.step_time
+    gap = trails_by(other, row)
     share = f"{gap:.1%}" if gap >= 1e-3 else f"{gap:.2%}"
     caveat = (f", within the model's {TRAINING_MEAN_ERROR:.1%} mean error: not resolved"
               if gap < TRAINING_MEAN_ERROR else "")
-    return f"{row.label} loses to {other.label} by {d_step * 1e3:.2f} ms ({share} of its step{caveat})"
+    return (f"{row.label} loses to {other.label} by {d_step * 1e3:.2f} ms ({share} of "
+            f"{other.label}'s step{caveat})")
 
 
 def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
     """Why `row` is slower than the same strategy under fifo, in the order the evidence allows:
-    the compute stream (more computation or updates serialised on it than exposed
-    communication gained); the network when it sends more bytes, or its hottest link is busy
+    the compute stream (more work at full speed, or updates serialised on it, than exposed
+    communication gained); its collectives slowing the compute (more of the compute ran
+    while its collectives were in flight); the network when it sends more bytes, or its hottest link is busy
     (LINK_BOUND_UTILISATION of the step); collective latency when the same bytes went as more
     collectives that ran longer; otherwise ordering: the links were idle enough that the
     extra exposure is when the collectives ran against the compute, not the network."""
     lead = loss_lead(row, fifo)
-    d_compute = row.compute - fifo.compute
+    d_work = _work(row) - _work(fifo)
+    d_stretch = row.compute_stretch - fifo.compute_stretch
     d_exposed = row.exposed_comm - fifo.exposed_comm
-    if d_compute >= d_exposed:
-        return f"{lead}: bottleneck the compute stream (+{d_compute * 1e3:.2f} ms of computation)"
+    if d_work >= max(d_exposed, d_stretch):
+        return f"{lead}: bottleneck the compute stream (+{d_work * 1e3:.2f} ms of computation)"
+    if d_stretch >= d_exposed:
+        ran = ""
+        if row.comm_wall is not None and fifo.comm_wall is not None:
+            ran = (f": its collectives run {human_time(row.comm_wall)} a step against "
+                   f"{fifo.scheduler}'s {human_time(fifo.comm_wall)}")
+        return (f"{lead}: bottleneck its collectives slowing the compute (+{d_stretch * 1e3:.2f} ms "
+                f"of compute slowed while they are in flight, {d_work * 1e3:+.2f} ms of "
+                f"computation){ran}")
     exposed = f"+{d_exposed * 1e3:.2f} ms of exposed communication"
     links = links_text(row, fifo)
     detail = f"{exposed}; {links}" if links else exposed
@@ -124,11 +147,14 @@ def why_best(rows) -> str | None:
     other = min(others, key=rank_key)
     d_step = other.step_time - best.step_time
     terms = [("exposed communication", best.exposed_comm, other.exposed_comm),
-             ("computation", best.compute, other.compute)]
+             ("computation", _work(best), _work(other))]
+    if best.compute_stretch or other.compute_stretch:
+        terms.append(("compute slowed by collectives in flight", best.compute_stretch,
+                      other.compute_stretch))
     terms.sort(key=lambda t: -(t[2] - t[1]))          # what it gains most on first
     parts = [f"{name} {human_time(mine)} against {human_time(theirs)} ({(mine - theirs) * 1e3:+.2f} ms)"
              for name, mine, theirs in terms]
-    gap = d_step / other.step_time
+    gap = trails_by(best, other)
     alike = [r.label for r in rows if r is not best and r.refused is None and r.same_plan_as == best.label]
     who = f"{best.label} (the same plan as {', '.join(alike)})" if alike else best.label
     if gap < 1e-9:

@@ -35,6 +35,8 @@ def simulation_json(result) -> dict:
         "samples_per_s": result.samples_per_s,
         "tokens_per_s": result.tokens_per_s,
         "compute_ms": result.compute * 1e3,
+        # of compute_ms: what the compute ran slowed while its collectives were in flight
+        "compute_slowed_by_comm_ms": result.compute_stretch * 1e3,
         "exposed_comm_ms": result.exposed_comm * 1e3,
         "comm_bytes_per_gpu": result.comm_bytes_per_gpu,
         # each op's collective time per step (the table's "... per GPU X in Y ms")
@@ -67,6 +69,8 @@ def compare_row_json(row) -> dict:
            "step_time_ms": None if row.step_time is None else row.step_time * 1e3,
            "speedup": row.speedup,
            "exposed_comm_ms": None if row.exposed_comm is None else row.exposed_comm * 1e3,
+           "compute_ms": None if row.compute is None else row.compute * 1e3,
+           "compute_slowed_by_comm_ms": row.compute_stretch * 1e3,
            # by op, as simulate gives them, and their totals
            "comm_bytes_per_gpu": dict(row.comm_bytes_by_op),
            "comm_bytes_per_gpu_total": row.comm_bytes_per_gpu,

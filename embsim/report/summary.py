@@ -42,7 +42,9 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
               else f"{topo.gpus} x one GPU" + efficiency_base(result.strategy, result.scheduler))
         t.add_row("scaling efficiency", f"{result.scaling_efficiency * 100:.1f} % of {of}")
     share = result.exposed_comm / result.step_time if result.step_time else 0.0
-    t.add_row("compute", human_time(result.compute))
+    stretch = result.compute_stretch
+    t.add_row("compute", human_time(result.compute) + (
+        f", of which {human_time(stretch)} is the slowdown while its collectives run" if stretch >= 1e-6 else ""))
     t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")
     waited = most_first(result.exposed_by_op)
     if waited:
