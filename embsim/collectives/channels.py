@@ -271,19 +271,40 @@ class Graphs:
         return replace(self, ring=self.kernel_ring, tree=self.kernel_tree)
 
 
-def _kernel_graph(nccl: Graph, link: Graph, fabric_ratio: float = 1.0) -> Graph:
+# What one CTA of NCCL's Simple protocol moves GPU to GPU across PCIe (P2P writes into the
+# peer's buffer), GB/s of AllReduce bus bandwidth. FITTED on one named point:
+# voipmonitor/rtx6kpro optimization/nccl-tuning.md ("Impact of Channel Count"): 8x RTX PRO
+# 6000 Blackwell (PCIe Gen5 x16) on the root ports of two AMD Turin sockets, NCCL_P2P_LEVEL=SYS,
+# default settings, "2 channels" (NCCL's one ring at 15 of the 16 GB/s AMD_BW, duplicated
+# by connect.cc), 22.2 GB/s at 32 MiB: 22.2 / 2. Not link-bound there (Gen5 x16 carries
+# ~2x). Held-out checks: an 8x RTX 4090 Gen4 root-port box with P2P on (blog.chlc.cc,
+# 20.6 GB/s; 2 CTAs if its NCCL is 2.19-2.22), and boxes of 4 CTAs on PCIe switches
+# reaching 40-46 GB/s (10.0-11.6 a CTA): docs/validation.md.
+PCIE_P2P_CTA_GBPS = 11.1
+CTAS_PER_RING_CHANNEL = 2           # connect.cc duplicates every ring channel (compute_channels)
+
+
+def _kernel_graph(nccl: Graph, link: Graph, fabric_ratio: float = 1.0,
+                  cta_bw: float | None = None) -> Graph:
     """The graph the kernels move data on across PCIe: the channels NCCL's search found
-    (the CTAs it launches, connect.cc), each at most as fast as a channel on its GPU's own
-    link and all of them at most that link's total. NCCL's per-link charges (a socket link,
-    an Intel root complex) only cost channels; its lower speed step is its own margin, not
-    the rate (a 2080 Ti pair's broadcast moves 11.1 GB/s on NCCL's one ring at 5). So a
-    dual-socket box whose search keeps 1 ring of 2 CTAs moves half what 2 rings would.
+    (each launched as CTAS_PER_RING_CHANNEL CTAs, connect.cc), all of them at most the GPU's
+    own link's total. NCCL's per-link charges (a socket link, an Intel root complex) only
+    cost channels; its lower speed step is its own margin, not the rate (a 2080 Ti pair's
+    broadcast moves 11.1 GB/s on NCCL's one ring at 5). What one channel moves:
+    - GPU to GPU (`cta_bw`, PciLayout.ring_peer_to_peer): its CTAs at `cta_bw` each
+      (PCIE_P2P_CTA_GBPS): a dual-socket box whose search keeps 1 ring moves ~22 GB/s on
+      Gen4 and Gen5 alike;
+    - staged through host memory (SHM, `cta_bw` None): at most a channel on the GPU's own
+      link as NCCL's search would rate it alone (12 GB/s on Gen4 x16). No published run
+      separates an SHM CTA's rate; the P2P-off curves (docs/validation.md) disagree with
+      each other by 4x, so this stays NCCL's own figure.
 
     The caller scales the result by the file's link rate over NCCL's (`fabric_ratio`): a
     slower link slows the link's total, not what one channel could move, so the channel
     cap is taken back out of that scaling there."""
     n = nccl.n_channels
-    bw = min(link.bw_intra / min(1.0, fabric_ratio), link.total_bw / n)
+    per_channel = CTAS_PER_RING_CHANNEL * cta_bw if cta_bw else link.bw_intra
+    bw = min(per_channel / min(1.0, fabric_ratio), link.total_bw / n)
     return Graph(link.pattern, n, bw, bw, link.intra_hw)
 
 
@@ -305,8 +326,9 @@ def search_graphs(shape: CommShape, consts=None) -> Graphs:
     kernel_ring = kernel_tree = None
     if shape.pci is not None:
         link_only = replace(shape, pci=None)
-        kernel_ring = _kernel_graph(ring, _search_ring(link_only, "ring"), shape.fabric_ratio)
-        kernel_tree = _kernel_graph(tree, _search_ring(link_only, "tree"), shape.fabric_ratio)
+        cta = PCIE_P2P_CTA_GBPS if shape.pci.ring_peer_to_peer else None
+        kernel_ring = _kernel_graph(ring, _search_ring(link_only, "ring"), shape.fabric_ratio, cta)
+        kernel_tree = _kernel_graph(tree, _search_ring(link_only, "tree"), shape.fabric_ratio, cta)
     return Graphs(ring, tree, nvls, comm_channels, nvls_channels, kernel_ring, kernel_tree, direct, chain)
 
 

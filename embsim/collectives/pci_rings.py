@@ -8,8 +8,8 @@ uses and subtracting the channel's speed from each link on it (followPath, searc
   switch are PIX; a path through a CPU's root complex is PHB; one crossing a socket link
   is SYS (topo.h PATH_PIX 3, PATH_PHB 6, PATH_SYS 7).
 - A GPU pair without peer-to-peer (the driver says no: paths.cc 316-332, the NVML
-  p2pStatus; or the path is beyond NCCL's P2P level, PXB on Intel/ARM, paths.cc 289-298;
-  from 2.25 on every CPU but AMD with <= 2 GPUs) has its path rebuilt through the destination's CPU ("Divert all
+  p2pStatus; or the path is beyond NCCL's P2P level: p2p_level below) has its path rebuilt
+  through the destination's CPU ("Divert all
   traffic through the CPU", paths.cc 568-578; addInterStep 176-191): two GPUs behind one
   switch then go up through the switch's uplink and back down it, type PHB.
 - followPath charges a PHB path that crosses an x86 Intel CPU node 6/5 of the channel's
@@ -96,6 +96,18 @@ def nccl_cpu_bw(fab, version: str | None) -> tuple[float, str]:
     return float(fab.cpu_link_gbps or 0.0), "taken from fabric.cpu_link_gbps: no fabric.cpu_model"
 
 
+def p2p_level(vendor: str | None, gpu_count: int, version: str | None) -> str:
+    """The farthest PCIe path type NCCL lets GPUs use peer-to-peer on by default (paths.cc
+    ncclTopoCheckP2p; 281-300 in v2.22.3-1, 277-282 in v2.23.4-1): through v2.22 PATH_SYS,
+    but PATH_PXB (switches only, no host bridge) on Intel, ARM and Zhaoxin hosts; from v2.23
+    PATH_PXB on every host but an AMD one whose node has <= 2 GPUs. Beyond it NCCL stages
+    through host memory (SHM) even where the driver allows P2P."""
+    vendor = vendor or "intel"
+    if version_key(version or DEFAULT_VERSION) < (2, 23):
+        return "SYS" if vendor == "amd" else "PXB"
+    return "SYS" if vendor == "amd" and gpu_count <= 2 else "PXB"
+
+
 def socket_view_note(fab, version: str | None) -> str:
     """A line for the output where NCCL's view of the socket link is used (a PCIe tree over
     several sockets) and it is not the file's physical link, or was taken from it."""
@@ -122,6 +134,20 @@ class PciLayout:
     pci_bw: float                       # NCCL's PCI link bandwidth, GB/s (GPU and switch uplink)
     cpu_bw: float                       # NCCL's socket-to-socket link, GB/s
     nvlink: frozenset = frozenset()     # (i, j) local index pairs joined by an NVLink bridge
+    level: str = "SYS"                  # NCCL's P2P level (p2p_level): PXB or SYS
+
+    @property
+    def ring_peer_to_peer(self) -> bool:
+        """Every hop of the ring moves GPU to GPU (NVLink, or PCIe peer-to-peer within NCCL's
+        P2P level), none staged through host memory."""
+        n = len(self.gpus)
+        for i in range(n):
+            kind = self.hop(i, (i + 1) % n)[0]
+            if kind == "NVL" or (kind == "PIX" and self.p2p):
+                continue
+            if not (self.p2p and self.level == "SYS"):       # PHB / SYS beyond PXB: SHM
+                return False
+        return True
 
     def hop(self, a: int, b: int) -> tuple[str, list[tuple]]:
         """(NCCL path type, directed links) of the path GPU a -> GPU b."""
@@ -186,4 +212,5 @@ def layout_of(fab, gpu_count: int, local: list[int], pci_bw: float,
     bridged = frozenset((pos[a], pos[b]) for a, b, _ in fab.nvlink_pairs if a in pos and b in pos)
     return PciLayout(gpus=tuple(place), p2p=bool(fab.pcie_p2p),
                      intel=(fab.cpu_vendor or "intel") == "intel", pci_bw=float(pci_bw),
-                     cpu_bw=nccl_cpu_bw(fab, version)[0] or float(pci_bw), nvlink=bridged)
+                     cpu_bw=nccl_cpu_bw(fab, version)[0] or float(pci_bw), nvlink=bridged,
+                     level=p2p_level(fab.cpu_vendor, gpu_count, version))

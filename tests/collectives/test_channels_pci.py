@@ -149,3 +149,41 @@ def test_the_kernels_run_the_channels_nccls_search_keeps():
     shape = comm_shape(load_topology("l40s-roce"), range(8))
     graphs = search_graphs(shape)
     assert graphs.for_kernel().ring.n_channels == graphs.ring.n_channels == 1
+
+
+@pytest.mark.parametrize("vendor, gpus, version, level", [
+    ("intel", 8, "2.21.5", "PXB"), ("arm", 8, "2.21.5", "PXB"), ("amd", 8, "2.22.3", "SYS"),
+    ("amd", 8, "2.23.4", "PXB"), ("amd", 2, "2.27.7", "SYS"), ("intel", 2, "2.27.7", "PXB"),
+])
+def test_nccls_p2p_level_follows_the_host_and_the_release(vendor, gpus, version, level):
+    # paths.cc ncclTopoCheckP2p: PATH_SYS through 2.22 but PXB on Intel/ARM/Zhaoxin; from
+    # 2.23 PXB everywhere but an AMD node of <= 2 GPUs
+    from embsim.collectives.pci_rings import p2p_level
+    assert p2p_level(vendor, gpus, version) == level
+
+
+def test_gpu_to_gpu_rings_across_pcie_run_at_their_ctas_rate():
+    """An AMD root-port box with P2P on: NCCL's search keeps one ring (AMD_BW 16 from 2.19),
+    launched as 2 CTAs of ~11.1 GB/s each (PCIE_P2P_CTA_GBPS): ~22 GB/s, not the 12 a
+    channel on a Gen4 x16 link would be rated alone (blog.chlc.cc 8x RTX 4090: 20.6
+    measured). From 2.23 NCCL stages such a box through host memory (P2P level PXB): the
+    host-staged rule stays."""
+    from embsim.collectives.channels import CTAS_PER_RING_CHANNEL, PCIE_P2P_CTA_GBPS
+    from embsim.collectives.constants import constants_for
+    for version, p2p, kernel_bw in (("2.21.5", True, CTAS_PER_RING_CHANNEL * PCIE_P2P_CTA_GBPS),
+                                    ("2.27.7", False, 12.0)):
+        shape = comm_shape(load_topology("aws-g5:1x8"), range(8), version)
+        assert shape.pci.ring_peer_to_peer is p2p
+        graphs = search_graphs(shape, constants_for(version))
+        assert (graphs.ring.n_channels, graphs.kernel_ring.n_channels) == (1, 1)
+        assert graphs.kernel_ring.bw_intra == pytest.approx(kernel_bw)
+    # on an Intel host the hops between two switches (PHB) are host-staged (P2P level PXB)
+    # whatever the driver allows; the four GPUs of one switch talk peer-to-peer (PIX)
+    intel = comm_shape(load_topology("pcie-rtx3090:1x8"), range(8), "2.21.5")
+    assert intel.pci.p2p and not intel.pci.ring_peer_to_peer
+    assert comm_shape(load_topology("pcie-rtx3090:1x4"), range(4), "2.21.5").pci.ring_peer_to_peer
+    # never more than the link in total
+    from embsim.collectives.channels import Graph, _kernel_graph
+    link = Graph("ring", 2, 12, 12, "PCI")
+    assert _kernel_graph(Graph("ring", 1, 15, 15, "PCI"), link, cta_bw=11.1).total_bw == pytest.approx(22.2)
+    assert _kernel_graph(Graph("ring", 2, 12, 12, "PCI"), link, cta_bw=11.1).total_bw == pytest.approx(24)
