@@ -59,6 +59,18 @@ def links_text(row: CompareRow, fifo: CompareRow) -> str:
     return text
 
 
+def _bound_by(row: CompareRow) -> str:
+    """Whether a row's communication waits on the links' bandwidth: its hottest link busy
+    at least LINK_BOUND_UTILISATION of the step, else fixed costs and ordering (a faster
+    network would then barely move it)."""
+    kind, _, hottest = row.busiest_link
+    busy = f"its hottest link {kind} busy {hottest * 100:.0f} % of the step"
+    if hottest >= LINK_BOUND_UTILISATION:
+        return f"bandwidth-bound ({busy})"
+    return (f"not the links' bandwidth ({busy}, under {LINK_BOUND_UTILISATION * 100:.0f} %): "
+            f"collectives' fixed costs and when they run")
+
+
 def _more_bytes(row: CompareRow, other: CompareRow) -> bool:
     return (row.comm_bytes_per_gpu is not None and bool(other.comm_bytes_per_gpu)
             and row.comm_bytes_per_gpu > other.comm_bytes_per_gpu * (1 + SAME_BYTES))
@@ -166,6 +178,9 @@ def why_best(rows) -> str | None:
                 + ("" if gap >= TRAINING_MEAN_ERROR else
                    f", within the model's {TRAINING_MEAN_ERROR:.1%} mean error: not resolved") + ")")
     text = f"{lead}: " + ", ".join(parts)
+    exposed_more = other if other.exposed_comm >= best.exposed_comm else best
+    if exposed_more.exposed_comm - min(best.exposed_comm, other.exposed_comm) > 0 and exposed_more.busiest_link:
+        text += f"; {exposed_more.label}'s exposed communication is {_bound_by(exposed_more)}"
     if waited_on(best) or waited_on(other):
         text += (f"; its compute waits on {waited_on(best) or 'nothing'}, "
                  f"{other.label}'s on {waited_on(other) or 'nothing'}")

@@ -157,3 +157,16 @@ def test_compute_slowed_by_collectives_is_communications_cost_not_computation():
     assert ": compute slowed by collectives in flight 290.0 µs against 960.0 µs (-0.67 ms), exposed " \
            "communication 390.0 µs against 430.0 µs (-0.04 ms), computation 12.72 ms against 12.55 ms " \
            "(+0.17 ms)" in why_best([best, other])
+
+
+def test_why_best_says_whether_the_exposed_communication_waits_on_bandwidth():
+    """probe I5: "exposed communication 887 µs against 1.70 ms" read as "buy a faster network"
+    where no bandwidth upgrade moved it; the line now says which it is."""
+    best = row("fsdp", "fifo", 64.0e-3, 0.89e-3, 63.1e-3, busiest_link=("nic", 0.04, 0.04))
+    idle = row("distopt", "fifo", 64.15e-3, 1.70e-3, 62.45e-3, busiest_link=("nic", 0.04, 0.04))
+    assert ("; distopt/fifo's exposed communication is not the links' bandwidth (its hottest link "
+            "nic busy 4 % of the step, under 50 %): collectives' fixed costs and when they run") \
+        in why_best([best, idle])
+    busy = dataclasses.replace(idle, busiest_link=("nic", 0.5, 0.57))
+    assert ("; distopt/fifo's exposed communication is bandwidth-bound (its hottest link nic busy "
+            "57 % of the step)") in why_best([best, busy])
