@@ -124,14 +124,20 @@ def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
     if _more_bytes(row, fifo):
         return (f"{lead}: bottleneck the network ({detail}): it sends {human_bytes(row.comm_bytes_per_gpu)} "
                 f"per GPU against {fifo.scheduler}'s {human_bytes(fifo.comm_bytes_per_gpu)}")
+    hot = row.busiest_link is not None and row.busiest_link[2] >= LINK_BOUND_UTILISATION
+    if hot:
+        # a busy link: more, smaller collectives still wait on its bandwidth (their pipeline
+        # fill grows as the link slows), so "fixed costs" would say a faster link won't help
+        more = (f": {comm_shape(row)}, against {fifo.scheduler}'s {comm_shape(fifo)}"
+                if _longer_and_more(row, fifo, d_exposed) else "")
+        return f"{lead}: bottleneck the network ({detail}){more}"
     if _longer_and_more(row, fifo, d_exposed):
         same = (row.comm_bytes_per_gpu is not None and bool(fifo.comm_bytes_per_gpu)
                 and abs(row.comm_bytes_per_gpu / fifo.comm_bytes_per_gpu - 1) < SAME_BYTES)
         return (f"{lead}: bottleneck collective latency ({detail}): {comm_shape(row)}, against "
                 f"{fifo.scheduler}'s {comm_shape(fifo)}: {'the same bytes' if same else 'its bytes'} "
                 f"in smaller collectives, each paying its fixed costs")
-    hot = row.busiest_link is not None and row.busiest_link[2] >= LINK_BOUND_UTILISATION
-    if hot or row.busiest_link is None:
+    if row.busiest_link is None:
         return f"{lead}: bottleneck the network ({detail})"
     ran = ""
     if row.comm_wall is not None and fifo.comm_wall is not None:
