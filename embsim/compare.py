@@ -44,6 +44,7 @@ class CompareRow:
     compute: float | None = None             # s
     # s of `compute` slowed by collectives in flight (interference): communication's cost
     compute_stretch: float = 0.0
+    net_bytes_per_node: float | None = None  # sent into the network a step per node (None: one node)
     comm_bytes_per_gpu: float | None = None  # bytes sent per GPU per step, all collectives
     memory_per_gpu: float | None = None      # bytes
     fits_in_memory: bool | None = None
@@ -141,6 +142,7 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
         return CompareRow(strategy=cfg.strategy, scheduler=cfg.scheduler, refused=str(e))
     return CompareRow(strategy=cfg.strategy, scheduler=cfg.scheduler, step_time=r.step_time,
                       exposed_comm=r.exposed_comm, compute=r.compute, compute_stretch=r.compute_stretch,
+                      net_bytes_per_node=r.net_bytes_per_node,
                       comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
                       memory_per_gpu=float(r.memory.total), fits_in_memory=r.fits_in_memory,
                       notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus,

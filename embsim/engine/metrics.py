@@ -37,6 +37,9 @@ class StepMetrics:
     # s per step of `compute` that the slowest class's compute ran slowed while its own
     # collectives were in flight (interference): communication's cost, paid on the compute stream
     compute_stretch: float = 0.0
+    # link kind -> bytes per step its links carried together (every link of the kind, each
+    # direction its own link: a byte between nodes crosses two "nic" links)
+    link_bytes: dict = field(default_factory=dict)
 
 
 def steady_window(run: EngineRun) -> tuple[int, int]:
@@ -111,6 +114,7 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     wall = busy_wall([(r.start, r.end) for r in run.comm if first < r.iteration <= last]) / n
 
     util: dict[str, tuple[float, float]] = {}
+    link_bytes: dict[str, float] = {}
     if first in run.link_bytes_at and last in run.link_bytes_at:
         t0 = run.iteration_end[(run.classes[0].name, first)]
         t1 = run.iteration_end[(run.classes[0].name, last)]
@@ -120,8 +124,9 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
                 if len(ids):
                     u = carried[ids] / (capacity[ids] * (t1 - t0))     # each link's step average
                     util[kind] = (float(u.mean()), float(u.max()))     # (mean, hottest link)
+                    link_bytes[kind] = float(carried[ids].sum()) / n
     return StepMetrics(step_time=step, compute=compute, exposed_comm=max(0.0, step - compute),
                        comm_bytes_per_gpu=comm_bytes, comm_time=comm_time,
                        link_utilisation=util, iterations_measured=n, comm_count=comm_count,
                        comm_wall=wall, exposed_by_op=exposed_by_op, comm_around=comm_around,
-                       compute_stretch=stretch.get(busiest, 0.0) / n)
+                       compute_stretch=stretch.get(busiest, 0.0) / n, link_bytes=link_bytes)

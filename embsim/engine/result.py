@@ -118,6 +118,15 @@ class SimulationResult:
         return self.metrics.link_utilisation
 
     @property
+    def net_bytes_per_node(self) -> float | None:
+        """Bytes a node sends into the network a step (its NICs' uplinks; the downlinks carry
+        as much in): what a network-bound ranking turns on, which bytes per GPU (the busbw
+        convention, traffic inside a node included) can point the other way. None on one node."""
+        if self.cluster.nodes < 2 or "nic" not in self.metrics.link_bytes:
+            return None
+        return self.metrics.link_bytes["nic"] / 2.0 / self.cluster.nodes
+
+    @property
     def fits_in_memory(self) -> bool:
         return self.memory.total <= self.hbm_bytes
 

@@ -195,6 +195,11 @@ def why_best(rows) -> str | None:
                  + (f" in {comm_shape(best)}" if comm_shape(best) else "")
                  + f", against {human_bytes(other.comm_bytes_per_gpu)}"
                  + (f" in {comm_shape(other)}" if comm_shape(other) else ""))
+    if best.net_bytes_per_node is not None and other.net_bytes_per_node is not None:
+        # per GPU counts traffic inside a node too; what crosses the NICs can rank the other way
+        # in MB: two rows' network bytes are often within a few percent of each other
+        text += (f"; into the network {best.net_bytes_per_node / 1e6:,.1f} MB a node a step, against "
+                 f"{other.net_bytes_per_node / 1e6:,.1f} MB")
     return text
 
 

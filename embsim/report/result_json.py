@@ -39,6 +39,8 @@ def simulation_json(result) -> dict:
         "compute_slowed_by_comm_ms": result.compute_stretch * 1e3,
         "exposed_comm_ms": result.exposed_comm * 1e3,
         "comm_bytes_per_gpu": result.comm_bytes_per_gpu,
+        # bytes a node sends into the network a step (null on one node)
+        "net_bytes_per_node": result.net_bytes_per_node,
         # each op's collective time per step (the table's "... per GPU X in Y ms")
         "comm_ms": {op: t * 1e3 for op, t in result.comm_time.items()},
         # copies, host work and tail kernels around the transfers, which comm_ms leaves out
@@ -71,6 +73,7 @@ def compare_row_json(row) -> dict:
            "exposed_comm_ms": None if row.exposed_comm is None else row.exposed_comm * 1e3,
            "compute_ms": None if row.compute is None else row.compute * 1e3,
            "compute_slowed_by_comm_ms": row.compute_stretch * 1e3,
+           "net_bytes_per_node": row.net_bytes_per_node,
            # by op, as simulate gives them, and their totals
            "comm_bytes_per_gpu": dict(row.comm_bytes_by_op),
            "comm_bytes_per_gpu_total": row.comm_bytes_per_gpu,

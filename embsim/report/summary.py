@@ -67,6 +67,8 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
         # "peak": the hottest link's busy share of the whole step, not an instant's peak
         t.add_row("busiest link class", f"{kind}: hottest link busy {peak * 100:.1f} % of the step on "
                   f"average, the class {mean * 100:.1f} %")
+    if result.net_bytes_per_node is not None:
+        t.add_row("into the network", f"{human_bytes(result.net_bytes_per_node)} a node a step")
     mem = result.memory.as_dict()
     t.add_row("memory per GPU", f"{human_bytes(mem['total'])} of {human_bytes(result.hbm_bytes)} "
               f"(params {human_bytes(mem['params'])}, grads {human_bytes(mem['grads'])}, "

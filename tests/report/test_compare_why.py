@@ -182,3 +182,14 @@ def test_more_collectives_on_a_busy_link_wait_on_the_network():
     text = bottleneck(late, fifo)
     assert "bottleneck the network (+3.00 ms of exposed communication; hottest link nic busy 85 %" in text
     assert "collective latency" not in text and "12 collectives a step" in text
+
+
+def test_why_best_gives_what_crosses_the_network_a_node():
+    """probe I6: bytes per GPU (intra-node traffic included) said embrace sent 86 MB less than
+    allgather, yet embrace put more on each node's NIC and lost more as the NIC slowed."""
+    a = dataclasses.replace(row("allgather", "fifo", 497.67e-3, 100e-3, 397.67e-3, comm_bytes_per_gpu=1090.9e6),
+                            net_bytes_per_node=1136e6)
+    b = dataclasses.replace(row("embrace", "fifo", 506.53e-3, 110e-3, 396.53e-3, comm_bytes_per_gpu=1004.7e6),
+                            net_bytes_per_node=1149e6)
+    assert "; into the network 1,136.0 MB a node a step, against 1,149.0 MB" in why_best([a, b])
+    assert "into the network" not in why_best([dataclasses.replace(a, net_bytes_per_node=None), b])
