@@ -7,8 +7,8 @@ E=.venv/bin/embsim
 D=embsim/validation_data
 echo "== collectives, every packaged nccl-tests curve and point";  $E validate --nccl-tests | tail -1
 echo "== collectives, the curves the model was built against (no held-out additions of 2026-12-01 evening or 2026-12-02)"
-$E validate --nccl-tests $(ls $D/*.yaml | grep -Ev 'p2poff|10x|20rack|128gpu|/ext-|/ext2-|/ext3-|/ext4-|/ext5-|/ext6-|/ext7-|/ext8-') | tail -1
-echo "== collectives, held out: P2P-off PCIe (AutoDL 2x RTX 2080 Ti)";  $E validate --nccl-tests $D/*p2poff*.yaml | tail -1
+$E validate --nccl-tests $(ls $D/*.yaml | grep -Ev 'p2poff|10x|20rack|128gpu|/ext-|/ext2-|/ext3-|/ext4-|/ext5-|/ext6-|/ext7-|/ext8-|/ext9-') | tail -1
+echo "== collectives, held out: P2P-off PCIe (AutoDL 2x RTX 2080 Ti)";  $E validate --nccl-tests $(ls $D/*p2poff*.yaml | grep -v /ext9-) | tail -1
 echo "== collectives, held out: 10-node H100, GB200 multi-rack";  $E validate --nccl-tests $(ls $D/*{10x,20rack,128gpu}*.yaml | grep -v /ext2-) | tail -1
 echo "== collectives, held out: systems found 2026-12-02 (AWS p5 2-32 nodes, Alps GH200, H800/H200/H100 points)"
 $E validate --nccl-tests $D/ext-*.yaml | tail -1
@@ -28,6 +28,8 @@ echo "== collectives, held out: AWS p4d (2026-12-03: 2x8 AllReduce on NCCL 2.23.
 $E validate --nccl-tests $D/ext7-*.yaml | tail -1
 echo "== collectives, held out: eighth session (2026-12-03: AWS g5.48xlarge 4x A10G AllReduce on NCCL 2.18.5, preset aws-g5; 2x8 H200 on OCI over RoCE, NCCL 2.27.5)"
 $E validate --nccl-tests $D/ext8-*.yaml | tail -1
+echo "== collectives, held out: probe J (2026-12-05: 8x RTX 4090 on AMD EPYC root ports P2P off / on, preset pcie-rtx4090-epyc; 2x H100 PCIe over an NVLink bridge; 8x H20 -g 8; OCI V100 / A100 40GB points)"
+$E validate --nccl-tests $D/ext9-*.yaml | tail -1
 echo "== training, packaged copies (what the real runs execute)";  $E validate --training | grep '^mean'
 echo "== training, the issue's original files as given";  $E validate --training $D/training/original/*.yaml | grep '^mean'
 echo "== training, held-out recommenders (DLE NCF; DLRM small 1 GPU and large 8 GPUs)";  $E validate --training $D/training/heldout/dle-pytorch-ncf.yaml $D/training/heldout/dle-pytorch-dlrm.yaml | grep '^mean'

@@ -489,6 +489,32 @@ CURVE_BOUNDS.update({
     "ext8-oci-h200-2x8-all-reduce": (0.052, 0.058),
 })
 
+# Held-out systems found by probe J (2026-12-05: embsim/validation_data/ext9-*.yaml, with the new
+# pcie-rtx4090-epyc preset and two topology files in embsim/validation_data/topologies/), at the level
+# reached on first contact (commit 293dc2c) x 1.005, the same after 5a2e855 and daaddb2; nothing tuned on
+# them. 8x RTX 4090 on AMD EPYC 7542 root ports (blog.chlc.cc), AllReduce -g 8, release not given (dated:
+# 2.25.1): P2P off 17.2 / 28.5 % (the model's 11.95 GB/s plateau below the measured 14.5-15.0), P2P on
+# (tinygrad driver) 39.4 / 73.6 % (20.6 measured; 2.25.1 stages an 8-GPU AMD box through host memory, P2P
+# level PXB: 11.95; under 2.22.3 the ring runs GPU to GPU at 22.0, 13.2 / 37.0 %, a sensitivity, not the
+# gate). 2x H100 PCIe over an NVLink bridge (NV12 inferred; nccl-tests#194) 1-4 GiB: the model 2x fast
+# (239 against 115-116 GB/s), 51.5-51.8 %. 8x H20 one node -g 8 (nccl-tests#306): NVLS 1-2 GiB 25 % fast
+# (16.5 / 25.4 %). OCI BM.GPU3.8 V100 1 GiB 13.3 % (the model's NVLink-2 ring 119.6 against 135.5) and
+# BM.GPU4.8 A100 40GB 10 GiB 1.4 %.
+CURVE_BOUNDS.update({
+    "ext9-chlc-8x4090-p2poff-all-reduce": (0.173, 0.287),
+    "ext9-chlc-8x4090-p2pon-all-reduce": (0.396, 0.74),     # 32 MiB Ring/Simple 73.6 % slow (host-staged on 2.25.1)
+    **point_bounds("ext9-h100pcie-nvlbridge-1x2-points", [
+        0.521,  # 1 GiB: 115.4 measured, model 239.2
+        0.52,
+        0.518,
+    ]),
+    "ext9-h20-1x8-g8-all-reduce": (0.166, 0.255),
+    **point_bounds("ext9-oci-points", [
+        0.134,  # BM.GPU3.8, 8x V100 SXM2, 1 GiB: 135.5 measured, model 119.6
+        0.014,  # BM.GPU4.8, 8x A100 40GB, 10 GiB
+    ]),
+})
+
 def test_sweep_sizes_names_the_nccl_tests_flags():
     from embsim.collectives import nccl_tests as nt
     # nccl-tests -b 8 -e 128 -f 2: 8, 16, 32, 64, 128; texts and byte counts alike

@@ -14,7 +14,8 @@ NEW = ("dgx1-v100", "dgx2-v100", "dgx2h-v100", "pcie-rtx2080ti", "pcie-rtx2080ti
        "azure-nc-a100-v4",
        "l40s-roce",
        "aws-p5", "aws-p6-b200", "gcp-a3-mega", "hgx-h20", "aws-p4d", "aws-p4de", "aws-g5",
-       "pcie-h100", "pcie-rtx6000ada", "pcie-rtxa6000", "pcie-quadro-rtx8000", "pcie-a10", "pcie-a100-40gb")
+       "pcie-h100", "pcie-rtx6000ada", "pcie-rtxa6000", "pcie-quadro-rtx8000", "pcie-a10", "pcie-a100-40gb",
+       "pcie-rtx4090-epyc")
 
 
 def test_list_shows_every_preset_on_one_line(capsys):
@@ -169,3 +170,29 @@ def test_alltoallv_shares_the_nodes_nics_as_alltoall_does():
     full = np.zeros((16, 16))
     full[:8, 8:] = full[8:, :8] = size / 16
     assert m.plan_alltoallv(half, range(16)).time < m.plan_alltoallv(full, range(16)).time
+
+
+def test_the_held_out_topology_files_beside_the_curves():
+    """embsim/validation_data/topologies/ holds topology files that are not presets (ext9's P2P-on
+    RTX 4090 box and bridged H100 PCIe pair): each cites a source for every number, its curve finds
+    it beside itself from any directory (topology.spec_beside), and the packaged set never reads it
+    as a curve (validate reads only the data folder's own *.yaml)."""
+    import re
+    from embsim.collectives.validation import DATA_DIR, validate_all
+    from embsim.topology import spec_beside
+    folder = DATA_DIR / "topologies"
+    files = sorted(folder.glob("*.yaml"))
+    assert {p.stem for p in files} >= {"chlc-8x4090-p2pon", "h100pcie-nvlbridge"}
+    for path in files:
+        text = path.read_text()
+        assert re.search(rf"^name: {re.escape(path.stem)}$", text, re.M), path.name
+        for line in text.splitlines():
+            if re.match(r"^\s+\w+\s*:\s*[\d.]+", line):
+                assert "#" in line, f"{path.name}: no source comment on: {line.strip()}"
+        # from the repository root `topologies/NAME.yaml` would name the preset instead
+        assert not (PRESETS / path.name).exists(), path.name
+        load_topology(str(path))
+    curve = DATA_DIR / "ext9-chlc-8x4090-p2pon-all-reduce.yaml"
+    assert spec_beside("topologies/chlc-8x4090-p2pon.yaml", curve) == str(folder / "chlc-8x4090-p2pon.yaml")
+    names = {c.name for c in validate_all()}
+    assert not names & {p.stem for p in files}
