@@ -223,16 +223,27 @@ class CollectiveModel:
 
     @property
     def fidelity_note(self) -> str:
-        """A line for the output where held-out measurements say the model runs fast: GPUs on
-        PCIe without peer-to-peer, whose collectives NCCL stages through host memory (SHM).
-        The published two-way ops on such boxes (2x RTX 2080 Ti, RTX 4090: AllReduce,
-        AllGather, AlltoAll) take 1.2x to several times the model's time; the mechanism is
-        not established (collective_notes.md), so the output says so instead of a factor."""
-        fab = self.topology.node.fabric
-        if fab.kind != "pcie" or fab.pcie_p2p or self.topology.gpus_per_node < 2:
+        """A line for the output where held-out measurements put the model off both ways: GPUs
+        on PCIe whose ring NCCL stages through host memory (SHM), because the driver allows no
+        peer-to-peer or because a hop lies beyond NCCL's default P2P level (an Intel host's
+        root complex; an 8-GPU AMD host from 2.23: pci_rings.p2p_level). Published runs on such
+        boxes (2x RTX 2080 Ti, RTX 4090 pairs: AllReduce, AllGather, AlltoAll) take 1.2x to
+        several times the model's time, and an 8x RTX 4090 EPYC box 0.8x; the mechanism is not
+        established (collective_notes.md), so the output says so instead of a factor."""
+        topo = self.topology
+        fab = topo.node.fabric
+        if fab.kind != "pcie" or topo.gpus_per_node < 2:
             return ""
-        return ("P2P off: published host-staged AllReduce/AllGather/AlltoAll runs take up to "
-                "several times the model's time (docs/validation.md); communication may read cheap")
+        if fab.pcie_p2p:
+            from .shape import comm_shape
+            pci = comm_shape(topo, range(topo.gpus_per_node), self.consts).pci
+            if pci is None or pci.ring_peer_to_peer:
+                return ""
+            why = "beyond NCCL's P2P level"
+        else:
+            why = "P2P off"
+        return (f"host-staged ({why}): published host-staged AllReduce/AllGather/AlltoAll runs are off "
+                f"the model both ways, 0.8x to several times its time (docs/validation.md)")
 
     @property
     def tuner_note(self) -> str:

@@ -149,5 +149,12 @@ def test_p2p_off_boxes_carry_the_held_out_caveat():
     for spec in ("pcie-rtx4090:1x8", "pcie-rtx2080ti:1x2"):
         note = CollectiveModel(load_topology(spec)).fidelity_note
         assert "P2P off" in note and "docs/validation.md" in note
-    for spec in ("pcie-rtx3090:1x8", "dgx-h100:1x8", "pcie-rtx4090:1x1"):
+    # P2P on, but the hops between an Intel host's switches lie beyond NCCL's default P2P
+    # level (PXB): the same host-staged ring, the same caveat; one switch's 4 GPUs: P2P
+    note = CollectiveModel(load_topology("pcie-rtx3090:1x8")).fidelity_note
+    assert note.startswith("host-staged (beyond NCCL's P2P level)")
+    # an AMD 8-GPU node: P2P through 2.22, host-staged from 2.23
+    assert CollectiveModel(load_topology("aws-g5:1x8"), nccl_version="2.22.3").fidelity_note == ""
+    assert "P2P level" in CollectiveModel(load_topology("aws-g5:1x8"), nccl_version="2.23.4").fidelity_note
+    for spec in ("pcie-rtx3090:1x4", "dgx-h100:1x8", "pcie-rtx4090:1x1"):
         assert CollectiveModel(load_topology(spec)).fidelity_note == ""
