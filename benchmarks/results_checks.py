@@ -1,8 +1,7 @@
 """The runs behind docs/results.md's explanations ("why X wins there"): the same cells as
 the matrices with one input changed (no interference, no GPU speed variation), the
 breakdowns the prose quotes (time per collective, compute per role on the slowest GPU,
-the DDP wrapper's passes, a lookup AlltoAll's wait), the 2D ablation of the dense-table
-models, the collective model's AllReduce curves the block-size discussion quotes, and the
+the DDP wrapper's passes, a lookup AlltoAll's wait), the collective model's AllReduce curves the block-size discussion quotes, and the
 scheduler test's head-heavy model. Writes docs/results/checks.json; results_figures.py
 prints it. Run from the repository root:
 
@@ -17,7 +16,6 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from embsim.ablation import ablation
 from embsim.atomic import atomic_write_text
 from embsim.collectives import CollectiveModel
 from embsim.collectives import nccl_tests as nt
@@ -61,7 +59,6 @@ RUNS = (
 # the AlltoAll of the looked-up vectors whose wait the gnmt prose explains, at both credits
 LOOKUP = ("gnmt rtx embrace/embrace-2d", "gnmt rtx embrace/embrace-2d, 32 MB credit")
 LOOKUP_OP = "embrace-fwd:source_embedding"
-DENSE_TABLE_ABLATIONS = [(m, t) for t in (RTX, H100) for m in ("bert-base", "transformer-wmt")]
 # AllReduce sizes the block-size discussion quotes (bytes), and the share of the largest
 # size's bus bandwidth a block would need to reach
 NCCL_SIZES = (4 << 20, 32 << 20, 8 << 30)
@@ -158,7 +155,7 @@ def model_sizes(name: str) -> dict:
 
 
 def main() -> None:
-    out: dict = {"models": {m: model_sizes(m) for m in ("lstm-lm1b", "gnmt")}, "runs": {}, "blocks": {}, "lookup_wait": {}, "dense_table_ablation": {}, "allreduce_curve": {}}
+    out: dict = {"models": {m: model_sizes(m) for m in ("lstm-lm1b", "gnmt")}, "runs": {}, "blocks": {}, "lookup_wait": {}, "allreduce_curve": {}}
     for label, topology, model, strategy, scheduler, kw in RUNS:
         r = simulate(cfg(topology, model, strategy, scheduler, **kw))
         out["runs"][label] = breakdown(r)
@@ -166,9 +163,6 @@ def main() -> None:
             out["blocks"][label] = blocks(r, "word_embedding" if label.endswith("priority") else None)
         if label in LOOKUP:
             out["lookup_wait"][label] = lookup_wait(r, LOOKUP_OP)
-    for model, topology in DENSE_TABLE_ABLATIONS:
-        rows = ablation(cfg(topology, model, "embrace", "fifo"), "embrace").as_json()["rows"]
-        out["dense_table_ablation"][f"{model}, {topology}"] = {r["run"]: r["step_time_ms"] for r in rows}
     for topology in (RTX, H100):
         out["allreduce_curve"][topology] = allreduce_curve(topology)
     out["head_heavy_25gbps"] = head_heavy()

@@ -199,12 +199,6 @@ def checks() -> None:
     for label, w in d["lookup_wait"].items():
         print(f"   {label}: iteration 2's lookup AlltoAll ({w['mb']:.1f} MB) waits {w['wait_ms']:.2f} ms behind "
               + ", ".join(f"{o['name']} ({o['mb']:.1f} MB)" for o in w["in_flight"]))
-    print("dense-table models, 2D parts (ms over embrace-2d): ")
-    for key, rows in d["dense_table_ablation"].items():
-        full, fifo = rows["embrace-2d"], rows["fifo"]
-        print(f"   {key}: fifo - 2D {fifo - full:.2f}; reorder off {rows['embrace-2d, reorder off'] - full:+.2f} "
-              f"(priority {rows['priority'] - full:+.2f}); others "
-              + ", ".join(f"{k.split(', ')[1]} {v - full:+.2f}" for k, v in rows.items() if k.endswith(" off") and "reorder" not in k))
     for topo, c in d["allreduce_curve"].items():
         top = c["busbw"][str(8 << 30)]["busbw"]
         sizes = ", ".join(f"{int(s) >> 20} MiB {v['busbw']:.1f} GB/s ({v['busbw'] / top * 100:.0f} %, {v['algo']} {v['proto']})"
@@ -231,6 +225,7 @@ def traces() -> None:
             e = next(e for e in ev if pred(e))
             return f"{e['ts'] / 1e3:.2f}-{(e['ts'] + e['dur']) / 1e3:.2f}"
         it = lambda e, k: e["args"].get("iteration") == k  # noqa: E731
+        # the collective itself (a comm lane), not the compute thread's "wait:" event for it
         bwd1 = [e for e in ev if it(e, 1) and e["tid"] == 0 and e["name"].startswith(("bwd", "grad"))]
         emb1 = [e for e in ev if it(e, 1) and e["args"].get("tensor", "").startswith("embrace-bwd:")]
         fwd2 = min(e["ts"] for e in ev if it(e, 2) and e["tid"] == 0 and e["name"].startswith("fwd:")) / 1e3
@@ -241,7 +236,7 @@ def traces() -> None:
               f"{max(e['ts'] + e['dur'] for e in bwd1) / 1e3:.2f}; deferred block "
               f"{span(lambda e: it(e, 1) and e['args'].get('tensor') == 'embrace-bwd:word_embedding#deferred')}; "
               f"iteration 2's first forward op starts {fwd2:.2f}, lookup AlltoAll "
-              f"{span(lambda e: it(e, 2) and e['args'].get('tensor') == 'embrace-fwd:word_embedding')}, "
+              f"{span(lambda e: it(e, 2) and e['tid'] != 0 and e['args'].get('tensor') == 'embrace-fwd:word_embedding')}, "
               f"update:lstm.0 {span(lambda e: it(e, 2) and e['name'] == 'update:lstm.0')}, "
               f"fwd:lstm.0 {span(lambda e: it(e, 2) and e['name'] == 'fwd:lstm.0')}; last grad:lstm.0 block of "
               f"iteration 1 {last_grad['ts'] / 1e3:.2f}-{(last_grad['ts'] + last_grad['dur']) / 1e3:.2f}")

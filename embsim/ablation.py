@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .compare import CompareRow, combination, run_one
+from .errors import InputError
 from .report.compare_why import bottleneck
 from .engine.options_used import OptionsUsed
 from .engine.run import SimulationConfig
@@ -31,15 +32,17 @@ class AblationResult:
 
     def bottlenecks(self) -> list[str]:
         return [f"{label}: {bottleneck(r, self.fifo)}" for label, r in self.rows
-                if label != "fifo" and r.step_time > self.fifo.step_time * (1 + 1e-9)]
+                if label != "fifo" and r.refused is None and r.step_time > self.fifo.step_time * (1 + 1e-9)]
 
     def as_json(self) -> dict:
         full = self.full
         return {"strategy": self.strategy, "compute_source": full.compute_source,
-                "rows": [{"run": label, "step_time_ms": r.step_time * 1e3,
-                          "exposed_comm_ms": r.exposed_comm * 1e3, "compute_ms": r.compute * 1e3,
-                          "vs_full_2d_ms": (r.step_time - full.step_time) * 1e3,
-                          "vs_fifo_ms": (r.step_time - self.fifo.step_time) * 1e3,
+                "rows": [{"run": label, "refused": r.refused,
+                          "step_time_ms": None if r.refused else r.step_time * 1e3,
+                          "exposed_comm_ms": None if r.refused else r.exposed_comm * 1e3,
+                          "compute_ms": None if r.refused else r.compute * 1e3,
+                          "vs_full_2d_ms": None if r.refused else (r.step_time - full.step_time) * 1e3,
+                          "vs_fifo_ms": None if r.refused else (r.step_time - self.fifo.step_time) * 1e3,
                           # each run's options (its part switched off) and where each came from
                           "options": None if used is None else used.as_json()}
                          for (label, r), used in zip(self.rows, self.options or (None,) * len(self.rows))],
@@ -59,6 +62,12 @@ def ablation_configs(cfg: SimulationConfig, strategy: str, options=None) -> list
 def ablation(cfg: SimulationConfig, strategy: str = "embrace", options=None) -> AblationResult:
     """`options`: one --option bag, routed as compare routes it (NAME.KEY for one component)."""
     rows = tuple((label, run_one(c)) for label, c in ablation_configs(cfg, strategy, options))
+    refused = {label: r.refused for label, r in rows if r.refused is not None}
+    for label in ("fifo", "embrace-2d"):
+        if label in refused:
+            # nothing to take apart or to measure against (bert-base: no sparse table left)
+            raise InputError(f"--ablation: {strategy} under {label} on {cfg.model} is refused "
+                             f"({refused[label]}); nothing to take apart")
     return AblationResult(config=cfg, strategy=strategy, rows=rows,
                           options=tuple(_switched(label, r.options) for label, r in rows))
 

@@ -85,6 +85,9 @@ def print_ablation(result, console: Console | None = None) -> None:
         t.add_column(col, justify="left" if col == "run" else "right")
     full, fifo = result.full, result.fifo
     for label, r in result.rows:
+        if r.refused is not None:
+            t.add_row(label, "refused", "", "", "")
+            continue
         t.add_row(label, human_time(r.step_time), human_time(r.exposed_comm),
                   f"{(r.step_time - full.step_time) * 1e3:+.2f} ms", f"{(r.step_time - fifo.step_time) * 1e3:+.2f} ms")
     console.print(t)

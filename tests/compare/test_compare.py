@@ -239,3 +239,14 @@ def test_a_pooled_model_lists_embrace_2d_as_refused_and_ranks_the_rest():
     two_d = next(r for r in res.rows if r.label == "embrace/embrace-2d")
     assert "pools its lookups" in two_d.refused
     assert {r.label for r in res.rows if r.refused is None} == {"embrace/fifo", "allreduce/fifo"}
+
+
+def test_ablation_of_a_plan_embrace_2d_refuses_is_one_line_exit_2(capsys):
+    """bert-base has no sparse table left, so embrace-2d refuses it: --ablation raised a
+    TypeError on the refused row's missing step time (and results_checks.py crashed)."""
+    from embsim.cli import main
+    assert main(["compare", "--ablation", "--topology", "pcie-rtx3090:1x2", "--model", "bert-base",
+                 "--iterations", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("embsim: error: --ablation: embrace under embrace-2d on bert-base is refused (")
+    assert err.count("\n") == 1 and "Traceback" not in err
