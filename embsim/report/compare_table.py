@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
+from ..engine.options_used import DEFAULT, value_text
 from .compare_plans import fallback_notes, label_text
 from .notes import attributed, condense
 from .provenance import topology_file_text, with_token_source
@@ -25,9 +26,36 @@ def resolution_text(result) -> str:
     limit = (f"{TRAINING_MEAN_ERROR:.1%} of the best, the model's mean error on published training "
              f"throughput (docs/validation.md)")
     if not near:
-        return f"resolution: {best.label} leads every other fitting row by more than {limit}"
+        return (f"resolution: {best.label} leads every other fitting row by more than {limit}"
+                + _untuned(best))
     return (f"resolution: {', '.join(near)} within {limit}: not resolved, their order against "
             f"{best.label} could flip on real hardware")
+
+
+# Scheduler knobs the authors' systems tune per job (ByteScheduler searches its partition and
+# credit sizes with Bayesian optimisation; P3's slice size is a flag): a lead won at their
+# defaults can move with them (lstm-lm1b on 4x4 RTX 3090: ps/embrace-2d 15.6 % ahead at 64 MB,
+# embrace-2d 2.4 % behind fifo at 32 MB, ahead at 16 MB).
+TUNED_PER_JOB = ("partition_bytes", "credit_bytes")
+
+
+def untuned_defaults(best) -> list[str]:
+    """The best row's scheduler knobs that its authors tune per job, left at their defaults,
+    as KEY=VALUE."""
+    used = best.options.items if best.options is not None else ()
+    return [f"{u.key}={value_text(u.value)}" for u in used
+            if u.component == "scheduler" and u.key in TUNED_PER_JOB and u.source == DEFAULT]
+
+
+def _untuned(best) -> str:
+    """A caveat when the best row's scheduler ran knobs its authors tune per job at their
+    defaults: the lead is at those defaults (compare --ablation, -o NAME.credit_bytes=...)."""
+    keys = untuned_defaults(best)
+    if not keys:
+        return ""
+    return (f", at {best.scheduler}'s default {' and '.join(keys)}, which its authors' systems tune per "
+            f"job: try -o {best.scheduler}.credit_bytes=... (or compare --ablation) before trusting "
+            f"the lead")
 
 
 def print_matrix(result, console: Console | None = None, all_notes: bool = False) -> None:

@@ -92,12 +92,15 @@ def compare_row_json(row) -> dict:
 def compare_json(result) -> dict:
     # compare's ranking rule, imported here so that simulation_json stays free of the engine
     from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
+    from .compare_table import untuned_defaults
     best = best_fitting(result.rows)      # None: no row ran and fits, so nothing is ranked best
     return {"baseline": result.baseline, "compute_source": result.compute_source,
             "rows": [compare_row_json(r) for r in result.rows],
             "resolution": {"training_mean_error": TRAINING_MEAN_ERROR,
                            "best": None if best is None else best.label,
-                           "not_resolved_against_best": unresolved_with_best(result.rows)}}
+                           "not_resolved_against_best": unresolved_with_best(result.rows),
+                           # the best row's scheduler knobs its authors tune per job, at defaults
+                           "best_at_untuned_defaults": [] if best is None else untuned_defaults(best)}}
 
 
 def scale_json(model: str, strategy: str, scheduler: str, curve) -> dict:

@@ -207,7 +207,8 @@ def test_resolution_when_no_row_fits_or_runs_and_in_any_order():
     assert unresolved_with_best(shuffled) == ["ps/fifo"]
     r.rows = shuffled
     assert compare_json(r)["resolution"] == {"training_mean_error": 0.063, "best": "embrace/fifo",
-                                             "not_resolved_against_best": ["ps/fifo"]}
+                                             "not_resolved_against_best": ["ps/fifo"],
+                                             "best_at_untuned_defaults": []}
 
 
 def test_tensor_parallel_refuses_the_strategies_it_does_not_compose_with_not_the_compare():
@@ -250,3 +251,29 @@ def test_ablation_of_a_plan_embrace_2d_refuses_is_one_line_exit_2(capsys):
     err = capsys.readouterr().err
     assert err.startswith("embsim: error: --ablation: embrace under embrace-2d on bert-base is refused (")
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_lead_won_at_the_schedulers_untuned_defaults_says_so():
+    """probe I3: lstm-lm1b on 4x4 RTX 3090 named ps/embrace-2d resolved at ByteScheduler's
+    default 64 MB credit; embrace-2d is 2.4 % behind fifo at 32 MB and ahead at 16 MB."""
+    from embsim.engine.options_used import DEFAULT, OPTION, OptionsUsed, OptionUsed
+    from embsim.report.compare_table import resolution_text, untuned_defaults
+
+    def used(source):
+        return OptionsUsed("ps", "embrace-2d", (OptionUsed("scheduler", "credit_bytes", 64e6, source),
+                                                OptionUsed("scheduler", "reorder", "on", DEFAULT)))
+
+    class Result:
+        pass
+    r = Result()
+    best = CompareRow("ps", "embrace-2d", step_time=39e-3, fits_in_memory=True, options=used(DEFAULT))
+    r.rows = (best, CompareRow("embrace", "fifo", step_time=45e-3, fits_in_memory=True))
+    assert untuned_defaults(best) == ["credit_bytes=64000000"]
+    text = resolution_text(r)
+    assert "leads every other fitting row by more than 6.3%" in text
+    assert text.endswith(", at embrace-2d's default credit_bytes=64000000, which its authors' systems tune "
+                         "per job: try -o embrace-2d.credit_bytes=... (or compare --ablation) before "
+                         "trusting the lead")
+    r.rows = (CompareRow("ps", "embrace-2d", step_time=39e-3, fits_in_memory=True, options=used(OPTION)),
+              r.rows[1])
+    assert "tune per job" not in resolution_text(r)          # the user set it
