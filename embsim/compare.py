@@ -17,6 +17,7 @@ from dataclasses import astuple, dataclass, replace
 from typing import Any, Mapping
 
 from .engine.config import with_options
+from .engine.options_used import DEFAULT, value_text
 from .engine.result import most_first
 from .engine.run import SimulationConfig, simulate
 from .errors import InputError, ModelNotSupported
@@ -248,6 +249,21 @@ def trails_by(faster: CompareRow, slower: CompareRow) -> float:
     measure the resolution line and the why:/slower: lines hold against the model's error
     (each had its own denominator, so a 6.5 % lead read resolved in one and not in the other)."""
     return (slower.step_time - faster.step_time) / faster.step_time
+
+
+# Scheduler knobs the authors' systems tune per job (ByteScheduler searches its partition and
+# credit sizes with Bayesian optimisation; P3's slice size is a flag): a lead won at their
+# defaults can move with them (lstm-lm1b on 4x4 RTX 3090: ps/embrace-2d 15.6 % ahead at 64 MB,
+# embrace-2d 2.4 % behind fifo at 32 MB, ahead at 16 MB).
+TUNED_PER_JOB = ("partition_bytes", "credit_bytes")
+
+
+def untuned_defaults(best) -> list[str]:
+    """The best row's scheduler knobs that its authors tune per job, left at their defaults,
+    as KEY=VALUE."""
+    used = best.options.items if best.options is not None else ()
+    return [f"{u.key}={value_text(u.value)}" for u in used
+            if u.component == "scheduler" and u.key in TUNED_PER_JOB and u.source == DEFAULT]
 
 
 def unresolved_with_best(rows, error: float = TRAINING_MEAN_ERROR) -> list[str]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
-from ..engine.options_used import DEFAULT, value_text
+from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best, untuned_defaults
 from .compare_plans import fallback_notes, label_text
 from .notes import attributed, condense
 from .provenance import topology_file_text, with_token_source
@@ -30,21 +29,6 @@ def resolution_text(result) -> str:
                 + _untuned(best))
     return (f"resolution: {', '.join(near)} within {limit}: not resolved, their order against "
             f"{best.label} could flip on real hardware")
-
-
-# Scheduler knobs the authors' systems tune per job (ByteScheduler searches its partition and
-# credit sizes with Bayesian optimisation; P3's slice size is a flag): a lead won at their
-# defaults can move with them (lstm-lm1b on 4x4 RTX 3090: ps/embrace-2d 15.6 % ahead at 64 MB,
-# embrace-2d 2.4 % behind fifo at 32 MB, ahead at 16 MB).
-TUNED_PER_JOB = ("partition_bytes", "credit_bytes")
-
-
-def untuned_defaults(best) -> list[str]:
-    """The best row's scheduler knobs that its authors tune per job, left at their defaults,
-    as KEY=VALUE."""
-    used = best.options.items if best.options is not None else ()
-    return [f"{u.key}={value_text(u.value)}" for u in used
-            if u.component == "scheduler" and u.key in TUNED_PER_JOB and u.source == DEFAULT]
 
 
 def _untuned(best) -> str:

@@ -91,8 +91,7 @@ def compare_row_json(row) -> dict:
 
 def compare_json(result) -> dict:
     # compare's ranking rule, imported here so that simulation_json stays free of the engine
-    from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best
-    from .compare_table import untuned_defaults
+    from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best, untuned_defaults
     best = best_fitting(result.rows)      # None: no row ran and fits, so nothing is ranked best
     return {"baseline": result.baseline, "compute_source": result.compute_source,
             "rows": [compare_row_json(r) for r in result.rows],

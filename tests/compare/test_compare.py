@@ -257,7 +257,8 @@ def test_a_lead_won_at_the_schedulers_untuned_defaults_says_so():
     """probe I3: lstm-lm1b on 4x4 RTX 3090 named ps/embrace-2d resolved at ByteScheduler's
     default 64 MB credit; embrace-2d is 2.4 % behind fifo at 32 MB and ahead at 16 MB."""
     from embsim.engine.options_used import DEFAULT, OPTION, OptionsUsed, OptionUsed
-    from embsim.report.compare_table import resolution_text, untuned_defaults
+    from embsim.compare import untuned_defaults
+    from embsim.report.compare_table import resolution_text
 
     def used(source):
         return OptionsUsed("ps", "embrace-2d", (OptionUsed("scheduler", "credit_bytes", 64e6, source),
