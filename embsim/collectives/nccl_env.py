@@ -53,20 +53,30 @@ def parse_env(pairs: Mapping[str, object] | Iterable[tuple[str, object]], where:
     return NcclEnv(parse_env_values(pairs, where))
 
 
-_ASSIGN = re.compile(r"\b(NCCL_[A-Z0-9_]+)=(0x[0-9a-fA-F]+|\d+)\b")
-_INFO = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to (0x[0-9a-fA-F]+|\d+)")
+# `NAME=VALUE` (a command line, mpirun's -x, a recipe) or NCCL's own INFO line; the value
+# ends at a space or a quote and sheds the punctuation prose puts after it ("NCCL_PROTO=^LL128).");
+# a list keeps its commas (NCCL_PROTO=LL,LL128,Simple)
+_SETTING = re.compile(r"\b(NCCL_[A-Z0-9_]+)(?:=| set by environment to )([^\s;'\")]*)")
+_NUMBER = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def settings(text: str | None) -> dict[str, str]:
+    """Every NCCL_* setting a measurement's text records, as written, the first of each name:
+    the one reader of a log's command line and INFO lines and a file's `how:` for the
+    buffer sizes (env_from_text), NCCL_ALGO / NCCL_PROTO (validation.run_filters) and the
+    transports the model lacks (nccl_transport)."""
+    found: dict[str, str] = {}
+    for m in _SETTING.finditer(text or ""):
+        found.setdefault(m.group(1), m.group(2).rstrip(".,:"))
+    return found
 
 
 def env_from_text(text: str | None, where: str = "log") -> NcclEnv:
-    """The modelled NCCL_* settings a measurement's text records: `NAME=VALUE` on a command
-    line or in a recipe, or NCCL's own `NAME set by environment to VALUE` INFO line. Names
-    this model does not use are skipped (a log sets many). `where`: the file (and key) the
-    text is from, for the error of a value no run can have used."""
-    found = {}
-    for pattern in (_ASSIGN, _INFO):
-        for m in pattern.finditer(text or ""):
-            if m.group(1) in KNOWN:
-                found[m.group(1)] = m.group(2)
+    """The modelled NCCL_* settings a measurement's text records (`settings`): names this
+    model does not use are skipped (a log sets many), and so is a value that is no number
+    (a shell expression in a recipe). `where`: the file (and key) the text is from, for the
+    error of a value no run can have used."""
+    found = {k: v for k, v in settings(text).items() if k in KNOWN and _NUMBER.fullmatch(v)}
     return parse_env(found, where=where) if found else NcclEnv()
 
 

@@ -16,10 +16,11 @@ NCCL_SHM_DISABLE where they stage through host memory.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from embsim.errors import InputError
+
+from .nccl_env import settings
 
 
 @dataclass(frozen=True)
@@ -46,16 +47,6 @@ _SWITCHES = (
 _NOTED = ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS",
           "NCCL_NTHREADS", "NCCL_GRAPH_FILE")
 
-_ASSIGN = re.compile(r"\b(NCCL_[A-Z0-9_]+)(?:=| set by environment to )([^\s,;'\")]*)")
-
-
-def settings(text: str | None) -> dict[str, str]:
-    """NCCL_* settings a measurement's text records (`NAME=VALUE` on a command line, or
-    NCCL's `NAME set by environment to VALUE`), the first of each name."""
-    found: dict[str, str] = {}
-    for m in _ASSIGN.finditer(text or ""):
-        found.setdefault(m.group(1), m.group(2).rstrip("."))
-    return found
 
 
 def _in_use(where: str, topology) -> bool:

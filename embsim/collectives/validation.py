@@ -20,7 +20,7 @@ from embsim.yamlio import get, load_yaml
 
 from . import nccl_tests as nt
 from .model import CollectiveModel
-from .nccl_env import env_from_text
+from .nccl_env import env_from_text, settings
 from .nccl_transport import noted_settings, refuse_unmodelled
 from .releases import ReleaseView, proto_filter, release_view
 from .validation_file import MIN_SIZE, check_curve_file, check_points_file
@@ -72,9 +72,8 @@ def _gpus_per_process(how: str) -> int:
 
 def _env(how: str, name: str) -> str | None:
     """NCCL_ALGO / NCCL_PROTO as the measurement's command line set them (NAME=VALUE), or as
-    NCCL's own log says (`NAME set by environment to VALUE`)."""
-    m = re.search(rf"{name}(?:=| set by environment to )(\S+)", how or "")
-    return m.group(1).rstrip(".,;") if m else None
+    NCCL's own log says (`NAME set by environment to VALUE`): nccl_env.settings."""
+    return settings(how).get(name)
 
 
 def run_filters(text: str) -> tuple[str | None, str | None]:
