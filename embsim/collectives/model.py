@@ -230,18 +230,11 @@ class CollectiveModel:
         boxes (2x RTX 2080 Ti, RTX 4090 pairs: AllReduce, AllGather, AlltoAll) take 1.2x to
         several times the model's time, and an 8x RTX 4090 EPYC box 0.8x; the mechanism is not
         established (collective_notes.md), so the output says so instead of a factor."""
-        topo = self.topology
-        fab = topo.node.fabric
-        if fab.kind != "pcie" or topo.gpus_per_node < 2:
+        from .shape import node_transports
+        fab = self.topology.node.fabric
+        if fab.kind != "pcie" or "shm" not in node_transports(self.topology, self.consts):
             return ""
-        if fab.pcie_p2p:
-            from .shape import comm_shape
-            pci = comm_shape(topo, range(topo.gpus_per_node), self.consts).pci
-            if pci is None or pci.ring_peer_to_peer:
-                return ""
-            why = "beyond NCCL's P2P level"
-        else:
-            why = "P2P off"
+        why = "beyond NCCL's P2P level" if fab.pcie_p2p else "P2P off"
         return (f"host-staged ({why}): published host-staged AllReduce/AllGather/AlltoAll runs are off "
                 f"the model both ways, 0.8x to several times its time (docs/validation.md)")
 

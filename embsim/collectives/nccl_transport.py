@@ -10,8 +10,9 @@ setting. A hand-set channel count or topology file is kept, with a note: NCCL's 
 stands in (its effect is usually small, and published recipes set them).
 
 Each switch matters only where the path it replaces exists: NCCL_IB_DISABLE between nodes,
-NCCL_P2P_DISABLE where the GPUs of a node talk peer-to-peer (NVLink, or PCIe with P2P on),
-NCCL_SHM_DISABLE where they stage through host memory.
+NCCL_P2P_DISABLE where the GPUs of a node talk peer-to-peer, NCCL_SHM_DISABLE where they
+stage through host memory, as NCCL's defaults decide for the run's release
+(shape.node_transports, the same reading the kernels' rate and the host-staged note use).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from embsim.errors import InputError
 
 from .nccl_env import settings
+from .shape import node_transports
 
 
 @dataclass(frozen=True)
@@ -49,24 +51,23 @@ _NOTED = ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX
 
 
 
-def _in_use(where: str, topology) -> bool:
-    fabric = topology.node.fabric
-    p2p = fabric.kind != "pcie" or bool(fabric.pcie_p2p)
+def _in_use(where: str, topology, version) -> bool:
+    """Whether the path a switch replaces carries the run: between nodes, or a node's
+    ring's GPU-to-GPU ("p2p") or host-staged ("shm") hops under NCCL's defaults
+    (shape.node_transports: the driver's P2P and NCCL's P2P level)."""
     if where == "nodes":
         return topology.n_nodes > 1
-    if topology.gpus_per_node < 2:
-        return False
-    return p2p if where == "p2p" else not p2p
+    return where in node_transports(topology, version)
 
 
-def unmodelled_transport(text: str | None, topology) -> list[str]:
+def unmodelled_transport(text: str | None, topology, version=None) -> list[str]:
     """The transport switches the run set that take it off the modelled path on
-    `topology`, each as "NAME=VALUE (what the run used)"."""
+    `topology` under NCCL `version`, each as "NAME=VALUE (what the run used)"."""
     found = settings(text)
     out = []
     for s in _SWITCHES:
         value = found.get(s.name)
-        if value is not None and value.lower() in s.values and _in_use(s.where, topology):
+        if value is not None and value.lower() in s.values and _in_use(s.where, topology, version):
             out.append(f"{s.name}={value} ({s.what})")
     return out
 
@@ -75,10 +76,10 @@ class UnmodelledTransport(InputError):
     """A measured run that moved its data on a path embsim does not model."""
 
 
-def refuse_unmodelled(text: str | None, topology, where: str) -> None:
+def refuse_unmodelled(text: str | None, topology, where: str, version=None) -> None:
     """UnmodelledTransport naming the setting when the run moved its data on a path embsim
     does not model (unmodelled_transport)."""
-    found = unmodelled_transport(text, topology)
+    found = unmodelled_transport(text, topology, version)
     if found:
         raise UnmodelledTransport(f"{where}: the run set {'; '.join(found)}: a transport embsim does not "
                          f"model, so its times are not the described system's; score a run "

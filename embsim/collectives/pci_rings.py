@@ -136,18 +136,20 @@ class PciLayout:
     nvlink: frozenset = frozenset()     # (i, j) local index pairs joined by an NVLink bridge
     level: str = "SYS"                  # NCCL's P2P level (p2p_level): PXB or SYS
 
+    @cached_property
+    def transports(self) -> frozenset[str]:
+        """How the ring's hops move data: "p2p" GPU to GPU (NVLink, or PCIe peer-to-peer
+        within NCCL's P2P level), "shm" staged through host memory (no P2P from the driver,
+        or a PHB / SYS path beyond a PXB level)."""
+        n = len(self.gpus)
+        kinds = {self.hop(i, (i + 1) % n)[0] for i in range(n)}
+        return frozenset("p2p" if k == "NVL" or (self.p2p and (k == "PIX" or self.level == "SYS"))
+                         else "shm" for k in kinds)
+
     @property
     def ring_peer_to_peer(self) -> bool:
-        """Every hop of the ring moves GPU to GPU (NVLink, or PCIe peer-to-peer within NCCL's
-        P2P level), none staged through host memory."""
-        n = len(self.gpus)
-        for i in range(n):
-            kind = self.hop(i, (i + 1) % n)[0]
-            if kind == "NVL" or (kind == "PIX" and self.p2p):
-                continue
-            if not (self.p2p and self.level == "SYS"):       # PHB / SYS beyond PXB: SHM
-                return False
-        return True
+        """Every hop of the ring moves GPU to GPU, none staged through host memory."""
+        return self.transports == {"p2p"}
 
     def hop(self, a: int, b: int) -> tuple[str, list[tuple]]:
         """(NCCL path type, directed links) of the path GPU a -> GPU b."""

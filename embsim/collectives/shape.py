@@ -344,3 +344,14 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         pci=layout_of(fab, node.gpu.count, busiest, float(pcie_bw), consts.version)
         if intra == "pcie" and ppn > 1 else None,
         fabric_ratio=ratio / fab.nvlink_whatif_scale if intra != "pcie" else ratio)
+
+
+def node_transports(topology, nccl_version: str | NcclConstants | None = None) -> frozenset[str]:
+    """How a ring over a whole node of `topology` moves data between its GPUs under NCCL's
+    defaults: {"p2p"} over NVLink / NVSwitch, PciLayout.transports across PCIe ("p2p",
+    "shm" or both), nothing with one GPU a node."""
+    gpn = topology.gpus_per_node
+    if gpn < 2:
+        return frozenset()
+    pci = comm_shape(topology, range(gpn), nccl_version).pci
+    return frozenset({"p2p"}) if pci is None else pci.transports

@@ -129,7 +129,7 @@ def _simulate(preset, nodes, gpus, op, sizes, release: ReleaseView, how, proto=N
     release that stood in for the measurement's and about the topology's view, if anything.
     The buffer/chunk sizes the measurement set (NCCL_BUFFSIZE=... in `how`) drive it."""
     topo = _topology(preset, nodes, gpus, spec, key)
-    refuse_unmodelled(how, topo, where.rstrip(":"))
+    refuse_unmodelled(how, topo, where.rstrip(":"), release.version)
     model = CollectiveModel(topo, algo=algo, proto=proto_filter(release, proto),
                             nccl_version=release.version, nccl_env=env_from_text(how, where),
                             threshold_choice=release.threshold_choice)

@@ -64,7 +64,7 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
     # transport the model lacks is refused; NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE and
     # the buffer/chunk sizes drive the model
     env_text = "\n".join(run.env_lines)
-    refuse_unmodelled(env_text, topo, run.where)
+    refuse_unmodelled(env_text, topo, run.where, release.version)
     algo, proto = run_filters(env_text)
     model = CollectiveModel(topo, nccl_version=release.version, algo=algo, proto=proto_filter(release, proto),
                             nccl_env=env_from_text(env_text, f"{run.where}:"),
