@@ -25,6 +25,8 @@ LOG = Path(__file__).parents[1] / "imports" / "fixtures" / "h100-2x8-all_reduce.
     ("NCCL_P2P_LEVEL=NVL", "dgx-a100:1x8", False),
     ("NCCL_SHM_DISABLE=1", "pcie-rtx4090:1x2", True),      # P2P off: SHM was the path
     ("NCCL_SHM_DISABLE=1", "dgx-h100:1x8", False),
+    # P2P allowed, but NCCL's level (PXB on Intel) stages the hops between switches: SHM in use
+    ("NCCL_SHM_DISABLE=1", "pcie-rtx3090:1x8", True),
     ("NCCL_P2P_DISABLE=1", "dgx-h100:1x1", False),         # one GPU a node: no peer
 ])
 def test_a_transport_switch_counts_where_its_path_is_used(text, spec, refused):
