@@ -59,13 +59,26 @@ def links_text(row: CompareRow, fifo: CompareRow) -> str:
     return text
 
 
+def _link_bound(row: CompareRow) -> bool:
+    """The row's hottest link busy at least LINK_BOUND_UTILISATION of the step: its
+    communication waits on the links' bandwidth."""
+    return row.busiest_link is not None and row.busiest_link[2] >= LINK_BOUND_UTILISATION
+
+
+def _ran(row: CompareRow, other: CompareRow) -> str:
+    """': its collectives run X a step against fifo's Y' ("" when either is not measured)."""
+    if row.comm_wall is None or other.comm_wall is None:
+        return ""
+    return (f": its collectives run {human_time(row.comm_wall)} a step against {other.scheduler}'s "
+            f"{human_time(other.comm_wall)}")
+
+
 def _bound_by(row: CompareRow) -> str:
-    """Whether a row's communication waits on the links' bandwidth: its hottest link busy
-    at least LINK_BOUND_UTILISATION of the step, else fixed costs and ordering (a faster
-    network would then barely move it)."""
+    """Whether a row's communication waits on the links' bandwidth (_link_bound), else on
+    fixed costs and ordering (a faster network would then barely move it)."""
     kind, _, hottest = row.busiest_link
     busy = f"its hottest link {kind} busy {hottest * 100:.0f} % of the step"
-    if hottest >= LINK_BOUND_UTILISATION:
+    if _link_bound(row):
         return f"bandwidth-bound ({busy})"
     return (f"not the links' bandwidth ({busy}, under {LINK_BOUND_UTILISATION * 100:.0f} %): "
             f"collectives' fixed costs and when they run")
@@ -89,11 +102,18 @@ def loss_lead(row: CompareRow, other: CompareRow) -> str:
     resolved)': a gap the model's validated error covers is said to be one (as why_best)."""
     d_step = row.step_time - other.step_time
     gap = trails_by(other, row)
-    share = f"{gap:.1%}" if gap >= 1e-3 else f"{gap:.2%}"
-    caveat = (f", within the model's {TRAINING_MEAN_ERROR:.1%} mean error: not resolved"
-              if gap < TRAINING_MEAN_ERROR else "")
-    return (f"{row.label} loses to {other.label} by {d_step * 1e3:.2f} ms ({share} of "
-            f"{other.label}'s step{caveat})")
+    return (f"{row.label} loses to {other.label} by {d_step * 1e3:.2f} ms ({_share(gap)} of "
+            f"{other.label}'s step{_unresolved(gap)})")
+
+
+def _share(gap: float) -> str:
+    return f"{gap:.1%}" if gap >= 1e-3 else f"{gap:.2%}"      # a 0.04 ms lead is not "0.0%"
+
+
+def _unresolved(gap: float) -> str:
+    """The caveat on a gap the model's validated error covers (compare.unresolved_with_best)."""
+    return (f", within the model's {TRAINING_MEAN_ERROR:.1%} mean error: not resolved"
+            if gap < TRAINING_MEAN_ERROR else "")
 
 
 def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
@@ -111,21 +131,16 @@ def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
     if d_work >= max(d_exposed, d_stretch):
         return f"{lead}: bottleneck the compute stream (+{d_work * 1e3:.2f} ms of computation)"
     if d_stretch >= d_exposed:
-        ran = ""
-        if row.comm_wall is not None and fifo.comm_wall is not None:
-            ran = (f": its collectives run {human_time(row.comm_wall)} a step against "
-                   f"{fifo.scheduler}'s {human_time(fifo.comm_wall)}")
         return (f"{lead}: bottleneck its collectives slowing the compute (+{d_stretch * 1e3:.2f} ms "
                 f"of compute slowed while they are in flight, {d_work * 1e3:+.2f} ms of "
-                f"computation){ran}")
+                f"computation){_ran(row, fifo)}")
     exposed = f"+{d_exposed * 1e3:.2f} ms of exposed communication"
     links = links_text(row, fifo)
     detail = f"{exposed}; {links}" if links else exposed
     if _more_bytes(row, fifo):
         return (f"{lead}: bottleneck the network ({detail}): it sends {human_bytes(row.comm_bytes_per_gpu)} "
                 f"per GPU against {fifo.scheduler}'s {human_bytes(fifo.comm_bytes_per_gpu)}")
-    hot = row.busiest_link is not None and row.busiest_link[2] >= LINK_BOUND_UTILISATION
-    if hot:
+    if _link_bound(row):
         # a busy link: more, smaller collectives still wait on its bandwidth (their pipeline
         # fill grows as the link slows), so "fixed costs" would say a faster link won't help
         more = (f": {comm_shape(row)}, against {fifo.scheduler}'s {comm_shape(fifo)}"
@@ -139,12 +154,8 @@ def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
                 f"in smaller collectives, each paying its fixed costs")
     if row.busiest_link is None:
         return f"{lead}: bottleneck the network ({detail})"
-    ran = ""
-    if row.comm_wall is not None and fifo.comm_wall is not None:
-        ran = (f": its collectives run {human_time(row.comm_wall)} a step against {fifo.scheduler}'s "
-               f"{human_time(fifo.comm_wall)}")
     return (f"{lead}: bottleneck ordering/latency, not the network's bandwidth ({detail}, under "
-            f"{LINK_BOUND_UTILISATION * 100:.0f} %){ran}")
+            f"{LINK_BOUND_UTILISATION * 100:.0f} %){_ran(row, fifo)}")
 
 
 def why_best(rows) -> str | None:
@@ -178,14 +189,13 @@ def why_best(rows) -> str | None:
     if gap < 1e-9:
         lead = f"{who} ties with {other.label}, the best row of another strategy"
     else:
-        share = f"{gap:.1%}" if gap >= 1e-3 else f"{gap:.2%}"      # a 0.04 ms lead is not "0.0%"
         lead = (f"{who} {'beats' if gap >= TRAINING_MEAN_ERROR else 'leads'} {other.label}, the best "
-                f"row of another strategy, by {d_step * 1e3:.2f} ms a step ({share} of its step"
-                + ("" if gap >= TRAINING_MEAN_ERROR else
-                   f", within the model's {TRAINING_MEAN_ERROR:.1%} mean error: not resolved") + ")")
+                f"row of another strategy, by {d_step * 1e3:.2f} ms a step ({_share(gap)} of its "
+                f"step{_unresolved(gap)})")
     text = f"{lead}: " + ", ".join(parts)
-    exposed_more = other if other.exposed_comm >= best.exposed_comm else best
-    if exposed_more.exposed_comm - min(best.exposed_comm, other.exposed_comm) > 0 and exposed_more.busiest_link:
+    # the row that waits on more communication: on what it waits
+    exposed_more = max((other, best), key=lambda r: r.exposed_comm)
+    if best.exposed_comm != other.exposed_comm and exposed_more.busiest_link:
         text += f"; {exposed_more.label}'s exposed communication is {_bound_by(exposed_more)}"
     if waited_on(best) or waited_on(other):
         text += (f"; its compute waits on {waited_on(best) or 'nothing'}, "
