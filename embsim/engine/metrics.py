@@ -67,14 +67,13 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
     step = max((b - a) / n for a, b in ends.values())
 
     busy: dict[str, float] = {}
-    stretch: dict[str, float] = {}
+    work: dict[str, float] = {}
     for r in run.compute:
         if first < r.iteration <= last:
             busy[r.cls] = busy.get(r.cls, 0.0) + (r.end - r.start)
-            if r.work is not None:
-                stretch[r.cls] = stretch.get(r.cls, 0.0) + max(0.0, r.end - r.start - r.work)
-    compute = max(busy.values(), default=0.0) / n
-    busiest = max(busy, key=busy.get) if busy else None
+            work[r.cls] = work.get(r.cls, 0.0) + r.work
+    busiest = max(busy, key=busy.get, default=None)         # the class with the most compute
+    compute = busy.get(busiest, 0.0) / n
 
     comm_bytes: dict[str, float] = {}
     comm_time: dict[str, float] = {}
@@ -129,4 +128,5 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
                        comm_bytes_per_gpu=comm_bytes, comm_time=comm_time,
                        link_utilisation=util, iterations_measured=n, comm_count=comm_count,
                        comm_wall=wall, exposed_by_op=exposed_by_op, comm_around=comm_around,
-                       compute_stretch=stretch.get(busiest, 0.0) / n, link_bytes=link_bytes)
+                       compute_stretch=max(0.0, compute - work.get(busiest, 0.0) / n),
+                       link_bytes=link_bytes)

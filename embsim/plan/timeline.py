@@ -29,8 +29,8 @@ class ComputeRecord:
     start: float
     end: float
     # s of work at full speed; end - start is longer by what collectives of its GPUs in
-    # flight slowed it (interference). None: not recorded (taken as end - start)
-    work: float | None = None
+    # flight slowed it (interference)
+    work: float
 
 
 @dataclass(frozen=True)
