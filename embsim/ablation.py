@@ -34,15 +34,16 @@ class AblationResult:
         return [f"{label}: {bottleneck(r, self.fifo)}" for label, r in self.rows
                 if label != "fifo" and r.refused is None and r.step_time > self.fifo.step_time * (1 + 1e-9)]
 
+    def _times_ms(self, r: CompareRow) -> dict:
+        """A run's times, and against embrace-2d's and fifo's steps (None: refused)."""
+        times = {"step_time_ms": r.step_time, "exposed_comm_ms": r.exposed_comm, "compute_ms": r.compute,
+                 "vs_full_2d_ms": None if r.refused else r.step_time - self.full.step_time,
+                 "vs_fifo_ms": None if r.refused else r.step_time - self.fifo.step_time}
+        return {k: None if r.refused or v is None else v * 1e3 for k, v in times.items()}
+
     def as_json(self) -> dict:
-        full = self.full
-        return {"strategy": self.strategy, "compute_source": full.compute_source,
-                "rows": [{"run": label, "refused": r.refused,
-                          "step_time_ms": None if r.refused else r.step_time * 1e3,
-                          "exposed_comm_ms": None if r.refused else r.exposed_comm * 1e3,
-                          "compute_ms": None if r.refused else r.compute * 1e3,
-                          "vs_full_2d_ms": None if r.refused else (r.step_time - full.step_time) * 1e3,
-                          "vs_fifo_ms": None if r.refused else (r.step_time - self.fifo.step_time) * 1e3,
+        return {"strategy": self.strategy, "compute_source": self.full.compute_source,
+                "rows": [{"run": label, "refused": r.refused, **self._times_ms(r),
                           # each run's options (its part switched off) and where each came from
                           "options": None if used is None else used.as_json()}
                          for (label, r), used in zip(self.rows, self.options or (None,) * len(self.rows))],
