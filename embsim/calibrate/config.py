@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+TOKEN_SEQ = 32                     # a token model's default sequence on a calibrating box
+
 
 @dataclass(frozen=True)
 class CalibrateConfig:
     model: str = "tiny-lm"
     batch: int = 8                 # per rank; layers are also timed at batch // 2
-    seq: int = 32
+    seq: int | None = None         # None: TOKEN_SEQ, or 1 for a per-sample model (launch.resolve_seq)
     world: int = 2
     backend: str = "auto"          # auto | nccl | gloo
     quick: bool = False

@@ -22,7 +22,9 @@ import torch
 from embsim.trace import LayerPoint, LayerTiming, OptimizerTiming
 
 from .modules import LanguageModel, chain_layers
+from .recommender import Recommender
 from .spec import ModelShape
+from .step_model import to_device
 from .timing import Stat, Stopwatch, together
 
 
@@ -62,12 +64,12 @@ class _Marks:
         return hook
 
 
-def _one_step(lm: LanguageModel, marks: _Marks, opt, ids: torch.Tensor, loss_name: str) -> dict:
+def _one_step(lm: LanguageModel, marks: _Marks, opt, inputs: tuple, loss_name: str) -> dict:
     """Seconds per (phase, layer) of one step."""
     w, names = marks.watch, marks.names
     together()
     opt.zero_grad(set_to_none=True)
-    loss = lm(ids[:, :-1], ids[:, 1:])
+    loss = lm(*inputs)
     fwd_end = w.mark()
     bwd_start = w.mark()
     loss.backward()
@@ -113,9 +115,9 @@ class InStepSampler:
         self.opt = torch.optim.SGD(self.lm.parameters(), lr=0.1)
         self.loss_name = step_loss_layer(model)
 
-    def sample(self, ids: torch.Tensor) -> dict:
-        """Seconds per (phase, layer) of one step on (batch, seq + 1) ids."""
-        return _one_step(self.lm, self.marks, self.opt, ids.to(self.device), self.loss_name)
+    def sample(self, inputs: tuple) -> dict:
+        """Seconds per (phase, layer) of one step on (tokens, targets)."""
+        return _one_step(self.lm, self.marks, self.opt, to_device(inputs, self.device), self.loss_name)
 
     def timings(self, samples: dict[int, list[dict]]) -> tuple[list[LayerTiming], OptimizerTiming]:
         """LayerTimings (in-step) from {batch: samples}, and the SGD step at the largest batch."""
@@ -137,3 +139,34 @@ class InStepSampler:
         optimizer = OptimizerTiming("dense", "sgd", top, sum(p.numel() for p in self.lm.parameters()),
                                     o.median_s, o.spread_s, o.reps)
         return out, optimizer
+
+
+class WholeStepSampler:
+    """A recommender's communication-free steps, timed whole: its layers branch and join,
+    so a layer's backward has no single boundary to mark, and its per-layer times stay the
+    isolated ones (layers.measure_layers). Gives the step (for the ranks' skew) and its SGD."""
+
+    def __init__(self, model: ModelShape, device: torch.device):
+        torch.manual_seed(0)
+        self.device, self.watch = device, Stopwatch(device)
+        self.model = Recommender(model).to(device)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def sample(self, inputs: tuple) -> dict:
+        inputs = to_device(inputs, self.device)
+        w = self.watch
+        together()
+        self.opt.zero_grad(set_to_none=True)
+        start = w.mark()
+        self.model(*inputs).backward()
+        backward_end = w.mark()
+        self.opt.step()
+        times = _elapsed(w, [start, backward_end, w.mark()])
+        return {("step", "fwd+bwd"): times[1], ("opt", "dense"): times[2] - times[1]}
+
+    def timings(self, samples: dict[int, list[dict]]) -> tuple[list[LayerTiming], OptimizerTiming]:
+        """No in-step layer times; the SGD step over every parameter at the largest batch."""
+        top = max(samples)
+        o = Stat.of([s[("opt", "dense")] for s in samples[top]])
+        return [], OptimizerTiming("dense", "sgd", top, sum(p.numel() for p in self.model.parameters()),
+                                   o.median_s, o.spread_s, o.reps)

@@ -10,6 +10,7 @@ cannot collide with a preset; an existing file is never overwritten without --fo
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import pickle
@@ -34,9 +35,10 @@ from embsim.trace.quality import quality_note
 from embsim.workload import is_model_file
 from embsim.yamlio import file_sha256
 
-from .config import CalibrateConfig
+from .config import TOKEN_SEQ, CalibrateConfig
 from .memory import require_fit
 from .modules import require_buildable
+from .recommender import per_sample, stack_plan
 from .spec import model_spec
 from .host_topology import fit_links, host_topology_doc, measure_device, write_host_topology
 from .worker import progress, run_rank
@@ -165,6 +167,21 @@ def leave_spawned_rank() -> None:
     os._exit(0)
 
 
+def resolve_seq(cfg: CalibrateConfig, spec) -> CalibrateConfig:
+    """The run's sequence length: --seq, else TOKEN_SEQ; a per-sample model (a recommender)
+    has none, so 1, its whole steps built and refused up front (recommender.stack_plan)."""
+    if not per_sample(spec):
+        return dataclasses.replace(cfg, seq=cfg.seq or TOKEN_SEQ)
+    if cfg.seq not in (None, 1):
+        raise InputError(f"--seq {cfg.seq}: --model {spec.name} reads one row of features per "
+                         "sample, not a token sequence; leave --seq out")
+    if cfg.corpus:
+        raise InputError(f"--corpus {cfg.corpus}: --model {spec.name} reads categorical feature "
+                         "ids, not text")
+    stack_plan(spec)
+    return dataclasses.replace(cfg, seq=1)
+
+
 def under_torchrun() -> bool:
     return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"))
 
@@ -177,6 +194,7 @@ def run_calibration(cfg: CalibrateConfig) -> Path | None:
     # spawned rank after their start-up
     spec = model_spec(cfg.model)
     require_buildable(spec)
+    cfg = resolve_seq(cfg, spec)
     backend = resolve_backend(cfg.backend)
     # a model that cannot fit is refused here, not killed by the OOM killer mid-run
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", 1))) \

@@ -12,8 +12,9 @@ import torch
 
 from embsim.trace import LayerPoint, LayerTiming, OptimizerTiming
 
-from .modules import LanguageModel, build_layer, example_inputs
+from .modules import build_layer, example_inputs
 from .spec import LayerShape, ModelShape
+from .step_model import lookup_total, step_model, to_device, touched_elements
 from .timing import Stat, time_phases
 
 TokenSource = Callable[[int], torch.Tensor]   # batch -> (batch, seq) int64 token ids
@@ -90,12 +91,13 @@ def measure_layers(model: ModelShape, batches: list[int], seq: int, tokens: Toke
     return out
 
 
-def measure_optimizer(model: ModelShape, batch: int, tokens: TokenSource, device: torch.device,
-                      warmup: int, reps: int, lr: float = 0.1) -> list[OptimizerTiming]:
+def measure_optimizer(model: ModelShape, batch: int, first_input: Callable[[int], object],
+                      device: torch.device, warmup: int, reps: int,
+                      lr: float = 0.1) -> list[OptimizerTiming]:
     """SGD step over every dense parameter of the step model, and over the sparse rows
-    one real batch touches."""
+    one real batch touches (`first_input(batch)`: what the step's tables read)."""
     torch.manual_seed(0)
-    lm = LanguageModel(model, sparse=True).to(device)
+    lm = step_model(model, sparse=True).to(device)
     dense_params = list(lm.body.parameters())
     for p in dense_params:
         p.grad = torch.randn_like(p)
@@ -107,9 +109,9 @@ def measure_optimizer(model: ModelShape, batch: int, tokens: TokenSource, device
         return [m0, w.mark()]
     dense = time_phases(dense_step, device, warmup, reps)[0]
 
-    ids = tokens(batch).to(device)
-    lm.embedding(ids).sum().backward()     # a real sparse gradient: the rows this batch touched
-    rows = int(torch.unique(ids).numel())
+    ids = to_device(first_input(batch), device)
+    # a real sparse gradient: the rows this batch touched
+    lookup_total(lm.embedding(ids)).backward()
     sparse_opt = torch.optim.SGD(lm.embedding.parameters(), lr=lr)
 
     def sparse_step(w):
@@ -119,5 +121,5 @@ def measure_optimizer(model: ModelShape, batch: int, tokens: TokenSource, device
     sparse = time_phases(sparse_step, device, warmup, reps)[0]
     n_dense = sum(p.numel() for p in dense_params)
     return [OptimizerTiming("dense", "sgd", batch, n_dense, dense.median_s, dense.spread_s, dense.reps),
-            OptimizerTiming("sparse-rows", "sgd", batch, rows * model.table.dim,
+            OptimizerTiming("sparse-rows", "sgd", batch, touched_elements(lm, ids),
                             sparse.median_s, sparse.spread_s, sparse.reps)]

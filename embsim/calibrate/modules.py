@@ -16,6 +16,7 @@ from torch import nn
 from embsim.errors import InputError
 
 from .spec import LayerShape, ModelShape
+from .tokens import name_seed, zipf_ids
 
 ACTIVATIONS = {"none": nn.Identity, "relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh}
 
@@ -109,8 +110,56 @@ class FmInteraction(nn.Module):
         return 0.5 * (v.sum(1) ** 2 - (v ** 2).sum(1)).sum(1, keepdim=True)
 
 
+class Combine(nn.Module):
+    """Per-sample join of `inputs` vectors: concatenated, or their elementwise product or sum."""
+
+    def __init__(self, op: str):
+        super().__init__()
+        self.op = op
+
+    def forward(self, *vectors):
+        if self.op == "concat":
+            return torch.cat(vectors, dim=-1)
+        if self.op == "sum":
+            return torch.stack(vectors).sum(0)
+        out = vectors[0]
+        for v in vectors[1:]:
+            out = out * v
+        return out
+
+
+class DotInteraction(nn.Module):
+    """DLRM's dot interaction: the pairwise dot products of a sample's `vectors` vectors
+    (the strict lower triangle of X X^T), after the first vector (the bottom MLP's
+    output), zero-padded to `out` features (NVIDIA DLE dlrm/nn/interactions.py)."""
+
+    def __init__(self, vectors: int, dim: int, out: int, name: str = "dot_interaction"):
+        super().__init__()
+        rows, cols = torch.tril_indices(vectors, vectors, offset=-1)
+        written = dim + rows.numel()
+        if out < written:
+            raise InputError(f"layer {name!r}: out {out} is fewer than the {written} features a dot "
+                             f"interaction of {vectors} vectors x dim {dim} writes ({dim} + "
+                             f"{rows.numel()} pairs)")
+        self.vectors, self.dim, self.out = vectors, dim, out
+        self.register_buffer("rows", rows, persistent=False)
+        self.register_buffer("cols", cols, persistent=False)
+
+    def forward(self, x):                    # (..., vectors x dim) -> (..., out)
+        lead = x.shape[:-1]
+        x = x.reshape(-1, self.vectors, self.dim)
+        pairs = torch.bmm(x, x.transpose(1, 2))[:, self.rows, self.cols]
+        y = torch.cat([x[:, 0], pairs], dim=1)
+        return F.pad(y, (0, self.out - y.shape[1])).reshape(*lead, self.out)
+
+
 class SoftmaxLoss(nn.Module):
+    """Cross-entropy over the classes; one class is a logit under binary cross-entropy
+    (a recommender's click label)."""
+
     def forward(self, logits, targets):
+        if logits.shape[-1] == 1:
+            return F.binary_cross_entropy_with_logits(logits.reshape(-1), targets.reshape(-1).float())
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
@@ -159,6 +208,10 @@ def build_layer(layer: LayerShape, model: ModelShape, sparse: bool = False) -> n
         return SoftmaxLoss()
     if kind == "fm_interaction":
         return FmInteraction()
+    if kind == "combine":
+        return Combine(p["op"])
+    if kind == "dot_interaction":
+        return DotInteraction(p["vectors"], p["dim"], p["out"], layer.name)
     raise InputError(f"model {model.name}: layer {layer.name!r} has kind {kind!r}, "
                      "which calibrate cannot build")
 
@@ -169,6 +222,24 @@ def require_buildable(model: ModelShape) -> None:
     with torch.device("meta"):
         for layer in model.layers:
             build_layer(layer, model)
+
+
+def lookups_of(layer: LayerShape, seq: int) -> int:
+    """Rows an embedding layer reads per sample: `lookups`, or one per token (the zoo's)."""
+    n = layer.params.get("lookups", "seq")
+    return seq if n == "seq" else int(n)
+
+
+def layer_ids(layer: LayerShape, model: ModelShape, batch: int, seq: int, tokens: torch.Tensor,
+              seed: tuple[int, ...] = (0,)) -> torch.Tensor:
+    """The (batch, lookups) row ids an embedding layer reads: the run's own tokens where
+    they are this layer's (the model's first table, one lookup per token), else Zipf draws
+    over the layer's own table (a decoder's target vocabulary, a recommender's features)."""
+    table = model.tables[layer.params["table"]]
+    lookups = lookups_of(layer, seq)
+    if table.name == model.table.name and tuple(tokens.shape) == (batch, lookups):
+        return tokens
+    return torch.from_numpy(zipf_ids(table.vocab, (batch, lookups), (*seed, name_seed(layer.name))))
 
 
 def example_inputs(layer: LayerShape, model: ModelShape, batch: int, seq: int,
@@ -182,7 +253,7 @@ def example_inputs(layer: LayerShape, model: ModelShape, batch: int, seq: int,
     def act(*shape):
         return torch.randn(*shape, generator=gen).requires_grad_()
     if kind == "embedding":
-        return [tokens]
+        return [layer_ids(layer, model, batch, seq, tokens)]
     if kind in ("positional_embedding", "layernorm"):
         return [act(*lead, p["dim"])]
     if kind in ("linear", "lstm"):
@@ -198,6 +269,10 @@ def example_inputs(layer: LayerShape, model: ModelShape, batch: int, seq: int,
         return [act(*lead, n), torch.randint(0, n, lead, generator=gen)]
     if kind == "fm_interaction":
         return [act(batch, p["fields"], p["dim"])]
+    if kind == "combine":
+        return [act(*lead, p["dim"]) for _ in range(p["inputs"])]
+    if kind == "dot_interaction":
+        return [act(*lead, p["vectors"] * p["dim"])]
     raise InputError(f"layer {layer.name!r}: no example input for kind {kind!r}")
 
 
@@ -239,9 +314,16 @@ class LanguageModel(nn.Module):
     def __init__(self, model: ModelShape, sparse: bool = False):
         super().__init__()
         self.embedding = build_layer(model.embedding, model, sparse)
+        self.table = model.table.name
         chain, self.skipped = chain_layers(model)
         self.body = Body([build_layer(l, model) for l in chain],
                          [l.params.get("token_fraction") for l in chain])
+
+    def table_modules(self) -> dict[str, nn.Module]:
+        return {self.table: self.embedding}
+
+    def replace_table(self, name: str, module: nn.Module) -> None:
+        self.embedding = module
 
     def forward(self, tokens, targets):
         return self.body(self.embedding(tokens), targets)
@@ -276,8 +358,3 @@ class Body(nn.Module):
         targets = targets % x.shape[-1]
         return F.cross_entropy(x.reshape(-1, x.shape[-1]), targets)
 
-
-def seeded_model(model: ModelShape, seed: int, sparse: bool = False) -> LanguageModel:
-    """Same seed -> same initial parameters on every rank and in the single-process reference."""
-    torch.manual_seed(seed)
-    return LanguageModel(model, sparse=sparse)

@@ -1,10 +1,11 @@
-"""The three embedding-synchronisation strategies, implemented for real in PyTorch.
+"""The three embedding-synchronisation strategies, implemented for real in PyTorch, on a
+language model's table or on every table of a recommender (step_model.py).
 
 - allreduce: DDP over the whole model; the embedding gradient is dense and AllReduced.
 - allgather: sparse embedding gradient; every rank all-gathers the (index, row) pairs of
   every other rank and applies their mean; dense layers DDP.
-- embrace:  the table is sharded by columns (each rank holds all rows, D/N columns);
-  forward all-gathers the token ids, looks up its columns for every rank's tokens and
+- embrace:  each table is sharded by columns (each rank holds all rows, D/N columns);
+  forward all-gathers the row ids, looks up its columns for every rank's ids and
   AlltoAlls them back; backward AlltoAlls the gradients the other way; the shard's
   gradient is sparse (the rows touched), so its update is too; dense layers DDP.
 
@@ -20,8 +21,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from .modules import LanguageModel, seeded_model
 from .spec import ModelShape
+from .step_model import StepModel, seeded_step_model
 
 STRATEGIES = ("allreduce", "allgather", "embrace")
 
@@ -101,7 +102,7 @@ def _allgather_sparse_mean(weight: nn.Parameter, world: int) -> None:
 
 
 class Strategy:
-    """One training step of a LanguageModel under one synchronisation strategy."""
+    """One training step of a step model (step_model.py) under one synchronisation strategy."""
 
     def __init__(self, name: str, spec: ModelShape, seed: int, device: torch.device, lr: float = 0.1):
         if name not in STRATEGIES:
@@ -109,46 +110,50 @@ class Strategy:
         self.name, self.lr = name, lr
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         ids = [device.index] if device.type == "cuda" else None
-        base = seeded_model(spec, seed, sparse=(name == "allgather")).to(device)
+        base = seeded_step_model(spec, seed, sparse=(name == "allgather")).to(device)
         if name == "embrace":
-            base.embedding = ColumnShardedEmbedding(base.embedding.weight.detach(), self.rank,
-                                                    self.world).to(device)
-        self.model: LanguageModel = base
+            for table, module in base.table_modules().items():
+                base.replace_table(table, ColumnShardedEmbedding(module.weight.detach(), self.rank,
+                                                                 self.world).to(device))
+        self.model: StepModel = base
         if name == "allreduce":
             self.forward = DDP(base, device_ids=ids)
         else:
             self.ddp_body = DDP(base.body, device_ids=ids)
-            self.forward = lambda tokens, targets: self.ddp_body(base.embedding(tokens), targets)
+            self.forward = lambda first, *rest: self.ddp_body(base.embedding(first), *rest)
         self.optimizer = torch.optim.SGD(base.parameters(), lr=lr)
 
-    def step(self, tokens: torch.Tensor, targets: torch.Tensor) -> float:
+    def step(self, *inputs) -> float:
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.forward(tokens, targets)
+        loss = self.forward(*inputs)
         loss.backward()
-        if self.name == "allgather":
-            _allgather_sparse_mean(self.model.embedding.weight, self.world)
-        elif self.name == "embrace":
-            # The shard's gradient sums every rank's per-rank-mean loss; the global loss
-            # is their mean, as DDP's averaging does for the dense layers.
-            self.model.embedding.weight.grad.div_(self.world)
+        for table in self.model.table_modules().values():
+            if self.name == "allgather":
+                _allgather_sparse_mean(table.weight, self.world)
+            elif self.name == "embrace":
+                # The shard's gradient sums every rank's per-rank-mean loss; the global loss
+                # is their mean, as DDP's averaging does for the dense layers.
+                table.weight.grad.div_(self.world)
         self.optimizer.step()
         return float(loss.detach())
 
     def full_parameters(self) -> dict[str, torch.Tensor]:
-        """Every parameter in full (shards gathered), on CPU, named as in LanguageModel."""
+        """Every parameter in full (shards gathered), on CPU, named as in the step model."""
         out = {n: p.detach().cpu().clone() for n, p in self.model.named_parameters()}
         if self.name == "embrace":
-            shards = [None] * self.world
-            dist.all_gather_object(shards, out["embedding.weight"])
-            out["embedding.weight"] = torch.cat(shards, dim=1)
+            names = {id(p): n for n, p in self.model.named_parameters()}
+            for table in self.model.table_modules().values():
+                name = names[id(table.weight)]
+                shards = [None] * self.world
+                dist.all_gather_object(shards, out[name])
+                out[name] = torch.cat(shards, dim=1)
         return out
 
 
-def reference_step(spec: ModelShape, seed: int, tokens: torch.Tensor, targets: torch.Tensor,
-                   lr: float = 0.1) -> dict[str, torch.Tensor]:
+def reference_step(spec: ModelShape, seed: int, *inputs, lr: float = 0.1) -> dict[str, torch.Tensor]:
     """Single-process SGD step on the concatenated batch: what every strategy must match."""
-    model = seeded_model(spec, seed)
+    model = seeded_step_model(spec, seed)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
-    model(tokens, targets).backward()
+    model(*inputs).backward()
     opt.step()
     return {n: p.detach().clone() for n, p in model.named_parameters()}

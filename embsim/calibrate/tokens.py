@@ -8,6 +8,7 @@ the simulator's token statistics, so a trace and a simulation see the same token
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,17 @@ import numpy as np
 from embsim.errors import InputError
 from embsim.trace import TokenStatsRecord
 from embsim.workload.tokens import DEFAULT_ZIPF_S, TokenStats
+
+def name_seed(name: str) -> int:
+    """A stable seed from a layer's or table's name (Python's hash() changes per process)."""
+    return zlib.crc32(name.encode())
+
+
+def zipf_ids(vocab: int, shape: tuple[int, ...], seed: tuple[int, ...]) -> np.ndarray:
+    """Row ids of `shape`, i.i.d. from the simulator's Zipf distribution over `vocab` rows."""
+    return TokenStats.zipf(vocab, DEFAULT_ZIPF_S).sample(np.random.default_rng(list(seed)),
+                                                        shape).astype(np.int64)
+
 
 class ZipfTokens:
     """I.i.d. draws from the simulator's own Zipf distribution (embsim.workload.tokens)."""

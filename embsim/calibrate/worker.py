@@ -20,10 +20,12 @@ from embsim.trace import RankSkew
 from .collectives import OPS, max_sweep_bytes, sweep, sweep_sizes
 from .compute import measure_compute
 from .config import CalibrateConfig
-from .instep import InStepSampler
+from .instep import InStepSampler, WholeStepSampler
 from .interference import measure_interference
 from .layers import measure_layers, measure_optimizer
+from .recommender import per_sample, table_token_stats
 from .spec import model_spec
+from .step_model import step_batches, to_device
 from .strategies import STRATEGIES, Strategy
 from .tokens import token_source, token_stats
 
@@ -66,11 +68,11 @@ def slowest(seconds: float, device: torch.device) -> float:
     return float(took.item())
 
 
-def timed_step(strategy: Strategy, ids: torch.Tensor, device: torch.device) -> float:
+def timed_step(strategy: Strategy, inputs: tuple, device: torch.device) -> float:
     """One training step, every rank starting together; the slowest rank's seconds."""
     dist.barrier()
     t0 = time.perf_counter()
-    strategy.step(ids[:, :-1], ids[:, 1:])
+    strategy.step(*inputs)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return slowest(time.perf_counter() - t0, device)
@@ -82,20 +84,28 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
     device = device_for(local_rank, backend)
     model = model_spec(cfg.model)
     table = model.table
+    rows = per_sample(model)            # a recommender: feature rows, its own id batches
     source = token_source(cfg.corpus, table.vocab, cfg.seq, cfg.seed, world)
+    batches = step_batches(model, source, cfg.seed)
     say = lambda m: progress(rank, m)   # noqa: E731
 
     def tokens(batch: int, step: int = 0) -> torch.Tensor:
         return torch.from_numpy(source.batch(rank, step, batch)[:, :-1].copy())
 
+    def inputs(batch: int, step: int) -> tuple:
+        return to_device(batches.inputs(rank, step, batch), device)
+
     say(f"{model.name}: {len(model.layers)} layers at batch {cfg.batches}, seq {cfg.seq}, "
         f"{world} ranks on {device}")
     layers = measure_layers(model, cfg.batches, cfg.seq, tokens, device, cfg.warmup, cfg.reps, say)
     say("optimizer steps")
-    optimizer = measure_optimizer(model, cfg.batch, tokens, device, cfg.warmup, cfg.reps)
+    optimizer = measure_optimizer(model, cfg.batch, lambda b: batches.inputs(rank, 0, b)[0],
+                                  device, cfg.warmup, cfg.reps)
     say("kernel table: GEMM grid, stream/gather bandwidth, launch, LSTM step")
     compute = measure_compute(device, cfg.quick, cfg.warmup, cfg.reps)
-    stats = [token_stats(source, table.name, b, world) for b in cfg.batches]
+    stats = [s for b in cfg.batches
+             for s in (table_token_stats(batches, b, world) if rows
+                       else [token_stats(source, table.name, b, world)])]
 
     top = max_sweep_bytes(device, world, (1 << 20) if cfg.quick else cfg.max_sweep_bytes)
     sizes = sweep_sizes(top, factor=16 if cfg.quick else 4)
@@ -123,20 +133,21 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
     # timed layer by layer (instep.py), round-robin: the machine drifts over seconds
     # (other tenants, memory reclaim), and interleaving makes every strategy and the
     # per-layer timings see the same drift.
-    say(f"training steps ({', '.join(STRATEGIES)}, in-step layer timings), interleaved")
-    sampler = InStepSampler(model, device)
+    say(f"training steps ({', '.join(STRATEGIES)}, "
+        f"{'whole communication-free steps' if rows else 'in-step layer timings'}), interleaved")
+    sampler = WholeStepSampler(model, device) if rows else InStepSampler(model, device)
     strategies = {name: Strategy(name, model, cfg.seed, device) for name in STRATEGIES}
     in_step: dict[int, list[dict]] = {b: [] for b in cfg.batches}
     local_rank0, local_slowest = [], []       # whole communication-free steps at cfg.batch
     steps = {name: [] for name in STRATEGIES}
     for i in range(1 + cfg.step_samples):         # the first round is a warm-up
-        ids = torch.from_numpy(source.batch(rank, i, cfg.batch).copy()).to(device)
+        step_inputs = inputs(cfg.batch, i)
         for name, strategy in strategies.items():
-            took = timed_step(strategy, ids, device)
+            took = timed_step(strategy, step_inputs, device)
             if i > 0:
                 steps[name].append(took)
         for b in cfg.batches:
-            sample = sampler.sample(torch.from_numpy(source.batch(rank, i, b).copy()))
+            sample = sampler.sample(inputs(b, i))
             if i > 0:
                 in_step[b].append(sample)
             if i > 0 and b == cfg.batch:

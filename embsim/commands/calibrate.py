@@ -22,7 +22,9 @@ from .checks import model_option
                    "whose links are fitted to the ranks' collectives). Ignored under torchrun.")
 @model_option("Model zoo name (embsim model list).", default="tiny-lm", show_default=True)
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Per-rank batch.")
-@click.option("--seq", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--seq", type=click.IntRange(min=1), default=None,
+              help="Tokens per sequence (default 32; none for a per-sample model such as a "
+                   "recommender).")
 @click.option("--quick", is_flag=True, help="Few repetitions and a short sweep (tests, smoke runs).")
 @click.option("--corpus", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Real text (tokenised by words) instead of Zipf token batches.")
