@@ -78,27 +78,40 @@ class ColumnShardedEmbedding(nn.Module):
         return full.view(batch, seq, -1)
 
 
-def _allgather_sparse_mean(weight: nn.Parameter, world: int) -> None:
-    """Replace the local sparse gradient by the mean of every rank's (index, row) pairs."""
-    g = weight.grad.coalesce()
-    idx, rows = g.indices()[0], g.values()
-    count = torch.tensor([idx.numel()], device=idx.device)
+def _padded(t: torch.Tensor, rows: int) -> torch.Tensor:
+    out = t.new_zeros((rows, *t.shape[1:]))
+    out[:t.shape[0]] = t
+    return out
+
+
+def _allgather_sparse_mean(weights: list[nn.Parameter], world: int) -> None:
+    """Replace every table's local sparse gradient by the mean of every rank's (index, row)
+    pairs, in three all_gathers for all the tables together, as Horovod fuses a step's
+    allgathers by dtype (embsim.strategies.allgather models these calls): each rank's row
+    count per table (they differ, and all_gather needs equal sizes), then the indices and
+    the rows, each table padded to its largest count."""
+    grads = [w.grad.coalesce() for w in weights]
+    idx, rows = [g.indices()[0] for g in grads], [g.values() for g in grads]
+    count = torch.tensor([i.numel() for i in idx], device=idx[0].device)
     counts = [torch.zeros_like(count) for _ in range(world)]
     dist.all_gather(counts, count)
-    most = int(max(c.item() for c in counts))
-    pad_idx = idx.new_zeros(most)
-    pad_idx[:idx.numel()] = idx
-    pad_rows = rows.new_zeros((most, rows.shape[1]))
-    pad_rows[:idx.numel()] = rows
-    all_idx = [torch.empty_like(pad_idx) for _ in range(world)]
-    all_rows = [torch.empty_like(pad_rows) for _ in range(world)]
-    dist.all_gather(all_idx, pad_idx)
-    dist.all_gather(all_rows, pad_rows)
-    keep = [int(c.item()) for c in counts]
-    cat_idx = torch.cat([i[:k] for i, k in zip(all_idx, keep)])
-    cat_rows = torch.cat([r[:k] for r, k in zip(all_rows, keep)]) / world
-    weight.grad = torch.sparse_coo_tensor(cat_idx.unsqueeze(0), cat_rows, weight.shape,
-                                          check_invariants=False).coalesce()
+    most = [int(m) for m in torch.stack(counts).max(0).values]
+    send_idx = torch.cat([_padded(i, m) for i, m in zip(idx, most)])
+    send_rows = torch.cat([_padded(r, m).reshape(-1) for r, m in zip(rows, most)])
+    all_idx = [torch.empty_like(send_idx) for _ in range(world)]
+    all_rows = [torch.empty_like(send_rows) for _ in range(world)]
+    dist.all_gather(all_idx, send_idx)
+    dist.all_gather(all_rows, send_rows)
+    at_idx = at_row = 0
+    for t, (weight, m) in enumerate(zip(weights, most)):
+        dim = weight.shape[1]
+        keep = [int(c[t]) for c in counts]
+        cat_idx = torch.cat([i[at_idx:at_idx + k] for i, k in zip(all_idx, keep)])
+        cat_rows = torch.cat([r[at_row:at_row + m * dim].view(m, dim)[:k]
+                              for r, k in zip(all_rows, keep)]) / world
+        weight.grad = torch.sparse_coo_tensor(cat_idx.unsqueeze(0), cat_rows, weight.shape,
+                                              check_invariants=False).coalesce()
+        at_idx, at_row = at_idx + m, at_row + m * dim
 
 
 class Strategy:
@@ -127,12 +140,13 @@ class Strategy:
         self.optimizer.zero_grad(set_to_none=True)
         loss = self.forward(*inputs)
         loss.backward()
-        for table in self.model.table_modules().values():
-            if self.name == "allgather":
-                _allgather_sparse_mean(table.weight, self.world)
-            elif self.name == "embrace":
-                # The shard's gradient sums every rank's per-rank-mean loss; the global loss
-                # is their mean, as DDP's averaging does for the dense layers.
+        tables = list(self.model.table_modules().values())
+        if self.name == "allgather":
+            _allgather_sparse_mean([t.weight for t in tables], self.world)
+        elif self.name == "embrace":
+            # A shard's gradient sums every rank's per-rank-mean loss; the global loss is
+            # their mean, as DDP's averaging does for the dense layers.
+            for table in tables:
                 table.weight.grad.div_(self.world)
         self.optimizer.step()
         return float(loss.detach())

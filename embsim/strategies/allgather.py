@@ -14,6 +14,17 @@ hvd.DistributedOptimizer's default). Either way the optimizer then steps the uni
 gathered rows (Keras OptimizerV2 sums duplicate indices before a sparse apply). Tables whose
 gradient is dense (a full softmax tied to them) are AllReduced densely, as DDP does.
 
+The calls: a table's indices (int64) and rows (its dtype) go as two allgathers, as Horovod
+sends an IndexedSlices (horovod/tensorflow/__init__.py `allreduce`: "do two allgathers";
+torch's sparse path likewise), and Horovod's tensor fusion joins the allgathers that are
+ready together into one call per dtype, up to HOROVOD_FUSION_THRESHOLD (64 MiB of output;
+common/controller.cc FuseResponses, since 0.18): tables whose lookups run side by side
+(a recommender's 26-1000, NCF's four: their backwards end within one 1 ms Horovod cycle)
+share one index and one row call a step, each table its own where more backward runs
+between them (a translation model's source and target vocabularies). With `gather_rows=unique` under PyTorch the GPUs' coalesced row
+counts differ and torch's all_gather needs equal sizes, so a third call carries the counts
+first (calibrate's strategies.py does exactly this). Each call pays its own fixed costs.
+
 `table_device=cpu` (default gpu): every sparse table lives in each worker process's host
 memory, as TensorFlow 2.0-2.5's Keras Embedding places it when a GPU is present: the lookup
 runs on the CPU and its rows are copied to the GPU, the gradient rows come back, Horovod
@@ -30,12 +41,63 @@ from ..errors import InputError
 from ..plan.names import bwd_name, extra_name
 from ..plan.ops import ComputeOp, SyncTensor
 from ..workload.memory import memory_per_gpu
+from ..workload.model import INDEX_BYTES
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 from .host_tables import TABLE_DEVICES, HostMemory, host_memory_note, host_table_plan, host_topology
 
 GATHER_ROWS = ("unique", "lookups")   # coalesced rows | one per lookup (stock Horovod)
+
+
+HOROVOD_FUSION_BYTES = 64 << 20     # HOROVOD_FUSION_THRESHOLD's default (docs/tensor-fusion.rst)
+HOROVOD_CYCLE_S = 1e-3              # HOROVOD_CYCLE_TIME's default, 1 ms (common/operations.cc)
+
+
+def fused_groups(model, tables, n: int, layer_bwd: dict) -> list[list]:
+    """The sparse tables in backward order, in groups whose gradients are ready within one
+    Horovod cycle of the group's first (the backward between them, `layer_bwd` seconds per
+    layer, under HOROVOD_CYCLE_S), each group cut where its row call would pass
+    HOROVOD_FUSION_BYTES of output."""
+    position = {l.name: i for i, l in enumerate(model.layers)}
+
+    def backward_between(i: int, first: int) -> float:
+        """Seconds from the end of layer `first`'s backward to the end of layer i's."""
+        return sum(layer_bwd.get(l.name, 0.0) for l in model.layers[i:first])
+
+    groups: list[list] = []
+    first = None
+    for t in sorted(tables, key=lambda t: -position[t.layer]):
+        i = position[t.layer]
+        if first is None or backward_between(i, first) > HOROVOD_CYCLE_S:
+            groups.append([])
+            first = i
+        groups[-1].append(t)
+    cut = []
+    for group in groups:
+        part, size = [], 0.0
+        for t in group:
+            rows = n * t.unique_per_gpu * model.table(t.table).dim * model.table_bytes
+            if part and size + rows > HOROVOD_FUSION_BYTES:
+                cut.append(part)
+                part, size = [], 0.0
+            part.append(t)
+            size += rows
+        cut.append(part)
+    return cut
+
+
+def group_calls(group: list, rows_sent: dict, model, n: int, counts_first: bool) -> list[SyncTensor]:
+    """One fused group's all_gathers (nccl-tests bytes), ready when its last table's
+    backward ends; the group's row call feeds every one of its tables' updates, carried
+    by that last table's update (the others' updates wait on it through the same op)."""
+    carrier = group[-1].layer
+    indices = n * sum(rows_sent[t.layer] for t in group) * INDEX_BYTES
+    values = n * sum(rows_sent[t.layer] * (model.row_bytes(t.table) - INDEX_BYTES) for t in group)
+    calls = ([("allgather-count", n * INDEX_BYTES * len(group))] if counts_first else []) + \
+        [("allgather-index", indices), ("allgather", values)]
+    return [SyncTensor(name=f"{name}:{carrier}", layer=carrier, op="all_gather", nbytes=nbytes,
+                       category="embedding", ready_after=bwd_name(carrier)) for name, nbytes in calls]
 
 
 @dataclass(frozen=True)
@@ -60,6 +122,14 @@ class AllGatherStrategy(Strategy):
 
     host: HostMemory | None = None   # set by topology() with table_device=cpu
 
+    def rows_sent(self, t) -> float:
+        return t.lookups_per_gpu if self.options.gather_rows == "lookups" else t.unique_per_gpu
+
+    def counts_first(self, model) -> bool:
+        """Coalesced rows differ in number per GPU, and torch's all_gather needs equal
+        sizes: under PyTorch the counts go first (Horovod negotiates sizes itself)."""
+        return self.options.gather_rows == "unique" and model.framework == "pytorch"
+
     def topology(self, topo):
         if self.options.table_device != "cpu":
             return topo
@@ -73,12 +143,13 @@ class AllGatherStrategy(Strategy):
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
         buffers, extra = {}, []
+        sent = {t.layer: self.rows_sent(t) for t in sparse_tables(ctx)}
+        groups = fused_groups(model, sparse_tables(ctx), n, ctx.layer_bwd)
+        for group in groups:
+            sync += group_calls(group, sent, model, n, self.counts_first(model))
         for t in sparse_tables(ctx):
-            rows = t.lookups_per_gpu if self.options.gather_rows == "lookups" else t.unique_per_gpu
+            rows = sent[t.layer]
             per_gpu = rows * model.row_bytes(t.table)
-            sync.append(SyncTensor(name=f"allgather:{t.layer}", layer=t.layer, op="all_gather",
-                                   nbytes=n * per_gpu, category="embedding",
-                                   ready_after=bwd_name(t.layer)))
             if self.options.gather_rows == "unique" and n > 1 and model.framework == "pytorch":
                 # the GPU coalesces its own repeated rows before it sends them (PyTorch's
                 # coalesce), charged on its compute stream ahead of the gather. TensorFlow's
@@ -87,9 +158,15 @@ class AllGatherStrategy(Strategy):
                 merge_s = ctx.sparse_merge(t.layer, t.lookups_per_gpu, t.unique_per_gpu)
                 extra.append((bwd_name(t.layer), ComputeOp(extra_name("allgather-merge", t.layer), merge_s)))
             # every GPU applies the union of all GPUs' rows to its replica, having received
-            # every GPU's rows (what TensorFlow's dedup sorts)
+            # every GPU's rows (what TensorFlow's dedup sorts), once its group's calls are in
             update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, received=n * rows)
             buffers[f"allgather receive buffer ({t.table})"] = n * per_gpu
+        for group in groups:
+            # the group's tables step once its calls are in: their updates on the op that
+            # waits for them (group_calls' carrier, the group's last table)
+            total = sum(update[t.layer] for t in group)
+            update.update({t.layer: 0.0 for t in group})
+            update[group[-1].layer] = total
         notes = dense_table_notes(ctx, "allgather")
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, sparse_embedding_grads=True, buffers=buffers),

@@ -140,12 +140,15 @@ def test_parallax_lm1b_ranking_gate():
     AllGather systems sent one row per lookup as their code does (mapping change read from
     Parallax's mpi/graph_transform.py at the chart's commit; the data file's
     after_first_contact) and the tied table counted its sampled softmax's rows: 13.04 / 19.68 %
-    (bounds 0.161, 0.316 -> 0.1311, 0.1978).
-    Bounds leave only rounding room: a simulator change that makes the ranking worse fails
-    here and must say so."""
+    (bounds 0.161, 0.316 -> 0.1311, 0.1978). MOVED, worse, 2026-12-05 (twenty-seventh
+    session), when allgather sent a table's indices and rows as the two allgathers Horovod
+    sends an IndexedSlices as (its two tables, input and sampled softmax, a whole backward
+    apart, each its own pair of calls): the baseline slows at 8 machines and the hybrid's
+    ratio there grows 2.39 -> 2.40 (+20.1 %): 13.06 / 20.15 % (bounds 0.1311, 0.1978 ->
+    0.1313, 0.2025)."""
     res = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert res["pairs"] == 8 and res["pairs_agree"] >= 8
-    assert res["ratio_error_mean"] <= 0.1311 and res["ratio_error_max"] <= 0.1978
+    assert res["ratio_error_mean"] <= 0.1313 and res["ratio_error_max"] <= 0.2025
     again = check.check_table(check.load_table(RANKINGS / "parallax-lm1b-readme.yaml"))
     assert again == res, "same inputs, same simulated figures"
 
