@@ -97,6 +97,9 @@ def tree_demand(topology, ranks: Sequence[int], nbytes: float) -> Demand:
     """AllReduce tree: intra-node chains + inter-node double binary tree (S/2 per tree).
 
     Reduce goes up and broadcast comes down, so every tree edge carries its bytes both ways.
+    Across nodes the trees' channels cross on every rail, as the rings' do (NCCL searches
+    the tree graph's channels over the node's NICs like the ring's): channel k of the first
+    tree leaves each node from its k-th GPU, of the second from its k-th from the end.
     """
     groups = ordered_ranks(topology, ranks)
     pairs, weights = [], []
@@ -106,14 +109,16 @@ def tree_demand(topology, ranks: Sequence[int], nbytes: float) -> Demand:
             weights += [nbytes, nbytes]
     n = len(groups)
     if n > 1:
-        for tree, leader in ((list(range(n)), 0), (list(range(n - 1, -1, -1)), -1)):
-            for p, c in _heap_edges(n):
-                a, b = groups[tree[p]][leader], groups[tree[c]][leader]
-                pairs += [(a, b), (b, a)]
-                weights += [nbytes / 2, nbytes / 2]
+        rotations = max(1, min(len(topology.rails) or 1, min(len(g) for g in groups)))
+        for k in range(rotations):
+            for tree, leader in ((list(range(n)), k), (list(range(n - 1, -1, -1)), -1 - k)):
+                for p, c in _heap_edges(n):
+                    a, b = groups[tree[p]][leader], groups[tree[c]][leader]
+                    pairs += [(a, b), (b, a)]
+                    weights += [nbytes / 2 / rotations] * 2
     if not pairs:
         return Demand.empty()
-    return RouteSet.of(topology, pairs).demand(np.array(weights))
+    return RouteSet.of(topology, pairs, same_nic=True).demand(np.array(weights))
 
 
 def nvls_demand(topology, ranks: Sequence[int], nbytes: float, op: str) -> Demand:

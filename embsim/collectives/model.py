@@ -64,6 +64,9 @@ class CollectivePlan:
     demand: Demand       # scaled: latency + bottleneck(demand) == time
     model_time: float    # s, NCCL's own cost-model prediction
     source: str = "model"  # "model" | "measured"
+    # The demand is the pattern scaled to the modelled time, so its bytes are how long each
+    # link is held, not what crosses it: times this factor, the bytes the pattern sends
+    data_factor: float = 1.0
 
 
 def _pcie_tree_capacity(topology, capacity: np.ndarray) -> np.ndarray | None:
@@ -304,13 +307,18 @@ class CollectiveModel:
             return 0.0
         return scale * unit.bottleneck_time(self._tree_capacity)
 
-    def _scaled(self, unit: Demand, transfer_s: float) -> Demand:
+    def _scale(self, unit: Demand, transfer_s: float) -> float:
+        """The factor that makes `unit`'s bottleneck link busy for `transfer_s` (0: none)."""
         if transfer_s <= 0 or unit.is_empty:
-            return Demand.empty()
+            return 0.0
         basis = unit.bottleneck_time(self._modelled_capacity)
         if basis <= 0:          # a demand on fabric links only: scale to all links
             basis = unit.bottleneck_time(self.capacity)
-        return unit.scaled(transfer_s / basis)
+        return transfer_s / basis
+
+    def _scaled(self, unit: Demand, transfer_s: float) -> Demand:
+        k = self._scale(unit, transfer_s)
+        return unit.scaled(k) if k > 0 else Demand.empty()
 
     # ------------------------------------------------------------------ plans
     def plan(self, op: str, nbytes: int, ranks: Sequence[int]) -> CollectivePlan:
@@ -359,12 +367,15 @@ class CollectiveModel:
             if per_byte is None:
                 per_byte = self._tree_per_byte[(op, algo, ranks)] = self._tree_time(unit, 1.0)
             time = max(time, latency + per_byte * nbytes)
-        dem = self._scaled(unit, time - latency)
+        k = self._scale(unit, time - latency)
+        dem = unit.scaled(k) if k > 0 else Demand.empty()
         if dem.is_empty:
             latency = time
         else:
             time = max(time, latency + dem.bottleneck_time(self.capacity))
-        return CollectivePlan(op, nbytes, n, algo, proto, time, latency, dem, model_us * 1e-6, source)
+        # the unit pattern is per byte of size: nbytes of it is what the links carry
+        return CollectivePlan(op, nbytes, n, algo, proto, time, latency, dem, model_us * 1e-6, source,
+                              data_factor=nbytes / k if k > 0 else 1.0)
 
     def _choice(self, op: str, nbytes: int, shape: CommShape, graphs: Graphs) -> nm.AlgoTime:
         """NCCL's (algo, proto): its cost model's argmin, or 2.4's size threshold where the
@@ -403,10 +414,14 @@ class CollectiveModel:
         if hit is None:
             plans = [self.plan(op, nbytes, g) for g in groups]
             first = max(plans, key=lambda p: p.time)
+            demand = Demand.sum(p.demand for p in plans)
+            held = float(demand.bytes.sum())
+            data = sum(float(p.demand.bytes.sum()) * p.data_factor for p in plans)
             hit = self._plans[key] = CollectivePlan(
                 op, int(nbytes), len(groups[0]), first.algo, first.proto,
                 max(p.time for p in plans), max(p.latency for p in plans),
-                Demand.sum(p.demand for p in plans), first.model_time, first.source)
+                demand, first.model_time, first.source,
+                data_factor=data / held if held > 0 else 1.0)   # the groups' plans alike
         return hit
 
     def plan_servers(self, op: str, matrix, ranks: Sequence[int]) -> CollectivePlan:
@@ -467,9 +482,12 @@ class CollectiveModel:
                     raise InputError("alltoallv: every node of the communicator needs the same GPU count")
                 unit = routes.demand(ms)
             t_us = max(t.time, t.latency + self._tree_time(unit, 1.0) * 1e6)
-            dem = self._scaled(unit, (t_us - t.latency) * 1e-6)
+            k = self._scale(unit, (t_us - t.latency) * 1e-6)
+            dem = unit.scaled(k) if k > 0 else Demand.empty()
             lat = t.latency * 1e-6 if not dem.is_empty else t_us * 1e-6
             time = t_us * 1e-6 if dem.is_empty else max(t_us * 1e-6, lat + dem.bottleneck_time(self.capacity))
-            plan = CollectivePlan("alltoallv", total, n, "P2P", t.proto, time, lat, dem, t.time * 1e-6)
+            # this unit holds the matrix's own bytes
+            plan = CollectivePlan("alltoallv", total, n, "P2P", t.proto, time, lat, dem, t.time * 1e-6,
+                                  data_factor=1.0 / k if k > 0 else 1.0)
         self._plans[key] = plan
         return plan

@@ -344,7 +344,8 @@ class CollectiveRuntime:
         (the collective's plan, or a copy before or after it)."""
         if step.latency > 0:
             yield self.env.timeout(step.latency)
-        yield self.network.transfer(step.demand, tag=tag)
+        yield self.network.transfer(step.demand, tag=tag,
+                                    data_factor=getattr(step, "data_factor", 1.0))
 
     def _run(self, comm: _Communicator, inst: _Instance):
         plan = inst.plan if inst.plan is not None else self.model.plan(inst.op, inst.nbytes, comm.ranks)

@@ -118,12 +118,15 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
         t0 = run.iteration_end[(run.classes[0].name, first)]
         t1 = run.iteration_end[(run.classes[0].name, last)]
         carried = run.link_bytes_at[last] - run.link_bytes_at[first]
+        # occupancy (a collective's demand is scaled to its modelled time) gives how busy a
+        # link was; the data its transfers were given gives the bytes that crossed it
+        sent = run.link_data_at[last] - run.link_data_at[first]
         if t1 > t0:
             for kind, ids in link_kinds.items():
                 if len(ids):
                     u = carried[ids] / (capacity[ids] * (t1 - t0))     # each link's step average
                     util[kind] = (float(u.mean()), float(u.max()))     # (mean, hottest link)
-                    link_bytes[kind] = float(carried[ids].sum()) / n
+                    link_bytes[kind] = float(sent[ids].sum()) / n
     return StepMetrics(step_time=step, compute=compute, exposed_comm=max(0.0, step - compute),
                        comm_bytes_per_gpu=comm_bytes, comm_time=comm_time,
                        link_utilisation=util, iterations_measured=n, comm_count=comm_count,

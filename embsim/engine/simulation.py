@@ -123,6 +123,7 @@ class Engine:
             rec.iteration_end[(cls.name, k)] = env.now
             if cls is self.classes[0]:
                 rec.link_bytes_at[k] = self.network.bytes_carried.copy()
+                rec.link_data_at[k] = self.network.data_sent
 
     def _set_computing(self, delta: int) -> None:
         before = self._computing

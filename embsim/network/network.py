@@ -64,6 +64,7 @@ class Network:
         self.transfers_started = 0
         self.transfers_completed = 0
         self._bytes_carried = np.zeros(self.n_links)
+        self._data_sent = np.zeros(self.n_links)
         self._busy_time = np.zeros(self.n_links)
         self._active: list[_Transfer] = []  # insertion order: deterministic
         self._last_update = env.now
@@ -75,16 +76,19 @@ class Network:
         self._scale = 1.0  # every link's share of its capacity available to transfers
 
     # ------------------------------------------------------------------ public
-    def transfer(self, demand: Demand, tag: Any = None) -> simpy.Event:
+    def transfer(self, demand: Demand, tag: Any = None, data_factor: float = 1.0) -> simpy.Event:
         """Start carrying ``demand``; the event fires when every link has carried its bytes.
 
         The event's value is a :class:`TransferRecord`. A demand with no bytes
-        completes at once (same simulated instant).
+        completes at once (same simulated instant). ``data_factor``: the data each demand
+        byte stands for (a collective's demand is scaled to its modelled time), booked in
+        :attr:`data_sent` when the transfer starts.
         """
         links, nbytes = self._checked(demand)
         now = self.env.now
         event = self.env.event()
         self.transfers_started += 1
+        self._data_sent[links] += nbytes * data_factor
         if links.size == 0:
             self.transfers_completed += 1
             event.succeed(TransferRecord(tag, now, now, 0.0))
@@ -110,6 +114,12 @@ class Network:
     def active(self) -> int:
         """Number of transfers in flight."""
         return len(self._active)
+
+    @property
+    def data_sent(self) -> np.ndarray:
+        """Bytes of data each link was given to carry (booked as transfers start): what
+        crossed it, where bytes_carried is its occupancy at capacity."""
+        return self._data_sent.copy()
 
     @property
     def bytes_carried(self) -> np.ndarray:

@@ -74,4 +74,5 @@ class EngineRun:
     waits: list[WaitRecord] = field(default_factory=list)
     iteration_end: dict[tuple[str, int], float] = field(default_factory=dict)
     link_bytes_at: dict[int, Any] = field(default_factory=dict)  # iteration -> bytes carried per link
+    link_data_at: dict[int, Any] = field(default_factory=dict)   # iteration -> data sent per link
     sim_events: int = 0
