@@ -12,12 +12,12 @@ import torch
 
 from embsim.trace import LayerPoint, LayerTiming, OptimizerTiming
 
-from .modules import build_layer, example_inputs
+from .modules import build_layer, example_inputs, layer_ids
 from .spec import LayerShape, ModelShape
 from .step_model import lookup_total, step_model, to_device, touched_elements
 from .timing import Stat, time_phases
 
-TokenSource = Callable[[int], torch.Tensor]   # batch -> (batch, seq) int64 token ids
+TokenSource = Callable[..., torch.Tensor]   # (batch, step=0) -> (batch, seq) int64 token ids
 
 
 def _inputs_and_grad(layer: LayerShape, model: ModelShape, module, batch: int, seq: int,
@@ -46,14 +46,28 @@ def layer_step(layer: LayerShape, model: ModelShape, batch: int, seq: int, token
     return step
 
 
+def _fresh_ids(layer: LayerShape, model: ModelShape, batch: int, seq: int, tokens: TokenSource,
+               device: torch.device, draws: int) -> list[torch.Tensor]:
+    """One batch of row ids per repetition (the run's tokens of that step, or that draw of
+    the table's own ids), as a training step reads a new batch each time: the same ids every
+    repetition would time rows already in cache."""
+    return [layer_ids(layer, model, batch, seq, tokens(batch, draw), seed=(draw,)).to(device)
+            for draw in range(draws)]
+
+
 def _fwd_bwd(layer: LayerShape, model: ModelShape, module, batch: int, seq: int,
              tokens: TokenSource, device: torch.device, warmup: int, reps: int) -> tuple[Stat, Stat]:
     inputs, grad = _inputs_and_grad(layer, model, module, batch, seq, tokens, device)
+    ids = (_fresh_ids(layer, model, batch, seq, tokens, device, warmup + reps)
+           if layer.kind == "embedding" else None)
+    drawn = iter(range(warmup + reps))
 
     def step(w):
         module.zero_grad(set_to_none=True)
         for t in inputs:
             t.grad = None
+        if ids is not None:
+            inputs[0] = ids[next(drawn)]
         m0 = w.mark()
         out = module(*inputs)
         m1 = w.mark()
