@@ -52,8 +52,12 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
         t.add_row("  waiting on", ", ".join(f"{op} {human_time(s)}" for op, s in waited))
     if result.comm_wall:
         # the rest of that wall ran under compute: what overlap hid
+        # the copies and host work around the transfers (a PS's gathers into host memory)
+        # are not transfers, but the compute stream waits for them too (exposed communication)
+        besides = ("; their copies and host work around them, which exposed communication "
+                   "counts, not included" if any(v > 0 for v in result.comm_around.values()) else "")
         t.add_row("  collectives running", f"{human_time(result.comm_wall)} of the step "
-                  f"({min(1.0, result.comm_wall / result.step_time) * 100:.1f} %), any of them")
+                  f"({min(1.0, result.comm_wall / result.step_time) * 100:.1f} %), any of them{besides}")
     for op, nbytes in sorted(result.comm_bytes_per_gpu.items()):
         count = result.comm_count.get(op)
         what = f"{count:,.0f} collective{'' if round(count) == 1 else 's'}, " if count else ""
