@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from embsim.calibrate.config import CalibrateConfig
-from embsim.calibrate.launch import NoHostTopology, run_calibration
+from embsim.calibrate.launch import run_calibration
 from embsim.errors import InputError
 from embsim.topology.parse import load_node_type
 from embsim.trace import load_trace
