@@ -23,6 +23,7 @@ class CalibrateConfig:
     command: str = ""
     seed: int = 0
     max_sweep_bytes: int = 64 << 20
+    max_rows: int | None = None    # build every larger table with this many rows (spec.capped)
     label: str = ""
 
     @property

@@ -39,7 +39,7 @@ from .config import TOKEN_SEQ, CalibrateConfig
 from .memory import require_fit
 from .modules import require_buildable
 from .recommender import per_sample, stack_plan
-from .spec import model_spec
+from .spec import calibration_spec
 from .host_topology import fit_links, host_topology_doc, measure_device, write_host_topology
 from .worker import progress, run_rank
 
@@ -167,6 +167,14 @@ def leave_spawned_rank() -> None:
     os._exit(0)
 
 
+def capped_rows(cfg: CalibrateConfig) -> int | None:
+    """--max-rows where it cut a table (the trace says so), else None."""
+    if cfg.max_rows is None:
+        return None
+    full = calibration_spec(cfg.model)
+    return cfg.max_rows if any(t.vocab > cfg.max_rows for t in full.tables.values()) else None
+
+
 def resolve_seq(cfg: CalibrateConfig, spec) -> CalibrateConfig:
     """The run's sequence length: --seq, else TOKEN_SEQ; a per-sample model (a recommender)
     has none, so 1, its whole steps built and refused up front (recommender.stack_plan)."""
@@ -192,7 +200,7 @@ def run_calibration(cfg: CalibrateConfig) -> Path | None:
     check_outputs(cfg)
     # an unknown --model, or one calibrate cannot build, fails here, once, not in every
     # spawned rank after their start-up
-    spec = model_spec(cfg.model)
+    spec = calibration_spec(cfg.model, cfg.max_rows)
     require_buildable(spec)
     cfg = resolve_seq(cfg, spec)
     backend = resolve_backend(cfg.backend)
@@ -333,7 +341,8 @@ def finish(cfg: CalibrateConfig, result: dict, backend: str, world: int, nodes: 
                   collectives=tuple(result["collectives"]), steps=steps,
                   token_stats=tuple(result["token_stats"]),
                   interference=result.get("interference"), rank_skew=result.get("rank_skew"),
-                  compute=result.get("compute"), host_topology=host_doc, model_sha256=digest)
+                  compute=result.get("compute"), host_topology=host_doc, model_sha256=digest,
+                  table_rows_cap=capped_rows(cfg))
     check_outputs(cfg)          # again: a file may have appeared while we measured
     path = write_trace(out, trace)
     progress(0, f"trace written: {path}")

@@ -95,9 +95,33 @@ def require_fit(model: ModelShape, ranks_sharing: int, backend: str) -> None:
     if check is None or check.fits:
         return
     shared = f" x {check.ranks} ranks" if check.ranks > 1 else ""
+    tables = sum(t.vocab * t.dim for t in model.tables.values())
+    # the tables are most of it: --max-rows builds them smaller
+    rows = _rows_that_fit(model, check) if tables > check.parameters / 2 else None
     raise InputError(
         f"--model {model.name}: calibrating it needs about {check.needed / GIB:.1f} GiB "
         f"({check.parameters:,} parameters x {PEAK_COPIES} FP32 copies{shared}: {len(STRATEGIES)} strategies' "
         f"models with gradients and DDP buckets, and the in-step model), more than the "
         f"{check.available / GIB:.1f} GiB of {check.where} available; calibrate a smaller model"
-        f"{' or fewer ranks (--world)' if shared else ''}")
+        f"{' or fewer ranks (--world)' if shared else ''}"
+        + (f", or cut its tables with --max-rows {rows}" if rows else ""))
+
+
+def _rows_that_fit(model: ModelShape, check: MemoryCheck) -> int | None:
+    """A --max-rows (two significant figures) whose capped model fits in half the memory
+    (the check counts no activations, sweeps or allocator slack), or None."""
+    per_param = check.needed / check.parameters
+    dense = check.parameters - sum(t.vocab * t.dim for t in model.tables.values())
+    room = check.available / 2 / per_param - dense      # parameters the tables may hold
+    widest = sorted(model.tables.values(), key=lambda t: -t.vocab)
+    for cap in sorted({t.vocab for t in widest}, reverse=True) + [0]:
+        # rows r at or above `cap`: the tables longer than r hold r rows each
+        over = [t for t in widest if t.vocab > cap]
+        under = sum(t.vocab * t.dim for t in widest if t.vocab <= cap)
+        width = sum(t.dim for t in over)
+        if width and (room - under) / width >= max(cap, 1):
+            rows = int((room - under) / width)
+            digits = max(0, len(str(rows)) - 2)
+            rows = rows // 10 ** digits * 10 ** digits
+            return rows if rows >= 1 else None
+    return None

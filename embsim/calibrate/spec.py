@@ -8,7 +8,7 @@ fallback in the same dialect for when the zoo lacks it (a laptop-sized LM; our n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from embsim.errors import InputError
 
@@ -82,3 +82,19 @@ def model_spec(name: str) -> ModelShape:
         return _builtin_tiny_lm()
     raise InputError(f"--model {name!r}: the model zoo (embsim.workload) is not available "
                      "and only tiny-lm is built in")
+
+
+def capped(model: ModelShape, max_rows: int | None) -> ModelShape:
+    """The model with every table larger than `max_rows` built with `max_rows` rows
+    (calibrate --max-rows): a DLRM's 1e7-1e8-row tables, held 11 times over by a
+    calibration, fit no desk; lookups then read the first `max_rows` rows, the Zipf head
+    the run's ids fall on most."""
+    if max_rows is None:
+        return model
+    return replace(model, tables={k: replace(t, vocab=min(t.vocab, max_rows))
+                                  for k, t in model.tables.items()})
+
+
+def calibration_spec(model: str, max_rows: int | None = None) -> ModelShape:
+    """What a calibration builds: the model's shapes, its tables capped at `max_rows`."""
+    return capped(model_spec(model), max_rows)

@@ -24,7 +24,7 @@ from .instep import InStepSampler, WholeStepSampler
 from .interference import measure_interference
 from .layers import measure_layers, measure_optimizer
 from .recommender import per_sample, table_token_stats
-from .spec import model_spec
+from .spec import calibration_spec
 from .step_model import step_batches, to_device
 from .strategies import STRATEGIES, Strategy
 from .tokens import token_source, token_stats
@@ -82,7 +82,7 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
              backend: str) -> dict | None:
     torch.set_num_threads(1)
     device = device_for(local_rank, backend)
-    model = model_spec(cfg.model)
+    model = calibration_spec(cfg.model, cfg.max_rows)
     table = model.table
     rows = per_sample(model)            # a recommender: feature rows, its own id batches
     source = token_source(cfg.corpus, table.vocab, cfg.seq, cfg.seed, world)

@@ -35,7 +35,12 @@ from .checks import model_option
 @click.option("--force", is_flag=True, help="Overwrite an existing --out / --topology-out.")
 @click.option("--max-bytes", type=click.IntRange(min=1024), default=64 << 20, show_default=True,
               help="Largest collective size, further bounded by free memory.")
-def command(backend, world, model, batch, seq, quick, corpus, out, topology_out, force, max_bytes):
+@click.option("--max-rows", type=click.IntRange(min=1), default=None,
+              help="Build every table larger than this with this many rows (a DLRM's 1e7-1e8-row "
+                   "tables do not fit a calibration, which holds 11 copies of the model per rank); "
+                   "the trace records it and validate --trace simulates the same tables.")
+def command(backend, world, model, batch, seq, quick, corpus, out, topology_out, force, max_bytes,
+            max_rows):
     """Capture per-layer times, collective sweeps and real training steps into a trace."""
     # only this command needs torch (through embsim.calibrate); the simulator never imports it
     if importlib.util.find_spec("torch") is None:
@@ -57,7 +62,7 @@ def command(backend, world, model, batch, seq, quick, corpus, out, topology_out,
                           quick=quick, corpus=corpus, out=out, topology_out=topology_out,
                           force=force,
                           command=" ".join(shlex.quote(a) for a in ["embsim"] + argv),
-                          max_sweep_bytes=max_bytes)
+                          max_sweep_bytes=max_bytes, max_rows=max_rows)
     try:
         path = run_calibration(cfg)
     except NoHostTopology as exc:

@@ -94,7 +94,9 @@ class MeasuredInputs:
     def compute_source(self) -> str:
         t = self.trace
         note = quality_note(t)
-        return (f"measured: {t.source or 'trace'} ({t.device}, {t.provenance.backend})"
+        cap = (f" (tables over {t.table_rows_cap:,} rows measured at {t.table_rows_cap:,}: "
+               "calibrate --max-rows)" if t.table_rows_cap else "")
+        return (f"measured: {t.source or 'trace'} ({t.device}, {t.provenance.backend})" + cap
                 + (f" ({note})" if note else ""))
 
     def optimizer_rates(self) -> dict[str, float] | None:

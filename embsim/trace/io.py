@@ -31,7 +31,8 @@ COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "bro
 SCOPES = ("all", "intra-node", "inter-node")
 TOP_KEYS = ("kind", "schema_version", "device", "model", "seq", "topology", "provenance",
             "layers", "optimizer", "collectives", "steps", "token_stats", "end_of_trace")
-OPTIONAL_TOP_KEYS = ("interference", "rank_skew", "compute", "host_topology", "model_sha256")
+OPTIONAL_TOP_KEYS = ("interference", "rank_skew", "compute", "host_topology", "model_sha256",
+                     "table_rows_cap")
 
 
 def load_trace(path: str | Path) -> Trace:
@@ -90,6 +91,7 @@ def _build(doc: YamlDoc) -> Trace:
                  if data.get("compute") is not None else None),
         host_topology=_host_topology(doc),
         model_sha256=_sha256(doc),
+        table_rows_cap=get(doc, (), data, "table_rows_cap", int, default=None, positive=True),
         source=doc.source,
     )
     return trace
@@ -343,6 +345,8 @@ def trace_to_dict(trace: Trace) -> dict:
         out["host_topology"] = trace.host_topology
     if trace.model_sha256:
         out["model_sha256"] = trace.model_sha256
+    if trace.table_rows_cap is not None:
+        out["table_rows_cap"] = trace.table_rows_cap
     k = trace.rank_skew
     if k is not None:
         out["rank_skew"] = {"batch": k.batch, "rank0_us": _us(k.rank0_s),

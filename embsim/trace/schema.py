@@ -221,6 +221,9 @@ class Trace:
     # sha256 of the model file the layers were timed from (a --model path; "" for a zoo
     # model): the trace names the file, which may change after the calibration
     model_sha256: str = ""
+    # calibrate --max-rows: every table larger was built with this many rows (its lookups
+    # then read those rows); None: the model's own tables
+    table_rows_cap: int | None = None
     source: str = field(default="", compare=False)   # file it was loaded from
 
     @property

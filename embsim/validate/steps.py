@@ -11,6 +11,7 @@ from ..engine.run import SimulationConfig, simulate
 from ..engine.trace_defaults import trace_topology
 from ..errors import InputError
 from ..trace import load_trace
+from ..workload import load_spec
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,15 @@ class StepError:
 
 
 
+def capped_tables(trace) -> dict:
+    """The steps ran the model with its tables cut to calibrate --max-rows: simulate that."""
+    if not trace.table_rows_cap:
+        return {}
+    cap = trace.table_rows_cap
+    big = {t.name: {"vocab": cap} for t in load_spec(trace.model).tables if t.vocab > cap}
+    return {"tables": big} if big else {}
+
+
 def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
     trace_path = Path(trace_path)
     trace = load_trace(trace_path)
@@ -44,7 +54,8 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
                                model=trace.model, batch=s.batch, seq=s.seq, strategy=s.strategy,
                                trace=str(trace_path), iterations=iterations,
                                efficiency_baseline=False, untie_outputs=s.untied_outputs,
-                               straggler=MeasuredInputs(trace, True).slowest_rank(s.world))
+                               straggler=MeasuredInputs(trace, True).slowest_rank(s.world),
+                               model_overrides=capped_tables(trace))
         try:
             result = simulate(cfg, trace=trace)   # read once, above
         except InputError as exc:

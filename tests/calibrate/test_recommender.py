@@ -14,6 +14,7 @@ from embsim.calibrate.recommender import (Recommender, RecommenderBatches, per_s
                                           table_token_stats)
 from embsim.calibrate.spec import LayerShape, ModelShape, TableShape, model_spec
 from embsim.errors import InputError
+from embsim.validate.steps import capped_tables
 
 TINY_DLRM = str(Path(__file__).parent / "models" / "tiny-dlrm.yaml")
 
@@ -158,8 +159,9 @@ def test_sequence_length_follows_the_model():
 def recommender_trace(tmp_path_factory, calibrated):
     from embsim.trace import load_trace
     d = tmp_path_factory.mktemp("rec")
+    # --max-rows 600 cuts both tables (3,000 and 2,000 rows), as a DLRM's must be cut to fit
     path = calibrated(CalibrateConfig(model=TINY_DLRM, batch=32, world=2, backend="gloo", quick=True,
-                                      out=str(d / "t.yaml"), command="test"))
+                                      out=str(d / "t.yaml"), command="test", max_rows=600))
     return load_trace(path), path
 
 
@@ -173,6 +175,7 @@ def test_a_recommender_calibrates_end_to_end(recommender_trace):
     for s in trace.steps.values():
         assert s.seq == 1 and s.batch == 32 and all(t > 0 for t in s.samples_s)
     assert {t.table for t in trace.token_stats} == {"categorical", "bagged"}
+    assert trace.table_rows_cap == 600 and {t.vocab for t in trace.token_stats} == {600}
     sparse = next(o for o in trace.optimizer if o.name == "sparse-rows")
     assert 0 < sparse.elements <= 32 * 7 * 16       # distinct rows read x width
     assert trace.rank_skew is not None and trace.rank_skew.factor >= 1.0
@@ -191,4 +194,22 @@ def test_a_recommender_trace_validates(recommender_trace):
     assert {e.strategy for e in errors} == {"allreduce", "allgather", "embrace"}
     for e in errors:
         assert e.problem is None and e.simulated_s > 0, e
-        assert e.compute_source.startswith(f"measured: {path}")
+        assert e.compute_source.startswith(f"measured: {path} (cpu, gloo) (tables over 600 rows "
+                                           "measured at 600: calibrate --max-rows)")
+    # the steps ran 600-row tables, and so does their simulation
+    assert capped_tables(trace) == {"tables": {"categorical": {"vocab": 600}, "bagged": {"vocab": 600}}}
+
+
+def test_max_rows_cuts_only_larger_tables_and_is_recorded_only_where_it_cut():
+    from embsim.calibrate.launch import capped_rows
+    from embsim.calibrate.spec import calibration_spec
+    spec = calibration_spec(TINY_DLRM, 2500)
+    assert {k: t.vocab for k, t in spec.tables.items()} == {"categorical": 2500, "bagged": 2000}
+    assert capped_rows(CalibrateConfig(model=TINY_DLRM, max_rows=2500)) == 2500
+    assert capped_rows(CalibrateConfig(model=TINY_DLRM, max_rows=5000)) is None
+    assert capped_rows(CalibrateConfig(model=TINY_DLRM)) is None
+    # a DLRM's 32.7M-row joint table: refused as too big, accepted capped
+    from embsim.calibrate.memory import require_fit
+    with pytest.raises(InputError, match="--max-rows"):
+        require_fit(calibration_spec("dlrm-criteo-f15"), 2, "gloo")
+    require_fit(calibration_spec("dlrm-criteo-f15", 100_000), 2, "gloo")
