@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-shot GPU capture (<= 10 minutes): per-layer kernels (CUDA events), NCCL sweeps and
-# real training steps of bert-base, lstm-lm1b and ncf-ml20m on every local GPU (world 1 on a single
+# real training steps of bert-base, lstm-lm1b and a DLRM on every local GPU (world 1 on a single
 # GPU). The same calibrate code as the CPU traces, with the device switched to CUDA.
 #
 #   benchmarks/gpu_capture.sh [OUT_DIR]      # default: traces/ (or $OUT when set)
@@ -24,7 +24,8 @@ run() {  # model batch seq
 }
 run bert-base 32 128      # BERT's pre-training shape (Devlin et al.: seq 128)
 run lstm-lm1b 64 20       # LM1B LSTM: short BPTT windows, large vocabulary
-# a recommender: per-sample rows, no --seq; NCF's four tables fit a GPU 11 times over
-timeout 280 "$py" -m embsim calibrate --backend nccl --model ncf-ml20m --batch 65536 \
-  --max-bytes $((1 << 30)) --out "$out_dir/gpu-$gpu-nccl-ncf-ml20m.yaml"
+# a recommender: per-sample rows, no --seq; DLE's small DLRM (batch 65536 as its README) with
+# its 32.7M-row table cut to 2M rows (1 GiB; a calibration holds 11 copies)
+timeout 280 "$py" -m embsim calibrate --backend nccl --model dlrm-criteo-f15 --batch 65536 \
+  --max-rows 2000000 --max-bytes $((1 << 30)) --out "$out_dir/gpu-$gpu-nccl-dlrm-criteo-f15.yaml"
 ls -l "$out_dir"
