@@ -99,7 +99,7 @@ def require_fit(model: ModelShape, ranks_sharing: int, backend: str) -> None:
     # the tables are most of it: --max-rows builds them smaller
     rows = _rows_that_fit(model, check) if tables > check.parameters / 2 else None
     raise InputError(
-        f"--model {model.name}: calibrating it needs about {check.needed / GIB:.1f} GiB "
+        f"{model.flag}: calibrating it needs about {check.needed / GIB:.1f} GiB "
         f"({check.parameters:,} parameters x {PEAK_COPIES} FP32 copies{shared}: {len(STRATEGIES)} strategies' "
         f"models with gradients and DDP buckets, and the in-step model), more than the "
         f"{check.available / GIB:.1f} GiB of {check.where} available; calibrate a smaller model"

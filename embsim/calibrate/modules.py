@@ -133,12 +133,12 @@ class DotInteraction(nn.Module):
     (the strict lower triangle of X X^T), after the first vector (the bottom MLP's
     output), zero-padded to `out` features (NVIDIA DLE dlrm/nn/interactions.py)."""
 
-    def __init__(self, vectors: int, dim: int, out: int, name: str = "dot_interaction"):
+    def __init__(self, vectors: int, dim: int, out: int, where: str = "dot_interaction"):
         super().__init__()
         rows, cols = torch.tril_indices(vectors, vectors, offset=-1)
         written = dim + rows.numel()
         if out < written:
-            raise InputError(f"layer {name!r}: out {out} is fewer than the {written} features a dot "
+            raise InputError(f"{where}: out {out} is fewer than the {written} features a dot "
                              f"interaction of {vectors} vectors x dim {dim} writes ({dim} + "
                              f"{rows.numel()} pairs)")
         self.vectors, self.dim, self.out = vectors, dim, out
@@ -197,7 +197,7 @@ def build_layer(layer: LayerShape, model: ModelShape, sparse: bool = False) -> n
         missing = unbuilt_block_options(p)
         if missing:
             listed = ", ".join(missing[:-1]) + (" and " if len(missing) > 1 else "") + missing[-1]
-            raise InputError(f"--model {model.name}: calibrate builds PyTorch's "
+            raise InputError(f"{model.flag}: calibrate builds PyTorch's "
                              f"{block_class(p).__name__} for layer {layer.name!r}; its {listed} "
                              f"{'are' if len(missing) > 1 else 'is'} not built, so its times "
                              "would not be this model's")
@@ -211,8 +211,8 @@ def build_layer(layer: LayerShape, model: ModelShape, sparse: bool = False) -> n
     if kind == "combine":
         return Combine(p["op"])
     if kind == "dot_interaction":
-        return DotInteraction(p["vectors"], p["dim"], p["out"], layer.name)
-    raise InputError(f"model {model.name}: layer {layer.name!r} has kind {kind!r}, "
+        return DotInteraction(p["vectors"], p["dim"], p["out"], f"{model.flag}: layer {layer.name!r}")
+    raise InputError(f"{model.flag}: layer {layer.name!r} has kind {kind!r}, "
                      "which calibrate cannot build")
 
 
@@ -302,7 +302,7 @@ def chain_layers(model: ModelShape) -> tuple[list[LayerShape], list[str]]:
         else:
             skipped.append(layer.name)
     if not chain or chain[-1].kind != "output_projection":
-        raise InputError(f"model {model.name}: no output projection ends the token-wise chain; "
+        raise InputError(f"{model.flag}: no output projection ends the token-wise chain; "
                          "calibrate cannot run whole training steps for it")
     return chain, skipped
 

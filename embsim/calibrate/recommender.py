@@ -83,7 +83,7 @@ def stack_plan(model: ModelShape) -> tuple[PlanStep, ...]:
     where the file does not read that way."""
     def refuse(layer: LayerShape, why: str):
         kind = f"{layer.kind} {layer.params['op']}" if layer.kind == "combine" else layer.kind
-        raise InputError(f"--model {model.name}: calibrate cannot run whole training steps of it: "
+        raise InputError(f"{model.flag}: calibrate cannot run whole training steps of it: "
                          f"layer {layer.name!r} ({kind}) {why}")
 
     stack: list[tuple[int, str]] = []           # (width, writer)
@@ -153,7 +153,7 @@ def stack_plan(model: ModelShape) -> tuple[PlanStep, ...]:
         plan.append(PlanStep(layer, pops=take, dense=dense))
         stack.append((_out_width(layer, widths, dense), layer.name))
     if not plan or plan[-1].layer.kind != "softmax_loss":
-        raise InputError(f"--model {model.name}: calibrate cannot run whole training steps of it: "
+        raise InputError(f"{model.flag}: calibrate cannot run whole training steps of it: "
                          "its layers do not end in a loss")
     return tuple(plan)
 
@@ -164,17 +164,19 @@ class Lookups(nn.Module):
 
     def __init__(self, model: ModelShape, sparse: bool = False):
         super().__init__()
-        self.tables = nn.ModuleDict({name: nn.Embedding(t.vocab, t.dim, sparse=sparse)
-                                     for name, t in model.tables.items()
-                                     if any(l.kind == "embedding" and l.params["table"] == name
-                                            for l in model.layers)})
+        # a list, not a ModuleDict: a file's names ('items', 'user.id') are not attributes
+        self.names = [name for name in model.tables
+                      if any(l.kind == "embedding" and l.params["table"] == name for l in model.layers)]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.tables = nn.ModuleList(nn.Embedding(model.tables[n].vocab, model.tables[n].dim,
+                                                 sparse=sparse) for n in self.names)
         self.reads = [(l.name, l.params["table"], l.params.get("pooling"))
                       for l in model.layers if l.kind == "embedding"]
 
     def forward(self, ids: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         out = {}
         for layer, table, pooling in self.reads:
-            module = self.tables[table]
+            module = self.tables[self.index[table]]
             if pooling and isinstance(module, nn.Embedding):
                 out[layer] = F.embedding_bag(ids[layer], module.weight, mode=pooling,
                                              sparse=module.sparse)
@@ -192,13 +194,15 @@ class StackBody(nn.Module):
     def __init__(self, model: ModelShape, plan: tuple[PlanStep, ...]):
         super().__init__()
         self.plan = plan
-        self.layers = nn.ModuleDict({s.layer.name.replace(".", "_"): build_layer(s.layer, model)
-                                     for s in plan if s.layer.kind != "embedding"})
+        # one module per plan step, by position: the file's names are neither attributes
+        # nor unique once made into them (a repeated `mlp`'s `mlp.1` against an `mlp_1`)
+        self.layers = nn.ModuleList(build_layer(s.layer, model) if s.layer.kind != "embedding"
+                                    else nn.Identity() for s in plan)
 
     def forward(self, looked_up: dict[str, torch.Tensor], dense: list[torch.Tensor], labels):
         stack: list[torch.Tensor] = []
         numeric = iter(dense)
-        for step in self.plan:
+        for step, module in zip(self.plan, self.layers):
             layer = step.layer
             if layer.kind == "embedding":
                 rows = looked_up[layer.name]
@@ -208,7 +212,6 @@ class StackBody(nn.Module):
             del stack[len(stack) - step.pops:]
             if step.dense:
                 args.append(next(numeric))
-            module = self.layers[layer.name.replace(".", "_")]
             if layer.kind == "softmax_loss":
                 return module(args[0], labels)
             if layer.kind == "fm_interaction":
@@ -229,10 +232,10 @@ class Recommender(nn.Module):
         self.skipped: list[str] = []
 
     def table_modules(self) -> dict[str, nn.Module]:
-        return dict(self.embedding.tables.items())
+        return dict(zip(self.embedding.names, self.embedding.tables))
 
     def replace_table(self, name: str, module: nn.Module) -> None:
-        self.embedding.tables[name] = module
+        self.embedding.tables[self.embedding.index[name]] = module
 
     def forward(self, ids, dense, labels):
         return self.body(self.embedding(ids), dense, labels)
@@ -240,7 +243,8 @@ class Recommender(nn.Module):
 
 class RecommenderBatches:
     """One rank's step inputs: Zipf row ids per embedding layer, Gaussian numeric features
-    for each reader of them, 0/1 labels; the same (seed, rank, step) gives the same batch."""
+    for each reader of them, labels (0/1 for one logit, else class indices); the same
+    (seed, rank, step) gives the same batch."""
 
     def __init__(self, model: ModelShape, seed: int = 0):
         self.model, self.seed = model, seed
@@ -256,7 +260,10 @@ class RecommenderBatches:
         rng = np.random.default_rng([self.seed, rank, step])
         dense = [torch.from_numpy(rng.standard_normal((batch, s.dense)).astype(np.float32))
                  for s in self.plan if s.dense]
-        labels = torch.from_numpy((rng.random(batch) < 0.5).astype(np.float32))
+        classes = self.plan[-1].layer.params["classes"]
+        # one logit: a 0/1 click label (BCE); more: a class index (cross-entropy)
+        labels = (torch.from_numpy((rng.random(batch) < 0.5).astype(np.float32)) if classes == 1
+                  else torch.from_numpy(rng.integers(0, classes, batch)))
         return self.ids(rank, step, batch), dense, labels
 
 

@@ -33,6 +33,12 @@ class ModelShape:
     tables: dict[str, TableShape]
     layers: tuple[LayerShape, ...]
     source: str                # "zoo:<file>" or "builtin"
+    given: str = ""            # what --model said (a zoo name or a file's path)
+
+    @property
+    def flag(self) -> str:
+        """`--model X` as the user wrote it, for errors: a file's path, not its `name:`."""
+        return f"--model {self.given or self.name}"
 
     @property
     def embedding(self) -> LayerShape:
@@ -57,14 +63,14 @@ def _builtin_tiny_lm() -> ModelShape:
     return ModelShape("tiny-lm", {"word": TableShape("word", vocab, dim)}, layers, "builtin")
 
 
-def from_zoo_spec(spec) -> ModelShape:
+def from_zoo_spec(spec, given: str = "") -> ModelShape:
     tables = {t.name: TableShape(t.name, int(t.vocab), int(t.dim)) for t in spec.tables}
     layers = []
     for ls in spec.layers:
         for i in range(ls.repeat):
             name = f"{ls.name}.{i}" if ls.repeat > 1 else ls.name
             layers.append(LayerShape(name, ls.kind, dict(ls.params)))
-    return ModelShape(spec.name, tables, tuple(layers), f"zoo:{spec.path}")
+    return ModelShape(spec.name, tables, tuple(layers), f"zoo:{spec.path}", given)
 
 
 def model_spec(name: str) -> ModelShape:
@@ -74,7 +80,7 @@ def model_spec(name: str) -> ModelShape:
         load_spec = None
     if load_spec is not None:
         try:
-            return from_zoo_spec(load_spec(name))
+            return from_zoo_spec(load_spec(name), name)
         except InputError:
             if name != "tiny-lm":
                 raise

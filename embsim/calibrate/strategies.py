@@ -132,7 +132,9 @@ class Strategy:
         if name == "allreduce":
             self.forward = DDP(base, device_ids=ids)
         else:
-            self.ddp_body = DDP(base.body, device_ids=ids)
+            # a model of lookups alone (a factorization machine) has no dense layer to DDP
+            dense = any(p.requires_grad for p in base.body.parameters())
+            self.ddp_body = DDP(base.body, device_ids=ids) if dense else base.body
             self.forward = lambda first, *rest: self.ddp_body(base.embedding(first), *rest)
         self.optimizer = torch.optim.SGD(base.parameters(), lr=lr)
 

@@ -161,7 +161,8 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
     timed_layers, step_optimizer = sampler.timings(in_step)
     replaced = {t.name: t for t in timed_layers}
     layers = [replaced.get(t.name, t) for t in layers]
-    optimizer = [step_optimizer if o.name == "dense" else o for o in optimizer]
+    # the step's SGD over every parameter is the "dense" rate (none alone for a model of lookups)
+    optimizer = [step_optimizer] + [o for o in optimizer if o.name != "dense"]
     skew = RankSkew(cfg.batch, float(np.median(local_rank0)), float(np.median(local_slowest)),
                     len(local_rank0))
     if rank != 0:

@@ -47,13 +47,21 @@ def tiny_recommender() -> ModelShape:
         LayerShape("loss", "softmax_loss", {"classes": 1})), "test")
 
 
-MODELS = {"lm": tiny_spec, "recommender": tiny_recommender}
+def tiny_fm() -> ModelShape:
+    """A factorization machine: lookups and their interaction, no dense layer to DDP."""
+    return ModelShape("test-fm", {"f": TableShape("f", 50, 4)}, (
+        LayerShape("fields", "embedding", {"table": "f", "lookups": 3}),
+        LayerShape("fm", "fm_interaction", {"fields": 3, "dim": 4}),
+        LayerShape("loss", "softmax_loss", {"classes": 1})), "test")
+
+
+MODELS = {"lm": tiny_spec, "recommender": tiny_recommender, "fm": tiny_fm}
 
 
 def batches(kind: str, world: int) -> list[tuple]:
     """Every rank's step inputs."""
-    if kind == "recommender":
-        return [RecommenderBatches(tiny_recommender(), seed=3).inputs(r, 0, BATCH) for r in range(world)]
+    if kind in ("recommender", "fm"):
+        return [RecommenderBatches(MODELS[kind](), seed=3).inputs(r, 0, BATCH) for r in range(world)]
     g = torch.Generator().manual_seed(3)
     ids = torch.randint(0, VOCAB, (world, BATCH, SEQ + 1), generator=g)
     return [(ids[r, :, :-1], ids[r, :, 1:]) for r in range(world)]
@@ -74,7 +82,8 @@ def _worker(rank, world, kind, store, out_dir):
     leave_spawned_rank()      # as calibrate's ranks leave: no gloo teardown to abort in
 
 
-@pytest.mark.parametrize("kind, world", [("lm", 2), ("lm", 3), ("recommender", 2), ("recommender", 3)])
+@pytest.mark.parametrize("kind, world", [("lm", 2), ("lm", 3), ("recommender", 2), ("recommender", 3),
+                                         ("fm", 2)])
 def test_strategies_match_single_process(tmp_path, kind, world):
     mp.spawn(_worker, args=(world, kind, str(tmp_path / "rendezvous"), str(tmp_path)), nprocs=world)
     got = torch.load(tmp_path / "params.pt")

@@ -213,3 +213,52 @@ def test_max_rows_cuts_only_larger_tables_and_is_recorded_only_where_it_cut():
     with pytest.raises(InputError, match="--max-rows"):
         require_fit(calibration_spec("dlrm-criteo-f15"), 2, "gloo")
     require_fit(calibration_spec("dlrm-criteo-f15", 100_000), 2, "gloo")
+
+
+def write(tmp_path, text: str) -> str:
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+NCF_LIKE = """name: my-ncf
+description: two towers multiplied
+source: probe N
+defaults: {{batch: 8, seq: 1, dtype: fp32, optimizer: sgd}}
+tables:
+  - {{name: {users}, vocab: 300, dim: 8, input: u}}
+  - {{name: {items}, vocab: 200, dim: 8, input: i}}
+layers:
+  - {{name: {keys}, kind: embedding, table: {users}, lookups: 1}}
+  - {{name: values, kind: embedding, table: {items}, lookups: 1}}
+  - {{name: gmf, kind: combine, op: product, inputs: 2, dim: 8}}
+  - {{name: mlp, kind: linear, repeat: 2, in: 8, out: 8, activation: relu}}
+  - {{name: mlp_1, kind: linear, in: 8, out: {classes}}}
+  - {{name: loss, kind: softmax_loss, classes: {classes}}}
+"""
+
+
+@pytest.mark.parametrize("users, items, keys", [("users", "items", "keys"), ("user.id", "update", "type")])
+def test_a_files_names_are_not_module_attributes(tmp_path, users, items, keys):
+    # probe N: a table 'items' or a layer 'keys' crashed the ranks (ModuleDict attributes),
+    # a dotted name too; a repeated `mlp` (mlp.0, mlp.1) and an `mlp_1` shared one module
+    spec = model_spec(write(tmp_path, NCF_LIKE.format(users=users, items=items, keys=keys, classes=1)))
+    rec = Recommender(spec)
+    from embsim.workload import load_model
+    assert sum(p.numel() for p in rec.parameters()) == load_model(spec.given).params
+    rec(*RecommenderBatches(spec).inputs(0, 0, 4)).backward()
+    assert set(rec.table_modules()) == {users, items}
+
+
+def test_a_loss_over_several_classes_reads_class_labels(tmp_path):
+    spec = model_spec(write(tmp_path, NCF_LIKE.format(users="u", items="i", keys="k", classes=3)))
+    ids, dense, labels = RecommenderBatches(spec).inputs(0, 0, 16)
+    assert labels.dtype == torch.int64 and set(labels.tolist()) <= {0, 1, 2}
+    Recommender(spec)(ids, dense, labels).backward()
+
+
+def test_refusals_name_the_file_as_given(tmp_path):
+    path = write(tmp_path, NCF_LIKE.format(users="u", items="i", keys="k", classes=1).replace(
+        "in: 8, out: 1}", "in: 8, out: 2}"))                     # 2 logits, 1 class
+    with pytest.raises(InputError, match=rf"^--model {path}: calibrate cannot run whole training steps"):
+        stack_plan(model_spec(path))
