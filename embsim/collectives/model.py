@@ -128,6 +128,8 @@ class CollectiveModel:
                  else _said(flags[1], proto)) if self.protos is not None else ""]
         self.filter_said = " with ".join(x for x in said if x)
         self.measured = dict(measured or {})
+        # (op, ranks) -> the largest size a measured curve was asked for beyond its last point
+        self.beyond_measured: dict[tuple[str, int], int] = {}
         for key, (sizes, times) in self.measured.items():
             if len(sizes) != len(times) or len(sizes) < 1 or min(sizes) <= 0 or min(times) <= 0:
                 raise InputError(f"measured curve {key}: needs matching positive sizes and times")
@@ -357,6 +359,8 @@ class CollectiveModel:
         if (op, n) in self.measured:
             sizes, times = self.measured[(op, n)]
             time_us = interp_loglog(sizes, times, nbytes) * 1e6
+            if nbytes > max(sizes):     # at the last point's bandwidth: said by the run
+                self.beyond_measured[(op, n)] = max(self.beyond_measured.get((op, n), 0), nbytes)
             lat_us = min(lat_us, time_us)
             source = "measured"
         latency, time = lat_us * 1e-6, time_us * 1e-6

@@ -287,6 +287,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                                  kinds, topo.capacity)
 
     run, metrics = run_engine(plan)
+    if collectives.beyond_measured:
+        compute_source += "; " + beyond_measured_label(collectives)
     if staged is not None:
         compute_source += "; " + pipeline_label(pp, cfg.accumulate, run, staged.stage_of,
                                                 metrics.step_time, staged.act_bytes)
@@ -379,6 +381,16 @@ def _measured_curves_label(curves, source: str, n_gpus: int) -> tuple[bool, str]
         return True, text
     return False, (f"collectives: {source}'s measured curves ({ops(curves)}) are not for this run's "
                    f"{n_gpus} ranks: not used")
+
+
+def beyond_measured_label(collectives) -> str:
+    """Which measured curves the run asked for beyond their largest swept size (timed there
+    at the last point's bandwidth), and how far."""
+    parts = [f"{op} at {n} ranks up to {size / 2**20:,.1f} MiB (swept to "
+             f"{max(collectives.measured[(op, n)][0]) / 2**20:,.1f} MiB)"
+             for (op, n), size in sorted(collectives.beyond_measured.items())]
+    return ("measured curves asked beyond their swept sizes, timed at the last point's "
+            "bandwidth: " + ", ".join(parts))
 
 
 def _folded_split(step_s: float, one, jitter, param, cfg: SimulationConfig) -> tuple[float, float]:
