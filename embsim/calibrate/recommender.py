@@ -81,10 +81,12 @@ def _reader_width(layers: tuple[LayerShape, ...], i: int) -> int | None:
 def stack_plan(model: ModelShape) -> tuple[PlanStep, ...]:
     """The layers as stack operations (module docstring); InputError naming the layer
     where the file does not read that way."""
-    def refuse(layer: LayerShape, why: str):
-        kind = f"{layer.kind} {layer.params['op']}" if layer.kind == "combine" else layer.kind
-        raise InputError(f"{model.flag}: calibrate cannot run whole training steps of it: "
-                         f"layer {layer.name!r} ({kind}) {why}")
+    def refuse(layer: LayerShape | None, why: str):
+        where = ""
+        if layer is not None:
+            kind = f"{layer.kind} {layer.params['op']}" if layer.kind == "combine" else layer.kind
+            where = f"layer {layer.name!r} ({kind}) "
+        raise InputError(f"{model.flag}: calibrate cannot run whole training steps of it: {where}{why}")
 
     stack: list[tuple[int, str]] = []           # (width, writer)
     plan = []
@@ -95,67 +97,80 @@ def stack_plan(model: ModelShape) -> tuple[PlanStep, ...]:
                           f"({', '.join(STEP_KINDS)})")
         if kind == "embedding":
             width = model.tables[p["table"]].dim
-            count = 1 if p.get("pooling") else lookups_of(layer, 1)
-            stack += [(width, layer.name)] * count
+            stack += [(width, layer.name)] * (1 if p.get("pooling") else lookups_of(layer, 1))
             plan.append(PlanStep(layer))
-            continue
-        if kind == "linear" or kind == "layernorm":
-            need = p["in"] if kind == "linear" else p["dim"]
-            if stack and stack[-1][0] == need:
-                stack.pop()
-                plan.append(PlanStep(layer, pops=1))
-            elif kind == "linear":
-                plan.append(PlanStep(layer, dense=need))
-            else:
-                refuse(layer, f"normalises {need} features, but the vector before it is "
-                              f"{stack[-1][0] if stack else 'missing'}")
-            stack.append((_out_width(layer, [], 0), layer.name))
-            continue
-        if kind == "softmax_loss":
-            if not stack:
-                refuse(layer, "has no logits to read")
-            width, writer = stack.pop()
-            classes = p.get("classes")
-            if not isinstance(classes, int) or width != classes:
-                refuse(layer, f"scores {classes} classes, but {writer!r} writes {width} features")
-            if stack:
-                refuse(layer, f"ends the step, but the outputs of {sorted({w for _, w in stack})} "
-                              "reach no loss")
-            plan.append(PlanStep(layer, pops=1))
-            continue
-        need = {"combine": p.get("inputs"), "dot_interaction": 1,
-                "fm_interaction": p.get("fields")}[kind]
-        take = min(need, len(stack))
-        popped = stack[len(stack) - take:]
-        del stack[len(stack) - take:]
-        widths = [w for w, _ in popped]
-        dense = 0
-        if kind == "combine" and p["op"] == "concat":
-            # what reads the concat may be wider than the vectors before it: the rest
-            # is numeric features (W&D's 13 beside its 16 lookups, Merlin's beside 58)
-            reads = _reader_width(model.layers, i)
-            dense = 0 if reads is None else reads - sum(widths)
-            if dense < 0 or (take < need and dense < need - take):
-                refuse(layer, f"joins {take} vectors of {sum(widths)} features"
-                              + (f" where it names {need}" if take < need else "")
-                              + f", but the layer after it reads {reads}")
-        elif take < need:
-            refuse(layer, f"reads {need} vectors, but only {take} are before it")
-        elif kind == "combine" and any(w != p["dim"] for w in widths):
-            refuse(layer, f"reads vectors {p['dim']} wide, but is given widths "
-                          f"{sorted(set(widths))}")
-        elif kind == "dot_interaction" and widths[0] != p["vectors"] * p["dim"]:
-            refuse(layer, f"reads {p['vectors']} x {p['dim']} features, but {popped[0][1]!r} "
-                          f"writes {widths[0]}")
-        elif kind == "fm_interaction" and any(w != p["dim"] for w in widths):
-            refuse(layer, f"reads {p['fields']} fields {p['dim']} wide, but is given widths "
-                          f"{sorted(set(widths))}")
-        plan.append(PlanStep(layer, pops=take, dense=dense))
-        stack.append((_out_width(layer, widths, dense), layer.name))
+        elif kind in ("linear", "layernorm"):
+            plan.append(_row_step(layer, stack, refuse))
+        elif kind == "softmax_loss":
+            plan.append(_loss_step(layer, stack, refuse))
+        else:
+            plan.append(_join_step(layer, _reader_width(model.layers, i), stack, refuse))
     if not plan or plan[-1].layer.kind != "softmax_loss":
-        raise InputError(f"{model.flag}: calibrate cannot run whole training steps of it: "
-                         "its layers do not end in a loss")
+        refuse(None, "its layers do not end in a loss")
     return tuple(plan)
+
+
+def _row_step(layer: LayerShape, stack: list, refuse) -> PlanStep:
+    """A linear or layernorm: the top vector if it is as wide as the layer reads, else (a
+    linear) a new input of numeric features that wide."""
+    need = layer.params["in"] if layer.kind == "linear" else layer.params["dim"]
+    if stack and stack[-1][0] == need:
+        stack.pop()
+        step = PlanStep(layer, pops=1)
+    elif layer.kind == "linear":
+        step = PlanStep(layer, dense=need)
+    else:
+        refuse(layer, f"normalises {need} features, but the vector before it is "
+                      f"{stack[-1][0] if stack else 'missing'}")
+    stack.append((_out_width(layer, [], 0), layer.name))
+    return step
+
+
+def _loss_step(layer: LayerShape, stack: list, refuse) -> PlanStep:
+    """The loss: the last vector, as wide as its classes, and nothing left beside it."""
+    if not stack:
+        refuse(layer, "has no logits to read")
+    width, writer = stack.pop()
+    classes = layer.params.get("classes")
+    if not isinstance(classes, int) or width != classes:
+        refuse(layer, f"scores {classes} classes, but {writer!r} writes {width} features")
+    if stack:
+        refuse(layer, f"ends the step, but the outputs of {sorted({w for _, w in stack})} "
+                      "reach no loss")
+    return PlanStep(layer, pops=1)
+
+
+def _join_step(layer: LayerShape, reads: int | None, stack: list, refuse) -> PlanStep:
+    """A combine, dot or FM interaction: its input vectors off the stack (a concat's missing
+    ones, and any width the next layer reads beyond them, numeric features); `reads`: what
+    the layer after it reads, where it says."""
+    p, kind = layer.params, layer.kind
+    need = {"combine": p.get("inputs"), "dot_interaction": 1, "fm_interaction": p.get("fields")}[kind]
+    take = min(need, len(stack))
+    popped = stack[len(stack) - take:]
+    del stack[len(stack) - take:]
+    widths = [w for w, _ in popped]
+    dense = 0
+    if kind == "combine" and p["op"] == "concat":
+        # what reads the concat may be wider than the vectors before it: the rest is
+        # numeric features (W&D's 13 beside its 16 lookups, Merlin's beside 58)
+        dense = 0 if reads is None else reads - sum(widths)
+        if dense < 0 or (take < need and dense < need - take):
+            refuse(layer, f"joins {take} vectors of {sum(widths)} features"
+                          + (f" where it names {need}" if take < need else "")
+                          + f", but the layer after it reads {reads}")
+    elif take < need:
+        refuse(layer, f"reads {need} vectors, but only {take} are before it")
+    elif kind == "combine" and any(w != p["dim"] for w in widths):
+        refuse(layer, f"reads vectors {p['dim']} wide, but is given widths {sorted(set(widths))}")
+    elif kind == "dot_interaction" and widths[0] != p["vectors"] * p["dim"]:
+        refuse(layer, f"reads {p['vectors']} x {p['dim']} features, but {popped[0][1]!r} "
+                      f"writes {widths[0]}")
+    elif kind == "fm_interaction" and any(w != p["dim"] for w in widths):
+        refuse(layer, f"reads {p['fields']} fields {p['dim']} wide, but is given widths "
+                      f"{sorted(set(widths))}")
+    stack.append((_out_width(layer, widths, dense), layer.name))
+    return PlanStep(layer, pops=take, dense=dense)
 
 
 class Lookups(nn.Module):

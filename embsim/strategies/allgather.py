@@ -54,11 +54,11 @@ HOROVOD_FUSION_BYTES = 64 << 20     # HOROVOD_FUSION_THRESHOLD's default (docs/t
 HOROVOD_CYCLE_S = 1e-3              # HOROVOD_CYCLE_TIME's default, 1 ms (common/operations.cc)
 
 
-def fused_groups(model, tables, n: int, layer_bwd: dict) -> list[list]:
+def fused_groups(model, tables, n: int, layer_bwd: dict, rows_sent: dict) -> list[list]:
     """The sparse tables in backward order, in groups whose gradients are ready within one
     Horovod cycle of the group's first (the backward between them, `layer_bwd` seconds per
-    layer, under HOROVOD_CYCLE_S), each group cut where its row call would pass
-    HOROVOD_FUSION_BYTES of output."""
+    layer, under HOROVOD_CYCLE_S), each group cut where its row call (`rows_sent` per GPU
+    by layer) would pass HOROVOD_FUSION_BYTES of output."""
     position = {l.name: i for i, l in enumerate(model.layers)}
 
     def backward_between(i: int, first: int) -> float:
@@ -77,7 +77,7 @@ def fused_groups(model, tables, n: int, layer_bwd: dict) -> list[list]:
     for group in groups:
         part, size = [], 0.0
         for t in group:
-            rows = n * t.unique_per_gpu * model.table(t.table).dim * model.table_bytes
+            rows = n * rows_sent[t.layer] * (model.row_bytes(t.table) - INDEX_BYTES)
             if part and size + rows > HOROVOD_FUSION_BYTES:
                 cut.append(part)
                 part, size = [], 0.0
@@ -144,7 +144,7 @@ class AllGatherStrategy(Strategy):
         update = replicated_update_time(ctx)
         buffers, extra = {}, []
         sent = {t.layer: self.rows_sent(t) for t in sparse_tables(ctx)}
-        groups = fused_groups(model, sparse_tables(ctx), n, ctx.layer_bwd)
+        groups = fused_groups(model, sparse_tables(ctx), n, ctx.layer_bwd, sent)
         for group in groups:
             sync += group_calls(group, sent, model, n, self.counts_first(model))
         for t in sparse_tables(ctx):

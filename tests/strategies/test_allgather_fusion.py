@@ -17,6 +17,10 @@ def run(model, gpus=2, batch=512, **options):
                                      efficiency_baseline=False))
 
 
+def sent(tables) -> dict:
+    return {t.layer: t.unique_per_gpu for t in tables}
+
+
 class Table:
     def __init__(self, table, layer, unique):
         self.table, self.layer, self.unique_per_gpu, self.lookups_per_gpu = table, layer, unique, unique
@@ -27,11 +31,11 @@ def test_tables_read_side_by_side_share_their_calls():
     tables = [Table(t.name, next(l.name for l in model.layers if l.table == t.name), 10)
               for t in model.tables]
     quick = {l.name: 1e-6 for l in model.layers}             # every backward 1 us
-    groups = fused_groups(model, tables, 2, quick)
+    groups = fused_groups(model, tables, 2, quick, sent(tables))
     assert len(groups) == 1 and len(groups[0]) == len(tables)
     # 2 ms of backward between the wide and the deep lookups: two Horovod cycles apart
     slow = {**quick, "linear_dense": 2e-3}
-    assert [len(g) for g in fused_groups(model, tables, 2, slow)] == [26, 26]
+    assert [len(g) for g in fused_groups(model, tables, 2, slow, sent(tables))] == [26, 26]
     # backward order: the group is ready when its first-in-forward table's backward ends
     assert groups[0][-1].layer == min((t.layer for t in tables),
                                       key=[l.name for l in model.layers].index)
@@ -47,7 +51,7 @@ def test_vocabularies_apart_in_the_model_go_apart():
     tables = [Table(t.name, next(l.name for l in model.layers if l.table == t.name), 10)
               for t in model.tables]
     encoder = {l.name: (2e-4 if l.name.startswith("encoder") else 1e-6) for l in model.layers}
-    assert [[t.table for t in g] for g in fused_groups(model, tables, 2, encoder)] == \
+    assert [[t.table for t in g] for g in fused_groups(model, tables, 2, encoder, sent(tables))] == \
         [["target_word"], ["source_word"]]
     # simulated: the target table is tied to the full-softmax output, so its gradient is dense
     # (AllReduced); the source table's coalesced rows go under PyTorch as counts, indices, rows
@@ -64,8 +68,8 @@ def test_the_fusion_threshold_cuts_a_group():
     tables = [Table(n, next(l.name for l in model.layers if l.table == n), big) for n in names[:3]
               if model.table(n).dim * model.table_bytes == row]
     quick = {l.name: 1e-6 for l in model.layers}
-    assert [len(g) for g in fused_groups(model, tables, 8, quick)] == [1] * len(tables)
-    assert [len(g) for g in fused_groups(model, tables, 2, quick)] == [len(tables)]
+    assert [len(g) for g in fused_groups(model, tables, 8, quick, sent(tables))] == [1] * len(tables)
+    assert [len(g) for g in fused_groups(model, tables, 2, quick, sent(tables))] == [len(tables)]
 
 
 def test_a_groups_calls_carry_every_tables_bytes():
