@@ -318,9 +318,11 @@ class CollectiveModel:
             basis = unit.bottleneck_time(self.capacity)
         return transfer_s / basis
 
-    def _scaled(self, unit: Demand, transfer_s: float) -> Demand:
+    def _scaled(self, unit: Demand, transfer_s: float) -> tuple[Demand, float]:
+        """(`unit` scaled to hold its bottleneck link `transfer_s`, the data each of its
+        bytes stands for per byte of `unit`: 1 / scale; 0 where nothing is scaled)."""
         k = self._scale(unit, transfer_s)
-        return unit.scaled(k) if k > 0 else Demand.empty()
+        return (unit.scaled(k), 1.0 / k) if k > 0 else (Demand.empty(), 0.0)
 
     # ------------------------------------------------------------------ plans
     def plan(self, op: str, nbytes: int, ranks: Sequence[int]) -> CollectivePlan:
@@ -371,15 +373,14 @@ class CollectiveModel:
             if per_byte is None:
                 per_byte = self._tree_per_byte[(op, algo, ranks)] = self._tree_time(unit, 1.0)
             time = max(time, latency + per_byte * nbytes)
-        k = self._scale(unit, time - latency)
-        dem = unit.scaled(k) if k > 0 else Demand.empty()
+        dem, per_unit = self._scaled(unit, time - latency)
         if dem.is_empty:
             latency = time
         else:
             time = max(time, latency + dem.bottleneck_time(self.capacity))
         # the unit pattern is per byte of size: nbytes of it is what the links carry
         return CollectivePlan(op, nbytes, n, algo, proto, time, latency, dem, model_us * 1e-6, source,
-                              data_factor=nbytes / k if k > 0 else 1.0)
+                              data_factor=nbytes * per_unit or 1.0)
 
     def _choice(self, op: str, nbytes: int, shape: CommShape, graphs: Graphs) -> nm.AlgoTime:
         """NCCL's (algo, proto): its cost model's argmin, or 2.4's size threshold where the
@@ -486,12 +487,11 @@ class CollectiveModel:
                     raise InputError("alltoallv: every node of the communicator needs the same GPU count")
                 unit = routes.demand(ms)
             t_us = max(t.time, t.latency + self._tree_time(unit, 1.0) * 1e6)
-            k = self._scale(unit, (t_us - t.latency) * 1e-6)
-            dem = unit.scaled(k) if k > 0 else Demand.empty()
+            dem, per_unit = self._scaled(unit, (t_us - t.latency) * 1e-6)
             lat = t.latency * 1e-6 if not dem.is_empty else t_us * 1e-6
             time = t_us * 1e-6 if dem.is_empty else max(t_us * 1e-6, lat + dem.bottleneck_time(self.capacity))
             # this unit holds the matrix's own bytes
             plan = CollectivePlan("alltoallv", total, n, "P2P", t.proto, time, lat, dem, t.time * 1e-6,
-                                  data_factor=1.0 / k if k > 0 else 1.0)
+                                  data_factor=per_unit or 1.0)
         self._plans[key] = plan
         return plan

@@ -143,30 +143,28 @@ class AllGatherStrategy(Strategy):
         sync = replicated_sync(ctx)
         update = replicated_update_time(ctx)
         buffers, extra = {}, []
-        sent = {t.layer: self.rows_sent(t) for t in sparse_tables(ctx)}
-        groups = fused_groups(model, sparse_tables(ctx), n, ctx.layer_bwd, sent)
-        for group in groups:
+        tables = sparse_tables(ctx)
+        sent = {t.layer: self.rows_sent(t) for t in tables}
+        merge = self.options.gather_rows == "unique" and n > 1 and model.framework == "pytorch"
+        for group in fused_groups(model, tables, n, ctx.layer_bwd, sent):
             sync += group_calls(group, sent, model, n, self.counts_first(model))
-        for t in sparse_tables(ctx):
-            rows = sent[t.layer]
-            per_gpu = rows * model.row_bytes(t.table)
-            if self.options.gather_rows == "unique" and n > 1 and model.framework == "pytorch":
-                # the GPU coalesces its own repeated rows before it sends them (PyTorch's
-                # coalesce), charged on its compute stream ahead of the gather. TensorFlow's
-                # Horovod allgathers the IndexedSlices as they are (gather_rows=lookups): no
-                # TF system merges first, so under TensorFlow `unique` is bytes only
-                merge_s = ctx.sparse_merge(t.layer, t.lookups_per_gpu, t.unique_per_gpu)
-                extra.append((bwd_name(t.layer), ComputeOp(extra_name("allgather-merge", t.layer), merge_s)))
             # every GPU applies the union of all GPUs' rows to its replica, having received
-            # every GPU's rows (what TensorFlow's dedup sorts), once its group's calls are in
-            update[t.layer] = ctx.sparse_update(t.layer, t.unique_union, received=n * rows)
-            buffers[f"allgather receive buffer ({t.table})"] = n * per_gpu
-        for group in groups:
-            # the group's tables step once its calls are in: their updates on the op that
-            # waits for them (group_calls' carrier, the group's last table)
-            total = sum(update[t.layer] for t in group)
-            update.update({t.layer: 0.0 for t in group})
-            update[group[-1].layer] = total
+            # every GPU's rows (what TensorFlow's dedup sorts), once the group's calls are
+            # in: its tables' updates ride on the op those calls feed (the carrier's)
+            carrier = group[-1].layer
+            update[carrier] = 0.0
+            for t in group:
+                rows = sent[t.layer]
+                if merge:
+                    # the GPU coalesces its own repeated rows before it sends them (PyTorch's
+                    # coalesce), charged on its compute stream ahead of the gather. TensorFlow's
+                    # Horovod allgathers the IndexedSlices as they are (gather_rows=lookups): no
+                    # TF system merges first, so under TensorFlow `unique` is bytes only
+                    merge_s = ctx.sparse_merge(t.layer, t.lookups_per_gpu, t.unique_per_gpu)
+                    extra.append((bwd_name(t.layer), ComputeOp(extra_name("allgather-merge", t.layer), merge_s)))
+                update.setdefault(t.layer, 0.0)
+                update[carrier] += ctx.sparse_update(t.layer, t.unique_union, received=n * rows)
+                buffers[f"allgather receive buffer ({t.table})"] = n * rows * model.row_bytes(t.table)
         notes = dense_table_notes(ctx, "allgather")
         return StrategyPlan(sync=tuple(sync), update_time=update,
                             memory=memory_per_gpu(model, sparse_embedding_grads=True, buffers=buffers),

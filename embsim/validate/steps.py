@@ -47,6 +47,7 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
     if not trace.steps:
         raise InputError(f"{trace_path}: the trace measured no whole training steps (steps: [])")
     out = []
+    overrides = capped_tables(trace)     # every step ran the same tables
     for s in trace.steps.values():
         # simulate the model the steps ran (calibrate unties a tied output projection);
         # interference defaults to the trace's own measurement
@@ -55,7 +56,7 @@ def step_errors(trace_path: str | Path, iterations: int = 4) -> list[StepError]:
                                trace=str(trace_path), iterations=iterations,
                                efficiency_baseline=False, untie_outputs=s.untied_outputs,
                                straggler=MeasuredInputs(trace, True).slowest_rank(s.world),
-                               model_overrides=capped_tables(trace))
+                               model_overrides=overrides)
         try:
             result = simulate(cfg, trace=trace)   # read once, above
         except InputError as exc:
