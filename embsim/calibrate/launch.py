@@ -181,10 +181,10 @@ def resolve_seq(cfg: CalibrateConfig, spec) -> CalibrateConfig:
     if not per_sample(spec):
         return dataclasses.replace(cfg, seq=cfg.seq or TOKEN_SEQ)
     if cfg.seq not in (None, 1):
-        raise InputError(f"--seq {cfg.seq}: --model {spec.name} reads one row of features per "
+        raise InputError(f"--seq {cfg.seq}: {spec.flag} reads one row of features per "
                          "sample, not a token sequence; leave --seq out")
     if cfg.corpus:
-        raise InputError(f"--corpus {cfg.corpus}: --model {spec.name} reads categorical feature "
+        raise InputError(f"--corpus {cfg.corpus}: {spec.flag} reads categorical feature "
                          "ids, not text")
     stack_plan(spec)
     return dataclasses.replace(cfg, seq=1)

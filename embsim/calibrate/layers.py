@@ -107,26 +107,11 @@ def measure_layers(model: ModelShape, batches: list[int], seq: int, tokens: Toke
 
 def measure_optimizer(model: ModelShape, batch: int, first_input: Callable[[int], object],
                       device: torch.device, warmup: int, reps: int,
-                      lr: float = 0.1) -> list[OptimizerTiming]:
-    """SGD step over every dense parameter of the step model, and over the sparse rows
-    one real batch touches (`first_input(batch)`: what the step's tables read)."""
+                      lr: float = 0.1) -> OptimizerTiming:
+    """SGD over the sparse rows one real batch touches (`first_input(batch)`: what the
+    step's tables read). The dense rate is the whole steps' SGD (instep.py)."""
     torch.manual_seed(0)
     lm = step_model(model, sparse=True).to(device)
-    dense_params = list(lm.body.parameters())
-    timings = []
-    if dense_params:           # a model of lookups alone has none
-        for p in dense_params:
-            p.grad = torch.randn_like(p)
-        dense_opt = torch.optim.SGD(dense_params, lr=lr)
-
-        def dense_step(w):
-            m0 = w.mark()
-            dense_opt.step()
-            return [m0, w.mark()]
-        dense = time_phases(dense_step, device, warmup, reps)[0]
-        timings.append(OptimizerTiming("dense", "sgd", batch, sum(p.numel() for p in dense_params),
-                                       dense.median_s, dense.spread_s, dense.reps))
-
     ids = to_device(first_input(batch), device)
     # a real sparse gradient: the rows this batch touched
     lookup_total(lm.embedding(ids)).backward()
@@ -137,5 +122,5 @@ def measure_optimizer(model: ModelShape, batch: int, first_input: Callable[[int]
         sparse_opt.step()
         return [m0, w.mark()]
     sparse = time_phases(sparse_step, device, warmup, reps)[0]
-    return timings + [OptimizerTiming("sparse-rows", "sgd", batch, touched_elements(lm, ids),
-                                      sparse.median_s, sparse.spread_s, sparse.reps)]
+    return OptimizerTiming("sparse-rows", "sgd", batch, touched_elements(lm, ids),
+                           sparse.median_s, sparse.spread_s, sparse.reps)

@@ -99,8 +99,8 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
         f"{world} ranks on {device}")
     layers = measure_layers(model, cfg.batches, cfg.seq, tokens, device, cfg.warmup, cfg.reps, say)
     say("optimizer steps")
-    optimizer = measure_optimizer(model, cfg.batch, lambda b: batches.inputs(rank, 0, b)[0],
-                                  device, cfg.warmup, cfg.reps)
+    sparse_rows = measure_optimizer(model, cfg.batch, lambda b: batches.inputs(rank, 0, b)[0],
+                                    device, cfg.warmup, cfg.reps)
     say("kernel table: GEMM grid, stream/gather bandwidth, launch, LSTM step")
     compute = measure_compute(device, cfg.quick, cfg.warmup, cfg.reps)
     stats = [s for b in cfg.batches
@@ -161,8 +161,8 @@ def run_rank(cfg: CalibrateConfig, rank: int, world: int, local_rank: int, local
     timed_layers, step_optimizer = sampler.timings(in_step)
     replaced = {t.name: t for t in timed_layers}
     layers = [replaced.get(t.name, t) for t in layers]
-    # the step's SGD over every parameter is the "dense" rate (none alone for a model of lookups)
-    optimizer = [step_optimizer] + [o for o in optimizer if o.name != "dense"]
+    # the step's SGD over every parameter is the "dense" rate
+    optimizer = [step_optimizer, sparse_rows]
     skew = RankSkew(cfg.batch, float(np.median(local_rank0)), float(np.median(local_slowest)),
                     len(local_rank0))
     if rank != 0:

@@ -1,6 +1,7 @@
 """calibrate builds a recommender's layers and whole steps from the zoo's layer list
 (embsim.calibrate.recommender), and refuses the files it cannot read as a model."""
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -147,9 +148,9 @@ def test_sequence_length_follows_the_model():
     assert resolve_seq(CalibrateConfig(), lm).seq == 32
     assert resolve_seq(CalibrateConfig(seq=16), lm).seq == 16
     assert resolve_seq(CalibrateConfig(), rec).seq == 1
-    with pytest.raises(InputError, match=r"^--seq 8: --model tiny-dlrm reads one row of features"):
+    with pytest.raises(InputError, match=rf"^--seq 8: --model {re.escape(TINY_DLRM)} reads one row of features"):
         resolve_seq(CalibrateConfig(seq=8), rec)
-    with pytest.raises(InputError, match=r"^--corpus x.txt: --model tiny-dlrm reads categorical"):
+    with pytest.raises(InputError, match=rf"^--corpus x.txt: --model {re.escape(TINY_DLRM)} reads categorical"):
         resolve_seq(CalibrateConfig(corpus="x.txt"), rec)
     with pytest.raises(InputError, match="calibrate cannot run whole training steps"):
         resolve_seq(CalibrateConfig(), model_spec("deepfm-criteo"))
