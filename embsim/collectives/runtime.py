@@ -117,38 +117,65 @@ def _unserial(channel: str) -> bool:
     return False
 
 
-class _Communicator:
-    """Ranks of one communicator, each rank's next sequence index, and open instances."""
+class _RankIndex:
+    """Where each rank of one rank tuple sits, shared by every communicator over that tuple
+    (a step's collectives mostly span the same ranks: one index, not one per collective),
+    and the checked positions of each group of participants that arrives together."""
 
-    def __init__(self, key: Hashable, ranks: tuple[int, ...]):
-        self.key = key
+    def __init__(self, ranks: tuple[int, ...]):
         self.ranks = ranks
         self.position = {r: i for i, r in enumerate(ranks)}
         self.rank_array = np.asarray(ranks, dtype=np.int64)
         self.rank_bound = int(self.rank_array.max()) + 1 if ranks else 0
-        self.next_seq = np.zeros(len(ranks), dtype=np.int64)
-        self.open: dict[int, _Instance] = {}  # seq -> instance, insertion-ordered
-        self._positions: dict[tuple[int, ...], np.ndarray] = {}
+        # id(participants) -> (participants, positions): a rank class arrives with the same
+        # tuple every time, and hashing a 16,384-rank tuple per arrival is what cost
+        self._by_id: dict[int, tuple[tuple[int, ...], np.ndarray]] = {}
+        self._by_value: dict[tuple[int, ...], np.ndarray] = {}
 
-    def positions(self, participants: Iterable[int]) -> np.ndarray:
+    def positions(self, participants: Iterable[int], key: Hashable) -> np.ndarray:
+        if isinstance(participants, tuple):
+            hit = self._by_id.get(id(participants))
+            if hit is not None and hit[0] is participants:
+                return hit[1]
+            pos = self._by_value.get(participants)
+            if pos is None:
+                pos = self._by_value[participants] = self._check(participants, key)
+            self._by_id[id(participants)] = (participants, pos)
+            return pos
         group = tuple(participants)
-        pos = self._positions.get(group)
+        pos = self._by_value.get(group)
         if pos is None:
-            pos = self._positions[group] = self._check(group)
+            pos = self._by_value[group] = self._check(group, key)
         return pos
 
-    def _check(self, participants: tuple[int, ...]) -> np.ndarray:
+    def _check(self, participants: tuple[int, ...], key: Hashable) -> np.ndarray:
         try:
             pos = np.fromiter((self.position[r] for r in participants), dtype=np.int64)
         except KeyError as err:
             raise ValueError(
-                f"collective: rank {err.args[0]} is not in communicator {self.key!r}"
+                f"collective: rank {err.args[0]} is not in communicator {key!r}"
             ) from None
         if pos.size == 0:
-            raise ValueError(f"collective: no participant ranks for communicator {self.key!r}")
+            raise ValueError(f"collective: no participant ranks for communicator {key!r}")
         if np.unique(pos).size != pos.size:
-            raise ValueError(f"collective: a rank arrives twice at once on {self.key!r}")
+            raise ValueError(f"collective: a rank arrives twice at once on {key!r}")
         return pos
+
+
+class _Communicator:
+    """Ranks of one communicator, each rank's next sequence index, and open instances."""
+
+    def __init__(self, key: Hashable, index: _RankIndex):
+        self.key = key
+        self.index = index
+        self.ranks = index.ranks
+        self.rank_array = index.rank_array
+        self.rank_bound = index.rank_bound
+        self.next_seq = np.zeros(len(self.ranks), dtype=np.int64)
+        self.open: dict[int, _Instance] = {}  # seq -> instance, insertion-ordered
+
+    def positions(self, participants: Iterable[int]) -> np.ndarray:
+        return self.index.positions(participants, self.key)
 
 
 class CollectiveRuntime:
@@ -167,6 +194,7 @@ class CollectiveRuntime:
         self._stream_tail: dict[str, simpy.Event] = {}    # serial channel -> last posted
         self.records: list[CollectiveRecord] = []
         self._communicators: dict[Hashable, _Communicator] = {}
+        self._rank_indexes: dict[int, _RankIndex] = {}     # id(ranks) -> its index
         self._ready: dict[str, list] = {}                 # channel -> heap of ready instances
         self._in_flight_bytes: dict[str, list[float]] = {}
         self._arrivals = 0
@@ -284,13 +312,19 @@ class CollectiveRuntime:
                 raise ValueError("collective: empty rank list")
             if len(set(ranks)) != len(ranks):
                 raise ValueError(f"collective: repeated rank in {ranks!r}")
-            comm = _Communicator(ident, ranks)
+            comm = _Communicator(ident, self._rank_index(ranks))
             self._communicators[ident] = comm
-        elif comm.ranks != ranks:
+        elif comm.ranks is not ranks and comm.ranks != ranks:
             raise ValueError(
                 f"collective: communicator {ident!r} has ranks {comm.ranks!r}, not {ranks!r}"
             )
         return comm
+
+    def _rank_index(self, ranks: tuple[int, ...]) -> _RankIndex:
+        index = self._rank_indexes.get(id(ranks))
+        if index is None or index.ranks is not ranks:
+            index = self._rank_indexes[id(ranks)] = _RankIndex(ranks)
+        return index
 
     def _make_ready(self, comm: _Communicator, inst: _Instance) -> None:
         inst.ready = self.env.now

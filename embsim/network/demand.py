@@ -69,10 +69,17 @@ class Demand:
         """Sorted unique link ids with summed bytes; zero-byte entries dropped."""
         if self.links.size == 0:
             return self
+        # immutable, so computed once: a cached plan's demand is carried every iteration
+        cached = self.__dict__.get("_normalised")
+        if cached is not None:
+            return cached
         unique, inverse = np.unique(self.links, return_inverse=True)
         summed = np.bincount(inverse, weights=self.bytes, minlength=unique.size)
         keep = summed > 0
-        return Demand(links=unique[keep], bytes=summed[keep])
+        result = Demand(links=unique[keep], bytes=summed[keep])
+        object.__setattr__(result, "_normalised", result)
+        object.__setattr__(self, "_normalised", result)
+        return result
 
     def scaled(self, factor: float) -> "Demand":
         """Every entry multiplied by ``factor`` (>= 0)."""

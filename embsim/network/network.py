@@ -74,6 +74,7 @@ class Network:
         self._used_links = np.empty(0, dtype=np.int64)
         self._used_load = np.empty(0, dtype=np.float64)  # bytes/s on each used link
         self._scale = 1.0  # every link's share of its capacity available to transfers
+        self._checked_demands: dict[int, tuple[Demand, np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ public
     def transfer(self, demand: Demand, tag: Any = None, data_factor: float = 1.0) -> simpy.Event:
@@ -156,6 +157,15 @@ class Network:
 
     # ---------------------------------------------------------------- internals
     def _checked(self, demand: Demand) -> tuple[np.ndarray, np.ndarray]:
+        # a cached plan's demand comes back every iteration: checked once (demands are immutable)
+        hit = self._checked_demands.get(id(demand))
+        if hit is not None and hit[0] is demand:
+            return hit[1], hit[2]
+        links, nbytes = self._check(demand)
+        self._checked_demands[id(demand)] = (demand, links, nbytes)
+        return links, nbytes
+
+    def _check(self, demand: Demand) -> tuple[np.ndarray, np.ndarray]:
         d = demand.normalised()
         if d.links.size and d.links.max() >= self.n_links:
             raise ValueError(
@@ -222,6 +232,9 @@ class Network:
             self._used_load = np.empty(0, dtype=np.float64)
             return
         self.recomputations += 1
+        if len(active) == 1:
+            self._recompute_alone(active[0])
+            return
         links = np.concatenate([t.links for t in active])
         weight = np.concatenate([t.bytes for t in active])
         owner = np.repeat(
@@ -250,7 +263,25 @@ class Network:
             t.finish_at = now + t.remaining / r
         self._used_links = used
         self._used_load = np.bincount(compact, weights=weight * rates[owner], minlength=used.size)
-        first = min(active, key=lambda t: t.finish_at)  # ties: earliest started
+        self._arm(min(active, key=lambda t: t.finish_at))  # ties: earliest started
+
+    def _recompute_alone(self, t: _Transfer) -> None:
+        """_recompute's answer for one transfer, without the general machinery: its links
+        are sorted and distinct (Demand.normalised), so the max-min rate is one filling
+        round -- the same arithmetic, bit for bit."""
+        peak = t.bytes.max()
+        fill = np.maximum(self.capacity[t.links] * self._scale, 0.0) / (t.bytes / peak)
+        rate = float(float(fill.min()) / peak)
+        self.filling_rounds += 1
+        t.rate = rate
+        t.finish_at = self.env.now + t.remaining / rate
+        self._used_links = t.links
+        self._used_load = t.bytes * rate
+        self._arm(t)
+
+    def _arm(self, first: _Transfer) -> None:
+        """Arm the completion of the transfer that finishes first."""
+        now = self.env.now
         self._generation += 1
         generation = self._generation
         timeout = self.env.timeout(max(first.finish_at - now, 0.0))

@@ -58,3 +58,10 @@ def test_rejects_bad_demands(links, nbytes):
 def test_scaled_rejects_negative():
     with pytest.raises(ValueError):
         Demand.along((0,), 1.0).scaled(-1.0)
+
+
+def test_normalised_is_computed_once_and_is_its_own_normal_form():
+    d = Demand(links=[3, 1, 3], bytes=[1.0, 2.0, 4.0])
+    n = d.normalised()
+    assert d.normalised() is n and n.normalised() is n
+    assert n.links.tolist() == [1, 3] and n.bytes.tolist() == [2.0, 5.0]

@@ -188,3 +188,17 @@ def test_capacity_scale_slows_transfers_from_that_moment():
     assert done.value.end == pytest.approx(5.0)
     with pytest.raises(ValueError):
         net.set_capacity_scale(0.0)
+
+
+def test_a_transfer_alone_gets_the_general_max_min_rate_bit_for_bit():
+    from embsim.network.maxmin import weighted_max_min_rates
+    rng = np.random.default_rng(7)
+    capacity = rng.uniform(1.0, 50.0, 40)
+    demand = Demand(links=rng.choice(40, 25, replace=False), bytes=rng.uniform(0.1, 9.0, 25))
+    d = demand.normalised()
+    peak = d.bytes.max()
+    rates, _ = weighted_max_min_rates(np.zeros(d.links.size, dtype=np.int64), np.arange(d.links.size),
+                                      d.bytes / peak, capacity[d.links], 1)
+    ends, net = run_transfers(capacity, [(0.0, demand)])
+    assert ends[0] == 1.0 / float(rates[0] / peak)      # the whole demand at that rate
+    assert net.bytes_carried[d.links].tolist() == pytest.approx(d.bytes.tolist(), rel=1e-12)
