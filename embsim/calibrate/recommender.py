@@ -28,14 +28,14 @@ from torch import nn
 
 from embsim.errors import InputError
 from embsim.trace import TokenStatsRecord
+from embsim.workload.spec import PER_SAMPLE_KINDS
 from embsim.workload.tokens import DEFAULT_ZIPF_S
 
 from .modules import build_layer, lookups_of
 from .spec import LayerShape, ModelShape
 from .tokens import name_seed, zipf_ids
 
-STEP_KINDS = ("embedding", "linear", "layernorm", "combine", "dot_interaction", "fm_interaction",
-              "softmax_loss")
+STEP_KINDS = PER_SAMPLE_KINDS       # the simulator's per-sample kinds, each built here
 
 
 def per_sample(model: ModelShape) -> bool:

@@ -16,7 +16,7 @@ from ..errors import InputError
 from .build import build_model
 from .overrides import apply_overrides
 from .model import DTYPE_BYTES, EmbeddingTable, Layer, Model, Optimizer
-from .spec import LIMITS as SPEC_LIMITS, ModelSpec, load_model_spec, position_limit
+from .spec import LIMITS as SPEC_LIMITS, ModelSpec, load_model_spec, per_sample, position_limit
 from .tokens import TokenStats, expected_overlap, expected_unique, sample_batches
 
 ZOO_DIR = Path(__file__).resolve().parent / "zoo"
@@ -122,6 +122,9 @@ def model_from_spec(spec: ModelSpec, batch: int | None = None, seq: int | None =
         if value is not None and value > SPEC_LIMITS[flag] * (c if flag == "seq" else 1):
             raise InputError(f"{flag}: at most {SPEC_LIMITS[flag]:,}"
                              + (" per context-parallel rank" if c > 1 else "") + f", got {value:,}")
+    if seq is not None and seq != 1 and per_sample(spec):
+        raise InputError(f"seq (--seq) {seq:,}: {spec.name} reads one row of features per sample, "
+                         "not a token sequence; leave --seq out")
     limit = position_limit(spec) if seq is not None and positions else None
     if limit is not None and seq > limit[1]:
         raise InputError(f"seq (--seq) {seq:,}: {spec.name} has {limit[1]:,} learned positions "

@@ -336,6 +336,17 @@ def reference_problem(spec_tables: dict, layers) -> tuple[tuple, str] | None:
 
 TYPE_ROWS = 16
 
+# The layer kinds a recommender is built from: no positions, sequence layers or output
+# projection (a model of these alone, at its default seq of 1, is per-sample: per_sample).
+PER_SAMPLE_KINDS = ("embedding", "linear", "layernorm", "combine", "dot_interaction",
+                    "fm_interaction", "softmax_loss")
+
+
+def per_sample(spec: ModelSpec) -> bool:
+    """Whether the model's samples are rows of features, not token sequences (DLRM, NCF,
+    Merlin's synthetic models): a --seq other than 1 has nothing to lengthen."""
+    return spec.seq == 1 and all(layer.kind in PER_SAMPLE_KINDS for layer in spec.layers)
+
 
 def position_limit(spec: ModelSpec) -> tuple[str, int] | None:
     """(layer name, rows) of the learned position table that bounds the sequence length,

@@ -1,6 +1,7 @@
 """Model files: a layer that reads another width than the layer before it writes, a blank
-table `input`, and a --seq past a model's learned position table are refused in one line
-naming the file / layer / model; every shipped model file still loads."""
+table `input`, a --seq past a model's learned position table and a --seq for a per-sample
+model are refused in one line naming the file / layer / model; every shipped model file
+still loads."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from embsim.cli import main
 from embsim.errors import InputError
 from embsim.workload import load_model, load_spec
-from embsim.workload.spec import load_model_spec, position_limit
+from embsim.workload.spec import load_model_spec, per_sample, position_limit
 from embsim.workload.width_chain import chain_problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,3 +122,15 @@ def test_seq_past_the_learned_positions_is_refused(capsys):
     rc = main(["simulate", "--topology", "1x2", "--model", "bert-base", "--seq", "513"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "bert-base" in err and "512" in err, err
+
+
+def test_seq_of_a_per_sample_model_is_refused(capsys):
+    # a recommender reads one row of features per sample: --seq would only multiply its work
+    assert per_sample(load_spec("ncf-ml20m")) and per_sample(load_spec("dlrm-criteo-f15"))
+    assert not per_sample(load_spec("bert-base")) and not per_sample(load_spec("lstm-lm1b"))
+    load_model("ncf-ml20m", seq=1)
+    with pytest.raises(InputError, match=r"seq \(--seq\) 4: ncf-ml20m reads one row of features"):
+        load_model("ncf-ml20m", seq=4)
+    rc = main(["simulate", "--topology", "1x2", "--model", "dlrm-criteo-t3", "--seq", "8"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "leave --seq out" in err, err
