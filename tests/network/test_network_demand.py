@@ -65,3 +65,14 @@ def test_normalised_is_computed_once_and_is_its_own_normal_form():
     n = d.normalised()
     assert d.normalised() is n and n.normalised() is n
     assert n.links.tolist() == [1, 3] and n.bytes.tolist() == [2.0, 5.0]
+
+
+def test_a_scaled_normal_demand_shares_its_link_ids_and_stays_normal():
+    n = Demand(links=[3, 1, 3], bytes=[1.0, 2.0, 4.0]).normalised()
+    s = n.scaled(2.0)
+    assert s.links is n.links and s.normalised() is s and s.bytes.tolist() == [4.0, 10.0]
+    assert n.scaled(0.0).normalised().links.size == 0      # zero bytes: dropped, as ever
+    raw = np.array([0, 1])
+    d = Demand(links=raw, bytes=[1.0, 1.0])
+    raw[0] = 5                                             # the caller's array is copied
+    assert d.links.tolist() == [0, 1]
