@@ -179,6 +179,7 @@ class ParameterServerStrategy(Strategy):
         g = ctx.gpus_per_node
         aggregate = self.options.local_aggregation and g > 1 and n > 1
         served, dense_layers = self._dense_tables(ctx, sync, update, server_notes)
+        once = _SameArrays()
         for t in served:
             row_push = model.row_bytes(t.table)      # one pushed (index, row) pair
             own_push = t.unique_per_gpu * row_push   # one GPU's own rows, pushed
@@ -190,7 +191,7 @@ class ParameterServerStrategy(Strategy):
                 # the node's union of its G GPUs' rows, pushed once, spread over its G routes
                 inclusion = (t.row_inclusion if t.row_inclusion is not None
                              else np.full(t.vocab, t.unique_per_gpu / t.vocab))
-                node_weights = union_inclusion(inclusion, g)
+                node_weights = once("union", (inclusion,), lambda: union_inclusion(inclusion, g))
                 per_route = row_total(node_weights, t.row_counts) / g
                 push_rows, weights = per_route, node_weights
                 if self.options.pull == "node":
@@ -202,11 +203,11 @@ class ParameterServerStrategy(Strategy):
             push = push_rows * row_push
             pull = pull_rows * t.dim * model.table_bytes
             block = max(1, self.options.server_partition_params // t.dim)
-            shares = shard_shares(weights, count, self.options.server_sharding, block_rows=block,
-                                  counts=t.row_counts)
-            pull_shares = (shares if pull_weights is weights
-                           else shard_shares(pull_weights, count, self.options.server_sharding,
-                                             block_rows=block, counts=t.row_counts))
+            def server_shares(w):
+                return once(("shares", block), (w, t.row_counts), lambda: shard_shares(
+                    w, count, self.options.server_sharding, block_rows=block, counts=t.row_counts))
+            shares = server_shares(weights)
+            pull_shares = shares if pull_weights is weights else server_shares(pull_weights)
             served_sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
                                           nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
                                           matrix=server_matrix(n, push, shares), copy_before=gather))
@@ -284,3 +285,20 @@ class ParameterServerStrategy(Strategy):
             text += f"), pulled rows back to the GPUs after each pull ({idle * 1e3:.2f} ms"
         notes.append(text + "): copy streams sharing the node's PCIe links")
         return gather, back
+
+
+class _SameArrays:
+    """Results computed once per set of arrays, by identity: tables of one configuration
+    share their token statistics' arrays (engine.context.table_traffic), and a synthetic
+    recommender repeats one configuration hundreds of times (Merlin's jumbo: 1,022 tables,
+    each sharded over the servers). The arrays are kept so their ids are not reused."""
+
+    def __init__(self):
+        self._results: dict[tuple, tuple] = {}
+
+    def __call__(self, tag, arrays: tuple, compute):
+        key = (tag,) + tuple(id(a) for a in arrays)
+        hit = self._results.get(key)
+        if hit is None:
+            hit = self._results[key] = (arrays, compute())
+        return hit[1]
