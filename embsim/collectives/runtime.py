@@ -40,6 +40,7 @@ import numpy as np
 import simpy
 
 from ..network import Network
+from .communicator import Communicator, RankIndex
 from .servers import SERVER_OPS
 
 
@@ -117,67 +118,6 @@ def _unserial(channel: str) -> bool:
     return False
 
 
-class _RankIndex:
-    """Where each rank of one rank tuple sits, shared by every communicator over that tuple
-    (a step's collectives mostly span the same ranks: one index, not one per collective),
-    and the checked positions of each group of participants that arrives together."""
-
-    def __init__(self, ranks: tuple[int, ...]):
-        self.ranks = ranks
-        self.position = {r: i for i, r in enumerate(ranks)}
-        self.rank_array = np.asarray(ranks, dtype=np.int64)
-        self.rank_bound = int(self.rank_array.max()) + 1 if ranks else 0
-        # id(participants) -> (participants, positions): a rank class arrives with the same
-        # tuple every time, and hashing a 16,384-rank tuple per arrival is what cost
-        self._by_id: dict[int, tuple[tuple[int, ...], np.ndarray]] = {}
-        self._by_value: dict[tuple[int, ...], np.ndarray] = {}
-
-    def positions(self, participants: Iterable[int], key: Hashable) -> np.ndarray:
-        if isinstance(participants, tuple):
-            hit = self._by_id.get(id(participants))
-            if hit is not None and hit[0] is participants:
-                return hit[1]
-            pos = self._by_value.get(participants)
-            if pos is None:
-                pos = self._by_value[participants] = self._check(participants, key)
-            self._by_id[id(participants)] = (participants, pos)
-            return pos
-        group = tuple(participants)
-        pos = self._by_value.get(group)
-        if pos is None:
-            pos = self._by_value[group] = self._check(group, key)
-        return pos
-
-    def _check(self, participants: tuple[int, ...], key: Hashable) -> np.ndarray:
-        try:
-            pos = np.fromiter((self.position[r] for r in participants), dtype=np.int64)
-        except KeyError as err:
-            raise ValueError(
-                f"collective: rank {err.args[0]} is not in communicator {key!r}"
-            ) from None
-        if pos.size == 0:
-            raise ValueError(f"collective: no participant ranks for communicator {key!r}")
-        if np.unique(pos).size != pos.size:
-            raise ValueError(f"collective: a rank arrives twice at once on {key!r}")
-        return pos
-
-
-class _Communicator:
-    """Ranks of one communicator, each rank's next sequence index, and open instances."""
-
-    def __init__(self, key: Hashable, index: _RankIndex):
-        self.key = key
-        self.index = index
-        self.ranks = index.ranks
-        self.rank_array = index.rank_array
-        self.rank_bound = index.rank_bound
-        self.next_seq = np.zeros(len(self.ranks), dtype=np.int64)
-        self.open: dict[int, _Instance] = {}  # seq -> instance, insertion-ordered
-
-    def positions(self, participants: Iterable[int]) -> np.ndarray:
-        return self.index.positions(participants, self.key)
-
-
 class CollectiveRuntime:
     """Matches participants of collectives, queues ready instances per channel and runs
     each over ``network``."""
@@ -193,8 +133,8 @@ class CollectiveRuntime:
         self._rules: dict[str, tuple[float | None, bool]] = {}   # channel -> (credit, serial)
         self._stream_tail: dict[str, simpy.Event] = {}    # serial channel -> last posted
         self.records: list[CollectiveRecord] = []
-        self._communicators: dict[Hashable, _Communicator] = {}
-        self._rank_indexes: dict[int, _RankIndex] = {}     # id(ranks) -> its index
+        self._communicators: dict[Hashable, Communicator] = {}
+        self._rank_indexes: dict[int, RankIndex] = {}     # id(ranks) -> its index
         self._ready: dict[str, list] = {}                 # channel -> heap of ready instances
         self._in_flight_bytes: dict[str, list[float]] = {}
         self._arrivals = 0
@@ -254,15 +194,8 @@ class CollectiveRuntime:
         ``tail`` and copies hold for the instance.
         """
         comm = self._communicator(tuple(ranks), key)
-        pos = comm.positions(participants)
-        seqs = comm.next_seq[pos]
-        seq = int(seqs[0])
-        if np.any(seqs != seq):
-            raise ValueError(
-                f"collective: ranks arriving together on {comm.key!r} are at different "
-                f"positions of its stream ({int(seqs.min())}..{int(seqs.max())})"
-            )
-        comm.next_seq[pos] += 1
+        group = comm.group(participants)
+        seq = comm.take_seq(group)
         inst = comm.open.get(seq)
         if inst is None:
             inst = _Instance(op, nbytes, seq, tag, self.env.event(), self.env.now, channel,
@@ -276,7 +209,7 @@ class CollectiveRuntime:
             )
         if inst.tag is None:
             inst.tag = tag
-        inst.arrived += pos.size
+        inst.arrived += group.positions.size
         if inst.arrived == len(comm.ranks):
             del comm.open[seq]
             self._make_ready(comm, inst)
@@ -304,7 +237,7 @@ class CollectiveRuntime:
         ]
 
     # ---------------------------------------------------------------- internals
-    def _communicator(self, ranks: tuple[int, ...], key: Optional[Hashable]) -> _Communicator:
+    def _communicator(self, ranks: tuple[int, ...], key: Optional[Hashable]) -> Communicator:
         ident = ranks if key is None else key
         comm = self._communicators.get(ident)
         if comm is None:
@@ -312,7 +245,7 @@ class CollectiveRuntime:
                 raise ValueError("collective: empty rank list")
             if len(set(ranks)) != len(ranks):
                 raise ValueError(f"collective: repeated rank in {ranks!r}")
-            comm = _Communicator(ident, self._rank_index(ranks))
+            comm = Communicator(ident, self._rank_index(ranks))
             self._communicators[ident] = comm
         elif comm.ranks is not ranks and comm.ranks != ranks:
             raise ValueError(
@@ -320,13 +253,13 @@ class CollectiveRuntime:
             )
         return comm
 
-    def _rank_index(self, ranks: tuple[int, ...]) -> _RankIndex:
+    def _rank_index(self, ranks: tuple[int, ...]) -> RankIndex:
         index = self._rank_indexes.get(id(ranks))
         if index is None or index.ranks is not ranks:
-            index = self._rank_indexes[id(ranks)] = _RankIndex(ranks)
+            index = self._rank_indexes[id(ranks)] = RankIndex(ranks)
         return index
 
-    def _make_ready(self, comm: _Communicator, inst: _Instance) -> None:
+    def _make_ready(self, comm: Communicator, inst: _Instance) -> None:
         inst.ready = self.env.now
         self._arrivals += 1
         order = inst.queue_key + (inst.seq, inst.ready, inst.position, self._arrivals)
@@ -352,7 +285,7 @@ class CollectiveRuntime:
             self._set_in_flight(+1, comm)
             self.env.process(self._run(comm, inst))
 
-    def _set_in_flight(self, delta: int, comm: _Communicator) -> None:
+    def _set_in_flight(self, delta: int, comm: Communicator) -> None:
         before = self.in_flight
         self.in_flight += delta
         if (before == 0) != (self.in_flight == 0):
@@ -381,7 +314,7 @@ class CollectiveRuntime:
         yield self.network.transfer(step.demand, tag=tag,
                                     data_factor=getattr(step, "data_factor", 1.0))
 
-    def _run(self, comm: _Communicator, inst: _Instance):
+    def _run(self, comm: Communicator, inst: _Instance):
         plan = inst.plan if inst.plan is not None else self.model.plan(inst.op, inst.nbytes, comm.ranks)
         if plan.latency < 0:
             raise ValueError(f"collective plan for {inst.op}: negative latency {plan.latency}")
