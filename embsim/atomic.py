@@ -9,10 +9,16 @@ Only regular files are ever replaced: renaming over a device, FIFO or socket (as
 `--chrome-trace /dev/null --force`) would delete it. A symlink is written through: its
 target is replaced, the link stays. No folder is created: a typo'd folder is refused,
 not planted.
+
+An output that `refuse_overwrite` found absent (no --force) stays new: it is published
+with link(), which fails if a file appeared at that name while the run went on, where a
+rename would silently replace it. With --force the rename replaces the file, keeping its
+permission bits.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -21,6 +27,12 @@ from pathlib import Path
 
 from .errors import InputError
 from .lifetime import pid_alive
+
+
+# abspath of each output that refuse_overwrite found absent without --force -> its flag:
+# the write must not replace a file that appears there meanwhile. Recorded at the check,
+# so no caller between the command and the writer has to carry --force along.
+_MUST_BE_NEW: dict[str, str] = {}
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
@@ -49,6 +61,9 @@ def clean_stale_temporaries(path: Path) -> int:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     given = Path(path)
     path = write_target(given)
+    flag = _MUST_BE_NEW.get(os.path.abspath(given))
+    if flag is not None and os.path.lexists(given):
+        raise _appeared(flag, given)
     try:
         refuse_special(path, given)
         require_folder(path, given)
@@ -58,24 +73,62 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     except OSError as exc:
         raise InputError(f"{given}: cannot write: {exc.strerror or exc}") from None
     try:
-        # mkstemp creates 0600; give the file the mode an ordinary open() would
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
+        # mkstemp creates 0600: give the file the mode of the one it replaces, else the
+        # mode an ordinary open() would (a --force must not hide a shared file, nor
+        # expose a private one)
+        os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if flag is None:
+            os.replace(tmp, path)
+        else:
+            _publish_new(tmp, path)
+            _MUST_BE_NEW.pop(os.path.abspath(given), None)    # ours now: a rewrite may replace it
     except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if flag is not None and isinstance(exc, FileExistsError):
+            raise _appeared(flag, given) from None
         if isinstance(exc, OSError):
             raise InputError(f"{given}: cannot write: {exc.strerror or exc}") from None
         raise
     return given
+
+
+def _appeared(flag: str, given: Path) -> InputError:
+    return InputError(f"{flag} {given}: appeared while embsim ran; not overwritten (choose another "
+                      f"name, or add --force)")
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:            # nothing there yet
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _publish_new(tmp: str, path: Path) -> None:
+    """`tmp` renamed to `path` only if nothing is at `path`: FileExistsError otherwise."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK):
+            raise
+        # a file system without hard links (FAT, some network mounts): check, then
+        # rename; the window is this call's, not the run's
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 def write_target(path: Path) -> Path:
@@ -153,6 +206,8 @@ def refuse_overwrite(path, force: bool, flag: str = "--out") -> None:
         if present and not force:
             raise InputError(f"{flag} {path}: exists; not overwritten (choose another name, "
                              f"or add --force)")
+        if not present and not force:
+            _MUST_BE_NEW[os.path.abspath(given)] = flag
         # found now, not after the run it would have been written from
         require_folder(target, given, flag)
     except OSError as exc:     # a name the OS cannot even look up (too long): nor write

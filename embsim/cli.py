@@ -3,16 +3,24 @@
 Thin on purpose: commands parse, call the library, print. Bad input (InputError)
 becomes one line on stderr and exit status 2, never a traceback. Installed as the
 `embsim` console script; `python -m embsim` runs the same main().
+
+Ctrl-C is "embsim: aborted", 130; SIGTERM (kill, timeout) takes the same way out, so an
+atomic write's temporary file is removed, as "embsim: terminated", 143. An output that
+cannot be written (a full disk) is one line and status 1; one whose reader has gone
+(`| head`) ends the command silently with 141, as a tool killed by SIGPIPE would.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
 from . import __version__
 from .errors import InputError, one_line
+from .exits import (OutputFailed, OutputGone, discard_stdout, output_failures_raised, say,
+                    sigterm_interrupts)
 
 # name -> (module in embsim.commands, the command's one-line help). Commands are imported
 # only when run, so `embsim --help` / `--version` start without numpy, networkx or the
@@ -48,6 +56,15 @@ class LazyGroup(click.Group):
         command = importlib.import_module(f"embsim.commands.{COMMANDS[name][0]}").command
         return refuse_repeated(refuse_empty(command))
 
+    # both under click's own EPIPE handling, which exits 1 without a word
+    def make_context(self, *args, **kwargs):
+        with output_failures_raised():
+            return super().make_context(*args, **kwargs)      # --help prints here
+
+    def invoke(self, ctx):
+        with output_failures_raised():
+            return super().invoke(ctx)
+
     def format_commands(self, ctx, formatter) -> None:
         limit = formatter.width - 6 - max(len(n) for n in COMMANDS)
         rows = [(name, _one_line(help, limit)) for name, (_, help) in sorted(COMMANDS.items())]
@@ -74,15 +91,33 @@ _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", None)
 
 
 def main(argv: list[str] | None = None) -> int:
+    terminated: list = []
+    with sigterm_interrupts(terminated):
+        try:
+            with output_failures_raised():
+                rv = _run(argv)
+                if sys.stdout is not None:
+                    sys.stdout.flush()      # a buffered output's last write fails here, not at exit
+                return rv
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            say("embsim: terminated" if terminated else "embsim: aborted")
+            return 143 if terminated else 130
+        except OutputGone:
+            discard_stdout()
+            return 141
+        except OutputFailed as exc:
+            discard_stdout()
+            say(f"embsim: error: cannot write the output: {exc}")
+            return 1
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         # with standalone_mode=False click returns a command's exit code instead of exiting
         rv = cli.main(args=argv, prog_name="embsim", standalone_mode=False)
     except InputError as exc:
         click.echo(f"embsim: error: {one_line(exc)}", err=True)
         return 2
-    except click.exceptions.Abort:
-        click.echo("embsim: aborted", err=True)
-        return 130
     except click.UsageError as exc:
         if _NO_ARGS_IS_HELP is not None and isinstance(exc, _NO_ARGS_IS_HELP):
             # a bare `embsim` or `embsim topology`: its help, not an error (click >= 8.2

@@ -39,8 +39,8 @@ FLOORS = [
     {"embsim.engine"},
     # what is built from simulations
     {"embsim.report", "embsim.compare", "embsim.ablation", "embsim.sweep", "embsim.validate"},
-    # the command line
-    {"embsim.commands", "embsim.cli", "embsim.__main__"},
+    # the command line, and how its process ends (interrupts, an output that cannot be written)
+    {"embsim.commands", "embsim.cli", "embsim.exits", "embsim.__main__"},
 ]
 
 

@@ -142,3 +142,107 @@ def test_a_missing_folder_is_refused_not_created(tmp_path, below):
     with pytest.raises(InputError, match=r"cannot write: no folder .* \(create it first\)$"):
         atomic_write_text(path, "x")
     assert not (tmp_path / "nope").exists()
+
+
+# ----- probe: a file that appears during the run, and the modes a write leaves
+
+def _appearing(monkeypatch, path, text="USER DATA\n"):
+    """The user's file appears at `path` while the temporary is being written."""
+    fsync = os.fsync
+
+    def and_the_user_writes(fd):
+        path.write_text(text)
+        fsync(fd)
+    monkeypatch.setattr(os, "fsync", and_the_user_writes)
+
+
+def test_an_output_that_appears_during_the_run_is_not_replaced(tmp_path, monkeypatch):
+    """The existence check ran only up front and the write was os.replace: a file created
+    meanwhile was replaced, without --force, exit 0."""
+    from embsim.atomic import refuse_overwrite
+    out = tmp_path / "race.json"
+    refuse_overwrite(out, False, "--chrome-trace")
+    _appearing(monkeypatch, out)
+    with pytest.raises(InputError) as info:
+        atomic_write_text(out, "{}")
+    assert str(info.value) == (f"--chrome-trace {out}: appeared while embsim ran; not "
+                               f"overwritten (choose another name, or add --force)")
+    assert out.read_text() == "USER DATA\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["race.json"]     # no temporary left
+
+
+def test_an_output_that_appeared_before_the_write_is_not_replaced(tmp_path):
+    from embsim.atomic import refuse_overwrite
+    out = tmp_path / "race.json"
+    refuse_overwrite(out, False, "--plot")
+    out.write_text("USER DATA\n")
+    with pytest.raises(InputError, match=r"^--plot .*race\.json: appeared while embsim ran"):
+        atomic_write_text(out, "{}")
+    assert out.read_text() == "USER DATA\n"
+
+
+def test_force_still_replaces_a_file_that_appeared(tmp_path, monkeypatch):
+    from embsim.atomic import refuse_overwrite
+    out = tmp_path / "race.json"
+    refuse_overwrite(out, True, "--chrome-trace")
+    _appearing(monkeypatch, out)
+    atomic_write_text(out, "{}")
+    assert out.read_text() == "{}"
+
+
+def test_a_new_output_once_written_may_be_rewritten(tmp_path):
+    """It is the run's own file now (calibrate checks twice, a command may write twice)."""
+    from embsim.atomic import refuse_overwrite
+    out = tmp_path / "t.yaml"
+    refuse_overwrite(out, False)
+    atomic_write_text(out, "one")
+    atomic_write_text(out, "two")
+    assert out.read_text() == "two"
+
+
+@pytest.mark.parametrize("appears", [False, True])
+def test_without_hard_links_a_new_output_is_still_kept(tmp_path, monkeypatch, appears):
+    """A file system without link() (FAT, some network mounts): check, then rename."""
+    import errno
+    from embsim.atomic import refuse_overwrite
+
+    def no_links(src, dst):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+    monkeypatch.setattr(os, "link", no_links)
+    out = tmp_path / "o.json"
+    refuse_overwrite(out, False, "--out")
+    if appears:
+        _appearing(monkeypatch, out)
+        with pytest.raises(InputError, match="appeared while embsim ran"):
+            atomic_write_text(out, "{}")
+        assert out.read_text() == "USER DATA\n"
+    else:
+        atomic_write_text(out, "{}")
+        assert out.read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.json"]
+
+
+def test_force_keeps_the_replaced_files_mode(tmp_path):
+    """--force over a 0600 file left it 0644: a private file made readable by all."""
+    out = tmp_path / "priv.json"
+    out.write_text("x")
+    out.chmod(0o600)
+    atomic_write_text(out, "{}")
+    assert out.read_text() == "{}" and (out.stat().st_mode & 0o777) == 0o600
+    out.chmod(0o664)
+    atomic_write_text(out, "{}")
+    assert (out.stat().st_mode & 0o777) == 0o664
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_a_new_file_gets_the_umasks_mode_not_mkstemps(tmp_path, umask):
+    from embsim.atomic import refuse_overwrite
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "a.json", "{}")
+        refuse_overwrite(tmp_path / "b.json", False)      # the link() way
+        atomic_write_text(tmp_path / "b.json", "{}")
+    finally:
+        os.umask(old)
+    for name in ("a.json", "b.json"):
+        assert ((tmp_path / name).stat().st_mode & 0o777) == 0o666 & ~umask
