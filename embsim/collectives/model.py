@@ -70,15 +70,18 @@ class CollectivePlan:
 
 
 def _pcie_tree_capacity(topology, capacity: np.ndarray) -> np.ndarray | None:
-    """The file's PCIe-tree capacities (inf on every other link) of a PCIe node: its GPU
-    links, PCIe switch uplinks and socket links. With no NVLink (through which NCCL may
-    route, PATH_NVB) GPU-to-GPU traffic has one path up and down that tree, and every byte
-    a pattern sends over a link has to cross it at the link's rate, which neither NCCL's
-    search (its own per-CPU constant) nor its kernels' per-GPU rate sees for a shared
-    uplink or the socket link; None elsewhere."""
-    if topology.node.fabric.kind != "pcie":
+    """The file's PCIe-tree capacities (inf on every other link) of a node with a PCIe
+    tree: its GPU links, PCIe switch uplinks and socket links. Where a communicator's rings
+    run over PCIe (a PCIe node; GPUs of a bridged or meshed node that NVLink does not join),
+    GPU-to-GPU traffic has one path up and down that tree, and every byte a pattern sends
+    over a link has to cross it at the link's rate, which neither NCCL's search (its own
+    per-CPU constant) nor its kernels' per-GPU rate sees for a shared uplink or the socket
+    link; None on an NVSwitch node. A bridged pair's NVLink is held to its file rate too:
+    a pattern over such GPUs sends some peers' bytes over the bridge, which the PCIe
+    kernels' rate does not price."""
+    if topology.node.fabric.kind == "nvswitch":
         return None
-    tree = np.isin(np.asarray(topology.link_kinds), ("cpu", "pcie"))
+    tree = np.isin(np.asarray(topology.link_kinds), ("cpu", "pcie", "nvlink"))
     if not tree.any():
         return None
     return np.where(tree, capacity, np.inf)
@@ -204,7 +207,10 @@ class CollectiveModel:
         r, note = fabric_ratio(node.fabric, int(node.gpu.arch))
         if not note or abs(r / node.fabric.nvlink_whatif_scale - 1.0) <= 1e-9:
             note = ""
-        return "; ".join(n for n in (note, socket_view_note(node.fabric, self.consts.version)) if n)
+        # a bridged or meshed node's rings over GPUs NVLink does not join cross its PCIe
+        pcie = (fabric_ratio(node.fabric, int(node.gpu.arch), "pcie")[1]
+                if node.fabric.kind in ("nvlink-mesh", "nvlink-bridge") else "")
+        return "; ".join(n for n in (note, pcie, socket_view_note(node.fabric, self.consts.version)) if n)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -367,7 +373,7 @@ class CollectiveModel:
             source = "measured"
         latency, time = lat_us * 1e-6, time_us * 1e-6
         unit = self._unit_demand(op, algo, ranks)
-        if source == "model" and self._tree_capacity is not None:
+        if source == "model" and self._tree_capacity is not None and shape.intra == "pcie":
             # the PCIe tree's links: what the pattern sends across each, at its rate
             per_byte = self._tree_per_byte.get((op, algo, ranks))
             if per_byte is None:

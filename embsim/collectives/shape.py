@@ -198,15 +198,18 @@ def spec_nvlink_per_link(arch: int) -> float:
     return SPEC_NVLINK_PER_LINK[fam]
 
 
-def fabric_ratio(fab, arch: int) -> tuple[float, str]:
-    """(file / spec, note) for the intra-node fabric NCCL's view is built from."""
-    if fab.kind in ("nvswitch", "nvlink-mesh", "nvlink-bridge"):
+def fabric_ratio(fab, arch: int, path: str | None = None) -> tuple[float, str]:
+    """(file / spec, note) for the intra-node fabric NCCL's view is built from: the node's
+    NVLink, or its PCIe where `path` is "pcie" -- a PCIe node, or GPUs of an NVLink-bridged
+    or meshed node that NVLink does not connect, whose rings cross PCIe (None: the fabric's
+    own kind)."""
+    if fab.kind in ("nvswitch", "nvlink-mesh", "nvlink-bridge") and path != "pcie":
         links, gbps = fab.nvlink_links_per_gpu, fab.nvlink_gbps
         if not links or not gbps:
             return 1.0, ""
         spec = links * spec_nvlink_per_link(arch)
         what = f"NVLink {gbps:g} GB/s per GPU where {links} sm{arch} links are {spec:g}"
-    elif fab.kind == "pcie":
+    elif fab.kind == "pcie" or path == "pcie":
         if not fab.pcie_gen or not fab.pcie_lanes or not fab.pcie_gbps:
             return 1.0, ""
         spec = fab.pcie_lanes * SPEC_PCIE_PER_LANE.get(int(fab.pcie_gen), 0.985)
@@ -317,7 +320,7 @@ def comm_shape(topology, ranks: Sequence[int], nccl_version: str | NcclConstants
         float(fab.pcie_gbps) if fab.pcie_gbps else 12.0)
     nics = _nccl_nics(topology, local_by_node) if n_nodes > 1 or node.nics.count else 0
     n_ranks = len(ranks)
-    ratio = fabric_ratio(fab, int(node.gpu.arch))[0]
+    ratio = fabric_ratio(fab, int(node.gpu.arch), intra if intra == "pcie" else None)[0]
     host_share = 1
     if kind == "pcie" and not fab.pcie_p2p and fab.pcie_switches:
         host_share = max(Counter(pcie_place(fab, node.gpu.count, g)[1] for g in gpus).most_common(1)[0][1]
