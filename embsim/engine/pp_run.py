@@ -153,7 +153,8 @@ def rank_memory(chunk_memories, program):
                            grads=sum(m.grads for m in chunk_memories),
                            optimizer_state=sum(m.optimizer_state for m in chunk_memories),
                            master_weights=sum(m.master_weights for m in chunk_memories),
-                           activations=activations, by_component=parts)
+                           activations=activations, by_component=parts,
+                           buffers=sum(m.buffers for m in chunk_memories))
 
 
 def _own_names(plan, prefix: int, stage: int, ranks: tuple):

@@ -77,7 +77,8 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
     t.add_row("memory per GPU", f"{human_bytes(mem['total'])} of {human_bytes(result.hbm_bytes)} "
               f"(params {human_bytes(mem['params'])}, grads {human_bytes(mem['grads'])}, "
               f"optimizer {human_bytes(mem['optimizer_state'] + mem['master_weights'])}, "
-              f"activations {human_bytes(mem['activations'])})")
+              f"activations {human_bytes(mem['activations'])}"
+              + (f", buffers {human_bytes(mem['buffers'])}" if mem["buffers"] else "") + ")")
     t.add_row("compute times", compute_source_text(result.compute_source))
     # events, not wall time: the same inputs and seed print the same table
     t.add_row("simulated", f"{result.events:,} events")

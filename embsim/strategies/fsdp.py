@@ -141,8 +141,13 @@ class FsdpStrategy(Strategy):
         # every block through the backward under SHARD_GRAD_OP; the root's throughout
         gathered = param_b.get(ROOT, 0.0) + (2 * max((param_b[b] for b in blocks), default=0.0) if full
                                              else sum(param_b[b] for b in blocks))
+        # unsharded gradients alive until their reduce-scatter: the root's through the whole
+        # backward (its reduce-scatter is the last), a block's while it is computed and while
+        # its reduce-scatter runs beside the next block's backward
+        unsharded = grad_b.get(ROOT, 0.0) + 2 * max((grad_b[b] for b in blocks), default=0.0)
         memory = memory_per_gpu(model, embedding_shards=n, dense_shards=n,
-                                buffers={"fsdp gathered parameters": gathered})
+                                buffers={"fsdp gathered parameters": gathered,
+                                         "fsdp unsharded gradients": unsharded})
         plural = "s" if len(blocks) != 1 else ""
         if blocks:
             notes = [f"fsdp: {o.sharding}, {len(blocks)} block{plural} + root unit, limit_all_gathers"]

@@ -23,16 +23,17 @@ class MemoryBreakdown:
     master_weights: int
     activations: int
     by_component: dict = field(default_factory=dict, hash=False)   # "dense" | table -> bytes
+    buffers: int = 0      # a strategy's own: gathered parameters, communication buffers
 
     @property
     def total(self) -> int:
         return (self.params + self.grads + self.optimizer_state + self.master_weights
-                + self.activations)
+                + self.activations + self.buffers)
 
     def as_dict(self) -> dict:
         return {"params": self.params, "grads": self.grads,
                 "optimizer_state": self.optimizer_state, "master_weights": self.master_weights,
-                "activations": self.activations, "total": self.total,
+                "activations": self.activations, "buffers": self.buffers, "total": self.total,
                 "by_component": dict(self.by_component)}
 
 
@@ -52,7 +53,8 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
     sparse_embedding_grads: keep each table's gradient as (index, row) pairs, one per
     lookup (PyTorch sparse=True), instead of a dense vocab x dim buffer. A tied output
     projection with a full softmax touches every row, so its table stays dense.
-    buffers: named communication buffers a strategy adds (counted with the gradients).
+    buffers: named buffers a strategy adds (FSDP's gathered parameters and unsharded
+    gradients, a parameter server's worker cache), counted apart from the gradients.
     optimizer_shards: over how many GPUs the optimizer state and FP32 master weights alone
     are sharded, parameters and gradients staying whole (Megatron's distributed optimizer).
     """
@@ -105,14 +107,15 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
         grads += g
         components[table.name] = elements * t + table_state + table_master_bytes + g
 
+    extra = 0
     for name, nbytes in (buffers or {}).items():
-        grads += int(math.ceil(nbytes))
+        extra += int(math.ceil(nbytes))
         components[name] = int(math.ceil(nbytes))
     activations = activation_bytes(model)
     components["activations"] = activations
     return MemoryBreakdown(params=params, grads=grads, optimizer_state=state,
                            master_weights=master, activations=activations,
-                           by_component=components)
+                           by_component=components, buffers=extra)
 
 
 def activation_bytes(model: Model) -> int:

@@ -80,7 +80,9 @@ def test_per_table_shards_and_buffers():
     replicated = memory_per_gpu(m, sparse_embedding_grads=True)
     assert everywhere.total < partial.total < replicated.total
     with_buffer = memory_per_gpu(m, buffers={"recv": 1000})
-    assert with_buffer.grads == memory_per_gpu(m).grads + 1000
+    plain = memory_per_gpu(m)
+    assert with_buffer.grads == plain.grads and with_buffer.buffers == 1000   # apart, not as grads
+    assert with_buffer.total == plain.total + 1000
     assert with_buffer.by_component["recv"] == 1000
 
 
