@@ -24,7 +24,7 @@ def command(sweep_file, scheduler, workers, out, threads, no_progress):
     summary = run_sweep(list(spec.points), out, scheduler=scheduler, workers=workers,
                         processes=not threads, progress=not no_progress, name=spec.name)
     # why a point that has a result ran again
-    stale = (f" ({summary.stale} again: a file read or the embsim version changed)"
+    stale = (f" ({summary.stale} again: a file read or embsim changed)"
              if summary.stale else "")
     click.echo(f"{spec.name}: {summary.total} points, {summary.skipped} already done, "
                f"{summary.ran} run{stale}, {summary.failed} failed -> {out}/results.csv, results.jsonl")

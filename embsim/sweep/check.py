@@ -8,7 +8,7 @@ import math
 
 from ..errors import InputError
 from ..workload.tokens import check_corpus_text
-from .spec import CONFIG_FIELDS, SweepPoint
+from .spec import CONFIG_FIELDS, MAX_SEED, SweepPoint
 
 MAX_ITERATIONS = 1000          # as the --iterations flag (embsim.commands.checks)
 MAX_ACCUMULATE = 1024          # as the --accumulate flag (embsim.commands.checks)
@@ -36,8 +36,8 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
     if isinstance(accumulate, int) and not isinstance(accumulate, bool) \
             and accumulate > MAX_ACCUMULATE:
         raise InputError(f"accumulate {accumulate!r}: need an integer 1..{MAX_ACCUMULATE}")
-    if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool) or not 0 <= cfg.seed < 2 ** 63:
-        raise InputError(f"seed {cfg.seed!r}: need an integer 0..{2 ** 63 - 1}")
+    if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool) or not 0 <= cfg.seed <= MAX_SEED:
+        raise InputError(f"seed {cfg.seed!r}: need an integer 0..{MAX_SEED}")
     for key in ("interference", "comm_interference"):
         value = getattr(cfg, key)
         if value is not None and (not math.isfinite(value) or value < 0):

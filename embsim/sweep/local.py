@@ -47,8 +47,12 @@ def local_client(workers: int, processes: bool):
     with _sigint_handled_by(lambda signum, frame: held.append(signum)):
         if processes:
             _forkserver_ignoring_sigint()
+        # no dashboard; the scheduler's HTTP server (health routes, always started) on a
+        # free loopback port: at its default 8787 a second sweep warned "Port 8787 is
+        # already in use" in four lines
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                               dashboard_address=None)
+                               dashboard_address=None,
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
         client = Client(cluster)
         if held:
             _close_quietly(client, cluster)

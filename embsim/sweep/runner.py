@@ -1,40 +1,42 @@
 """Run sweep points on Dask: a local cluster by default, or an existing scheduler.
 
 Each finished point is appended at once to `results.jsonl` in the output folder (so a
-killed sweep loses at most the points in flight), and `results.csv` is rewritten from it
-in point order at the end. Re-running skips the points whose hash already has an "ok"
-row written by this embsim version; points that failed, and results of another version,
-are run again. A failing point is recorded with its error and never stops the sweep. Each
-row names its sweep: a folder holding another sweep's results is refused, not mixed into.
+killed sweep loses at most the points in flight); at the end `results.jsonl` is rewritten
+with each point's latest row in point order, and `results.csv` from it, so the same sweep
+gives the same bytes however its points were scheduled (results.py). A point's wall-clock
+time goes to `timing.jsonl`, not into its row. Re-running skips the points whose hash
+already has an "ok" row written by this embsim: its version and its fingerprint
+(fingerprint.py: the bytes of its code, packaged data and presets); points that failed,
+and results of another embsim, are run again. A failing point is recorded with its error
+and never stops the sweep. Each row names its sweep: a folder holding another sweep's
+results is refused, not mixed into.
 """
 
 from __future__ import annotations
 
-import csv
-import dataclasses
-import io
 import json
 import os
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
-from ..atomic import atomic_write_text
+import click
+
 from ..errors import InputError
-from ..yamlio import check_regular_file
+from .fingerprint import embsim_fingerprint
 from .local import closed_on_exit, local_client
-from .spec import HARDWARE_KEYS, SweepPoint
+from .results import (CSV, JSONL, TIMING, csv_text, jsonl_text, read_results, refuse_foreign_results,
+                      refuse_other_sweep, repair_tail, rewrite)
+from .spec import SweepPoint
 
-JSONL, CSV = "results.jsonl", "results.csv"
-RESULT_COLUMNS = ("n_gpus", "step_time_ms", "samples_per_s", "tokens_per_s", "compute_ms",
-                  "exposed_comm_ms", "scaling_efficiency", "fits_in_memory", "compute_source")
-CONFIG_COLUMNS = ("topology", "model", "strategy", "scheduler", "batch", "seq", "iterations", "seed")
+FINGERPRINT = "embsim_fingerprint"      # the row's key for fingerprint.embsim_fingerprint()
 
 
 def simulate_point(config: dict) -> dict:
-    """What a worker runs for one point: never raises, a failure is a row too."""
+    """What a worker runs for one point: never raises, a failure is a row too. Its
+    `wall_s` goes to timing.jsonl, not into the results (_execute)."""
     from ..engine.run import SimulationConfig, simulate
     from ..report.result_json import simulation_json
     t0 = time.perf_counter()
@@ -64,7 +66,7 @@ class SweepSummary:
     failed: int
     out_dir: Path
     # of the points run, those with an ok result of the same configuration that is not
-    # reused: a file they read or the embsim version changed since
+    # reused: a file they read or embsim (its version or fingerprint) changed since
     stale: int = 0
 
     @property
@@ -72,151 +74,28 @@ class SweepSummary:
         return self.total - self.failed
 
 
-def read_results(out_dir: Path) -> dict[str, dict]:
-    """hash -> the latest row recorded for it (a retried point's new row wins)."""
-    path = Path(out_dir) / JSONL
-    rows: dict[str, dict] = {}
-    if not path.exists() and not path.is_symlink():
-        return rows
-    check_regular_file(path, "sweep results file", max_bytes=1 << 30)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read sweep results file: {exc.strerror or exc}") from None
-    for line in data.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line.decode("utf-8"))
-        except (ValueError, RecursionError):
-            # A line torn by a kill, or damaged (not UTF-8, not JSON, a number past Python's
-            # int digit limit): its point simply runs again.
-            continue
-        if (isinstance(row, dict) and isinstance(row.get("hash"), str)
-                and row.get("status") in ("ok", "error")
-                and (row["status"] != "ok" or isinstance(row.get("result"), dict))):
-            rows[row["hash"]] = row
-    return rows
-
-
-# How the files a sweep writes begin: a results.jsonl row is json.dumps(sort_keys=True),
-# so "config" comes first; results.csv starts with its header.
-_JSONL_START = b'{"config": '
-_CSV_START = b"index,hash,status,"
-
-
-def refuse_foreign_results(out_dir: Path) -> None:
-    """--out may be any folder: a results.jsonl / results.csv there that a sweep did not
-    write (a user's own file) is neither appended to, cut nor replaced."""
-    for name, start in ((JSONL, _JSONL_START), (CSV, _CSV_START)):
-        path = out_dir / name
-        if not path.exists() and not path.is_symlink():
-            continue
-        check_regular_file(path, "sweep results file", max_bytes=1 << 30)
-        try:
-            with open(path, "rb") as f:
-                head = f.read(len(start))
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read sweep results file: {exc.strerror or exc}") from None
-        # a row torn by a kill can be shorter than the prefix; an empty file is a sweep's too
-        if not start.startswith(head):
-            raise InputError(f"{path}: not written by an embsim sweep; not touched (choose another --out)")
-
-
-def refuse_other_sweep(out_dir: Path, rows: dict[str, dict], name: str | None) -> None:
-    """Rows of another sweep (a second sweep given the first one's --out) are neither
-    appended to nor dropped from its table. Rows of embsim versions that did not record the
-    sweep's name are not judged."""
-    if name is None:
-        return
-    others = sorted({r["sweep"] for r in rows.values() if isinstance(r.get("sweep"), str)} - {name})
-    if others:
-        raise InputError(f"{out_dir}: holds the results of sweep {others[0]!r}, not {name!r}; "
-                         f"not touched (choose another --out)")
-
-
 def reusable(row: dict | None) -> bool:
-    """A finished point's row that resume keeps: ok, and simulated by this embsim version."""
+    """A finished point's row that resume keeps: ok, and simulated by this embsim (its
+    version and fingerprint: an edited preset, zoo model or module is another embsim)."""
     from .. import __version__
-    return row is not None and row.get("status") == "ok" and row.get("embsim") == __version__
+    return (row is not None and row.get("status") == "ok" and row.get("embsim") == __version__
+            and row.get(FINGERPRINT) == embsim_fingerprint())
+
+
+def unfingerprinted(todo: list[SweepPoint], rows: dict[str, dict]) -> int:
+    """How many points to run have an ok row from before rows carried embsim's fingerprint:
+    whether embsim changed since cannot be told, so they run again (with a note)."""
+    return sum(1 for p in todo if rows.get(p.hash, {}).get("status") == "ok"
+               and FINGERPRINT not in rows[p.hash])
 
 
 def rerun_points(todo: list[SweepPoint], rows: dict[str, dict]) -> list[SweepPoint]:
     """The points to run whose configuration already has an ok row: its hash (the bytes
-    of a file the point reads) or its embsim version differ, so it is run again."""
+    of a file the point reads) or embsim (version, fingerprint) differ, so it is run again."""
     def key(config):
         return json.dumps(config, sort_keys=True, default=str)
     finished = {key(r.get("config")) for r in rows.values() if r["status"] == "ok"}
     return [p for p in todo if key(p.config) in finished]
-
-
-def repair_tail(path: Path) -> None:
-    """Cut a torn last line (a sweep killed mid-write) so that the next row appended
-    starts on a line of its own instead of being glued onto the fragment."""
-    try:
-        with open(path, "rb+") as f:
-            size = f.seek(0, 2)
-            if size == 0:
-                return
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
-                return
-            # find the last newline: everything after it is the torn fragment
-            pos = size
-            while pos > 0:
-                step = min(pos, 1 << 16)
-                f.seek(pos - step)
-                chunk = f.read(step)
-                cut = chunk.rfind(b"\n")
-                if cut >= 0:
-                    f.truncate(pos - step + cut + 1)
-                    return
-                pos -= step
-            f.truncate(0)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise InputError(f"{path}: cannot repair sweep results file: {exc.strerror or exc}") from None
-
-
-def _varied_columns(fulls: list[dict]) -> list[str]:
-    """The other SimulationConfig fields whose value differs between the points (a grid
-    key such as tensor_parallel, recompute or dtype): without them two rows of the table
-    that differ only there could not be told apart."""
-    if not fulls:
-        return []
-    fixed = set(CONFIG_COLUMNS) | {"hardware"}
-    return [k for k in fulls[0] if k not in fixed
-            and len({json.dumps(f[k], sort_keys=True, default=str) for f in fulls}) > 1]
-
-
-def _cell(value):
-    if value is None:
-        return ""
-    return json.dumps(value, sort_keys=True, default=str) if isinstance(value, (dict, list, tuple)) else value
-
-
-def _csv_text(points: Iterable[SweepPoint], rows: dict[str, dict]) -> str:
-    buf = io.StringIO()
-    points = list(points)
-    fulls = [dataclasses.asdict(p.simulation_config()) for p in points]    # defaults shown, not blanks
-    varied = _varied_columns(fulls)
-    header = (["index", "hash", "status"] + list(CONFIG_COLUMNS) + varied
-              + [f"hardware.{k}" for k in HARDWARE_KEYS] + list(RESULT_COLUMNS) + ["error"])
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
-    for p, full in zip(points, fulls):
-        row = rows.get(p.hash)
-        if row is None:
-            continue
-        result = row.get("result") or {}
-        hw = full["hardware"]
-        writer.writerow([p.index, p.hash, row["status"]]
-                        + ["" if full[k] is None else full[k] for k in CONFIG_COLUMNS]
-                        + [_cell(full[k]) for k in varied]
-                        + [hw.get(k, "") for k in HARDWARE_KEYS]
-                        + [result.get(k, "") for k in RESULT_COLUMNS] + [row.get("error") or ""])
-    return buf.getvalue()
 
 
 def check_local_workers(workers: int | None) -> None:
@@ -270,8 +149,14 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
     done = read_results(out_dir)
     refuse_other_sweep(out_dir, done, name)
     repair_tail(out_dir / JSONL)
+    repair_tail(out_dir / TIMING)
     todo = [p for p in points if not reusable(done.get(p.hash))]
     stale = len(rerun_points(todo, done))
+    old = unfingerprinted(todo, done)
+    if old:
+        click.echo(f"note: {out_dir / JSONL}: {old} result{'s' * (old != 1)} recorded by an older "
+                   f"embsim (no fingerprint of its code): running {'them' if old != 1 else 'it'} again",
+                   err=True)
     failed = 0
     if todo:
         try:
@@ -283,7 +168,8 @@ def run_sweep(points: list[SweepPoint], out_dir: str | Path, scheduler: str | No
         with closed_on_exit(dask_client):
             failed = _execute(dask_client.client, todo, out_dir, done, progress, point_fn, name)
     rows = read_results(out_dir)
-    atomic_write_text(out_dir / CSV, _csv_text(points, rows))
+    rewrite(out_dir / JSONL, jsonl_text(points, rows))
+    rewrite(out_dir / CSV, csv_text(points, rows))
     failed = sum(1 for p in points if rows.get(p.hash, {}).get("status") != "ok")
     return SweepSummary(total=len(points), skipped=len(points) - len(todo), ran=len(todo),
                         failed=failed, out_dir=out_dir, stale=stale)
@@ -308,6 +194,7 @@ def _execute(client, todo, out_dir: Path, done: dict, progress: bool, point_fn, 
                for p in todo}
     failed = 0
     with open(out_dir / JSONL, "a", encoding="utf-8") as log, \
+            open(out_dir / TIMING, "a", encoding="utf-8") as timing, \
             Progress(disable=not progress, transient=True) as bar:
         task = bar.add_task("sweep", total=len(todo))
         for future in as_completed(futures):
@@ -317,11 +204,17 @@ def _execute(client, todo, out_dir: Path, done: dict, progress: bool, point_fn, 
             except Exception as exc:  # noqa: BLE001 -- the worker itself died
                 row = {"status": "error", "error": f"worker lost: {type(exc).__name__}: {exc}",
                        "error_kind": "worker", "result": None}
+            wall_s = row.pop("wall_s", None)        # wall-clock: the rows stay reproducible
             row = {"index": p.index, "hash": p.hash, "config": p.config, "embsim": __version__,
-                   **({"sweep": name} if name is not None else {}), **row}
+                   FINGERPRINT: embsim_fingerprint(), **({"sweep": name} if name is not None else {}),
+                   **row}
             failed += row["status"] != "ok"
             log.write(json.dumps(row, sort_keys=True, default=str) + "\n")
             log.flush()
+            if wall_s is not None:
+                timing.write(json.dumps({"hash": p.hash, "index": p.index, "wall_s": wall_s},
+                                        sort_keys=True) + "\n")
+                timing.flush()
             done[p.hash] = row
             bar.update(task, advance=1, description=f"sweep ({failed} failed)")
     return failed

@@ -15,6 +15,8 @@
 Unknown keys are rejected with the file, key and line. The points come out in a fixed
 order (grid keys in file order, values in list order) and each has a hash of its whole
 configuration, and of the bytes of every file it names, which is what makes a sweep resumable.
+A relative file path (a trace, corpus, model or topology file) is read from the sweep file's
+folder, as a config file's paths are; a preset or zoo name stays a name.
 
 A point with a `trace` runs as `simulate --trace` does: the trace's model, machine, batch
 and seq where the point names none, and another model is refused.
@@ -36,6 +38,7 @@ from ..errors import InputError
 from ..yamlio import YamlDoc, check_mapping, check_type, file_sha256, load_yaml, parse_yaml
 
 MAX_POINTS = 100_000
+MAX_SEED = 2 ** 63 - 1         # as the --seed flag (embsim.commands.checks)
 HARDWARE_KEYS = ("nic_gbit", "nvlink_gbps", "oversubscription")
 CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(SimulationConfig))
 _NUMBER = (int, float)
@@ -99,7 +102,7 @@ def config_hash(config: dict, digests: dict | None = None) -> str:
 def named_files(config: dict) -> dict[str, Path]:
     """field -> the user's file a config reads: its trace, corpus, model file and topology
     file (or a preset from $EMBSIM_TOPOLOGY_PATH). Zoo models and packaged presets are not
-    listed: they change only with embsim itself (runner checks the version)."""
+    listed: they change only with embsim itself, which the runner checks (fingerprint.py)."""
     from ..topology import TopologyError, TopologySpec
     from ..workload import is_model_file
     files = {key: Path(config[key]) for key in ("trace", "corpus") if config.get(key)}
@@ -186,13 +189,43 @@ def _value(doc: YamlDoc, path: tuple, key: str, value):
         return {k: _hardware(doc, path + (k,), v) for k, v in value.items()}
     if key == "nccl_env":
         return _nccl_env(doc, path, value)
+    if key == "seed" and type(value) is int:
+        # a seed is a label, not a size: the flag's range, past check_type's 1e15
+        if not 0 <= value <= MAX_SEED:
+            raise doc.error(path, f"seed {value}: need an integer 0..{MAX_SEED}")    # as check.py
+        return value
     if value is None and key not in ("topology", "model", "strategy", "scheduler", "iterations"):
         return None
     value = check_type(doc, path, value, kind)
     if kind is str and not value.strip():
         # as on the command line: "" would silently mean the default
         raise doc.error(path, "must not be empty (leave the key out for the default)")
+    return beside_sweep(key, value, Path(doc.source).parent) if kind is str else value
+
+
+def beside_sweep(key: str, value: str, folder: Path) -> str:
+    """A relative file path in a sweep file, joined to the sweep file's `folder`: a
+    same-named file where embsim runs is not read instead. Only what the loaders take for a
+    path is one (a model or topology with a '/' or .yaml suffix, a trace, a corpus); a zoo
+    model, preset or NxG stays as written, as on the command line."""
+    from ..topology import TopologyError, TopologySpec
+    from ..workload import is_model_file
+    if folder == Path("."):
+        return value              # already where embsim runs (and sweep_from_text's "<sweep>")
+    if key in ("trace", "corpus") or (key == "model" and is_model_file(value)):
+        return _joined(folder, value)
+    if key == "topology":
+        try:
+            spec = TopologySpec.parse(value)
+        except TopologyError:
+            return value          # refused by the point checks, with their message
+        if spec.is_path:
+            return str(dataclasses.replace(spec, where=_joined(folder, spec.where), text=""))
     return value
+
+
+def _joined(folder: Path, path: str) -> str:
+    return path if Path(path).is_absolute() else str(folder / path)
 
 
 def _nccl_env(doc: YamlDoc, path: tuple, value) -> list:

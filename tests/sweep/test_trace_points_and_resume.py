@@ -1,6 +1,6 @@
 """A sweep or scale point with a trace runs as `simulate --trace` does (the trace's model
 and machine by default, another model refused with simulate's message); resume does not
-reuse a result whose files or embsim version changed; a second sweep into another sweep's
+reuse a result whose files or embsim changed; a second sweep into another sweep's
 --out is refused, not mixed in."""
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def test_resume_runs_again_when_a_file_or_the_version_changed(tmp_path, capsys, 
     assert "1 points, 1 already done, 0 run" in capsys.readouterr().out
     model.write_text(model.read_text().replace("vocab: 10000", "vocab: 20000"))
     assert main(sweep) == 0
-    assert ("1 points, 0 already done, 1 run (1 again: a file read or the embsim version "
-            "changed), 0 failed") in capsys.readouterr().out
+    assert ("1 points, 0 already done, 1 run (1 again: a file read or embsim changed), "
+            "0 failed") in capsys.readouterr().out
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and rows[0]["result"]["step_time_ms"] != rows[1]["result"]["step_time_ms"]
     monkeypatch.setattr(embsim, "__version__", "99.0")        # an upgrade: results are re-run
