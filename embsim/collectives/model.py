@@ -308,10 +308,11 @@ class CollectiveModel:
             self._units[key] = hit
         return hit
 
-    def _tree_time(self, unit: Demand, scale: float) -> float:
+    def _tree_time(self, unit: Demand, scale: float, shape: CommShape) -> float:
         """Seconds the busiest link of the node's PCIe tree needs for `scale` x `unit`'s bytes
-        at the file's rates (0: not a PCIe node)."""
-        if self._tree_capacity is None or unit.is_empty or scale <= 0:
+        at the file's rates (0: a communicator whose rings are not on PCIe)."""
+        if (self._tree_capacity is None or shape.intra != "pcie" or unit.is_empty
+                or scale <= 0):
             return 0.0
         return scale * unit.bottleneck_time(self._tree_capacity)
 
@@ -377,7 +378,7 @@ class CollectiveModel:
             # the PCIe tree's links: what the pattern sends across each, at its rate
             per_byte = self._tree_per_byte.get((op, algo, ranks))
             if per_byte is None:
-                per_byte = self._tree_per_byte[(op, algo, ranks)] = self._tree_time(unit, 1.0)
+                per_byte = self._tree_per_byte[(op, algo, ranks)] = self._tree_time(unit, 1.0, shape)
             time = max(time, latency + per_byte * nbytes)
         dem, per_unit = self._scaled(unit, time - latency)
         if dem.is_empty:
@@ -492,7 +493,7 @@ class CollectiveModel:
                 if routes.g * routes.n_nodes != n:
                     raise InputError("alltoallv: every node of the communicator needs the same GPU count")
                 unit = routes.demand(ms)
-            t_us = max(t.time, t.latency + self._tree_time(unit, 1.0) * 1e6)
+            t_us = max(t.time, t.latency + self._tree_time(unit, 1.0, shape) * 1e6)
             dem, per_unit = self._scaled(unit, (t_us - t.latency) * 1e-6)
             lat = t.latency * 1e-6 if not dem.is_empty else t_us * 1e-6
             time = t_us * 1e-6 if dem.is_empty else max(t_us * 1e-6, lat + dem.bottleneck_time(self.capacity))

@@ -21,6 +21,11 @@ def resolution_text(result) -> str:
     best = best_fitting(result.rows)
     if best is None:
         return "resolution: no row fits in memory, so none is ranked as the best"
+    others = [r for r in result.rows if r is not best and r.refused is None and r.fits_in_memory
+              and r.same_plan_as is None]
+    if not others:
+        return (f"resolution: {best.label} is the only fitting plan that ran: nothing to rank it "
+                f"against")
     near = unresolved_with_best(result.rows)
     limit = (f"{TRAINING_MEAN_ERROR:.1%} of the best, the model's mean error on published training "
              f"throughput (docs/validation.md)")

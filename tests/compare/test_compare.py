@@ -180,6 +180,10 @@ def test_rows_within_the_validated_error_of_the_best_are_not_resolved():
     assert resolution_text(r).startswith("resolution: embrace/fifo within 6.3% of the best")
     r.rows = (rows[0], rows[2])
     assert "leads every other fitting row by more than 6.3%" in resolution_text(r)
+    # one fitting row that ran: no lead to claim (probe P: five of six rows refused)
+    r.rows = (rows[0], rows[3], rows[4])
+    assert resolution_text(r) == ("resolution: embrace/embrace-2d is the only fitting plan that ran: "
+                                  "nothing to rank it against")
 
 
 def test_resolution_when_no_row_fits_or_runs_and_in_any_order():
