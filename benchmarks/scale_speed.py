@@ -8,6 +8,15 @@ memory between 512x8 and 2048x8 (1.0 = linear in the GPU count).
 Each run is its own process (start-up included); peak RSS is that process's ru_maxrss.
 Targets (issue 13): 2048x8 under 10 s and 1.5 GB for every strategy and scheduler, 128x8
 under 2 s, 128x8 all-distinct under 15 s for 4 iterations, growth at most linear.
+
+Then (not with --quick) a recommender at scale: Merlin's synthetic jumbo model (1,022
+tables; 742 collectives a step under allreduce/fifo) at 2048x8 for every strategy under
+fifo, and under ByteScheduler's priority (10^5 partitions a step) at 128x8. Target: under
+60 s and 1.5 GB each. Measured 2026-12-06 on 2 cores (others' work beside it): allreduce
+15 s / 0.54 GB, allgather 32 s / 0.59 GB, ps 40 s / 2.7 GB, embrace 52 s / 0.83 GB;
+priority at 128x8 ~200 s / 1.2 GB (3.4 million class arrivals: not met). Before that day's
+runtime changes: allreduce 55 s / 1.46 GB, ps 83 s, and priority at 2048x8 was killed at
+14 GB.
 """
 
 from __future__ import annotations
@@ -71,9 +80,9 @@ def main() -> None:
     rows: dict[tuple[str, str, str], tuple[float, float, int]] = {}
     print(f"{'strategy':<10} {'scheduler':<11} {'topology':>8} {'GPUs':>6} {'wall s':>7} {'peak GB':>8}")
 
-    def run(strategy: str, scheduler: str, size: str, cmd: list[str]) -> None:
+    def run(strategy: str, scheduler: str, size: str, cmd: list[str], model: str = "") -> None:
         wall, rss, rc = measure(cmd)
-        rows[(strategy, scheduler, size)] = (wall, rss, rc)
+        rows[(strategy, scheduler, size) + ((model,) if model else ())] = (wall, rss, rc)
         n, g = (int(x) for x in size.split("x"))
         flag = "" if rc == 0 else f"  FAILED (exit {rc})"
         print(f"{strategy:<10} {scheduler:<11} {size:>8} {n * g:>6} {wall:>7.2f} {rss:>8.3f}{flag}", flush=True)
@@ -99,6 +108,15 @@ def main() -> None:
         else:
             cmd = [sys.executable, "-c", DISTINCT_SNIPPET, "128x8", "1024", strategy]
         run(strategy, "distinct", "128x8", cmd)
+
+    if not args.quick:
+        print("\nmerlin-synthetic-jumbo (recommender at scale), 2 iterations:")
+        jumbo = ["--model", "merlin-synthetic-jumbo", "--iterations", "2", "--json"]
+        for strategy in STRATEGIES:
+            run(strategy, "fifo", "2048x8", embsim + ["simulate", "--topology", "2048x8",
+                                                       "--strategy", strategy] + jumbo, "jumbo")
+        run("allreduce", "priority", "128x8", embsim + ["simulate", "--topology", "128x8",
+                                                         "--scheduler", "priority"] + jumbo, "jumbo")
 
     if "512x8" in sizes and "2048x8" in sizes:
         print("\ngrowth 512x8 -> 2048x8 (exponent of GPU count; 1.0 = linear):")
