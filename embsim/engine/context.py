@@ -10,6 +10,7 @@ from ..plan.context import StepContext, TableTraffic
 from ..workload.compute import (attention_source, elementwise_style, fp8_source, model_times,
                                 optimizer_step_time, sparse_merge_time,
                                 sparse_optimizer_step_time)
+from ..topology.measured_gpus import preset_with_measurements
 from ..workload.gpu_compute import GEMM_DTYPE_GAP, for_gpu, from_measurement
 from ..workload.grad_compress import GradCompress
 from ..workload.kernel_time import kernels_time
@@ -84,6 +85,17 @@ def _label_for(model, kgpu) -> str:
     return replace(kgpu, gaps=tuple(gaps)).label
 
 
+def _where_measured(kgpu, topo):
+    """The kernel model's gaps, plus the preset that has the measured figures this file's
+    GPU lacks (a user's file for a shipped GPU without its gemm/hbm fractions)."""
+    from dataclasses import replace
+    name = preset_with_measurements(topo.node.gpu, own_preset=topo.preset)
+    if name is None:
+        return kgpu
+    return replace(kgpu, gaps=kgpu.gaps + (f"preset {name} has measured figures for {kgpu.name} "
+                                           f"(its gpu: gemm_fraction, gemm_fractions, hbm_fraction)",))
+
+
 def _tensors(layer) -> int | None:
     """The layer's parameter tensors (a per-tensor optimizer launches per tensor)."""
     return getattr(layer.kernels, "param_tensors", None)
@@ -99,6 +111,8 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
     kgpu = for_gpu(topo.node.gpu)
     if measured is not None and measured.kernel_table is not None:
         kgpu = from_measurement(topo.node.gpu, measured.kernel_table, measured.source)
+    elif kgpu.gaps:
+        kgpu = _where_measured(kgpu, topo)
     if cfg.dtype is None and precision(model.dtype).gemm_rate not in kgpu.rates:
         # the model's own default, not a flag the user typed: say so, and what would run
         have = [k for k in ("fp16", "bf16", "tf32", "fp32") if k in kgpu.rates]
