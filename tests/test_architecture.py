@@ -24,7 +24,7 @@ FLOORS = [
     # base: errors, atomic writes, YAML, registries, typed component options, curve
     # interpolation, child-process lifetime, the python -m tools' arguments, NCCL's names,
     # "did you mean" suggestions, counted nouns
-    {"embsim", "embsim.errors", "embsim.atomic", "embsim.registry", "embsim.options", "embsim.yamlio",
+    {"embsim", "embsim.errors", "embsim.atomic", "embsim.identity", "embsim.registry", "embsim.options", "embsim.yamlio",
      "embsim.curves", "embsim.lifetime", "embsim.toolargs", "embsim.nccl_names", "embsim.suggest",
      "embsim.words"},
     # inputs: what is simulated, and the measured traces

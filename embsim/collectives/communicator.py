@@ -17,6 +17,8 @@ from typing import Any, Hashable, Iterable
 
 import numpy as np
 
+from ..identity import ByIdentity
+
 
 @dataclass(frozen=True, eq=False)
 class Group:
@@ -35,9 +37,9 @@ class RankIndex:
         self.position = {r: i for i, r in enumerate(ranks)}
         self.rank_array = np.asarray(ranks, dtype=np.int64)
         self.rank_bound = int(self.rank_array.max()) + 1 if ranks else 0
-        # id(participants) -> (participants, group): a rank class arrives with the same
-        # tuple every time, and hashing a 16,384-rank tuple per arrival is what cost
-        self._by_id: dict[int, tuple[tuple[int, ...], Group]] = {}
+        # a rank class arrives with the same tuple every time, and hashing a 16,384-rank
+        # tuple per arrival is what cost
+        self._by_identity = ByIdentity()
         self._by_value: dict[tuple[int, ...], Group] = {}
         # the partition the groups seen so far make: each rank's part (-1: none yet)
         self.part_of = np.full(len(ranks), -1, dtype=np.int64)
@@ -46,15 +48,10 @@ class RankIndex:
 
     def group(self, participants: Iterable[int], key: Hashable) -> Group:
         if isinstance(participants, tuple):
-            hit = self._by_id.get(id(participants))
-            if hit is not None and hit[0] is participants:
-                return hit[1]
-            group = self._by_value.get(participants)
-            if group is None:
-                group = self._by_value[participants] = self._new_group(participants, key)
-            self._by_id[id(participants)] = (participants, group)
-            return group
-        members = tuple(participants)
+            return self._by_identity.get((participants,), lambda: self._by_members(participants, key))
+        return self._by_members(tuple(participants), key)
+
+    def _by_members(self, members: tuple[int, ...], key: Hashable) -> Group:
         group = self._by_value.get(members)
         if group is None:
             group = self._by_value[members] = self._new_group(members, key)

@@ -40,6 +40,7 @@ import numpy as np
 import simpy
 
 from ..network import Network
+from ..identity import ByIdentity
 from .communicator import Communicator, RankIndex
 from .servers import SERVER_OPS
 
@@ -134,7 +135,7 @@ class CollectiveRuntime:
         self._stream_tail: dict[str, simpy.Event] = {}    # serial channel -> last posted
         self.records: list[CollectiveRecord] = []
         self._communicators: dict[Hashable, Communicator] = {}
-        self._rank_indexes: dict[int, RankIndex] = {}     # id(ranks) -> its index
+        self._rank_indexes = ByIdentity()                 # a rank tuple -> its RankIndex
         self._ready: dict[str, list] = {}                 # channel -> heap of ready instances
         self._in_flight_bytes: dict[str, list[float]] = {}
         self._arrivals = 0
@@ -254,10 +255,7 @@ class CollectiveRuntime:
         return comm
 
     def _rank_index(self, ranks: tuple[int, ...]) -> RankIndex:
-        index = self._rank_indexes.get(id(ranks))
-        if index is None or index.ranks is not ranks:
-            index = self._rank_indexes[id(ranks)] = RankIndex(ranks)
-        return index
+        return self._rank_indexes.get((ranks,), lambda: RankIndex(ranks))
 
     def _make_ready(self, comm: Communicator, inst: _Instance) -> None:
         inst.ready = self.env.now

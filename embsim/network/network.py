@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 import simpy
 
+from embsim.identity import ByIdentity
 from embsim.network.demand import Demand
 from embsim.network.maxmin import weighted_max_min_rates
 
@@ -74,7 +75,7 @@ class Network:
         self._used_links = np.empty(0, dtype=np.int64)
         self._used_load = np.empty(0, dtype=np.float64)  # bytes/s on each used link
         self._scale = 1.0  # every link's share of its capacity available to transfers
-        self._checked_demands: dict[int, tuple[Demand, np.ndarray, np.ndarray]] = {}
+        self._checked_demands = ByIdentity()    # demand -> (links, bytes)
 
     # ------------------------------------------------------------------ public
     def transfer(self, demand: Demand, tag: Any = None, data_factor: float = 1.0) -> simpy.Event:
@@ -158,12 +159,7 @@ class Network:
     # ---------------------------------------------------------------- internals
     def _checked(self, demand: Demand) -> tuple[np.ndarray, np.ndarray]:
         # a cached plan's demand comes back every iteration: checked once (demands are immutable)
-        hit = self._checked_demands.get(id(demand))
-        if hit is not None and hit[0] is demand:
-            return hit[1], hit[2]
-        links, nbytes = self._check(demand)
-        self._checked_demands[id(demand)] = (demand, links, nbytes)
-        return links, nbytes
+        return self._checked_demands.get((demand,), lambda: self._check(demand))
 
     def _check(self, demand: Demand) -> tuple[np.ndarray, np.ndarray]:
         d = demand.normalised()

@@ -71,6 +71,7 @@ import numpy as np
 
 from ..collectives.traffic import Traffic
 from ..errors import InputError
+from ..identity import ByIdentity
 from ..options import positive_number, switch
 from ..plan.traits import Payload
 from ..plan.names import bwd_name, fwd_name, update_name
@@ -162,6 +163,12 @@ class ParameterServerStrategy(Strategy):
         self.host = NodeHost(out._template, root, out.n_nodes, out._per_node) if root else None
         return out
 
+    def _server_shares(self, once: ByIdentity, weights, counts, count: int, block: int):
+        """Each server's share of a table's row weights (workload.sharding), once per arrays."""
+        return once.get((weights, counts), lambda: shard_shares(
+            weights, count, self.options.server_sharding, block_rows=block, counts=counts),
+            ("shares", count, block))
+
     def _reachable(self, topo) -> bool:
         if self.options.servers == "dedicated":
             return topo.n_nodes > 1
@@ -179,7 +186,10 @@ class ParameterServerStrategy(Strategy):
         g = ctx.gpus_per_node
         aggregate = self.options.local_aggregation and g > 1 and n > 1
         served, dense_layers = self._dense_tables(ctx, sync, update, server_notes)
-        once = _SameArrays()
+        # tables of one configuration share their statistics' arrays (engine.context
+        # table_traffic), and a synthetic recommender repeats one hundreds of times
+        # (Merlin's jumbo: 1,022 tables): each sharded over the servers once
+        once = ByIdentity()
         for t in served:
             row_push = model.row_bytes(t.table)      # one pushed (index, row) pair
             own_push = t.unique_per_gpu * row_push   # one GPU's own rows, pushed
@@ -191,7 +201,7 @@ class ParameterServerStrategy(Strategy):
                 # the node's union of its G GPUs' rows, pushed once, spread over its G routes
                 inclusion = (t.row_inclusion if t.row_inclusion is not None
                              else np.full(t.vocab, t.unique_per_gpu / t.vocab))
-                node_weights = once("union", (inclusion,), lambda: union_inclusion(inclusion, g))
+                node_weights = once.get((inclusion,), lambda: union_inclusion(inclusion, g), "union")
                 per_route = row_total(node_weights, t.row_counts) / g
                 push_rows, weights = per_route, node_weights
                 if self.options.pull == "node":
@@ -203,11 +213,9 @@ class ParameterServerStrategy(Strategy):
             push = push_rows * row_push
             pull = pull_rows * t.dim * model.table_bytes
             block = max(1, self.options.server_partition_params // t.dim)
-            def server_shares(w):
-                return once(("shares", block), (w, t.row_counts), lambda: shard_shares(
-                    w, count, self.options.server_sharding, block_rows=block, counts=t.row_counts))
-            shares = server_shares(weights)
-            pull_shares = shares if pull_weights is weights else server_shares(pull_weights)
+            shares = self._server_shares(once, weights, t.row_counts, count, block)
+            pull_shares = (shares if pull_weights is weights
+                           else self._server_shares(once, pull_weights, t.row_counts, count, block))
             served_sync.append(SyncTensor(name=f"ps-push:{t.layer}", layer=t.layer, op="ps_push",
                                           nbytes=push, category="embedding", ready_after=bwd_name(t.layer),
                                           matrix=server_matrix(n, push, shares), copy_before=gather))
@@ -286,19 +294,3 @@ class ParameterServerStrategy(Strategy):
         notes.append(text + "): copy streams sharing the node's PCIe links")
         return gather, back
 
-
-class _SameArrays:
-    """Results computed once per set of arrays, by identity: tables of one configuration
-    share their token statistics' arrays (engine.context.table_traffic), and a synthetic
-    recommender repeats one configuration hundreds of times (Merlin's jumbo: 1,022 tables,
-    each sharded over the servers). The arrays are kept so their ids are not reused."""
-
-    def __init__(self):
-        self._results: dict[tuple, tuple] = {}
-
-    def __call__(self, tag, arrays: tuple, compute):
-        key = (tag,) + tuple(id(a) for a in arrays)
-        hit = self._results.get(key)
-        if hit is None:
-            hit = self._results[key] = (arrays, compute())
-        return hit[1]
