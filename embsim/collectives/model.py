@@ -374,7 +374,7 @@ class CollectiveModel:
             source = "measured"
         latency, time = lat_us * 1e-6, time_us * 1e-6
         unit = self._unit_demand(op, algo, ranks)
-        if source == "model" and self._tree_capacity is not None and shape.intra == "pcie":
+        if source == "model" and self._tree_capacity is not None:
             # the PCIe tree's links: what the pattern sends across each, at its rate
             per_byte = self._tree_per_byte.get((op, algo, ranks))
             if per_byte is None:
