@@ -31,12 +31,12 @@ caller may pass a plan it already holds instead (an alltoallv's, say).
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Optional
 
-import numpy as np
 import simpy
 
 from ..network import Network
@@ -113,6 +113,7 @@ class _Instance:
     copy_after: Any = None
     after: Any = None           # serial channel: the event of the instance posted before it
     done: Any = None            # serial channel: fires when this one leaves the stream
+    parts: tuple = ()           # a family's members: (tag, position) each
 
 
 def _unserial(channel: str) -> bool:
@@ -142,10 +143,11 @@ class CollectiveRuntime:
         self.in_flight = 0          # instances running (latency or transfer) on any channel
         # fires (and is replaced) whenever in_flight goes from 0 to >0 or back
         self.changed = env.event()
-        # per rank: instances running that it takes part in, and the events of ranks someone
-        # watches (rank_changed), fired when that rank's count goes from 0 to >0 or back
-        self._rank_count = np.zeros(0, dtype=np.int64)
-        self._watched = np.zeros(0, dtype=bool)
+        # instances running per rank tuple (few distinct tuples, so a rank is busy when a
+        # busy tuple holds it: no per-rank counts, which cost O(ranks) per instance at
+        # 16,384 GPUs), and the events of ranks someone watches (rank_changed), fired when
+        # that rank goes from idle to busy or back
+        self._running: dict[RankIndex, int] = {}
         self._rank_events: dict[int, simpy.Event] = {}
 
     # ------------------------------------------------------------------ public
@@ -178,7 +180,8 @@ class CollectiveRuntime:
         tail: float = 0.0,
         copy_before: Any = None,
         copy_after: Any = None,
-    ) -> simpy.Event:
+        parts: tuple = (),
+    ) -> simpy.Event | tuple[simpy.Event, ...]:
         """Ranks ``participants`` (a subset of ``ranks``) enqueue the collective at once.
 
         Returns the instance's event; its value is the :class:`CollectiveRecord`.
@@ -193,6 +196,12 @@ class CollectiveRuntime:
         and ``end`` are the transfer's own.
         The first arrival's ``channel``, ``queue_key``, ``position``, ``plan``, ``on_done``,
         ``tail`` and copies hold for the instance.
+
+        ``parts``: a family of identical collectives that always arrive together (the
+        partitions of one tensor), one (tag, position) each: counted as one arrival on
+        one communicator and, once ready, queued as separate instances in this order,
+        as if each had arrived alone; ``on_done`` runs for each (its record's ``tag``
+        says which). Returns their events.
         """
         comm = self._communicator(tuple(ranks), key)
         group = comm.group(participants)
@@ -201,7 +210,9 @@ class CollectiveRuntime:
         if inst is None:
             inst = _Instance(op, nbytes, seq, tag, self.env.event(), self.env.now, channel,
                              queue_key, position, plan, on_done, tail=tail,
-                             copy_before=copy_before, copy_after=copy_after)
+                             copy_before=copy_before, copy_after=copy_after, parts=parts)
+            if parts:
+                inst.event = tuple(self.env.event() for _ in parts)
             comm.open[seq] = inst
         elif inst.op != op or inst.nbytes != nbytes:
             raise ValueError(
@@ -213,20 +224,24 @@ class CollectiveRuntime:
         inst.arrived += group.positions.size
         if inst.arrived == len(comm.ranks):
             del comm.open[seq]
-            self._make_ready(comm, inst)
+            if inst.parts:
+                for (part_tag, part_position), event in zip(inst.parts, inst.event):
+                    part = copy.copy(inst)     # dataclasses.replace costs 10 µs each
+                    part.tag, part.position, part.event, part.parts = part_tag, part_position, event, ()
+                    self._make_ready(comm, part)
+            else:
+                self._make_ready(comm, inst)
         return inst.event
 
     def rank_busy(self, rank: int) -> bool:
         """Whether a collective `rank` takes part in is running (latency or transfer)."""
-        return rank < self._rank_count.size and self._rank_count[rank] > 0
+        return any(rank in index.position for index in self._running)
 
     def rank_changed(self, rank: int) -> simpy.Event:
         """An event that fires when rank_busy(rank) next changes."""
         ev = self._rank_events.get(rank)
         if ev is None:
-            self._grow(rank + 1)
             ev = self._rank_events[rank] = self.env.event()
-            self._watched[rank] = True
         return ev
 
     def pending(self) -> list[tuple[Hashable, int, str, int, int]]:
@@ -289,20 +304,23 @@ class CollectiveRuntime:
         if (before == 0) != (self.in_flight == 0):
             old, self.changed = self.changed, self.env.event()
             old.succeed()
-        idx = comm.rank_array
-        self._grow(comm.rank_bound)
-        was_idle = self._rank_count[idx] == 0
-        self._rank_count[idx] += delta
-        flipped = idx[(self._rank_count[idx] == 0) != was_idle]
-        for rank in flipped[self._watched[flipped]].tolist():
-            self._watched[rank] = False
+        index = comm.index
+        running = self._running.get(index, 0) + delta
+        if running:
+            self._running[index] = running
+            if running != delta:        # was busy already
+                return
+        else:
+            del self._running[index]
+        # the tuple went idle -> busy or back: so did each of its ranks no other busy tuple
+        # holds; watched ones fire in the tuple's order
+        watched = sorted((index.position[rank], rank) for rank in self._rank_events
+                         if rank in index.position and not self._busy_elsewhere(rank, index))
+        for _, rank in watched:
             self._rank_events.pop(rank).succeed()
 
-    def _grow(self, size: int) -> None:
-        if size > self._rank_count.size:
-            extra = size - self._rank_count.size
-            self._rank_count = np.concatenate([self._rank_count, np.zeros(extra, dtype=np.int64)])
-            self._watched = np.concatenate([self._watched, np.zeros(extra, dtype=bool)])
+    def _busy_elsewhere(self, rank: int, index: RankIndex) -> bool:
+        return any(rank in other.position for other in self._running if other is not index)
 
     def _carry(self, step, tag: str):
         """Wait `step.latency` seconds, then carry `step.demand` over the shared network
@@ -324,6 +342,11 @@ class CollectiveRuntime:
             yield from self._carry(inst.copy_before, f"{tag} (copies before)")
         start = self.env.now
         yield from self._carry(plan, tag)
+        end = self.env.now
+        if inst.copy_after is not None:
+            yield from self._carry(inst.copy_after, f"{tag} (copies after)")
+        if inst.tail > 0:
+            yield self.env.timeout(inst.tail)
         record = CollectiveRecord(
             op=inst.op,
             nbytes=inst.nbytes,
@@ -332,19 +355,15 @@ class CollectiveRuntime:
             n_ranks=len(comm.ranks),
             first_arrival=inst.first_arrival,
             start=start,
-            end=self.env.now,
+            end=end,
             tag=tag,
             communicator=comm.key,
             seq=inst.seq,
             plan_time=float(plan.time),
             ready=inst.ready,
             channel=inst.channel,
+            around=(start - began) + (self.env.now - end),
         )
-        if inst.copy_after is not None:
-            yield from self._carry(inst.copy_after, f"{tag} (copies after)")
-        if inst.tail > 0:
-            yield self.env.timeout(inst.tail)
-        record = replace(record, around=(start - began) + (self.env.now - record.end))
         self.records.append(record)
         self._in_flight_bytes[inst.channel].remove(inst.nbytes)
         if inst.done is not None:

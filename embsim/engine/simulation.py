@@ -19,6 +19,7 @@ from ..collectives.servers import SERVER_OPS
 from ..plan.names import OpId
 from ..plan.ops import CommOp, ComputeOp, StepPlan
 from ..plan.timeline import CommRecord, ComputeRecord, EngineRun, RankClass, WaitRecord
+from .families import Family, FamilyWait, families, family_waits
 
 
 class Engine:
@@ -50,16 +51,31 @@ class Engine:
                                          credit=lambda channel: scheduler.channel_rule(channel).credit,
                                          serial=lambda channel: scheduler.channel_rule(channel).serial)
         self._comm_index = {c.name: i for i, c in enumerate(plan.comms)}
-        # compute OpId or comm op name -> comm ops (same iteration) that wait for it
-        self._dependents: dict[OpId | str, list[CommOp]] = {}
         for c in plan.comms:
             if not c.ready_after:
                 raise ValueError(f"comm op {c.name}: needs at least one dependency")
-            for dep, offset in c.ready_after:
-                if offset != 0:
-                    raise ValueError(f"comm op {c.name}: ready_after offsets other than 0 unsupported")
-                self._dependents.setdefault(dep, []).append(c)
-        self._pending: dict[tuple[str, int, str], int] = {}  # (class, iteration, comm op) -> deps left
+            if any(offset != 0 for _, offset in c.ready_after):
+                raise ValueError(f"comm op {c.name}: ready_after offsets other than 0 unsupported")
+        # like collectives issued together (one tensor's partitions) are counted, arrived
+        # at and waited for once per family (engine.families)
+        self._families = families(plan.comms)
+        self._family_of = {c.name: f for f in self._families for c in f.members}
+        self._member_index = {c.name: i for f in self._families for i, c in enumerate(f.members)}
+        self._parts = {f: tuple((c.name, self._comm_index[c.name]) for c in f.members)
+                       for f in self._families if len(f.members) > 1}
+        # compute OpId or comm op name -> families (same iteration) that wait for it
+        self._dependents: dict[OpId | str, list[Family]] = {}
+        for f in self._families:
+            for dep, _ in f.first.ready_after:
+                self._dependents.setdefault(dep, []).append(f)
+        self._waits = {op_id: family_waits(deps, self._family_of)
+                       for op_id, deps in plan.comm_waits.items()}
+        # (iteration, family) -> its members' end times so far, in member order; the
+        # family's event fires with the last
+        self._member_ends: dict[tuple[int, Family], list] = {}
+        self._members_left: dict[tuple[int, Family], int] = {}
+        self._family_done: dict[tuple[int, Family], simpy.Event] = {}
+        self._pending: dict[tuple[str, int, str], int] = {}  # (class, iteration, family's first) -> deps left
         # per-class streams (pipeline stages): a class waits only for the dependencies its
         # own stream holds, and joins only the collectives its ranks take part in
         self._streams = {c.name: tuple(plan.streams.get(c.name, plan.stream)) for c in classes}
@@ -107,7 +123,12 @@ class Engine:
                 if op.lagged and k == 0:
                     self._compute_done(cls, k, op)
                     continue
-                for dep, offset in self.plan.comm_waits.get(op.id, ()):
+                for wait in self._waits.get(op.id, ()):
+                    if type(wait) is FamilyWait:
+                        if k + wait.offset >= 0:
+                            yield from self._wait_family(cls, k, wait)
+                        continue
+                    dep, offset = wait
                     if k + offset >= 0:
                         idle = env.now
                         yield self._comm_event(k + offset, dep)
@@ -124,6 +145,28 @@ class Engine:
             if cls is self.classes[0]:
                 rec.link_bytes_at[k] = self.network.bytes_carried.copy()
                 rec.link_data_at[k] = self.network.data_sent
+
+    def _wait_family(self, cls: RankClass, k: int, wait: FamilyWait):
+        """Wait for every member of a family, writing the wait records that waiting for
+        each member in turn writes: one per member that ended after the one before."""
+        source = k + wait.offset
+        idle = self.env.now
+        done = self._family_event(source, wait.family)
+        if not done.processed:
+            yield done
+        ends = self._member_ends[(source, wait.family)]
+        waits = self.run_record.waits
+        for member, end in zip(wait.family.members, ends):
+            if end > idle:
+                waits.append(WaitRecord(cls.name, k, member.name, idle, end, source))
+                idle = end
+
+    def _family_event(self, iteration: int, family: Family) -> simpy.Event:
+        key = (iteration, family)
+        ev = self._family_done.get(key)
+        if ev is None:
+            ev = self._family_done[key] = self.env.event()
+        return ev
 
     def _set_computing(self, delta: int) -> None:
         before = self._computing
@@ -152,10 +195,11 @@ class Engine:
             remaining -= (self.env.now - start) * rate
 
     def _compute_done(self, cls: RankClass, k: int, op: ComputeOp) -> None:
-        for c in self._dependents.get(op.id, ()):
-            self._dep_satisfied(cls, k, c)
+        for family in self._dependents.get(op.id, ()):
+            self._dep_satisfied(cls, k, family)
 
-    def _dep_satisfied(self, cls: RankClass, k: int, c: CommOp) -> None:
+    def _dep_satisfied(self, cls: RankClass, k: int, family: Family) -> None:
+        c = family.first
         key = (cls.name, k, c.name)
         own = self._own_deps.get(cls.name)
         left = self._pending.get(key, len(c.ready_after) if own is None else own[c.name]) - 1
@@ -164,11 +208,18 @@ class Engine:
             return
         self._pending.pop(key, None)
         # this class's GPUs arrive; the runtime starts the collective after the last class
+        parts = self._parts.get(family, ())
+        on_done = ((lambda record, k=k: self._comm_finished(k, self._by_name(record.tag), record))
+                   if parts else (lambda record, k=k, c=c: self._comm_finished(k, c, record)))
         self.runtime.arrive(c.op, c.nbytes, c.ranks or self.ranks, cls.ranks, key=c.name, tag=c.name,
                             channel=c.channel, queue_key=self.scheduler.queue_key(c, k),
                             position=self._comm_index[c.name], plan=self._plan(c), tail=c.tail,
                             copy_before=c.copy_before, copy_after=c.copy_after,
-                            on_done=lambda record, k=k, c=c: self._comm_finished(k, c, record))
+                            on_done=on_done, parts=parts)
+
+    def _by_name(self, name: str) -> CommOp:
+        family = self._family_of[name]
+        return family.members[self._member_index[name]]
 
     # ------------------------------------------------------------------- comm
     def _plan(self, c: CommOp):
@@ -187,10 +238,22 @@ class Engine:
                                                r.algo, r.proto, r.ready, r.start, r.end,
                                                len(c.ranks) if c.ranks else 0, r.around))
         self._comm_event(k, c.name).succeed()
+        family = self._family_of[c.name]
+        if len(family.members) > 1:
+            key = (k, family)
+            ends = self._member_ends.get(key)
+            if ends is None:
+                ends = self._member_ends[key] = [None] * len(family.members)
+                self._members_left[key] = len(family.members)
+            ends[self._member_index[c.name]] = self.env.now
+            self._members_left[key] -= 1
+            if not self._members_left[key]:
+                self._family_event(k, family).succeed()
         # comm ops may depend on other comm ops (e.g. an index exchange before an AlltoAll)
         for d in self._dependents.get(c.name, ()):
+            ranks = d.first.ranks
             for cls in self.classes:
-                if not d.ranks or set(cls.ranks) <= set(d.ranks):
+                if not ranks or set(cls.ranks) <= set(ranks):
                     self._dep_satisfied(cls, k, d)
 
 

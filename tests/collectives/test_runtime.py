@@ -326,3 +326,58 @@ def test_rank_busy_follows_the_collectives_a_rank_takes_part_in():
     ends = {r.communicator: r.end for r in runtime.records}
     assert seen == [(ends["a"], False, True), (ends["b"], False)]
     assert ends["a"] < ends["b"]
+
+
+def test_a_family_arrives_once_and_runs_as_its_members_would_alone():
+    """Parts of one tensor: one arrival per rank group for the whole family, then each
+    part is queued and run in order as if it had arrived by itself."""
+    def run(family):
+        env = simpy.Environment()
+        runtime = CollectiveRuntime(env, Network(env, CAPACITY), FakeModel(0.1),
+                                    credit=lambda channel: 2e8, serial=lambda channel: True)
+        ranks, done = (0, 1), []
+        parts = (("t#p0", 3), ("t#p1", 4), ("t#p2", 5))
+
+        def group(members, at):
+            yield env.timeout(at)
+            if family:
+                runtime.arrive("all_reduce", 1e8, ranks, members, key="t#p0", tag="t#p0",
+                               channel="c", position=3, parts=parts, on_done=done.append)
+            else:
+                for tag, position in parts:
+                    runtime.arrive("all_reduce", 1e8, ranks, members, key=tag, tag=tag,
+                                   channel="c", position=position, on_done=done.append)
+
+        env.process(group((0,), 0.5))
+        env.process(group((1,), 1.0))
+        env.run()
+        return [(r.tag, r.ready, r.start, r.end) for r in done]
+
+    alone = run(family=False)
+    assert run(family=True) == alone
+    assert [tag for tag, *_ in alone] == ["t#p0", "t#p1", "t#p2"]
+    assert alone[0][1] == 1.0 and alone[1][2] == pytest.approx(alone[0][3])   # serial stream
+
+
+def test_a_rank_is_busy_while_any_collective_it_is_in_runs():
+    env, runtime, _ = setup(latency=0.0)
+    changes = []
+
+    def watch(rank):
+        while True:
+            yield runtime.rank_changed(rank)
+            changes.append((rank, env.now, runtime.rank_busy(rank)))
+
+    for rank in (0, 2):
+        env.process(watch(rank))
+
+    def issue():
+        yield env.timeout(1.0)
+        runtime.arrive("all_reduce", 1e9, (0, 1), (0, 1))
+        runtime.arrive("all_reduce", 2e9, (0, 1, 2, 3), (0, 1, 2, 3))
+
+    env.process(issue())
+    env.run(until=10.0)
+    # the first ends at 3 s (sharing every link half and half), the second at 4 s: rank 0
+    # stays busy through the first one's end, and both go idle with the second
+    assert changes == [(0, 1.0, True), (2, 1.0, True), (0, 4.0, False), (2, 4.0, False)]
