@@ -20,6 +20,7 @@ from embsim.errors import InputError
 
 from .busbw import OPS, algbw_busbw, datatype_size, size_convention
 from .model import CollectiveModel
+from .one_rank import one_rank_copy
 
 MAX_BYTES = 1 << 40          # -b/-e beyond 1 TiB is no message size a GPU holds
 MAX_SIZES = 10_000           # rows in one sweep (-f 1.0000001 would ask for billions)
@@ -50,6 +51,7 @@ class Row:
     busbw: float
     algo: str
     proto: str
+    note: str = ""      # how a row was made where the table's columns cannot say (one rank)
 
 
 def sweep_sizes(minbytes: int | str, maxbytes: int | str, stepfactor: float) -> list[int]:
@@ -113,9 +115,14 @@ def run(model: CollectiveModel, op: str, sizes: list[int], datatype: str = "floa
     for requested in sizes:
         ts = size_convention(op, requested, elt, n)
         plan = model.plan(op, ts.size, ranks)
-        t = plan.time
+        t, note = plan.time, ""
+        if n == 1:
+            # no peer, but nccl-tests still times NCCL's copy into the receive buffer
+            copy = one_rank_copy(op, ts.size, model.topology.node.gpu)
+            t, note = copy.seconds, copy.note
         alg, bus = algbw_busbw(op, ts.size, t, n)
-        rows.append(Row(ts.size, ts.count, dtype, ts.redop, ts.root, t * 1e6, alg, bus, plan.algo, plan.proto))
+        rows.append(Row(ts.size, ts.count, dtype, ts.redop, ts.root, t * 1e6, alg, bus, plan.algo, plan.proto,
+                        note))
     return rows
 
 
@@ -128,6 +135,8 @@ def format_table(rows: list[Row], header: str = "") -> str:
     for r in rows:
         lines.append(f" {r.size:>11} {r.count:>12} {r.type:>8} {r.redop:>6} {r.root:>5} "
                      f"{r.time_us:>10.2f} {r.algbw:>8.2f} {r.busbw:>8.2f} {r.algo:>9} {r.proto:>6}")
+    for note in dict.fromkeys(r.note for r in rows if r.note):
+        lines.append(f"# {note}")
     if rows:
         avg = sum(r.busbw for r in rows) / len(rows)
         lines.append(f"# Avg bus bandwidth    : {avg:.4f}")
@@ -136,4 +145,4 @@ def format_table(rows: list[Row], header: str = "") -> str:
 
 def rows_json(rows: list[Row]) -> list[dict]:
     keep = ("size", "count", "type", "time_us", "algbw", "busbw", "algo", "proto")
-    return [{k: asdict(r)[k] for k in keep} for r in rows]
+    return [{**{k: asdict(r)[k] for k in keep}, **({"note": r.note} if r.note else {})} for r in rows]

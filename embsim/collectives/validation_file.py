@@ -74,6 +74,12 @@ def _system_keys(doc: YamlDoc, where: tuple, d: dict) -> None:
     if d["nodes"] != "many":
         get(doc, where, d, "nodes", int, lo=1, hi=MAX_NODES)
     get(doc, where, d, "gpus_per_node", int, lo=1, hi=MAX_GPUS_PER_NODE)
+    if d["nodes"] == 1 and d["gpus_per_node"] == 1:
+        # one rank's run is NCCL's copy on the GPU (collectives.one_rank), no collective to
+        # validate; all_reduce's busbw there is 0, which the error would divide by
+        raise doc.error(where + ("gpus_per_node",), "one GPU on one node: one rank, nothing crosses "
+                        "a link between GPUs, so there is nothing to validate (embsim nccl-tests "
+                        "--topology PRESET:1x1 prints the modelled copy time)")
     op = d["op"] = canonical_op(get(doc, where, d, "op", str))
     if op not in OPS:
         raise doc.error(where + ("op",), f"unknown op {op!r} (known: {', '.join(OPS)})")

@@ -12,6 +12,7 @@ from embsim.collectives.busbw import OPS, canonical_op
 from embsim.collectives.nccl_env import NcclEnv
 from embsim.commands.options import NCCL_ENV
 from embsim.errors import InputError
+from embsim.words import counted
 
 
 @click.command("nccl-tests")
@@ -63,7 +64,7 @@ def command(topology_spec, op, minbytes, maxbytes, stepfactor, datatype, ngpus, 
                                "launch_note": nt.launch_note(gpus), "fidelity_note": model.fidelity_note,
                                "rows": nt.rows_json(rows)}, indent=1))
     else:
-        header = (f"# embsim nccl-tests (simulated): {op} on {label}, {topo.n_gpus} ranks, "
+        header = (f"# embsim nccl-tests (simulated): {op} on {label}, {counted(topo.n_gpus, 'rank')}, "
                   f"NCCL {model.release} model, -g {gpus}"
                   + (f", {model.consts.env}" if model.consts.env else ""))
         # the preset name is the file's own name: a modified copy reads like the stock one

@@ -340,8 +340,9 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
         raise NcclTestsLogError(f"{where}: every row reports wrong values (#wrong > 0)")
     n = rank_count(listed, rows, op, where)
     if n == 1:
-        raise NcclTestsLogError(f"{where}: one rank: nothing crosses a link between GPUs (busbw "
-                                f"is 0 by definition); embsim models collectives of 2 or more GPUs")
+        raise NcclTestsLogError(f"{where}: one rank: nothing crosses a link between GPUs, so there "
+                                f"is nothing to validate (NCCL copies the buffer on the GPU: embsim "
+                                f"nccl-tests --topology PRESET:1x1 prints the modelled copy time)")
     gpus = str(p.params.get("nGpus") or "1")
     if not re.fullmatch(r"\d{1,3}", gpus) or not 1 <= int(gpus) <= MAX_GPUS_PER_PROCESS:
         raise NcclTestsLogError(f"{where}: nGpus {gpus[:20]!r}: GPUs driven by one process must be "
