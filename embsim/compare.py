@@ -48,6 +48,9 @@ class CompareRow:
     net_bytes_per_node: float | None = None  # sent into the network a step per node (None: one node)
     comm_bytes_per_gpu: float | None = None  # bytes sent per GPU per step, all collectives
     memory_per_gpu: float | None = None      # bytes
+    hbm_bytes: float | None = None           # the GPU's
+    # what a node's host memory holds for the strategy (workload.host_memory.HostMemoryNeed)
+    host_memory: Any = None
     fits_in_memory: bool | None = None
     refused: str | None = None               # why the combination was not run
     speedup: float | None = None             # baseline step / this step
@@ -145,7 +148,8 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       exposed_comm=r.exposed_comm, compute=r.compute, compute_stretch=r.compute_stretch,
                       net_bytes_per_node=r.net_bytes_per_node,
                       comm_bytes_per_gpu=float(sum(r.comm_bytes_per_gpu.values())),
-                      memory_per_gpu=float(r.memory.total), fits_in_memory=r.fits_in_memory,
+                      memory_per_gpu=float(r.memory.total), hbm_bytes=r.hbm_bytes,
+                      host_memory=r.memory.host, fits_in_memory=r.fits_in_memory,
                       notes=tuple(r.notes), compute_source=r.compute_source, n_gpus=r.n_gpus,
                       busiest_link=r.busiest_link, collectives=float(sum(r.comm_count.values())),
                       comm_wall=r.comm_wall,

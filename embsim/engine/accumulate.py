@@ -92,4 +92,5 @@ def combine_micro_batches(plain: StepMetrics, last: StepMetrics, k: int) -> Step
                        link_utilisation=util, iterations_measured=last.iterations_measured,
                        comm_count=add(plain.comm_count, last.comm_count),
                        comm_wall=(k - 1) * plain.comm_wall + last.comm_wall,
-                       exposed_by_op=add(plain.exposed_by_op, last.exposed_by_op))
+                       exposed_by_op=add(plain.exposed_by_op, last.exposed_by_op),
+                       extra_by_tag=add(plain.extra_by_tag, last.extra_by_tag))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..plan.names import OpId
 from ..plan.ops import channel_family
 from ..plan.timeline import EngineRun
 from .wait_blame import ChannelIndex, blame
@@ -40,6 +41,9 @@ class StepMetrics:
     # link kind -> bytes per step its links carried together (every link of the kind, each
     # direction its own link: a byte between nodes crosses two "nic" links)
     link_bytes: dict = field(default_factory=dict)
+    # extra op tag -> s per step of `compute` the slowest class ran ops of that tag (a
+    # strategy's or DDP's own kernels: the bucket copies, engine.bucket_passes)
+    extra_by_tag: dict = field(default_factory=dict)
 
 
 def steady_window(run: EngineRun) -> tuple[int, int]:
@@ -68,12 +72,17 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
 
     busy: dict[str, float] = {}
     work: dict[str, float] = {}
+    extra: dict[tuple[str, str], float] = {}     # (class, tag) -> s
     for r in run.compute:
         if first < r.iteration <= last:
             busy[r.cls] = busy.get(r.cls, 0.0) + (r.end - r.start)
             work[r.cls] = work.get(r.cls, 0.0) + r.work
+            if r.kind == "extra":
+                key = (r.cls, OpId.parse(r.name).tag)
+                extra[key] = extra.get(key, 0.0) + (r.end - r.start)
     busiest = max(busy, key=busy.get, default=None)         # the class with the most compute
     compute = busy.get(busiest, 0.0) / n
+    extra_by_tag = {tag: s / n for (cls, tag), s in extra.items() if cls == busiest}
 
     comm_bytes: dict[str, float] = {}
     comm_time: dict[str, float] = {}
@@ -132,4 +141,4 @@ def step_metrics(run: EngineRun, bytes_per_gpu, link_kinds: dict, capacity: np.n
                        link_utilisation=util, iterations_measured=n, comm_count=comm_count,
                        comm_wall=wall, exposed_by_op=exposed_by_op, comm_around=comm_around,
                        compute_stretch=max(0.0, compute - work.get(busiest, 0.0) / n),
-                       link_bytes=link_bytes)
+                       link_bytes=link_bytes, extra_by_tag=extra_by_tag)

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..plan.timeline import EngineRun
 from ..workload.memory import MemoryBreakdown
+from .bucket_passes import bucket_pass_times
 from .config import SimulationConfig
 from .metrics import StepMetrics
 
@@ -86,6 +87,12 @@ class SimulationResult:
         return self.metrics.exposed_comm
 
     @property
+    def bucket_passes(self) -> tuple:
+        """((engine.bucket_passes.BucketPass, s per step), ...): DDP's copies into and out
+        of its flat buckets and its divides, the part of `compute` they are."""
+        return bucket_pass_times(self.metrics.extra_by_tag)
+
+    @property
     def compute_stretch(self) -> float:
         return self.metrics.compute_stretch
 
@@ -127,8 +134,16 @@ class SimulationResult:
         return self.metrics.link_bytes["nic"] / 2.0 / self.cluster.nodes
 
     @property
-    def fits_in_memory(self) -> bool:
+    def fits_in_hbm(self) -> bool:
         return self.memory.total <= self.hbm_bytes
+
+    @property
+    def fits_in_memory(self) -> bool:
+        """Every limit checked holds: the GPU's HBM, and the host memory of a node holding
+        the strategy's servers or host tables where the topology gives it (an unknown one
+        is not checked: the output says so)."""
+        host = self.memory.host
+        return self.fits_in_hbm and (host is None or host.fits is not False)
 
     @property
     def busiest_link(self) -> tuple[str, float, float] | None:

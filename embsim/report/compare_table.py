@@ -7,6 +7,7 @@ from rich.table import Table
 
 from ..compare import TRAINING_MEAN_ERROR, best_fitting, unresolved_with_best, untuned_defaults
 from .compare_plans import fallback_notes, label_text
+from .memory_fit import failed_limits, shortfalls
 from .notes import attributed, condense
 from .provenance import topology_file_text, with_token_source
 from .summary import workload_text
@@ -42,9 +43,10 @@ def _untuned(best) -> str:
     keys = untuned_defaults(best)
     if not keys:
         return ""
-    return (f", at {best.scheduler}'s default {' and '.join(keys)}, which its authors' systems tune per "
-            f"job: try -o {best.scheduler}.credit_bytes=... (or compare --ablation) before trusting "
-            f"the lead")
+    # the scheduler named, not "its": the row's strategy has authors too
+    return (f", at {best.scheduler}'s default {' and '.join(keys)}, which the {best.scheduler} authors' "
+            f"systems tune per job: try -o {best.scheduler}.credit_bytes=... (or compare --ablation) "
+            f"before trusting the lead")
 
 
 def print_matrix(result, console: Console | None = None, all_notes: bool = False) -> None:
@@ -65,8 +67,14 @@ def print_matrix(result, console: Console | None = None, all_notes: bool = False
         rank = f"={ranks[r.same_plan_as]}" if r.same_plan_as else str(ranks[r.label])
         t.add_row(rank, label_text(r), human_time(r.step_time),
                   f"{r.speedup:.2f}x", human_time(r.exposed_comm), human_bytes(r.comm_bytes_per_gpu),
-                  human_bytes(r.memory_per_gpu), "yes" if r.fits_in_memory else "[red]NO[/red]")
+                  human_bytes(r.memory_per_gpu), "yes" if r.fits_in_memory else
+                  f"[red]NO ({failed_limits(r.memory_per_gpu, r.hbm_bytes, r.host_memory)})[/red]")
     console.print(t)
+    # a node's host memory in full (the memory column shows what an HBM row needs)
+    for r in result.rows:
+        if r.refused is None:
+            for limit in shortfalls(None, None, r.host_memory):
+                console.print(f"does not fit: {r.label}: {limit}")
     console.print(resolution_text(result))
     for line in fallback_notes(result.rows):
         console.print(f"same plan: {line}")

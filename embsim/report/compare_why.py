@@ -66,18 +66,19 @@ def _link_bound(row: CompareRow) -> bool:
 
 
 def _ran(row: CompareRow, other: CompareRow) -> str:
-    """': its collectives run X a step against fifo's Y' ("" when either is not measured)."""
+    """': priority's collectives run X a step against fifo's Y' ("" when either is not
+    measured); each row named, since "its" could be either."""
     if row.comm_wall is None or other.comm_wall is None:
         return ""
-    return (f": its collectives run {human_time(row.comm_wall)} a step against {other.scheduler}'s "
-            f"{human_time(other.comm_wall)}")
+    return (f": {row.scheduler}'s collectives run {human_time(row.comm_wall)} a step against "
+            f"{other.scheduler}'s {human_time(other.comm_wall)}")
 
 
 def _bound_by(row: CompareRow) -> str:
     """Whether a row's communication waits on the links' bandwidth (_link_bound), else on
     fixed costs and ordering (a faster network would then barely move it)."""
     kind, _, hottest = row.busiest_link
-    busy = f"its hottest link {kind} busy {hottest * 100:.0f} % of the step"
+    busy = f"{row.label}'s hottest link {kind} busy {hottest * 100:.0f} % of the step"
     if _link_bound(row):
         return f"bandwidth-bound ({busy})"
     return (f"not the links' bandwidth ({busy}, under {LINK_BOUND_UTILISATION * 100:.0f} %): "
@@ -131,15 +132,16 @@ def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
     if d_work >= max(d_exposed, d_stretch):
         return f"{lead}: bottleneck the compute stream (+{d_work * 1e3:.2f} ms of computation)"
     if d_stretch >= d_exposed:
-        return (f"{lead}: bottleneck its collectives slowing the compute (+{d_stretch * 1e3:.2f} ms "
+        return (f"{lead}: bottleneck {row.scheduler}'s collectives slowing the compute (+{d_stretch * 1e3:.2f} ms "
                 f"of compute slowed while they are in flight, {d_work * 1e3:+.2f} ms of "
                 f"computation){_ran(row, fifo)}")
     exposed = f"+{d_exposed * 1e3:.2f} ms of exposed communication"
     links = links_text(row, fifo)
     detail = f"{exposed}; {links}" if links else exposed
     if _more_bytes(row, fifo):
-        return (f"{lead}: bottleneck the network ({detail}): it sends {human_bytes(row.comm_bytes_per_gpu)} "
-                f"per GPU against {fifo.scheduler}'s {human_bytes(fifo.comm_bytes_per_gpu)}")
+        return (f"{lead}: bottleneck the network ({detail}): {row.scheduler} sends "
+                f"{human_bytes(row.comm_bytes_per_gpu)} per GPU against {fifo.scheduler}'s "
+                f"{human_bytes(fifo.comm_bytes_per_gpu)}")
     if _link_bound(row):
         # a busy link: more, smaller collectives still wait on its bandwidth (their pipeline
         # fill grows as the link slows), so "fixed costs" would say a faster link won't help
@@ -149,9 +151,10 @@ def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
     if _longer_and_more(row, fifo, d_exposed):
         same = (row.comm_bytes_per_gpu is not None and bool(fifo.comm_bytes_per_gpu)
                 and abs(row.comm_bytes_per_gpu / fifo.comm_bytes_per_gpu - 1) < SAME_BYTES)
+        what = "the same bytes" if same else f"{row.scheduler}'s bytes"
         return (f"{lead}: bottleneck collective latency ({detail}): {comm_shape(row)}, against "
-                f"{fifo.scheduler}'s {comm_shape(fifo)}: {'the same bytes' if same else 'its bytes'} "
-                f"in smaller collectives, each paying its fixed costs")
+                f"{fifo.scheduler}'s {comm_shape(fifo)}: {what} in smaller collectives, each paying "
+                f"its own fixed costs")
     if row.busiest_link is None:
         return f"{lead}: bottleneck the network ({detail})"
     return (f"{lead}: bottleneck ordering/latency, not the network's bandwidth ({detail}, under "
@@ -190,18 +193,18 @@ def why_best(rows) -> str | None:
         lead = f"{who} ties with {other.label}, the best row of another strategy"
     else:
         lead = (f"{who} {'beats' if gap >= TRAINING_MEAN_ERROR else 'leads'} {other.label}, the best "
-                f"row of another strategy, by {d_step * 1e3:.2f} ms a step ({_share(gap)} of its "
-                f"step{_unresolved(gap)})")
+                f"row of another strategy, by {d_step * 1e3:.2f} ms a step ({_share(gap)} of "
+                f"{best.label}'s step{_unresolved(gap)})")
     text = f"{lead}: " + ", ".join(parts)
     # the row that waits on more communication: on what it waits
     exposed_more = max((other, best), key=lambda r: r.exposed_comm)
     if best.exposed_comm != other.exposed_comm and exposed_more.busiest_link:
         text += f"; {exposed_more.label}'s exposed communication is {_bound_by(exposed_more)}"
     if waited_on(best) or waited_on(other):
-        text += (f"; its compute waits on {waited_on(best) or 'nothing'}, "
+        text += (f"; {best.label}'s compute waits on {waited_on(best) or 'nothing'}, "
                  f"{other.label}'s on {waited_on(other) or 'nothing'}")
     if best.comm_bytes_per_gpu is not None and other.comm_bytes_per_gpu is not None:
-        text += (f"; it sends {human_bytes(best.comm_bytes_per_gpu)} per GPU"
+        text += (f"; {best.label} sends {human_bytes(best.comm_bytes_per_gpu)} per GPU"
                  + (f" in {comm_shape(best)}" if comm_shape(best) else "")
                  + f", against {human_bytes(other.comm_bytes_per_gpu)}"
                  + (f" in {comm_shape(other)}" if comm_shape(other) else ""))

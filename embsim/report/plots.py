@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
 from ..atomic import atomic_write_bytes  # noqa: E402
+from .memory_fit import failed_limits  # noqa: E402
 
 COMPUTE_COLOUR = "#4C72B0"
 COMM_COLOUR = "#DD8452"
@@ -54,7 +55,7 @@ def compare_bar_chart(result, path: str, title: str | None = None) -> None:
         if r.exposed_by_op:
             text += f"  waits on {r.exposed_by_op[0][0]}"       # what its exposed time is, most
         if not r.fits_in_memory:
-            text += "  (does not fit in HBM)"
+            text += f"  (does not fit: {failed_limits(r.memory_per_gpu, r.hbm_bytes, r.host_memory)})"
         ax.text(c + e + top * 0.01, yi, text, va="center", fontsize=8)
     for yi in y[len(rows):]:
         # clear of the y axis, on a white box so no grid line runs through it

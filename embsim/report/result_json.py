@@ -37,6 +37,9 @@ def simulation_json(result) -> dict:
         "compute_ms": result.compute * 1e3,
         # of compute_ms: what the compute ran slowed while its collectives were in flight
         "compute_slowed_by_comm_ms": result.compute_stretch * 1e3,
+        # of compute_ms: DDP's copies into / out of its flat gradient buckets and its divides,
+        # by pass (engine.bucket_passes names their sources)
+        "compute_bucket_passes_ms": {p.tag: t * 1e3 for p, t in result.bucket_passes},
         "exposed_comm_ms": result.exposed_comm * 1e3,
         "comm_bytes_per_gpu": result.comm_bytes_per_gpu,
         # bytes a node sends into the network a step (null on one node)
@@ -54,6 +57,10 @@ def simulation_json(result) -> dict:
         "memory_per_gpu_bytes": memory["total"],
         "memory_breakdown_bytes": memory,
         "hbm_bytes": result.hbm_bytes,
+        # what a node's host memory holds for the strategy (ps servers' shards, CPU tables)
+        # against the topology's host_memory_gb (null: nothing; its fits null: not given)
+        "host_memory": None if result.memory.host is None else result.memory.host.as_dict(),
+        # the GPU's HBM and, where checked, the node's host memory
         "fits_in_memory": result.fits_in_memory,
         "compute_source": result.compute_source,
         "events": result.events,
@@ -82,6 +89,7 @@ def compare_row_json(row) -> dict:
            "comm_wall_ms": None if row.comm_wall is None else row.comm_wall * 1e3,
            "exposed_by_op_ms": {op: s * 1e3 for op, s in row.exposed_by_op},
            "memory_per_gpu_bytes": None if row.memory_per_gpu is None else int(row.memory_per_gpu),
+           "host_memory": None if row.host_memory is None else row.host_memory.as_dict(),
            "fits_in_memory": row.fits_in_memory,
            "notes": list(row.notes)}
     if row.refused is not None:
@@ -113,6 +121,7 @@ def scale_json(model: str, strategy: str, scheduler: str, curve) -> dict:
                         "samples_per_s": c.samples_per_s, "efficiency": c.efficiency,
                         "error": c.error, "compute_source": c.compute_source,
                         "memory_per_gpu_bytes": c.memory_per_gpu_bytes,
+                        "host_memory": None if c.host_memory is None else c.host_memory.as_dict(),
                         "fits_in_memory": c.fits_in_memory, "compute_ms": c.compute_ms,
                         "exposed_comm_ms": c.exposed_comm_ms,
                         "exposed_by_op_ms": c.exposed_by_op_ms,

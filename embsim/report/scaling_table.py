@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from .memory_fit import shortfalls
 from .summary import workload_text
-from .units import compute_source_text, human_bytes
+from .units import compute_source_text, human_bytes, human_count
 from ..words import counted
 
 
@@ -20,14 +21,17 @@ def scaling_table(curve, title: str) -> str:
         if c.error:
             lines.append(f"{c.gpus:6d} {c.topology:>20} failed: {c.error}")
         else:
-            # a point that needs more than the GPU's HBM is flagged on its own row
-            over = (f"  does not fit: {human_bytes(c.memory_per_gpu_bytes)} per GPU"
-                    if c.fits_in_memory is False else "")
+            # a point that needs more than the GPU's HBM or a node's host memory is flagged
+            # on its own row, naming the limit
+            # (a row kept from before hbm_bytes was recorded: its memory per GPU alone)
+            limits = (shortfalls(c.memory_per_gpu_bytes, c.hbm_bytes, c.host_memory)
+                      or [f"{human_bytes(c.memory_per_gpu_bytes)} per GPU"])
+            over = f"  does not fit: {'; '.join(limits)}" if c.fits_in_memory is False else ""
             waited = c.most_waited
             why = (f"{_ms(c.compute_ms):>11} {_ms(c.exposed_comm_ms):>11}  "
                    + (f"{waited[0]} {waited[1]:.3f} ms" if waited else "-"))
             lines.append(f"{c.gpus:6d} {c.topology:>20} {c.step_time_ms:10.3f} "
-                         f"{c.samples_per_s:12.1f} {c.efficiency:12.3f} {why}{over}")
+                         f"{human_count(c.samples_per_s):>12} {c.efficiency:12.3f} {why}{over}")
     lines += _workload_lines(curve)
     for source in dict.fromkeys(c.compute_source for c in curve if c.compute_source):
         lines.append(f"compute times: {compute_source_text(source)}")

@@ -7,10 +7,12 @@ from rich.table import Table
 
 from ..engine.result import most_first
 from .efficiency_base import efficiency_base
+from .memory_fit import shortfalls
 from .notes import condense
 from .provenance import topology_file_text, workload_record
-from .units import compute_source_text, human_bytes, human_time
+from .units import compute_source_text, human_bytes, human_rate, human_time
 from ..words import counted
+from ..workload.host_memory import need_text
 from ..workload.tokens import DEFAULT_ZIPF_S
 
 
@@ -29,7 +31,8 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
     t.add_row("step time", human_time(result.step_time))
     fill = result.workload.get("token_fill") if result.workload else None
     real = f" (real target tokens, {fill:.3f} of the token budget)" if fill else ""
-    t.add_row("throughput", f"{result.samples_per_s:,.0f} samples/s, {result.tokens_per_s:,.0f} tokens/s{real}")
+    t.add_row("throughput", f"{human_rate(result.samples_per_s, 'samples/s')}, "
+                            f"{human_rate(result.tokens_per_s, 'tokens/s')}{real}")
     if result.scaling_efficiency is not None:
         k = (result.workload or {}).get("tensor_parallel")
         p = (result.workload or {}).get("pipeline_parallel")
@@ -45,6 +48,11 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
     stretch = result.compute_stretch
     t.add_row("compute", human_time(result.compute) + (
         f", of which {human_time(stretch)} is the slowdown while its collectives run" if stretch >= 1e-6 else ""))
+    passes = result.bucket_passes
+    if passes:
+        # DDP's bucket copies and divides run on the compute stream: named, not hidden in it
+        t.add_row("  DDP bucket passes", f"{human_time(sum(s for _, s in passes))} of the compute: "
+                  + "; ".join(f"{p.what} {human_time(s)} ({p.source})" for p, s in passes))
     t.add_row("exposed communication", f"{human_time(result.exposed_comm)} ({share * 100:.1f} % of the step)")
     waited = most_first(result.exposed_by_op)
     if waited:
@@ -79,6 +87,9 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
               f"optimizer {human_bytes(mem['optimizer_state'] + mem['master_weights'])}, "
               f"activations {human_bytes(mem['activations'])}"
               + (f", buffers {human_bytes(mem['buffers'])}" if mem["buffers"] else "") + ")")
+    if result.memory.host is not None:
+        # what the strategy keeps in a node's host memory (ps servers' shards, CPU tables)
+        t.add_row("host memory", need_text(result.memory.host))
     t.add_row("compute times", compute_source_text(result.compute_source))
     # events, not wall time: the same inputs and seed print the same table
     t.add_row("simulated", f"{result.events:,} events")
@@ -88,9 +99,8 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
                        ("corpus", workload.get("corpus"))):
         if path:
             console.print(f"{what}: {path}", soft_wrap=True, markup=False, highlight=False)
-    if not result.fits_in_memory:
-        console.print(f"[bold red]WARNING: does not fit: {human_bytes(mem['total'])} needed per GPU, "
-                      f"{human_bytes(result.hbm_bytes)} available.[/bold red]")
+    for limit in shortfalls(mem["total"], result.hbm_bytes, result.memory.host):
+        console.print(f"[bold red]WARNING: does not fit: {limit}.[/bold red]")
     for note in (result.notes if all_notes else condense(result.notes)):
         console.print(f"note: {note}")
 

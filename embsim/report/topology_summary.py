@@ -17,6 +17,9 @@ def print_topology_summary(s: dict) -> None:
         console.print(s["description"])
     console.print(f"GPU     {gpu['model']}  sm{gpu['arch']}  {gpu['bf16_tflops']:g} TFLOPS bf16  "
                   f"{gpu['hbm_gb']:g} GiB ({gpu['hbm_gb'] * 2**30 / 1e9:.1f} GB) @ {gpu['hbm_gbps']:g} GB/s")
+    host = s.get("host_memory_gb")
+    console.print(f"Host    {host:g} GiB ({host * 2**30 / 1e9:,.1f} GB) memory per node" if host is not None
+                  else "Host    memory not given (host_memory_gb): host memory unknown, not checked")
     fabric = ", ".join(f"{k}={v}" for k, v in fab.items() if k != "kind")
     console.print(f"Fabric  {fab['kind']}  {fabric}")
     if nics["count"]:

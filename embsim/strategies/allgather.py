@@ -40,12 +40,14 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..plan.names import bwd_name, extra_name
 from ..plan.ops import ComputeOp, SyncTensor
+from ..workload.host_memory import capacity_bytes
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
-from .host_tables import TABLE_DEVICES, HostMemory, host_memory_note, host_table_plan, host_topology
+from .host_tables import (TABLE_DEVICES, HostMemory, host_memory_need, host_memory_note, host_table_plan,
+                          host_topology)
 
 GATHER_ROWS = ("unique", "lookups")   # coalesced rows | one per lookup (stock Horovod)
 
@@ -121,6 +123,7 @@ class AllGatherStrategy(Strategy):
     Options = AllGatherOptions
 
     host: HostMemory | None = None   # set by topology() with table_device=cpu
+    host_bytes: float | None = None  # and the node's host memory (None: not given)
 
     def rows_sent(self, t) -> float:
         return t.lookups_per_gpu if self.options.gather_rows == "lookups" else t.unique_per_gpu
@@ -134,6 +137,7 @@ class AllGatherStrategy(Strategy):
         if self.options.table_device != "cpu":
             return topo
         out, self.host = host_topology(topo)
+        self.host_bytes = capacity_bytes(topo.node.host_memory_gb)
         return out
 
     def plan(self, ctx):
@@ -186,9 +190,11 @@ class AllGatherStrategy(Strategy):
             host_sync += pieces
             host_notes += lines
             update[t.layer] = 0.0     # the sparse apply runs on the CPU (the gradient's copy_after)
-        host_notes.append(host_memory_note(model, [model.table(t.table) for t in tables], ctx.n_gpus))
+        held = [model.table(t.table) for t in tables]
+        need = host_memory_need(model, held, ctx.n_gpus, self.host_bytes)
+        host_notes.append(host_memory_note(model, held, ctx.n_gpus, need))
         memory = memory_per_gpu(model, embedding_shards={t.table: 0 for t in tables},
-                                sparse_embedding_grads=True)
+                                sparse_embedding_grads=True, host=need)
         return StrategyPlan(sync=tuple(sync + host_sync), update_time=update, memory=memory,
                             notes=tuple(host_notes),
                             host_sync=tuple(host_sync), host_notes=tuple(host_notes))

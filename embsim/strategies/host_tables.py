@@ -61,6 +61,8 @@ from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import NodeCopy, SyncTensor
 from ..topology.servers import host_vertex, with_servers
 from ..topology.spec import ServerSpec
+from ..words import counted
+from ..workload.host_memory import HostMemoryNeed, need_text
 
 GB = 1e9
 HOST_MEMORY = "host-mem"    # the link kind of a node's host memory (no parameter server here)
@@ -142,10 +144,18 @@ def host_table_plan(ctx, t, host: HostMemory, gather_rows: str) -> tuple[list[Sy
     return [lookup, grad], [note]
 
 
-def host_memory_note(model, tables, g: int) -> str:
-    """What the CPU tables hold in host memory: every process its own copy and state."""
+def host_memory_need(model, tables, g: int, capacity: float | None) -> HostMemoryNeed:
+    """What the CPU tables hold in the node's host memory: every one of its g worker
+    processes its own copy of each table and its optimizer state."""
     per = sum(tb.vocab * tb.dim * (model.table_bytes + model.optimizer.state_bytes_per_param)
               for tb in tables)
-    return (f"allgather: {len(tables)} tables on the CPU, {per / 1e9:.2f} GB of table and optimizer "
-            f"state per worker process in host memory ({g} processes: {g * per / 1e9:.2f} GB per node), "
-            f"none in HBM; the GPU-side lookup kernels are still timed [ASSUMPTION: microseconds]")
+    return HostMemoryNeed(holder="the CPU tables", per_node=int(g * per), capacity=capacity)
+
+
+def host_memory_note(model, tables, g: int, need: HostMemoryNeed) -> str:
+    """The CPU tables' host memory, per process and node, against the node's."""
+    per = need.per_node / g
+    return (f"allgather: {counted(len(tables), 'table')} on the CPU, {per / 1e9:.2f} GB of table and "
+            f"optimizer state per worker process in host memory ({g} processes: {need_text(need)}"
+            + (": does not fit" if need.fits is False else "")
+            + "), none in HBM; the GPU-side lookup kernels are still timed [ASSUMPTION: microseconds]")

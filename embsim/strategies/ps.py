@@ -78,8 +78,10 @@ from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
 from ..topology.servers import PLACEMENTS, host_vertex, with_servers
 from ..topology.spec import ServerSpec
+from ..workload.host_memory import HostMemoryNeed, capacity_bytes, need_text
 from ..workload.memory import memory_per_gpu
 from ..workload.row_groups import total as row_total
+from ..workload.sharding import rows_per_shard
 from ..workload.tokens import SHARDINGS, shard_shares, union_inclusion
 from ..words import counted
 from .ps_local import PULLS, NodeHost
@@ -144,8 +146,17 @@ class ParameterServerStrategy(Strategy):
 
     server_count: int | None = None    # set by topology(): the servers attached
     host: NodeHost | None = None       # set by topology(): where a node's GPUs copy to
+    # set by topology(): the host memory of a machine running a server, bytes (the GPU
+    # node's when colocated, a dedicated server machine's), None where the topology gives none
+    server_host_bytes: float | None = None
 
     def topology(self, topo):
+        o = self.options
+        overrides = {k: v for k, v in (("nodes", o.server_nodes), ("nic_gbit", o.server_gbit),
+                                       ("sum_gbps", o.server_sum_gbps)) if v is not None}
+        spec = replace(topo.node.servers or ServerSpec(), **overrides)
+        self.server_host_bytes = capacity_bytes(spec.host_memory_gb if o.servers == "dedicated"
+                                                else topo.node.host_memory_gb)
         # one GPU still keeps its tables on the servers (host_sync): they are where the
         # rows live, whatever the worker count. Where one GPU cannot reach them (dedicated
         # servers on a one-node topology have no network; colocated ones need a host
@@ -153,10 +164,6 @@ class ParameterServerStrategy(Strategy):
         if topo.n_gpus == 1 and not self._reachable(topo):
             self.server_count = None
             return topo
-        o = self.options
-        overrides = {k: v for k, v in (("nodes", o.server_nodes), ("nic_gbit", o.server_gbit),
-                                       ("sum_gbps", o.server_sum_gbps)) if v is not None}
-        spec = replace(topo.node.servers or ServerSpec(), **overrides)
         out = with_servers(topo, self.options.servers, spec)
         self.server_count = out.servers.count
         root = host_vertex(topo._template)
@@ -231,23 +238,48 @@ class ParameterServerStrategy(Strategy):
             server_notes.append(f"ps {t.table}: {counted(count, self.options.servers + ' server')}, rows "
                                 f"{self.options.server_sharding}: server load max/mean {shares.max() * count:.2f} "
                                 f"(hottest server {shares.max() * 100:.1f} % of the pushed rows)")
-        if served:
-            # what the servers keep in host memory: a topology gives no host memory, so
-            # this is said, not checked against anything
-            held_bytes = sum(t.vocab * t.dim for t in served) * (
-                model.table_bytes + model.optimizer.state_bytes_per_param)
-            server_notes.append(f"ps: the servers hold {held_bytes / 1e9:,.1f} GB of table rows and "
-                                f"optimizer state in host memory, {held_bytes / count / 1e9:,.1f} GB "
-                                f"each over {counted(count, 'server')} (not checked: topologies "
-                                f"give no host memory size)")
+        need = self._server_memory(ctx, served, count) if served else None
+        if need is not None:
+            server_notes.append(self._server_memory_note(need, count))
         reachable = self.server_count is not None      # topology() attached the servers
         return StrategyPlan(sync=tuple(sync + served_sync), update_time=update,
                             memory=memory_per_gpu(model, embedding_shards=held, sparse_embedding_grads=True,
-                                                  buffers=cache),
+                                                  buffers=cache, host=need),
                             notes=tuple(notes + server_notes),
                             host_sync=tuple(served_sync) if reachable else (),
                             host_notes=tuple(server_notes) if reachable else (),
                             one_gpu_updates=dense_layers)
+
+    def _server_memory(self, ctx, served, count: int) -> HostMemoryNeed:
+        """What the servers keep in host memory: each server its rows of every served table,
+        dealt as `server_sharding` deals them (the load's own placement), with their
+        optimizer state. A colocated server is its GPU node's (one per node), so the node's
+        host memory holds its shard; a dedicated one its own machine's."""
+        model = ctx.model
+        per_row_element = model.table_bytes + model.optimizer.state_bytes_per_param
+        per_server = np.zeros(count)
+        rows: dict[tuple, np.ndarray] = {}       # many-table models repeat (vocab, dim)
+        for t in served:
+            key = (t.vocab, t.dim)
+            if key not in rows:
+                block = max(1, self.options.server_partition_params // t.dim)
+                rows[key] = rows_per_shard(t.vocab, count, self.options.server_sharding, block) * t.dim
+            per_server += rows[key]
+        per_server *= per_row_element
+        dedicated = self.options.servers == "dedicated"
+        return HostMemoryNeed(holder="servers", per_node=int(per_server.max()),
+                              capacity=self.server_host_bytes,
+                              where="server machine" if dedicated else "node",
+                              mean_per_node=int(per_server.mean()))
+
+    def _server_memory_note(self, need: HostMemoryNeed, count: int) -> str:
+        """The servers' host memory against the topology's, or why it is not checked."""
+        total = need.mean_per_node * count
+        verdict = ("does not fit" if need.fits is False else "fits" if need.fits else "")
+        return (f"ps: the servers hold {total / 1e9:,.1f} GB of table rows and optimizer state in "
+                f"host memory over {counted(count, self.options.servers + ' server')}, "
+                f"{need.mean_per_node / 1e9:,.1f} GB each on average (rows {self.options.server_sharding}): "
+                f"{need_text(need)}" + (f": {verdict}" if verdict else ""))
 
     def _dense_tables(self, ctx, sync: list, update: dict, notes: list) -> tuple[list, tuple[str, ...]]:
         """The sparse tables the servers hold; those under `dense_vocab_below` rows join the

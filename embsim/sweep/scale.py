@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..engine.result import most_first
 from ..errors import InputError
 from ..topology import TopologySpec, load_topology
+from ..workload.host_memory import HostMemoryNeed
 from .spec import SweepPoint, config_hash, with_trace_defaults
 
 
@@ -19,7 +20,8 @@ class ScalePoint:
     efficiency: float | None       # throughput per GPU relative to the smallest run
     error: str | None
     compute_source: str = ""       # measured (trace) or "compute: kernel model ..."
-    # the run's memory per GPU and whether it fits the GPU's HBM (None: the point failed)
+    # the run's memory per GPU and whether it fits the GPU's HBM and, where checked, the
+    # host memory of a node holding the strategy's servers (None: the point failed)
     memory_per_gpu_bytes: float | None = None
     fits_in_memory: bool | None = None
     # why the curve bends: the step's compute and exposed communication, and the exposed
@@ -29,6 +31,8 @@ class ScalePoint:
     exposed_by_op_ms: dict | None = None
     # what was simulated (simulate's workload block: batch, seq, dtype, jitter, seed, zipf ...)
     workload: dict | None = None
+    hbm_bytes: float | None = None
+    host_memory: HostMemoryNeed | None = None     # simulate's host_memory, read back
 
     @property
     def most_waited(self) -> tuple[str, float] | None:
@@ -91,7 +95,8 @@ def scaling_curve(points: list[SweepPoint], rows: dict[str, dict]) -> list[Scale
                               res.get("compute_source", ""), res.get("memory_per_gpu_bytes"),
                               res.get("fits_in_memory"), res.get("compute_ms"),
                               res.get("exposed_comm_ms"), res.get("exposed_by_op_ms"),
-                              res.get("workload")))
+                              res.get("workload"), res.get("hbm_bytes"),
+                              HostMemoryNeed.from_dict(res["host_memory"]) if res.get("host_memory") else None))
     return out
 
 

@@ -65,7 +65,7 @@ def parse_node_type(text: str, source: str = "<string>") -> NodeType:
 
 def node_type_from_doc(doc: YamlDoc) -> NodeType:
     top = check_mapping(doc, (), doc.data, required=["name", "gpu", "fabric", "nics"],
-                        optional=["description", "network", "parameter_servers"])
+                        optional=["description", "network", "parameter_servers", "host_memory_gb"])
     name = _text(doc, (), top, "name")
     description = get(doc, (), top, "description", str, default="")
     gpu = _gpu(doc, top["gpu"])
@@ -79,7 +79,10 @@ def node_type_from_doc(doc: YamlDoc) -> NodeType:
         network = NetworkSpec()
     node = NodeType(name=name, description=description, gpu=gpu, fabric=fabric, nics=nics,
                     network=network, source=doc.source,
-                    servers=_servers(doc, top["parameter_servers"]) if "parameter_servers" in top else None)
+                    servers=_servers(doc, top["parameter_servers"]) if "parameter_servers" in top else None,
+                    # optional: a node's host (CPU) memory, GiB (spec.NodeType.host_memory_gb)
+                    host_memory_gb=get(doc, (), top, "host_memory_gb", float, default=None, positive=True,
+                                       hi=LIMITS["host_memory_gb"]))
     # A full node of this type must be one connected graph (e.g. NVLink pairs without PCIe).
     broken = disconnected_pair(node_template(node, gpu.count))
     if broken:
@@ -374,7 +377,8 @@ def _network(doc: YamlDoc, m) -> NetworkSpec:
 
 def _servers(doc: YamlDoc, m) -> ServerSpec:
     p = ("parameter_servers",)
-    check_mapping(doc, p, m, required=[], optional=["nodes", "nics", "nic_gbit", "latency_us", "sum_gbps"])
+    check_mapping(doc, p, m, required=[], optional=["nodes", "nics", "nic_gbit", "latency_us", "sum_gbps",
+                                                     "host_memory_gb"])
     latency = get(doc, p, m, "latency_us", float, default=None, hi=LIMITS["latency_us"])
     if latency is not None and latency < 0:
         raise doc.error(p + ("latency_us",), f"must be >= 0, got {latency}")
@@ -384,4 +388,6 @@ def _servers(doc: YamlDoc, m) -> ServerSpec:
                                    hi=LIMITS["gbit"]),
                       latency_us=latency,
                       sum_gbps=get(doc, p, m, "sum_gbps", float, default=20.0, positive=True,
-                                   hi=LIMITS["host_gbps"]))
+                                   hi=LIMITS["host_gbps"]),
+                      host_memory_gb=get(doc, p, m, "host_memory_gb", float, default=None, positive=True,
+                                         hi=LIMITS["host_memory_gb"]))

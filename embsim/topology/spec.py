@@ -51,6 +51,9 @@ LIMITS = {
     "sms": 1000, "gemm_fraction": 1.0, "hbm_fraction": 1.0,   # fractions of a peak
     "l2_bytes_per_clk": 1e6, "clock_mhz": 1e5, "l2_gbps": 1e6,
     "gpus": 131072,                 # GPUs in a cluster
+    # host (CPU) memory of a node or server machine, GiB: a GB200 NVL72 rack's 36 Graces hold
+    # 17 TB; 1e6 GiB is a petabyte
+    "host_memory_gb": 1e6,
 }
 
 
@@ -200,6 +203,9 @@ class ServerSpec:
     # 20 GB/s: a memory-bound sum + sparse optimizer step on one CPU socket's DDR4
     # (~100 GB/s peak) reading the gradient, the row and its state and writing both back.
     sum_gbps: float = 20.0
+    # host memory of one server machine, GiB (as host_memory_gb); None: not given, and the
+    # servers' shards are not checked against anything
+    host_memory_gb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +218,10 @@ class NodeType:
     network: NetworkSpec
     source: str = ""                            # file it came from
     servers: ServerSpec | None = None           # `parameter_servers:` (dedicated PS nodes)
+    # Host (CPU) memory of one node, GiB as the vendor's DIMM total is ("2 TB": 32 x 64 GB
+    # DIMMs = 2048 GiB): what holds parameter servers colocated on the node, or tables kept
+    # in host memory. None: the file gives none, and nothing is checked against it.
+    host_memory_gb: float | None = None
 
     def nic_of_gpu(self, local: int) -> int | None:
         """First NIC that serves this GPU (NCCL's closest NIC); None without NICs."""

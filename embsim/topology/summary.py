@@ -57,6 +57,8 @@ def topology_summary(topo) -> dict:
         "gpus_per_node": topo.gpus_per_node,
         "n_gpus": topo.n_gpus,
         "gpu": asdict(node.gpu),
+        # a node's host (CPU) memory, GiB; None: the file gives none (nothing checked against it)
+        "host_memory_gb": node.host_memory_gb,
         "fabric": fabric,
         "nics": {"count": node.nics.count, "in_use": len(topo._template.nics), "gbit": node.nics.gbit,
                  "latency_us": node.nics.latency_us, "gpus": [list(g) for g in node.nics.gpus],

@@ -41,7 +41,7 @@ from pathlib import Path
 from ..engine.config import with_options
 from ..engine.run import SimulationConfig, simulate
 from ..errors import InputError
-from ..report.units import compute_source_text
+from ..report.units import compute_source_text, human_count, human_rate
 from ..topology import load_topology, spec_beside
 from ..workload import is_model_file
 from ..yamlio import (YamlDoc, beside, check_mapping, check_name, check_regular_file, check_type,
@@ -369,8 +369,8 @@ def training_table(runs: list[TrainingRun], pairs: list[ScalingPair], markdown: 
             continue
         over = (f" ({not_fitting_text(r.memory_needed, r.memory_per_gpu, r.hbm_bytes)})"
                 if r.fits_in_memory is False else "")
-        lines.append(f"| {r.file} | {r.id} | {r.gpus} | {r.measured:,.0f} {r.unit} | "
-                     f"{r.simulated:,.0f}{over} | {r.error:+.1%} |")
+        lines.append(f"| {r.file} | {r.id} | {r.gpus} | {human_rate(r.measured, r.unit)} | "
+                     f"{human_count(r.simulated)}{over} | {r.error:+.1%} |")
     lines += ["", "| file | run | vs | measured scaling eff. | simulated | difference |",
               "|---|---|---|---:|---:|---:|"]
     for p in pairs:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from .host_memory import HostMemoryNeed
 from .model import INDEX_BYTES, Model
 
 
@@ -24,6 +25,9 @@ class MemoryBreakdown:
     activations: int
     by_component: dict = field(default_factory=dict, hash=False)   # "dense" | table -> bytes
     buffers: int = 0      # a strategy's own: gathered parameters, communication buffers
+    # host (CPU) memory a node needs for what the strategy keeps off its GPUs (parameter
+    # servers' shards, tables in host memory); None: nothing. Not part of `total` (HBM).
+    host: HostMemoryNeed | None = None
 
     @property
     def total(self) -> int:
@@ -44,7 +48,7 @@ def _ceil_div(a: int, b: int) -> int:
 def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, dense_shards: int = 1,
                    sparse_embedding_grads: bool = False,
                    buffers: Mapping[str, float] | None = None,
-                   optimizer_shards: int = 1) -> MemoryBreakdown:
+                   optimizer_shards: int = 1, host: HostMemoryNeed | None = None) -> MemoryBreakdown:
     """Bytes one GPU holds during a training step.
 
     embedding_shards: over how many GPUs every table is sharded, or per table name
@@ -57,6 +61,7 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
     gradients, a parameter server's worker cache), counted apart from the gradients.
     optimizer_shards: over how many GPUs the optimizer state and FP32 master weights alone
     are sharded, parameters and gradients staying whole (Megatron's distributed optimizer).
+    host: what the node's host memory holds for the strategy, carried with the breakdown.
     """
     per_table = isinstance(embedding_shards, Mapping)
     shards_of = (dict(embedding_shards) if per_table
@@ -115,7 +120,7 @@ def memory_per_gpu(model: Model, embedding_shards: int | Mapping[str, int] = 1, 
     components["activations"] = activations
     return MemoryBreakdown(params=params, grads=grads, optimizer_state=state,
                            master_weights=master, activations=activations,
-                           by_component=components, buffers=extra)
+                           by_component=components, buffers=extra, host=host)
 
 
 def activation_bytes(model: Model) -> int:

@@ -79,6 +79,15 @@ def _run_rows_per_shard(starts: np.ndarray, counts: np.ndarray, vocab: int, shar
             - _rows_below(starts, vocab, shards, how, block_rows)).astype(np.float64)
 
 
+def rows_per_shard(vocab: int, shards: int, how: str, block_rows: int | None = None) -> np.ndarray:
+    """Rows of a `vocab`-row table each shard holds: exact for contiguous blocks and
+    partitions (BytePS deals a tensor's partitions from the first server on), even for
+    hashing (the optimistic bound it already is for the load)."""
+    _check(how, block_rows)
+    return _run_rows_per_shard(np.array([0], dtype=np.int64), np.array([vocab], dtype=np.int64),
+                               vocab, shards, how, block_rows)[0]
+
+
 def shard_sums(weights: np.ndarray, shards: int, how: str, block_rows: int | None = None,
                counts: np.ndarray | None = None) -> np.ndarray:
     """The total of `weights` (per row: reads, or touched rows) each shard holds. With

@@ -276,7 +276,7 @@ def test_a_lead_won_at_the_schedulers_untuned_defaults_says_so():
     assert untuned_defaults(best) == ["credit_bytes=64000000"]
     text = resolution_text(r)
     assert "leads every other fitting row by more than 6.3%" in text
-    assert text.endswith(", at embrace-2d's default credit_bytes=64000000, which its authors' systems tune "
+    assert text.endswith(", at embrace-2d's default credit_bytes=64000000, which the embrace-2d authors' systems tune "
                          "per job: try -o embrace-2d.credit_bytes=... (or compare --ablation) before "
                          "trusting the lead")
     r.rows = (CompareRow("ps", "embrace-2d", step_time=39e-3, fits_in_memory=True, options=used(OPTION)),

@@ -81,3 +81,22 @@ def test_host_work_around_a_transfer_is_counted_apart_from_it():
     op = "host_allgather"
     assert r.comm_around[op] > 10 * r.comm_time[op]
     assert r.exposed_by_op[op] <= (r.comm_time[op] + r.comm_around[op]) * (1 + 1e-9)
+
+
+def test_extra_ops_are_timed_by_tag_on_the_slowest_class():
+    """A strategy's or DDP's own kernels (extra:TAG:LAYER) are part of `compute`; their time
+    per step by tag is what lets the breakdown name them (the DDP bucket copies)."""
+    import numpy as np
+    from embsim.engine.metrics import step_metrics
+    from embsim.plan.timeline import ComputeRecord, EngineRun, RankClass
+    run = EngineRun(iterations=3, classes=(RankClass("a", (0,)), RankClass("b", (1,), slowdown=2.0)))
+    for it in range(3):
+        t0 = it * 10.0
+        for cls, k in (("a", 1.0), ("b", 2.0)):
+            run.compute.append(ComputeRecord(cls, it, "bwd:l", "bwd", t0, t0 + 4 * k, 4 * k))
+            run.compute.append(ComputeRecord(cls, it, "extra:ddp-copy-in:l", "extra", t0 + 4 * k,
+                                             t0 + 5 * k, k))
+            run.iteration_end[(cls, it)] = t0 + 10.0
+    m = step_metrics(run, lambda r: 0.0, {}, np.zeros(0))
+    assert m.compute == pytest.approx(10.0)              # class b, the busiest
+    assert m.extra_by_tag == {"ddp-copy-in": pytest.approx(2.0)}

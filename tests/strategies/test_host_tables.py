@@ -164,3 +164,17 @@ def test_other_strategies_do_not_take_the_option():
                                   strategy_options={"table_device": "cpu"}, iterations=2,
                                   efficiency_baseline=False))
 
+
+
+def test_the_cpu_tables_host_memory_is_a_need_of_the_node(two):
+    """Every worker process holds its own copy of the tables and their state in the node's
+    host memory: carried as the run's host-memory need, not checked where the topology
+    gives no host memory, and said with the limit in the note."""
+    m = load_model(MODEL)
+    per = sum(t.vocab * t.dim for t in m.tables) * (m.table_bytes + m.optimizer.state_bytes_per_param)
+    need = two.memory.host
+    assert need.holder == "the CPU tables" and need.per_node == pytest.approx(2 * per, rel=1e-9)
+    assert need.fits is None and two.fits_in_memory
+    note = next(n for n in two.notes if "on the CPU," in n)
+    assert f"(2 processes: the CPU tables need {2 * per / 1e9:,.1f} GB of host memory per node; host " \
+           f"memory unknown: not checked)" in note

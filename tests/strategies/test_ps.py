@@ -1,6 +1,8 @@
 """Parameter servers on the cluster graph: routes through server NICs and CPUs, a push's
 time by hand, uneven server load under Zipf, YAML server nodes."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -90,14 +92,71 @@ def test_byteps_partitions_are_the_default_and_load_the_first_server():
         run(topology="2x8", model="tiny-lm", strategy="ps", strategy_options={"server_partition_params": 0})
 
 
-def test_the_servers_host_memory_is_said():
-    """The tables live in the servers' host memory: the notes say how much (rows and the
-    optimizer's state), since no topology gives a host memory size to check it against."""
+def _h100_with_host_memory(tmp_path, extra: str | None):
+    """dgx-h100 as a user's file, its host_memory_gb line replaced by `extra` (None: none)."""
+    text = (Path(__file__).resolve().parents[2] / "topologies" / "dgx-h100.yaml").read_text()
+    kept = [line for line in text.splitlines() if not line.startswith("host_memory_gb:")]
+    path = tmp_path / "h100.yaml"
+    path.write_text("\n".join(kept + ([extra] if extra else [])) + "\n")
+    return f"{path}:2x8"
+
+
+def ps_run(topology, **options):
+    return simulate(SimulationConfig(topology=topology, model="lstm-lm1b", strategy="ps", iterations=2,
+                                     efficiency_baseline=False, strategy_options=options))
+
+
+def test_the_servers_host_memory_is_checked_against_the_node():
+    """The tables live in the servers' host memory (rows and the optimizer's state): a
+    colocated server is its node's, so each node's host holds its server's shard, checked
+    against the preset's host memory (dgx-h100: 2 TB)."""
     from embsim.workload import load_model
-    r = simulate(SimulationConfig(topology="2x8", model="dlrm-criteo-t3", strategy="ps", iterations=2,
-                                  efficiency_baseline=False))
-    m = load_model("dlrm-criteo-t3")
+    r = ps_run("dgx-h100:2x8")
+    m = load_model("lstm-lm1b")
     held = sum(t.vocab * t.dim for t in m.tables) * (m.table_bytes + m.optimizer.state_bytes_per_param)
+    need = r.memory.host
+    assert need.holder == "servers" and need.where == "node" and need.fits is True
+    assert need.mean_per_node == pytest.approx(held / 2, rel=1e-6)
+    assert need.per_node >= need.mean_per_node              # partitions dealt from server 0 on
     note = next(n for n in r.notes if n.startswith("ps: the servers hold"))
-    assert f"{held / 1e9:,.1f} GB" in note and f"{held / 2 / 1e9:,.1f} GB each over 2 servers" in note
-    assert "not checked" in note
+    assert f"{held / 1e9:,.1f} GB" in note and "2 colocated servers" in note
+    assert note.endswith(f"servers need {need.per_node / 1e9:,.1f} GB of host memory per node, "
+                         f"node has 2,199.0 GB: fits")
+    assert r.fits_in_memory
+
+
+def test_servers_that_outgrow_the_nodes_host_memory_do_not_fit(tmp_path, capsys):
+    """probe: ps said "fits yes" where its servers needed more host memory than a node has.
+    A user's topology sets host_memory_gb; the verdict and every output name the limit."""
+    import json
+    from embsim.cli import main
+    topo = _h100_with_host_memory(tmp_path, "host_memory_gb: 1")
+    r = ps_run(topo)
+    assert r.fits_in_hbm and r.memory.host.fits is False and not r.fits_in_memory
+    said = f"servers need {r.memory.host.per_node / 1e9:,.1f} GB of host memory per node, node has 1.1 GB"
+    args = ["simulate", "--topology", topo, "--model", "lstm-lm1b", "--strategy", "ps", "--iterations", "2"]
+    assert main(args) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"WARNING: does not fit: {said}." in out and "│ host memory " in out
+    assert main(args + ["--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["fits_in_memory"] is False and d["host_memory"]["fits"] is False
+    assert d["host_memory"]["host_memory_bytes"] == 2**30
+
+
+def test_an_unknown_host_memory_is_said_not_checked(tmp_path):
+    r = ps_run(_h100_with_host_memory(tmp_path, None))
+    assert r.memory.host.fits is None and r.fits_in_memory
+    note = next(n for n in r.notes if n.startswith("ps: the servers hold"))
+    assert note.endswith("host memory unknown: not checked")
+
+
+def test_dedicated_servers_are_checked_against_their_own_machines(tmp_path):
+    topo = _h100_with_host_memory(tmp_path, "parameter_servers:\n  nodes: 4\n  host_memory_gb: 0.25")
+    r = ps_run(topo, servers="dedicated")
+    need = r.memory.host
+    assert need.where == "server machine" and need.capacity == 2**28 and need.fits is False
+    assert "per server machine, server machine has 0.3 GB" in next(
+        n for n in r.notes if n.startswith("ps: the servers hold"))
+    # the GPU nodes' host memory is not what holds dedicated servers' shards
+    assert ps_run(_h100_with_host_memory(tmp_path, None), servers="dedicated").memory.host.fits is None

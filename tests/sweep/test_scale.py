@@ -39,3 +39,21 @@ def test_scale_json_uses_simulates_keys_and_units():
                           "fits_in_memory", "compute_ms", "exposed_comm_ms", "exposed_by_op_ms"}
         assert all(point[k] == simulated[k] for k in shared)
         assert not any(k.endswith("_s") and not k.endswith("_per_s") for k in point)
+
+
+def test_the_table_names_the_limit_and_keeps_small_rates():
+    """A ps point whose servers outgrow a node's host memory says so (simulate's host_memory,
+    read back from the sweep row); a throughput below 1 keeps its digits."""
+    from embsim.workload.host_memory import GiB, HostMemoryNeed
+    points = scale_points("dgx-h100", [8, 16], {"model": "gpt2", "strategy": "ps", "iterations": 2})
+    rows = _rows(points, [True, False])
+    host = HostMemoryNeed("servers", 3_340_400_000_000, 2048 * GiB).as_dict()
+    for p, samples in zip(points, (0.834, 1.2)):
+        rows[p.hash]["result"].update(samples_per_s=samples, hbm_bytes=85.9e9,
+                                      memory_per_gpu_bytes=10e9, host_memory=host)
+    curve = scaling_curve(points, rows)
+    assert curve[1].host_memory.fits is False
+    table = scaling_table(curve, "t").splitlines()
+    row8, row16 = (next(line for line in table if line.lstrip().startswith(n)) for n in ("8 ", "16 "))
+    assert "        0.83 " in row8 and "         1.2 " in row16
+    assert row16.endswith("does not fit: servers need 3,340.4 GB of host memory per node, node has 2,199.0 GB")

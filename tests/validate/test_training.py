@@ -228,3 +228,14 @@ def _two_runs(defaults: str, key: str) -> str:
     return (f"embsim_defaults: {{{defaults}}}\n"
             f"runs:\n  - {{id: a, gpus: 1, value: 10, embsim: {{{key}: D1}}}}\n"
             f"  - {{id: b, gpus: 1, value: 10, embsim: {{{key}: D2}}}}\n")
+
+
+def test_the_training_table_keeps_small_rates_digits():
+    """A per-GPU rate of 0.83 samples/s printed as "1 samples/s"; 12.4 as "12"."""
+    from embsim.validate.training import TrainingRun, training_table
+    small = TrainingRun(file="f", id="r", system="s", gpus=8, measured=0.834, unit="samples/s/GPU",
+                        simulated=0.9)
+    mid = TrainingRun(file="f", id="q", system="s", gpus=8, measured=12.44, unit="samples/s/GPU",
+                      simulated=1234.4)
+    table = training_table([small, mid], [])
+    assert "| 0.83 samples/s/GPU | 0.90 |" in table and "| 12.4 samples/s/GPU | 1,234 |" in table

@@ -118,3 +118,13 @@ def test_optimizer_shards_split_only_the_state_and_master_weights():
     assert sum(eight.by_component.values()) == eight.total
     with pytest.raises(InputError, match="optimizer_shards"):
         memory_per_gpu(m, optimizer_shards=0)
+
+
+def test_host_memory_rides_with_the_breakdown_outside_the_hbm_total():
+    """A strategy's host-memory need (ps servers' shards) is carried, not added to HBM."""
+    from embsim.workload.host_memory import HostMemoryNeed
+    m = load_model("tiny-lm")
+    need = HostMemoryNeed("servers", 10**12, None)
+    with_host = memory_per_gpu(m, host=need)
+    assert with_host.host is need and with_host.total == memory_per_gpu(m).total
+    assert memory_per_gpu(m).host is None

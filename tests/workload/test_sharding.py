@@ -48,3 +48,15 @@ def test_bad_sharding_is_refused():
         shard_shares(np.ones(3), 2, "random", counts=np.array([1, 1, 1]))
     with pytest.raises(InputError, match="partition size"):
         shard_shares(np.ones(3), 2, "partitions", counts=np.array([1, 1, 1]))
+
+
+def test_rows_per_shard_places_a_whole_table():
+    """The rows each server holds (ps host memory): partitions dealt from the first server on,
+    contiguous blocks as torch.chunk cuts them, hashing even."""
+    import numpy as np
+    from embsim.workload.sharding import rows_per_shard
+    assert list(rows_per_shard(10, 3, "contiguous")) == [4, 3, 3]
+    assert list(rows_per_shard(10, 3, "partitions", 2)) == [4, 4, 2]
+    assert list(rows_per_shard(3_000_000, 4, "partitions", 1_000_000)) == [1e6, 1e6, 1e6, 0]
+    assert np.allclose(rows_per_shard(10, 4, "hashed"), 2.5)
+    assert rows_per_shard(1_000_003, 7, "partitions", 1000).sum() == 1_000_003
