@@ -1,6 +1,7 @@
 """Why one row of a compare matrix beats another, in words: a scheduler that loses to fifo
-(its bottleneck: the compute stream, its collectives slowing the compute, the network,
-collective latency or ordering, and whether the gap is within the model's error), and the
+(its bottleneck: the compute stream, its collectives slowing the compute, the network
+where it loads it more, collective latency, the schedule or ordering, and whether the gap is
+within the model's error), and the
 best row against the best row of another strategy and plan (the step split into
 computation, compute slowed by collectives in flight, and exposed communication, and what
 the communication is). Every gap is a share of the faster row's step (compare.trails_by),
@@ -42,6 +43,8 @@ def comm_shape(row: CompareRow) -> str:
 LINK_BOUND_UTILISATION = 0.5
 # bytes per GPU within this fraction of the other row's are the same bytes
 SAME_BYTES = 0.01
+# a hottest link's utilisation within this fraction of the other row's is the same load
+SAME_UTILISATION = 0.01
 
 
 def links_text(row: CompareRow, fifo: CompareRow) -> str:
@@ -90,6 +93,31 @@ def _more_bytes(row: CompareRow, other: CompareRow) -> bool:
             and row.comm_bytes_per_gpu > other.comm_bytes_per_gpu * (1 + SAME_BYTES))
 
 
+def _more_net_bytes(row: CompareRow, other: CompareRow) -> bool:
+    """More bytes into the network a node (what crosses the NICs; bytes per GPU count the
+    traffic inside a node too, and the two can rank the other way)."""
+    return (row.net_bytes_per_node is not None and bool(other.net_bytes_per_node)
+            and row.net_bytes_per_node > other.net_bytes_per_node * (1 + SAME_BYTES))
+
+
+def _busier_links(row: CompareRow, other: CompareRow) -> bool:
+    """`row` link-bound (_link_bound) with its hottest link busier than `other`'s (or `other`
+    unmeasured). At the same bytes a slower row's links are busy a smaller share of its
+    longer step, so a saturated cell alone does not make the network what it lost on."""
+    if not _link_bound(row):
+        return False
+    if other.busiest_link is None:
+        return True
+    return row.busiest_link[2] > other.busiest_link[2] * (1 + SAME_UTILISATION)
+
+
+def _bytes_word(row: CompareRow, other: CompareRow) -> str:
+    """'the same bytes' where the bytes per GPU agree within SAME_BYTES, else 'X's bytes'."""
+    same = (row.comm_bytes_per_gpu is not None and bool(other.comm_bytes_per_gpu)
+            and abs(row.comm_bytes_per_gpu / other.comm_bytes_per_gpu - 1) < SAME_BYTES)
+    return "the same bytes" if same else f"{row.scheduler}'s bytes"
+
+
 def _longer_and_more(row: CompareRow, other: CompareRow, d_exposed: float) -> bool:
     """More collectives than `other`, running longer by at least half the extra exposure:
     the extra pieces' fixed costs, not their overlap, lost the time."""
@@ -121,10 +149,17 @@ def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
     """Why `row` is slower than the same strategy under fifo, in the order the evidence allows:
     the compute stream (more work at full speed, or updates serialised on it, than exposed
     communication gained); its collectives slowing the compute (more of the compute ran
-    while its collectives were in flight); the network when it sends more bytes, or its hottest link is busy
-    (LINK_BOUND_UTILISATION of the step); collective latency when the same bytes went as more
-    collectives that ran longer; otherwise ordering: the links were idle enough that the
-    extra exposure is when the collectives ran against the compute, not the network."""
+    while its collectives were in flight); the network only where the slower row loads it
+    more: it sends more bytes per GPU or into the network a node, or its hottest link is
+    busy (LINK_BOUND_UTILISATION of the step) and busier than fifo's; collective latency when
+    the same bytes went as more collectives that ran longer on links mostly idle; on busy
+    links no busier than fifo's, the schedule (more collectives that ran longer) or the
+    ordering; otherwise ordering: the links were idle enough that the extra exposure is when
+    the collectives ran against the compute, not the network.
+
+    probe Q D5: a busy link was tested before what differs, so embrace/embrace-2d, sending
+    fifo's bytes in 12 collectives against 8 with its NIC 88 % busy against fifo's 91 %, was
+    told "bottleneck the network"; the link's load did not differ, the schedule did."""
     lead = loss_lead(row, fifo)
     d_work = _work(row) - _work(fifo)
     d_stretch = row.compute_stretch - fifo.compute_stretch
@@ -138,23 +173,34 @@ def bottleneck(row: CompareRow, fifo: CompareRow) -> str:
     exposed = f"+{d_exposed * 1e3:.2f} ms of exposed communication"
     links = links_text(row, fifo)
     detail = f"{exposed}; {links}" if links else exposed
+    more = _longer_and_more(row, fifo, d_exposed)
+    shapes = f"{comm_shape(row)}, against {fifo.scheduler}'s {comm_shape(fifo)}"
     if _more_bytes(row, fifo):
         return (f"{lead}: bottleneck the network ({detail}): {row.scheduler} sends "
                 f"{human_bytes(row.comm_bytes_per_gpu)} per GPU against {fifo.scheduler}'s "
                 f"{human_bytes(fifo.comm_bytes_per_gpu)}")
-    if _link_bound(row):
-        # a busy link: more, smaller collectives still wait on its bandwidth (their pipeline
+    if _more_net_bytes(row, fifo):
+        return (f"{lead}: bottleneck the network ({detail}): {row.scheduler} sends "
+                f"{row.net_bytes_per_node / 1e6:,.1f} MB into the network a node a step against "
+                f"{fifo.scheduler}'s {fifo.net_bytes_per_node / 1e6:,.1f} MB")
+    if _busier_links(row, fifo):
+        # a busier link: more, smaller collectives still wait on its bandwidth (their pipeline
         # fill grows as the link slows), so "fixed costs" would say a faster link won't help
-        more = (f": {comm_shape(row)}, against {fifo.scheduler}'s {comm_shape(fifo)}"
-                if _longer_and_more(row, fifo, d_exposed) else "")
-        return f"{lead}: bottleneck the network ({detail}){more}"
-    if _longer_and_more(row, fifo, d_exposed):
-        same = (row.comm_bytes_per_gpu is not None and bool(fifo.comm_bytes_per_gpu)
-                and abs(row.comm_bytes_per_gpu / fifo.comm_bytes_per_gpu - 1) < SAME_BYTES)
-        what = "the same bytes" if same else f"{row.scheduler}'s bytes"
-        return (f"{lead}: bottleneck collective latency ({detail}): {comm_shape(row)}, against "
-                f"{fifo.scheduler}'s {comm_shape(fifo)}: {what} in smaller collectives, each paying "
-                f"its own fixed costs")
+        return f"{lead}: bottleneck the network ({detail})" + (f": {shapes}" if more else "")
+    if _link_bound(row):
+        # busy links, but no busier than fifo's and no more bytes: what differs is when and
+        # in how many pieces the collectives ran, not the load on the network (nor "fixed
+        # costs": on links this busy each piece's pipeline fill is stretched by their rate)
+        calm = f"{row.scheduler}'s links no busier than {fifo.scheduler}'s"
+        if more:
+            return (f"{lead}: bottleneck the schedule, not the network's load ({detail}): "
+                    f"{_bytes_word(row, fifo)} in {shapes}"
+                    f"{_ran(row, fifo)}")
+        return (f"{lead}: bottleneck ordering, not the network's load ({detail}): "
+                f"{_bytes_word(row, fifo)}, {calm}{_ran(row, fifo)}")
+    if more:
+        return (f"{lead}: bottleneck collective latency ({detail}): {shapes}: "
+                f"{_bytes_word(row, fifo)} in smaller collectives, each paying its own fixed costs")
     if row.busiest_link is None:
         return f"{lead}: bottleneck the network ({detail})"
     return (f"{lead}: bottleneck ordering/latency, not the network's bandwidth ({detail}, under "

@@ -1,5 +1,12 @@
 """ps: sparse embedding rows through parameter servers (BytePS / Parallax), dense layers
-AllReduced (Parallax's hybrid).
+AllReduced (Parallax's hybrid); `--option payload=dense`: BytePS as shipped, every parameter's
+whole gradient through the servers (strategies/ps_dense.py).
+
+`payload=rows` (default) pushes only the rows a batch touched: Parallax's payload. BytePS
+itself has no sparse path (bytedance/byteps @f5df52f README "not implemented yet: Sparse
+model training"; byteps/torch/__init__.py push_pulls every `p.grad`, a dense
+`p.data.new(p.size())`), so a BytePS baseline (EmbRace's, ByteScheduler's PS, P3's MXNet
+PS) pushed and pulled every table whole: `payload=dense`.
 
 Servers are CPU processes, attached to the topology (topology.servers):
 `--option servers=colocated` (default: one per GPU node, sharing its NIC and PCIe) or
@@ -11,6 +18,11 @@ BytePS does: the tensor is cut into partitions of `server_partition_params` para
 (BytePS's default partition, 4,096,000 bytes = 1,024,000 fp32 parameters) dealt out to
 the servers in turn; the first partitions of a frequency-sorted vocabulary hold the
 hottest rows, which every worker touches, so their servers receive more of every push.
+(BytePS itself keys each partition to a server by a hash, djb2 of `(declared_key << 16) +
+j` by default (byteps@f5df52f byteps/common/global.cc EncodeDefaultKey), which
+payload=dense follows; the rows payload's turn-by-turn deal is [ASSUMPTION]: the hot
+partitions' server is still the one hottest, where a hash could put two hot partitions
+on one server.)
 `contiguous`: one block of rows per server (TensorFlow's partitioned variables, as
 Parallax ran them: the worst case); `hashed`: every row hashed on its own (the
 optimistic bound). The load is uneven; max / mean is reported in the notes.
@@ -69,7 +81,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..collectives.traffic import Traffic
 from ..errors import InputError
 from ..identity import ByIdentity
 from ..options import positive_number, switch
@@ -84,7 +95,8 @@ from ..workload.row_groups import total as row_total
 from ..workload.sharding import rows_per_shard
 from ..workload.tokens import SHARDINGS, shard_shares, union_inclusion
 from ..words import counted
-from .ps_local import PULLS, NodeHost
+from .ps_dense import PAYLOADS, plan_dense
+from .ps_local import PULLS, NodeHost, server_matrix
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import dense_sync, dense_table_notes, replicated_sync, replicated_update_time, sparse_tables
 
@@ -93,14 +105,11 @@ BYTEPS_PARTITION_PARAMS = 4_096_000 // 4   # BYTEPS_PARTITION_BYTES default, fp3
 DEDICATED_ONLY = ("server_nodes", "server_gbit")   # server_sum_gbps applies to either placement
 
 
-def server_matrix(n_workers: int, per_worker_bytes: float, shares: np.ndarray) -> Traffic:
-    """workers x servers bytes: every worker sends each server its share of the rows
-    (kept as its two factors: at 16,384 workers the dense matrix would not fit)."""
-    return Traffic(np.ones(n_workers), per_worker_bytes * np.asarray(shares, dtype=np.float64))
-
-
 @dataclass(frozen=True)
 class PsOptions:
+    # what is pushed and pulled: the touched rows (Parallax) or every parameter's whole
+    # gradient, tables included (BytePS as shipped, no sparse path: strategies/ps_dense.py)
+    payload: str = "rows"
     servers: str = "colocated"             # or "dedicated" machines
     server_sharding: str = "partitions"    # BytePS partitions; "hashed" rows; "contiguous" blocks
     server_partition_params: int = BYTEPS_PARTITION_PARAMS
@@ -115,6 +124,8 @@ class PsOptions:
     dense_vocab_below: int | None = None
 
     def __post_init__(self):
+        if self.payload not in PAYLOADS:
+            raise InputError(f"--option payload={self.payload!r}: expected one of {', '.join(PAYLOADS)}")
         object.__setattr__(self, "local_aggregation", switch(self.local_aggregation, "local_aggregation"))
         if self.pull not in PULLS:
             raise InputError(f"--option pull={self.pull!r}: expected one of {', '.join(PULLS)}")
@@ -130,6 +141,9 @@ class PsOptions:
         for key in ("server_gbit", "server_sum_gbps"):
             if getattr(self, key) is not None:
                 object.__setattr__(self, key, positive_number(getattr(self, key), key))
+        if self.payload == "dense" and self.dense_vocab_below is not None:
+            raise InputError("--option dense_vocab_below: only with payload=rows (payload=dense already "
+                             "pushes every table whole through the servers)")
         # colocated servers are the GPU nodes' own (one each, on their NICs): machine
         # count and line rate would be ignored, so they are refused rather than dropped
         for key in DEDICATED_ONLY:
@@ -138,10 +152,30 @@ class PsOptions:
                                  f"runs one server on every GPU node, on its own NICs)")
 
 
+class _ByPayload:
+    """A strategy trait that follows the instance's `payload` option; read on the class (the
+    registry's listing of strategies alike) it is the default payload's (rows)."""
+
+    def __init__(self, rows, dense):
+        self.rows, self.dense = rows, dense
+
+    def __get__(self, obj, owner=None):
+        if obj is None or obj.options.payload != "dense":
+            return self.rows
+        return self.dense
+
+
 @STRATEGIES.register("ps")
 class ParameterServerStrategy(Strategy):
-    description = "sparse rows pushed to / pulled from CPU parameter servers (BytePS/Parallax)"
-    embedding_payload = Payload.ROWS   # pushed gradient rows, pulled rows
+    description = ("sparse rows pushed to / pulled from CPU parameter servers (BytePS/Parallax); "
+                   "payload=dense: every whole gradient (BytePS as shipped)")
+    # pushed gradient rows and pulled rows; payload=dense: whole tensors, no rows to split
+    embedding_payload = _ByPayload(Payload.ROWS, Payload.NONE)
+    # payload=dense: nn.Embedding's dense vocab x dim gradient, as BytePS's torch optimizer takes it
+    dense_table_gradient = _ByPayload(False, True)
+    # payload=dense: the GPUs hold every parameter; push_pull once per step
+    # (backward_passes_per_step), nothing pulled per micro-batch
+    gathers_every_micro_batch = _ByPayload(True, False)
     Options = PsOptions
 
     server_count: int | None = None    # set by topology(): the servers attached
@@ -149,6 +183,7 @@ class ParameterServerStrategy(Strategy):
     # set by topology(): the host memory of a machine running a server, bytes (the GPU
     # node's when colocated, a dedicated server machine's), None where the topology gives none
     server_host_bytes: float | None = None
+    node_topology = None               # set by topology(): the GPUs' topology with its servers
 
     def topology(self, topo):
         o = self.options
@@ -166,6 +201,7 @@ class ParameterServerStrategy(Strategy):
             return topo
         out = with_servers(topo, self.options.servers, spec)
         self.server_count = out.servers.count
+        self.node_topology = out
         root = host_vertex(topo._template)
         self.host = NodeHost(out._template, root, out.n_nodes, out._per_node) if root else None
         return out
@@ -182,6 +218,8 @@ class ParameterServerStrategy(Strategy):
         return host_vertex(topo._template) is not None
 
     def plan(self, ctx):
+        if self.options.payload == "dense":
+            return plan_dense(self, ctx)
         model, n = ctx.model, ctx.n_gpus
         count = self.server_count or max(1, n // ctx.gpus_per_node)
         sync = replicated_sync(ctx)

@@ -8,11 +8,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..collectives.traffic import Traffic
 from ..network import Demand
 from ..plan.ops import NodeCopy
 from ..topology.build import tree_offsets
 
 PULLS = ("node", "gpu")   # one pull per node then a local broadcast (BytePS) | per GPU (Parallax)
+
+
+def server_matrix(n_workers: int, per_worker_bytes: float, shares: np.ndarray) -> Traffic:
+    """workers x servers bytes: every worker sends each server its share of the rows
+    (kept as its two factors: at 16,384 workers the dense matrix would not fit)."""
+    return Traffic(np.ones(n_workers), per_worker_bytes * np.asarray(shares, dtype=np.float64))
 
 
 def _copies(template, root: str, gpus: int, per_gpu_bytes: float, to_host: bool) -> tuple[float, Demand, float]:

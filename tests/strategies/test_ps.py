@@ -160,3 +160,131 @@ def test_dedicated_servers_are_checked_against_their_own_machines(tmp_path):
         n for n in r.notes if n.startswith("ps: the servers hold"))
     # the GPU nodes' host memory is not what holds dedicated servers' shards
     assert ps_run(_h100_with_host_memory(tmp_path, None), servers="dedicated").memory.host.fits is None
+
+
+# --- payload=dense: BytePS as shipped (strategies/ps_dense.py) ------------------------
+
+def dense_run(topology="pcie-rtx3090:2x4", scheduler="fifo", **options):
+    return simulate(SimulationConfig(topology=topology, model="lstm-lm1b", batch=32, strategy="ps",
+                                     scheduler=scheduler, iterations=3, efficiency_baseline=False,
+                                     strategy_options={"payload": "dense", **options}))
+
+
+def test_dense_payload_pushes_and_pulls_every_table_whole():
+    """probe Q G1: BytePS has no sparse path (byteps@f5df52f README; torch/__init__.py
+    push_pulls every dense p.grad), so a node pushes vocab x dim x 4 bytes of each table a
+    step and pulls as much back, where the rows payload moves only the touched rows."""
+    from embsim.workload import load_model
+    model = load_model("lstm-lm1b", batch=32)
+    table = model.table("word")
+    whole = table.vocab * table.dim * 4
+    r = dense_run()
+    # one push_pull per tensor, 1/4 of the node's sum on each of its 4 GPUs' routes
+    sent = {c.nbytes for c in r.run.comm if c.name == "ps-push-pull:word_embedding"}
+    assert sent == {whole / 4} and {c.op for c in r.run.comm} == {"ps_push"}
+    # every parameter, tables included, through the servers; nothing AllReduced
+    params = sum(l.params for l in model.layers) * 4
+    assert r.comm_bytes_per_gpu == {"ps_push": pytest.approx(params / 4, rel=1e-12)}
+    # into the network: on 2 colocated servers a node sends the other's server the share it
+    # does not hold and serves the other node's pull of the share it does: the whole
+    # parameter bytes a node a step, pushed and pulled
+    assert r.net_bytes_per_node == pytest.approx(params, rel=1e-9)
+    note = next(n for n in r.notes if n.startswith("ps word: dense payload"))
+    assert f"793,471 x 512 x 4 B = {whole / 1e6:,.1f} MB pushed and pulled a step per node" in note
+    assert any(n.startswith("ps payload=dense (BytePS as shipped") for n in r.notes)
+    rows = run(topology="pcie-rtx3090:2x4", model="lstm-lm1b", batch=32, strategy="ps")
+    assert rows.net_bytes_per_node < params / 2          # the touched rows only
+    assert not any("payload=dense" in n for n in rows.notes)
+    # without BytePS's reduce in the node every GPU pushes the whole table itself
+    off = dense_run(local_aggregation="off")
+    assert {c.nbytes for c in off.run.comm if c.name == "ps-push-pull:word_embedding"} == {whole}
+
+
+def test_dense_payload_steps_the_optimizer_on_the_gpus_after_the_push_pull():
+    """BytePS's servers only sum; the workers' optimizer runs once push and pull are done
+    (torch/__init__.py step(): synchronize(), then the optimizer): the table's update starts
+    after its push_pull's transfer ended, on the GPU (a nonzero update)."""
+    r = dense_run()
+    done = {c.iteration: c.end for c in r.run.comm if c.name == "ps-push-pull:word_embedding"}
+    updates = [c for c in r.run.compute if c.name == "update:word_embedding"]
+    assert updates and all(c.end > c.start >= done[c.iteration] for c in updates)
+    for scheduler in ("priority",):
+        dense_run(scheduler=scheduler)                  # partitions the push_pulls whole
+
+
+def test_dense_payload_partitions_keyed_as_byteps_does():
+    from embsim.strategies.ps_dense import djb2, partition_bytes, tensor_shares
+    # global.cc: 4,096,000 rounded up to local_size x 4096-byte pages
+    assert partition_bytes(1_024_000, 8) == 4_096_000             # 125 x 32,768
+    assert partition_bytes(1_024_000, 3) == 334 * 3 * 4096
+    # Hash_DJB2 over the key's decimal digits: 5381 x 33 + '0'
+    assert djb2(0) == 5381 * 33 + ord("0") and djb2(65536) == djb2(int("65536"))
+    shares = tensor_shares(10 * 4_096_000, 1, 4, "partitions", 4_096_000)
+    keys = [(1 << 16) + j for j in range(10)]
+    expect = np.bincount([djb2(k) % 4 for k in keys], minlength=4) / 10
+    np.testing.assert_allclose(shares, expect)
+    np.testing.assert_allclose(tensor_shares(1e6, 0, 4, "hashed", 4_096_000), [0.25] * 4)
+    r = dense_run()
+    note = next(n for n in r.notes if "keyed to servers by djb2" in n)
+    assert "BytePS partitions of 4,096,000 B" in note
+
+
+def test_dense_payload_host_memory_is_the_partitions_and_the_workers_copies():
+    from embsim.workload import load_model
+    params = sum(l.params for l in load_model("lstm-lm1b", batch=32).layers) * 4
+    need = dense_run().memory.host
+    # colocated: a node holds its server's partitions (one copy, no optimizer state) and its
+    # worker's host copy of every tensor
+    assert need.mean_per_node == pytest.approx(params / 2 + params, rel=1e-6)
+
+
+def test_dense_payload_on_one_node_is_bytepss_allreduce_and_one_gpu_trains_alone():
+    ar = simulate(SimulationConfig(topology="pcie-rtx3090:1x4", model="lstm-lm1b", batch=32, iterations=3,
+                                   efficiency_baseline=False, strategy="allreduce"))
+    ps = dense_run("pcie-rtx3090:1x4")
+    assert ps.step_time == ar.step_time and ps.comm_bytes_per_gpu == ar.comm_bytes_per_gpu
+    assert any("BytePS runs no server there" in n for n in ps.notes)
+    one = dense_run("pcie-rtx3090:1x1")
+    plain = simulate(SimulationConfig(topology="pcie-rtx3090:1x1", model="lstm-lm1b", batch=32, iterations=3,
+                                      efficiency_baseline=False, strategy="allreduce"))
+    assert one.step_time == plain.step_time
+
+
+def test_payload_option_is_typed_listed_and_follows_the_strategys_traits():
+    from embsim.plan.traits import Payload
+    from embsim.strategies import STRATEGIES
+    from embsim.strategies.ps import PsOptions
+    ps = STRATEGIES.get("ps")
+    assert PsOptions().payload == "rows"
+    # read on the class (the registry's listing), the traits stay the rows payload's
+    assert ps.dense_table_gradient is False and ps.embedding_payload is Payload.ROWS
+    dense = ps.from_options({"payload": "dense"})
+    assert dense.dense_table_gradient is True and dense.embedding_payload is Payload.NONE
+    rows = ps.from_options({"payload": "rows"})
+    assert rows.dense_table_gradient is False and rows.embedding_payload is Payload.ROWS
+    for bad in ({"payload": "sparse"}, {"payload": "dense", "dense_vocab_below": 100}):
+        with pytest.raises(InputError) as err:
+            ps.from_options(bad)
+        assert "\n" not in str(err.value)
+    assert str(pytest.raises(InputError, ps.from_options, {"payload": "Dense"}).value) == \
+        "--option payload='Dense': expected one of rows, dense"
+    # embrace-2d has no rows to defer in whole tensors
+    with pytest.raises(InputError, match="no row-level split"):
+        dense_run(scheduler="embrace-2d")
+
+
+def test_payload_on_the_command_line(capsys):
+    from embsim.cli import main
+    base = ["simulate", "--topology", "pcie-rtx3090:2x4", "--model", "lstm-lm1b", "--batch", "32",
+            "--strategy", "ps", "--iterations", "2"]
+    assert main(base + ["-o", "payload=dense"]) == 0
+    out = capsys.readouterr().out
+    assert "options: ps: payload=dense (--option); servers=colocated" in out
+    assert "ps payload=dense (BytePS as shipped" in " ".join(out.split())
+    assert main(base) == 0
+    assert "options: ps: payload=rows, servers=colocated" in capsys.readouterr().out
+    assert main(base + ["-o", "payload=sparse"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "payload='sparse': expected one of rows, dense" in err
+    assert main(base + ["-o", "bogus=1"]) == 2
+    assert "strategy ps: payload, servers," in capsys.readouterr().err
