@@ -56,7 +56,8 @@ def model_summary(spec: ModelSpec, model: Model) -> dict:
                        "published": dict(spec.published)},
         "tables": [{"name": t.name, "vocab": t.vocab, "dim": t.dim, "params": t.params,
                     "input": t.input, "lookups_per_sample": t.lookups_per_sample,
-                    "tied_to": t.tied_to, "sampled": t.sampled} for t in model.tables],
+                    "tied_to": t.tied_to, "weight_of": t.weight_of, "sampled": t.sampled}
+                   for t in model.tables],
         "layers_by_kind": dict(kinds.most_common()),
         "layers": layers,
         "flops_per_sample": {"forward": fwd, "backward": bwd, "total": fwd + bwd,
@@ -92,7 +93,10 @@ def print_model_summary(s: dict) -> None:
     echo(f"Parameters  {p['total']:,} ({_si(p['total'])}): dense {p['dense']:,}, "
          f"embedding {p['embedding']:,}" + (f"  [published {published}]" if published else ""))
     for t in s["tables"]:
-        extra = [f"input {t['input']}", f"{counted(t['lookups_per_sample'], 'lookup')}/sample"]
+        reads = ("true class", "true classes") if t["weight_of"] else ("lookup", None)
+        extra = [f"input {t['input']}", f"{counted(t['lookups_per_sample'], *reads)}/sample"]
+        if t["weight_of"]:
+            extra.append(f"weight of {t['weight_of']}")
         if t["tied_to"]:
             extra.append(f"tied to {t['tied_to']}")
         if t["sampled"]:

@@ -211,7 +211,8 @@ def _options(f):
                      help="collective slowdown while compute runs; default: the trace's or "
                           "topology's measured fabric.comm_interference, else 0"),
         click.option("--untie-outputs", is_flag=True, default=False,
-                     help="give tied output projections their own weight (as calibrate's real steps)"),
+                     help="give tied output projections their own weight (as calibrate's real steps): "
+                          "dense for a full softmax, a sparse table of its own for a sampled one"),
         click.option("--zipf", "zipf_s", type=FiniteFloat(), default=1.05, show_default=True,
                      callback=_zipf_positive,
                      help=f"Zipf exponent s of the token distribution, 0 < s <= {MAX_ZIPF_S:g}"),

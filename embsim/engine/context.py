@@ -47,18 +47,23 @@ def table_traffic(model, n_gpus: int, stats_for) -> dict[str, TableTraffic]:
 
 
 def _softmax_rows(model, table) -> float:
-    """Rows a sampled softmax tied to the table gathers per GPU and step, its gradient's
-    IndexedSlices rows: every position's true class and the shared candidates
-    (tf.nn.sampled_softmax_loss gathers the weights of [labels; sampled] in one
-    embedding_lookup; TensorFlow concatenates that gradient with the input lookup's)."""
+    """Rows a sampled softmax gathers per GPU and step beyond the table's lookups, its
+    gradient's IndexedSlices rows (tf.nn.sampled_softmax_loss gathers the weights of
+    [labels; sampled] in one embedding_lookup): on a table tied to the input lookup every
+    position's true class and the shared candidates (TensorFlow concatenates that gradient
+    with the input lookup's); on the softmax's own table (weight_of) the candidates, its
+    true classes being the table's lookups already."""
     if not table.sampled:
         return 0.0
+    if table.weight_of is not None:
+        return float(table.sampled)
     return float(model.batch * model.seq + table.sampled)
 
 
 def _touched_rows(stats, tokens: float, candidates: int, n_gpus: int) -> dict:
     """The row statistics of one table's step: one GPU's tokens' rows plus a sampled
-    softmax's distinct candidates (the softmax's true classes are the same tokens' rows)."""
+    softmax's distinct candidates (the softmax's true classes are the same tokens' rows;
+    on a softmax's own table the tokens are those true classes)."""
     touches = RowTouches(stats, tokens=tokens, candidates=candidates)
     return dict(unique_per_gpu=touches.unique(), unique_union=touches.union(n_gpus),
                 unique_next_overlap=touches.next_overlap(n_gpus),

@@ -42,7 +42,9 @@ def stage_context(ctx, layers):
     names = {l.name for l in layers}
     tables = tuple(t for t in model.tables if any(l.table == t.name for l in layers))
     params = sum(l.params for l in layers)
-    emb = sum(l.params for l in layers if l.kind == "embedding")
+    # the tables the stage owns: its lookups' and an output layer's own (a sampled softmax's)
+    emb = sum(l.params for l in layers if l.kind == "embedding") + sum(
+        t.vocab * t.dim for t in tables for l in layers if t.weight_of == l.name)
     sub = replace(model, layers=tuple(layers), tables=tables, params=params,
                   embedding_params=emb, dense_params=params - emb)
     return replace(ctx, model=sub, tables={k: v for k, v in ctx.tables.items() if k in names})

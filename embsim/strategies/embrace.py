@@ -38,6 +38,11 @@ hashed by key % GPUs) exchange them. For a model of many small tables the per-ta
 is latency-bound (one collective's fixed cost per table), so this option can change a
 strategy ranking.
 Tables with a dense gradient (a full softmax tied to them) stay replicated and AllReduce.
+A sampled softmax's own table (softmax_w: an output layer's `table:`, or a tied one under
+--untie-outputs) is read by that layer alone: the shards gather the rows of its candidates
+and true classes (ids known before the forward) from the model's first layer on, the
+AlltoAll delivers them before the softmax's forward, and their gradients go back to the
+shards after its backward, for the shards' update.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from ..options import positive_number, switch
 from ..workload.memory import memory_per_gpu
 from ..workload.model import INDEX_BYTES
 from ..workload.compute import unique_ids_kernels
+from ..workload.embedding_kernels import embedding_kernels
 from ..plan.traits import Payload
 from .base import STRATEGIES, Strategy, StrategyPlan
 from .common import (ID_STAGING_S, column_split_note, dedup_expansion_seconds, dense_table_notes, replicated_sync,
@@ -81,6 +87,18 @@ def check_pooled(model, tables: list[str], options) -> None:
                 raise ModelNotSupported(f"--strategy embrace --option dedup=on: layer {user.name} pools its "
                                         f"lookups (pooling:), so the AlltoAll carries one summed vector per "
                                         f"sample, not rows to de-duplicate; drop dedup")
+
+
+def lookup_seconds(ctx, t, lookups: float) -> tuple[float, float]:
+    """(forward, backward) seconds per row read of the table's owner lookup: the owning
+    embedding layer's times per lookup, or, where the owner is an output layer on its own
+    table (its time is the softmax's GEMMs), a gather of the rows and its sparse
+    gradient's index copy (embedding_kernels)."""
+    if ctx.model.layer(t.layer).kind == "embedding" or ctx.kernel_seconds is None:
+        return ctx.layer_fwd[t.layer] / lookups, ctx.layer_bwd[t.layer] / lookups
+    fwd, _, sparse = embedding_kernels(f"{t.layer}.rows", max(1, round(lookups)), t.dim, t.vocab,
+                                       ctx.model.table_bytes, framework=ctx.model.framework)
+    return ctx.kernel_seconds(fwd) / lookups, ctx.kernel_seconds(sparse) / lookups
 
 
 def wire_notes(model, options) -> tuple[str, ...]:
@@ -195,8 +213,11 @@ class EmbRaceStrategy(Strategy):
 
             # the owner's lookup kernel, per row read: what a shard pays per lookup served;
             # with dedup an owner serves each sender's distinct rows only
-            fwd_per_lookup = rows_sent * ctx.layer_fwd[t.layer] / lookups[t.layer]
-            bwd_per_lookup = rows_sent * ctx.layer_bwd[t.layer] / lookups[t.layer]
+            fwd_per_lookup, bwd_per_lookup = (rows_sent * s for s in lookup_seconds(ctx, t, lookups[t.layer]))
+            # the op the shards' lookup goes with: the owning lookup's forward, or for an
+            # output layer's own table (its ids, true classes and candidates, known before
+            # the forward) the model's first layer's
+            lookup = fwd_name(t.layer if model.layer(t.layer).kind == "embedding" else layers[0])
             if rows_sent < 1.0:
                 scale.update({u.name: (rows_sent, rows_sent) for u in users if u.kind == "embedding"})
             if self.options.dedup:
@@ -204,13 +225,13 @@ class EmbRaceStrategy(Strategy):
                 # a 64-bit radix sort, scans and a host sync), before the ids leave
                 parts = unique_ids_kernels(f"embrace-dedup.{t.layer}", total, t.unique_per_gpu, model)
                 dedup_s = ctx.synced_seconds(parts)
-                extra.append((fwd_name(t.layer), ComputeOp(extra_name("embrace-dedup", t.layer), dedup_s)))
+                extra.append((lookup, ComputeOp(extra_name("embrace-dedup", t.layer), dedup_s)))
             if self.options.input == "data":
                 ids = extra_name("embrace-ids", t.layer)
-                extra.append((fwd_name(t.layer), ComputeOp(ids, ID_STAGING_S)))
+                extra.append((lookup, ComputeOp(ids, ID_STAGING_S)))
                 sync.append(SyncTensor(name=f"embrace-ids:{t.table}", layer=t.layer, op="all_gather",
                                        nbytes=n * total * ids_sent * INDEX_BYTES, category="embedding",
-                                       ready_after=ids, needed_by=fwd_name(t.layer)))
+                                       ready_after=ids, needed_by=lookup))
             for user in users:
                 # the looked-up vectors: one per lookup, or one per sample from a bag
                 nbytes = model.vectors_out(user) * vec * rows_sent
@@ -218,6 +239,13 @@ class EmbRaceStrategy(Strategy):
                 if user.kind == "embedding":
                     produced, consumer = fwd_name(user.name), fwd_name(layers[i + 1])
                     grad_ready, grad_consumer = bwd_name(layers[i + 1]), bwd_name(user.name)
+                elif user.name == t.layer:
+                    # the layer's own table (a sampled softmax's softmax_w): the shards gather
+                    # the rows of its candidates and true classes with the model's first
+                    # layer; the gradient rows go back to the shards after its backward, for
+                    # their update (needed_by None)
+                    produced, consumer = lookup, fwd_name(user.name)
+                    grad_ready, grad_consumer = bwd_name(user.name), None
                 else:   # e.g. a sampled softmax tied to the table: rows fetched with the lookups
                     produced, consumer = fwd_name(t.layer), fwd_name(user.name)
                     grad_ready, grad_consumer = bwd_name(user.name), bwd_name(t.layer)

@@ -78,7 +78,8 @@ def plan_table_wise(ctx, options) -> StrategyPlan:
         users = model.sparse_users(t.table)
         for u in users:
             if u.kind != "embedding":
-                raise InputError(f"--option {flag}: table {t.table} is also read by layer "
+                also = "also " if any(x.kind == "embedding" for x in users) else ""
+                raise InputError(f"--option {flag}: table {t.table} is {also}read by layer "
                                  f"{u.name} ({u.kind}), which one fused exchange after the lookups "
                                  f"cannot serve; use " + ("exchange=per_table" if fused
                                                           else "shard=cols, rows or hashed"))

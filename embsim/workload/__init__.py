@@ -91,8 +91,10 @@ def load_model(name_or_path: str, batch: int | None = None, seq: int | None = No
                recompute: str | None = None, tensor_parallel=None,
                context_parallel=None, positions: bool = True) -> Model:
     """Build a model at per-GPU `batch` and sequence length `seq` (zoo defaults if None).
-    `untie_outputs`: a tied output projection gets its own vocab x dim weight (dense
-    gradient) and no longer shares the table, whose gradient becomes sparse.
+    `untie_outputs`: a tied output projection gets its own vocab x dim weight and no longer
+    shares the table, whose gradient becomes sparse: a full softmax's weight has a dense
+    gradient, a sampled softmax's is a sparse table of its own (`<layer>_w`: its rows
+    touched are the step's candidates and true classes).
     `dtype`: training precision (fp32, tf32, bf16, fp16, fp8; default the zoo file's).
     `overrides`: table/layer changes (embsim.workload.overrides); `amp`: mixed-precision
     style, autocast or o2 (embsim.workload.precision; None: the zoo file's, else autocast);

@@ -14,7 +14,7 @@ from .recompute import BLOCK_KINDS, Recompute
 from .tensor_parallel import TensorParallel
 from .context_parallel import ContextParallel
 from .precision import op_bytes, param_bytes, precision, table_bytes, weight_cast_bytes
-from .spec import ModelSpec
+from .spec import ModelSpec, TableSpec
 
 FP32 = 4
 
@@ -38,8 +38,9 @@ def _lookups(p: dict, seq: int) -> int:
 
 
 def _output_vocab(p: dict, tables: dict) -> int:
-    """An output projection's vocabulary: its tied table's, else its own."""
-    return tables[p["tied"]].vocab if "tied" in p else p["vocab"]
+    """An output projection's vocabulary: its tied or own table's, else its own."""
+    table = p.get("tied") or p.get("table")
+    return tables[table].vocab if table else p["vocab"]
 
 
 def _loss_classes(p: dict, tables: dict) -> int:
@@ -105,14 +106,20 @@ def _kernels(kind: str, p: dict, sh: Shape, tables: dict) -> kernels_layers.Laye
         vocab = _output_vocab(p, tables)
         samples = p.get("samples")
         kw = {"cols": min(vocab, samples + sh.tokens) if samples else vocab}
+        if "table" in p:
+            # its own table's rows are gathered and cast as a tied table's are (the table's
+            # precision), but the weight is this layer's tensor, not a lookup's
+            kl = kernels_layers.layer_kernels(kind, {**p, "tied": p["table"]}, sh, **kw)
+            return replace(kl, param_tensors=kl.param_tensors + 1)
     elif kind == "softmax_loss":
         kw = {"classes": _loss_classes(p, tables)}
     return kernels_layers.layer_kernels(kind, p, sh, **kw)
 
 
 # layers whose weights autocast leaves FP32: lookups (embedding is on neither autocast
-# list, nor is a learned positional table's add), LayerNorm (on the float32 list), a tied projection (its weight is the table: its
-# cast is the layer's own logits.weight kernel)
+# list, nor is a learned positional table's add), LayerNorm (on the float32 list), a tied
+# projection or one on its own table (its weight is the table: the cast of the rows it
+# gathers is the layer's own logits.weight kernel)
 NO_WEIGHT_CAST = ("embedding", "positional_embedding", "layernorm", "rmsnorm", "fm_interaction",
                   "adaptive_embedding", "rel_position")
 
@@ -124,19 +131,32 @@ def with_weight_casts(kl: kernels_layers.LayerKernels, kind: str, p: dict, param
     cache keeps it for the rest of the forward) and the cast's backward casts the 16-bit
     weight gradient up into the FP32 .grad: one memory-bound copy per tensor each way."""
     tensors = kl.param_tensors
-    if not cast or params <= 0 or tensors < 1 or kind in NO_WEIGHT_CAST or p.get("tied"):
+    if (not cast or params <= 0 or tensors < 1 or kind in NO_WEIGHT_CAST or p.get("tied")
+            or (kind == "output_projection" and p.get("table"))):
         return kl
     per = params * cast / tensors
     return replace(kl, fwd=(stream("amp.weight_cast", per, count=tensors, copy=True), *kl.fwd),
                    bwd=(*kl.bwd, stream("amp.weight_grad_cast", per, count=tensors, copy=True)))
 
 
-def untied(p: dict, tables: dict) -> dict:
-    """A tied output projection's shape keys as an untied one: its own vocab x dim weight
-    (dense gradient), the table no longer shared."""
+def untied(p: dict, tables: dict, layer: str) -> tuple[dict, TableSpec | None]:
+    """A tied output projection's shape keys as an untied one, the table no longer shared,
+    and the new table its weight is, or None. A full softmax gets its own vocab x dim weight
+    (a dense gradient: it scores every row). A sampled softmax (`samples`) gets its own
+    vocab x dim table, `{layer}_w` (Parallax's LM-1B softmax_w): tf.nn.sampled_softmax_loss
+    gathers the weight rows of the step's candidates and true classes with embedding_lookup
+    (_compute_sampled_logits), so the gradient is an IndexedSlices over those rows, sparse
+    as a lookup's."""
     q = {k: v for k, v in p.items() if k != "tied"}
-    q["vocab"] = tables[p["tied"]].vocab
-    return q
+    shared = tables[p["tied"]]
+    if not p.get("samples"):
+        q["vocab"] = shared.vocab
+        return q, None
+    name = f"{layer}_w"
+    while name in tables:
+        name += "_"
+    q["table"] = name
+    return q, TableSpec(name, shared.vocab, shared.dim, "sampled candidates + true classes")
 
 
 # layers that work on the looked-up rows (or join them with other vectors)
@@ -177,7 +197,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     """`context_parallel`: one CP rank's share (workload.context_parallel): the model is
     built at seq / C tokens per sequence, its blocks' attention over the whole sequence's
     keys (Model.seq is then the rank's seq / C). `untie_outputs`: build every tied output projection untied (as calibrate's real
-    training steps run it), so its table's gradient is the lookups' sparse one.
+    training steps run it), so its table's gradient is the lookups' sparse one; a tied
+    sampled softmax's weight becomes a sparse table of its own (untied).
     `dtype`: the training precision (--dtype), default the zoo file's; `amp`: the
     mixed-precision style (embsim.workload.precision)."""
     dtype = dtype or spec.dtype
@@ -199,6 +220,7 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     layers: list[Layer] = []
     lookups = {name: 0 for name in tables}
     tied_to: dict[str, str] = {}
+    weight_of: dict[str, str] = {}        # an output layer's own table -> that layer
     kernel_cache: dict = {}       # repeats of one layer share their kernel lists
     own_kernels: dict = {}        # a KERNEL_DEFINED layer's kernels, before the weight casts
     sampled: dict[str, int] = {}
@@ -214,17 +236,27 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
             if cp.on and ls.kind in BLOCK_KINDS:
                 p = {**p, "cp": cp.size}
             if untie_outputs and ls.kind == "output_projection" and "tied" in p:
-                p = untied(p, tables)
+                p, new = untied(p, tables, name)
+                if new is not None:
+                    tables[new.name] = new
+                    lookups[new.name] = 0
             table = p.get("table") or p.get("tied")
-            owns = ls.kind == "embedding" and table not in owned
+            # an output layer's own table (a sampled softmax's) is owned by that layer
+            own_weight = ls.kind == "output_projection" and "table" in p
+            owns = (ls.kind == "embedding" or own_weight) and table not in owned
             if owns:
                 owned.add(table)
             if ls.kind == "embedding":
                 lookups[table] += _lookups(p, seq)
+            if own_weight:
+                # the rows it reads per sample: one true class per scored position
+                n = costs.tokens_for(p, sh)
+                lookups[table] += n // batch if n % batch == 0 else n / batch
+                weight_of[table] = name
             if ls.kind == "output_projection" and "tied" in p:
                 tied_to[table] = name
-                if p.get("samples"):
-                    sampled[table] = p["samples"]
+            if ls.kind == "output_projection" and table and p.get("samples"):
+                sampled[table] = p["samples"]
             if ls.kind in KERNEL_DEFINED:
                 cost_rule, kernel_rule = KERNEL_DEFINED[ls.kind]
                 if ls.name not in own_kernels:
@@ -247,7 +279,8 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     emb_tables = tuple(
         EmbeddingTable(name=t.name, vocab=t.vocab, dim=t.dim, lookups_per_sample=lookups[t.name],
                        tied_to=tied_to.get(t.name), input=t.input,
-                       sampled=min(sampled.get(t.name, 0), t.vocab - 1)) for t in tables.values())
+                       sampled=min(sampled.get(t.name, 0), t.vocab - 1),
+                       weight_of=weight_of.get(t.name)) for t in tables.values())
     rc = Recompute.parse(recompute)
     if rc.on and not any(layer.kind in BLOCK_KINDS for layer in layers):
         raise InputError(f"--recompute {rc}: model {spec.name} has no transformer blocks to checkpoint")

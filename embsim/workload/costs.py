@@ -148,7 +148,9 @@ def positional_cost(p: dict, sh: Shape) -> LayerCost:
 def output_projection_cost(p: dict, sh: Shape, vocab: int, tied: bool) -> LayerCost:
     """Hidden -> vocabulary logits. With `samples` (sampled softmax, Jozefowicz et al.
     2016) only the sampled candidates plus each token's target are scored, so the
-    weight gradient touches those rows only and is sparse."""
+    weight gradient touches those rows only and is sparse. `tied`: the weight is the
+    lookup's table (owned there); an own `table:` (a sampled softmax's) is owned here, and
+    its gradient rows, like a tied one's, are the table's."""
     n, d, dim = tokens_for(p, sh), sh.dtype_bytes, p["dim"]
     bias = p.get("bias", False)
     samples = p.get("samples")
@@ -162,7 +164,8 @@ def output_projection_cost(p: dict, sh: Shape, vocab: int, tied: bool) -> LayerC
         params=params, fwd_flops=flops, bwd_flops=2 * flops,
         fwd_bytes=d * (touched + traffic), bwd_bytes=d * (2 * touched + 2 * traffic),
         # a tied weight's gradient rows are the table's (its precision: FP32 under autocast)
-        grad_bytes=(sh.table_bytes if tied else d) * touched + (cols * INDEX_BYTES if samples else 0),
+        grad_bytes=(sh.table_bytes if tied or "table" in p else d) * touched
+        + (cols * INDEX_BYTES if samples else 0),
         activation_bytes=d * n * dim, sparse=bool(samples))
     return cost
 

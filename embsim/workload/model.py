@@ -79,8 +79,12 @@ class EmbeddingTable:
     encoder and decoder, the number of fields for DeepFM).
     tied_to: the output-projection layer that reuses this table as its weight, or None.
     input: which input stream feeds the table ("tokens", "source+target tokens", "fields").
-    sampled: distinct candidates a sampled softmax tied to the table draws per step and
-    GPU (shared by the batch); 0 without one.
+    sampled: distinct candidates a sampled softmax tied to the table, or whose own table it
+    is, draws per step and GPU (shared by the batch); 0 without one.
+    weight_of: the output-projection layer whose own weight the table is (a sampled
+    softmax's separate softmax_w, read by no lookup: a model file's `table:`, or a tied one
+    untied), or None. Its lookups_per_sample are then the softmax's true classes (one per
+    scored position), to which the step adds the `sampled` candidates.
     """
 
     name: str
@@ -90,6 +94,7 @@ class EmbeddingTable:
     tied_to: str | None
     input: str
     sampled: int = 0
+    weight_of: str | None = None
 
     @property
     def params(self) -> int:

@@ -18,6 +18,25 @@ table references are rejected with the file, key path and line (via embsim.yamli
     layers:
       - {name: word_embedding, kind: embedding, table: word}
       - {name: encoder, kind: transformer_encoder, repeat: 12, dim: 768, heads: 12, ffn: 3072}
+
+An output_projection names its weight with exactly one of: `tied: TABLE` (the input
+lookup's table, shared: BERT's decoder, lstm-lm1b's softmax), `vocab: N` (its own dense
+N x dim matrix) or `table: TABLE` (its own table, read by no embedding layer: a sampled
+softmax's separate weight, Parallax LM-1B's softmax_w). `table:` needs `samples:`
+(tf.nn.sampled_softmax_loss gathers the rows of the step's candidates and true classes, so
+the gradient is sparse over those rows; a full softmax's weight is dense: give vocab:), the
+table's dim must be the layer's, and the table is listed under `tables:` like any other
+(its `input:` a label, e.g. "sampled candidates + true classes"):
+
+    tables:
+      - {name: word, vocab: 793471, dim: 512, input: tokens}
+      - {name: softmax_w, vocab: 793471, dim: 512, input: sampled candidates + true classes}
+    layers:
+      - {name: word_embedding, kind: embedding, table: word}
+      - ...
+      - {name: softmax, kind: output_projection, dim: 512, table: softmax_w, samples: 8192}
+
+`--untie-outputs` builds a tied sampled softmax this way (its table named `<layer>_w`).
 """
 
 from __future__ import annotations
@@ -46,8 +65,11 @@ LIMITS = {"vocab": 1_000_000_000_000, "dim": 1_000_000, "layer_int": 1_000_000_0
           "batch": 1 << 24, "seq": 1_000_000, "tokens": 1 << 24}
 
 COMMON_LAYER_KEYS = ("name", "kind", "repeat", "note")
+# rope: rotary position embeddings on q and k (charged as eager kernels where the block is
+# not fused_elementwise); fused_norm: an eager block's RMSNorm is one library kernel
+# (embsim.workload.kernels_layers.transformer_block)
 BLOCK_KEYS = ("kv_heads", "ffn_kind", "bias", "norm", "flash_attention", "dropout", "attn_dropout",
-              "fused_elementwise", "fp8_recipe")
+              "fused_elementwise", "fp8_recipe", "rope", "fused_norm")
 
 # kind -> {key: (type, required)}; "seq" is accepted where an int may be per sequence.
 INT, BOOL, STR, SEQ_OR_INT, FRACTION = int, bool, str, (int, str), (int, float)
@@ -77,8 +99,12 @@ LAYER_SCHEMA: dict[str, dict[str, tuple[Any, bool]]] = {
                                                                      "fp8_recipe")
                                     else (BOOL, STR) if k == "flash_attention"
                                     else BOOL), False) for k in BLOCK_KEYS}},
+    # the weight: tied (the input lookup's table, shared), vocab (its own dense vocab x dim
+    # matrix) or table (its own table, read by no lookup: a sampled softmax's weight, whose
+    # gradient holds only the rows of the step's candidates and true classes)
     "output_projection": {"dim": (INT, True), "tied": (STR, False), "vocab": (INT, False),
-                          "bias": (BOOL, False), "samples": (INT, False), **HEAD_KEYS},
+                          "table": (STR, False), "bias": (BOOL, False), "samples": (INT, False),
+                          **HEAD_KEYS},
     "softmax_loss": {"classes": (SEQ_OR_INT, True), "samples": (INT, False), "per": (STR, False),
                      "upcast_in_kernel": (BOOL, False), "fused": (BOOL, False),
                      "label_smoothing": (STR, False), **HEAD_KEYS},
@@ -275,7 +301,13 @@ def layer_value_problem(kind: str, key: str, value: Any) -> str | None:
 def layer_shape_problem(kind: str, params: dict) -> tuple[str, str] | None:
     """(key, why) when a layer's keys do not fit one another, or None: attention splits
     `dim` into `heads` equal heads, and grouped-query attention shares each of `kv_heads`
-    among a whole number of query heads (PyTorch and every trainer refuse anything else)."""
+    among a whole number of query heads (PyTorch and every trainer refuse anything else).
+    An output layer's own `table` is a sampled softmax's weight: without `samples` the
+    softmax scores every row, a dense gradient (its own `vocab` says that)."""
+    if kind == "output_projection" and "table" in params and not params.get("samples"):
+        return "table", (f"table {params['table']!r} as the weight needs samples: (a sampled "
+                         f"softmax gathers the rows it scores, a sparse gradient); a full softmax "
+                         f"touches every row, so give its own weight as vocab: instead")
     if kind in ("adaptive_embedding", "adaptive_softmax"):
         if params["cutoffs"] and params["cutoffs"][-1] >= params["vocab"]:
             return "cutoffs", f"cutoffs must lie below the vocab {params['vocab']}"
@@ -322,15 +354,34 @@ def reference_problem(spec_tables: dict, layers) -> tuple[tuple, str] | None:
                 and p["classes"] not in spec_tables:
             return path + ("classes",), f"must be an integer or a table name, got {p['classes']!r}"
         if layer.kind == "output_projection":
-            if ("tied" in p) == ("vocab" in p):
-                return path, "give exactly one of 'tied' (a table) or 'vocab'"
-            if "tied" in p and spec_tables[p["tied"]].dim != p["dim"]:
-                return path + ("dim",), (f"tied table {p['tied']!r} has dim "
-                                         f"{spec_tables[p['tied']].dim}, not {p['dim']}")
-    used = {layer.params["table"] for layer in layers if layer.kind == "embedding"}
+            if sum(k in p for k in ("tied", "vocab", "table")) != 1:
+                return path, ("give exactly one of 'tied' (the lookup table it shares), 'table' "
+                              "(its own sampled-softmax table) or 'vocab' (its own dense weight)")
+            for key, what in (("tied", "tied table"), ("table", "table")):
+                if key in p and spec_tables[p[key]].dim != p["dim"]:
+                    return path + ("dim",), (f"{what} {p[key]!r} has dim "
+                                             f"{spec_tables[p[key]].dim}, not {p['dim']}")
+    lookups = {layer.params["table"]: layer.name for layer in layers if layer.kind == "embedding"}
+    weights: dict[str, str] = {}          # an output layer's own table -> that layer
+    for i, layer in enumerate(layers):
+        name = layer.params.get("table") if layer.kind == "output_projection" else None
+        if name is None:
+            continue
+        if name in lookups:
+            return ("layers", i, "table"), (f"table {name!r} is also read by embedding layer "
+                                            f"{lookups[name]!r}: an output layer that shares a "
+                                            f"lookup's table says tied: {name}")
+        if layer.repeat > 1:
+            return ("layers", i, "repeat"), (f"{layer.repeat} output layers cannot all have "
+                                             f"table {name!r} as their own weight; give each its own")
+        if name in weights:
+            return ("layers", i, "table"), (f"table {name!r} is already the weight of output "
+                                            f"layer {weights[name]!r}")
+        weights[name] = layer.name
     for i, name in enumerate(spec_tables):
-        if name not in used:
-            return ("tables", i), f"table {name!r} is read by no embedding layer"
+        if name not in lookups and name not in weights:
+            return ("tables", i), (f"table {name!r} is read by no embedding layer (nor is it "
+                                   f"an output layer's table:)")
     return None
 
 

@@ -35,7 +35,7 @@ def test_bert_large_parameters_from_its_config(capsys):
     assert s["parameters"]["published"] == {"params": 340e6}
     assert s["tables"] == [{"name": "word", "vocab": 30522, "dim": 1024, "params": 30522 * 1024,
                             "input": "tokens", "lookups_per_sample": 128, "tied_to": "mlm_output",
-                            "sampled": 0}]
+                            "weight_of": None, "sampled": 0}]
     assert s["layers_by_kind"]["transformer_encoder"] == 24
     assert sum(s["layers_by_kind"].values()) == len(load_model("bert-large").layers)
     assert s["defaults"] | {"padding": None} == {
@@ -148,6 +148,11 @@ def test_bad_input_is_one_line_exit_2(capsys, args, needles):
     (lambda t: t.replace("defaults:", "colour: red\ndefaults:", 1), ["colour"]),
     (lambda t: t + "\n  - {name: x, kind: linear, in: 0, out: 4}\n", ["in", "must be positive"]),
     (lambda t: t.replace("layers:", "layers: [", 1), ["mine.yaml"]),
+    # an output layer's own table is a sampled softmax's: without samples it is refused
+    (lambda t: t.replace("tied: word, bias: true", "table: word, bias: true", 1),
+     ["layers.2.table", "needs samples"]),
+    (lambda t: t.replace("input: tokens}", "input: tokens}\n  - {name: out_w, vocab: 10, dim: 64, "
+                         "input: ids}", 1), ["tables.1", "'out_w' is read by no embedding layer"]),
 ])
 def test_bad_model_file_names_file_and_key(tmp_path, capsys, edit, needles):
     path = tmp_path / "mine.yaml"

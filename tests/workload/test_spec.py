@@ -156,3 +156,45 @@ def test_attention_heads_must_fit_the_width(tmp_path, keys, words):
         load_spec(str(path))
     for w in words:
         assert w in str(info.value), (w, str(info.value))
+
+
+# an output layer with a table of its own: a sampled softmax's weight (softmax_w)
+OWN_TABLE = GOOD.replace(
+    "  - {name: word, vocab: 100, dim: 16, input: tokens}\n",
+    "  - {name: word, vocab: 100, dim: 16, input: tokens}\n"
+    "  - {name: out_w, vocab: 100, dim: 16, input: sampled ids}\n").replace(
+    "{name: out, kind: output_projection, dim: 16, tied: word}",
+    "{name: out, kind: output_projection, dim: 16, table: out_w, samples: 10}")
+
+
+def test_an_output_layer_may_own_a_sampled_softmax_table(tmp_path):
+    m = load_model(write(tmp_path, OWN_TABLE))
+    t, out = m.table("out_w"), m.layer("out")
+    assert t.weight_of == "out" and t.sampled == 10 and t.lookups_per_sample == 8
+    assert out.table == "out_w" and out.sparse and out.params == 100 * 16
+    assert m.table_owner("out_w") == "out" and m.embedding_params == 2 * 100 * 16
+
+
+@pytest.mark.parametrize("old,new,key,line,words", [
+    ("table: out_w, samples: 10}", "table: out_w}", "layers.2.table", 14, "needs samples"),
+    ("table: out_w,", "table: out_w, tied: word,", "layers.2", 14, "exactly one of"),
+    ("table: out_w,", "table: out_w, vocab: 100,", "layers.2", 14, "exactly one of"),
+    ("table: out_w,", "table: out_x,", "layers.2.table", 14, "no table named 'out_x'"),
+    ("{name: out_w, vocab: 100, dim: 16", "{name: out_w, vocab: 100, dim: 8", "layers.2.dim", 14,
+     "has dim 8, not 16"),
+    ("{name: emb, kind: embedding, table: word}", "{name: emb, kind: embedding, table: out_w}",
+     "layers.2.table", 14, "also read by embedding layer 'emb'"),
+    ("{name: out, kind: output_projection,", "{name: out, kind: output_projection, repeat: 2,",
+     "layers.2.repeat", 14, "give each its own"),
+    ("table: out_w, samples: 10}", "vocab: 100, samples: 10}", "tables.1", 10,
+     "'out_w' is read by no embedding layer"),
+])
+def test_bad_own_tables_are_refused_in_one_line(tmp_path, old, new, key, line, words):
+    assert old in OWN_TABLE
+    path = write(tmp_path, OWN_TABLE.replace(old, new, 1))
+    with pytest.raises(InputError) as exc:
+        load_model(path)
+    msg = str(exc.value)
+    assert msg.startswith(path) and "\n" not in msg, msg
+    assert re.search(rf"\b{re.escape(key)}\b", msg) and f"(line {line})" in msg, msg
+    assert words in msg, msg
