@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from .attention_rate import attention_fraction, default_implementation
 from .gpu_props import GpuCompute
 from .kernels import Kernel
-from .precision import Precision
+from .precision import Precision, unquantized
 
 # cuBLAS/CUTLASS thread-block tiles on Ampere/Hopper (the guide above lists 256x128,
 # 128x256, 128x128, 128x64, 64x128, 64x64, largest first).
@@ -166,7 +166,7 @@ def kernel_time(kr: Kernel, gpu: GpuCompute, prec: Precision, elem_bytes: int) -
     """All `count` launches of one kernel."""
     bw = gpu.hbm_bps * gpu.hbm_fraction
     if kr.kind == "gemm":
-        one = gemm_s(kr, gpu, prec, elem_bytes)
+        one = gemm_s(kr, gpu, unquantized(prec) if kr.unquantized else prec, elem_bytes)
     elif kr.kind == "attention":
         one = attention_s(kr, gpu, prec, elem_bytes)
     elif kr.kind == "stream":

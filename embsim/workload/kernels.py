@@ -85,6 +85,9 @@ class Kernel:
     # nbytes 0, read) only where FP8 GEMMs take just the TN layout (before Blackwell;
     # embsim.workload.fp8_quant); elsewhere not moved, and a transpose-only kernel not run
     transpose_bytes: float = 0.0
+    # gemm: a product the FP8 recipes leave in 16-bit (the output layer,
+    # kernels_layers.output_layer_16bit): under --dtype fp8 it runs at the BF16 rate
+    unquantized: bool = False
 
     @property
     def flops(self) -> float:

@@ -9,9 +9,11 @@ sparse-gradient backward (LayerKernels.bwd_sparse).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 
 from .costs import Shape, tokens_for
 from .fp8_quant import DEFAULT_RECIPE, block_quantize
+from .eager_ops import rmsnorm_eager_fwd_bwd, rope_eager_fwd_bwd, swiglu_eager_fwd_bwd
 from .embedding_kernels import bag_kernels, embedding_kernels
 from .kernels import (COLUMN, FP32, LAYER, MASK_BYTES, Kernel, attention, dropout_residual,
                       fp32_cast, gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
@@ -50,7 +52,7 @@ def causal_keys(s: int) -> int:
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
                dropout: bool, opb: int = FP32, fused: bool = False, bias: bool = True,
                causal: bool = False, impl: str = "", tp: int = 1,
-               cp: int = 1) -> tuple[list, list, list]:
+               cp: int = 1, rope: bool = False) -> tuple[list, list, list]:
     """(forward, backward, the core's forward) kernels of multi-head attention of s
     queries over s keys: QKV projection, the core, output projection. Unfused, the
     (b*a, s, s) scores go through HBM: scale+mask, softmax,
@@ -60,12 +62,20 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     `tp`: a tensor-parallel rank's share (workload.tensor_parallel): a / tp heads, kv / tp
     key/value width, the QKV GEMM's columns and the output GEMM's rows split tp ways.
     `cp`: a context-parallel rank's share (workload.context_parallel): s is its s / cp
-    tokens, and its flash core is one kernel per ring step (_ring_steps)."""
+    tokens, and its flash core is one kernel per ring step (_ring_steps).
+    `rope`: eager rotary embeddings on q and k between the QKV GEMM and the core
+    (eager_ops.rope_eager_fwd_bwd; outside the core, which selective recompute reruns)."""
     n, hd = b * s, h // a
     a, kv, hq = a // tp, kv // tp, h // tp
     fwd, bwd = [], []
     f, g = linear_fwd_bwd(f"{name}.qkv", n, h, hq + 2 * kv, e, bias)
     fwd += f
+    rope_b = []
+    if rope:
+        for part, width in (("q", hq), ("k", kv)):
+            rf, rb = rope_eager_fwd_bwd(f"{name}.rope_{part}", n, width, e)
+            fwd += rf
+            rope_b = rb + rope_b
     core_start = len(fwd)
     scores = b * a * s * s
     if flash and cp > 1:
@@ -114,7 +124,7 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     fwd.append(stream(f"{name}.heads_copy", 2 * n * hq * e))
     f2, g2 = linear_fwd_bwd(f"{name}.out", n, hq, h, e, bias)
     fwd += f2
-    bwd += g2 + [stream(f"{name}.heads_copy_bwd", 2 * n * hq * e)] + bwd_core + g
+    bwd += g2 + [stream(f"{name}.heads_copy_bwd", 2 * n * hq * e)] + bwd_core + rope_b + g
     return fwd, bwd, core
 
 
@@ -154,20 +164,33 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     fused = p.get("fused_elementwise", False)
     swiglu = p.get("ffn_kind", "gelu") == "swiglu"
     bias = p.get("bias", True)
-    add_norm = _fused_add_norm if fused else _add_norm
+    # Eager (fused_elementwise false), a Llama-style block's RMSNorm, rotary embeddings
+    # (`rope`) and SwiGLU run as the ops eager PyTorch launches (embsim.workload.eager_ops);
+    # `fused_norm`: its RMSNorm is one library kernel even so (torchtitan's Triton
+    # fused_rmsnorm). Fused (torch.compile, Transformer Engine, Megatron's fusions), each is
+    # one kernel: the fused add+norm, the fused SwiGLU below, RoPE not charged apart.
+    # LayerNorm is one ATen kernel (native_layer_norm) either way.
+    composite_norm = (not fused and p.get("norm", "layernorm") == "rmsnorm"
+                      and not p.get("fused_norm", False))
+    rope = not fused and p.get("rope", False)
+    add_norm = _fused_add_norm if fused else partial(_add_norm, composite=composite_norm)
     fwd, bwd, core = [], [], []
     for i in range(2 if cross else 1):
         tag = "cross" if i else "self"
         fa, ba, ca = _attention(f"{tag}_attn", b, s, h, a, kv, e, bool(flash), attn_dropout, sh.op_bytes, fused,
-                                bias, causal=causal and not i, impl=impl, tp=tp, cp=p.get("cp", 1))
+                                bias, causal=causal and not i, impl=impl, tp=tp, cp=p.get("cp", 1),
+                                rope=rope and not i)
         fn, bn = add_norm(f"{tag}_attn", nn, h, e, dropout, sh.op_bytes)
         fwd += fa + fn
         bwd = bn + ba + bwd
         core += ca
     # FFN: up (and gate) GEMM(s), activation (bias fused), down GEMM
     up_f, up_b = linear_fwd_bwd("ffn.up", n, h, (2 if swiglu else 1) * f, e, bias)
-    act_f = [stream("ffn.act", (3 if swiglu else 2) * n * f * e, pointwise=True)]
-    act_b = [stream("ffn.act_bwd", (5 if swiglu else 3) * n * f * e, pointwise=True)]
+    if swiglu and not fused:
+        act_f, act_b = swiglu_eager_fwd_bwd("ffn.act", n, f, e)
+    else:
+        act_f = [stream("ffn.act", (3 if swiglu else 2) * n * f * e, pointwise=True)]
+        act_b = [stream("ffn.act_bwd", (5 if swiglu else 3) * n * f * e, pointwise=True)]
     dn_f, dn_b = linear_fwd_bwd("ffn.down", n, f, h, e, bias)
     fn, bn = add_norm("ffn", nn, h, e, dropout, sh.op_bytes)
     fwd += up_f + act_f + dn_f + fn
@@ -182,6 +205,27 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
     return LayerKernels(layer_fitted(fwd), layer_fitted(bwd),
                         param_tensors=transformer_tensors(p, cross), fused_elementwise=fused,
                         core_fwd=layer_fitted(core), kv_width=2 * kv // tp)
+
+
+def output_layer_16bit(kernels: list) -> tuple:
+    """The output layer's GEMMs, which no FP8 recipe quantizes: under --dtype fp8 they run
+    at the BF16 rate (Kernel.unquantized; their operands are the model's 16-bit tensors, as
+    every fp8 run's are, and the layer gets no FP8 quantize kernels).
+    - Megatron-Core (NeMo, Megatron-Bridge): the output layer is a plain
+      tensor_parallel.ColumnParallelLinear (a torch.matmul, not a Transformer Engine FP8
+      module): NVIDIA/Megatron-LM megatron/core/models/gpt/gpt_model.py:118 at
+      f2e5db402c44ae309aa6448bcb4ae87e8ae0f5f4; at d98e8a64ddf34856e74b24714e3bedb2f5a39553
+      (:272-277) only an MXFP8 recipe with fp8_output_proj (default False,
+      transformer_config.py:635) swaps in TELMHeadColumnParallelLinear.
+    - torchtitan (torchao Float8Linear): the converter skips the output layer:
+      torchtitan/float8.py:99 `module_filter_fn=lambda mod, fqn: fqn != "output"` at
+      9dec370ad26b5f8e9a7333a0e36165018262644b (the Dec-2024 H100 benchmark's commit);
+      `filter_fqns = ["output"]` in torchtitan/models/llama3/train_configs/llama3_8b.toml:62
+      at 2887250bbd9103d0bc997ea2efb3a525b5e5dbc0 (the mx converter's default,
+      config_manager.py:515); llama3_405b's filter_fqns=["lm_head"] (the layer's later
+      name) in torchtitan/models/llama3/config_registry.py:314 at
+      b5bcd76c66d0acb1a08b176d9639425bc55e0b2a."""
+    return tuple(replace(k, unquantized=True) if k.kind == "gemm" else k for k in kernels)
 
 
 def layer_fitted(kernels: list) -> tuple:
@@ -204,10 +248,13 @@ def transformer_tensors(p: dict, cross: bool) -> int:
     return attn * 4 * per_linear + ffn * per_linear + (attn + 1) * per_norm
 
 
-def _add_norm(name: str, n: int, h: int, e: int, dropout: bool, opb: int) -> tuple[list, list]:
-    """Eager PyTorch: dropout, residual add and LayerNorm as separate kernels."""
+def _add_norm(name: str, n: int, h: int, e: int, dropout: bool, opb: int,
+              composite: bool = False) -> tuple[list, list]:
+    """Eager PyTorch: dropout, residual add and LayerNorm as separate kernels; `composite`:
+    an RMSNorm written as tensor ops, each its own kernel (eager_ops.rmsnorm_eager_fwd_bwd)."""
     fr, br = dropout_residual(name, n, h, e, dropout)
-    fn, bn = norm_fwd_bwd(f"{name}.norm", n, h, e, opb)
+    norm = rmsnorm_eager_fwd_bwd if composite else norm_fwd_bwd
+    fn, bn = norm(f"{name}.norm", n, h, e, opb)
     return fr + fn, bn + br
 
 
@@ -378,7 +425,7 @@ def layer_kernels(kind: str, p: dict, sh: Shape, vocab: int | None = None, dim: 
             f.insert(0, Kernel("gather", rows=cols, row_bytes=p["dim"] * t, name="logits.sample_rows"))
         # a tied projection's weight is the table's tensor (counted by the embedding)
         tensors = (0 if p.get("tied") else 1) + (1 if p.get("bias", False) else 0)
-        return LayerKernels(tuple(f), tuple(b), param_tensors=tensors)
+        return LayerKernels(output_layer_16bit(f), output_layer_16bit(b), param_tensors=tensors)
     if kind == "softmax_loss":
         # log-softmax + NLL, FP32 ops under AMP: the logits are cast up, the gradient
         # (softmax - target) is written in FP32 and cast back down

@@ -87,6 +87,13 @@ _DTYPE_SPELLINGS = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half
                     "bfloat16": "bf16", "float8": "fp8"}
 
 
+def unquantized(prec: Precision) -> Precision:
+    """The precision of a GEMM an FP8 recipe leaves out (Kernel.unquantized): fp8's
+    16-bit storage dtype, BF16 (Transformer Engine and torchao keep the tensors between
+    FP8 GEMMs in BF16); any other precision is its own."""
+    return PRECISIONS["bf16"] if prec.name == "fp8" else prec
+
+
 def canonical_dtype(name: str) -> str:
     """`TF32`, `BF16`, `float16`, `bfloat16` as --dtype names them; anything else unchanged,
     for precision() to refuse."""
