@@ -10,7 +10,7 @@ PS charts and P3 pushed and pulled every table whole. What this module plans, pe
 tensor (one per layer: BytePS keys weight and bias apart, [ASSUMPTION] one tensor a layer):
 
 - partitions: the tensor is cut into BYTEPS_PARTITION_BYTES pieces (default 4,096,000,
-  byteps/common/global.cc `_partition_bytes`, docs/env.md "The default and recommended value
+  byteps/common/global.cc `_partition_bytes`, byteps/docs/env.md "The default and recommended value
   is 4096000"), rounded up to a multiple of local_size x page size (global.cc: RoundUp to
   `_local_size * _pagesize`); here the `server_partition_params` option x 4 bytes. Partition
   j of the i-th declared tensor has key (i << 16) + j (operations.cc InitTensor: `start_key =
@@ -43,7 +43,7 @@ tensor (one per layer: BytePS keys weight and bias apart, [ASSUMPTION] one tenso
   summing it on the push route's ps-cpu link) and, on the same stream after it, the pull
   (the servers' bytes back over the pull routes, collectives.servers server_transfer) with
   the node's copy back and all-gather. The layer's update, the workers' own optimizer step
-  on their GPUs, waits for the whole push_pull; the servers only sum (docs/rationale.md:
+  on their GPUs, waits for the whole push_pull; the servers only sum (byteps/docs/rationale.md:
   "after the PS sums up the data across the workers"; byteps/server/server.cc keeps one
   `stored->tensor` of each key's length and sums into it, no optimizer). Bytes per GPU and
   per op count the push (the pull's bytes ride among the copies and host work around it;
