@@ -109,10 +109,13 @@ class Engine:
 
     # ---------------------------------------------------------------- compute
     def _comm_event(self, iteration: int, name: str) -> simpy.Event:
-        key = (iteration, name)
-        ev = self._comm_done.get(key)
+        return self._event(self._comm_done, (iteration, name))
+
+    def _event(self, events: dict, key) -> simpy.Event:
+        """The event under `key`, made on first ask (a waiter may come before or after it fires)."""
+        ev = events.get(key)
         if ev is None:
-            ev = self._comm_done[key] = self.env.event()
+            ev = events[key] = self.env.event()
         return ev
 
     def _stream(self, cls: RankClass):
@@ -162,11 +165,7 @@ class Engine:
                 idle = end
 
     def _family_event(self, iteration: int, family: Family) -> simpy.Event:
-        key = (iteration, family)
-        ev = self._family_done.get(key)
-        if ev is None:
-            ev = self._family_done[key] = self.env.event()
-        return ev
+        return self._event(self._family_done, (iteration, family))
 
     def _set_computing(self, delta: int) -> None:
         before = self._computing
