@@ -208,17 +208,14 @@ class Engine:
         self._pending.pop(key, None)
         # this class's GPUs arrive; the runtime starts the collective after the last class
         parts = self._parts.get(family, ())
-        on_done = ((lambda record, k=k: self._comm_finished(k, self._by_name(record.tag), record))
+        comms = self.plan.comms      # a family member's record names it (its tag)
+        on_done = ((lambda record, k=k: self._comm_finished(k, comms[self._comm_index[record.tag]], record))
                    if parts else (lambda record, k=k, c=c: self._comm_finished(k, c, record)))
         self.runtime.arrive(c.op, c.nbytes, c.ranks or self.ranks, cls.ranks, key=c.name, tag=c.name,
                             channel=c.channel, queue_key=self.scheduler.queue_key(c, k),
                             position=self._comm_index[c.name], plan=self._plan(c), tail=c.tail,
                             copy_before=c.copy_before, copy_after=c.copy_after,
                             on_done=on_done, parts=parts)
-
-    def _by_name(self, name: str) -> CommOp:
-        family = self._family_of[name]
-        return family.members[self._member_index[name]]
 
     # ------------------------------------------------------------------- comm
     def _plan(self, c: CommOp):
