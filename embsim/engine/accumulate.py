@@ -77,7 +77,8 @@ def without_update(splan, seconds: float = 0.0):
 
 def combine_micro_batches(plain: StepMetrics, last: StepMetrics, k: int) -> StepMetrics:
     """Sync "every": k-1 micro-batches of `plain` (synchronised, no optimizer) then the
-    `last` one (with the optimizer), back to back (each iteration ends in a host sync)."""
+    `last` one (with the optimizer), back to back (each iteration ends in a host sync).
+    Every per-step figure adds up the same way: the k-1 plain ones' plus the last one's."""
     def add(a: dict, b: dict) -> dict:
         return {key: (k - 1) * a.get(key, 0.0) + b.get(key, 0.0) for key in dict.fromkeys([*a, *b])}
     step = (k - 1) * plain.step_time + last.step_time
@@ -93,4 +94,7 @@ def combine_micro_batches(plain: StepMetrics, last: StepMetrics, k: int) -> Step
                        comm_count=add(plain.comm_count, last.comm_count),
                        comm_wall=(k - 1) * plain.comm_wall + last.comm_wall,
                        exposed_by_op=add(plain.exposed_by_op, last.exposed_by_op),
+                       comm_around=add(plain.comm_around, last.comm_around),
+                       compute_stretch=(k - 1) * plain.compute_stretch + last.compute_stretch,
+                       link_bytes=add(plain.link_bytes, last.link_bytes),
                        extra_by_tag=add(plain.extra_by_tag, last.extra_by_tag))
