@@ -42,7 +42,7 @@ from .metrics import step_metrics
 from .options_used import options_used
 from .result import ClusterShape, SimulationResult
 from .parallel_checks import check_context_parallel, check_parallelism, check_pipeline_run
-from .run_notes import accumulated_rows_note, seq_as_mean_label, superlinear_note
+from .run_notes import accumulated_rows_note, global_batch_note, seq_as_mean_label, superlinear_note
 from .simulation import Engine
 from .tp_plan import CHANNEL as TP_CHANNEL, tp_groups
 from .pp_plan import is_pp_channel
@@ -258,7 +258,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
     groups = tp_groups(topo.n_gpus, tp.size) if tp.on or cp.on else None
     if tp.on:
-        compute_source += f"; {tp.label(sum(1 for l in model.layers if l.kind in BLOCK_KINDS))}"
+        blocks = sum(1 for l in model.layers if l.kind in BLOCK_KINDS)
+        compute_source += f"; {tp.label(blocks, model.dtype)}"
     if cp.on:
         groups[CP_CHANNEL] = cp_groups(topo.n_gpus, tp.size, cp.size)
     staged = None
@@ -321,7 +322,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s, dp)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
-    notes = plan.notes + accumulated_rows_note(cfg, splan.sync, each)
+    notes = plan.notes + accumulated_rows_note(cfg, splan.sync, each) + global_batch_note(cfg, model.batch, replicas)
     if cfg.efficiency_baseline and replicas > 1:
         # the same node type with one GPU (no communication); with tensor parallelism one
         # TP group on one node (its own collectives, no data-parallel ones); with pipeline
@@ -337,9 +338,9 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
             notes += superlinear_note(efficiency, metrics.compute, single.compute, dp, cfg)
     # one replica: the strategy's and scheduler's remarks are about synchronisation that
     # does not run (an "AllReduced densely" table, FSDP's units), so none is kept but those
-    # of tables in host memory, whose copies and CPU update still run
+    # of tables in host memory, whose copies and CPU update still run, and why it accumulates
     if dp == 1:
-        notes = tuple(splan.host_notes)
+        notes = tuple(splan.host_notes) + global_batch_note(cfg, model.batch, replicas)
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,

@@ -4,6 +4,7 @@ read as a mean sentence length by --jitter's length forms, a scaling efficiency 
 from __future__ import annotations
 
 from ..collectives.server_demand import PUSH_OPS
+from ..workload import load_spec
 from .config import SimulationConfig
 from .jitter import NONE, parse_jitter, sentence_lengths
 
@@ -53,3 +54,15 @@ def accumulated_rows_note(cfg: SimulationConfig, sync, each: bool) -> tuple:
     return (f"--accumulate {k}: the sparse gradients synchronised once per step ({', '.join(ops)}) "
             f"are sized by one micro-batch's distinct rows; the union of the {k} micro-batches' rows "
             f"(up to {k}x as many where ids rarely repeat) is not modelled, so those bytes read low",)
+
+
+def global_batch_note(cfg: SimulationConfig, batch: int, replicas: int) -> tuple:
+    """Where the step accumulates micro-batches because the zoo model fixes its reference
+    benchmark's global batch (engine.run.with_global_batch), the output says so: a what-if on
+    fewer GPUs otherwise reads as a slower step with no cause given."""
+    global_batch = load_spec(cfg.model).global_batch
+    if global_batch is None or cfg.accumulate <= 1 or cfg.accumulate != global_batch // (batch * replicas):
+        return ()
+    return (f"accumulate {cfg.accumulate}: the model's global batch {global_batch:,} over {replicas} "
+            f"replica(s) x batch {batch} (the zoo file's `global_batch`, its reference benchmark's: "
+            f"without --accumulate a step accumulates to it; --accumulate 1 runs one micro-batch per step)",)

@@ -1,0 +1,20 @@
+"""engine/run_notes.py: the notes that say why a figure is what it is."""
+
+from dataclasses import replace
+
+from embsim.engine.run import SimulationConfig
+from embsim.engine.run_notes import global_batch_note
+
+GNMT = SimulationConfig(topology="dgx-a100:1x4", model="gnmt", batch=128, seq=24)
+
+
+def test_accumulation_from_the_model_global_batch_is_said():
+    (note,) = global_batch_note(replace(GNMT, accumulate=2), 128, 4)
+    assert "accumulate 2" in note and "global batch 1,024" in note and "--accumulate 1" in note
+
+
+def test_no_note_without_accumulation_or_when_it_is_not_the_global_batch():
+    assert global_batch_note(replace(GNMT, accumulate=1), 128, 8) == ()
+    assert global_batch_note(replace(GNMT, accumulate=4), 128, 4) == ()          # the user's own K
+    assert global_batch_note(SimulationConfig(topology="dgx-a100:1x4", model="bert-base", batch=16, seq=128,
+                                              accumulate=2), 16, 4) == ()      # no global batch in its zoo file
