@@ -42,7 +42,8 @@ from .metrics import step_metrics
 from .options_used import options_used
 from .result import ClusterShape, SimulationResult
 from .parallel_checks import check_context_parallel, check_parallelism, check_pipeline_run
-from .run_notes import accumulated_rows_note, global_batch_note, seq_as_mean_label, superlinear_note
+from .run_notes import (accumulated_rows_note, global_batch_note, seq_as_mean_label, superlinear_note,
+                        unauthored_pairing_note)
 from .simulation import Engine
 from .tp_plan import CHANNEL as TP_CHANNEL, tp_groups
 from .pp_plan import is_pp_channel
@@ -322,7 +323,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s, dp)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
-    notes = plan.notes + accumulated_rows_note(cfg, splan.sync, each) + global_batch_note(cfg, model.batch, replicas)
+    notes = (plan.notes + accumulated_rows_note(cfg, splan.sync, each) + global_batch_note(cfg, model.batch, replicas)
+             + unauthored_pairing_note(cfg))
     if cfg.efficiency_baseline and replicas > 1:
         # the same node type with one GPU (no communication); with tensor parallelism one
         # TP group on one node (its own collectives, no data-parallel ones); with pipeline

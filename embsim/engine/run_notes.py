@@ -66,3 +66,17 @@ def global_batch_note(cfg: SimulationConfig, batch: int, replicas: int) -> tuple
     return (f"accumulate {cfg.accumulate}: the model's global batch {global_batch:,} over {replicas} "
             f"replica(s) x batch {batch} (the zoo file's `global_batch`, its reference benchmark's: "
             f"without --accumulate a step accumulates to it; --accumulate 1 runs one micro-batch per step)",)
+
+
+def unauthored_pairing_note(cfg: SimulationConfig) -> tuple:
+    """S2 Reducer's trainer reduces after the whole backward and steps the optimizer once;
+    priority and embrace-2d update layer by layer, so under them the post-backward
+    AllReduces overlap the next forward: a what-if no author ran, said as such (the
+    strategy's own note describes S2's reduce, not this timing)."""
+    if (cfg.strategy != "s2reducer" or cfg.scheduler == "fifo"
+            or cfg.strategy_options.get("sync", "after_backward") != "after_backward"):
+        return ()
+    return (f"s2reducer with --scheduler {cfg.scheduler}: S2 Reducer's reduce after the backward, but "
+            f"{cfg.scheduler}'s per-layer optimizer updates let those AllReduces overlap the next "
+            f"forward, which S2 Reducer's trainer (one optimizer step after every reduce) does not; no "
+            f"author ran this pairing (--scheduler fifo is S2 Reducer's own timing)",)

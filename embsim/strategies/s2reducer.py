@@ -190,7 +190,7 @@ class S2ReducerStrategy(Strategy):
                 update[layer] += c.decode_s           # the decode runs with the table's update
         elif coded:
             sync, extra = self._after_backward(ctx, sync, update, coded)
-            notes.append(f"s2reducer: as the authors' trainer, after the backward: {len(coded)} "
+            notes.append(f"s2reducer: the authors' reduce, after the backward: {len(coded)} "
                          f"table(s) encoded, one AllReduce of every sketch and one of every bitmap, "
                          f"then the other gradients beside the decode (--option sync=overlapped: "
                          f"overlapped with the backward instead)")

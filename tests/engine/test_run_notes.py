@@ -18,3 +18,13 @@ def test_no_note_without_accumulation_or_when_it_is_not_the_global_batch():
     assert global_batch_note(replace(GNMT, accumulate=4), 128, 4) == ()          # the user's own K
     assert global_batch_note(SimulationConfig(topology="dgx-a100:1x4", model="bert-base", batch=16, seq=128,
                                               accumulate=2), 16, 4) == ()      # no global batch in its zoo file
+
+
+def test_s2reducer_under_a_per_layer_scheduler_is_said_to_be_nobodys_pairing():
+    from embsim.engine.run_notes import unauthored_pairing_note
+    s2 = replace(GNMT, strategy="s2reducer")
+    (note,) = unauthored_pairing_note(replace(s2, scheduler="priority"))
+    assert "no author ran this pairing" in note and "--scheduler fifo" in note
+    assert unauthored_pairing_note(replace(s2, scheduler="fifo")) == ()
+    assert unauthored_pairing_note(replace(s2, scheduler="priority", strategy_options={"sync": "overlapped"})) == ()
+    assert unauthored_pairing_note(replace(GNMT, strategy="allreduce", scheduler="priority")) == ()
