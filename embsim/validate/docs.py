@@ -20,6 +20,7 @@ from .report import collective_summary, collective_table, plot_collectives, step
 from .steps import step_errors
 from .training_docs import original_section, reusing_tables, training_section
 from .training_docs_heldout import heldout_section
+from .training_docs_probe_r import probe_r_section
 
 
 # Curves a model constant is fitted on (each the ONE curve of its constant).
@@ -109,6 +110,7 @@ def build(traces_dir: Path, out: Path, refresh: list[str] | None = None) -> str:
         parts += training_section()
         parts += original_section()
         parts += heldout_section()
+        parts += probe_r_section()
     text = "\n".join(parts) + "\n"
     atomic_write_text(out, text)
     return text

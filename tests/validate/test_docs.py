@@ -3,6 +3,8 @@ line, exit status 2, before the minutes of regeneration and without writing --ou
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from embsim.validate import docs
@@ -34,3 +36,20 @@ def test_the_committed_validation_md_carries_the_current_notes():
     committed = (docs.Path(__file__).resolve().parents[2] / "docs" / "validation.md").read_text(encoding="utf-8")
     notes = "\n".join(docs.MODEL_NOTES)
     assert len(docs.MODEL_NOTES) > 100 and notes in committed
+
+
+def test_every_held_out_training_file_has_a_docs_section(monkeypatch):
+    """A held-out file added without a docs/validation.md section (probe R's nine were) fails
+    here; the sections' files are collected without simulating them."""
+    from embsim.validate import training_docs_heldout, training_docs_merlin, training_docs_probe_r
+    shown = set()
+
+    def collect(title, files, intro, notes):
+        shown.update(Path(f).name for f in files)
+        return []
+    for module in (training_docs_heldout, training_docs_merlin, training_docs_probe_r):
+        monkeypatch.setattr(module, "doc_section", collect)
+    training_docs_heldout.heldout_section()
+    training_docs_probe_r.probe_r_section()
+    held_out = {p.name for p in HELDOUT_DIR.glob("*.yaml")}
+    assert held_out - shown == set(training_docs_probe_r.PROBE_R_SLOW)
