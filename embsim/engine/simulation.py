@@ -12,6 +12,7 @@ each other exactly where they share links.
 
 from __future__ import annotations
 
+import numpy as np
 import simpy
 
 from ..collectives.runtime import CollectiveRecord, CollectiveRuntime
@@ -158,11 +159,15 @@ class Engine:
         if not done.processed:
             yield done
         ends = self._member_ends[(source, wait.family)]
-        waits = self.run_record.waits
-        for member, end in zip(wait.family.members, ends):
-            if end > idle:
-                waits.append(WaitRecord(cls.name, k, member.name, idle, end, source))
-                idle = end
+        # member i ends a wait where it ends after everything before it (and after `idle`):
+        # found at once over the family's ends, each record's start that running maximum
+        arr = np.asarray(ends)
+        before = np.empty_like(arr)
+        before[0] = idle
+        np.maximum(np.maximum.accumulate(arr[:-1]), idle, out=before[1:])
+        members, waits = wait.family.members, self.run_record.waits
+        for i in np.flatnonzero(arr > before).tolist():
+            waits.append(WaitRecord(cls.name, k, members[i].name, float(before[i]), ends[i], source))
 
     def _family_event(self, iteration: int, family: Family) -> simpy.Event:
         return self._event(self._family_done, (iteration, family))
