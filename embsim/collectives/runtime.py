@@ -31,7 +31,6 @@ caller may pass a plan it already holds instead (an alltoallv's, say).
 
 from __future__ import annotations
 
-import copy
 import heapq
 import math
 from dataclasses import dataclass
@@ -226,7 +225,8 @@ class CollectiveRuntime:
             del comm.open[seq]
             if inst.parts:
                 for (part_tag, part_position), event in zip(inst.parts, inst.event):
-                    part = copy.copy(inst)     # dataclasses.replace costs 10 µs each
+                    part = object.__new__(_Instance)   # a shallow copy: copy.copy and
+                    part.__dict__.update(inst.__dict__)  # dataclasses.replace cost ~10 µs each
                     part.tag, part.position, part.event, part.parts = part_tag, part_position, event, ()
                     self._make_ready(comm, part)
             else:
