@@ -259,7 +259,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     kinds = {kind: topo.link_ids_of_kind(kind) for kind in topo.link_kinds_in_order()}
     groups = tp_groups(topo.n_gpus, tp.size) if tp.on or cp.on else None
     if tp.on:
-        compute_source += f"; {tp.label(sum(1 for l in model.layers if l.kind in BLOCK_KINDS))}"
+        blocks = sum(1 for l in model.layers if l.kind in BLOCK_KINDS)
+        compute_source += f"; {tp.label(blocks, model.dtype)}"
     if cp.on:
         groups[CP_CHANNEL] = cp_groups(topo.n_gpus, tp.size, cp.size)
     staged = None

@@ -20,6 +20,8 @@ network beside the data-parallel traffic). Placement on the compute stream:
     parallelism) blocks after its backward; with sequence parallelism its input is
     all-gathered before its forward, and the embedding's output gradient all-gathered
     before its backward.
+Under --dtype fp8 a block's all-gathers move FP8, 1 byte per element (workload.fp8_comm
+gives the sources); its reduce-scatters and every other TP collective stay 16-bit.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import replace
 
 from ..plan.names import Role, bwd_name, extra_name, fwd_name
 from ..plan.ops import CommOp, ComputeOp
+from ..workload.fp8_comm import tp_gather_bytes
 from ..workload.tensor_parallel import BLOCK_KINDS
 
 CHANNEL = "tp"
@@ -53,7 +56,9 @@ def add_tensor_parallel(stream: list[ComputeOp], ctx) -> tuple[list[ComputeOp], 
     if not tp.on:
         return stream, [], {}, {}
     moved: dict = {}
-    act = model.batch * model.seq * max(model.dtype_bytes, 2)   # b x s x h elements, per h below
+    elem = max(model.dtype_bytes, 2)
+    act = model.batch * model.seq * elem   # b x s x h elements, per h below
+    gather_elem = tp_gather_bytes(model.dtype, elem)
     tokens = model.batch * model.seq
     stream = list(stream)
     comms: list[CommOp] = []
@@ -70,6 +75,10 @@ def add_tensor_parallel(stream: list[ComputeOp], ctx) -> tuple[list[ComputeOp], 
                                 group=CHANNEL))
             prev = name
         return prev
+
+    def sized(op: str, size: float) -> float:
+        """A block collective's bytes: its all-gathers at their own element width."""
+        return size * gather_elem / elem if op == "all_gather" else size
 
     def wait(op_id, comm: str | None) -> None:
         if op_id is not None and comm is not None:
@@ -95,17 +104,17 @@ def add_tensor_parallel(stream: list[ComputeOp], ctx) -> tuple[list[ComputeOp], 
         if layer.kind in BLOCK_KINDS:
             h = layer.input_bytes // max(model.dtype_bytes, 1) // tokens
             size = act * h
-            fwd_ops = [(op, size) for op, _ in tp.block_collectives(True)]
+            fwd_ops = [(op, sized(op, size)) for op, _ in tp.block_collectives(True)]
             bwd = tp.block_collectives(False)
             last = chain(f"fwd:{name}", fwd_ops, fwd_name(name))
             wait(after(fwd_name(name)), last)
-            blocking = [(op, size) for op, o in bwd if not o]
+            blocking = [(op, sized(op, size)) for op, o in bwd if not o]
             if name in recomputed:
                 blocking = fwd_ops + blocking
             prior = before(bwd_name(name))
             if blocking and prior is not None:
                 wait(bwd_name(name), chain(f"bwd:{name}", blocking, prior))
-            hidden = [(op, size) for op, o in bwd if o]
+            hidden = [(op, sized(op, size)) for op, o in bwd if o]
             i = next(j for j, s in enumerate(stream) if s.id == bwd_name(name))
             op = stream[i]
             w = min(ctx.kernel_seconds(_overlap_kernels(layer, tp.sequence)), op.duration)

@@ -38,6 +38,11 @@ the tables are nn.Embedding(sparse=False) and every row's gradient is reduce-sca
 step; the output says so.
 PyTorch's ProcessGroupNCCL runs every collective of the process group on one internal
 stream: gathers and reduce-scatters go one at a time, in issue order (scheduler fifo).
+torchtitan's Float8 (--dtype fp8) with float8.enable_fsdp_float8_all_gather: option
+float8_all_gather=on gathers the blocks' weights as FP8, 1 byte per parameter, forward and
+backward (workload.fp8_comm gives the sources; off by default, as in torchtitan). The root's
+(embeddings, output layer, final norm: no Float8Linear) stay 16-bit; a block's norm weights
+(2 x dim, against ~10^8 linear weights in a Llama block) are counted with its linears'.
 Not modelled: the post-backward stream's casts of the unsharded gradient to reduce_dtype
 and its divides by the world size (memory passes of ~14 bytes a parameter beside the
 backward, ~1 % of these steps).
@@ -51,6 +56,8 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..plan.names import bwd_name, fwd_name, update_name
 from ..plan.ops import SyncTensor
+from ..options import switch
+from ..workload.fp8_comm import FP8_BYTES
 from ..workload.memory import memory_per_gpu
 from ..workload.recompute import BLOCK_KINDS
 from .base import STRATEGIES, Strategy, StrategyPlan
@@ -64,10 +71,12 @@ _BLOCK = re.compile(r".+\.\d+")
 @dataclass(frozen=True)
 class FsdpOptions:
     sharding: str = "FULL_SHARD"              # FSDP sharding_strategy
+    float8_all_gather: bool = False           # torchtitan's enable_fsdp_float8_all_gather
 
     def __post_init__(self):
         if self.sharding not in SHARDING:
             raise InputError(f"--option sharding={self.sharding!r}: must be one of {', '.join(SHARDING)}")
+        object.__setattr__(self, "float8_all_gather", switch(self.float8_all_gather, "float8_all_gather"))
 
 
 def units(model) -> list[tuple[str, list]]:
@@ -101,6 +110,11 @@ class FsdpStrategy(Strategy):
         first = {name: ls[0].name for name, ls in us}
         last = {name: ls[-1].name for name, ls in us}
         param_b = {name: float(sum(l.params * model.param_bytes(l) for l in ls)) for name, ls in us}
+        if o.float8_all_gather:
+            if model.dtype != "fp8":
+                raise InputError(f"--option float8_all_gather=on: needs --dtype fp8, not {model.dtype}")
+            param_b.update({name: float(sum(l.params for l in ls)) * FP8_BYTES
+                            for name, ls in us if name != ROOT})
         grad_b = {name: float(sum(l.params * model.grad_elem_bytes(l) for l in ls)) for name, ls in us}
         blocks = [name for name, _ in us if name != ROOT]
         full = o.sharding == "FULL_SHARD"
@@ -153,6 +167,9 @@ class FsdpStrategy(Strategy):
         plural = "s" if len(blocks) != 1 else ""
         if blocks:
             notes = [f"fsdp: {o.sharding}, {len(blocks)} block{plural} + root unit, limit_all_gathers"]
+            if o.float8_all_gather:
+                notes.append("fsdp: float8 all-gather: block weights gathered in FP8, 1 byte per "
+                             "parameter (torchtitan enable_fsdp_float8_all_gather); root unit 16-bit")
         else:
             notes = [f"fsdp: {o.sharding}, no blocks for the auto-wrap policy: the whole model is one root "
                      "unit, gathered before the forward and kept through the backward (FSDP does not "

@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from .fp8_comm import TP_NOTE, tp_gathers_fp8
 
 BLOCK_KINDS = ("transformer_encoder", "transformer_decoder")
 
@@ -107,8 +108,9 @@ class TensorParallel:
         return ((("all_gather", False),) * 2
                 + (("all_gather", True), ("reduce_scatter", True)) * 2)
 
-    def label(self, blocks: int) -> str:
-        """What the outputs say (empty when off)."""
+    def label(self, blocks: int, dtype: str = "bf16") -> str:
+        """What the outputs say (empty when off); under --dtype fp8 with sequence
+        parallelism, that the blocks' all-gathers moved FP8 (workload.fp8_comm)."""
         if not self.on:
             return ""
         f, b = self.block_collectives(True), self.block_collectives(False)
@@ -120,6 +122,7 @@ class TensorParallel:
             return " + ".join(f"{n} {op.replace('_', '-')}{'s' if n > 1 else ''}"
                               for op, n in names.items())
         hidden = sum(1 for _, o in b if o)
+        fp8 = f", {TP_NOTE}" if self.sequence and tp_gathers_fp8(dtype) else ""
         return (f"tensor parallel {self}: {count(f)} forward and {count(b)} backward per block "
                 f"({hidden} overlapped with weight-gradient GEMMs) over {blocks} blocks, "
-                f"vocab-parallel embedding/output/cross-entropy")
+                f"vocab-parallel embedding/output/cross-entropy{fp8}")
