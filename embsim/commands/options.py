@@ -15,6 +15,7 @@ from ..workload.padding import parse_padding
 from ..workload.pipeline_interleaved import SEND_WAITS
 from ..workload.precision import AMP_STYLES, check_amp_flags
 from ..workload.tokens import MAX_ZIPF_S, check_corpus_text
+from ..workload.torch_cp import IMPLS as CP_IMPLS
 from .checks import (MAX_ACCUMULATE, MAX_BATCH, MAX_ITERATIONS, MAX_SEED, MAX_SEQ, FiniteFloat,
                      count, model_option)
 
@@ -138,6 +139,12 @@ CONTEXT_PARALLEL = click.option("--context-parallel", type=count(1, 1024), defau
                                      "every sequence, passing key/value chunks around the ring beside each "
                                      "attention step; gradients are reduced over GPUs / TP ranks, replicas "
                                      "are GPUs / (TP x C) (allreduce, fsdp, distopt)")
+CONTEXT_PARALLEL_IMPL = click.option(
+    "--context-parallel-impl", type=click.Choice(list(CP_IMPLS)), default=None,
+    help="with --context-parallel > 1: whose implementation: te (Transformer Engine's p2p ring, "
+         "Megatron / NeMo) or PyTorch's experimental context_parallel as torchtitan runs it, "
+         "its KV rotater torch-allgather (torchtitan's default) or torch-alltoall: per-step SDPA "
+         "calls merged in FP32, FP32 dKV passed on (default: te)")
 NCCL_ENV = click.option("--nccl-env", multiple=True, metavar="NAME=BYTES", callback=_nccl_env,
                         help="a buffer/chunk size the run sets, e.g. NCCL_BUFFSIZE=8388608 (also "
                              "NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_P2P_NET/NVL/PCI_CHUNKSIZE); repeatable")
@@ -180,6 +187,7 @@ def _options(f):
         P2P_SEND_WAIT,
         P2P_OVERLAP,
         CONTEXT_PARALLEL,
+        CONTEXT_PARALLEL_IMPL,
         click.option("--accumulate", type=count(1, MAX_ACCUMULATE),
                      help="gradient accumulation: micro-batches (of --batch) per optimizer step "
                           "(default: the model's global batch over the GPUs' batches, else 1)"),

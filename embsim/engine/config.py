@@ -94,6 +94,9 @@ class SimulationConfig:
     # Megatron / Transformer Engine context parallelism over C ranks, the p2p KV ring
     # (workload.context_parallel)
     context_parallel: int = 1
+    # whose CP: "te" (None, the default) or PyTorch's context_parallel with its KV rotater,
+    # "torch-allgather" (torchtitan's default) or "torch-alltoall" (workload.torch_cp)
+    context_parallel_impl: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.iterations, int) or self.iterations < 2:
@@ -126,7 +129,7 @@ class SimulationConfig:
         TensorParallel.of(self.tensor_parallel, self.sequence_parallel)
         PipelineParallel.of(self.pipeline_parallel, self.virtual_pipeline, self.p2p_send_wait,
                             self.p2p_overlap)
-        ContextParallel.of(self.context_parallel)
+        ContextParallel.of(self.context_parallel, self.context_parallel_impl)
         check_variation(self.gpu_variation)
         parse_lengths(self.lengths)
         parse_padding(self.padding)
@@ -144,7 +147,7 @@ def pipeline_parallel_of(cfg: SimulationConfig) -> PipelineParallel:
 
 
 def context_parallel_of(cfg: SimulationConfig) -> ContextParallel:
-    return ContextParallel.of(cfg.context_parallel)
+    return ContextParallel.of(cfg.context_parallel, cfg.context_parallel_impl)
 
 
 def with_options(cfg: SimulationConfig, given: Mapping[str, Any], strict: bool = True) -> SimulationConfig:

@@ -31,20 +31,28 @@ from ..plan.ops import CommOp, ComputeOp, channel_family
 from ..workload.tensor_parallel import BLOCK_KINDS
 
 CHANNEL = "cp"
-_STEP = {True: re.compile(r"\.flash\.cp(\d+)$"), False: re.compile(r"\.flash_bwd\.cp(\d+)$")}
+# a ring step's kernels: its attention (<core>.cp<i>) and, PyTorch's, the merges or gradient
+# accumulations after it (<core>.cp<i>.<what>: workload.torch_cp)
+_STEP = {True: re.compile(r"\.flash\.cp(\d+)(?:\.\w+)?$"),
+         False: re.compile(r"\.flash_bwd\.cp(\d+)(?:\.\w+)?$")}
 
 
-def kv_chunk_bytes(model, layer) -> float:
+def kv_chunk_bytes(model, layer, fp32: bool = False) -> float:
     """One rank's key/value chunk: b x s / C tokens x (2 kv_dim / TP) elements of the
-    activations' 16-bit dtype (FP8 GEMMs keep BF16 attention inputs)."""
-    return float(model.batch * model.seq * layer.kernels.kv_width * max(model.dtype_bytes, 2))
+    activations' 16-bit dtype (FP8 GEMMs keep BF16 attention inputs), or FP32 (PyTorch's
+    dKV buffers). kv_dim is the query width under PyTorch's CP (workload.torch_cp)."""
+    elt = 4 if fp32 else max(model.dtype_bytes, 2)
+    return float(model.batch * model.seq * layer.kernels.kv_width * elt)
 
 
-def step_kernels(layer, fwd: bool) -> list:
-    """The block's ring-step kernels in step order (workload.kernels_layers._ring_steps)."""
+def step_kernels(layer, fwd: bool) -> list[list]:
+    """The block's ring steps in step order, each its kernels (workload.kernels_layers._ring_steps)."""
     kernels = layer.kernels.fwd if fwd else layer.kernels.bwd
-    found = [(int(m.group(1)), k) for k in kernels if (m := _STEP[fwd].search(k.name))]
-    return [k for _, k in sorted(found, key=lambda x: x[0])]
+    steps: dict[int, list] = {}
+    for k in kernels:
+        if m := _STEP[fwd].search(k.name):
+            steps.setdefault(int(m.group(1)), []).append(k)
+    return [steps[i] for i in sorted(steps)]
 
 
 def add_context_parallel(stream: list[ComputeOp], ctx) -> tuple[list, list, dict, dict]:
@@ -63,8 +71,7 @@ def add_context_parallel(stream: list[ComputeOp], ctx) -> tuple[list, list, dict
 
     def ring(layer, fwd: bool, tag: str, host) -> float:
         """Insert one ring before the stream op `host`; the seconds taken out of it."""
-        kernels = step_kernels(layer, fwd)
-        steps = [ctx.kernel_seconds([k]) for k in kernels]
+        steps = [ctx.kernel_seconds(group) for group in step_kernels(layer, fwd)]
         i = next(j for j, s in enumerate(stream) if s.id == host)
         total = sum(steps)
         room = stream[i].duration
@@ -77,19 +84,25 @@ def add_context_parallel(stream: list[ComputeOp], ctx) -> tuple[list, list, dict
         post = ComputeOp(extra_name(f"{tag}-post", layer.name), 0.0)
         ops = [ComputeOp(extra_name(f"{tag}{n}", layer.name), t) for n, t in enumerate(steps)]
         stream[i:i] = [post] + ops
-        size = kv_chunk_bytes(model, layer)
-        prev_op, prev_comm = post.id, None
-        for n, (what, chunks) in enumerate(cp.exchanges(fwd)):
-            name = f"cp:{tag}:{layer.name}:{n}"
-            deps = ((prev_op, 0),) + (((prev_comm, 0),) if prev_comm else ())
-            comms.append(CommOp(name=name, op="sendrecv", nbytes=size * chunks, category="activation",
-                                channel=CHANNEL, ready_after=deps, priority=-1.0, tensors=(),
-                                group=CHANNEL))
-            beside[name] = ops[n].id.text
+        last: dict = {}               # chain -> its previous transfer
+        for n, x in enumerate(cp.transfers(fwd)):
+            step = min(x.beside, len(ops) - 1)
+            # named by the step it runs beside (beside_of); PyTorch's also by chain and order
+            name = f"cp:{tag}:{layer.name}:{step}" + ("" if x.chain == "ring" else f"-{x.chain}{n}")
+            after = post.id if x.after < 0 else ops[x.after].id
+            prev = last.get(x.chain)
+            deps = ((after, 0),) + (((prev, 0),) if prev else ())
+            comms.append(CommOp(name=name, op=x.op,
+                                nbytes=kv_chunk_bytes(model, layer, x.fp32) * x.chunks,
+                                category="activation", channel=CHANNEL, ready_after=deps,
+                                priority=-1.0, tensors=(), group=CHANNEL))
+            # the step it runs beside; past the last, it runs beside nothing (its whole
+            # time exposed: PyTorch's last dKV, waited for after the loop)
+            beside[name] = ops[step].id.text
             # the next step (or, after the last, the rest of the block) waits for it
-            waiter = ops[n + 1].id if n + 1 < len(ops) else host
+            waiter = ops[x.beside + 1].id if x.beside + 1 < len(ops) else host
             waits.setdefault(waiter, []).append((name, 0))
-            prev_op, prev_comm = ops[n].id, name
+            last[x.chain] = name
         return total
 
     for layer in model.layers:
@@ -109,6 +122,7 @@ def beside_of(comm: str) -> str:
     comm, _, mb = comm.partition("#")
     _, tag, rest = comm[comm.index("cp:"):].split(":", 2)
     layer, i = rest.rsplit(":", 1)
+    i = i.split("-")[0]            # PyTorch's: <step>-<chain><n>
     return extra_name(f"{tag}{i}", layer + (f"#{mb}" if mb else "")).text
 
 
@@ -147,6 +161,16 @@ def cp_groups(n_gpus: int, tp: int, c: int) -> tuple:
                  for d in range(n_gpus // (tp * c)) for t in range(tp))
 
 
+def _transfers_text(transfers) -> str:
+    """'1 KV all-gather of 4 chunks + 4 dKV (FP32)': one direction's transfers, counted."""
+    counts: dict = {}
+    for x in transfers:
+        key = (x.what, x.chunks, x.fp32)
+        counts[key] = counts.get(key, 0) + 1
+    return " + ".join(f"{n} {what}" + (f" of {chunks} chunks" if chunks > 1 else "")
+                      + (" (FP32)" if fp32 else "") for (what, chunks, fp32), n in counts.items())
+
+
 def cp_label(model, run, per_micro_batch: bool) -> str:
     """What the output says about the ring: its transfers and the exposed time the
     simulated timeline gives (engine.cp_plan.exposed_seconds)."""
@@ -154,8 +178,15 @@ def cp_label(model, run, per_micro_batch: bool) -> str:
     blocks = [l for l in model.layers if l.kind in BLOCK_KINDS]
     causal = any(l.kind == "transformer_decoder" for l in blocks)
     kv = kv_chunk_bytes(model, blocks[0])
-    f, b = len(cp.exchanges(True)), len(cp.exchanges(False))
-    return (f"{cp.label(causal)}: {model.seq} of {model.sample_seq} tokens per rank, {f} forward "
-            f"and {b} backward KV/dKV exchanges of {kv / 2**20:.2f} MiB per KV chunk per block "
-            f"beside {cp.size} attention steps each way over {len(blocks)} blocks; exposed "
+    if cp.torch:
+        said = "; ".join(f"{way} {_transfers_text(cp.transfers(fwd))}"
+                         for way, fwd in (("forward", True), ("backward", False)))
+        moved = (f"{said} per block, {kv / 2**20:.2f} MiB per 16-bit KV chunk (K and V at the "
+                 f"query width), beside {cp.size} SDPA calls each way, merged in FP32")
+    else:
+        f, b = len(cp.exchanges(True)), len(cp.exchanges(False))
+        moved = (f"{f} forward and {b} backward KV/dKV exchanges of {kv / 2**20:.2f} MiB per KV "
+                 f"chunk per block beside {cp.size} attention steps each way")
+    return (f"{cp.label(causal)}: {model.seq} of {model.sample_seq} tokens per rank, {moved} "
+            f"over {len(blocks)} blocks; exposed "
             f"{exposed_seconds(run) * 1e3:.2f} ms per {'micro-batch' if per_micro_batch else 'step'} (simulated)")

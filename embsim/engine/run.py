@@ -366,7 +366,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                   **({"pipeline_parallel": pp.size} if pp.on else {}),
                   **({"virtual_pipeline": pp.virtual} if pp.interleaved else {}),
                   **({"p2p_overlap": False} if pp.overlap is False else {}),
-                  **({"context_parallel": cp.size} if cp.on else {})})
+                  **({"context_parallel": cp.size} if cp.on else {}),
+                  **({"context_parallel_impl": cp.impl} if cp.on and cp.torch else {})})
 
 
 def _measured_curves_label(curves, source: str, n_gpus: int) -> tuple[bool, str]:

@@ -123,7 +123,9 @@ def workload_text(w: dict) -> str:
     if w.get("context_parallel"):
         c = w["context_parallel"]
         per = (f"per replica of {c * (k or 1)} GPUs (" + (f"tensor parallel {k}, " if k else "")
-               + f"context parallel {c}: each GPU {w['seq'] // c} of the seq's tokens, TE p2p KV ring)")
+               + f"context parallel {c}: each GPU {w['seq'] // c} of the seq's tokens, "
+               + ("TE p2p KV ring" if not w.get("context_parallel_impl")
+                  else f"PyTorch context_parallel, {w['context_parallel_impl'][len('torch-'):]} rotater") + ")")
     parts = [f"batch {w['batch']} x seq {w['seq']} {per}, {dtype}"]
     if w.get("optimizer"):
         parts.append(f"optimizer {w['optimizer']}")

@@ -54,12 +54,13 @@ _FIELD_TYPES = {
     "throughput": str, "recompute": str, "grad_compress": str, "tensor_parallel": int,
     "sequence_parallel": bool, "pipeline_parallel": int, "context_parallel": int,
     "virtual_pipeline": int, "p2p_send_wait": str, "p2p_overlap": bool,
+    "context_parallel_impl": str,
 }
 # fields added after sweeps were hashed: left out of the hash at their defaults, so a
 # point that does not use them keeps the hash (and the stored result) it had
 _LATER_DEFAULTS = {"grad_compress": None, "tensor_parallel": 1, "sequence_parallel": None,
                    "pipeline_parallel": 1, "context_parallel": 1, "virtual_pipeline": 1,
-                   "p2p_send_wait": None, "p2p_overlap": None}
+                   "p2p_send_wait": None, "p2p_overlap": None, "context_parallel_impl": None}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ embsim.workload.pipeline_interleaved; p2p_send_wait immediate | deferred, when i
 activation sends are waited for; p2p_overlap true | false, Megatron's overlap_p2p_comm,
 false the blocking batched calls),
 context_parallel (Megatron / Transformer Engine CP size C, the p2p KV ring:
-embsim.workload.context_parallel), metric (samples_per_s |
+embsim.workload.context_parallel; context_parallel_impl te | torch-allgather | torch-alltoall,
+PyTorch's context_parallel as torchtitan runs it: embsim.workload.torch_cp), metric (samples_per_s |
 tokens_per_s, summed over all the run's GPUs), scale (a factor on the simulated
 metric, e.g. 2 for source + target tokens, 1/GPUs for a per-GPU figure). A run's `unit:`
 that says per GPU makes its figures per-GPU rates (training_checks: it needs a scale, and
@@ -65,7 +66,7 @@ EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype":
                "options": dict, "gpu_variation": (int, float), "nccl_version": str, "recompute": (str, bool),
                "grad_compress": str, "tensor_parallel": int, "sequence_parallel": bool,
                "pipeline_parallel": int, "context_parallel": int, "virtual_pipeline": int, "p2p_send_wait": str,
-               "p2p_overlap": bool, "framework": str}
+               "p2p_overlap": bool, "framework": str, "context_parallel_impl": str}
 METRICS = ("samples_per_s", "tokens_per_s")
 # the units' other spellings (samples/s, sequences/s, tokens/s); a sequence is a sample
 _METRIC_SPELLINGS = {**{m: m for m in METRICS}, "samples/s": "samples_per_s",
@@ -178,6 +179,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                                p2p_send_wait=merged.get("p2p_send_wait"),
                                p2p_overlap=merged.get("p2p_overlap"),
                                context_parallel=merged.get("context_parallel", 1),
+                               context_parallel_impl=merged.get("context_parallel_impl"),
                                nccl_version=merged.get("nccl_version"),
                                strategy=merged.get("strategy", "allreduce"),
                                scheduler=merged.get("scheduler", "fifo"),

@@ -234,7 +234,7 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
             if tp.on:
                 p = _tensor_parallel_share(ls.kind, p, tp)
             if cp.on and ls.kind in BLOCK_KINDS:
-                p = {**p, "cp": cp.size}
+                p = {**p, "cp": cp.size, **({"cp_impl": cp.impl} if cp.torch else {})}
             if untie_outputs and ls.kind == "output_projection" and "tied" in p:
                 p, new = untied(p, tables, name)
                 if new is not None:

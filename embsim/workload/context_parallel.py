@@ -3,7 +3,11 @@ exchanges (TE transformer_engine/pytorch/attention/dot_product_attention/
 context_parallel.py, AttnFuncWithCPAndKVP2P; Megatron's --context-parallel-size with
 --cp-comm-type p2p, its default).
 
-    --context-parallel C
+    --context-parallel C [--context-parallel-impl te]
+
+(PyTorch's experimental context_parallel, as torchtitan runs it, is --context-parallel-impl
+torch-allgather | torch-alltoall: workload.torch_cp; the split, groups and token-wise share
+below are the same.)
 
 A CP group is C ranks with the same tensor-parallel index (Megatron's rank order
 tp-cp-dp-pp: stride TP, parallel_state.py). Each rank holds s / C of every sequence: every
@@ -45,21 +49,38 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from .tensor_parallel import BLOCK_KINDS, parallel_size
+from .torch_cp import IMPLS, LABELS, Exchange, exchanges
 
 # layer kinds that work token by token (a rank's s / C tokens on their own), beside the
 # transformer blocks whose attention the ring serves
 TOKEN_WISE = ("embedding", "positional_embedding", "linear", "layernorm", "output_projection",
               "softmax_loss")
-LABEL = "TE p2p ring"
+IMPL_FLAG = "--context-parallel-impl"
+
+
+def check_impl(impl) -> str:
+    """te (default), torch-allgather or torch-alltoall (workload.torch_cp)."""
+    if impl is None:
+        return "te"
+    if impl not in IMPLS:
+        raise InputError(f"{IMPL_FLAG} {impl!r}: expected one of {', '.join(IMPLS)}")
+    return impl
 
 
 @dataclass(frozen=True)
 class ContextParallel:
     size: int = 1
+    # whose implementation: "te" (this module) or PyTorch's with its KV rotater
+    # ("torch-allgather", "torch-alltoall": workload.torch_cp)
+    impl: str = "te"
 
     @classmethod
-    def of(cls, size: "int | None") -> "ContextParallel":
-        return cls(parallel_size(size, "--context-parallel"))
+    def of(cls, size: "int | None", impl: "str | None" = None) -> "ContextParallel":
+        return cls(parallel_size(size, "--context-parallel"), check_impl(impl))
+
+    @property
+    def torch(self) -> bool:
+        return self.impl != "te"
 
     @property
     def on(self) -> bool:
@@ -94,7 +115,11 @@ class ContextParallel:
             if p.get("cross_attention"):
                 raise InputError(f"{flag}: model {name}'s blocks have cross-attention (not modelled "
                                  f"with context parallelism)")
-        chunks = self.chunks(any(k == "transformer_decoder" for k, _ in blocks))
+        causal = any(k == "transformer_decoder" for k, _ in blocks)
+        if self.torch and not causal:
+            raise InputError(f"{IMPL_FLAG} {self.impl}: model {name}'s attention is not causal; "
+                             f"PyTorch's load-balanced context_parallel refuses it (_attention.py:446)")
+        chunks = self.chunks(causal)
         if seq % chunks:
             raise InputError(f"{flag}: seq {seq} does not divide into {chunks} chunks"
                              + (" (TE's load-balanced causal split: 2 x C)" if chunks > self.size else ""))
@@ -108,16 +133,15 @@ class ContextParallel:
 
     def exchanges(self, fwd: bool) -> tuple[tuple[str, int], ...]:
         """One attention layer's ring transfers in one direction, in step order, as (what,
-        KV chunks): forward C - 1 KV sends; backward KV, then KV + dKV, then dKV."""
-        c = self.size
-        if c == 1:
-            return ()
-        if fwd:
-            return (("KV", 1),) * (c - 1)
-        return (("KV", 1),) + (("KV+dKV", 2),) * (c - 2) + (("dKV", 1),)
+        KV chunks); TE: forward C - 1 KV sends; backward KV, then KV + dKV, then dKV."""
+        return tuple((x.what, x.chunks) for x in self.transfers(fwd))
+
+    def transfers(self, fwd: bool) -> tuple[Exchange, ...]:
+        """The same with their collective, dtype and place in the steps (torch_cp.Exchange)."""
+        return exchanges(self.impl, self.size, fwd)
 
     def label(self, causal: bool) -> str:
         if not self.on:
             return ""
-        return (f"context parallel {self.size} ({LABEL}"
+        return (f"context parallel {self.size} ({LABELS[self.impl]}"
                 + (", load-balanced causal" if causal else "") + ")")

@@ -17,6 +17,7 @@ from .eager_ops import rmsnorm_eager_fwd_bwd, rope_eager_fwd_bwd, swiglu_eager_f
 from .embedding_kernels import bag_kernels, embedding_kernels
 from .kernels import (COLUMN, FP32, LAYER, MASK_BYTES, Kernel, attention, dropout_residual,
                       fp32_cast, gemm, linear_fwd_bwd, norm_fwd_bwd, stream)
+from .torch_cp_kernels import backward_accumulates, forward_merges
 
 
 FLASH_TILE = 128      # FlashAttention-2's key/query tile (Dao 2023: block sizes 64-128)
@@ -52,7 +53,7 @@ def causal_keys(s: int) -> int:
 def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash: bool,
                dropout: bool, opb: int = FP32, fused: bool = False, bias: bool = True,
                causal: bool = False, impl: str = "", tp: int = 1,
-               cp: int = 1, rope: bool = False) -> tuple[list, list, list]:
+               cp: int = 1, rope: bool = False, cp_impl: str = "te") -> tuple[list, list, list]:
     """(forward, backward, the core's forward) kernels of multi-head attention of s
     queries over s keys: QKV projection, the core, output projection. Unfused, the
     (b*a, s, s) scores go through HBM: scale+mask, softmax,
@@ -62,7 +63,8 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     `tp`: a tensor-parallel rank's share (workload.tensor_parallel): a / tp heads, kv / tp
     key/value width, the QKV GEMM's columns and the output GEMM's rows split tp ways.
     `cp`: a context-parallel rank's share (workload.context_parallel): s is its s / cp
-    tokens, and its flash core is one kernel per ring step (_ring_steps).
+    tokens, and its flash core is one kernel per ring step (_ring_steps); `cp_impl`: whose
+    ring (workload.torch_cp_kernels: PyTorch's adds its merge and gradient-accumulation kernels).
     `rope`: eager rotary embeddings on q and k between the QKV GEMM and the core
     (eager_ops.rope_eager_fwd_bwd; outside the core, which selective recompute reruns)."""
     n, hd = b * s, h // a
@@ -79,8 +81,10 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
     core_start = len(fwd)
     scores = b * a * s * s
     if flash and cp > 1:
-        fwd += _ring_steps(f"{name}.flash", s, hd, b * a, False, causal, impl, cp)
-        bwd_core = _ring_steps(f"{name}.flash_bwd", s, hd, b * a, True, causal, impl, cp)
+        ring = partial(_ring_steps, s=s, hd=hd, batch=b * a, causal=causal, impl=impl, cp=cp,
+                       cp_impl=cp_impl, n_out=n * hq, e=max(e, 2), fused=fused)
+        fwd += ring(f"{name}.flash", bwd=False)
+        bwd_core = ring(f"{name}.flash_bwd", bwd=True)
     elif flash:
         keys = causal_keys(s) if causal else s
         # one fused kernel each way: forward's two products per key tile, backward's five
@@ -129,12 +133,16 @@ def _attention(name: str, b: int, s: int, h: int, a: int, kv: int, e: int, flash
 
 
 def _ring_steps(name: str, s: int, hd: int, batch: int, bwd: bool, causal: bool, impl: str,
-                cp: int) -> list:
-    """A CP rank's flash attention as Transformer Engine's p2p ring runs it, one kernel per
-    step, named <name>.cp<i> (engine.cp_plan times and places each): causal, step 0 is the
-    rank's own 2 chunks under the causal mask and steps 1 .. cp-1 are unmasked (s / 2
-    keys: half of a received chunk pair, or half the queries over all of it, the same
-    products); non-causal, every step is s queries over s keys (workload.context_parallel)."""
+                cp: int, cp_impl: str = "te", n_out: int = 0, e: int = 2,
+                fused: bool = False) -> list:
+    """A CP rank's flash attention as the ring runs it, one kernel per step, named
+    <name>.cp<i> (engine.cp_plan times and places each with the kernels named
+    <name>.cp<i>.<what> after it): causal, step 0 is the rank's own 2 chunks under the
+    causal mask and steps 1 .. cp-1 are unmasked (s / 2 keys: half of a received chunk
+    pair, or half the queries over all of it, the same products); non-causal, every step is
+    s queries over s keys (workload.context_parallel). PyTorch's (cp_impl torch-*): the same
+    calls, each step's output merged or gradients accumulated in FP32 (workload.torch_cp_kernels;
+    `n_out` query-width elements, K and V at that width too)."""
     out = []
     for i in range(cp):
         if causal and i == 0:
@@ -142,6 +150,9 @@ def _ring_steps(name: str, s: int, hd: int, batch: int, bwd: bool, causal: bool,
         else:
             keys = s // 2 if causal else s
             out.append(attention(f"{name}.cp{i}", s, hd, keys, batch, bwd, False, impl))
+        if cp_impl != "te":
+            extra = backward_accumulates if bwd else forward_merges
+            out += extra(f"{name}.cp{i}", i, cp, n_out, n_out, e, fused, cp_impl)
     return out
 
 
@@ -179,7 +190,7 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
         tag = "cross" if i else "self"
         fa, ba, ca = _attention(f"{tag}_attn", b, s, h, a, kv, e, bool(flash), attn_dropout, sh.op_bytes, fused,
                                 bias, causal=causal and not i, impl=impl, tp=tp, cp=p.get("cp", 1),
-                                rope=rope and not i)
+                                rope=rope and not i, cp_impl=p.get("cp_impl", "te"))
         fn, bn = add_norm(f"{tag}_attn", nn, h, e, dropout, sh.op_bytes)
         fwd += fa + fn
         bwd = bn + ba + bwd
@@ -204,7 +215,8 @@ def transformer_block(p: dict, sh: Shape, cross: bool, causal: bool = False) -> 
         bwd += qb
     return LayerKernels(layer_fitted(fwd), layer_fitted(bwd),
                         param_tensors=transformer_tensors(p, cross), fused_elementwise=fused,
-                        core_fwd=layer_fitted(core), kv_width=2 * kv // tp)
+                        core_fwd=layer_fitted(core),     # PyTorch's CP: K, V at query width
+                        kv_width=2 * (h if p.get("cp_impl", "te") != "te" else kv) // tp)
 
 
 def output_layer_16bit(kernels: list) -> tuple:

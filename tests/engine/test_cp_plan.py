@@ -208,3 +208,34 @@ def test_composes_with_a_pipeline_each_stage_its_own_ring():
     half = simulate(SimulationConfig(**{**cfg, "seq": 4096, "topology": "dgx-h100:1x8"},
                                      pipeline_parallel=2))
     assert r.step_time == pytest.approx(half.step_time, rel=0.25)
+
+
+def test_pytorch_allgather_ring_in_the_timeline(capsys):
+    """--context-parallel-impl torch-allgather (workload.torch_cp): one KV all-gather each way
+    over the CP group at the query width, C FP32 dKV permutes backward, the same balanced
+    steps as TE's plus the FP32 merges, so a slower step; said in the output."""
+    kw = dict(BASE, context_parallel=4, accumulate=1)
+    te = simulate(SimulationConfig(**kw))
+    pt = simulate(SimulationConfig(**kw, context_parallel_impl="torch-allgather"))
+    assert "context parallel 4 (PyTorch context_parallel, all-gather rotater, load-balanced causal)" \
+        in pt.compute_source
+    assert pt.workload["context_parallel_impl"] == "torch-allgather" and "context_parallel_impl" not in te.workload
+    model = load_model("llama2-7b", batch=1, seq=8192, dtype="bf16",
+                       context_parallel=ContextParallel(4, "torch-allgather"))
+    kv = kv_chunk_bytes(model, model.layers[1])
+    assert kv == 2048 * 2 * 4096 * 2 and kv_chunk_bytes(model, model.layers[1], fp32=True) == 2 * kv
+    ring = [c for c in pt.run.comm if c.iteration == 1 and c.channel == CHANNEL and ":decoder.0:" in c.name]
+    gathers = [c for c in ring if c.op == "all_gather"]
+    assert len(gathers) == 2 and {c.nbytes for c in gathers} == {4 * kv}       # forward, backward
+    dkv = sorted((c for c in ring if c.op == "sendrecv"), key=lambda c: c.start)
+    assert len(dkv) == 4 and {c.nbytes for c in dkv} == {2 * kv}
+    assert beside_of(dkv[-1].name) == "extra:cp-bwd3:decoder.0"      # the last: after the loop
+    assert pt.metrics.step_time > te.metrics.step_time
+    with pytest.raises(InputError, match="--context-parallel-impl 'ring'"):
+        SimulationConfig(**kw, context_parallel_impl="ring")
+    args = ["simulate", "--model", "llama2-7b", "--topology", "dgx-h100:1x8", "--iterations", "2",
+            "--batch", "1", "--seq", "4096", "--dtype", "bf16", "--strategy", "distopt",
+            "--context-parallel", "2"]
+    assert cli.main(args + ["--context-parallel-impl", "ring"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--context-parallel-impl" in err
