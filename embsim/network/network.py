@@ -37,6 +37,23 @@ class TransferRecord:
     link_bytes: float  # total bytes over all links of the demand
 
 
+class _DemandBook:
+    """One checked demand (its sorted links and bytes) and what its transfers carried while
+    each ran alone, booked as scalars and added to the per-link arrays only when they are
+    read: a collective usually runs alone, and the same cached demand comes back every
+    iteration, so the O(links) updates happen once per read, not once per event."""
+
+    __slots__ = ("links", "bytes", "total", "carried", "busy", "data", "rates")
+
+    def __init__(self, links: np.ndarray, nbytes: np.ndarray):
+        self.links, self.bytes = links, nbytes
+        self.total = float(nbytes.sum())
+        self.carried = 0.0    # fractions of the demand carried (x bytes per link)
+        self.busy = 0.0       # seconds its links were busy
+        self.data = 0.0       # data factors booked as its transfers started (x bytes)
+        self.rates: dict[float, float] = {}   # capacity scale -> its rate running alone
+
+
 @dataclass(eq=False)
 class _Transfer:
     links: np.ndarray  # unique link ids
@@ -44,6 +61,7 @@ class _Transfer:
     event: simpy.Event
     tag: Any
     start: float
+    book: _DemandBook
     remaining: float = 1.0  # fraction of the demand still to carry
     rate: float = 0.0  # fraction per second
     finish_at: float = field(default=float("inf"))
@@ -75,7 +93,9 @@ class Network:
         self._used_links = np.empty(0, dtype=np.int64)
         self._used_load = np.empty(0, dtype=np.float64)  # bytes/s on each used link
         self._scale = 1.0  # every link's share of its capacity available to transfers
-        self._checked_demands = ByIdentity()    # demand -> (links, bytes)
+        self._checked_demands = ByIdentity()    # demand -> its _DemandBook
+        self._alone: Optional[_Transfer] = None  # the only active transfer, rates from its book
+        self._unbooked: dict[int, _DemandBook] = {}   # books with scalars not yet in the arrays
 
     # ------------------------------------------------------------------ public
     def transfer(self, demand: Demand, tag: Any = None, data_factor: float = 1.0) -> simpy.Event:
@@ -86,17 +106,17 @@ class Network:
         byte stands for (a collective's demand is scaled to its modelled time), booked in
         :attr:`data_sent` when the transfer starts.
         """
-        links, nbytes = self._checked(demand)
+        book = self._checked(demand)
         now = self.env.now
         event = self.env.event()
         self.transfers_started += 1
-        self._data_sent[links] += nbytes * data_factor
-        if links.size == 0:
+        if book.links.size == 0:
             self.transfers_completed += 1
             event.succeed(TransferRecord(tag, now, now, 0.0))
             return event
+        self._unbook(book).data += data_factor
         self._advance()
-        self._active.append(_Transfer(links, nbytes, event, tag, now))
+        self._active.append(_Transfer(book.links, book.bytes, event, tag, now, book))
         self._request_settle()
         return event
 
@@ -121,24 +141,30 @@ class Network:
     def data_sent(self) -> np.ndarray:
         """Bytes of data each link was given to carry (booked as transfers start): what
         crossed it, where bytes_carried is its occupancy at capacity."""
+        self._book_all()
         return self._data_sent.copy()
 
     @property
     def bytes_carried(self) -> np.ndarray:
         """Bytes carried so far per link id (read-only copy, up to now)."""
         self._advance()
+        self._book_all()
         return self._bytes_carried.copy()
 
     @property
     def busy_time(self) -> np.ndarray:
         """Seconds so far during which each link carried traffic (>0 rate)."""
         self._advance()
+        self._book_all()
         return self._busy_time.copy()
 
     def link_load(self) -> np.ndarray:
         """Current bytes/s on every link id (dense)."""
         load = np.zeros(self.n_links)
-        load[self._used_links] = self._used_load
+        if self._alone is not None:
+            load[self._alone.links] = self._alone.bytes * self._alone.rate
+        else:
+            load[self._used_links] = self._used_load
         return load
 
     def utilisation(self, link_ids: np.ndarray, elapsed: float) -> float:
@@ -157,9 +183,27 @@ class Network:
         return float(self.busy_time[ids].mean()) / float(elapsed)
 
     # ---------------------------------------------------------------- internals
-    def _checked(self, demand: Demand) -> tuple[np.ndarray, np.ndarray]:
+    def _checked(self, demand: Demand) -> _DemandBook:
         # a cached plan's demand comes back every iteration: checked once (demands are immutable)
-        return self._checked_demands.get((demand,), lambda: self._check(demand))
+        return self._checked_demands.get((demand,), lambda: _DemandBook(*self._check(demand)))
+
+    def _unbook(self, book: _DemandBook) -> _DemandBook:
+        """The book, listed among those whose scalars the arrays do not hold yet."""
+        self._unbooked[id(book)] = book      # the dict holds it: its id is not reused
+        return book
+
+    def _book_all(self) -> None:
+        """Add every book's pending scalars into the per-link arrays (in the order the books
+        were first unbooked: deterministic)."""
+        for book in self._unbooked.values():
+            if book.carried:
+                self._bytes_carried[book.links] += book.bytes * book.carried
+            if book.busy:
+                self._busy_time[book.links] += book.busy
+            if book.data:
+                self._data_sent[book.links] += book.bytes * book.data
+            book.carried = book.busy = book.data = 0.0
+        self._unbooked.clear()
 
     def _check(self, demand: Demand) -> tuple[np.ndarray, np.ndarray]:
         d = demand.normalised()
@@ -183,6 +227,12 @@ class Network:
         assert not self._settle_pending, "network advanced with stale rates"
         for t in self._active:
             t.remaining = max(t.remaining - t.rate * dt, 0.0)
+        alone = self._alone
+        if alone is not None:
+            book = self._unbook(alone.book)
+            book.carried += alone.rate * dt
+            book.busy += dt
+            return
         self._bytes_carried[self._used_links] += self._used_load * dt
         self._busy_time[self._used_links] += dt
 
@@ -212,10 +262,11 @@ class Network:
         for t in self._active:
             if t is force or t.remaining <= REMAINING_ATOL or t.finish_at <= horizon:
                 # Book the rounding residue so totals equal the demand.
-                self._bytes_carried[t.links] += t.remaining * t.bytes
+                if t.remaining:
+                    self._unbook(t.book).carried += t.remaining
                 t.remaining = 0.0
                 self.transfers_completed += 1
-                t.event.succeed(TransferRecord(t.tag, t.start, now, float(t.bytes.sum())))
+                t.event.succeed(TransferRecord(t.tag, t.start, now, t.book.total))
             else:
                 still.append(t)
         self._active = still
@@ -223,6 +274,7 @@ class Network:
     def _recompute(self) -> None:
         """New max-min rates for the active set; arm the next completion."""
         active = self._active
+        self._alone = None
         if not active:
             self._used_links = np.empty(0, dtype=np.int64)
             self._used_load = np.empty(0, dtype=np.float64)
@@ -265,14 +317,15 @@ class Network:
         """_recompute's answer for one transfer, without the general machinery: its links
         are sorted and distinct (Demand.normalised), so the max-min rate is one filling
         round -- the same arithmetic, bit for bit."""
-        peak = t.bytes.max()
-        fill = np.maximum(self.capacity[t.links] * self._scale, 0.0) / (t.bytes / peak)
-        rate = float(float(fill.min()) / peak)
+        rate = t.book.rates.get(self._scale)
+        if rate is None:        # the same demand at the same scale: the same rate
+            peak = t.bytes.max()
+            fill = np.maximum(self.capacity[t.links] * self._scale, 0.0) / (t.bytes / peak)
+            rate = t.book.rates[self._scale] = float(float(fill.min()) / peak)
         self.filling_rounds += 1
         t.rate = rate
         t.finish_at = self.env.now + t.remaining / rate
-        self._used_links = t.links
-        self._used_load = t.bytes * rate
+        self._alone = t         # its links' load is booked on its book (_advance)
         self._arm(t)
 
     def _arm(self, first: _Transfer) -> None:
