@@ -51,5 +51,7 @@ def command(logs, out, topology, op, placement, force):
     for run in runs:
         for row in run.dropped:       # zero-byte rows, rows with wrong values
             click.echo(f"note: {run.where}: left out {row}", err=True)
+        for note in run.notes:        # a run cut off, CUDA-graph launches, an old layout
+            click.echo(f"note: {run.where}: {note}", err=True)
     if not name:
         click.echo("note: no --topology: the curves are not tied to a preset", err=True)

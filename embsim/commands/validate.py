@@ -2,6 +2,7 @@
 
     embsim validate --nccl-tests LOG|FILE.yaml ... [--topology SPEC] [--json] [--max-error E]
     embsim validate --nccl-tests              # every packaged validation file
+    embsim validate --nccl-tests FOLDER       # its logs; one that cannot be scored is noted, left out
     embsim validate --trace traces/X.yaml [--json] [--max-error E]
     embsim validate --training [FILE.yaml ...] [--json] [--mean-error E] [--max-error E]   # published throughput
 
@@ -54,7 +55,8 @@ def _expand_folders(inputs: tuple[str, ...], suffixes: tuple[str, ...],
 @click.argument("inputs", nargs=-1, type=click.Path())
 @click.option("--nccl-tests", "nccl_tests", is_flag=True,
               help="INPUTS are nccl-tests logs or YAML validation files, or folders of them "
-                   "(none: the packaged ones)")
+                   "(none: the packaged ones); a log in a folder that cannot be read or scored "
+                   "is left out with a one-line note, exit 2 only when no file gives a curve")
 @click.option("--trace", type=click.Path(dir_okay=False), help="validate the trace's training steps")
 @click.option("--training", is_flag=True,
               help="INPUTS are published training-throughput YAML files, or folders of them "

@@ -8,10 +8,12 @@ out-of-place then in-place), one row per size, and a footer
 (`# Out of bounds values : N OK|FAILED`, `# Avg bus bandwidth : X`).
 
 Layouts differ between versions (no `root` or `redop` column, `error` instead of
-`#wrong`, no `Group` in the rank lines), logs are often prefixed by the launcher
-(`[1,0]<stdout>:`, `0: `) or pasted with their `#` stripped, and one file may hold
+`#wrong`, no `Group` in the rank lines), logs are often prefixed by the launcher or a log
+collector (`[1,0]<stdout>:`, `0: `, SkyPilot's `(head, rank=0, pid=N)`, timestamps:
+nccl_tests_lines) or pasted with their `#` stripped, and one file may hold
 several runs. Columns are therefore located by the header's names, not positions.
-A log is accepted only whole: a run whose table is not closed by the footer is rejected.
+A run whose table is not closed by the footer (the run was cut off) is read as far as its
+complete rows go, and says so (`notes`); one with no complete row is rejected.
 
 Pasted logs often leave out the rank lines, or cut a 128-rank list to its first few ("..."),
 or start at the column header (no `# nThread` line) and stop before the footer: a table
@@ -31,6 +33,9 @@ from pathlib import Path
 
 from ..collectives.busbw import DATATYPES, OPS, canonical_op
 from ..yamlio import GZIPPED, MAX_NUMBER, check_regular_file, is_gzipped
+from .nccl_tests_lines import (OLD_LAYOUT_NOTE, clean, graph_launches, graph_note, old_layout, params,
+                               remember_versions)
+from .nccl_tests_op import PERF_MENTION, infer_op
 from .nccl_tests_ranks import NcclTestsLogError, NotNcclTestsLog, rank_count
 
 MAX_LOG_BYTES = 256 * 1024 * 1024
@@ -38,36 +43,17 @@ MAX_GPUS_PER_PROCESS = 64     # nccl-tests -g, as `embsim nccl-tests -g` bounds 
 MAX_RANK_DIGITS = 9           # no world has a billion ranks
 
 
-# nccl-tests binary names -> the op names embsim uses.
-PERF_BINARIES = {
-    "all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
-    "alltoall": "alltoall", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "sendrecv",
-    "scatter": "scatter", "gather": "gather", "hypercube": "hypercube",
-}
 # Older nccl-tests type names (before 2.x's int8/int32 spelling).
 _TYPE_ALIASES = {"char": "int8", "int": "int32", "uint": "uint32", "bf16": "bfloat16",
                  "fp8_e4m3": "f8e4m3", "fp8_e5m2": "f8e5m2"}
 
-# mpirun --tag-output "[1,0]<stdout>:", srun -l "0: ", pdsh "node01: " (before a '#' or a row)
-_LAUNCHER_PREFIX = re.compile(r"^\s*(\[\d+,\d+\]<std(?:out|err)>:|\d+:\s|[A-Za-z][\w.-]{0,63}:\s+(?=[#\d]))")
-# Not \b: "run1_alltoall_perf.log" has no word boundary between "_" and "alltoall".
-_PERF_MENTION = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(PERF_BINARIES, key=len, reverse=True))
-                           + r")_perf(?:_mpi)?(?![A-Za-z0-9])")
 _RANK_LINE = re.compile(r"^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)"
                         r"\s+\[([^\]]*)\]\s*(.*)$")
-# A file named after the op alone ("v100_alltoall.log", "all_reduce.txt"); "_" separates words
-_OP_IN_NAME = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(sorted(PERF_BINARIES, key=len, reverse=True))
-                         + r")(?![A-Za-z0-9])")
 # nccl-tests' own abort (src/common.h CUDACHECK / NCCLCHECK): "HOST: Test CUDA failure common.cu:389 '...'"
 _TEST_FAILURE = re.compile(r"\bTest (?:CUDA|NCCL|NCCL \w+) failure\b.*")
-_NCCL_ASSIGNMENT = re.compile(r"\bNCCL_[A-Z0-9_]+=\S")
-_NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
-_LIBRARY_CODE = re.compile(r"nccl-library=(\d{1,9})\b")   # NCCL_VERSION codes (22602)
-_TESTS_VERSION = re.compile(r"nccl-tests version (\S+)")
 _OUT_OF_BOUNDS = re.compile(r"^Out of bounds values\s*:\s*(\d{1,18})\b\s*(\w+)?")
 _AVG_BUSBW = re.compile(r"^Avg bus bandwidth\s*:\s*([0-9.eE+-]+|nan|inf)")
-# ROCm's fork prints itself (rccl-tests: Version ..., RCCL version 2.x+hipY) and AMD devices
-_RCCL = re.compile(r"\brccl-tests\b|\bRCCL version\b", re.IGNORECASE)
+# AMD devices (rccl-tests' banner: nccl_tests_lines)
 _AMD_DEVICE = re.compile(r"^AMD\b|\bInstinct\b|\bRadeon\b")
 
 
@@ -122,6 +108,7 @@ class NcclTestsRun:
     gpus_per_process: int = 1      # the header's nGpus (nccl-tests -g)
     # the ranks whose '# Rank' line the log shows; `devices` and `hosts` are theirs
     listed_ranks: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()    # what the output must say about how the log was read
 
     @property
     def complete(self) -> bool:
@@ -169,36 +156,8 @@ class _Partial:
     pasted: bool = False                                # a table without its nThread line
     zero_rows: list = field(default_factory=list)       # lines of 0-byte rows
     bus_ids: dict = field(default_factory=dict)         # rank -> "device D [BUS]" as printed
-
-
-def _clean(raw: str) -> str:
-    """Drop launcher prefixes and the leading '#', keep the content."""
-    text = raw.rstrip("\n")
-    for _ in range(2):                      # "[1,0]<stdout>:0: ..." is possible
-        text = _LAUNCHER_PREFIX.sub("", text, count=1)
-    return text.strip().lstrip("#").strip()
-
-
-def _params(text: str) -> dict:
-    # "nThread 1 nGpus 8 minBytes 8 maxBytes 1G step: 2(factor) warmup iters: 5 iters: 20 ..."
-    out, tokens = {}, text.replace(":", " ").split()
-    i = 0
-    while i + 1 < len(tokens):
-        key, value = tokens[i], tokens[i + 1]
-        if key == "warmup" and value == "iters":
-            key, value, i = "warmup_iters", tokens[i + 2] if i + 2 < len(tokens) else "", i + 1
-        elif key == "agg" and value == "iters":
-            key, value, i = "agg_iters", tokens[i + 2] if i + 2 < len(tokens) else "", i + 1
-        out[key] = value
-        i += 2
-    return out
-
-
-def _library_version(code: int) -> str:
-    # NCCL_VERSION(X,Y,Z): X*1000+Y*100+Z before 2.9, X*10000+Y*100+Z since (nccl.h).
-    if code >= 20900:
-        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
-    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+    cut_row: tuple | None = None                        # (line, error) of a row cut short
+    graph: int = 0                                      # -G N on the command line
 
 
 def _number(token: str, what: str, where: str) -> float | None:
@@ -245,11 +204,32 @@ def _header_columns(tokens: list[str], where: str) -> list[str]:
     return common + [p + name for p in prefixes for name in group]
 
 
+def _field_count_error(tokens: list[str], columns: list[str], where: str) -> str | None:
+    if len(tokens) == len(columns):
+        return None
+    return (f"{where}: row has {len(tokens)} fields but the table has {len(columns)} columns "
+            f"(truncated or corrupted log?)")
+
+
+def _blank_redop(tokens: list[str], columns: list[str]) -> list[str] | None:
+    """alltoall_perf before nccl-tests v2.13.0 printed a redop column and left its cell blank:
+    the row with an empty redop, when its field there is the time (a number)."""
+    if len(tokens) + 1 != len(columns) or "redop" not in columns or "root" in columns:
+        return None
+    at = columns.index("redop")
+    try:
+        float(tokens[at])
+    except (ValueError, IndexError):
+        return None
+    return tokens[:at] + [""] + tokens[at:]
+
+
 def _row(tokens: list[str], columns: list[str], where: str, line: int) -> NcclTestsRow | None:
     """One size's row; None for a 0-byte row (nothing to time)."""
-    if len(tokens) != len(columns):
-        raise NcclTestsLogError(f"{where}: row has {len(tokens)} fields but the table has "
-                                f"{len(columns)} columns (truncated or corrupted log?)")
+    tokens = _blank_redop(tokens, columns) or tokens
+    error = _field_count_error(tokens, columns, where)
+    if error:
+        raise NcclTestsLogError(error)
     values = dict(zip(columns, tokens))
     try:
         size, count = int(values["size"]), int(values["count"])
@@ -279,53 +259,36 @@ def _row(tokens: list[str], columns: list[str], where: str, line: int) -> NcclTe
                         in_place=placements["ip."], line=line)
 
 
-def _infer_op(p: _Partial, source: str) -> tuple[str, str]:
-    """The op from the log's own words, else from the file name, else from the columns."""
-    if p.op_mentions:
-        return PERF_BINARIES[p.op_mentions[-1]], f"'{p.op_mentions[-1]}_perf' in the log"
-    name = Path(source).name
-    match = _PERF_MENTION.search(name)
-    if match:
-        return PERF_BINARIES[match.group(1)], f"the file name {name!r}"
-    named = set(_OP_IN_NAME.findall(name))
-    if len(named) == 1:                  # two ops in one name say neither
-        named_op = named.pop()
-        return PERF_BINARIES[named_op], f"the file name {name!r}"
-    # Size/count relation (src/common.cu setupArgs): AG/RS/A2A print per-rank counts.
-    row = p.rows[0]
-    # a per-rank count is size / (element x ranks): below size / element
-    per_rank = row.count * DATATYPES[row.dtype] < row.size
-    reducing = row.redop not in ("none", "")
-    if reducing:
-        op = "reduce" if row.root >= 0 else ("reduce_scatter" if per_rank else "all_reduce")
-    elif row.root >= 0:
-        op = "broadcast" if not per_rank else None
-    else:
-        op = None if per_rank else "sendrecv"
-    if op is None:
-        raise NcclTestsLogError(f"{source} (run at line {p.line}): cannot tell which collective "
-                                f"this is (all_gather, alltoall or gather/scatter); name the file "
-                                f"after the binary, e.g. alltoall_perf.log, or pass --op")
-    return op, "the columns (redop/root/count)"
-
-
 def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
     where = f"{source} (run at line {p.line})"
     if p.columns is None:
         raise NcclTestsLogError(f"{where}: no result table (the 'size count type ...' header)")
+    notes = []
     if not p.closed and not p.pasted:
-        raise NcclTestsLogError(f"{where}: truncated log: the table is not followed by "
-                                f"'# Avg bus bandwidth' (the run did not finish)")
+        if not p.rows:
+            raise NcclTestsLogError(f"{where}: truncated log: the table is not followed by "
+                                    f"'# Avg bus bandwidth' (the run did not finish) and has no "
+                                    f"complete row")
+        cut = f", the row at line {p.cut_row[0]} cut short (left out)" if p.cut_row else ""
+        notes.append(f"the log ends before '# Avg bus bandwidth' (the run did not finish){cut}: "
+                     f"its {len(p.rows)} complete row(s) are used")
+    elif p.cut_row:          # a pasted table whose last row was cut
+        notes.append(f"the row at line {p.cut_row[0]}, the table's last, is cut short (left out)")
     _refuse_rccl(p, where)
     if not p.rows:
         zero = " but 0-byte ones (nothing to time)" if p.zero_rows else ""
         raise NcclTestsLogError(f"{where}: the result table has no rows{zero}")
+    blank = [r for r in p.rows if r.redop == ""]
+    if blank and len(blank) != len(p.rows):    # one row short in a table that prints its redop
+        row = blank[0]
+        raise NcclTestsLogError(f"{source} line {row.line}: row has {len(p.columns) - 1} fields but "
+                                f"the table has {len(p.columns)} columns (truncated or corrupted log?)")
     _refuse_shared_gpus(p, where)
     listed = tuple(sorted(p.ranks))
     if op_override:
         op, op_from = op_override, "--op"
     else:
-        op, op_from = _infer_op(p, source)
+        op, op_from = infer_op(p, source)
     if op in ("scatter", "gather", "hypercube"):
         raise NcclTestsLogError(f"{where}: {op}_perf results are not modelled by embsim")
     rows = []
@@ -348,11 +311,23 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
         raise NcclTestsLogError(f"{where}: nGpus {gpus[:20]!r}: GPUs driven by one process must be "
                                 f"an integer 1..{MAX_GPUS_PER_PROCESS}")
     hosts = tuple(dict.fromkeys(p.ranks[r][0] for r in listed))
+    graph = _graph(p)
+    if graph:
+        notes.append(graph_note(graph))
+    if p.nccl_version is None and old_layout(p.columns):
+        notes.append(OLD_LAYOUT_NOTE)
     return NcclTestsRun(source=source, line=p.line, op=op, op_from=op_from, ranks=n, hosts=hosts,
                         devices=tuple(p.ranks[r][1] for r in listed), nccl_version=p.nccl_version,
                         tests_version=p.tests_version, params=p.params, rows=tuple(rows),
                         out_of_bounds=p.out_of_bounds, avg_busbw=p.avg_busbw, dropped=tuple(dropped),
-                        env_lines=tuple(p.env_lines), gpus_per_process=int(gpus), listed_ranks=listed)
+                        env_lines=tuple(p.env_lines), gpus_per_process=int(gpus), listed_ranks=listed,
+                        notes=tuple(notes))
+
+
+def _graph(p: _Partial) -> int:
+    """The CUDA-graph launches of a run: the header's `graph: N`, else -G N on its command line."""
+    value = str(p.params.get("graph", ""))
+    return int(value) if re.fullmatch(r"\d{1,6}", value) else p.graph
 
 
 def _refuse_rccl(p: _Partial, where: str) -> None:
@@ -387,7 +362,7 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
     pending = _Partial(line=0, params={})
     current: _Partial | None = None
     for number, raw in enumerate(text.splitlines(), 1):
-        text_line = _clean(raw)
+        text_line = clean(raw)
         if not text_line:
             continue
         where = f"{source} line {number}"
@@ -401,24 +376,26 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
                         f"{where}: a second nccl-tests header before any result table: several "
                         f"independent runs are interleaved (nccl-tests launched by mpirun but "
                         f"built without MPI=1?)")
-                runs.append(_finish(current, source, op))      # raises: truncated
-            current = _Partial(line=number, params=_params(text_line),
+                runs.append(_finish(current, source, op))      # cut off: its complete rows
+            current = _Partial(line=number, params=params(text_line),
                                op_mentions=pending.op_mentions, nccl_version=pending.nccl_version,
                                tests_version=pending.tests_version, env_lines=pending.env_lines,
-                               rccl=pending.rccl)
+                               rccl=pending.rccl, graph=pending.graph)
             pending = _Partial(line=0, params={})
             continue
         if (current is None or current.closed) and _is_column_header(text_line):
             # a pasted table: from its column header on, without the nThread line
             current = _Partial(line=number, params={}, op_mentions=pending.op_mentions,
                                nccl_version=pending.nccl_version, tests_version=pending.tests_version,
-                               env_lines=pending.env_lines, rccl=pending.rccl, pasted=True)
+                               env_lines=pending.env_lines, rccl=pending.rccl, pasted=True,
+                               graph=pending.graph)
             pending = _Partial(line=0, params={})
         target = pending if current is None or current.closed else current
-        mention = _PERF_MENTION.search(text_line)
+        mention = PERF_MENTION.search(text_line)
         if mention and target.columns is None:
             target.op_mentions.append(mention.group(1))
-        _remember_versions(text_line, target)
+            target.graph = target.graph or graph_launches(text_line[mention.end():])
+        remember_versions(text_line, target)
         if target is pending:
             continue
         rank = _RANK_LINE.match(text_line)
@@ -434,6 +411,10 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
             current.bus_ids[r] = f"device {rank.group(3)} [{rank.group(4).strip().lower()}]"
             continue
         tokens = text_line.split()
+        if current.cut_row and (tokens[0] == "size" or re.fullmatch(r"\d+", tokens[0])
+                                or _OUT_OF_BOUNDS.match(text_line) or _AVG_BUSBW.match(text_line)):
+            # a short row with more of the table after it: corrupted, not cut off at the end
+            raise NcclTestsLogError(current.cut_row[1])
         if tokens[0] == "size" and "count" in tokens:
             if current.columns is not None:
                 raise NcclTestsLogError(f"{where}: a second column header inside one run")
@@ -451,13 +432,17 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
             runs.append(_finish(current, source, op))
             continue
         if current.columns is not None and re.fullmatch(r"\d+", tokens[0]) and len(tokens) > 1:
+            short = _field_count_error(_blank_redop(tokens, current.columns) or tokens, current.columns, where)
+            if short and len(tokens) < len(current.columns) and not current.closed:
+                current.cut_row = (number, short)      # the run's last line, unless more follows
+                continue
             row = _row(tokens, current.columns, where, number)
             if row is None:
                 current.zero_rows.append(number)
             else:
                 current.rows.append(row)
     if current is not None and not current.closed:
-        runs.append(_finish(current, source, op))              # raises with the reason
+        runs.append(_finish(current, source, op))              # cut off, or raises with the reason
     if not runs:
         raise NotNcclTestsLog(f"{source}: not an nccl-tests log (no '# nThread ... nGpus ...' "
                               f"header line nor 'size count type ... time algbw busbw' table)")
@@ -467,25 +452,6 @@ def parse_nccl_tests_log(text: str, source: str, op: str | None = None) -> list[
 def _is_column_header(text_line: str) -> bool:
     tokens = text_line.split()
     return bool(tokens) and tokens[0] == "size" and "count" in tokens and "time" in tokens
-
-
-def _remember_versions(text_line: str, run: _Partial) -> None:
-    if _RCCL.search(text_line):
-        run.rccl = True
-    # NCCL's own "NAME set by environment to V" INFO lines, and the NAME=V settings of a
-    # command line before the run (`NCCL_ALGO=Tree ./build/...`, mpirun's `-x NAME=V`)
-    if (" set by environment to " in text_line or _NCCL_ASSIGNMENT.search(text_line)) \
-            and len(run.env_lines) < 256:
-        run.env_lines.append(text_line)
-    m = _NCCL_VERSION.search(text_line)
-    if m:
-        run.nccl_version = m.group(1)
-    m = _LIBRARY_CODE.search(text_line)
-    if m and run.nccl_version is None:
-        run.nccl_version = _library_version(int(m.group(1)))
-    m = _TESTS_VERSION.search(text_line)
-    if m:
-        run.tests_version = m.group(1)
 
 
 def load_nccl_tests_log(path: str | Path, op: str | None = None) -> list[NcclTestsRun]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..collectives import CollectiveModel
-from ..collectives.nccl_env import env_from_text
-from ..collectives.nccl_transport import UnmodelledTransport, noted_settings, refuse_unmodelled
+from ..collectives.nccl_env import env_from_text, settings
+from ..collectives.nccl_transport import noted_settings, refuse_unmodelled
 from ..collectives import nccl_tests as nt
 from ..collectives.busbw import busbw_factor, canonical_op
 from ..collectives.constants import nearest_table
@@ -23,27 +23,72 @@ from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_er
 from ..errors import InputError
 from ..imports import NcclTestsRun, NotNcclTestsLog, load_nccl_tests_log, with_rank_count
 from ..topology import TopologySpec, load_topology
-from ..topology.device_names import device_mismatch, infer_system, presets_for_device
+from ..topology.device_names import (device_chip, device_mismatch, gpu_family, infer_system,
+                                     presets_for_device)
+from ..words import counted
 from ..yamlio import load_yaml
 
 
+# No server holds more GPUs (a DGX-2: 16); a preset node beyond it is an NVLink domain of
+# several hosts (a GB200 NVL72 rack: 18 trays of 4), whose hosts a log lists, not its nodes.
+MAX_GPUS_PER_HOST = 16
+
+
 def topology_for_run(spec: str, run: NcclTestsRun):
-    """The topology named by --topology and the run on it: shaped like the log when the spec
-    has no shape. A log without all its rank lines cannot say how many GPUs on how many
-    nodes ran, so the topology as named says it (checked against the log's numbers)."""
+    """The topology named by --topology and the run on it: shaped like the log (its hosts x
+    GPUs per host) when the spec has no shape, even where the preset's own shape has as many
+    GPUs (a 2x4 log on an 8-GPU board's preset is not 1x8). A shape given is used as given.
+    A log without all its rank lines cannot say how many GPUs on how many nodes ran, so the
+    topology as named says it (checked against the log's numbers)."""
     parsed = TopologySpec.parse(spec)
     topo = load_topology(parsed)
     if not run.complete:
         return topo, with_rank_count(run, topo.n_gpus, f"--topology {spec}")
-    if topo.n_gpus == run.ranks:
+    even = run.ranks % run.n_nodes == 0
+    hosts_are_nodes = topo.gpus_per_node <= MAX_GPUS_PER_HOST
+    if topo.n_gpus == run.ranks and (parsed.shape is not None or not hosts_are_nodes):
         return topo, run
-    if parsed.shape is None:
+    if parsed.shape is None and even:
         shaped = load_topology(parsed.with_shape(run.n_nodes, run.gpus_per_node))
         if shaped.n_gpus == run.ranks:
             return shaped, run
+    if topo.n_gpus == run.ranks:           # hosts of unequal GPU counts: the topology as named
+        return topo, run
+    shape = f"{run.n_nodes}x{run.gpus_per_node}" if even else "NxG"
     raise InputError(f"{run.where}: {run.ranks} ranks on {run.n_nodes} host(s) but --topology "
-                     f"{spec} has {topo.n_gpus} GPUs; pass --topology PRESET:"
-                     f"{run.n_nodes}x{run.gpus_per_node}")
+                     f"{spec} has {topo.n_gpus} GPUs; pass --topology PRESET:{shape}")
+
+
+def _node_count_note(run: NcclTestsRun, topo, spec: str) -> str:
+    """A note where the topology as given has another node count than the log's ranks."""
+    if not run.complete or topo.n_nodes == run.n_nodes or topo.gpus_per_node > MAX_GPUS_PER_HOST:
+        return ""
+    return (f"the log's ranks are on {counted(run.n_nodes, 'node')}; --topology {spec} simulates "
+            f"{topo.n_nodes}")
+
+
+def _device_note(run: NcclTestsRun, gpu_model: str) -> str:
+    """The log's GPU is not the topology's: by family where both are known, else by chip name
+    (a device embsim does not know, a MetaX C500 or a GB10, is no proof of a match)."""
+    known = device_mismatch(run.devices, gpu_model)
+    if known:
+        return known
+    want = device_chip(gpu_model)
+    for device in sorted({d.strip() for d in run.devices if d.strip()}):
+        if device_chip(device) != want:
+            unknown = "" if gpu_family(device) else " (one embsim does not know)"
+            return (f"the log's device {device!r}{unknown} is not this topology's GPU "
+                    f"({gpu_model}): the simulation is of the topology, not of the measured system")
+    return ""
+
+
+def _forced_note(env_text: str) -> str:
+    """A note naming the NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE the run's log shows it ran
+    with (its command line, NCCL's INFO lines, a net plugin's), which the model applies."""
+    found = settings(env_text)
+    said = [f"{k}={found[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE")
+            if k in found and (k != "NCCL_NVLS_ENABLE" or found[k] == "0")]
+    return f"{' '.join(said)} set for the run (its log): the model is held to it" if said else ""
 
 
 def model_version(logged: str | None) -> str | None:
@@ -57,6 +102,7 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
     """One log run against `spec`; `inferred` is the note of a system taken from the log's
     device names (no --topology), which the output carries."""
     topo, run = topology_for_run(spec, run)
+    nodes_note = _node_count_note(run, topo, spec)
     release = release_view(run.nccl_version)
     table = release.table
     nccl = f"{run.nccl_version} (model {table})" if table else "unknown"
@@ -70,9 +116,10 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
                             nccl_env=env_from_text(env_text, f"{run.where}:"),
                             threshold_choice=release.threshold_choice)
     per_process = run.gpus_per_process
-    mismatch = device_mismatch(run.devices, topo.node.gpu.model)
-    notes = "; ".join(n for n in (inferred, mismatch, release.note, *model.notes,
-                                  noted_settings(env_text), nt.launch_note(per_process)) if n)
+    mismatch = _device_note(run, topo.node.gpu.model)
+    notes = "; ".join(n for n in (inferred, nodes_note, mismatch, *run.notes, release.note, *model.notes,
+                                  _forced_note(env_text), noted_settings(env_text),
+                                  nt.launch_note(per_process)) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
     points = []
@@ -121,9 +168,10 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
                       op: str | None = None, skippable: frozenset[str] = frozenset(),
                       skipped: list[str] | None = None) -> list[CurveError]:
     """Every curve of the given logs / YAML files; the packaged data when none are given.
-    A file in `skippable` (found in a folder, not named) that holds no nccl-tests run at all
-    (a README beside the logs), or a run of it on a transport embsim does not model, is left
-    out and appended to `skipped` as "path: why"."""
+    A log in `skippable` (found in a folder, not named) that cannot be read or scored (a
+    README beside the logs, a header-only paste, an RCCL log, a run on a transport embsim
+    does not model) is left out, and so is each such run of it, appended to `skipped` as
+    "path: why"; the caller refuses a folder none of whose files gave a curve."""
     if op is not None:
         op = canonical_op(op)
         if op not in nt.OPS:
@@ -133,6 +181,8 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
             raise InputError("--op is for nccl-tests logs; the YAML validation files name their op")
     if not inputs:
         return validate_all(DATA_DIR, topology)
+    if topology and skippable:
+        load_topology(topology)        # a bad --topology is the command's error, not each file's
     out: list[CurveError] = []
     for item in inputs:
         if item.endswith((".yaml", ".yml")):
@@ -140,21 +190,26 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
             continue
         try:
             runs = load_nccl_tests_log(item, op=op)
-        except NotNcclTestsLog:
+        except InputError as exc:
             if item not in skippable:
                 raise
             if skipped is not None:
-                skipped.append(f"{item}: not nccl-tests output")
+                skipped.append(f"{item}: not nccl-tests output" if isinstance(exc, NotNcclTestsLog)
+                               else _with_path(str(exc), item))
             continue
         for run in runs:
             try:
                 out.append(_run_curve(run, topology, placement))
-            except UnmodelledTransport as exc:
+            except InputError as exc:
                 if item not in skippable:
                     raise
                 if skipped is not None:
-                    skipped.append(str(exc))
+                    skipped.append(_with_path(str(exc), item))
     return out
+
+
+def _with_path(message: str, path: str) -> str:
+    return message if path in message else f"{path}: {message}"
 
 
 def _run_curve(run: NcclTestsRun, topology: str | None, placement: str) -> CurveError:

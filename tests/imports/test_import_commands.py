@@ -36,9 +36,20 @@ def test_logs_of_two_nccl_releases_are_not_one_trace(tmp_path, capsys):
 
 
 def test_import_nccl_tests_bad_log_exits_2(tmp_path, capsys):
-    rc = main(["import-nccl-tests", str(FIXTURES / "truncated.log"), "--out", str(tmp_path / "x.yaml")])
+    text = (FIXTURES / "truncated.log").read_text()
+    header_only = tmp_path / "header-only.log"
+    header_only.write_text(text[:text.index("        1024")])
+    rc = main(["import-nccl-tests", str(header_only), "--out", str(tmp_path / "x.yaml")])
     assert rc == 2 and "truncated" in capsys.readouterr().err
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_import_nccl_tests_says_a_run_was_cut_off(tmp_path, capsys):
+    """A run cut off mid-table: its complete rows become the curve, and a note says so."""
+    rc = main(["import-nccl-tests", str(FIXTURES / "truncated.log"), "--out", str(tmp_path / "x.yaml")])
+    captured = capsys.readouterr()
+    assert rc == 0 and "5 sizes" in captured.out
+    assert "the log ends before '# Avg bus bandwidth'" in captured.err
 
 
 def test_import_profile_requires_the_profiled_machine(tmp_path, capsys):

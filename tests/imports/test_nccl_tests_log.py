@@ -47,20 +47,39 @@ def test_rows_with_wrong_values_are_dropped():
     assert len(run.dropped) == 1 and "3 wrong values" in run.dropped[0]
 
 
-@pytest.mark.parametrize("name, message", [
-    ("truncated.log", "truncated"),
-    ("interleaved.log", "interleaved"),
-])
-def test_broken_logs_are_rejected(name, message):
-    with pytest.raises(NcclTestsLogError, match=message):
-        load_nccl_tests_log(FIXTURES / name)
+def test_interleaved_logs_are_rejected():
+    with pytest.raises(NcclTestsLogError, match="interleaved"):
+        load_nccl_tests_log(FIXTURES / "interleaved.log")
 
 
-def test_log_without_footer_is_truncated():
+def test_a_run_cut_off_mid_row_scores_its_complete_rows():
+    """truncated.log stops inside its sixth row: the five complete rows are read, the cut
+    one left out, and the run says it ended early."""
+    (run,) = load_nccl_tests_log(FIXTURES / "truncated.log")
+    assert [r.size for r in run.rows] == [1024, 4096, 16384, 65536, 262144]
+    assert run.avg_busbw is None
+    (note,) = run.notes
+    assert "ends before '# Avg bus bandwidth'" in note and "line 32 cut short" in note
+    assert "5 complete row(s) are used" in note
+
+
+def test_log_without_footer_keeps_its_rows_and_says_so():
     text = (FIXTURES / "h100-2x8-all_reduce.log").read_text()
     cut = text[:text.index("# Out of bounds")]
-    with pytest.raises(NcclTestsLogError, match="truncated log"):
-        parse_nccl_tests_log(cut, "cut.log")
+    (run,) = parse_nccl_tests_log(cut, "cut.log")
+    (whole,) = parse_nccl_tests_log(text, "whole.log")
+    assert run.rows == whole.rows and not whole.notes
+    assert "the run did not finish" in run.notes[0]
+    # a short row with more of the table after it is corruption, not a cut-off run
+    lines = text.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.strip().startswith("65536"))
+    lines[at] = lines[at][:60]
+    with pytest.raises(NcclTestsLogError, match="row has 6 fields"):
+        parse_nccl_tests_log("\n".join(lines), "x.log")
+    # no complete row at all: refused
+    header_only = text[:text.index("        1024")]
+    with pytest.raises(NcclTestsLogError, match="truncated log.*no complete row"):
+        parse_nccl_tests_log(header_only, "cut.log")
 
 
 def test_not_a_log_and_unknown_op():

@@ -56,7 +56,7 @@ def test_json_and_max_error_exit_codes(capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["validate", "--nccl-tests", H100_LOG, "--topology", "dgx-h100:1x8"], "16 ranks"),
-    (["validate", "--nccl-tests", str(FIXTURES / "truncated.log"), "--topology", "dgx-h100"], "truncated"),
+    (["validate", "--nccl-tests", str(FIXTURES / "interleaved.log"), "--topology", "dgx-h100"], "interleaved"),
     (["validate"], "exactly one of"),
 ])
 def test_bad_input_exits_2(args, message, capsys):
