@@ -515,6 +515,15 @@ CURVE_BOUNDS.update({
     ]),
 })
 
+# Held-out system found by probe T (2026-12-06: embsim/validation_data/ext10-*.yaml), at the level reached
+# on first contact x 1.005, nothing tuned on it: 2x GCP a3-ultragpu-8g H200 over RoCE (gIB), AllGather,
+# NCCL 2.26.6: 128 MiB - 8 GiB 4-6 % slow, every Ring/LL and LL128 row below 32 MiB 1.7-3.7x slow (the
+# ring step floor, docs/validation.md "Held-out systems, thirtieth session").
+CURVE_BOUNDS.update({
+    "ext10-gcp-a3ultra-h200-2x8-all-gather": (0.860, 2.683),
+})
+
+
 def test_sweep_sizes_names_the_nccl_tests_flags():
     from embsim.collectives import nccl_tests as nt
     # nccl-tests -b 8 -e 128 -f 2: 8, 16, 32, 64, 128; texts and byte counts alike
