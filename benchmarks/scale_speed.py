@@ -12,11 +12,13 @@ under 2 s, 128x8 all-distinct under 15 s for 4 iterations, growth at most linear
 Then (not with --quick) a recommender at scale: Merlin's synthetic jumbo model (1,022
 tables; 742 collectives a step under allreduce/fifo) at 2048x8 for every strategy under
 fifo, and under ByteScheduler's priority (10^5 partitions a step) at 128x8. Target: under
-60 s and 1.5 GB each. Measured 2026-12-06 on 2 cores (others' work beside it): allreduce
-15 s / 0.54 GB, allgather 32 s / 0.59 GB, ps 40 s / 2.7 GB, embrace 52 s / 0.83 GB;
-priority at 128x8 ~200 s / 1.2 GB (3.4 million class arrivals: not met). Before that day's
-runtime changes: allreduce 55 s / 1.46 GB, ps 83 s, and priority at 2048x8 was killed at
-14 GB.
+60 s and 1.5 GB each. Measured 2026-12-06 (thirtieth session) on 2 cores (others' work beside
+it): allreduce 3.3 s / 0.44 GB, allgather 3.5 s / 0.45 GB, s2reducer 3.7 s / 0.43 GB, embrace
+4.8 s / 0.52 GB, ps 10.3 s / 2.6 GB (memory over target); priority at 128x8 14.8 s / 0.74 GB.
+Earlier the same day: allreduce 15 s, allgather 32 s, ps 40 s, embrace 52 s, priority at 128x8
+~200 s (before partitions were one family and a lone transfer's link bytes were booked as
+scalars); before that day's runtime changes: allreduce 55 s / 1.46 GB, ps 83 s, and priority
+at 2048x8 was killed at 14 GB.
 """
 
 from __future__ import annotations
