@@ -41,6 +41,13 @@ def check_sync(sync) -> str:
     return sync
 
 
+def global_batch_micro_batches(global_batch: int | None, batch: int, replicas: int) -> int:
+    """Micro-batches a step takes to reach a fixed global batch: global // (batch x
+    replicas), at least one (a global batch smaller than one step's batches is not split;
+    e.g. DeepLearningExamples GNMT's train.py set_iter_size); 1 without one."""
+    return 1 if global_batch is None else max(1, global_batch // (batch * replicas))
+
+
 def master_accumulate_s(ctx, amp: str) -> float:
     """Seconds of one later micro-batch's apex-O2 unscale into the stashed master gradients
     (0 unless amp o2 with FP32 master weights; amp megatron has no such pass: each

@@ -28,7 +28,8 @@ from ..trace import load_trace
 from ..workload import load_model, load_spec
 from ..workload.grad_compress import GradCompress
 from .build import build_step_plan
-from .accumulate import accumulate, combine_micro_batches, master_accumulate_s, without_update
+from .accumulate import (accumulate, combine_micro_batches, global_batch_micro_batches, master_accumulate_s,
+                         without_update)
 from .classes import rank_classes
 from .config import SimulationConfig, pipeline_parallel_of, with_options
 from .context import step_context
@@ -159,13 +160,11 @@ def one_gpu_label(cfg: SimulationConfig, tensor_parallel: bool, strategy, ctx) -
 
 def with_global_batch(cfg: SimulationConfig, batch: int, n_gpus: int) -> SimulationConfig:
     """A run that does not say --accumulate accumulates to the zoo file's `global_batch`
-    (the global batch its reference benchmark fixes whatever the GPU count): global //
-    (batch x GPUs) micro-batches, at least one (a global batch smaller than one step's
-    batches is not split; e.g. DeepLearningExamples GNMT's train.py set_iter_size)."""
+    (the global batch its reference benchmark fixes whatever the GPU count):
+    accumulate.global_batch_micro_batches."""
     if cfg.accumulate is not None:
         return cfg
-    spec = load_spec(cfg.model)
-    k = 1 if spec.global_batch is None else max(1, spec.global_batch // (batch * n_gpus))
+    k = global_batch_micro_batches(load_spec(cfg.model).global_batch, batch, n_gpus)
     return replace(cfg, accumulate=k)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..collectives.server_demand import PUSH_OPS
 from ..workload import load_spec
+from .accumulate import global_batch_micro_batches
 from .config import SimulationConfig
 from .jitter import NONE, parse_jitter, sentence_lengths
 
@@ -61,7 +62,7 @@ def global_batch_note(cfg: SimulationConfig, batch: int, replicas: int) -> tuple
     benchmark's global batch (engine.run.with_global_batch), the output says so: a what-if on
     fewer GPUs otherwise reads as a slower step with no cause given."""
     global_batch = load_spec(cfg.model).global_batch
-    if global_batch is None or cfg.accumulate <= 1 or cfg.accumulate != global_batch // (batch * replicas):
+    if cfg.accumulate <= 1 or cfg.accumulate != global_batch_micro_batches(global_batch, batch, replicas):
         return ()
     return (f"accumulate {cfg.accumulate}: the model's global batch {global_batch:,} over {replicas} "
             f"replica(s) x batch {batch} (the zoo file's `global_batch`, its reference benchmark's: "
