@@ -75,6 +75,8 @@ class Engine:
         # family's event fires with the last
         self._member_ends: dict[tuple[int, Family], list] = {}
         self._members_left: dict[tuple[int, Family], int] = {}
+        # a finished family's (ends, ends as an array, the latest end before each member)
+        self._family_ends: dict[tuple[int, Family], tuple] = {}
         self._family_done: dict[tuple[int, Family], simpy.Event] = {}
         self._pending: dict[tuple[str, int, str], int] = {}  # (class, iteration, family's first) -> deps left
         # per-class streams (pipeline stages): a class waits only for the dependencies its
@@ -158,13 +160,10 @@ class Engine:
         done = self._family_event(source, wait.family)
         if not done.processed:
             yield done
-        ends = self._member_ends[(source, wait.family)]
-        # member i ends a wait where it ends after everything before it (and after `idle`):
-        # found at once over the family's ends, each record's start that running maximum
-        arr = np.asarray(ends)
-        before = np.empty_like(arr)
-        before[0] = idle
-        np.maximum(np.maximum.accumulate(arr[:-1]), idle, out=before[1:])
+        ends, arr, earlier = self._family_ends[(source, wait.family)]
+        # member i ends a wait where it ends after everything before it and after `idle`;
+        # each record starts at that running maximum (the family's part kept at its end)
+        before = np.maximum(earlier, idle)
         members, waits = wait.family.members, self.run_record.waits
         for i in np.flatnonzero(arr > before).tolist():
             waits.append(WaitRecord(cls.name, k, members[i].name, float(before[i]), ends[i], source))
@@ -249,6 +248,14 @@ class Engine:
             ends[self._member_index[c.name]] = self.env.now
             self._members_left[key] -= 1
             if not self._members_left[key]:
+                # the members' ends and, for each, the latest end before it: every class
+                # waiting on the family reads them (_wait_family)
+                arr = np.asarray(ends)
+                earlier = np.empty_like(arr)
+                earlier[0] = -np.inf
+                np.maximum.accumulate(arr[:-1], out=earlier[1:])
+                self._family_ends[key] = (ends, arr, earlier)
+                del self._member_ends[key], self._members_left[key]
                 self._family_event(k, family).succeed()
         # comm ops may depend on other comm ops (e.g. an index exchange before an AlltoAll)
         for d in self._dependents.get(c.name, ()):
