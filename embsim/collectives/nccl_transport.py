@@ -86,9 +86,23 @@ def refuse_unmodelled(text: str | None, topology, where: str, version=None) -> N
                          f"without it")
 
 
+def _named(text: str | None, names, keep=lambda name, value: True) -> str:
+    """'NAME=V NAME=V' for those of `names` the run's text sets (and `keep` keeps)."""
+    found = settings(text)
+    return " ".join(f"{n}={found[n]}" for n in names if n in found and keep(n, found[n]))
+
+
 def noted_settings(text: str | None) -> str:
     """A line for the output naming the channel-count settings a run made that the model
     leaves at NCCL's defaults; "" when none."""
-    found = settings(text)
-    said = [f"{name}={found[name]}" for name in _NOTED if name in found]
-    return f"{' '.join(said)} set by the run: NCCL's default stands in" if said else ""
+    said = _named(text, _NOTED)
+    return f"{said} set by the run: NCCL's default stands in" if said else ""
+
+
+def held_settings(text: str | None) -> str:
+    """A line naming the NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE=0 a run's log shows it ran
+    with (its command line, NCCL's INFO lines, a net plugin's), which the model applies;
+    "" when none."""
+    said = _named(text, ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE"),
+                  lambda name, value: name != "NCCL_NVLS_ENABLE" or value == "0")
+    return f"{said} set for the run (its log): the model is held to it" if said else ""

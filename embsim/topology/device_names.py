@@ -140,12 +140,19 @@ def presets_for_device(device: str) -> list[str]:
 
 
 def device_mismatch(devices, gpu_model: str) -> str | None:
-    """A note when a log's device names another GPU family than the topology's GPU."""
-    want = gpu_family(gpu_model)
-    for device in sorted(set(devices)):
+    """A note when a log's device is another GPU than the topology's: another family where
+    both name a known one (an A100 80GB log on the A100 40GB preset is no mismatch), else
+    another chip (device_chip: a MetaX C500 or a GB10, which embsim does not know, is no
+    proof of a match)."""
+    want_family, want_chip = gpu_family(gpu_model), device_chip(gpu_model)
+    for device in sorted({d.strip() for d in devices if d.strip()}):
         family = gpu_family(device)
-        # only where both name a known family: an unknown name proves no mismatch
-        if want and family and family != want:
-            return (f"the log's device {device!r} is not this topology's GPU ({gpu_model}): "
+        if want_family and family:
+            other = family != want_family
+        else:
+            other = device_chip(device) != want_chip
+        if other:
+            unknown = "" if family else " (one embsim does not know)"
+            return (f"the log's device {device!r}{unknown} is not this topology's GPU ({gpu_model}): "
                     f"the simulation is of the topology, not of the measured system")
     return None

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..collectives import CollectiveModel
-from ..collectives.nccl_env import env_from_text, settings
-from ..collectives.nccl_transport import noted_settings, refuse_unmodelled
+from ..collectives.nccl_env import env_from_text
+from ..collectives.nccl_transport import held_settings, noted_settings, refuse_unmodelled
 from ..collectives import nccl_tests as nt
 from ..collectives.busbw import busbw_factor, canonical_op
 from ..collectives.constants import nearest_table
@@ -23,8 +23,7 @@ from ..collectives.validation import (DATA_DIR, CurveError, PointError, curve_er
 from ..errors import InputError
 from ..imports import NcclTestsRun, NotNcclTestsLog, load_nccl_tests_log, with_rank_count
 from ..topology import TopologySpec, load_topology
-from ..topology.device_names import (device_chip, device_mismatch, gpu_family, infer_system,
-                                     presets_for_device)
+from ..topology.device_names import device_mismatch, infer_system, presets_for_device
 from ..words import counted
 from ..yamlio import load_yaml
 
@@ -67,30 +66,6 @@ def _node_count_note(run: NcclTestsRun, topo, spec: str) -> str:
             f"{topo.n_nodes}")
 
 
-def _device_note(run: NcclTestsRun, gpu_model: str) -> str:
-    """The log's GPU is not the topology's: by family where both are known, else by chip name
-    (a device embsim does not know, a MetaX C500 or a GB10, is no proof of a match)."""
-    known = device_mismatch(run.devices, gpu_model)
-    if known:
-        return known
-    want = device_chip(gpu_model)
-    for device in sorted({d.strip() for d in run.devices if d.strip()}):
-        if device_chip(device) != want:
-            unknown = "" if gpu_family(device) else " (one embsim does not know)"
-            return (f"the log's device {device!r}{unknown} is not this topology's GPU "
-                    f"({gpu_model}): the simulation is of the topology, not of the measured system")
-    return ""
-
-
-def _forced_note(env_text: str) -> str:
-    """A note naming the NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE the run's log shows it ran
-    with (its command line, NCCL's INFO lines, a net plugin's), which the model applies."""
-    found = settings(env_text)
-    said = [f"{k}={found[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE")
-            if k in found and (k != "NCCL_NVLS_ENABLE" or found[k] == "0")]
-    return f"{' '.join(said)} set for the run (its log): the model is held to it" if said else ""
-
-
 def model_version(logged: str | None) -> str | None:
     """The cost-model table for a logged NCCL version (its own release from 2.18 to 2.30,
     else the nearest one)."""
@@ -116,9 +91,9 @@ def run_errors(run: NcclTestsRun, spec: str, placement: str = "in-place",
                             nccl_env=env_from_text(env_text, f"{run.where}:"),
                             threshold_choice=release.threshold_choice)
     per_process = run.gpus_per_process
-    mismatch = _device_note(run, topo.node.gpu.model)
+    mismatch = device_mismatch(run.devices, topo.node.gpu.model)
     notes = "; ".join(n for n in (inferred, nodes_note, mismatch, *run.notes, release.note, *model.notes,
-                                  _forced_note(env_text), noted_settings(env_text),
+                                  held_settings(env_text), noted_settings(env_text),
                                   nt.launch_note(per_process)) if n)
     note = f" [{notes}]" if notes else ""
     series = sorted({r.dtype for r in run.rows})
