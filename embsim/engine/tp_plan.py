@@ -76,9 +76,10 @@ def add_tensor_parallel(stream: list[ComputeOp], ctx) -> tuple[list[ComputeOp], 
             prev = name
         return prev
 
-    def sized(op: str, size: float) -> float:
-        """A block collective's bytes: its all-gathers at their own element width."""
-        return size * gather_elem / elem if op == "all_gather" else size
+    def sized(op: str, h: int) -> int:
+        """A block collective's bytes over b x s x h elements: its all-gathers at their own
+        element width (workload.fp8_comm), the rest at the activations'."""
+        return tokens * h * (gather_elem if op == "all_gather" else elem)
 
     def wait(op_id, comm: str | None) -> None:
         if op_id is not None and comm is not None:
@@ -103,18 +104,17 @@ def add_tensor_parallel(stream: list[ComputeOp], ctx) -> tuple[list[ComputeOp], 
             continue
         if layer.kind in BLOCK_KINDS:
             h = layer.input_bytes // max(model.dtype_bytes, 1) // tokens
-            size = act * h
-            fwd_ops = [(op, sized(op, size)) for op, _ in tp.block_collectives(True)]
+            fwd_ops = [(op, sized(op, h)) for op, _ in tp.block_collectives(True)]
             bwd = tp.block_collectives(False)
             last = chain(f"fwd:{name}", fwd_ops, fwd_name(name))
             wait(after(fwd_name(name)), last)
-            blocking = [(op, sized(op, size)) for op, o in bwd if not o]
+            blocking = [(op, sized(op, h)) for op, o in bwd if not o]
             if name in recomputed:
                 blocking = fwd_ops + blocking
             prior = before(bwd_name(name))
             if blocking and prior is not None:
                 wait(bwd_name(name), chain(f"bwd:{name}", blocking, prior))
-            hidden = [(op, sized(op, size)) for op, o in bwd if o]
+            hidden = [(op, sized(op, h)) for op, o in bwd if o]
             i = next(j for j, s in enumerate(stream) if s.id == bwd_name(name))
             op = stream[i]
             w = min(ctx.kernel_seconds(_overlap_kernels(layer, tp.sequence)), op.duration)

@@ -12,6 +12,7 @@ from .notes import condense
 from .provenance import topology_file_text, workload_record
 from .units import compute_source_text, human_bytes, human_rate, human_time
 from ..words import counted
+from ..workload.torch_cp import LABELS as CP_LABELS
 from ..workload.host_memory import need_text
 from ..workload.tokens import DEFAULT_ZIPF_S
 
@@ -124,8 +125,7 @@ def workload_text(w: dict) -> str:
         c = w["context_parallel"]
         per = (f"per replica of {c * (k or 1)} GPUs (" + (f"tensor parallel {k}, " if k else "")
                + f"context parallel {c}: each GPU {w['seq'] // c} of the seq's tokens, "
-               + ("TE p2p KV ring" if not w.get("context_parallel_impl")
-                  else f"PyTorch context_parallel, {w['context_parallel_impl'][len('torch-'):]} rotater") + ")")
+               + CP_LABELS[w.get("context_parallel_impl") or "te"] + ")")
     parts = [f"batch {w['batch']} x seq {w['seq']} {per}, {dtype}"]
     if w.get("optimizer"):
         parts.append(f"optimizer {w['optimizer']}")

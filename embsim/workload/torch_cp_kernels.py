@@ -5,9 +5,7 @@ Line numbers: torch 2.6.0's torch/distributed/tensor/experimental/_attention.py.
 
 from __future__ import annotations
 
-from .kernels import stream
-
-FP32 = 4     # bytes of the FP32 merge and gradient buffers (convert_to_f32, :57)
+from .kernels import FP32, stream     # FP32: the merge and gradient buffers (convert_to_f32, :57)
 
 
 def _kv_cat(name: str, i: int, c: int, nk: float, e: int, fused: bool, impl: str) -> list:
