@@ -56,15 +56,21 @@ class _DemandBook:
 
 @dataclass(eq=False)
 class _Transfer:
-    links: np.ndarray  # unique link ids
-    bytes: np.ndarray  # bytes per link, all > 0
+    book: _DemandBook  # its demand: unique link ids and bytes per link (all > 0)
     event: simpy.Event
     tag: Any
     start: float
-    book: _DemandBook
     remaining: float = 1.0  # fraction of the demand still to carry
     rate: float = 0.0  # fraction per second
     finish_at: float = field(default=float("inf"))
+
+    @property
+    def links(self) -> np.ndarray:
+        return self.book.links
+
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.book.bytes
 
 
 class Network:
@@ -116,7 +122,7 @@ class Network:
             return event
         self._unbook(book).data += data_factor
         self._advance()
-        self._active.append(_Transfer(book.links, book.bytes, event, tag, now, book))
+        self._active.append(_Transfer(book, event, tag, now))
         self._request_settle()
         return event
 
