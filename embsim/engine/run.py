@@ -322,8 +322,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         samples_per_s, tokens_per_s = _iteration_mean(cfg, topo, model, speed, shapes, plain_s, last_s, dp)
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
-    notes = (plan.notes + accumulated_rows_note(cfg, splan.sync, each) + global_batch_note(cfg, model.batch, replicas)
-             + unauthored_pairing_note(cfg))
+    accumulates = global_batch_note(cfg, model.batch, replicas)
+    notes = plan.notes + accumulated_rows_note(cfg, splan.sync, each) + accumulates + unauthored_pairing_note(cfg)
     if cfg.efficiency_baseline and replicas > 1:
         # the same node type with one GPU (no communication); with tensor parallelism one
         # TP group on one node (its own collectives, no data-parallel ones); with pipeline
@@ -341,7 +341,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
     # does not run (an "AllReduced densely" table, FSDP's units), so none is kept but those
     # of tables in host memory, whose copies and CPU update still run, and why it accumulates
     if dp == 1:
-        notes = tuple(splan.host_notes) + global_batch_note(cfg, model.batch, replicas)
+        notes = tuple(splan.host_notes) + accumulates
     return SimulationResult(
         config=cfg, cluster=ClusterShape.of(topo), model=model.name, metrics=metrics,
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,
