@@ -207,8 +207,11 @@ def _header_columns(tokens: list[str], where: str) -> list[str]:
 def _field_count_error(tokens: list[str], columns: list[str], where: str) -> str | None:
     if len(tokens) == len(columns):
         return None
-    return (f"{where}: row has {len(tokens)} fields but the table has {len(columns)} columns "
-            f"(truncated or corrupted log?)")
+    return _fields_message(len(tokens), len(columns), where)
+
+
+def _fields_message(fields: int, columns: int, where: str) -> str:
+    return f"{where}: row has {fields} fields but the table has {columns} columns (truncated or corrupted log?)"
 
 
 def _blank_redop(tokens: list[str], columns: list[str]) -> list[str] | None:
@@ -281,8 +284,7 @@ def _finish(p: _Partial, source: str, op_override: str | None) -> NcclTestsRun:
     blank = [r for r in p.rows if r.redop == ""]
     if blank and len(blank) != len(p.rows):    # one row short in a table that prints its redop
         row = blank[0]
-        raise NcclTestsLogError(f"{source} line {row.line}: row has {len(p.columns) - 1} fields but "
-                                f"the table has {len(p.columns)} columns (truncated or corrupted log?)")
+        raise NcclTestsLogError(_fields_message(len(p.columns) - 1, len(p.columns), f"{source} line {row.line}"))
     _refuse_shared_gpus(p, where)
     listed = tuple(sorted(p.ranks))
     if op_override:
