@@ -22,7 +22,10 @@ activation sends are waited for; p2p_overlap true | false, Megatron's overlap_p2
 false the blocking batched calls),
 context_parallel (Megatron / Transformer Engine CP size C, the p2p KV ring:
 embsim.workload.context_parallel; context_parallel_impl te | torch-allgather | torch-alltoall,
-PyTorch's context_parallel as torchtitan runs it: embsim.workload.torch_cp), metric (samples_per_s |
+PyTorch's context_parallel as torchtitan runs it: embsim.workload.torch_cp), zipf (the Zipf exponent of
+the ids or tokens, --zipf) or corpus (a token file beside the YAML, --corpus), seed (of the
+jitter), untie_outputs, interference / comm_interference (as the flags), nccl_algo / nccl_proto
+(NCCL_ALGO / NCCL_PROTO as the run set them), metric (samples_per_s |
 tokens_per_s, summed over all the run's GPUs), scale (a factor on the simulated
 metric, e.g. 2 for source + target tokens, 1/GPUs for a per-GPU figure). A run's `unit:`
 that says per GPU makes its figures per-GPU rates (training_checks: it needs a scale, and
@@ -34,6 +37,7 @@ listed, not simulated. A run that does not fit in GPU memory is scored and marke
 from __future__ import annotations
 
 import difflib
+import math
 
 from dataclasses import dataclass
 from functools import partial
@@ -45,6 +49,7 @@ from ..errors import InputError
 from ..report.units import compute_source_text, human_count, human_rate
 from ..topology import load_topology, spec_beside
 from ..workload import is_model_file
+from ..workload.tokens import DEFAULT_ZIPF_S, MAX_ZIPF_S
 from ..yamlio import (YamlDoc, beside, check_mapping, check_name, check_regular_file, check_type,
                       get, load_yaml)
 from .training_checks import (check_nodes, check_pair_unit, check_unit_scale, is_per_gpu,
@@ -66,7 +71,13 @@ EMBSIM_KEYS = {"topology": str, "model": str, "batch": int, "seq": int, "dtype":
                "options": dict, "gpu_variation": (int, float), "nccl_version": str, "recompute": (str, bool),
                "grad_compress": str, "tensor_parallel": int, "sequence_parallel": bool,
                "pipeline_parallel": int, "context_parallel": int, "virtual_pipeline": int, "p2p_send_wait": str,
-               "p2p_overlap": bool, "framework": str, "context_parallel_impl": str}
+               "p2p_overlap": bool, "framework": str, "context_parallel_impl": str,
+               # simulate's workload flags a published run may need: the token or id skew
+               # (--zipf, --corpus), the seed of --jitter, untied outputs, the measured
+               # compute/collective interference and NCCL_ALGO / NCCL_PROTO as the run set them
+               "zipf": (int, float), "corpus": str, "seed": int, "untie_outputs": bool,
+               "interference": (int, float), "comm_interference": (int, float),
+               "nccl_algo": str, "nccl_proto": str}
 METRICS = ("samples_per_s", "tokens_per_s")
 # the units' other spellings (samples/s, sequences/s, tokens/s); a sequence is a sample
 _METRIC_SPELLINGS = {**{m: m for m in METRICS}, "samples/s": "samples_per_s",
@@ -151,6 +162,7 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
         get(doc, path, merged, key, EMBSIM_KEYS[key])
     if "scale" in merged:     # 0 or below would turn every simulated figure into 0 or a sign flip
         get(doc, path, merged, "scale", EMBSIM_KEYS["scale"], positive=True)
+    _check_workload_numbers(doc, path, merged)
     for key in ("topology", "model"):
         if key not in merged:
             raise doc.error(path, f"missing {key!r} (in the run's embsim: or embsim_defaults:)")
@@ -181,6 +193,12 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
                                context_parallel=merged.get("context_parallel", 1),
                                context_parallel_impl=merged.get("context_parallel_impl"),
                                nccl_version=merged.get("nccl_version"),
+                               zipf_s=float(merged.get("zipf", DEFAULT_ZIPF_S)),
+                               corpus=beside(merged["corpus"], doc.source) if "corpus" in merged else None,
+                               seed=merged.get("seed", 0), untie_outputs=merged.get("untie_outputs", False),
+                               interference=merged.get("interference"),
+                               comm_interference=merged.get("comm_interference"),
+                               nccl_algo=merged.get("nccl_algo"), nccl_proto=merged.get("nccl_proto"),
                                strategy=merged.get("strategy", "allreduce"),
                                scheduler=merged.get("scheduler", "fifo"),
                                model_overrides=overrides, iterations=iterations,
@@ -193,6 +211,20 @@ def _config(doc: YamlDoc, i: int, merged: dict, iterations: int) -> tuple[Simula
         except InputError as exc:
             raise doc.error(path + ("options",), str(exc)) from None
     return cfg, metric, float(merged.get("scale", 1))
+
+
+def _check_workload_numbers(doc: YamlDoc, path: tuple, merged: dict) -> None:
+    """The ranges simulate's own flags hold these keys to (--zipf, --seed, --interference,
+    --comm-interference), named with the file and run."""
+    if "zipf" in merged:
+        s = float(merged["zipf"])
+        if not (math.isfinite(s) and 0 < s <= MAX_ZIPF_S):
+            raise doc.error(path + ("zipf",), f"must be a Zipf exponent, 0 < s <= {MAX_ZIPF_S:g}, got {s!r}")
+    if "seed" in merged and not 0 <= merged["seed"] < 2 ** 63:
+        raise doc.error(path + ("seed",), f"must be an integer 0..2^63-1, got {merged['seed']!r}")
+    for key in ("interference", "comm_interference"):
+        if key in merged and not (math.isfinite(float(merged[key])) and merged[key] >= 0):
+            raise doc.error(path + (key,), f"must be a finite number >= 0, got {merged[key]!r}")
 
 
 # A run's keys embsim reads; the rest describe the published row (system, precision, batch...)
