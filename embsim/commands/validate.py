@@ -190,8 +190,16 @@ def _training(paths, iterations, as_json, mean_error, max_error, plot) -> int:
     from ..validate.training import summary, training_errors, training_json, training_table
     if plot:
         raise InputError("--plot is for --nccl-tests curves")
-    runs, pairs = training_errors(paths, iterations=iterations)
-    click.echo(json.dumps(training_json(runs, pairs), indent=2) if as_json else training_table(runs, pairs))
+    # several files: one that cannot be simulated is left out (its error below, exit 2),
+    # not the end of the others' results
+    failed: list[str] | None = [] if len(paths) > 1 else None
+    runs, pairs = training_errors(paths, iterations=iterations, failed=failed)
+    if runs:
+        click.echo(json.dumps(training_json(runs, pairs), indent=2) if as_json else training_table(runs, pairs))
+    if failed:
+        for why in failed:
+            click.echo(f"embsim: error: {why} (left out)", err=True)
+        return 2
     s = summary(runs, pairs)
     mean, worst = s["mean_abs_error"], s["max_abs_error"]
     if mean_error is not None and (mean is None or mean > mean_error):

@@ -375,11 +375,22 @@ def _pairs(name: str, runs: list[TrainingRun]) -> list[ScalingPair]:
     return pairs
 
 
-def training_errors(paths: list[str], iterations: int = 4) -> tuple[list[TrainingRun], list[ScalingPair]]:
+def training_errors(paths: list[str], iterations: int = 4,
+                    failed: list[str] | None = None) -> tuple[list[TrainingRun], list[ScalingPair]]:
+    """Every file's runs and scaling pairs. With `failed` (a list), a file that cannot be
+    read or simulated (an unknown model or preset, a bad key) is left out and its one-line
+    error appended there, so one such file among many does not cost the others' results;
+    without it the first error is raised."""
     runs, pairs, done = [], [], {}
     for p in paths or default_files():
-        check_regular_file(p, "training file")     # /dev/null or a folder is not "no such file"
-        r, s = file_runs(p, iterations, done)
+        try:
+            check_regular_file(p, "training file")     # /dev/null or a folder is not "no such file"
+            r, s = file_runs(p, iterations, done)
+        except InputError as exc:
+            if failed is None:
+                raise
+            failed.append(str(exc))
+            continue
         runs += r
         pairs += s
     return runs, pairs

@@ -1,5 +1,6 @@
 """`embsim validate --nccl-tests FILE.yaml --topology OTHER`: an error names the file."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,24 @@ def test_a_curve_or_training_file_may_name_files_beside_it(tmp_path, capsys, mon
     monkeypatch.chdir(tmp_path)
     for mode, name in (("--nccl-tests", "curve.yaml"), ("--training", "runs.yaml")):
         assert main(["validate", mode, str(sub / name)]) == 0, capsys.readouterr().err
+
+
+def test_a_training_file_that_cannot_run_leaves_the_others_scored(tmp_path, capsys):
+    """One file among several with a model embsim has not (a CNN) ended the whole run before
+    any table; now the others are scored and printed, the bad one named on stderr, exit 2."""
+    bad = tmp_path / "a-cnn.yaml"
+    bad.write_text("runs: [{id: one, gpus: 1, value: 1000, embsim: {topology: 1x1, model: resnet50}}]\n")
+    good = tmp_path / "b-lm.yaml"
+    good.write_text("runs: [{id: one, gpus: 1, value: 1000, embsim: {topology: 1x1, model: tiny-lm}}]\n")
+    assert main(["validate", "--training", str(bad), str(good), "--json"]) == 2
+    out = capsys.readouterr()
+    assert [r["file"] for r in json.loads(out.out)["runs"]] == ["b-lm"]
+    err = out.err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err and "resnet50" in err and "left out" in err
+    # the folder form reads the same two files
+    assert main(["validate", "--training", str(tmp_path)]) == 2
+    assert "b-lm" in capsys.readouterr().out
+    # one file alone: its error, as before
+    assert main(["validate", "--training", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "left out" not in err
