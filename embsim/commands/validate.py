@@ -113,10 +113,16 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
     unsimulated = 0
     if nccl_tests:
         skipped: list[str] = []
+        # several files: one that cannot be scored is left out (its error below, exit 2)
+        failed: list[str] | None = [] if len(inputs) > 1 else None
         curves = collective_errors(list(inputs), topology, placement, op,
-                                   frozenset(in_folders), skipped)
+                                   frozenset(in_folders), skipped, failed)
         for why in skipped:
             click.echo(f"embsim: note: {why}; left out", err=True)
+        if failed and not curves:
+            for why in failed:
+                click.echo(f"embsim: error: {why} (left out)", err=True)
+            return 2
         if not curves:
             raise InputError(f"validate: no nccl-tests run to score in {', '.join(sorted(in_folders))}")
         # every curve on its own, so one good curve cannot average a bad one away
@@ -124,6 +130,10 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
         if plot:
             plot_collectives(curves, plot)
         click.echo(json.dumps(collective_json(curves), indent=2) if as_json else collective_table(curves))
+        if failed:
+            for why in failed:
+                click.echo(f"embsim: error: {why} (left out)", err=True)
+            return 2
     else:
         if plot:
             raise InputError("--plot is for --nccl-tests curves")

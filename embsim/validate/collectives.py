@@ -141,12 +141,16 @@ def validation_file_errors(path: str | Path, topology: str | None = None) -> lis
 
 def collective_errors(inputs: list[str], topology: str | None, placement: str = "in-place",
                       op: str | None = None, skippable: frozenset[str] = frozenset(),
-                      skipped: list[str] | None = None) -> list[CurveError]:
+                      skipped: list[str] | None = None,
+                      failed: list[str] | None = None) -> list[CurveError]:
     """Every curve of the given logs / YAML files; the packaged data when none are given.
     A log in `skippable` (found in a folder, not named) that cannot be read or scored (a
     README beside the logs, a header-only paste, an RCCL log, a run on a transport embsim
     does not model) is left out, and so is each such run of it, appended to `skipped` as
-    "path: why"; the caller refuses a folder none of whose files gave a curve."""
+    "path: why"; the caller refuses a folder none of whose files gave a curve. With `failed`
+    (a list), any other file or run that cannot be scored (a validation file naming a preset
+    embsim has not, a log's bad run) is left out too, its error appended there, so that one
+    such file among many does not cost the others' curves; without it the error is raised."""
     if op is not None:
         op = canonical_op(op)
         if op not in nt.OPS:
@@ -159,27 +163,34 @@ def collective_errors(inputs: list[str], topology: str | None, placement: str = 
     if topology and skippable:
         load_topology(topology)        # a bad --topology is the command's error, not each file's
     out: list[CurveError] = []
+
+    def leave_out(exc: InputError, item: str, note: str | None = None) -> None:
+        """A log found in a folder: a note; any other input with `failed`: an error, left out."""
+        if item in skippable and not item.endswith((".yaml", ".yml")):
+            if skipped is not None:
+                skipped.append(note or _with_path(str(exc), item))
+        elif failed is not None:
+            failed.append(_with_path(str(exc), item))
+        else:
+            raise exc
+
     for item in inputs:
         if item.endswith((".yaml", ".yml")):
-            out += validation_file_errors(item, topology)
+            try:
+                out += validation_file_errors(item, topology)
+            except InputError as exc:
+                leave_out(exc, item)
             continue
         try:
             runs = load_nccl_tests_log(item, op=op)
         except InputError as exc:
-            if item not in skippable:
-                raise
-            if skipped is not None:
-                skipped.append(f"{item}: not nccl-tests output" if isinstance(exc, NotNcclTestsLog)
-                               else _with_path(str(exc), item))
+            leave_out(exc, item, f"{item}: not nccl-tests output" if isinstance(exc, NotNcclTestsLog) else None)
             continue
         for run in runs:
             try:
                 out.append(_run_curve(run, topology, placement))
             except InputError as exc:
-                if item not in skippable:
-                    raise
-                if skipped is not None:
-                    skipped.append(_with_path(str(exc), item))
+                leave_out(exc, item)
     return out
 
 

@@ -112,3 +112,21 @@ def test_a_training_file_that_cannot_run_leaves_the_others_scored(tmp_path, caps
     assert main(["validate", "--training", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "left out" not in err
+
+
+def test_a_curve_file_that_cannot_run_leaves_the_others_scored(tmp_path, capsys):
+    """A validation file naming a preset embsim has not (a system newer than its presets)
+    ended the whole run; now the others are scored, the bad one named, exit 2."""
+    good = DATA / "azure-nd-h100-v5-allreduce.yaml"
+    bad = tmp_path / "new-box.yaml"
+    bad.write_text(good.read_text().replace("preset: dgx-h100", "preset: mystery-box"))
+    assert "mystery-box" in bad.read_text()
+    assert main(["validate", "--nccl-tests", str(bad), str(good), "--json"]) == 2
+    out = capsys.readouterr()
+    assert [c["curve"] for c in json.loads(out.out)["curves"]] == ["azure-nd-h100-v5-allreduce"]
+    err = out.err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err and "mystery-box" in err and "left out" in err
+    # alone: its one-line error, as before
+    assert main(["validate", "--nccl-tests", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "left out" not in err
