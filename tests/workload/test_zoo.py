@@ -10,7 +10,7 @@ EXPECTED = {"tiny-lm", "lstm-lm1b", "gnmt", "transformer-wmt", "bert-base", "ber
             "gpt2", "nmt-iwslt", "deepfm-criteo", "llama3-8b", "bert-large-squad",
             "llama2-7b", "gpt3-5b", "mpt-125m", "mpt-350m", "mpt-760m", "mpt-1b",
             "mpt-3b", "mpt-7b", "mpt-13b", "mpt-30b", "mpt-70b", "wide-deep-outbrain",
-            "llama3-70b"}
+            "llama3-70b", "dlrm-dcnv2-mlperf"}
 
 
 def test_zoo_lists_every_model():
@@ -140,3 +140,27 @@ def test_wide_deep_tables_are_the_dle_feature_spec():
         "category_id_list", "entity_id_list", "topic_id_list"]
     assert m.layer("deep_hidden0").kind == "linear"
     assert m.layer("deep_hidden0").params == (1235 + 13) * 1024 + 1024
+
+
+def test_dlrm_dcnv2_mlperf_is_the_mlcommons_reference():
+    """MLCommons training recommendation_v2/torchrec_dlrm (README "Run the MLPerf DLRM v2
+    benchmark"): 26 tables of dim 128 with the 40M-row cap, bags of --multi_hot_sizes
+    (214 ids a sample), a 13-512-256-128 dense arch, a 3-layer low-rank (512) cross net over
+    the 27 x 128 = 3456 concat, a 3456-1024-1024-512-256-1 over arch, Adagrad, FP32."""
+    m = load_model("dlrm-dcnv2-mlperf")
+    hot = [3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1]
+    vocab = [40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956,
+             405282, 10, 2209, 11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152,
+             12973, 108, 36]
+    assert [t.vocab for t in m.tables] == vocab
+    assert [t.lookups_per_sample for t in m.tables] == hot and sum(hot) == 214
+    assert all(t.dim == 128 for t in m.tables)
+    # the same tables as TorchRec's README "MLPerf" row: 97.36 GiB of FP32 rows
+    assert round(m.embedding_params * 4 / 2**30, 2) == 97.36
+    # dense 171,392 + cross 3 x (2 x 3456 x 512 + 3456) + over arch 5,245,953
+    assert m.dense_params == 16_044_545
+    assert m.layer("cross0_v").params == 3456 * 512             # V: no bias
+    assert m.layer("cross0_w").params == 512 * 3456 + 3456      # W + the layer's bias
+    assert m.layer("over_arch0").params == 3456 * 1024 + 1024
+    assert m.batch == 8192 and m.dtype == "fp32"
+    assert m.optimizer.name == "adagrad" and m.optimizer.implementation == "per-tensor"
