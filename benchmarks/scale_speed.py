@@ -15,6 +15,11 @@ fifo, and under ByteScheduler's priority (10^5 partitions a step) at 128x8. Targ
 60 s and 1.5 GB each. Measured 2026-12-06 (thirtieth session) on 2 cores (others' work beside
 it): allreduce 3.3 s / 0.44 GB, allgather 3.5 s / 0.45 GB, s2reducer 3.7 s / 0.43 GB, embrace
 4.8 s / 0.52 GB, ps 10.3 s / 2.6 GB (memory over target); priority at 128x8 14.8 s / 0.74 GB.
+Then (thirty-first session, same day and cores) ps 7.7-12 s / 0.64 GB, priority at 128x8
+16-18 s / 0.72 GB (unchanged, the machine busier): ps's node copies (1,022 tables x push and
+pull, ~27,000 entries each at 2,048 nodes) no longer hold their own link ids and bytes, nor a
+second "normalised" copy of both (~0.9 GB each); ps's peak is now the servers' row shares
+while it plans (workload.sharding).
 Earlier the same day: allreduce 15 s, allgather 32 s, ps 40 s, embrace 52 s, priority at 128x8
 ~200 s (before partitions were one family and a lone transfer's link bytes were booked as
 scalars); before that day's runtime changes: allreduce 55 s / 1.46 GB, ps 83 s, and priority

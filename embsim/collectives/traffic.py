@@ -18,6 +18,12 @@ from .pairwise import const_rows_sum, leaf_of, row_sum, rows_sum, seqsum_vec
 
 
 def _frozen(a) -> np.ndarray:
+    """`a` as a 1-D float64 array no one can write to: one that is already that (and owns
+    its memory) is shared as it is (a ps server matrix's row of ones, one per worker, is
+    the same for every table), anything else is copied."""
+    if (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1
+            and not a.flags.writeable and a.base is None):
+        return a
     a = np.array(a, dtype=np.float64, copy=True).reshape(-1)
     a.setflags(write=False)
     return a

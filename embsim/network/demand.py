@@ -29,6 +29,12 @@ def _owned(values, dtype) -> np.ndarray:
     return array if array.ndim == 1 else array.reshape(-1).copy()
 
 
+def _is_normal(links: np.ndarray, nbytes: np.ndarray) -> bool:
+    """Link ids strictly increasing and every entry > 0: what normalised() would return,
+    bit for bit (each sum is one entry: 0.0 + b == b)."""
+    return bool(np.all(links[1:] > links[:-1]) and np.all(nbytes > 0))
+
+
 @dataclass(frozen=True, eq=False)
 class Demand:
     """Bytes each link must carry: ``bytes[i]`` over link id ``links[i]``.
@@ -83,11 +89,16 @@ class Demand:
         cached = self.__dict__.get("_normalised")
         if cached is not None:
             return cached
-        unique, inverse = np.unique(self.links, return_inverse=True)
-        summed = np.bincount(inverse, weights=self.bytes, minlength=unique.size)
-        keep = summed > 0
-        result = Demand(links=_frozen(unique[keep]), bytes=_frozen(summed[keep]))
-        object.__setattr__(result, "_normalised", result)
+        if _is_normal(self.links, self.bytes):
+            # its own normal form, not a second copy of its arrays (a ps node copy at 2,048
+            # nodes is built sorted: ~10^4 entries, two per table, a thousand tables)
+            result = self
+        else:
+            unique, inverse = np.unique(self.links, return_inverse=True)
+            summed = np.bincount(inverse, weights=self.bytes, minlength=unique.size)
+            keep = summed > 0
+            result = Demand(links=_frozen(unique[keep]), bytes=_frozen(summed[keep]))
+            object.__setattr__(result, "_normalised", result)
         object.__setattr__(self, "_normalised", result)
         return result
 

@@ -4,7 +4,8 @@ intra-machine reduce; sources in strategies/ps.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -19,7 +20,16 @@ PULLS = ("node", "gpu")   # one pull per node then a local broadcast (BytePS) | 
 def server_matrix(n_workers: int, per_worker_bytes: float, shares: np.ndarray) -> Traffic:
     """workers x servers bytes: every worker sends each server its share of the rows
     (kept as its two factors: at 16,384 workers the dense matrix would not fit)."""
-    return Traffic(np.ones(n_workers), per_worker_bytes * np.asarray(shares, dtype=np.float64))
+    return Traffic(_every_worker(n_workers), per_worker_bytes * np.asarray(shares, dtype=np.float64))
+
+
+@lru_cache(maxsize=8)
+def _every_worker(n_workers: int) -> np.ndarray:
+    """One read-only row of ones that every table's push and pull share (Traffic keeps a
+    read-only array as it is): a thousand tables would hold a thousand copies."""
+    ones = np.ones(n_workers)
+    ones.setflags(write=False)
+    return ones
 
 
 def _copies(template, root: str, gpus: int, per_gpu_bytes: float, to_host: bool) -> tuple[float, Demand, float]:
@@ -61,9 +71,34 @@ class NodeHost:
     n_nodes: int
     per_node_links: int
 
+    # (what, one node's values) -> those values on every node (NodeHost._once)
+    _arrays: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
     def copies(self, gpus: int, per_gpu_bytes: float, to_host: bool) -> tuple[NodeCopy, float]:
         """(the copies on every node as network bytes, their seconds on an idle node)."""
         latency, load, idle = _copies(self.template, self.root, gpus, per_gpu_bytes, to_host)
-        base = np.arange(self.n_nodes, dtype=np.int64)[:, None] * self.per_node_links
-        links = (base + load.links[None, :]).reshape(-1)
-        return NodeCopy(latency, Demand(links=links, bytes=np.tile(load.bytes, self.n_nodes))), idle
+        links = self._once("links", load.links, self._link_ids)
+        nbytes = self._once("bytes", load.bytes, self._tiled)
+        return NodeCopy(latency, Demand(links=links, bytes=nbytes)), idle
+
+    def _link_ids(self, offsets: np.ndarray) -> np.ndarray:
+        """Node a's link offset o as link a x per_node_links + o, node by node: sorted when
+        `offsets` are."""
+        base = np.arange(self.n_nodes, dtype=np.int64) * self.per_node_links
+        return np.repeat(base, offsets.size) + self._tiled(offsets)
+
+    def _tiled(self, per_node: np.ndarray) -> np.ndarray:
+        """The same values on every node, node by node."""
+        return np.tile(per_node, self.n_nodes)
+
+    def _once(self, what: str, per_node: np.ndarray, build) -> np.ndarray:
+        """build(per_node), once per value and read-only, so that Demand keeps it as it is:
+        every table's copies cross the same links, and a synthetic model's repeated tables
+        copy the same bytes (Merlin's jumbo: 1,022 tables, 9 sizes); at 2,048 nodes each
+        array is ~10^4 entries, two per table."""
+        key = (what, per_node.tobytes())
+        array = self._arrays.get(key)
+        if array is None:
+            array = self._arrays[key] = np.array(build(per_node))     # owns its memory
+            array.setflags(write=False)
+        return array

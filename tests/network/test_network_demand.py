@@ -76,3 +76,15 @@ def test_a_scaled_normal_demand_shares_its_link_ids_and_stays_normal():
     d = Demand(links=raw, bytes=[1.0, 1.0])
     raw[0] = 5                                             # the caller's array is copied
     assert d.links.tolist() == [0, 1]
+
+
+def test_a_demand_already_in_normal_form_is_its_own_normal_form():
+    # sorted distinct links, every entry > 0: no second copy of its arrays, same values
+    d = Demand(links=[1, 4, 9], bytes=[2.0, 0.5, 3.0])
+    assert d.normalised() is d
+    # anything else is rebuilt as before: repeats merged, unsorted sorted, zeros dropped
+    for links, nbytes, want in (([1, 1, 9], [2.0, 0.5, 3.0], ([1, 9], [2.5, 3.0])),
+                                ([4, 1], [1.0, 2.0], ([1, 4], [2.0, 1.0])),
+                                ([1, 4], [1.0, 0.0], ([1], [1.0]))):
+        n = Demand(links=links, bytes=nbytes).normalised()
+        assert (n.links.tolist(), n.bytes.tolist()) == want

@@ -148,3 +148,22 @@ def test_node_copy_is_every_nodes_links_and_takes_the_idle_time_alone():
     half = copy.scaled(0.5)
     assert half.latency == copy.latency and float(np.sum(half.demand.bytes)) == pytest.approx(
         0.5 * float(np.sum(copy.demand.bytes)), rel=1e-12)
+
+
+def test_every_tables_copies_share_one_array_of_link_ids_and_one_row_of_ones():
+    """A jumbo model's thousand tables all copy over the same node links and push from the
+    same workers, many of them the same bytes: the link ids, the bytes of one size and the
+    server matrix's row of ones are each held once, read-only."""
+    from embsim.strategies.ps_local import NodeHost, server_matrix
+    topo = load_topology("pcie-rtx3090:4x4")
+    host = NodeHost(topo._template, "cpu0", 4, topo._per_node)
+    (a, _), (b, _) = host.copies(4, 1e8, to_host=True), host.copies(4, 3e6, to_host=True)
+    assert a.demand.links is b.demand.links and not a.demand.links.flags.writeable
+    assert a.demand.normalised() is a.demand          # built sorted: its own normal form
+    again = host.copies(4, 1e8, to_host=True)[0].demand
+    assert again is not a.demand and again.bytes is a.demand.bytes and a.demand.bytes is not b.demand.bytes
+    back = [host.copies(4, size, to_host=False)[0].demand.links for size in (1e8, 3e6)]
+    assert back[0] is back[1] and back[0].tolist() != a.demand.links.tolist()   # the other direction
+    shares = np.full(4, 0.25)
+    p, q = server_matrix(16, 1e6, shares), server_matrix(16, 2e6, shares)
+    assert p.row is q.row and p.row.tolist() == [1.0] * 16
