@@ -24,6 +24,7 @@ ALIASES: dict[str, tuple[str, str]] = {
     "hgx-h100": ("dgx-h100", _HGX),
     "hgx-h200": ("dgx-h200", _HGX),
     "hgx-b200": ("dgx-b200", _HGX),
+    "hgx-b300": ("dgx-b300", _HGX),
     "dgx-h800": ("hgx-h800", _HGX),
     "dgx-a800": ("hgx-a800", _HGX),
     "dgx-h20": ("hgx-h20", _HGX),
@@ -53,6 +54,11 @@ ALIASES: dict[str, tuple[str, str]] = {
     "gcp-a3mega": ("gcp-a3-mega", "GCP's machine family"),
     "nvl72": ("gb200-nvl72", "the GB200 NVL72 rack"),
     "gb200": ("gb200-nvl72", "the GB200 NVL72 rack"),
+    "gb300": ("gb300-nvl72", "the GB300 NVL72 rack"),
+    "dgx-gb300": ("gb300-nvl72", "NVIDIA's DGX GB300: the GB300 NVL72 rack"),
+    # Not aliased: AWS p6-b300 (8x B300, but 16x 400 Gb/s EFA v4, not DGX B300's 8x 800 Gb/s CX-8),
+    # Azure ND GB300 v6 and GCP's GB300 machine types (4-GPU VMs, not the 72-GPU rack), and a bare
+    # "b300" (the part of both dgx-b300 and gb300-nvl72, as "h100" is of several presets)
 }
 
 

@@ -32,7 +32,7 @@ def _presets_measuring(model: str) -> tuple[tuple[str, frozenset[str]], ...]:
             gpu = load_node(path).gpu
         except (TopologyError, InputError, OSError, AttributeError):
             continue
-        if gpu.model == model:
+        if gpu.model == model and not getattr(gpu, "fractions_from", None):   # its own measurements only
             found.append((name, frozenset(f for f in MEASURED_FIELDS if _has(gpu, f))))
     return tuple(found)
 

@@ -100,7 +100,7 @@ def _gpu(doc: YamlDoc, m) -> GpuSpec:
     p = ("gpu",)
     keys = ["model", "arch", "count", "bf16_tflops", "hbm_gb", "hbm_gbps"]
     check_mapping(doc, p, m, required=keys, optional=["fp32_tflops", *_COMPUTE_KEYS, "tensor_tflops",
-                                                             "gemm_fractions"])
+                                                             "gemm_fractions", "fractions_from"])
     arch = get(doc, p, m, "arch", int, hi=LIMITS["arch"])
     if arch < 0:
         raise doc.error(p + ("arch",), f"must be >= 0 (0 means a CPU device), got {arch}")
@@ -109,7 +109,11 @@ def _gpu(doc: YamlDoc, m) -> GpuSpec:
         return get(doc, p, m, key, kind, positive=True, hi=LIMITS[key], **kw)
 
     tensor = _tensor_tflops(doc, m.get("tensor_tflops"))
-    return GpuSpec(model=_text(doc, p, m, "model"), arch=arch,
+    borrowed = _text(doc, p, m, "fractions_from") if "fractions_from" in m else None
+    if borrowed and not any(k in m for k in _MEASURED_KEYS):
+        raise doc.error(p + ("fractions_from",), "names the GPU whose measured fractions this file reuses; "
+                        f"give them ({', '.join(_MEASURED_KEYS)}) or leave it out")
+    return GpuSpec(model=_text(doc, p, m, "model"), arch=arch, fractions_from=borrowed,
                    count=num("count", int), bf16_tflops=num("bf16_tflops"),
                    hbm_gb=num("hbm_gb"), hbm_gbps=num("hbm_gbps"),
                    fp32_tflops=num("fp32_tflops", default=None),
@@ -123,6 +127,8 @@ def _gpu(doc: YamlDoc, m) -> GpuSpec:
 _COMPUTE_KEYS = {"sms": int, "gemm_fraction": float, "hbm_fraction": float,
                  "l2_bytes_per_clk": float, "clock_mhz": float, "l2_gbps": float}
 TENSOR_DTYPES = ("tf32", "bf16", "fp16", "fp8")
+# the measured fractions gpu.fractions_from says are another GPU's
+_MEASURED_KEYS = ("gemm_fraction", "gemm_fractions", "hbm_fraction")
 
 
 def _tensor_tflops(doc: YamlDoc, m) -> tuple[tuple[str, float], ...]:

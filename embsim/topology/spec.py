@@ -76,6 +76,10 @@ class GpuSpec:
     l2_bytes_per_clk: float | None = None  # L2 -> SM bandwidth (GEMM tile operand feed)
     clock_mhz: float | None = None      # boost clock the peaks are quoted at
     l2_gbps: float | None = None        # measured L2 read bandwidth, GB/s (where no B/clk figure is published)
+    # The GPU whose measured fractions (gemm_fraction, gemm_fractions, hbm_fraction) the file
+    # reuses because its own GPU has none ("dgx-b200's B200" in the B300 preset): every
+    # output's "no data" list names it, as it names a default. None: they are this GPU's own.
+    fractions_from: str | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,10 @@ def for_gpu(gpu: Any) -> GpuCompute:
     if sms is None and not is_cpu:
         gaps.append("SM count (no wave quantisation)")
     gemm_fraction, fractions = _gemm_fractions(gpu, rates, is_cpu, gaps)
+    borrowed = getattr(gpu, "fractions_from", None)
+    if borrowed:
+        # another GPU's measurements stand in for this one's (topology gpu.fractions_from)
+        gaps.append(f"{BORROWED_GAP}({borrowed} figures used)")
     hbm_fraction = getattr(gpu, "hbm_fraction", None)
     if hbm_fraction is None:
         gaps.append(f"measured memory bandwidth ({DEFAULT_HBM_FRACTION} of peak used)")
@@ -76,6 +80,9 @@ def for_gpu(gpu: Any) -> GpuCompute:
 
 # the gap naming the dtypes without their own GEMM fraction; a run's label keeps its own dtype
 GEMM_DTYPE_GAP = "measured GEMM efficiency per dtype for "
+# the gap of a GPU whose measured fractions are another GPU's (gpu.fractions_from); it starts
+# "measured ", so a calibration trace's measurements drop it as they drop the defaults' gaps
+BORROWED_GAP = "measured GEMM and memory efficiency "
 
 
 def _gemm_fractions(gpu: Any, rates: dict, is_cpu: bool, gaps: list) -> tuple[float, dict]:

@@ -15,7 +15,7 @@ NEW = ("dgx1-v100", "dgx2-v100", "dgx2h-v100", "pcie-rtx2080ti", "pcie-rtx2080ti
        "l40s-roce",
        "aws-p5", "aws-p6-b200", "gcp-a3-mega", "hgx-h20", "aws-p4d", "aws-p4de", "aws-g5",
        "pcie-h100", "pcie-rtx6000ada", "pcie-rtxa6000", "pcie-quadro-rtx8000", "pcie-a10", "pcie-a100-40gb",
-       "pcie-rtx4090-epyc")
+       "pcie-rtx4090-epyc", "dgx-b300", "gb300-nvl72")
 
 
 def test_list_shows_every_preset_on_one_line(capsys):

@@ -15,7 +15,8 @@ def test_every_alias_names_a_shipped_preset_and_is_not_one():
 
 
 @pytest.mark.parametrize("name, preset", [("hgx-h100", "dgx-h100"), ("HGX_A100", "dgx-a100"),
-                                          ("p5.48xlarge", "aws-p5"), ("DGX-H100", "dgx-h100")])
+                                          ("p5.48xlarge", "aws-p5"), ("DGX-H100", "dgx-h100"),
+                                          ("hgx-b300", "dgx-b300")])
 def test_an_alias_loads_its_preset_and_says_so(name, preset):
     topo = load_topology(f"{name}:1x8")
     assert topo.preset == preset and topo.n_gpus == 8

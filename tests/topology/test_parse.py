@@ -61,8 +61,9 @@ def test_every_shipped_preset_gives_its_host_memory_or_says_why_not(path):
 
 @pytest.mark.parametrize("preset, gib", [
     ("dgx-a100", 2048), ("dgx-a100-40gb", 1024), ("dgx-h100", 2048), ("dgx-h200", 2048),
-    ("dgx-b200", 2048), ("dgx1-v100", 512), ("dgx2-v100", 1536), ("aws-p5", 2048),
+    ("dgx-b200", 2048), ("dgx-b300", 2048), ("dgx1-v100", 512), ("dgx2-v100", 1536), ("aws-p5", 2048),
     ("aws-p4d", 1152), ("gcp-a3-mega", 1872), ("hgx-h800", None), ("gb200-nvl72", None),
+    ("gb300-nvl72", None),
 ])
 def test_vendor_host_memory_of_the_presets(preset, gib):
     assert load_topology(preset).node.host_memory_gb == gib

@@ -7,7 +7,8 @@ import embsim
 from embsim.topology import list_presets, load_topology
 
 PRESET_DIR = Path(embsim.__file__).parent.parent / "topologies"
-PRESETS = ["dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h200", "dgx-b200", "pcie-rtx3090", "aws-p4d", "aws-p4de"]
+PRESETS = ["dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h200", "dgx-b200", "dgx-b300", "pcie-rtx3090", "aws-p4d",
+           "aws-p4de"]
 
 # Published per-direction figures (docs/sources/hardware.md): NVLink per GPU, NIC line rate in GB/s.
 EXPECTED = {
@@ -16,6 +17,8 @@ EXPECTED = {
     "dgx-h100": dict(arch=90, nvlink=450, nic=50, pcie=63),
     "dgx-h200": dict(arch=90, nvlink=450, nic=50, pcie=63),
     "dgx-b200": dict(arch=100, nvlink=900, nic=50, pcie=63),
+    # B300 is compute capability 10.3; XDR 800 Gb/s CX-8 on a PCIe Gen6 x16 link per GPU
+    "dgx-b300": dict(arch=103, nvlink=900, nic=100, pcie=121),
     "pcie-rtx3090": dict(arch=86, nvlink=None, nic=12.5, pcie=31),
     # EFA v1 100 Gb/s; PCIe Gen3 x16 (the 8 GT/s links of aws-ofi-nccl's p4d/p4de topology files)
     "aws-p4d": dict(arch=80, nvlink=300, nic=12.5, pcie=15.75),

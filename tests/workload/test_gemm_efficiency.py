@@ -13,7 +13,9 @@ from embsim.workload.precision import precision
 
 PRESETS = {"dgx-a100": "A100", "dgx-a100-40gb": "A100", "dgx-h100": "H100", "aws-p5": "H100",
            "gcp-a3-mega": "H100", "dgx-h200": "H200", "dgx-b200": "B200", "aws-p6-b200": "B200",
-           "gb200-nvl72": "GB200", "aws-p4d": "A100", "aws-p4de": "A100"}
+           "gb200-nvl72": "GB200", "aws-p4d": "A100", "aws-p4de": "A100",
+           # no Blackwell Ultra measurement: B200's / GB200's, said by gpu.fractions_from
+           "dgx-b300": "B200", "gb300-nvl72": "GB200"}
 
 
 @pytest.mark.parametrize("preset,gpu", sorted(PRESETS.items()))
