@@ -39,6 +39,9 @@ _BOARDS: tuple[tuple[str, str, str], ...] = (
     # the caller names that system.
     (r"\bH20\b(?![-\w])", "hgx-h20", "8x H20 HGX board, NVSwitch (18 NVLinks per GPU)"),
     (r"\bB200\b", "dgx-b200", "8x B200 HGX board, NVSwitch"),
+    # "NVIDIA B300 SXM6 AC" (nvidia-smi on HGX B300; topologies/dgx-b300.yaml); a GB300's
+    # "NVIDIA GB300" does not match (\b before B), as a GB200's does not match B200
+    (r"\bB300\b", "dgx-b300", "8x B300 SXM6 HGX board, NVSwitch"),
     (r"\bV100-SXM2-(16|32)GB\b", "dgx1-v100", "8x V100 SXM2 DGX-1 board, hybrid cube-mesh"),
     # V100 SXM3 is the DGX-2's module; the DGX-2H's 450 W part reports "Tesla V100-SXM3-32GB-H"
     # ([ASSUMPTION] the name the DGX-2H's driver gives; the suffix is checked first)

@@ -15,6 +15,7 @@ from embsim.topology.device_names import infer_system, preset_for_device
     ("NVIDIA H800", "hgx-h800"),
     ("NVIDIA H20", "hgx-h20"),
     ("NVIDIA B200", "dgx-b200"),
+    ("NVIDIA B300 SXM6 AC", "dgx-b300"),
     ("Tesla V100-SXM2-32GB", "dgx1-v100"),
     ("Tesla V100-SXM2-16GB", "dgx1-v100"),
     ("Tesla V100-SXM3-32GB", "dgx2-v100"),
@@ -28,7 +29,7 @@ def test_sxm_parts_name_their_board(device, preset):
 @pytest.mark.parametrize("device", [
     "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-40GB", "NVIDIA H100 PCIe", "NVIDIA H100 NVL",
     "NVIDIA H200 NVL", "NVIDIA H800 PCIe", "NVIDIA H800 NVL", "NVIDIA L40S", "NVIDIA GeForce RTX 4090",
-    "NVIDIA GH200 480GB", "NVIDIA Graphics Device", "NVIDIA GB200", "Tesla V100-PCIE-32GB",
+    "NVIDIA GH200 480GB", "NVIDIA Graphics Device", "NVIDIA GB200", "NVIDIA GB300", "Tesla V100-PCIE-32GB",
     "NVIDIA H20-3e",   # its board may be HGX H20's, but its HBM3e is not the hgx-h20 preset's
 ])
 def test_parts_that_fix_no_layout_are_not_guessed(device):
