@@ -334,6 +334,9 @@ def file_runs(path: str, iterations: int = 4,
     doc = load_yaml(path)
     top = check_mapping(doc, (), doc.data, ["runs"], ["note", "source", "model_config", "embsim_defaults"])
     defaults = check_type(doc, ("embsim_defaults",), top.get("embsim_defaults") or {}, dict)
+    for key in defaults:      # a typo here is the defaults' line, not the first run's
+        if key not in EMBSIM_KEYS:
+            raise doc.error(("embsim_defaults", key), f"unknown key (known: {', '.join(EMBSIM_KEYS)})")
     if not check_type(doc, ("runs",), top["runs"], list):
         raise doc.error(("runs",), "needs at least one run")
     name = Path(path).stem

@@ -69,3 +69,12 @@ def test_a_missing_corpus_names_the_file(tmp_path, capsys):
     assert main(["validate", "--training", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "nowhere.txt" in err, err
+
+
+def test_a_typo_in_the_defaults_is_named_there(tmp_path, capsys):
+    path = tmp_path / "t.yaml"
+    path.write_text("embsim_defaults:\n  model: tiny-lm\n  zipff: 1.2\nruns:\n"
+                    "  - {id: one, gpus: 1, value: 1000, embsim: {topology: 1x1}}\n")
+    assert main(["validate", "--training", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "embsim_defaults.zipff" in err and "line 3" in err, err
