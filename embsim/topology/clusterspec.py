@@ -24,6 +24,7 @@ from .topology import Topology
 
 DEFAULT_PRESET = "dgx-h100"
 _SHAPE = re.compile(r"^(\d+)x(\d+)$")
+_SHAPE_LIKE = re.compile(r"^-?[\d-]*(x-?[\d-]*)+$")
 
 
 def preset_dirs() -> list[Path]:
@@ -107,11 +108,13 @@ class TopologySpec:
         if not isinstance(spec, str) or not spec.strip():
             raise TopologyError(f"{origin} {spec!r}: empty (use NxG, PRESET, PRESET:NxG or a .yaml path)")
         spec = spec.strip()
-        if _SHAPE.match(spec) or re.match(r"^-?\d+x-?\d+$", spec):
+        # a shape-like text (digits and x's, "1x8x2" included) is a shape, refused as one if
+        # it is not NxG, not looked up as a preset name
+        if _SHAPE.match(spec) or _SHAPE_LIKE.match(spec):
             return cls(DEFAULT_PRESET, _shape(spec, spec, origin), spec)
         if ":" in spec:
             head, tail = spec.rsplit(":", 1)
-            if _SHAPE.match(tail) or re.match(r"^[\d-]*x[\d-]*$", tail):
+            if _SHAPE.match(tail) or _SHAPE_LIKE.match(tail):
                 return cls(head, _shape(spec, tail, origin), spec)
         return cls(spec, None, spec)
 

@@ -76,3 +76,12 @@ def test_bad_spec_strings(spec, message):
         load_topology(spec)
     assert isinstance(info.value, InputError)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["dgx-h100:1x8x2", "1x8x2", "dgx-h100:x8"])
+def test_a_malformed_shape_is_refused_as_a_shape_not_a_preset(text):
+    """'dgx-h100:1x8x2' was looked up as a preset name ("unknown preset 'dgx-h100:1x8x2'"):
+    the shape is what is wrong (probe U, U3)."""
+    from embsim.topology.clusterspec import TopologySpec
+    with pytest.raises(InputError, match="is not NxG"):
+        TopologySpec.parse(text)
