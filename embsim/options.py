@@ -54,6 +54,8 @@ MAX_OPTION_VALUE = 1e15
 
 def positive_number(value: Any, key: str, minimum: float = 0.0) -> float:
     """A finite number > 0 (and >= minimum), at most MAX_OPTION_VALUE."""
+    if isinstance(value, str):        # as typed, not a number at all: say that, not the range
+        raise InputError(f"--option {key}={value!r}: not a number")
     if (isinstance(value, bool) or not isinstance(value, (int, float))
             or not 0 < value <= MAX_OPTION_VALUE or value < minimum):
         low = f"{minimum:g}" if minimum > 0 else "a positive number"

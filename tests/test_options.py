@@ -87,3 +87,18 @@ def test_options_cannot_hide_in_constructor_keywords():
     for base in (Strategy, Scheduler):
         with pytest.raises(TypeError, match="Options dataclass"):
             type("Sneaky", (base,), {"__init__": lambda self, bucket=1, **kw: None})
+
+
+def test_a_size_typed_as_words_is_not_a_number():
+    """'partition_bytes=abc' was answered with the size range, as if the number were out of
+    it (probe U, U3)."""
+    from embsim.options import positive_number
+    with pytest.raises(InputError, match=r"partition_bytes='abc': not a number$"):
+        positive_number("abc", "partition_bytes", minimum=65536)
+
+
+def test_an_option_without_a_key_says_so(capsys):
+    from embsim.cli import main
+    assert main(["simulate", "--topology", "1x2", "--model", "tiny-lm", "--option", "=cols"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no KEY before '='" in err, err

@@ -250,6 +250,8 @@ def split_pairs(items, flag: str, form: str = "KEY=VALUE") -> list[tuple[str, st
         if "=" not in item:
             raise InputError(f"{flag} {item!r}: expected {form}")
         key, value = item.split("=", 1)
+        if not key.strip():
+            raise InputError(f"{flag} {item!r}: no KEY before '=' (expected {form})")
         pairs.append((key.strip(), value.strip()))
     return pairs
 
