@@ -44,7 +44,7 @@ from .options_used import options_used
 from .result import ClusterShape, SimulationResult
 from .parallel_checks import check_context_parallel, check_parallelism, check_pipeline_run
 from .run_notes import (accumulated_rows_note, global_batch_note, seq_as_mean_label, superlinear_note,
-                        unauthored_pairing_note)
+                        unauthored_pairing_note, unused_flag_notes)
 from .simulation import Engine
 from .tp_plan import CHANNEL as TP_CHANNEL, tp_groups
 from .pp_plan import is_pp_channel
@@ -323,7 +323,8 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         compute_source += f"; {iteration_rate.LABEL}"
     efficiency = None
     accumulates = global_batch_note(cfg, model.batch, replicas)
-    notes = plan.notes + accumulated_rows_note(cfg, splan.sync, each) + accumulates + unauthored_pairing_note(cfg)
+    notes = (plan.notes + accumulated_rows_note(cfg, splan.sync, each) + accumulates
+             + unauthored_pairing_note(cfg) + unused_flag_notes(cfg, load_spec(cfg.model)))
     if cfg.efficiency_baseline and replicas > 1:
         # the same node type with one GPU (no communication); with tensor parallelism one
         # TP group on one node (its own collectives, no data-parallel ones); with pipeline

@@ -81,3 +81,25 @@ def unauthored_pairing_note(cfg: SimulationConfig) -> tuple:
             f"{cfg.scheduler}'s per-layer optimizer updates let those AllReduces overlap the next "
             f"forward, which S2 Reducer's trainer (one optimizer step after every reduce) does not; no "
             f"author ran this pairing (--scheduler fifo is S2 Reducer's own timing)",)
+
+
+def unused_flag_notes(cfg: SimulationConfig, spec) -> tuple:
+    """Flags a run gave that its model has nothing for (probe U: they were taken without a
+    word, and the JSON recorded them as if applied): --untie-outputs on a model that ties no
+    output layer, --lengths on one without sequences, and --corpus read as the ids of tables
+    that are not words (a recommender's categorical features: its word counts become their
+    row frequencies, which is what runs, but rarely what was meant)."""
+    notes = []
+    if cfg.untie_outputs and not any("tied" in layer.params for layer in spec.layers):
+        notes.append(f"--untie-outputs changes nothing: {spec.name} ties no output layer to a table")
+    if cfg.lengths is not None and cfg.lengths != spec.lengths and (cfg.seq or spec.seq) <= 1:
+        notes.append(f"--lengths {cfg.lengths} changes nothing: {spec.name} has no sequence "
+                     f"(seq 1: one sample is one row of features)")
+    if cfg.corpus:
+        fields = [t.name for t in spec.tables if "token" not in t.input]
+        if fields:
+            shown = ", ".join(fields[:3]) + (f" and {len(fields) - 3} more" if len(fields) > 3 else "")
+            notes.append(f"--corpus {cfg.corpus}: its word frequencies stand for the row frequencies of "
+                         f"tables that are not words ({shown}); --zipf S sets a skew instead")
+    return tuple(notes)
+

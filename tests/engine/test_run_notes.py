@@ -28,3 +28,21 @@ def test_s2reducer_under_a_per_layer_scheduler_is_said_to_be_nobodys_pairing():
     assert unauthored_pairing_note(replace(s2, scheduler="fifo")) == ()
     assert unauthored_pairing_note(replace(s2, scheduler="priority", strategy_options={"sync": "overlapped"})) == ()
     assert unauthored_pairing_note(replace(GNMT, strategy="allreduce", scheduler="priority")) == ()
+
+
+def _notes(**kw):
+    from embsim.engine.run import SimulationConfig, simulate
+    cfg = SimulationConfig(topology="dgx-a100:1x2", model="dlrm-criteo-f15", iterations=2,
+                           efficiency_baseline=False, **kw)
+    return [n for n in simulate(cfg).notes if "changes nothing" in n or "word frequencies" in n]
+
+
+def test_flags_a_recommender_has_nothing_for_are_said(tmp_path):
+    """--untie-outputs, --lengths and --corpus on a DLRM were taken without a word (probe U, B2)."""
+    assert _notes() == []
+    assert _notes(untie_outputs=True) == ["--untie-outputs changes nothing: dlrm-criteo-f15 ties "
+                                          "no output layer to a table"]
+    assert "has no sequence" in _notes(lengths="wikipedia")[0]
+    corpus = tmp_path / "words.txt"
+    corpus.write_text("the cat sat on the mat")
+    assert "tables that are not words (categorical)" in _notes(corpus=str(corpus))[0]
