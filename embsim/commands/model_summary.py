@@ -14,6 +14,7 @@ from collections import Counter
 import click
 
 from ..workload import Model, ModelSpec
+from ..workload.model import FRAMEWORK_DESCRIPTIONS
 from .listing import first_sentence
 from ..words import counted
 
@@ -82,7 +83,7 @@ def print_model_summary(s: dict) -> None:
     echo(f"Source      {first_sentence(s['source'])}")
     trainer = [f"{k} {d[k]}" for k in ("amp", "lengths", "global_batch") if d[k] is not None]
     if d["framework"] != "pytorch":
-        trainer.append(f"framework {d['framework']}")
+        trainer.append(f"framework {d['framework']} ({FRAMEWORK_DESCRIPTIONS[d['framework']]})")
     if d["padding"]:
         trainer.append("padding " + ", ".join(f"{k}: {v}" for k, v in d["padding"].items()))
     echo(f"Defaults    batch {d['batch']} per GPU, seq {d['seq']}, {d['dtype']}, "

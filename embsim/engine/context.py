@@ -185,6 +185,7 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                    "and a host sync per table, then unsorted_segment_sum)")
     if model.framework == "tensorflow" and model.tables and dense_table_gradient:
         source += "; dense table gradients as TensorFlow makes them (unsorted_segment_sum, no sort)"
+    source += _tbe_note(model, dense_table_gradient, measured_sparse)
     if per_elem is not None and per_elem.get("dense"):
         dense_update = {n: per_elem["dense"] * model.layer(n).params for n in dense_update}
 
@@ -202,22 +203,27 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
             return columns * measured_sparse * rows * table.dim
         if received is not None:
             lookups = received
-        return sparse_time(table.dim, rows, lookups, columns)
+        return sparse_time(table.dim, rows, lookups, columns, sorted_rows(table))
+
+    def sorted_rows(table) -> int | None:
+        # only FBGEMM's sort depends on the table's size (its key bits): other frameworks'
+        # merges leave it out of the cache keys below
+        return table.vocab if model.optimizer.sparse_dedup == "tbe" else None
 
     @lru_cache(maxsize=None)
-    def sparse_time(dim: int, rows: float, lookups: float | None, columns: float) -> float:
+    def sparse_time(dim: int, rows: float, lookups: float | None, columns: float,
+                    table_rows: int | None) -> float:
         # many-table models repeat (dim, rows, lookups): one kernel model per distinct one
-        if columns < 1.0:
-            return sparse_optimizer_step_time(rows, max(1, round(dim * columns)), model, kgpu, lookups)
-        return sparse_optimizer_step_time(rows, dim, model, kgpu, lookups)
+        width = max(1, round(dim * columns)) if columns < 1.0 else dim
+        return sparse_optimizer_step_time(rows, width, model, kgpu, lookups, table_rows)
 
     def sparse_merge(layer_name: str, gradient_rows: float, unique_rows: float) -> float:
         table = model.table(model.layer(layer_name).table)
-        return merge_time(table.dim, gradient_rows, unique_rows)
+        return merge_time(table.dim, gradient_rows, unique_rows, sorted_rows(table))
 
     @lru_cache(maxsize=None)
-    def merge_time(dim: int, gradient_rows: float, unique_rows: float) -> float:
-        return sparse_merge_time(gradient_rows, unique_rows, dim, model, kgpu)
+    def merge_time(dim: int, gradient_rows: float, unique_rows: float, table_rows: int | None) -> float:
+        return sparse_merge_time(gradient_rows, unique_rows, dim, model, kgpu, table_rows)
 
     if cfg.corpus:
         def stats_for(table):
@@ -243,6 +249,23 @@ def step_context(model, topo, measured, cfg, dense_table_gradient: bool) -> tupl
                                                                   model.dtype_bytes),
                       grad_compress=compress)
     return ctx, source + _zipf_unused(cfg, ctx.tables, dense_table_gradient)
+
+
+def _tbe_note(model, dense_table_gradient: bool, measured_sparse) -> str:
+    """The compute-source words for framework torchrec's tables (embsim.workload.fbgemm_tbe)."""
+    if model.framework != "torchrec" or not model.tables:
+        return ""
+    if dense_table_gradient:
+        return ("; dense table gradients as FBGEMM's dense table-batched embedding makes them "
+                "(zero fill, radix sort, one write per distinct row)")
+    if measured_sparse:
+        return ""
+    # wherever a GPU steps the rows (embrace's owners, allgather's replicas); a strategy that
+    # leaves the update to servers (ps) keeps FBGEMM's merge, its servers step the rows
+    return ("; embedding backward as FBGEMM's table-batched embedding runs it, fused with the "
+            "optimizer where a GPU steps the rows (exact: a radix sort over the table rows' bits, "
+            "a run-length encode, one update per distinct row reading every lookup's gradient; no "
+            "host sync; one TBE a table, where TorchRec batches a GPU's tables into one)")
 
 
 def _zipf_unused(cfg, tables: dict, dense_table_gradient: bool) -> str:

@@ -8,6 +8,7 @@ from . import adaptive_softmax, costs, costs_blocks, kernels_layers, transformer
 from .costs import LayerCost, Shape
 from .kernels import stream
 from ..errors import InputError
+from .fbgemm_tbe import optim_type
 from .model import (DTYPE_BYTES, FUSED_ONLY, OPTIMIZER_STATE_TENSORS, EmbeddingTable, Layer,
                     Model, Optimizer)
 from .recompute import BLOCK_KINDS, Recompute
@@ -27,6 +28,8 @@ def optimizer_for(name: str, dtype: str, implementation: str = "fused",
     if name in FUSED_ONLY and implementation != "fused":
         raise InputError(f"optimizer {name}: implementation {implementation!r} not modelled, only "
                          f"fused (apex FusedLAMB / NVIDIA FusedLAMBAMP multi-tensor kernels)")
+    if sparse_dedup == "tbe":
+        optim_type(name)         # FBGEMM fuses only some optimizers into its backward
     master = FP32 if DTYPE_BYTES[dtype] < FP32 else 0
     return Optimizer(name, OPTIMIZER_STATE_TENSORS[name] * FP32, master,
                      implementation, clip_grad_norm, fp32_gradients, sparse_dedup)
@@ -203,6 +206,10 @@ def build_model(spec: ModelSpec, batch: int, seq: int, untie_outputs: bool = Fal
     mixed-precision style (embsim.workload.precision)."""
     dtype = dtype or spec.dtype
     precision(dtype)                      # one-line error for an unknown name
+    if (spec.sparse_dedup == "tbe") != (spec.framework == "torchrec"):
+        # FBGEMM's merge is part of its fused backward: neither exists without the other
+        raise InputError(f"model {spec.name}: sparse_dedup tbe goes with framework torchrec, and only "
+                         f"it (got framework {spec.framework}, sparse_dedup {spec.sparse_dedup})")
     d = DTYPE_BYTES[dtype]
     cp = context_parallel or ContextParallel()
     cp.check_model(spec.name, [(ls.kind, ls.params) for ls in spec.layers], seq)

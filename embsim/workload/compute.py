@@ -13,6 +13,7 @@ from .attention_rate import default_implementation, describe
 from .gpu_props import GpuCompute
 from .kernel_time import fp8_tn_only, kernels_time
 from .kernels import Kernel, stream
+from .fbgemm_tbe import tbe_apply_kernels, tbe_merge_kernels
 from .lamb import lamb_kernels, tensor_chunks
 from .model import Layer, Model
 from .precision import precision
@@ -34,7 +35,10 @@ class LayerTime:
 def layer_time(layer: Layer, model: Model, gpu: GpuCompute) -> LayerTime:
     prec, e = precision(model.dtype), model.dtype_bytes
     kl = layer.kernels
-    sparse = kernels_time(kl.bwd_sparse, gpu, prec, e) if kl.bwd_sparse else None
+    # an embedding's sparse backward may launch nothing (FBGEMM's TBE: all of it is the
+    # fused update, timed with the optimizer); other layers have no sparse variant
+    has_sparse = bool(kl.bwd_sparse) or layer.kind == "embedding"
+    sparse = kernels_time(kl.bwd_sparse, gpu, prec, e) if has_sparse else None
     core = kernels_time(kl.core_fwd, gpu, prec, e) if getattr(kl, "core_fwd", ()) else 0.0
     return LayerTime(layer.name, kernels_time(kl.fwd, gpu, prec, e),
                      kernels_time(kl.bwd, gpu, prec, e), sparse, core)
@@ -251,30 +255,39 @@ def optimizer_step_time(elements: float, model: Model, gpu: GpuCompute, kernels:
 
 
 def sparse_optimizer_step_time(rows: float, dim: int, model: Model, gpu: GpuCompute,
-                               lookups: float | None = None) -> float:
+                               lookups: float | None = None, table_rows: int | None = None) -> float:
     """Update only the `rows` touched rows of a `dim`-wide table (8-byte indices), the
     sparse gradient holding `lookups` rows (one per lookup; default `rows`, none repeated)
     merged first: PyTorch's coalesce (sparse_dedup coalesce: embsim.workload.
     torch_coalesce) or TensorFlow's Unique and UnsortedSegmentSum (tf-unique:
     embsim.workload.tf_dedup), each as the parts its host syncs separate, then the row
-    update. Plain SGD on an FP32 table never merges: given the `lookups`, it is an
-    index_add over them (uncoalesced_sgd_kernels)."""
-    if lookups is not None and model.optimizer.name == "sgd" and model.table_bytes >= FP32:
+    update; or FBGEMM's fused backward (tbe: embsim.workload.fbgemm_tbe), whose sort runs
+    over the bits of the `table_rows` rows. Plain SGD on an FP32 table never merges
+    outside FBGEMM: given the `lookups`, it is an index_add over them
+    (uncoalesced_sgd_kernels)."""
+    if (lookups is not None and model.optimizer.name == "sgd" and model.table_bytes >= FP32
+            and model.optimizer.sparse_dedup != "tbe"):
         return kernels_time(uncoalesced_sgd_kernels(lookups, dim, model), gpu,
                             precision(model.dtype), model.dtype_bytes)
     r = int(round(rows))
-    parts = sparse_merge_kernels("optimizer", r if lookups is None else lookups, r, dim, model)
-    apply = sparse_apply_kernels(r, dim, model)
+    n = r if lookups is None else lookups
+    parts = sparse_merge_kernels("optimizer", n, r, dim, model, table_rows)
+    apply = sparse_apply_kernels(r, dim, model, n)
     parts = parts[:-1] + [parts[-1] + apply] if parts else [apply]
     return synced_kernels_time(parts, gpu, precision(model.dtype), model.dtype_bytes)
 
 
-def sparse_apply_kernels(rows: int, dim: int, model: Model) -> list[Kernel]:
+def sparse_apply_kernels(rows: int, dim: int, model: Model, lookups: float | None = None) -> list[Kernel]:
     """The row update of a merged sparse gradient: torch.optim's single-tensor sparse branch
     (Adagrad, SparseAdam: one ATen op per line, embsim.workload.torch_sparse_optim) after
-    PyTorch's coalesce; otherwise the optimizer's own kernels over the rows' elements
+    PyTorch's coalesce; FBGEMM's fused row kernels, reading the `lookups` gradient rows
+    themselves (tbe); otherwise the optimizer's own kernels over the rows' elements
     (TensorFlow's fused ResourceSparseApply* ops, SGD with momentum and the rest)."""
     opt = model.optimizer
+    if opt.sparse_dedup == "tbe":
+        # no loss scaler or clipping reaches it: the update runs inside the backward
+        return tbe_apply_kernels("optimizer", rows if lookups is None else lookups, rows, dim,
+                                 model.table_bytes, opt.name)
     if opt.sparse_dedup == "coalesce" and opt.name in SPARSE_OPTIMIZERS:
         e, d = rows * dim, model.table_bytes
         # an FP32 table's values unscaled in place (a 16-bit one has a master copy instead)
@@ -285,9 +298,15 @@ def sparse_apply_kernels(rows: int, dim: int, model: Model) -> list[Kernel]:
 
 
 def sparse_merge_kernels(name: str, gradient_rows: float, unique_rows: float, dim: int,
-                         model: Model) -> list[list[Kernel]]:
+                         model: Model, table_rows: int | None = None) -> list[list[Kernel]]:
     """The model's framework merge of a sparse gradient's repeated rows (its optimizer's
-    sparse_dedup), as the kernel lists its host syncs separate."""
+    sparse_dedup), as the kernel lists its host syncs separate (FBGEMM's: none; its sort
+    needs the `table_rows`)."""
+    if model.optimizer.sparse_dedup == "tbe":
+        if table_rows is None:
+            raise ValueError("FBGEMM's merge sorts over the bits of the table's rows: give table_rows")
+        kernels = tbe_merge_kernels(name, gradient_rows, unique_rows, table_rows)
+        return [kernels] if kernels else []
     if model.optimizer.sparse_dedup == "tf-unique":
         return list(tf_dedup_kernels(name, gradient_rows, unique_rows, dim, model.table_bytes))
     return coalesce_kernels(name, gradient_rows, unique_rows, dim, model.table_bytes)
@@ -304,9 +323,10 @@ def unique_ids_kernels(name: str, ids: float, unique: float, model: Model) -> li
 
 
 def sparse_merge_time(gradient_rows: float, unique_rows: float, dim: int, model: Model,
-                      gpu: GpuCompute) -> float:
+                      gpu: GpuCompute, table_rows: int | None = None) -> float:
     """Seconds of sparse_merge_kernels alone (a GPU merging its rows before it sends them)."""
-    return synced_kernels_time(sparse_merge_kernels("merge", gradient_rows, unique_rows, dim, model),
+    return synced_kernels_time(sparse_merge_kernels("merge", gradient_rows, unique_rows, dim, model,
+                                                    table_rows),
                                gpu, precision(model.dtype), model.dtype_bytes)
 
 

@@ -37,10 +37,17 @@ unsorted_segment_sum(values, indices, vocab), whose GPU functor
 (segment_reduction_ops_gpu.cu.cc) zero-fills the vocab x dim output and adds each row
 into it with atomics, one kernel (no sort). A pooled lookup's gradient is first expanded
 to one row per lookup (the segment sum's gradient is a gather), as the sparse gradient is.
+
+TorchRec (framework torchrec): FBGEMM's table-batched embedding backward reads each
+lookup's pooled gradient row itself and updates the rows in the same backward
+(embsim.workload.fbgemm_tbe): the sparse backward launches nothing of its own (no expand,
+no index copy; the fused kernels are the optimizer step's), the dense one is the TBE's dense
+mode (DenseTableBatchedEmbeddingBagsCodegen, TorchRec's data-parallel tables).
 """
 
 from __future__ import annotations
 
+from .fbgemm_tbe import tbe_dense_backward_kernels
 from .kernels import FP32, Kernel, stream
 from .model import INDEX_BYTES
 from .radix_sort import radix_sort_kernels
@@ -94,6 +101,8 @@ def embedding_kernels(name: str, rows: int, dim: int, vocab: int, e: int,
     TensorFlow's gather (`framework` tensorflow)."""
     fwd = [Kernel("gather", rows=rows, row_bytes=dim * e, name=f"{name}.gather"),
            stream(f"{name}.indices", rows * INDEX_BYTES, ops=0)]
+    if framework == "torchrec":
+        return fwd, tbe_dense_backward_kernels(name, rows, dim, vocab, e), []
     if framework == "tensorflow":
         dense = tf_dense_backward_kernels(name, rows, dim, vocab, e)
     else:
@@ -116,10 +125,13 @@ def bag_kernels(name: str, rows: int, bags: int, dim: int, vocab: int,
     same segment kernels, each row reading its bag's gradient row (offset2bag). The sparse
     gradient first expands the pooled gradient to one row per lookup (index_select by
     offset2bag: reads the bags' rows, writes every lookup's), then keeps it as the values
-    as embedding's sparse backward does (TensorFlow's dense gradient after it too)."""
+    as embedding's sparse backward does (TensorFlow's dense gradient after it too). FBGEMM's
+    TBE (framework torchrec) reads each lookup's bag gradient in its fused kernels: no expand."""
     fwd = [Kernel("gather", rows=rows, row_bytes=dim * e, passes=1, name=f"{name}.bag_gather"),
            stream(f"{name}.bag_write", bags * dim * e, ops=0),
            stream(f"{name}.indices", rows * INDEX_BYTES, ops=0)]
+    if framework == "torchrec":
+        return fwd, tbe_dense_backward_kernels(name, rows, dim, vocab, e), []
     expand = stream(f"{name}.bag_grad_expand", (bags + rows) * dim * e, copy=True)
     if framework == "tensorflow":
         dense = [expand] + tf_dense_backward_kernels(name, rows, dim, vocab, e)

@@ -42,8 +42,12 @@ class Optimizer:
     row update: coalesce (PyTorch's sparse coalesce: Thrust's merge sort and unique_by_key
     with two host syncs, then a segment sum; embsim.workload.torch_coalesce) or
     tf-unique (TensorFlow optimizers' _deduplicate_indexed_slices: a GPU Unique with two
-    radix sorts and a host sync, then UnsortedSegmentSum; embsim.workload.tf_dedup).
-    Plain SGD merges nothing either way (Keras SGD without momentum scatter-adds).
+    radix sorts and a host sync, then UnsortedSegmentSum; embsim.workload.tf_dedup) or
+    tbe (FBGEMM's table-batched embedding backward, framework torchrec: a radix sort over
+    the table rows' bits and a run-length encode, then one fused row update that reads every
+    lookup's gradient row and each distinct row's weights and state once, no host sync;
+    embsim.workload.fbgemm_tbe). Plain SGD merges nothing under the first two (Keras SGD
+    without momentum scatter-adds); FBGEMM's EXACT_SGD merges as its other updates do.
     """
 
     name: str
@@ -63,11 +67,15 @@ OPTIMIZER_STATE_TENSORS = {"adam": 2, "adamw": 2, "sgd": 0, "sgd-momentum": 1, "
 # / NVIDIA's FusedLAMBAMP fused, DLE Transformer-XL's JITLamb per tensor, compute.py)
 FUSED_ONLY: tuple[str, ...] = ()
 OPTIMIZER_IMPLEMENTATIONS = ("fused", "per-tensor")
-SPARSE_DEDUPS = ("coalesce", "tf-unique")
+SPARSE_DEDUPS = ("coalesce", "tf-unique", "tbe")
 # whose kernels a model's embedding gradients run (embsim.workload.embedding_kernels) and,
 # unless its optimizer options say otherwise, which sparse_dedup its optimizer uses
-FRAMEWORKS = ("pytorch", "tensorflow")
-FRAMEWORK_SPARSE_DEDUP = {"pytorch": "coalesce", "tensorflow": "tf-unique"}
+FRAMEWORKS = ("pytorch", "tensorflow", "torchrec")
+FRAMEWORK_SPARSE_DEDUP = {"pytorch": "coalesce", "tensorflow": "tf-unique", "torchrec": "tbe"}
+FRAMEWORK_DESCRIPTIONS = {
+    "pytorch": "ATen's embedding kernels, torch.optim's sparse updates after a coalesce",
+    "tensorflow": "TensorFlow's gather and IndexedSlices, Keras optimizers' tf.unique dedup",
+    "torchrec": "FBGEMM table-batched embeddings: the backward and the optimizer fused, exact"}
 
 
 @dataclass(frozen=True)
@@ -175,7 +183,8 @@ class Model:
     tensor_parallel: TensorParallel = field(default=TensorParallel(), kw_only=True)
     # context parallelism (embsim.workload.context_parallel): seq is one CP rank's s / C
     context_parallel: ContextParallel = field(default=ContextParallel(), kw_only=True)
-    # the training framework (FRAMEWORKS): ATen's or TensorFlow's embedding-gradient kernels
+    # the training framework (FRAMEWORKS): ATen's, TensorFlow's or FBGEMM's (TorchRec's)
+    # embedding-gradient kernels
     framework: str = field(default="pytorch", kw_only=True)
 
     @property

@@ -41,7 +41,7 @@ def model(optimizer="adagrad", dedup="tf-unique"):
 
 def test_the_zoo_merlin_models_dedup_as_keras_adagrad_does():
     assert load_model("merlin-synthetic-tiny").optimizer.sparse_dedup == "tf-unique"
-    assert load_model("dlrm-torchrec-criteo").optimizer.sparse_dedup == "coalesce"
+    assert load_model("dlrm-torchrec-criteo").optimizer.sparse_dedup == "tbe"      # FBGEMM, fused
 
 
 def test_tf_unique_costs_more_than_a_coalesce_and_grows_with_the_gradient_rows():
