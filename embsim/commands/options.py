@@ -46,11 +46,11 @@ def _nccl_version(ctx, param, value):
 
 
 def _zipf_positive(ctx, param, value):
-    """--zipf within 0 < s <= MAX_ZIPF_S, as its help says: an exponent of 0 is no Zipf
-    distribution (TokenStats.zipf refuses it), so it is refused here, naming the flag."""
-    if value is not None and not 0 < value <= MAX_ZIPF_S:
-        why = " (a Zipf exponent must be positive)" if not value > 0 else ""
-        raise click.BadParameter(f"{value:g} is not in the range 0 < s <= {MAX_ZIPF_S:g}{why}",
+    """--zipf within 0 <= s <= MAX_ZIPF_S, as its help says (0: every row alike, the uniform
+    ids of a synthetic benchmark such as MLPerf DLRM-DCNv2's multi-hot bags), naming the flag."""
+    if value is not None and not 0 <= value <= MAX_ZIPF_S:
+        why = " (a Zipf exponent is not negative)" if value < 0 else ""
+        raise click.BadParameter(f"{value:g} is not in the range 0 <= s <= {MAX_ZIPF_S:g}{why}",
                                  ctx=ctx, param=param)
     return value
 
@@ -223,7 +223,8 @@ def _options(f):
                           "dense for a full softmax, a sparse table of its own for a sampled one"),
         click.option("--zipf", "zipf_s", type=FiniteFloat(), default=1.05, show_default=True,
                      callback=_zipf_positive,
-                     help=f"Zipf exponent s of the token distribution, 0 < s <= {MAX_ZIPF_S:g}"),
+                     help=f"Zipf exponent s of the token (or id) distribution, 0 <= s <= {MAX_ZIPF_S:g} "
+                          "(0: uniform, every row alike)"),
         CORPUS,
         LENGTHS,
         PADDING,

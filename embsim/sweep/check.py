@@ -42,9 +42,9 @@ def check_config(cfg, seen: set, topology_origin: str = "--topology") -> None:
         value = getattr(cfg, key)
         if value is not None and (not math.isfinite(value) or value < 0):
             raise InputError(f"{key} {value!r}: must be a finite number >= 0")
-    if cfg.zipf_s is not None and not (math.isfinite(cfg.zipf_s) and 0 < cfg.zipf_s <= MAX_ZIPF_S):
-        # as --zipf takes it: a Zipf exponent is positive
-        raise InputError(f"zipf_s {cfg.zipf_s!r}: must be a Zipf exponent, 0 < s <= {MAX_ZIPF_S:g}")
+    if cfg.zipf_s is not None and not (math.isfinite(cfg.zipf_s) and 0 <= cfg.zipf_s <= MAX_ZIPF_S):
+        # as --zipf takes it: a Zipf exponent, 0 for uniform
+        raise InputError(f"zipf_s {cfg.zipf_s!r}: must be a Zipf exponent, 0 <= s <= {MAX_ZIPF_S:g}")
     def topology():
         topo = load_topology(cfg.topology, origin=topology_origin)
         return topo.with_overrides(**cfg.hardware) if cfg.hardware else topo

@@ -218,8 +218,8 @@ def _check_workload_numbers(doc: YamlDoc, path: tuple, merged: dict) -> None:
     --comm-interference), named with the file and run."""
     if "zipf" in merged:
         s = float(merged["zipf"])
-        if not (math.isfinite(s) and 0 < s <= MAX_ZIPF_S):
-            raise doc.error(path + ("zipf",), f"must be a Zipf exponent, 0 < s <= {MAX_ZIPF_S:g}, got {s!r}")
+        if not (math.isfinite(s) and 0 <= s <= MAX_ZIPF_S):
+            raise doc.error(path + ("zipf",), f"must be a Zipf exponent, 0 <= s <= {MAX_ZIPF_S:g}, got {s!r}")
     if "seed" in merged and not 0 <= merged["seed"] < 2 ** 63:
         raise doc.error(path + ("seed",), f"must be an integer 0..2^63-1, got {merged['seed']!r}")
     for key in ("interference", "comm_interference"):

@@ -109,8 +109,8 @@ class TokenStats:
     def zipf(cls, vocab: int, s: float = DEFAULT_ZIPF_S) -> "TokenStats":
         if not isinstance(vocab, int) or vocab <= 0:
             raise InputError(f"vocab: must be a positive integer, got {vocab!r}")
-        if not s > 0:
-            raise InputError(f"Zipf exponent (--zipf, a sweep's zipf_s) {s!r}: must be positive")
+        if not s >= 0:     # 0: uniform (row weights v^-0 = 1), as a synthetic benchmark's ids
+            raise InputError(f"Zipf exponent (--zipf, a sweep's zipf_s) {s!r}: must be >= 0")
         return _zipf(vocab, float(s))
 
     @classmethod

@@ -31,9 +31,9 @@ BASE = "base: {model: tiny-lm, iterations: 2, topology: 1x2, %s}\ngrid: {seed: [
     ("tensor_parallel: 4", ["point 0", "--tensor-parallel 4", "does not divide the 2 GPUs per node"]),
     ("pipeline_parallel: 4", ["point 0", "--pipeline-parallel 4", "does not divide 2 GPUs"]),
     ("context_parallel: 4", ["point 0", "--context-parallel 4", "does not divide 2 GPUs"]),
-    # a Zipf exponent, as --zipf takes it (0 failed only deep in the token statistics)
-    ("zipf_s: 0", ["point 0", "zipf_s 0", "0 < s <= 10"]),
-    ("zipf_s: 11", ["point 0", "zipf_s 11", "0 < s <= 10"]),
+    # a Zipf exponent, as --zipf takes it (0, uniform, is one)
+    ("zipf_s: -1", ["point 0", "zipf_s -1", "0 <= s <= 10"]),
+    ("zipf_s: 11", ["point 0", "zipf_s 11", "0 <= s <= 10"]),
 ])
 def test_bad_point_value_is_refused_up_front(tmp_path, capsys, setting, words):
     path = tmp_path / "s.yaml"

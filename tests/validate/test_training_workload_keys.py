@@ -46,7 +46,7 @@ def test_seed_and_untie_are_read(tmp_path):
     assert _simulated(tmp_path, "seed: 3, untie_outputs: true") > 0
 
 
-@pytest.mark.parametrize("embsim, key", [("zipf: 0", "zipf"), ("zipf: 11", "zipf"),
+@pytest.mark.parametrize("embsim, key", [("zipf: -1", "zipf"), ("zipf: 11", "zipf"),
                                          ("seed: -1", "seed"), ("interference: -0.1", "interference"),
                                          ("comm_interference: .nan", "comm_interference"),
                                          ("nccl_proto: '^Simple,LL,LL128'", "nccl")])

@@ -122,3 +122,14 @@ def test_one_word_corpus_is_exact_and_silent(tmp_path):
         warnings.simplefilter("error")
         stats = TokenStats.from_corpus(path, vocab=100)
         assert stats.unique(10.0) == pytest.approx(1.0)
+
+
+def test_zipf_zero_is_uniform():
+    """--zipf 0: every row alike (a synthetic benchmark's uniform ids), exact and in runs."""
+    import numpy as np
+    from embsim.workload.tokens import TokenStats
+    small = TokenStats.zipf(1000, 0.0)
+    assert np.allclose(small.probs, 1 / 1000)
+    big = TokenStats.zipf(40_000_000, 0.0)
+    per_row = big.probs if big.counts is None else big.probs
+    assert np.allclose(per_row, 1 / 40_000_000)
