@@ -27,7 +27,8 @@ from .exits import (OutputFailed, OutputGone, discard_stdout, output_failures_ra
 # simulator; tests/test_cli_startup.py checks this table against the commands themselves.
 COMMANDS = {
     "calibrate": ("calibrate", "Capture per-layer times, collective sweeps and real training steps into a trace."),
-    "compare": ("compare", "Simulate every strategy x scheduler and rank them by step time."),
+    "compare": ("compare", "Simulate every strategy x scheduler and rank them: the rows that fit in memory "
+                "first, then by step time."),
     "import-nccl-tests": ("import_nccl_tests",
                           "Turn nccl-tests stdout logs into the collective curves of an embsim trace."),
     "import-profile": ("import_profile", "Turn a Kineto Chrome trace (record_function('fwd:<layer>') or "

@@ -72,6 +72,8 @@ class CompareRow:
     cluster: Any = None                      # engine.result.ClusterShape of the run
     workload: tuple = ()                     # the run's workload (batch, seq, dtype, seed...) as items
     options: Any = None                      # engine.options_used.OptionsUsed (None: refused)
+    # ((link kind, what its capacity rests on that nobody measured), ...): Strategy.link_caveats
+    link_caveats: tuple = ()
 
     @property
     def comm_rate(self) -> float | None:
@@ -157,7 +159,8 @@ def run_one(cfg: SimulationConfig) -> CompareRow:
                       comm_bytes_by_op=tuple(sorted(r.comm_bytes_per_gpu.items())),
                       collectives_by_op=tuple(sorted(r.comm_count.items())),
                       plan=plan_digest(r.run, float(r.memory.total)) if r.run is not None else "",
-                      cluster=r.cluster, workload=tuple(r.workload.items()), options=r.options_used)
+                      cluster=r.cluster, workload=tuple(r.workload.items()), options=r.options_used,
+                      link_caveats=tuple(sorted(r.link_caveats.items())))
 
 
 def split_scoped(options: Mapping[str, Any]) -> tuple[dict, dict]:

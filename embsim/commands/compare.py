@@ -35,8 +35,8 @@ from .options import config_from_options, simulation_options
 @force_option("--plot file")
 @notes_option()
 def command(strategies, schedulers, workers, plot, as_json, ablation, force, notes, **options):
-    """Simulate every strategy x scheduler and rank them by step time.
-    --option NAME.KEY=VALUE reaches only the strategy or scheduler called NAME."""
+    """Simulate every strategy x scheduler and rank them: the rows that fit in memory first,
+    then by step time. --option NAME.KEY=VALUE reaches only the strategy or scheduler called NAME."""
     refuse_overwrite(plot, force, "--plot")
     cfg, option_bag = config_from_options(options)
     if ablation:

@@ -61,6 +61,8 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
     # or after a collective on its own stream; only with more than one GPU
     passes = scheduler.gradient_passes(comms, tensors, ctx)
     check_compressed(ctx, passes, strategy, scheduler)
+    # and the memory it keeps for those buckets (PyTorch DDP's flat bucket tensors)
+    bucket_memory = scheduler.bucket_memory(comms, tensors, ctx, passes)
     if passes is not None:
         comms = passes.comms
         stream = insert_passes(stream, passes)
@@ -114,7 +116,8 @@ def build_step_plan(ctx, strategy_plan, strategy, scheduler) -> StepPlan:
                 if (c, 0) not in lst:
                     lst.append((c, 0))
     return StepPlan(stream=tuple(stream), comms=tuple(comms),
-                    comm_waits={k: tuple(v) for k, v in waits.items()}, notes=notes)
+                    comm_waits={k: tuple(v) for k, v in waits.items()}, notes=notes,
+                    bucket_memory=bucket_memory)
 
 
 def check_compressed(ctx, passes, strategy, scheduler) -> None:

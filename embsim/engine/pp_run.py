@@ -34,6 +34,19 @@ class Pipelined:
     memory: object          # MemoryBreakdown of the worst stage
     stage_of: dict          # class name -> stage
     act_bytes: float        # one stage-to-stage transfer
+    # each rank's (stage's) MemoryBreakdown before its gradient buckets, and what its
+    # data-parallel wrapper keeps for them (a BucketMemory or None), stage by stage
+    rank_memories: tuple = ()
+    rank_buckets: tuple = ()
+
+    def memory_with_buckets(self, run):
+        """The worst stage's memory with its wrapper's gradient buckets held, as the
+        simulated `run` holds them (schedulers.ddp_passes.BucketMemory.bytes_held)."""
+        if not any(self.rank_buckets):
+            return self.memory
+        held = [mem if b is None else mem.with_buffer(b.name, b.bytes_held(run))
+                for mem, b in zip(self.rank_memories, self.rank_buckets)]
+        return max(held, key=lambda m: m.total)
 
 
 def stage_context(ctx, layers):
@@ -87,7 +100,7 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
     dp = n_per // tp
     stage_ranks = [tuple(range(s * n_per, (s + 1) * n_per)) for s in range(pp.size)]
     pp.check_micro_batches(micro_batches)
-    plans, memories, groups, once = [], [], {}, []
+    plans, memories, groups, once, buckets = [], [], {}, [], []
     for v, layers in enumerate(pp.stages(model.name, model.layers)):
         s = v % pp.size         # virtual stage v = chunk v // P of rank (stage) v mod P
         sctx = stage_context(ctx, layers)
@@ -97,6 +110,7 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
                             update_time=single_update(sctx, strategy.dense_table_gradient))
         plan = build_step_plan(sctx, splan, strategy, scheduler)
         plans.append(_own_names(plan, v, s, stage_ranks[s]))
+        buckets.append(None if plan.bucket_memory is None else plan.bucket_memory.renamed(f"s{v}:"))
         # a strategy that gathers parameters once per optimizer step (distopt): its gathers
         # wait for no micro-batch after the first
         gathers = (set() if strategy.gathers_every_micro_batch
@@ -127,7 +141,13 @@ def pipelined(ctx, pp, micro_batches: int, strategy, scheduler, classes, n_gpus:
                 by_class[name] = streams[s]
                 stage_of[name] = s
     worst = max(memories, key=lambda m: m.total)
-    return Pipelined(replace(plan, streams=by_class), tuple(staged), groups, worst, stage_of, act)
+    # a rank's virtual stages' buckets, held by its one wrapper (its chunks' DDP instances)
+    per_rank = []
+    for s in range(pp.size):
+        mine = [b for b in buckets[s::pp.size] if b is not None]
+        per_rank.append(replace(mine[0], buckets=tuple(x for b in mine for x in b.buckets)) if mine else None)
+    return Pipelined(replace(plan, streams=by_class), tuple(staged), groups, worst, stage_of, act,
+                     rank_memories=tuple(memories), rank_buckets=tuple(per_rank))
 
 
 def _held(mem, held: int):

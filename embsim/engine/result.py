@@ -60,6 +60,9 @@ class SimulationResult:
     workload: dict = field(default_factory=dict)
     # the strategy's and scheduler's options and where each came from (engine.options_used)
     options_used: Any = None
+    # link kind -> what its capacity rests on that nobody measured (Strategy.link_caveats:
+    # a parameter server's assumed summation rate), for outputs that name it a bottleneck
+    link_caveats: dict = field(default_factory=dict)
 
     # what people ask first, read through from the config and the metrics
     @property

@@ -288,6 +288,13 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
                                  kinds, topo.capacity)
 
     run, metrics = run_engine(plan)
+    # the data-parallel wrapper's gradient buckets, held as the scheduler's `ddp` style holds
+    # them (schedulers.ddp_passes: PyTorch DDP's flat bucket tensors, apex's copies in flight)
+    if staged is not None:
+        splan = replace(splan, memory=staged.memory_with_buckets(run))
+    elif plan.bucket_memory is not None:
+        held = plan.bucket_memory
+        splan = replace(splan, memory=splan.memory.with_buffer(held.name, held.bytes_held(run)))
     if collectives.beyond_measured:
         compute_source += "; " + beyond_measured_label(collectives)
     if staged is not None:
@@ -348,7 +355,7 @@ def _simulate(cfg: SimulationConfig, topo: Topology, model, trace, tied: bool = 
         samples_per_s=samples_per_s, tokens_per_s=tokens_per_s,
         memory=splan.memory, hbm_bytes=ctx.hbm_bytes, compute_source=compute_source,
         events=run.sim_events, wall_s=time.perf_counter() - wall0,
-        scaling_efficiency=efficiency, notes=notes, run=run,
+        scaling_efficiency=efficiency, notes=notes, run=run, link_caveats=strategy.link_caveats(),
         workload={"batch": model.batch, "seq": model.sample_seq, "dtype": model.dtype,
                   "amp": cfg.amp if model.dtype in ("bf16", "fp16", "fp8") else None,
                   # dense parameters and embedding tables wider than the model (FP32 under autocast)

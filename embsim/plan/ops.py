@@ -140,6 +140,9 @@ class StepPlan:
     # a rank class's own compute stream, by class name (pipeline parallelism: each stage's
     # 1F1B program, engine.pp_plan); a class not named runs `stream`
     streams: Mapping[str, tuple[ComputeOp, ...]] = field(default_factory=dict)
+    # what the data-parallel wrapper keeps for its gradient buckets beside the gradients
+    # (a schedulers.ddp_passes.BucketMemory: PyTorch DDP's flat buckets), None: nothing
+    bucket_memory: object = None
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,15 @@ def resolution_text(result) -> str:
         return "resolution: no row fits in memory, so none is ranked as the best"
     others = [r for r in result.rows if r is not best and r.refused is None and r.fits_in_memory
               and r.same_plan_as is None]
+    unchecked = f" ({HOST_NOT_CHECKED})" if host_unchecked(best) else ""
     if not others:
-        return (f"resolution: {best.label} is the only fitting plan that ran: nothing to rank it "
-                f"against")
+        return (f"resolution: {best.label} is the only fitting plan that ran{unchecked}: nothing to "
+                f"rank it against")
     near = unresolved_with_best(result.rows)
     limit = (f"{TRAINING_MEAN_ERROR:.1%} of the best, the model's mean error on published training "
              f"throughput (docs/validation.md)")
     if not near:
-        return (f"resolution: {best.label} leads every other fitting row by more than {limit}"
+        return (f"resolution: {best.label}{unchecked} leads every other fitting row by more than {limit}"
                 + _untuned(best))
     return (f"resolution: {', '.join(near)} within {limit}: not resolved, their order against "
             f"{best.label} could flip on real hardware")
@@ -49,11 +50,29 @@ def _untuned(best) -> str:
             f"before trusting the lead")
 
 
+# a row that fits in HBM and keeps tables or state in a node's host memory the topology
+# does not size (no host_memory_gb): it fits as far as was checked
+HOST_NOT_CHECKED = "host not checked"
+
+
+def host_unchecked(row) -> bool:
+    """The row keeps tables or state in host memory whose size the topology does not give,
+    so its fit there was not checked (HostMemoryNeed.fits None)."""
+    return row.host_memory is not None and row.host_memory.fits is None
+
+
+def fits_text(row) -> str:
+    """The fits column: 'yes', 'yes (host not checked)', or 'NO (HBM)' / 'NO (host)'."""
+    if row.fits_in_memory:
+        return f"yes ({HOST_NOT_CHECKED})" if host_unchecked(row) else "yes"
+    return f"[red]NO ({failed_limits(row.memory_per_gpu, row.hbm_bytes, row.host_memory)})[/red]"
+
+
 def print_matrix(result, console: Console | None = None, all_notes: bool = False) -> None:
     console = console or Console(width=160)
     cfg = result.config
-    t = Table(title=f"{cfg.model} on {cfg.topology} ({counted(result.n_gpus, 'GPU')}), ranked by step time; "
-                    f"speedup over {result.baseline}", title_justify="left")
+    t = Table(title=f"{cfg.model} on {cfg.topology} ({counted(result.n_gpus, 'GPU')}), fitting rows first, by step "
+                    f"time; speedup over {result.baseline}", title_justify="left")
     for col in ("rank", "strategy/scheduler", "step", "speedup", "exposed comm", "sent per GPU",
                 "memory per GPU", "fits"):
         t.add_column(col, justify="left" if col == "strategy/scheduler" else "right")
@@ -67,8 +86,7 @@ def print_matrix(result, console: Console | None = None, all_notes: bool = False
         rank = f"={ranks[r.same_plan_as]}" if r.same_plan_as else str(ranks[r.label])
         t.add_row(rank, label_text(r), human_time(r.step_time),
                   f"{r.speedup:.2f}x", human_time(r.exposed_comm), human_bytes(r.comm_bytes_per_gpu),
-                  human_bytes(r.memory_per_gpu), "yes" if r.fits_in_memory else
-                  f"[red]NO ({failed_limits(r.memory_per_gpu, r.hbm_bytes, r.host_memory)})[/red]")
+                  human_bytes(r.memory_per_gpu), fits_text(r))
     console.print(t)
     # a node's host memory in full (the memory column shows what an HBM row needs)
     for r in result.rows:

@@ -59,7 +59,14 @@ def links_text(row: CompareRow, fifo: CompareRow) -> str:
         theirs, _, their_hottest = fifo.busiest_link
         where = "" if theirs == kind else f"{theirs} "
         text += f" ({fifo.scheduler}: {where}{their_hottest * 100:.0f} %)"
-    return text
+    return text + _caveat(row, kind)
+
+
+def _caveat(row: CompareRow, kind: str) -> str:
+    """'; ps-cpu is the servers' summation rate, an assumed 20 GB/s a server (...)': what the
+    link's capacity rests on when nobody measured it (Strategy.link_caveats), "" otherwise."""
+    said = dict(row.link_caveats).get(kind)
+    return f"; {kind} is {said}" if said else ""
 
 
 def _link_bound(row: CompareRow) -> bool:
@@ -81,7 +88,7 @@ def _bound_by(row: CompareRow) -> str:
     """Whether a row's communication waits on the links' bandwidth (_link_bound), else on
     fixed costs and ordering (a faster network would then barely move it)."""
     kind, _, hottest = row.busiest_link
-    busy = f"{row.label}'s hottest link {kind} busy {hottest * 100:.0f} % of the step"
+    busy = f"{row.label}'s hottest link {kind} busy {hottest * 100:.0f} % of the step{_caveat(row, kind)}"
     if _link_bound(row):
         return f"bandwidth-bound ({busy})"
     return (f"not the links' bandwidth ({busy}, under {LINK_BOUND_UTILISATION * 100:.0f} %): "

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..engine.result import most_first
+from ..schedulers.ddp_passes import BUCKET_BUFFERS
 from .efficiency_base import efficiency_base
 from .memory_fit import shortfalls
 from .notes import condense
@@ -87,7 +88,8 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
               f"(params {human_bytes(mem['params'])}, grads {human_bytes(mem['grads'])}, "
               f"optimizer {human_bytes(mem['optimizer_state'] + mem['master_weights'])}, "
               f"activations {human_bytes(mem['activations'])}"
-              + (f", buffers {human_bytes(mem['buffers'])}" if mem["buffers"] else "") + ")")
+              + (f", buffers {human_bytes(mem['buffers'])}" if mem["buffers"] else "")
+              + _bucket_text(mem["by_component"]) + ")")
     if result.memory.host is not None:
         # what the strategy keeps in a node's host memory (ps servers' shards, CPU tables)
         t.add_row("host memory", need_text(result.memory.host))
@@ -104,6 +106,13 @@ def print_summary(result, console: Console | None = None, all_notes: bool = Fals
         console.print(f"[bold red]WARNING: does not fit: {limit}.[/bold red]")
     for note in (result.notes if all_notes else condense(result.notes)):
         console.print(f"note: {note}")
+
+
+def _bucket_text(parts: dict) -> str:
+    """', of which DDP flat gradient buckets 16.8 GB': the data-parallel wrapper's gradient
+    buckets among the buffers, named (schedulers.ddp_passes.bucket_memory); "" without."""
+    named = [(name, parts[name]) for name in BUCKET_BUFFERS.values() if parts.get(name)]
+    return "".join(f", of which {name} {human_bytes(nbytes)}" for name, nbytes in named)
 
 
 def workload_text(w: dict) -> str:

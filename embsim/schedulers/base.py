@@ -50,6 +50,11 @@ class Scheduler(Configurable):
         (a schedulers.ddp_passes.GradientPasses), or None. Default: none."""
         return None
 
+    def bucket_memory(self, comms, tensors, ctx, passes=None):
+        """What the data-parallel wrapper keeps for its gradient buckets beside the
+        gradients (a schedulers.ddp_passes.BucketMemory), or None. Default: none."""
+        return None
+
     def queue_key(self, op: CommOp, iteration: int = 0) -> tuple:
         """Where a ready collective of `iteration` goes in its channel's queue, before the
         runtime's own order (iteration, ready time, issue order). Default: ready order

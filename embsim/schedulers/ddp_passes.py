@@ -32,6 +32,35 @@ Styles (--option ddp=...):
   wait for them before the optimizer; they run beside the backward, on the GPU's SMs.
 - ``none``: no passes (a wrapper that reduces the gradients in place, or a what-if).
 
+The memory each style keeps for its buckets, beside the gradients (bucket_memory; counted in
+the memory breakdown's buffers, so it decides whether a plan fits):
+
+- ``torch``: the reducer allocates one flat tensor per dense bucket when DDP is built and
+  keeps it (torch/csrc/distributed/c10d/reducer.cpp, Reducer::initialize_buckets: "Allocate
+  the bucket's flattened `gradients` tensor", ``bucket.gradients = at::empty({offset},
+  options)``), while each parameter keeps its own ``.grad``: as many bytes again as the
+  gradients the buckets carry, all step long. PyTorch's DDP docstring
+  (torch/nn/parallel/distributed.py, gradient_as_bucket_view): making the gradients views
+  into the buckets "can reduce peak memory usage, where the saved memory size will be equal
+  to the total gradients size" (pytorch/pytorch#41954: roberta-base's peak fell ~1 GB).
+- ``torch-view``: none beyond the gradients: they are views into the buckets (that same
+  flag), so the bucket tensors are the gradients' own storage, already counted as grads.
+- ``apex``: no bucket kept between steps (retain_allreduce_buffers=False, its default):
+  allreduce_bucket (apex/parallel/distributed.py at 43a6f9f, lines 425-476) makes ``tensor =
+  flatten(bucket)``, a new flat copy, when a bucket is full, all-reduces it on the bucket
+  stream, unflattens it back into the gradients and drops it, ``tensor.record_stream(
+  bucket_stream)`` keeping its memory from reuse until the bucket stream is past the
+  unflatten. So a bucket's flat copy lives from its flatten until its all-reduce's tail has
+  run; counted is the most bytes of such copies alive at once in the simulated step (the
+  buckets whose all-reduce waits behind another's stay alive while they wait).
+- ``none``: none.
+
+Only the gradients that go through the buckets count: the dense all-reduces the scheduler
+bucketed (a table's sparse rows, a parameter server's pushes, FSDP's reduce-scatters are
+not bucketed), on more than one GPU (one GPU runs no wrapper here, as it runs no passes).
+The compress hook's 16-bit copy (--grad-compress) is a temporary of the hook and is not
+counted.
+
 With --grad-compress fp16|bf16 (workload.grad_compress) each bucket's FP32 gradients cross
 the wire at 2 bytes per element, and the compression's own passes are added:
 
@@ -72,6 +101,91 @@ class GradientPasses:
     compressed: int = 0      # buckets sent 16-bit (--grad-compress)
 
 
+# what bucket_memory calls the buckets' storage in the memory breakdown (by_component)
+BUCKET_BUFFERS = {"torch": "DDP flat gradient buckets",
+                  "apex": "apex DDP flattened buckets in flight"}
+
+
+@dataclass(frozen=True)
+class BucketMemory:
+    """The memory a data-parallel wrapper keeps for its gradient buckets beside the
+    gradients (the module docstring says which style keeps what, and its source)."""
+
+    name: str                # the memory breakdown's component
+    # "whole": every bucket's flat tensor, all step long (torch); "in_flight": a bucket's
+    # flat copy from its flatten until its all-reduce's tail has run (apex)
+    held: str
+    # (bucket collective's name, bytes of its flat tensor, seconds from the copy's allocation
+    # to the collective being ready: the flatten pass that fills it, 0 where none is timed)
+    buckets: tuple[tuple[str, float, float], ...]
+
+    def renamed(self, prefix: str) -> "BucketMemory":
+        """The same buckets with their collectives named `prefix` + name (a pipeline stage's)."""
+        return replace(self, buckets=tuple((prefix + n, b, lead) for n, b, lead in self.buckets))
+
+    def bytes_held(self, run=None) -> float:
+        """Bytes held: every bucket (whole); the most bytes of flat copies alive at once in
+        the simulated `run` (in_flight; each bucket alone without a run)."""
+        if self.held == "whole":
+            return float(sum(b for _, b, _ in self.buckets))
+        if run is None:
+            return float(max((b for _, b, _ in self.buckets), default=0.0))
+        return peak_in_flight(self.buckets, run.comm)
+
+
+def peak_in_flight(buckets, records) -> float:
+    """The most bytes alive at once, each bucket's copy alive from `lead` s before its
+    collective was ready until its transfer and the tail its stream runs after it end
+    (CommRecord ready, end, around), over every simulated iteration."""
+    info = {name: (nbytes, lead) for name, nbytes, lead in buckets}
+    spans: dict[tuple[int, str], list[float]] = {}
+    for r in records:
+        if r.name in info:
+            start, end = r.ready - info[r.name][1], r.end + r.around
+            span = spans.setdefault((r.iteration, r.name), [start, end])
+            span[0], span[1] = min(span[0], start), max(span[1], end)
+    if not spans:
+        return float(max((b for b, _ in info.values()), default=0.0))
+    # frees before allocations at one instant: a copy dropped as the next is made is not both
+    events = sorted([(s, 1, info[name][0]) for (_, name), (s, _) in spans.items()]
+                    + [(e, 0, -info[name][0]) for (_, name), (_, e) in spans.items()])
+    alive = peak = 0.0
+    for _, _, delta in events:
+        alive += delta
+        peak = max(peak, alive)
+    return float(peak)
+
+
+def _bucket_ops(comms, tensors) -> list:
+    """The dense gradient buckets among `comms`: the all-reduces of gradients nothing in
+    the iteration waits on, which the wrapper copies, divides and (torch) stores."""
+    by_name = {t.name: t for t in tensors}
+    return [c for c in comms if c.op == "all_reduce" and c.category == "dense" and c.tensors
+            and all(n in by_name and by_name[n].needed_by is None for n in c.tensors)]
+
+
+def bucket_memory(comms, tensors, ctx, style: str, passes: "GradientPasses | None" = None) -> BucketMemory | None:
+    """What `style` keeps for the dense gradient buckets among `comms` (collectives built
+    from SyncTensors `tensors`; `passes`: the same buckets' passes, whose flatten ops time
+    apex's copies), None where it keeps nothing beyond the gradients (torch-view, none) or
+    runs no wrapper (one GPU). Each bucket's flat tensor is as wide as its gradients (the
+    FP32 gradients of a --grad-compress bucket stay FP32 there)."""
+    if ctx.n_gpus <= 1 or style not in BUCKET_BUFFERS:
+        return None
+    by_name = {t.name: t for t in tensors}
+    buckets = _bucket_ops(comms, tensors)
+    if not buckets:
+        return None
+    lead: dict[str, float] = {}
+    if style == "apex" and passes is not None:
+        seconds = {op.id: op.duration for _, op in passes.after}
+        for c in passes.comms:
+            lead[c.name] = sum(seconds.get(dep, 0.0) for dep, _ in c.ready_after)
+    return BucketMemory(BUCKET_BUFFERS[style], "whole" if style == "torch" else "in_flight",
+                        tuple((c.name, float(sum(by_name[n].nbytes for n in c.tensors)), lead.get(c.name, 0.0))
+                              for c in buckets))
+
+
 def _pass(ctx, name: str, nbytes: float, count: int = 1, ops: int = 1, copy: bool = False) -> float:
     """`count` contiguous kernels over `nbytes` in all (read + write): ATen's copy_ at copy
     bandwidth (`copy`), else an in-place scale of parameter-sized tensors. `ops` of them
@@ -106,8 +220,7 @@ def gradient_passes(comms, tensors, ctx, style: str, hook_divides: int = 0) -> G
     if ctx.n_gpus <= 1 or ctx.kernel_seconds is None or (style == "none" and not compress.on):
         return None
     by_name = {t.name: t for t in tensors}
-    buckets = [c for c in comms if c.op == "all_reduce" and c.category == "dense" and c.tensors
-               and all(n in by_name and by_name[n].needed_by is None for n in c.tensors)]
+    buckets = _bucket_ops(comms, tensors)
     if not buckets:
         return None
     out: dict[str, CommOp] = {}

@@ -6,7 +6,8 @@ ProcessGroupNCCL runs a group's collectives on one stream per device); a paramet
 server's pushes and pulls are its own connections and run beside them; optimizer.step()
 after every gradient is reduced. On more
 than one GPU the wrapper's own passes over the gradient (bucket copies, the divide by the
-world size) run as the `ddp` style says (schedulers.ddp_passes).
+world size) run as the `ddp` style says, and its buckets take the memory that style keeps
+for them (schedulers.ddp_passes).
 
 With ``ddp=apex`` the buckets are apex DistributedDataParallel's instead
 (apex/parallel/distributed.py at 43a6f9f, allreduce_hook lines 358-390 and
@@ -25,7 +26,7 @@ from ..collectives.servers import SERVER_OPS
 from ..errors import InputError
 from ..options import positive_number
 from .base import SCHEDULERS, Scheduler, single_op
-from .ddp_passes import DDP_STYLES, gradient_passes
+from .ddp_passes import DDP_STYLES, bucket_memory, gradient_passes
 from ..plan.ops import CommOp
 
 MiB = 1024 * 1024
@@ -119,6 +120,9 @@ class FifoScheduler(Scheduler):
 
     def gradient_passes(self, comms, tensors, ctx):
         return gradient_passes(comms, tensors, ctx, self.options.ddp, self.options.hook_divides)
+
+    def bucket_memory(self, comms, tensors, ctx, passes=None):
+        return bucket_memory(comms, tensors, ctx, self.options.ddp, passes)
 
 
 def _bucketable(t) -> bool:

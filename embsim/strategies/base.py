@@ -39,6 +39,12 @@ class Strategy(Configurable):
         strategy brings (parameter servers)."""
         return topo
 
+    def link_caveats(self) -> dict[str, str]:
+        """Link kind -> what its capacity rests on that nobody measured (a parameter server's
+        assumed summation rate), for an output that names the link as a bottleneck; set by
+        topology(). Default: none."""
+        return {}
+
     def plan(self, ctx: StepContext) -> StrategyPlan:  # pragma: no cover - interface
         raise NotImplementedError
 

@@ -36,7 +36,10 @@ or row blocks / hashed rows serving their rows' share of the lookups): one allto
 as TorchRec's column-wise sharding and HugeCTR's Sparse Operation Kit (one fused table, rows
 hashed by key % GPUs) exchange them. For a model of many small tables the per-table exchange
 is latency-bound (one collective's fixed cost per table), so this option can change a
-strategy ranking.
+strategy ranking. shard=tables always runs one fused alltoallv per direction: it takes no
+`exchange` (either value is refused, per_table since it cannot run, fused since it would
+look like a choice), and every output reports exchange=fused for it, implied by shard=tables
+(EmbRaceOptions.implied), not a default that did not run.
 Tables with a dense gradient (a full softmax tied to them) stay replicated and AllReduce.
 A sampled softmax's own table (softmax_w: an output layer's `table:`, or a tied one under
 --untie-outputs) is read by that layer alone: the shards gather the rows of its candidates
@@ -137,8 +140,9 @@ class EmbRaceOptions:
     placement: str = "greedy"
     column_slice_threshold: float | None = None
     # cols, rows, hashed: one AlltoAll per table and direction (per_table: EmbRace on Horovod,
-    # which never fuses alltoalls) or one for all tables (fused: TorchRec, HugeCTR's SOK)
-    exchange: str = "per_table"
+    # which never fuses alltoalls) or one for all tables (fused: TorchRec, HugeCTR's SOK).
+    # Not given (None): per_table, and under shard=tables, which always fuses, fused
+    exchange: str | None = None
 
     def wire_bytes(self, model) -> int:
         return model.table_bytes if self.alltoall_dtype == "table" else model.dtype_bytes
@@ -157,10 +161,15 @@ class EmbRaceOptions:
                 raise InputError("--option column_slice_threshold: only with placement=memory_balanced "
                                  "(DeepLearningExamples' greedy places tables whole)")
             positive_number(self.column_slice_threshold, "column_slice_threshold", 1)
-        if self.exchange not in ("per_table", "fused"):
-            raise InputError(f"--option exchange={self.exchange!r}: expected per_table or fused")
-        if self.exchange == "fused" and self.shard == "tables":
-            raise InputError("--option exchange=fused: shard=tables always fuses its exchange")
+        if self.exchange is not None:
+            if self.exchange not in ("per_table", "fused"):
+                raise InputError(f"--option exchange={self.exchange!r}: expected per_table or fused")
+            if self.shard == "tables":
+                # either value: per_table cannot run, and fused is no choice there
+                raise InputError(f"--option exchange={self.exchange}: only with shard=cols, rows or "
+                                 f"hashed; shard=tables always fuses its exchange (one alltoallv per "
+                                 f"direction for all tables): leave exchange out")
+        object.__setattr__(self, "exchange", self.exchange or ("fused" if self.shard == "tables" else "per_table"))
         if self.input not in ("data", "model"):
             raise InputError(f"--option input={self.input!r}: expected data or model")
         if self.bottom_mlp not in ("data", "model"):
@@ -168,6 +177,11 @@ class EmbRaceOptions:
         if self.bottom_mlp != "data" and self.shard != "tables":
             raise InputError("--option bottom_mlp: only with shard=tables")
         object.__setattr__(self, "dedup", switch(self.dedup, "dedup"))
+
+    def implied(self) -> dict[str, str]:
+        """Options whose value another option decides, when not given, with why: what the
+        options line reports instead of "(default)" (engine.options_used)."""
+        return {"exchange": "shard=tables always fuses"} if self.shard == "tables" else {}
 
 
 @STRATEGIES.register("embrace")

@@ -184,11 +184,18 @@ class ParameterServerStrategy(Strategy):
     # node's when colocated, a dedicated server machine's), None where the topology gives none
     server_host_bytes: float | None = None
     node_topology = None               # set by topology(): the GPUs' topology with its servers
+    # set by topology(): what the servers' result leans on that no one measured (the assumed
+    # summation rate, a socket link the topology file marks [UNKNOWN]): notes, and the same
+    # per link kind for a why: line (link_caveats)
+    assumed_notes: tuple[str, ...] = ()
+    assumed_links: dict = {}
 
     def topology(self, topo):
         o = self.options
         overrides = {k: v for k, v in (("nodes", o.server_nodes), ("nic_gbit", o.server_gbit),
                                        ("sum_gbps", o.server_sum_gbps)) if v is not None}
+        if o.server_sum_gbps is not None:
+            overrides["sum_gbps_given"] = True
         spec = replace(topo.node.servers or ServerSpec(), **overrides)
         self.server_host_bytes = capacity_bytes(spec.host_memory_gb if o.servers == "dedicated"
                                                 else topo.node.host_memory_gb)
@@ -204,7 +211,53 @@ class ParameterServerStrategy(Strategy):
         self.node_topology = out
         root = host_vertex(topo._template)
         self.host = NodeHost(out._template, root, out.n_nodes, out._per_node) if root else None
+        self.assumed_notes, self.assumed_links = self._assumed(topo, spec, root)
         return out
+
+    def _assumed(self, topo, spec: ServerSpec, root: str | None) -> tuple[tuple[str, ...], dict]:
+        """What the servers' time rests on that nobody measured, said where it is used:
+        - the servers' summation rate (every push ends on its ps-cpu link), when neither the
+          topology (parameter_servers.sum_gbps) nor --option server_sum_gbps gives it:
+          ServerSpec's 20 GB/s, an [ASSUMPTION] (topology/spec.py);
+        - the socket link, where the file marks fabric.cpu_link_gbps [UNKNOWN] (the Grace
+          presets: NCCL's ARM_BW 6 stands in) and the servers' traffic crosses it: a colocated
+          server, and local aggregation's host copies, sit at the node's first CPU socket
+          (topology.servers, ps_local.NodeHost), so a node's GPUs under its other sockets
+          reach them over that link. gb200/gb300-nvl72 model the whole 72-GPU rack as one
+          node: one colocated server for all 72 GPUs.
+        Returns (notes, {link kind: the same in a few words})."""
+        o = self.options
+        notes, links = [], {}
+        if not spec.sum_gbps_given:
+            notes.append(f"ps: each server sums and applies what is pushed to it at {spec.sum_gbps:g} GB/s "
+                         f"(the ps-cpu link every push ends on), an assumed rate, not a measured one (a "
+                         f"memory-bound sum and sparse optimizer step on one CPU socket): the topology "
+                         f"gives no parameter_servers.sum_gbps; set it there or with --option "
+                         f"server_sum_gbps=GBPS")
+            links["ps-cpu"] = (f"the servers' summation rate, an assumed {spec.sum_gbps:g} GB/s a server "
+                               f"(--option server_sum_gbps)")
+        fabric, g = topo.node.fabric, topo.gpus_per_node
+        colocated = o.servers == "colocated"
+        copies = o.local_aggregation and g > 1 and topo.n_gpus > 1
+        if ("fabric.cpu_link_gbps" in topo.node.unknown and root is not None
+                and (fabric.cpu_sockets or 1) > 1 and (colocated or copies)):
+            others = fabric.cpu_sockets - 1
+            sockets = "its other socket" if others == 1 else f"its other {others} sockets"
+            if colocated:
+                lead = (f"the node's {counted(g, 'GPU')} share one colocated server at its first CPU "
+                        f"socket; those under {sockets} reach it"
+                        + (", and local aggregation's host copies," if copies else ""))
+            else:
+                lead = (f"local aggregation copies a node's rows to its first CPU socket; the GPUs "
+                        f"under {sockets} reach it")
+            notes.append(f"ps: {lead} over the socket link: {fabric.cpu_link_gbps:g} GB/s per direction, "
+                         f"a figure the topology file ({topo.node.name}) marks [UNKNOWN]")
+            links["cpu"] = (f"the socket link, {fabric.cpu_link_gbps:g} GB/s, a figure the topology file "
+                            f"marks [UNKNOWN]")
+        return tuple(notes), links
+
+    def link_caveats(self) -> dict[str, str]:
+        return dict(self.assumed_links)
 
     def _server_shares(self, once: ByIdentity, weights, counts, count: int, block: int):
         """Each server's share of a table's row weights (workload.sharding), once per arrays."""
@@ -218,8 +271,14 @@ class ParameterServerStrategy(Strategy):
         return host_vertex(topo._template) is not None
 
     def plan(self, ctx):
-        if self.options.payload == "dense":
-            return plan_dense(self, ctx)
+        plan = plan_dense(self, ctx) if self.options.payload == "dense" else self._rows_plan(ctx)
+        if not self.assumed_notes:
+            return plan
+        # one GPU keeps its servers (host_sync), and so what their time rests on
+        return replace(plan, notes=plan.notes + self.assumed_notes,
+                       host_notes=plan.host_notes + (self.assumed_notes if plan.host_sync else ()))
+
+    def _rows_plan(self, ctx):
         model, n = ctx.model, ctx.n_gpus
         count = self.server_count or max(1, n // ctx.gpus_per_node)
         sync = replicated_sync(ctx)

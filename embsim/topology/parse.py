@@ -10,7 +10,9 @@ from pathlib import Path
 
 from embsim.errors import InputError
 from embsim.nccl_names import parse_env_values, parse_filter
-from embsim.yamlio import YamlDoc, check_mapping, check_name, get, load_yaml, parse_yaml
+from dataclasses import replace
+
+from embsim.yamlio import YamlDoc, check_mapping, check_name, get, parse_yaml, read_text
 
 from .build import disconnected_pair, node_template
 from .spec import (CPU_MODELS, CPU_VENDORS, FABRIC_KINDS, LIMITS, NCCL_TUNERS, NETWORK_KINDS, FabricSpec,
@@ -38,7 +40,8 @@ EMBEDDED_KEY = "host_topology"
 def load_node_type(path: str | Path) -> NodeType:
     """Parse a topology file from disk, or the machine embedded in a calibration trace."""
     try:
-        doc = load_yaml(path)
+        text = read_text(path)
+        doc = parse_yaml(text, str(path))
         if isinstance(doc.data, dict) and doc.data.get("kind") == TRACE_KIND:
             if not isinstance(doc.data.get(EMBEDDED_KEY), dict):
                 named = doc.data.get("topology")
@@ -46,7 +49,7 @@ def load_node_type(path: str | Path) -> NodeType:
                 raise TopologyError(f"{path}: a trace without an embedded topology "
                                     f"({EMBEDDED_KEY}); give the topology it names{named} instead")
             doc = doc.sub(EMBEDDED_KEY)
-        return node_type_from_doc(doc)
+        return with_unknown_marks(node_type_from_doc(doc), doc, text)
     except TopologyError:
         raise
     except InputError as exc:  # yamlio raises the base class; keep one error type
@@ -56,11 +59,32 @@ def load_node_type(path: str | Path) -> NodeType:
 def parse_node_type(text: str, source: str = "<string>") -> NodeType:
     """Parse topology YAML text (tests, generated files)."""
     try:
-        return node_type_from_doc(parse_yaml(text, source))
+        doc = parse_yaml(text, source)
+        return with_unknown_marks(node_type_from_doc(doc), doc, text)
     except TopologyError:
         raise
     except InputError as exc:
         raise TopologyError(str(exc)) from None
+
+
+# How a topology file marks a figure nobody published or measured (a stand-in), in the
+# comment on the key's own line, as the packaged presets do: "cpu_link_gbps: 6  # [UNKNOWN] ..."
+UNKNOWN_MARK = "[UNKNOWN]"
+
+
+def with_unknown_marks(node: NodeType, doc: YamlDoc, text: str) -> NodeType:
+    """`node` with NodeType.unknown: the key paths whose line's comment carries UNKNOWN_MARK
+    (the file's own word that the figure is a stand-in), so an output that leans on one of
+    them can say so. The text after the line's first '#' is the comment (no key embsim reads
+    holds a '#' in its value)."""
+    lines = text.splitlines()
+    marked = []
+    for path, line in doc.lines.items():
+        if path and line and line <= len(lines):
+            _, hash_, comment = lines[line - 1].partition("#")
+            if hash_ and UNKNOWN_MARK in comment:
+                marked.append(".".join(str(p) for p in path))
+    return replace(node, unknown=tuple(sorted(marked))) if marked else node
 
 
 def node_type_from_doc(doc: YamlDoc) -> NodeType:
@@ -395,5 +419,6 @@ def _servers(doc: YamlDoc, m) -> ServerSpec:
                       latency_us=latency,
                       sum_gbps=get(doc, p, m, "sum_gbps", float, default=20.0, positive=True,
                                    hi=LIMITS["host_gbps"]),
+                      sum_gbps_given="sum_gbps" in m,
                       host_memory_gb=get(doc, p, m, "host_memory_gb", float, default=None, positive=True,
                                          hi=LIMITS["host_memory_gb"]))

@@ -6,7 +6,7 @@ build.py converts to bytes/s and seconds when it makes links.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from embsim.errors import InputError
 
@@ -207,6 +207,9 @@ class ServerSpec:
     # 20 GB/s: a memory-bound sum + sparse optimizer step on one CPU socket's DDR4
     # (~100 GB/s peak) reading the gradient, the row and its state and writing both back.
     sum_gbps: float = 20.0
+    # whether a file or --option gave sum_gbps; False: the assumed 20 GB/s above, which the
+    # outputs of a run that sums on servers say (strategies.ps)
+    sum_gbps_given: bool = field(default=False, compare=False)
     # host memory of one server machine, GiB (as host_memory_gb); None: not given, and the
     # servers' shards are not checked against anything
     host_memory_gb: float | None = None
@@ -226,6 +229,9 @@ class NodeType:
     # DIMMs = 2048 GiB): what holds parameter servers colocated on the node, or tables kept
     # in host memory. None: the file gives none, and nothing is checked against it.
     host_memory_gb: float | None = None
+    # key paths ("fabric.cpu_link_gbps") whose figure the file's own comment marks [UNKNOWN]
+    # (a stand-in, not a published or measured number): outputs that lean on one say so
+    unknown: tuple[str, ...] = ()
 
     def nic_of_gpu(self, local: int) -> int | None:
         """First NIC that serves this GPU (NCCL's closest NIC); None without NICs."""

@@ -3,13 +3,20 @@
 Embedding tables may be replicated (every GPU holds the whole table: allreduce, allgather)
 or sharded over `embedding_shards` GPUs (EmbRace-style model parallelism, parameter-server
 shards); dense layers may be sharded ZeRO-style over `dense_shards` (1 = replicated).
+
+Buffers are what a strategy or wrapper holds beside those: a strategy's own (gathered
+parameters, a worker cache), and the data-parallel wrapper's gradient buckets, added once
+the scheduler has bucketed the gradients (MemoryBreakdown.with_buffer): PyTorch DDP's
+default keeps one flat tensor per bucket as large as the gradients it carries,
+gradient_as_bucket_view keeps none, apex DDP a flat copy of each bucket in flight
+(schedulers.ddp_passes, with the sources).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
 from .host_memory import HostMemoryNeed
@@ -33,6 +40,16 @@ class MemoryBreakdown:
     def total(self) -> int:
         return (self.params + self.grads + self.optimizer_state + self.master_weights
                 + self.activations + self.buffers)
+
+    def with_buffer(self, name: str, nbytes: float) -> "MemoryBreakdown":
+        """The same with one more named buffer (a data-parallel wrapper's gradient buckets:
+        schedulers.ddp_passes.bucket_memory); 0 bytes: unchanged."""
+        extra = int(math.ceil(nbytes))
+        if extra <= 0:
+            return self
+        parts = dict(self.by_component)
+        parts[name] = parts.get(name, 0) + extra
+        return replace(self, buffers=self.buffers + extra, by_component=parts)
 
     def as_dict(self) -> dict:
         return {"params": self.params, "grads": self.grads,

@@ -51,3 +51,25 @@ def test_a_bad_option_is_refused_as_the_run_would():
 def test_values_as_typed():
     assert [value_text(v) for v in (True, False, None, 32e6, 0.02, "cols", 3)] == \
         ["on", "off", "unset", "32000000", "0.02", "cols", "3"]
+
+
+def test_an_option_another_option_decides_is_reported_as_implied_not_default():
+    """probe U, B3: embrace shard=tables always fuses its exchange, so the options line says
+    exchange=fused and why, where it said exchange=per_table (default), which did not run."""
+    given = with_options(SimulationConfig(topology="2x8", model="dlrm-criteo-t3", strategy="embrace"),
+                         {"shard": "tables"})
+    used = options_used(given)
+    exchange = next(u for u in used.items if u.key == "exchange")
+    assert (exchange.value, exchange.source, exchange.why) == ("fused", "implied", "shard=tables always fuses")
+    assert exchange.origin == "shard=tables always fuses"
+    assert used.text("strategy") == ("embrace: shard=tables (--option); dedup=off, bottom_mlp=data, "
+                                     "alltoall_dtype=table, input=data, placement=greedy, "
+                                     "column_slice_threshold=unset (default); exchange=fused "
+                                     "(shard=tables always fuses)")
+    assert used.as_json()["strategy"]["options"]["exchange"] == {
+        "value": "fused", "from": "implied", "why": "shard=tables always fuses"}
+    # every other option keeps its source and no "why"
+    assert used.as_json()["strategy"]["options"]["dedup"] == {"value": False, "from": "default"}
+    # shard=cols: per_table is the plain default
+    cols = options_used(SimulationConfig(topology="2x8", model="dlrm-criteo-t3", strategy="embrace"))
+    assert "exchange=per_table (default)" in cols.text("strategy")

@@ -22,15 +22,17 @@ ACT = 4 * 1024 * 768 * 2          # micro-batch x seq x hidden, bf16
 def test_p1_is_bit_for_bit_what_main_gave():
     # step time, samples/s, scaling efficiency, memory and events as main (5d42014) gave
     # them before pipeline parallelism existed; re-pinned 2026-12-04 when the token
-    # embedding's backward became ATen's kernels (embsim.workload.embedding_kernels)
+    # embedding's backward became ATen's kernels (embsim.workload.embedding_kernels), and
+    # the memory when PyTorch DDP's flat gradient buckets were counted (schedulers.ddp_passes:
+    # + the bucketed gradients, 497,759,232 / 250,530,816 / 1,703,765,500 B)
     cases = [(dict(model="gpt2", topology="dgx-h100:2x8", batch=4, seq=1024, dtype="bf16",
                    iterations=3, accumulate=2),
-              (0.03445333655023433, 3715.1699317530806, 0.9136549097141176, 3698814976, 1926)),
+              (0.03445333655023433, 3715.1699317530806, 0.9136549097141176, 4196574208, 1926)),
              (dict(model="gpt2", topology="dgx-h100:1x8", batch=4, seq=1024, dtype="bf16",
                    iterations=2, tensor_parallel=2, accumulate=3),
-              (0.033919630284379894, 1415.1097638025897, 0.9496517128187957, 1862324224, 1872)),
+              (0.033919630284379894, 1415.1097638025897, 0.9496517128187957, 2112855040, 1872)),
              (dict(model="lstm-lm1b", topology="4x2", iterations=2, efficiency_baseline=False),
-              (0.04875522202596483, 21002.87840868951, None, 5431142900, 368))]
+              (0.04875522202596483, 21002.87840868951, None, 7134908400, 368))]
     for cfg, want in cases:
         for extra in ({}, {"pipeline_parallel": 1}):
             r = simulate(SimulationConfig(**cfg, **extra))

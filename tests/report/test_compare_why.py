@@ -239,3 +239,22 @@ def test_why_best_gives_what_crosses_the_network_a_node():
                             net_bytes_per_node=1149e6)
     assert "; into the network 1,136.0 MB a node a step, against 1,149.0 MB" in why_best([a, b])
     assert "into the network" not in why_best([dataclasses.replace(a, net_bytes_per_node=None), b])
+
+
+def test_a_bottleneck_link_whose_rate_was_assumed_says_so():
+    """probe U, M4: "ps/fifo's exposed communication is bandwidth-bound (hottest link ps-cpu
+    busy 62 %)" at the servers' assumed 20 GB/s: the why: line names the assumption
+    (CompareRow.link_caveats, from Strategy.link_caveats); a link without one reads as before."""
+    caveat = "the servers' summation rate, an assumed 20 GB/s a server (--option server_sum_gbps)"
+    best = row("embrace", "fifo", 27.67e-3, 2.5e-3, 25.2e-3, busiest_link=("nvlink", 0.1, 0.2))
+    ps = row("ps", "fifo", 112.9e-3, 90.1e-3, 22.8e-3, busiest_link=("ps-cpu", 0.6, 0.62),
+             link_caveats=(("ps-cpu", caveat),))
+    assert ("ps/fifo's exposed communication is bandwidth-bound (ps/fifo's hottest link ps-cpu busy 62 % "
+            f"of the step; ps-cpu is {caveat})") in why_best([best, ps])
+    plain = dataclasses.replace(ps, link_caveats=())
+    assert "(ps/fifo's hottest link ps-cpu busy 62 % of the step)" in why_best([best, plain])
+    # and where a scheduler loses to fifo on that link
+    slow = dataclasses.replace(ps, scheduler="priority", step_time=120e-3, exposed_comm=97e-3,
+                               busiest_link=("ps-cpu", 0.6, 0.7))
+    assert f"hottest link ps-cpu busy 70 % of the step on average (fifo: 62 %); ps-cpu is {caveat}" in \
+        bottleneck(slow, ps)

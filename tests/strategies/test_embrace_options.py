@@ -260,11 +260,35 @@ def test_with_dedup_an_owner_looks_up_and_scatters_only_the_distinct_rows_it_rec
 
 @pytest.mark.parametrize("options, message", [
     ({"exchange": "sometimes"}, "exchange='sometimes': expected per_table or fused"),
-    ({"exchange": "fused", "shard": "tables"}, "always fuses"),
+    # shard=tables takes neither value (probe U, B3: per_table was accepted and changed nothing)
+    ({"exchange": "fused", "shard": "tables"}, "exchange=fused: only with shard=cols, rows or hashed; "
+                                               "shard=tables always fuses"),
+    ({"exchange": "per_table", "shard": "tables"}, "exchange=per_table: only with shard=cols, rows or "
+                                                   "hashed; shard=tables always fuses"),
 ])
 def test_fused_exchange_refusals(options, message):
     with pytest.raises(InputError, match=message):
         dlrm(**options)
+
+
+def test_the_exchange_reported_is_the_one_that_runs():
+    """probe U, B3: under shard=tables the options said exchange=per_table (default) while one
+    fused alltoallv per direction ran; the value is now what runs, implied by shard=tables."""
+    from embsim.strategies.embrace import EmbRaceOptions
+    assert EmbRaceOptions().exchange == "per_table"
+    assert EmbRaceOptions(shard="tables").exchange == "fused"
+    assert EmbRaceOptions(shard="hashed", exchange="fused").exchange == "fused"
+    assert EmbRaceOptions(shard="tables").implied() == {"exchange": "shard=tables always fuses"}
+    assert EmbRaceOptions(shard="cols").implied() == {}
+    r = dlrm(shard="tables")
+    assert r.options_used.text("strategy").endswith(
+        "column_slice_threshold=unset (default); exchange=fused (shard=tables always fuses)")
+    assert r.options_used.as_json()["strategy"]["options"]["exchange"] == {
+        "value": "fused", "from": "implied", "why": "shard=tables always fuses"}
+    # one alltoallv per direction for all tables, as said
+    fwd = {c.name for c in r.run.comm if c.iteration == 1 and c.op == "alltoall"}
+    assert len(fwd) <= 3
+    assert "exchange=per_table (default)" in dlrm().options_used.text("strategy")
 
 
 def test_embrace_2d_refuses_a_fused_exchange():

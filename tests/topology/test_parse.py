@@ -67,3 +67,22 @@ def test_every_shipped_preset_gives_its_host_memory_or_says_why_not(path):
 ])
 def test_vendor_host_memory_of_the_presets(preset, gib):
     assert load_topology(preset).node.host_memory_gb == gib
+
+
+def test_a_figure_the_file_marks_unknown_is_recorded(tmp_path):
+    """NodeType.unknown: the key paths whose line's comment carries [UNKNOWN] (the presets'
+    word for a stand-in figure), so an output leaning on one can say so (strategies.ps)."""
+    assert parse_node_type(SMALL_PCIE).unknown == ()
+    marked = SMALL_PCIE.replace("cpu_link_gbps: 10", "cpu_link_gbps: 10   # [UNKNOWN] a stand-in")
+    assert parse_node_type(marked).unknown == ("fabric.cpu_link_gbps",)
+    # an [ASSUMPTION] is not an unknown, and a mark outside the comment is no mark
+    assert parse_node_type(SMALL_PCIE.replace("cpu_link_gbps: 10", "cpu_link_gbps: 10  # [ASSUMPTION]")).unknown == ()
+    path = tmp_path / "marked.yaml"
+    path.write_text(marked)
+    assert load_topology(f"{path}:1x4").node.unknown == ("fabric.cpu_link_gbps",)
+    # the Grace presets say their socket link is NCCL's ARM_BW stand-in; dgx-h100's is published
+    for preset in ("gb200-nvl72", "gb300-nvl72", "alps-gh200"):
+        assert "fabric.cpu_link_gbps" in load_topology(preset).node.unknown
+    assert "fabric.cpu_link_gbps" not in load_topology("dgx-h100").node.unknown
+    # the record is no part of a node's equality with itself read another way
+    assert parse_node_type(marked).fabric == parse_node_type(SMALL_PCIE).fabric

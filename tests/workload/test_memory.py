@@ -128,3 +128,17 @@ def test_host_memory_rides_with_the_breakdown_outside_the_hbm_total():
     with_host = memory_per_gpu(m, host=need)
     assert with_host.host is need and with_host.total == memory_per_gpu(m).total
     assert memory_per_gpu(m).host is None
+
+
+def test_a_wrappers_bucket_buffer_adds_to_buffers_and_is_named():
+    """MemoryBreakdown.with_buffer: the data-parallel wrapper's gradient buckets, added once the
+    scheduler has bucketed the gradients (schedulers.ddp_passes.bucket_memory), count in the
+    buffers and the total under their own name; nothing to add leaves it as it was."""
+    mem = memory_per_gpu(load_model("bert-base"))
+    held = mem.with_buffer("DDP flat gradient buckets", mem.grads + 0.5)
+    assert held.buffers == mem.buffers + mem.grads + 1          # whole bytes, rounded up
+    assert held.total == mem.total + mem.grads + 1
+    assert held.by_component["DDP flat gradient buckets"] == mem.grads + 1
+    assert sum(held.by_component.values()) == held.total
+    assert "DDP flat gradient buckets" not in mem.by_component   # the original is unchanged
+    assert mem.with_buffer("DDP flat gradient buckets", 0) is mem
