@@ -120,9 +120,7 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
         for why in skipped:
             click.echo(f"embsim: note: {why}; left out", err=True)
         if failed and not curves:
-            for why in failed:
-                click.echo(f"embsim: error: {why} (left out)", err=True)
-            return 2
+            return _left_out(failed)
         if not curves:
             raise InputError(f"validate: no nccl-tests run to score in {', '.join(sorted(in_folders))}")
         # every curve on its own, so one good curve cannot average a bad one away
@@ -131,9 +129,7 @@ def command(inputs, nccl_tests, trace, training, topology, op, placement, iterat
             plot_collectives(curves, plot)
         click.echo(json.dumps(collective_json(curves), indent=2) if as_json else collective_table(curves))
         if failed:
-            for why in failed:
-                click.echo(f"embsim: error: {why} (left out)", err=True)
-            return 2
+            return _left_out(failed)
     else:
         if plot:
             raise InputError("--plot is for --nccl-tests curves")
@@ -187,6 +183,13 @@ def _exceeds(which: str, value: float | None, bound: float) -> str:
     return f"{which} |error| {a} exceeds --{which}-error {b}"
 
 
+def _left_out(failed: list[str]) -> int:
+    """The inputs left out of a run of several, one error line each: bad input, exit 2."""
+    for why in failed:
+        click.echo(f"embsim: error: {why} (left out)", err=True)
+    return 2
+
+
 def _verdict(problem: str | None) -> int:
     if problem:
         # the same one-line form as every other error; exit 1 (a result, not bad input)
@@ -207,9 +210,7 @@ def _training(paths, iterations, as_json, mean_error, max_error, plot) -> int:
     if runs:
         click.echo(json.dumps(training_json(runs, pairs), indent=2) if as_json else training_table(runs, pairs))
     if failed:
-        for why in failed:
-            click.echo(f"embsim: error: {why} (left out)", err=True)
-        return 2
+        return _left_out(failed)
     s = summary(runs, pairs)
     mean, worst = s["mean_abs_error"], s["max_abs_error"]
     if mean_error is not None and (mean is None or mean > mean_error):

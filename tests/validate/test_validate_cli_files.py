@@ -93,6 +93,20 @@ def test_a_curve_or_training_file_may_name_files_beside_it(tmp_path, capsys, mon
         assert main(["validate", mode, str(sub / name)]) == 0, capsys.readouterr().err
 
 
+def _left_out_then_alone(capsys, err: str, mode: str, bad, word: str, folder=None):
+    """The bad file named once on stderr as left out (and, given `folder` (path, a good
+    file's name), the folder form scoring the same good file); then the bad file alone:
+    its one-line error, as before."""
+    err = err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err and word in err and "left out" in err
+    if folder is not None:
+        assert main(["validate", mode, str(folder[0])]) == 2
+        assert folder[1] in capsys.readouterr().out
+    assert main(["validate", mode, str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "left out" not in err
+
+
 def test_a_training_file_that_cannot_run_leaves_the_others_scored(tmp_path, capsys):
     """One file among several with a model embsim has not (a CNN) ended the whole run before
     any table; now the others are scored and printed, the bad one named on stderr, exit 2."""
@@ -103,15 +117,8 @@ def test_a_training_file_that_cannot_run_leaves_the_others_scored(tmp_path, caps
     assert main(["validate", "--training", str(bad), str(good), "--json"]) == 2
     out = capsys.readouterr()
     assert [r["file"] for r in json.loads(out.out)["runs"]] == ["b-lm"]
-    err = out.err.strip()
-    assert len(err.splitlines()) == 1 and str(bad) in err and "resnet50" in err and "left out" in err
-    # the folder form reads the same two files
-    assert main(["validate", "--training", str(tmp_path)]) == 2
-    assert "b-lm" in capsys.readouterr().out
-    # one file alone: its error, as before
-    assert main(["validate", "--training", str(bad)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "left out" not in err
+    _left_out_then_alone(capsys, out.err, "--training", bad, "resnet50",
+                         folder=(tmp_path, "b-lm"))
 
 
 def test_a_curve_file_that_cannot_run_leaves_the_others_scored(tmp_path, capsys):
@@ -124,9 +131,4 @@ def test_a_curve_file_that_cannot_run_leaves_the_others_scored(tmp_path, capsys)
     assert main(["validate", "--nccl-tests", str(bad), str(good), "--json"]) == 2
     out = capsys.readouterr()
     assert [c["curve"] for c in json.loads(out.out)["curves"]] == ["azure-nd-h100-v5-allreduce"]
-    err = out.err.strip()
-    assert len(err.splitlines()) == 1 and str(bad) in err and "mystery-box" in err and "left out" in err
-    # alone: its one-line error, as before
-    assert main(["validate", "--nccl-tests", str(bad)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "left out" not in err
+    _left_out_then_alone(capsys, out.err, "--nccl-tests", bad, "mystery-box")
